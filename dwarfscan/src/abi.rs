@@ -1,0 +1,133 @@
+//! System V AMD64 parameter passing: where each parameter arrives, to tell functions
+//! whose DWARF locations follow the ABI from those the compiler changed.
+
+use sigdb::{Location, TypeKind, SYSV_INT_ARG_REGS};
+
+/// DWARF register numbers of xmm0..xmm7.
+const SSE_REGS: [u8; 8] = [17, 18, 19, 20, 21, 22, 23, 24];
+
+/// The ABI class of a value, from its resolved type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgClass {
+    /// In 1 or 2 integer registers.
+    Integer(u8),
+    /// In 1 or 2 SSE registers.
+    Sse(u8),
+    /// In memory (on the stack for parameters), with its size.
+    Memory(u32),
+    /// Nothing (void).
+    None,
+}
+
+/// Classify a resolved type of `kind` and `size`.
+pub fn classify(kind: TypeKind, size: u32) -> ArgClass {
+    match kind {
+        TypeKind::Void | TypeKind::Func => ArgClass::None,
+        // long double (x87, 16 bytes) and larger go in memory.
+        TypeKind::Float => match size {
+            0..=8 => ArgClass::Sse(1),
+            _ => ArgClass::Memory(size),
+        },
+        TypeKind::Struct | TypeKind::Union | TypeKind::Array => match size {
+            0 => ArgClass::None,
+            1..=8 => ArgClass::Integer(1),
+            9..=16 => ArgClass::Integer(2),
+            _ => ArgClass::Memory(size),
+        },
+        _ => match size {
+            9..=16 => ArgClass::Integer(2),
+            _ => ArgClass::Integer(1),
+        },
+    }
+}
+
+/// The entry locations the ABI assigns to parameters of the given classes; a function
+/// returning `ret` in memory passes the hidden result pointer in rdi first.
+pub fn expected_locations(ret: ArgClass, params: &[ArgClass]) -> Vec<Location> {
+    let mut next_int = usize::from(matches!(ret, ArgClass::Memory(_)));
+    let mut next_sse = 0usize;
+    let mut stack = 0i32;
+    let on_stack = |size: u32, stack: &mut i32| {
+        let at = *stack;
+        *stack += (size.max(8).div_ceil(8) * 8) as i32;
+        Location::Stack(at)
+    };
+    params
+        .iter()
+        .map(|&c| match c {
+            ArgClass::Integer(n) => {
+                let n = usize::from(n);
+                if next_int + n <= SYSV_INT_ARG_REGS.len() {
+                    let r = &SYSV_INT_ARG_REGS[next_int..next_int + n];
+                    next_int += n;
+                    if n == 2 {
+                        Location::RegPair(r[0], r[1])
+                    } else {
+                        Location::Reg(r[0])
+                    }
+                } else {
+                    on_stack(8 * n as u32, &mut stack)
+                }
+            }
+            ArgClass::Sse(n) => {
+                let n = usize::from(n);
+                if next_sse + n <= SSE_REGS.len() {
+                    let r = &SSE_REGS[next_sse..next_sse + n];
+                    next_sse += n;
+                    if n == 2 {
+                        Location::RegPair(r[0], r[1])
+                    } else {
+                        Location::Reg(r[0])
+                    }
+                } else {
+                    on_stack(8 * n as u32, &mut stack)
+                }
+            }
+            ArgClass::Memory(size) => on_stack(size, &mut stack),
+            ArgClass::None => Location::Unknown,
+        })
+        .collect()
+}
+
+/// Whether a DWARF entry location agrees with the ABI's.
+pub fn agrees(actual: Location, expected: Location) -> bool {
+    match (actual, expected) {
+        (a, e) if a == e => true,
+        // A value in a register pair may be described by its first register alone.
+        (Location::Reg(a), Location::RegPair(e, _)) => a == e,
+        // Not a definite location: nothing to disagree with.
+        (Location::Unknown | Location::OptimizedOut | Location::Const(_), _) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysv_order() {
+        let int = ArgClass::Integer(1);
+        let locs = expected_locations(ArgClass::Integer(1), &[int; 8]);
+        assert_eq!(
+            locs,
+            vec![
+                Location::Reg(5),
+                Location::Reg(4),
+                Location::Reg(1),
+                Location::Reg(2),
+                Location::Reg(8),
+                Location::Reg(9),
+                Location::Stack(0),
+                Location::Stack(8),
+            ]
+        );
+        let locs = expected_locations(ArgClass::Memory(24), &[int, ArgClass::Sse(1), ArgClass::Memory(24), int]);
+        assert_eq!(
+            locs,
+            vec![Location::Reg(4), Location::Reg(17), Location::Stack(0), Location::Reg(1)]
+        );
+        assert_eq!(classify(TypeKind::Float, 16), ArgClass::Memory(16));
+        assert_eq!(classify(TypeKind::Struct, 16), ArgClass::Integer(2));
+    }
+}

@@ -1,0 +1,435 @@
+//! dwarfscan: extract every function signature of ELF files from their DWARF into a
+//! [`sigdb`] database.
+//!
+//! Inputs are kernel images, kernel modules (also `.ko.xz`/`.ko.zst`/`.ko.gz`, or a
+//! directory of them), executables, PIEs, shared libraries and relocatable objects. Each
+//! compilation unit is walked in parallel; the results are merged in input and unit order,
+//! so the output is byte-identical for any thread count.
+//!
+//! ```no_run
+//! let inputs = [dwarfscan::Input::new("vmlinux")];
+//! let mut result = dwarfscan::scan(&inputs, &dwarfscan::Options::default())?;
+//! result.write(std::path::Path::new("vmlinux.sigdb"))?;
+//! # Ok::<(), dwarfscan::ScanError>(())
+//! ```
+
+pub mod abi;
+pub mod dwarf;
+pub mod elf;
+mod error;
+pub mod input;
+pub mod location;
+pub mod merge;
+pub mod stats;
+pub mod symbols;
+pub mod types;
+pub mod units;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use sigdb::{DbBuilder, DbFlags, ModuleDesc, ModuleId};
+
+pub use error::ScanError;
+pub use input::Input;
+pub use stats::Stats;
+
+use crate::dwarf::FileDwarf;
+use crate::elf::{ElfInfo, ElfKind};
+use crate::merge::Merger;
+use crate::units::{CuResult, FileCtx, UnitError};
+
+/// A progress report.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    /// This many more compilation units are known to be coming.
+    UnitsQueued(u64),
+    /// This many compilation units are done.
+    UnitsDone(u64),
+}
+
+/// Options of a scan.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Called with progress reports (from any thread).
+    pub progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
+    /// Keep only inline edges whose callee has no out-of-line copy (smaller databases).
+    pub inline_only_edges: bool,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("progress", &self.progress.is_some())
+            .field("inline_only_edges", &self.inline_only_edges)
+            .finish()
+    }
+}
+
+impl Options {
+    fn report(&self, p: Progress) {
+        if let Some(cb) = &self.progress {
+            cb(p);
+        }
+    }
+}
+
+/// The outcome of a scan: a filled builder and counters.
+#[derive(Debug)]
+pub struct ScanResult {
+    /// The database, ready to be written.
+    pub builder: DbBuilder,
+    /// Counters.
+    pub stats: Stats,
+}
+
+impl ScanResult {
+    /// Serialize the database.
+    pub fn to_bytes(&mut self) -> Result<Vec<u8>, ScanError> {
+        let t = Instant::now();
+        let bytes = self.builder.finish()?;
+        self.stats.t_write += t.elapsed();
+        self.stats.db_bytes = bytes.len() as u64;
+        Ok(bytes)
+    }
+
+    /// Write the database atomically (temporary file, then rename).
+    pub fn write(&mut self, path: &Path) -> Result<(), ScanError> {
+        let bytes = self.to_bytes()?;
+        let t = Instant::now();
+        sigdb::write_atomic(path, &bytes)?;
+        self.stats.t_write += t.elapsed();
+        Ok(())
+    }
+}
+
+/// Files whose `.debug_info` is larger than this are scanned alone, unit chunk by unit
+/// chunk, to bound memory; smaller files are scanned in parallel batches.
+const BIG_FILE: usize = 32 << 20;
+/// Units per merge chunk of a big file, by `.debug_info` bytes.
+const CHUNK_BYTES: u64 = 8 << 20;
+
+struct State {
+    merger: Merger,
+    stats: Stats,
+    flags: DbFlags,
+    all_modules: bool,
+    first: bool,
+}
+
+impl State {
+    fn new(opts: &Options) -> State {
+        let mut merger = Merger::new(DbBuilder::new(u32::from(object::elf::EM_X86_64)));
+        merger.all_edges = !opts.inline_only_edges;
+        State {
+            merger,
+            stats: Stats::default(),
+            flags: DbFlags::empty(),
+            all_modules: true,
+            first: true,
+        }
+    }
+
+    fn add_module(&mut self, name: String, elf: &ElfInfo<'_>) -> ModuleId {
+        if self.first {
+            self.merger.builder.set_build_id(&elf.build_id);
+            self.first = false;
+        }
+        if elf.kind.is_kernel() {
+            self.flags |= DbFlags::KERNEL;
+        }
+        if elf.kind != ElfKind::KernelModule {
+            self.all_modules = false;
+        }
+        self.merger.builder.add_module(ModuleDesc {
+            name,
+            kind: elf.kind.module_kind(),
+            build_id: elf.build_id.clone(),
+            base: elf.base,
+        })
+    }
+
+    fn finish(mut self) -> ScanResult {
+        let t = Instant::now();
+        if self.all_modules && self.flags.contains(DbFlags::KERNEL) {
+            self.flags |= DbFlags::MODULES_ONLY;
+        }
+        let mut builder = self.merger.finish();
+        builder.set_flags(self.flags);
+        self.stats.t_merge += t.elapsed();
+        self.stats.db_functions = builder.function_count() as u64;
+        ScanResult {
+            builder,
+            stats: self.stats,
+        }
+    }
+}
+
+/// The module name of a file: `vmlinux` for the kernel, the kernel's name for modules,
+/// the file name otherwise.
+fn module_name_for(path: &Path, kind: ElfKind) -> String {
+    match kind {
+        ElfKind::Kernel => "vmlinux".to_string(),
+        ElfKind::KernelModule => input::module_name(path),
+        _ => path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// Scan `inputs` (files, or directories of kernel modules) into a database.
+pub fn scan(inputs: &[Input], opts: &Options) -> Result<ScanResult, ScanError> {
+    let files = input::expand(inputs)?;
+    let mut state = State::new(opts);
+    let mut i = 0;
+    while i < files.len() {
+        let size = std::fs::metadata(&files[i].path).map_or(0, |m| m.len()) as usize;
+        if size > BIG_FILE {
+            let t = Instant::now();
+            let data = input::load(&files[i].path)?;
+            state.stats.t_load += t.elapsed();
+            scan_big(&mut state, &files[i].path, None, data.bytes(), opts)?;
+            i += 1;
+            continue;
+        }
+        // A batch of small files, scanned in parallel, merged in order.
+        let mut j = i;
+        let mut total = 0usize;
+        while j < files.len() && j - i < 256 && total < BIG_FILE {
+            let s = std::fs::metadata(&files[j].path).map_or(0, |m| m.len()) as usize;
+            if s > BIG_FILE {
+                break;
+            }
+            total += s;
+            j += 1;
+        }
+        let t = Instant::now();
+        let results: Vec<Result<SmallFile, ScanError>> = files[i..j]
+            .par_iter()
+            .map(|f| {
+                let data = input::load(&f.path)?;
+                scan_small(&f.path, None, data.bytes(), opts)
+            })
+            .collect();
+        state.stats.t_scan += t.elapsed();
+        let t = Instant::now();
+        for r in results {
+            let f = r?;
+            merge_small(&mut state, f);
+        }
+        state.stats.t_merge += t.elapsed();
+        i = j;
+    }
+    Ok(state.finish())
+}
+
+/// Scan one ELF file held in memory. `name` is used in error messages and, for files
+/// that are not kernel images or modules, as the module name.
+pub fn scan_elf_bytes(name: &str, bytes: &[u8], opts: &Options) -> Result<ScanResult, ScanError> {
+    let mut state = State::new(opts);
+    let path = PathBuf::from(name);
+    if bytes.len() > BIG_FILE {
+        scan_big(&mut state, &path, Some(name), bytes, opts)?;
+    } else {
+        let t = Instant::now();
+        let f = scan_small(&path, Some(name), bytes, opts)?;
+        state.stats.t_scan += t.elapsed();
+        let t = Instant::now();
+        merge_small(&mut state, f);
+        state.stats.t_merge += t.elapsed();
+    }
+    Ok(state.finish())
+}
+
+struct SmallFile {
+    name: String,
+    kind: ElfKind,
+    build_id: Vec<u8>,
+    base: u64,
+    cus: Vec<CuResult>,
+    stats: Stats,
+}
+
+fn merge_small(state: &mut State, f: SmallFile) {
+    if state.first {
+        state.merger.builder.set_build_id(&f.build_id);
+        state.first = false;
+    }
+    if f.kind.is_kernel() {
+        state.flags |= DbFlags::KERNEL;
+    }
+    if f.kind != ElfKind::KernelModule {
+        state.all_modules = false;
+    }
+    let module = state.merger.builder.add_module(ModuleDesc {
+        name: f.name,
+        kind: f.kind.module_kind(),
+        build_id: f.build_id,
+        base: f.base,
+    });
+    for cu in &f.cus {
+        state.merger.merge_unit(module, cu);
+        state.stats.add(&cu.stats);
+    }
+    state.stats.add(&f.stats);
+}
+
+fn file_stats(elf: &ElfInfo<'_>, bytes: &[u8]) -> Stats {
+    Stats {
+        files: 1,
+        input_bytes: bytes.len() as u64,
+        debug_info_bytes: elf.section(gimli::SectionId::DebugInfo).len() as u64,
+        skipped_relocations: elf.skipped_relocations,
+        ..Stats::default()
+    }
+}
+
+fn prepare<'a>(path: &Path, bytes: &'a [u8]) -> Result<ElfInfo<'a>, ScanError> {
+    elf::read_elf(path, bytes)
+}
+
+fn scan_units(
+    path: &Path,
+    ctx: &FileCtx<'_, '_>,
+    range: std::ops::Range<usize>,
+    parallel: bool,
+    opts: &Options,
+) -> Result<Vec<CuResult>, ScanError> {
+    let one = |i: usize| {
+        let r = units::scan_unit(ctx, i);
+        opts.report(Progress::UnitsDone(1));
+        r
+    };
+    let results: Vec<Result<CuResult, UnitError>> = if parallel {
+        range.into_par_iter().map(one).collect()
+    } else {
+        range.map(one).collect()
+    };
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(cu) => out.push(cu),
+            Err(UnitError::SplitDwarf(why)) => {
+                return Err(ScanError::unsupported(
+                    path,
+                    format!("split DWARF is not supported: a compilation unit {why}"),
+                ))
+            }
+            Err(UnitError::Dwarf(_)) => {
+                let mut cu = CuResult::default();
+                cu.stats.units_skipped = 1;
+                out.push(cu);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn check_units(path: &Path, fd: &FileDwarf<'_>, cus: &[CuResult]) -> Result<(), ScanError> {
+    if fd.headers.is_empty() {
+        return Err(ScanError::NoDwarf {
+            path: path.to_path_buf(),
+            hint: " (.debug_info has no units)".into(),
+        });
+    }
+    if !cus.is_empty() && cus.iter().all(|c| c.stats.units == 0 && c.stats.units_skipped > 0) {
+        return Err(ScanError::dwarf(path, "no compilation unit could be read"));
+    }
+    Ok(())
+}
+
+fn scan_small(
+    path: &Path,
+    name: Option<&str>,
+    bytes: &[u8],
+    opts: &Options,
+) -> Result<SmallFile, ScanError> {
+    let elf = prepare(path, bytes)?;
+    let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
+    opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
+    let ctx = FileCtx {
+        dwarf: &fd,
+        symbols: &elf.symbols,
+        mcount: elf.mcount.as_deref(),
+        kind: elf.kind,
+    };
+    let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
+    check_units(path, &fd, &cus)?;
+    let name = match (name, elf.kind) {
+        (Some(n), ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object) => {
+            n.to_string()
+        }
+        _ => module_name_for(path, elf.kind),
+    };
+    Ok(SmallFile {
+        name,
+        kind: elf.kind,
+        build_id: elf.build_id.clone(),
+        base: elf.base,
+        stats: file_stats(&elf, bytes),
+        cus,
+    })
+}
+
+fn scan_big(
+    state: &mut State,
+    path: &Path,
+    name: Option<&str>,
+    bytes: &[u8],
+    opts: &Options,
+) -> Result<(), ScanError> {
+    let t = Instant::now();
+    let elf = prepare(path, bytes)?;
+    let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
+    state.stats.t_load += t.elapsed();
+    opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
+    let name = match (name, elf.kind) {
+        (Some(n), ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object) => {
+            n.to_string()
+        }
+        _ => module_name_for(path, elf.kind),
+    };
+    let module = state.add_module(name, &elf);
+    state.stats.add(&file_stats(&elf, bytes));
+    let ctx = FileCtx {
+        dwarf: &fd,
+        symbols: &elf.symbols,
+        mcount: elf.mcount.as_deref(),
+        kind: elf.kind,
+    };
+    let n = fd.headers.len();
+    let mut start = 0;
+    let mut any_ok = false;
+    while start < n {
+        let mut end = start;
+        let mut bytes_in = 0u64;
+        while end < n && (end == start || bytes_in < CHUNK_BYTES) {
+            bytes_in += fd.headers[end].length_including_self() as u64;
+            end += 1;
+        }
+        let t = Instant::now();
+        let cus = scan_units(path, &ctx, start..end, true, opts)?;
+        state.stats.t_scan += t.elapsed();
+        let t = Instant::now();
+        for cu in &cus {
+            any_ok |= cu.stats.units > 0;
+            state.merger.merge_unit(module, cu);
+            state.stats.add(&cu.stats);
+        }
+        state.stats.t_merge += t.elapsed();
+        start = end;
+    }
+    if n == 0 {
+        return Err(ScanError::NoDwarf {
+            path: path.to_path_buf(),
+            hint: " (.debug_info has no units)".into(),
+        });
+    }
+    if !any_ok {
+        return Err(ScanError::dwarf(path, "no compilation unit could be read"));
+    }
+    Ok(())
+}

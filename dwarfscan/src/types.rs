@@ -1,0 +1,301 @@
+//! DWARF types → a CU-local type graph (later interned into the [`sigdb::DbBuilder`]).
+//!
+//! Types are converted on demand (only those reachable from a signature), cached by DIE
+//! offset, children before parents. Structs and unions are name and size only, so the
+//! graph is acyclic; a malformed cycle through pointers resolves to `void`.
+
+use std::collections::{HashMap, HashSet};
+
+use gimli::constants as dw;
+use sigdb::{Qualifiers, TypeFlags, TypeKind};
+
+use crate::dwarf::{read_with_children, Die, Units};
+
+/// A type of a CU-local graph; `target` and `params` index the same graph.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LType {
+    /// Kind.
+    pub kind: TypeKind,
+    /// Name (empty when anonymous).
+    pub name: String,
+    /// Size in bytes.
+    pub size: u32,
+    /// Type flags.
+    pub flags: TypeFlags,
+    /// Qualifiers.
+    pub quals: Qualifiers,
+    /// Target type.
+    pub target: Option<u32>,
+    /// Array count.
+    pub count: u32,
+    /// Enumerators.
+    pub enumerators: Vec<(String, i64)>,
+    /// Prototype parameters.
+    pub params: Vec<u32>,
+}
+
+impl LType {
+    fn new(kind: TypeKind, name: &str, size: u32) -> LType {
+        LType {
+            kind,
+            name: name.to_string(),
+            size,
+            flags: TypeFlags::empty(),
+            quals: Qualifiers::empty(),
+            target: None,
+            count: 0,
+            enumerators: Vec::new(),
+            params: Vec::new(),
+        }
+    }
+}
+
+/// Lossy UTF-8 of a DWARF string.
+pub fn text(s: Option<&[u8]>) -> String {
+    s.map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+const MAX_DEPTH: u32 = 64;
+
+/// Converts DWARF types of one unit (and the units it refers to).
+#[derive(Default)]
+pub struct TypeGraph {
+    /// The types, children first.
+    pub types: Vec<LType>,
+    cache: HashMap<u64, u32>,
+    in_progress: HashSet<u64>,
+    void: Option<u32>,
+    /// References that could not be read.
+    pub bad_refs: u64,
+}
+
+impl TypeGraph {
+    /// The local index of `void`.
+    pub fn void(&mut self) -> u32 {
+        if let Some(v) = self.void {
+            return v;
+        }
+        let v = self.push(LType::new(TypeKind::Void, "void", 0));
+        self.void = Some(v);
+        v
+    }
+
+    fn push(&mut self, t: LType) -> u32 {
+        self.types.push(t);
+        self.types.len() as u32 - 1
+    }
+
+    /// The type at `idx`.
+    pub fn get(&self, idx: u32) -> &LType {
+        &self.types[idx as usize]
+    }
+
+    /// Follow typedefs and qualifiers.
+    pub fn resolve(&self, mut idx: u32) -> &LType {
+        for _ in 0..MAX_DEPTH {
+            let t = self.get(idx);
+            match (t.kind, t.target) {
+                (TypeKind::Typedef | TypeKind::Qualified, Some(n)) => idx = n,
+                _ => return t,
+            }
+        }
+        self.get(idx)
+    }
+
+    /// Convert the type DIE at global offset `off` (`None`: void).
+    pub fn convert(&mut self, units: &mut Units<'_, '_>, off: Option<u64>) -> u32 {
+        self.convert_depth(units, off, 0)
+    }
+
+    fn convert_depth(&mut self, units: &mut Units<'_, '_>, off: Option<u64>, depth: u32) -> u32 {
+        let Some(off) = off else { return self.void() };
+        if let Some(&i) = self.cache.get(&off) {
+            return i;
+        }
+        if depth > MAX_DEPTH || !self.in_progress.insert(off) {
+            return self.void();
+        }
+        let t = match self.build(units, off, depth) {
+            Some(t) => t,
+            None => {
+                self.bad_refs += 1;
+                LType::new(TypeKind::Void, "void", 0)
+            }
+        };
+        self.in_progress.remove(&off);
+        let idx = if t.kind == TypeKind::Void && t.name == "void" {
+            self.void()
+        } else {
+            self.push(t)
+        };
+        self.cache.insert(off, idx);
+        idx
+    }
+
+    fn build(&mut self, units: &mut Units<'_, '_>, off: u64, depth: u32) -> Option<LType> {
+        let needs_children = |tag| {
+            matches!(
+                tag,
+                dw::DW_TAG_enumeration_type | dw::DW_TAG_array_type | dw::DW_TAG_subroutine_type
+            )
+        };
+        let (die, children) = {
+            let file = units.file;
+            let (unit, uoff) = units.locate(off).ok()?;
+            let die = Die::read(&file.dwarf, unit, uoff).ok()?;
+            if needs_children(die.tag) && die.has_children {
+                read_with_children(units, off).ok()?
+            } else {
+                (die, Vec::new())
+            }
+        };
+        let name = text(die.name);
+        let size = die.byte_size.unwrap_or(0).min(u64::from(u32::MAX)) as u32;
+        let mut sub = |this: &mut Self, o: Option<u64>| this.convert_depth(units, o, depth + 1);
+        let t = match die.tag {
+            dw::DW_TAG_base_type => {
+                let enc = die.encoding.map(gimli::DwAte).unwrap_or(dw::DW_ATE_signed);
+                let (kind, signed) = match enc {
+                    dw::DW_ATE_boolean => (TypeKind::Bool, false),
+                    dw::DW_ATE_signed_char => (TypeKind::Char, true),
+                    dw::DW_ATE_unsigned_char | dw::DW_ATE_UTF => (TypeKind::Char, false),
+                    dw::DW_ATE_signed => (TypeKind::Int, true),
+                    dw::DW_ATE_unsigned => (TypeKind::Int, false),
+                    dw::DW_ATE_float | dw::DW_ATE_complex_float | dw::DW_ATE_decimal_float => {
+                        (TypeKind::Float, true)
+                    }
+                    _ => (TypeKind::Int, false),
+                };
+                let mut t = LType::new(kind, &name, size);
+                t.flags.set(TypeFlags::SIGNED, signed);
+                t
+            }
+            dw::DW_TAG_pointer_type
+            | dw::DW_TAG_reference_type
+            | dw::DW_TAG_rvalue_reference_type
+            | dw::DW_TAG_ptr_to_member_type => {
+                let target = sub(self, die.ty);
+                let mut t = LType::new(TypeKind::Pointer, "", if size == 0 { 8 } else { size });
+                t.target = Some(target);
+                t
+            }
+            dw::DW_TAG_const_type
+            | dw::DW_TAG_volatile_type
+            | dw::DW_TAG_restrict_type
+            | dw::DW_TAG_atomic_type => {
+                let q = match die.tag {
+                    dw::DW_TAG_const_type => Qualifiers::CONST,
+                    dw::DW_TAG_volatile_type => Qualifiers::VOLATILE,
+                    dw::DW_TAG_restrict_type => Qualifiers::RESTRICT,
+                    _ => Qualifiers::ATOMIC,
+                };
+                let target = sub(self, die.ty);
+                let mut t = LType::new(TypeKind::Qualified, "", self.get(target).size);
+                t.quals = q;
+                t.target = Some(target);
+                t
+            }
+            dw::DW_TAG_typedef => {
+                let target = sub(self, die.ty);
+                let mut t = LType::new(TypeKind::Typedef, &name, self.get(target).size);
+                t.target = Some(target);
+                t
+            }
+            dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type => {
+                let kind = if die.tag == dw::DW_TAG_union_type {
+                    TypeKind::Union
+                } else {
+                    TypeKind::Struct
+                };
+                let mut t = LType::new(kind, &name, size);
+                t.flags.set(TypeFlags::DECLARATION, die.declaration);
+                t
+            }
+            dw::DW_TAG_enumeration_type => {
+                let mut signed = match die.ty {
+                    Some(_) => {
+                        let u = sub(self, die.ty);
+                        self.resolve(u).flags.contains(TypeFlags::SIGNED)
+                    }
+                    None => false,
+                };
+                let size = if size == 0 { 4 } else { size };
+                let mut values = Vec::new();
+                for c in children.iter().filter(|c| c.tag == dw::DW_TAG_enumerator) {
+                    let (v, came_signed) = c.const_value.unwrap_or((0, false));
+                    if came_signed && v < 0 {
+                        signed = true;
+                    }
+                    values.push((text(c.name), v, came_signed));
+                }
+                let mut t = LType::new(TypeKind::Enum, &name, size);
+                t.flags.set(TypeFlags::SIGNED, signed);
+                t.flags.set(TypeFlags::DECLARATION, die.declaration);
+                let bits = size.min(8) * 8;
+                t.enumerators = values
+                    .into_iter()
+                    .map(|(n, v, came_signed)| {
+                        // Data forms are zero-extended; sign-extend them for signed enums.
+                        let v = if signed && !came_signed && bits < 64 && (v >> (bits - 1)) & 1 == 1
+                        {
+                            v | (-1i64 << bits)
+                        } else {
+                            v
+                        };
+                        (n, v)
+                    })
+                    .collect();
+                t
+            }
+            dw::DW_TAG_array_type => {
+                let elem = sub(self, die.ty);
+                let dims: Vec<u64> = children
+                    .iter()
+                    .filter(|c| c.tag == dw::DW_TAG_subrange_type)
+                    .map(|c| c.count.unwrap_or(0))
+                    .collect();
+                let dims = if dims.is_empty() { vec![0] } else { dims };
+                // int a[2][3] is an array of 2 arrays of 3 ints: build inside out.
+                let mut inner = elem;
+                let mut t = None;
+                for (i, &n) in dims.iter().enumerate().rev() {
+                    let esize = self.get(inner).size;
+                    let n32 = n.min(u64::from(u32::MAX)) as u32;
+                    let mut a = LType::new(TypeKind::Array, "", esize.saturating_mul(n32));
+                    a.target = Some(inner);
+                    a.count = n32;
+                    if i == 0 {
+                        if size != 0 {
+                            a.size = size;
+                        }
+                        t = Some(a);
+                    } else {
+                        inner = self.push(a);
+                    }
+                }
+                t?
+            }
+            dw::DW_TAG_subroutine_type => {
+                let ret = sub(self, die.ty);
+                let mut params = Vec::new();
+                let mut variadic = false;
+                for c in &children {
+                    match c.tag {
+                        dw::DW_TAG_formal_parameter => params.push(sub(self, c.ty)),
+                        dw::DW_TAG_unspecified_parameters => variadic = true,
+                        _ => {}
+                    }
+                }
+                let mut t = LType::new(TypeKind::Func, "", 0);
+                t.target = Some(ret);
+                t.params = params;
+                t.flags.set(TypeFlags::VARIADIC, variadic);
+                t
+            }
+            dw::DW_TAG_unspecified_type => LType::new(TypeKind::Void, &name, 0),
+            _ => return None,
+        };
+        Some(t)
+    }
+}

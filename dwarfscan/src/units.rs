@@ -1,0 +1,707 @@
+//! One compilation unit: walk its DIEs, collect subprograms, parameters and inlined
+//! instances, then assemble function records with CU-local types.
+
+use std::collections::{HashMap, HashSet};
+
+use gimli::constants as dw;
+use sigdb::{FuncFlags, Location};
+
+use crate::abi;
+use crate::dwarf::{read_with_children, Die, FileDwarf, Units};
+use crate::elf::ElfKind;
+use crate::location::{self, EntryLoc};
+use crate::stats::{SkipReason, Stats};
+use crate::symbols::{suffix_flags, Symbols};
+use crate::types::{text, TypeGraph};
+
+/// Identity of an inline function across units: name, declaring file, line.
+pub type Identity = (String, String, u64);
+
+/// A parameter of a CU-local function record.
+#[derive(Clone, Debug)]
+pub struct LParam {
+    /// Name.
+    pub name: String,
+    /// Local type index.
+    pub ty: u32,
+    /// Entry location.
+    pub loc: Location,
+}
+
+/// A CU-local function record.
+#[derive(Clone, Debug)]
+pub struct LFunc {
+    /// Entry address (0 for inline-only).
+    pub addr: u64,
+    /// Code size.
+    pub size: u32,
+    /// Source name.
+    pub name: String,
+    /// ELF symbol when it differs from the name.
+    pub symbol: Option<String>,
+    /// Local return type.
+    pub ret: u32,
+    /// Parameters.
+    pub params: Vec<LParam>,
+    /// Flags.
+    pub flags: FuncFlags,
+    /// Identity of the inline function this is an out-of-line copy of.
+    pub identity: Option<Identity>,
+}
+
+/// The callee of an inline edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Callee {
+    /// An out-of-line function of this unit (index into `funcs`).
+    Local(u32),
+    /// An inline-only function (index into `inline_only`).
+    Inline(u32),
+}
+
+/// What one unit contributes.
+#[derive(Default)]
+pub struct CuResult {
+    /// Local types, children first.
+    pub types: Vec<crate::types::LType>,
+    /// Functions with code.
+    pub funcs: Vec<LFunc>,
+    /// Functions seen only inlined in this unit, with their identity.
+    pub inline_only: Vec<(Identity, LFunc)>,
+    /// Inline edges: callee → caller (index into `funcs`).
+    pub edges: Vec<(Callee, u32)>,
+    /// Counters.
+    pub stats: Stats,
+}
+
+/// What a unit scan needs from its file.
+pub struct FileCtx<'a, 's> {
+    /// The DWARF.
+    pub dwarf: &'a FileDwarf<'s>,
+    /// Function symbols.
+    pub symbols: &'a Symbols<'a>,
+    /// ftrace call sites.
+    pub mcount: Option<&'a [u64]>,
+    /// Kind of file.
+    pub kind: ElfKind,
+}
+
+/// Why a unit could not be scanned.
+#[derive(Debug)]
+pub enum UnitError {
+    /// Split DWARF: the unit's DIEs are in a `.dwo` file.
+    SplitDwarf(String),
+    /// Malformed DWARF.
+    Dwarf(gimli::Error),
+}
+
+impl From<gimli::Error> for UnitError {
+    fn from(e: gimli::Error) -> Self {
+        UnitError::Dwarf(e)
+    }
+}
+
+struct Sp<'s> {
+    die: Die<'s>,
+    params: Vec<Die<'s>>,
+    variadic: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Frame {
+    /// CU or namespace: subprograms may follow.
+    Scope,
+    /// A subprogram (arena index) and the function with code it belongs to.
+    Sub { sp: usize, owner: Option<usize> },
+    /// A lexical block or inlined subroutine inside a function with code.
+    Body { owner: Option<usize> },
+    /// Nothing of interest below.
+    Skip,
+}
+
+/// Scan unit `index` of `ctx`.
+pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitError> {
+    let file = ctx.dwarf;
+    let header = file.headers[index];
+    let mut res = CuResult::default();
+    match header.type_() {
+        gimli::UnitType::Compilation => {}
+        gimli::UnitType::Skeleton(_) | gimli::UnitType::SplitCompilation(_) => {
+            return Err(UnitError::SplitDwarf("split-DWARF skeleton unit".into()))
+        }
+        _ => {
+            res.stats.units_skipped += 1;
+            return Ok(res);
+        }
+    }
+    let unit = file.dwarf.unit(header)?;
+    let base = file.starts[index];
+    let dwarf = &file.dwarf;
+
+    let mut sps: Vec<Sp<'_>> = Vec::new();
+    let mut sp_index: HashMap<u64, usize> = HashMap::new();
+    let mut inlined: Vec<(u64, usize)> = Vec::new();
+    let mut stack: Vec<Frame> = Vec::with_capacity(32);
+    let mut raw = unit.entries_raw(None)?;
+    let mut dies = 0u64;
+    while !raw.is_empty() {
+        let depth = raw.next_depth();
+        let off = base + raw.next_offset().0 as u64;
+        let Some(abbrev) = raw.read_abbreviation()? else {
+            continue;
+        };
+        dies += 1;
+        stack.truncate(depth.max(0) as usize);
+        let parent = stack.last().copied();
+        let tag = abbrev.tag();
+        let frame = match (parent, tag) {
+            (None, _) => {
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                if die.dwo {
+                    return Err(UnitError::SplitDwarf(
+                        "references a split-DWARF .dwo file".into(),
+                    ));
+                }
+                Frame::Scope
+            }
+            (Some(Frame::Skip), _) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Skip
+            }
+            (Some(_), dw::DW_TAG_subprogram) => {
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                let code = die.has_code();
+                let i = sps.len();
+                sp_index.insert(off, i);
+                sps.push(Sp {
+                    die,
+                    params: Vec::new(),
+                    variadic: false,
+                });
+                Frame::Sub {
+                    sp: i,
+                    owner: code.then_some(i),
+                }
+            }
+            (Some(Frame::Sub { sp, .. }), dw::DW_TAG_formal_parameter) => {
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                sps[sp].params.push(die);
+                Frame::Skip
+            }
+            (Some(Frame::Sub { sp, .. }), dw::DW_TAG_unspecified_parameters) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                sps[sp].variadic = true;
+                Frame::Skip
+            }
+            (
+                Some(Frame::Sub { owner, .. } | Frame::Body { owner }),
+                dw::DW_TAG_inlined_subroutine,
+            ) => {
+                res.stats.inlined_instances += 1;
+                let specs = abbrev.attributes();
+                let mut origin = None;
+                for (i, spec) in specs.iter().enumerate() {
+                    if spec.name() == dw::DW_AT_abstract_origin {
+                        let a = raw.read_attribute(*spec)?;
+                        origin = match a.value() {
+                            gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
+                            gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
+                            _ => None,
+                        };
+                    } else {
+                        raw.skip_attributes(&specs[i..i + 1])?;
+                    }
+                }
+                if let (Some(o), Some(owner)) = (origin, owner) {
+                    inlined.push((o, owner));
+                }
+                Frame::Body { owner }
+            }
+            (Some(Frame::Sub { owner, .. } | Frame::Body { owner }), dw::DW_TAG_lexical_block) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Body { owner }
+            }
+            (Some(Frame::Scope), dw::DW_TAG_namespace) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Scope
+            }
+            _ => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Skip
+            }
+        };
+        if abbrev.has_children() {
+            stack.push(frame);
+        }
+    }
+    res.stats.dies = dies;
+    res.stats.units = 1;
+
+    let mut b = Builder {
+        ctx,
+        units: Units::new(file, index, &unit),
+        sps,
+        sp_index,
+        types: TypeGraph::default(),
+        files: HashMap::new(),
+        res,
+    };
+    b.assemble(&inlined);
+    let Builder { mut res, types, .. } = b;
+    res.stats.bad_type_refs += types.bad_refs;
+    res.types = types.types;
+    Ok(res)
+}
+
+struct Builder<'a, 's, 'c> {
+    ctx: &'c FileCtx<'a, 's>,
+    units: Units<'c, 's>,
+    sps: Vec<Sp<'s>>,
+    sp_index: HashMap<u64, usize>,
+    types: TypeGraph,
+    files: HashMap<(u64, u64), String>,
+    res: CuResult,
+}
+
+impl<'s> Builder<'_, 's, '_> {
+    /// The subprogram at global offset `off`, read on demand when outside this unit.
+    fn sp(&mut self, off: u64) -> Option<usize> {
+        if let Some(&i) = self.sp_index.get(&off) {
+            return Some(i);
+        }
+        let (die, children) = read_with_children(&mut self.units, off).ok()?;
+        let mut params = Vec::new();
+        let mut variadic = false;
+        for c in children {
+            match c.tag {
+                dw::DW_TAG_formal_parameter => params.push(c),
+                dw::DW_TAG_unspecified_parameters => variadic = true,
+                _ => {}
+            }
+        }
+        let i = self.sps.len();
+        self.sps.push(Sp {
+            die,
+            params,
+            variadic,
+        });
+        self.sp_index.insert(off, i);
+        Some(i)
+    }
+
+    /// `idx` followed by its abstract origins and specifications.
+    fn chain(&mut self, idx: usize) -> Vec<usize> {
+        let mut chain = vec![idx];
+        let mut cur = idx;
+        for _ in 0..8 {
+            let d = &self.sps[cur].die;
+            let Some(next) = d.origin.or(d.spec) else { break };
+            let Some(n) = self.sp(next) else { break };
+            if chain.contains(&n) {
+                break;
+            }
+            chain.push(n);
+            cur = n;
+        }
+        chain
+    }
+
+    fn file_name(&mut self, die_off: u64, file_idx: u64) -> String {
+        let file = self.units.file;
+        let Ok((unit, _)) = self.units.locate(die_off) else {
+            return String::new();
+        };
+        let key = (unit.header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64), file_idx);
+        if let Some(s) = self.files.get(&key) {
+            return s.clone();
+        }
+        let dwarf = &file.dwarf;
+        let mut name = String::new();
+        if let Some(lp) = &unit.line_program {
+            let header = lp.header();
+            if let Some(fe) = header.file(file_idx) {
+                if let Some(dir) = fe.directory(header) {
+                    if let Ok(d) = dwarf.attr_string(unit, dir) {
+                        name.push_str(&String::from_utf8_lossy(d.slice()));
+                        name.push('/');
+                    }
+                }
+                if let Ok(n) = dwarf.attr_string(unit, fe.path_name()) {
+                    name.push_str(&String::from_utf8_lossy(n.slice()));
+                }
+            }
+        }
+        self.files.insert(key, name.clone());
+        name
+    }
+
+    fn identity(&mut self, chain: &[usize], name: &str) -> Option<Identity> {
+        let d = chain
+            .iter()
+            .map(|&i| &self.sps[i].die)
+            .find(|d| d.decl_file.is_some())?;
+        let (off, file, line) = (d.off, d.decl_file?, d.decl_line.unwrap_or(0));
+        let file = self.file_name(off, file);
+        Some((name.to_string(), file, line))
+    }
+
+    /// Name, return type, parameters (name, type, concrete DIE index) and flags common to
+    /// the whole chain.
+    fn signature(&mut self, chain: &[usize]) -> Signature<'s> {
+        let first = |f: &dyn Fn(&Die<'s>) -> bool| chain.iter().map(|&i| &self.sps[i].die).find(|d| f(d)).cloned();
+        let name = first(&|d| d.name.is_some()).map(|d| text(d.name));
+        let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
+        let mut flags = FuncFlags::empty();
+        let external = chain.iter().any(|&i| self.sps[i].die.external);
+        if chain.iter().any(|&i| self.sps[i].variadic) {
+            flags |= FuncFlags::VARIADIC;
+        }
+        if chain.iter().any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3))) {
+            flags |= FuncFlags::DECLARED_INLINE;
+        }
+        if chain.iter().any(|&i| self.sps[i].die.cc == Some(dw::DW_CC_nocall.0)) {
+            flags |= FuncFlags::NOCALL;
+        }
+        let ret = self.types.convert(&mut self.units, ret_off);
+
+        // Parameters: the abstract list (names, types, order) when there is one, with the
+        // concrete parameters mapped onto it by their abstract origin.
+        let concrete = chain[0];
+        let abstract_idx = chain[1..]
+            .iter()
+            .copied()
+            .find(|&i| !self.sps[i].params.is_empty());
+        let mut params: Vec<(Die<'s>, Option<Die<'s>>)> = Vec::new();
+        match abstract_idx {
+            Some(a) if self.sps[concrete].die.origin.is_some() || self.sps[concrete].params.is_empty() => {
+                let cparams = &self.sps[concrete].params;
+                let mut used = vec![false; cparams.len()];
+                for ap in &self.sps[a].params {
+                    let c = cparams.iter().position(|cp| cp.origin == Some(ap.off));
+                    if let Some(c) = c {
+                        used[c] = true;
+                    }
+                    params.push((ap.clone(), c.map(|c| cparams[c].clone())));
+                }
+                for (c, cp) in cparams.iter().enumerate() {
+                    if !used[c] && cp.origin.is_none() {
+                        params.push((cp.clone(), Some(cp.clone())));
+                    }
+                }
+            }
+            _ => {
+                let cparams = self.sps[concrete].params.clone();
+                for cp in cparams {
+                    let mut decl = cp.clone();
+                    if (decl.name.is_none() || decl.ty.is_none()) && cp.origin.is_some() {
+                        if let Some(o) = cp.origin {
+                            let file = self.units.file;
+                            if let Ok((unit, uoff)) = self.units.locate(o) {
+                                if let Ok(od) = Die::read(&file.dwarf, unit, uoff) {
+                                    decl.name = decl.name.or(od.name);
+                                    decl.ty = decl.ty.or(od.ty);
+                                }
+                            }
+                        }
+                    }
+                    params.push((decl, Some(cp)));
+                }
+            }
+        }
+        let params = params
+            .into_iter()
+            .map(|(decl, conc)| {
+                let ty = self.types.convert(&mut self.units, decl.ty);
+                (text(decl.name), ty, conc)
+            })
+            .collect();
+        Signature {
+            name,
+            ret,
+            params,
+            flags,
+            external,
+        }
+    }
+
+    fn assemble(&mut self, inlined: &[(u64, usize)]) {
+        let ctx = self.ctx;
+        let n = self.sps.len();
+        let mut func_of_sp: HashMap<usize, u32> = HashMap::new();
+        let mut by_origin: HashMap<u64, u32> = HashMap::new();
+        for idx in 0..n {
+            let die = &self.sps[idx].die;
+            if die.declaration {
+                self.res.stats.skip(SkipReason::Declaration);
+                continue;
+            }
+            if !die.has_code() {
+                self.res.stats.skip(SkipReason::NoCode);
+                continue;
+            }
+            let ranges = self.ranges(idx);
+            let Some(&(lo, hi)) = ranges.first() else {
+                self.res.stats.skip(SkipReason::BadDwarf);
+                continue;
+            };
+            let die = &self.sps[idx].die;
+            let entry = die
+                .entry_pc
+                .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
+                .unwrap_or(lo);
+            let (lo, hi) = ranges
+                .iter()
+                .copied()
+                .find(|&(a, b)| a <= entry && entry < b)
+                .unwrap_or((lo, hi));
+            if entry == 0 && !ctx.kind.is_relocatable() {
+                self.res.stats.skip(SkipReason::Discarded);
+                continue;
+            }
+            let origin = die.origin;
+            let chain = self.chain(idx);
+            let sig = self.signature(&chain);
+            let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
+            let Some(name) = sig.name.clone().or_else(|| sym.map(|s| s.name.to_string())) else {
+                self.res.stats.skip(SkipReason::NoName);
+                continue;
+            };
+            let mut flags = sig.flags;
+            match sym {
+                Some(s) => {
+                    flags |= suffix_flags(s.name);
+                    if s.local {
+                        flags |= FuncFlags::STATIC;
+                    }
+                }
+                None => {
+                    flags |= FuncFlags::NO_SYMBOL;
+                    if !sig.external {
+                        flags |= FuncFlags::STATIC;
+                    }
+                }
+            }
+            if let Some(mc) = ctx.mcount {
+                let end = entry + (hi - lo).min(16);
+                let i = mc.partition_point(|&a| a < entry);
+                if mc.get(i).is_none_or(|&a| a >= end) {
+                    flags |= FuncFlags::NOTRACE;
+                }
+            }
+            let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
+            let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa);
+            if abi_changed {
+                flags |= FuncFlags::ABI_CHANGED;
+            }
+            let identity = if origin.is_some() {
+                self.identity(&chain, &name)
+            } else {
+                None
+            };
+            let symbol = sym.map(|s| s.name.to_string()).filter(|s| *s != name);
+            let func = LFunc {
+                addr: entry,
+                size: (hi - lo).min(u64::from(u32::MAX)) as u32,
+                name: name.clone(),
+                symbol,
+                ret: sig.ret,
+                params: params.clone(),
+                flags,
+                identity,
+            };
+            self.res.stats.count_function(flags);
+            let fi = self.res.funcs.len() as u32;
+            self.res.funcs.push(func);
+            func_of_sp.insert(idx, fi);
+            if let Some(o) = origin {
+                by_origin.entry(o).or_insert(fi);
+            }
+            by_origin.entry(self.sps[idx].die.off).or_insert(fi);
+            // Cold (and other) parts of a split function that carry their own symbol.
+            for &(a, b) in &ranges {
+                if a == lo {
+                    continue;
+                }
+                let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
+                    continue;
+                };
+                let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE) | suffix_flags(s.name) | FuncFlags::COLD;
+                cflags.set(FuncFlags::STATIC, s.local || flags.contains(FuncFlags::STATIC));
+                let cparams = params
+                    .iter()
+                    .map(|p| LParam {
+                        loc: Location::Unknown,
+                        ..p.clone()
+                    })
+                    .collect();
+                self.res.stats.count_function(cflags);
+                self.res.funcs.push(LFunc {
+                    addr: a,
+                    size: (b - a).min(u64::from(u32::MAX)) as u32,
+                    name: name.clone(),
+                    symbol: Some(s.name.to_string()),
+                    ret: sig.ret,
+                    params: cparams,
+                    flags: cflags,
+                    identity: None,
+                });
+            }
+        }
+
+        // Inline edges.
+        let mut seen: HashSet<(Callee, u32)> = HashSet::new();
+        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
+        for &(origin, owner) in inlined {
+            let Some(&caller) = func_of_sp.get(&owner) else { continue };
+            let callee = match by_origin.get(&origin) {
+                Some(&f) => Callee::Local(f),
+                None => {
+                    let slot = match inline_of.get(&origin) {
+                        Some(&s) => s,
+                        None => {
+                            let s = self.inline_only(origin);
+                            inline_of.insert(origin, s);
+                            s
+                        }
+                    };
+                    match slot {
+                        Some(s) => Callee::Inline(s),
+                        None => continue,
+                    }
+                }
+            };
+            if seen.insert((callee, caller)) {
+                self.res.edges.push((callee, caller));
+            }
+        }
+        self.res.stats.inline_edges += self.res.edges.len() as u64;
+    }
+
+    /// An inline-only record for the abstract subprogram at `origin`.
+    fn inline_only(&mut self, origin: u64) -> Option<u32> {
+        let idx = self.sp(origin)?;
+        let chain = self.chain(idx);
+        let sig = self.signature(&chain);
+        let name = sig.name.clone()?;
+        let identity = self.identity(&chain, &name).unwrap_or((name.clone(), String::new(), 0));
+        let mut flags = sig.flags | FuncFlags::INLINE_ONLY;
+        if !sig.external {
+            flags |= FuncFlags::STATIC;
+        }
+        let params = sig
+            .params
+            .iter()
+            .map(|(n, ty, _)| LParam {
+                name: n.clone(),
+                ty: *ty,
+                loc: Location::Unknown,
+            })
+            .collect();
+        let i = self.res.inline_only.len() as u32;
+        self.res.inline_only.push((
+            identity,
+            LFunc {
+                addr: 0,
+                size: 0,
+                name,
+                symbol: None,
+                ret: sig.ret,
+                params,
+                flags,
+                identity: None,
+            },
+        ));
+        Some(i)
+    }
+
+    /// The code ranges of subprogram `idx`, in DWARF order, empty ones dropped.
+    fn ranges(&mut self, idx: usize) -> Vec<(u64, u64)> {
+        let die = &self.sps[idx].die;
+        let dwarf = &self.units.file.dwarf;
+        let unit = self.units.cur;
+        let mut out = Vec::new();
+        if let Some(r) = die.ranges {
+            if let Ok(mut it) = dwarf.ranges(unit, r) {
+                while let Ok(Some(r)) = it.next() {
+                    if r.end > r.begin {
+                        out.push((r.begin, r.end));
+                    }
+                }
+            }
+        } else if let Some(lo) = die.low_pc {
+            let hi = match die.high_pc {
+                crate::dwarf::HighPc::Addr(a) => a,
+                crate::dwarf::HighPc::Size(s) => lo.wrapping_add(s),
+                crate::dwarf::HighPc::None => lo,
+            };
+            if hi > lo {
+                out.push((lo, hi));
+            } else if hi == lo {
+                out.push((lo, lo + 1));
+            }
+        }
+        out
+    }
+
+    /// Entry locations of the parameters, and whether they depart from the ABI.
+    fn locate_params(&mut self, sig: &Signature<'s>, entry: u64, frame_base_cfa: bool) -> (Vec<LParam>, bool) {
+        let class_of = |types: &TypeGraph, t: u32| {
+            let r = types.resolve(t);
+            abi::classify(r.kind, r.size)
+        };
+        let ret_class = class_of(&self.types, sig.ret);
+        let classes: Vec<_> = sig.params.iter().map(|(_, t, _)| class_of(&self.types, *t)).collect();
+        let expected = abi::expected_locations(ret_class, &classes);
+        let dwarf = &self.units.file.dwarf;
+        let unit = self.units.cur;
+        let mut changed = false;
+        let params = sig
+            .params
+            .iter()
+            .zip(expected)
+            .map(|((name, ty, conc), exp)| {
+                let loc = match conc {
+                    None => Location::OptimizedOut,
+                    Some(c) => match &c.location {
+                        Some(v) => match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
+                            EntryLoc::At(l) => l,
+                            EntryLoc::Abi => exp,
+                        },
+                        None => match c.const_value {
+                            Some((v, _)) => i32::try_from(v).map_or(Location::Unknown, Location::Const),
+                            None => Location::OptimizedOut,
+                        },
+                    },
+                };
+                if !abi::agrees(loc, exp) {
+                    changed = true;
+                }
+                LParam {
+                    name: name.clone(),
+                    ty: *ty,
+                    loc,
+                }
+            })
+            .collect();
+        (params, changed)
+    }
+}
+
+struct Signature<'s> {
+    name: Option<String>,
+    ret: u32,
+    params: Vec<(String, u32, Option<Die<'s>>)>,
+    flags: FuncFlags,
+    external: bool,
+}

@@ -1,0 +1,24 @@
+//! loader: install signature dbs into the dcg store, matched by build-id, and find them
+//! again.
+//!
+//! - [`Store`] is the store directory (`$DCG_STORE`, default `/var/lib/dcg`):
+//!   [`Store::load`], [`Store::list`], [`Store::unload`], and the lookups
+//!   [`Store::find_for_kernel`] and [`Store::find_for_binary`] that every db-using command
+//!   falls back to without `--db`.
+//! - [`kernel`] reads the running kernel's build-id from `/sys/kernel/notes`.
+//! - [`blob`] embeds a db in a linkable ELF object (`.dcg_sigdb`, `dcg_sigdb_start`,
+//!   `dcg_sigdb_end`) and extracts it from any ELF file carrying that section.
+//! - [`binary`] reads a user-space ELF file's GNU build-id.
+
+pub mod binary;
+pub mod blob;
+mod error;
+pub mod kernel;
+mod store;
+
+pub use blob::{emit_object, extract_from_elf, write_object};
+pub use error::{Error, Result};
+pub use store::{
+    format_utc, parse_build_id, DbKind, Entry, Installed, LoadOptions, LoadOutcome, LoadStatus,
+    Store, Unload, DEFAULT_STORE, NOTES_ENV, STORE_ENV,
+};

@@ -1,0 +1,1004 @@
+//! The store: a directory of installed dbs keyed by build-id.
+//!
+//! Layout (directories 0755, files 0644, nothing else is followed or trusted):
+//!
+//! ```text
+//! $DCG_STORE/                         default /var/lib/dcg
+//!   .lock                             flock(2)ed exclusively by every mutation
+//!   <build-id hex>/                   the kernel (or binary) this entry is for
+//!     base.sigdb                      the kernel's (or binary's) db
+//!     base.json                       metadata: source, load time, checksum, ...
+//!     modules/<set>.sigdb             module-only dbs of that kernel; <set> is the
+//!     modules/<set>.json              module's name, or set-<hash> for several modules
+//! ```
+//!
+//! Installs write a temporary file in the target directory and rename it into place, so
+//! a reader sees the old db or the new one, never a mix. Unloads rename the entry away
+//! and then delete it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::fcntl::{Flock, FlockArg, OFlag};
+use nix::sys::stat::Mode;
+use serde::{Deserialize, Serialize};
+use sigdb::{hex, Db, DbFlags};
+
+use crate::blob::{db_error, extract_from_elf, is_elf};
+use crate::error::{Error, Result};
+use crate::{binary, kernel};
+
+/// Store used when `$DCG_STORE` is not set.
+pub const DEFAULT_STORE: &str = "/var/lib/dcg";
+/// Environment variable naming the store.
+pub const STORE_ENV: &str = "DCG_STORE";
+/// Environment variable overriding `/sys/kernel/notes` (for tests and containers).
+pub const NOTES_ENV: &str = "DCG_KERNEL_NOTES";
+
+const LOCK: &str = ".lock";
+const BASE: &str = "base";
+const MODULES: &str = "modules";
+const DB_EXT: &str = "sigdb";
+const META_EXT: &str = "json";
+const TMP_PREFIX: &str = ".tmp-";
+const TRASH_PREFIX: &str = ".trash-";
+
+/// What an installed db describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DbKind {
+    /// A kernel image (possibly with some of its modules).
+    Kernel,
+    /// Kernel modules only, used beside the base db of their kernel.
+    KernelModules,
+    /// A user-space program or library.
+    User,
+}
+
+impl DbKind {
+    /// The kind of a db, from its header flags.
+    pub fn of(flags: DbFlags) -> DbKind {
+        if flags.contains(DbFlags::MODULES_ONLY) {
+            DbKind::KernelModules
+        } else if flags.contains(DbFlags::KERNEL) {
+            DbKind::Kernel
+        } else {
+            DbKind::User
+        }
+    }
+
+    /// `kernel`, `kernel-modules` or `user`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DbKind::Kernel => "kernel",
+            DbKind::KernelModules => "kernel-modules",
+            DbKind::User => "user",
+        }
+    }
+
+    fn is_kernel(self) -> bool {
+        self != DbKind::User
+    }
+}
+
+impl std::fmt::Display for DbKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Options of [`Store::load`].
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Install a kernel db even when its build-id differs from the kernel it is
+    /// installed for (the running kernel, or `kernel_build_id`).
+    pub force: bool,
+    /// Install a kernel db for this kernel instead of the running one. Without `force`
+    /// the db's build-id must equal it. Ignored for user-space dbs, which are always
+    /// keyed by their own build-id.
+    pub kernel_build_id: Option<Vec<u8>>,
+}
+
+/// What [`Store::load`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadStatus {
+    /// Newly installed.
+    Installed,
+    /// Replaced a different db installed under the same key.
+    Replaced {
+        /// Checksum of the db that was replaced.
+        previous_checksum: u32,
+    },
+    /// The identical db was already installed; nothing changed.
+    AlreadyLoaded,
+}
+
+/// The result of a successful [`Store::load`].
+#[derive(Clone, Debug)]
+pub struct LoadOutcome {
+    /// What happened.
+    pub status: LoadStatus,
+    /// The build-id the db is installed under (hex).
+    pub build_id: String,
+    /// The build-id recorded in the db (hex); differs from `build_id` only when forced.
+    pub db_build_id: String,
+    /// What the db describes.
+    pub kind: DbKind,
+    /// The installed file.
+    pub path: PathBuf,
+    /// Number of functions in the db.
+    pub function_count: u64,
+    /// Size of the db in bytes.
+    pub size: u64,
+    /// Module names, for a module-only db.
+    pub modules: Vec<String>,
+}
+
+/// One installed db, as [`Store::list`] reports it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The build-id it is installed under (hex): the kernel's or the binary's.
+    pub build_id: String,
+    /// What it describes.
+    pub kind: DbKind,
+    /// The installed file.
+    pub path: PathBuf,
+    /// The file it was loaded from (absolute), when recorded.
+    pub source: Option<String>,
+    /// Number of functions.
+    pub function_count: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// When it was loaded.
+    pub loaded_at: Option<SystemTime>,
+    /// Body checksum from the db header.
+    pub checksum: u32,
+    /// The build-id recorded in the db (hex); differs from `build_id` only when forced.
+    pub db_build_id: String,
+    /// Module names, for a module-only db.
+    pub modules: Vec<String>,
+    /// Whether it is a kernel db installed for the running kernel.
+    pub matches_running_kernel: bool,
+}
+
+/// The dbs installed for one build-id: what a lookup spans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Installed {
+    /// The build-id (raw bytes).
+    pub build_id: Vec<u8>,
+    /// The base db (kernel image or binary), if loaded.
+    pub base: Option<PathBuf>,
+    /// Module-only dbs loaded for this kernel, sorted by file name.
+    pub modules: Vec<PathBuf>,
+}
+
+impl Installed {
+    /// Every db path, base first.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.base.iter().chain(&self.modules).cloned().collect()
+    }
+
+    /// Open (map and validate) every db, base first.
+    pub fn open(&self) -> Result<Vec<Db>> {
+        self.paths()
+            .iter()
+            .map(|p| Db::open(p).map_err(Error::from))
+            .collect()
+    }
+}
+
+/// Which entries [`Store::unload`] removes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unload {
+    /// Every entry.
+    All,
+    /// The entry whose build-id is, or uniquely starts with, this hex string.
+    BuildId(String),
+}
+
+impl std::str::FromStr for Unload {
+    type Err = Error;
+
+    /// `all`, or a build-id (a unique hex prefix is enough).
+    fn from_str(s: &str) -> Result<Unload> {
+        if s == "all" {
+            return Ok(Unload::All);
+        }
+        let lower = s.to_ascii_lowercase();
+        if lower.len() < 2 || lower.len() > 80 || !lower.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::BadBuildIdArg(s.to_string()));
+        }
+        Ok(Unload::BuildId(lower))
+    }
+}
+
+/// Parse a hex build-id (`--kernel-build-id`): an even number of 2 to 80 hex digits.
+pub fn parse_build_id(s: &str) -> Result<Vec<u8>> {
+    let bad = || Error::BadBuildIdArg(s.to_string());
+    if !(2..=80).contains(&s.len()) || s.len() & 1 != 0 {
+        return Err(bad());
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2).ok_or_else(bad)?, 16).map_err(|_| bad()))
+        .collect()
+}
+
+/// The per-db metadata file.
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    source: String,
+    loaded_at: u64,
+    checksum: u32,
+    function_count: u64,
+    size: u64,
+    kind: DbKind,
+    db_build_id: String,
+    #[serde(default)]
+    modules: Vec<String>,
+}
+
+/// A store directory.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+    notes: PathBuf,
+}
+
+impl Store {
+    /// A store at `root`. An existing `root` must be a real directory (not a symlink)
+    /// owned by the current user or root and not writable by group or others; a missing
+    /// one is created (0755) by the first [`Store::load`].
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store> {
+        let store = Store {
+            root: root.into(),
+            notes: PathBuf::from(kernel::DEFAULT_NOTES),
+        };
+        store.check_root()?;
+        Ok(store)
+    }
+
+    /// The store named by `$DCG_STORE` (default [`DEFAULT_STORE`]), reading the running
+    /// kernel's notes from `$DCG_KERNEL_NOTES` when set.
+    pub fn from_env() -> Result<Store> {
+        let root = std::env::var_os(STORE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE));
+        let mut store = Store::open(root)?;
+        if let Some(notes) = std::env::var_os(NOTES_ENV).filter(|v| !v.is_empty()) {
+            store.notes = PathBuf::from(notes);
+        }
+        Ok(store)
+    }
+
+    /// Read the running kernel's build-id from `notes` instead of `/sys/kernel/notes`.
+    pub fn with_kernel_notes(mut self, notes: impl Into<PathBuf>) -> Store {
+        self.notes = notes.into();
+        self
+    }
+
+    /// The store directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The running kernel's build-id (from the notes file this store uses).
+    pub fn running_kernel_build_id(&self) -> Result<Vec<u8>> {
+        kernel::build_id_from_notes(&self.notes)
+    }
+
+    /// Validate `file` completely (a sigdb, or an ELF file with a `.dcg_sigdb` section),
+    /// check its build-id, and install it atomically. See [`LoadOptions`] for the
+    /// build-id rules. A module-only db goes beside its kernel's base db. Loading an
+    /// identical db again changes nothing ([`LoadStatus::AlreadyLoaded`]); a different db
+    /// for the same key replaces the old one ([`LoadStatus::Replaced`]). Safe to run
+    /// concurrently; on any error the store is unchanged.
+    pub fn load(&self, file: &Path, opts: &LoadOptions) -> Result<LoadOutcome> {
+        let bytes = read_input(file)?;
+        let db = Db::from_bytes(bytes).map_err(|e| db_error(file, e))?;
+        let kind = DbKind::of(db.flags());
+        let key = self.key_for(file, &db, kind, opts)?;
+        let modules: Vec<String> = if kind == DbKind::KernelModules {
+            db.modules().map(|m| m.name().to_string()).collect()
+        } else {
+            Vec::new()
+        };
+        let stem = if kind == DbKind::KernelModules {
+            module_set_stem(&modules)
+        } else {
+            BASE.to_string()
+        };
+        let bytes = db.bytes();
+        let source = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        let meta = Meta {
+            source: source.to_string_lossy().into_owned(),
+            loaded_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            checksum: db.checksum(),
+            function_count: db.function_count() as u64,
+            size: bytes.len() as u64,
+            kind,
+            db_build_id: hex(db.build_id()),
+            modules: modules.clone(),
+        };
+
+        self.check_root()?;
+        self.create_root()?;
+        self.check_root()?;
+        let _lock = self.lock()?;
+        self.check_root()?;
+        let mut dir = self.subdir(&self.root, &hex(&key), true)?;
+        if kind == DbKind::KernelModules {
+            dir = self.subdir(&dir, MODULES, true)?;
+        }
+        remove_stale_temps(&dir);
+        let db_path = dir.join(format!("{stem}.{DB_EXT}"));
+        let meta_path = dir.join(format!("{stem}.{META_EXT}"));
+        let previous = read_nofollow(&db_path)?;
+        let status = match &previous {
+            Some(old) if old.as_slice() == bytes => LoadStatus::AlreadyLoaded,
+            Some(old) => LoadStatus::Replaced {
+                previous_checksum: header_checksum(old).unwrap_or(0),
+            },
+            None => LoadStatus::Installed,
+        };
+        if status != LoadStatus::AlreadyLoaded {
+            install_file(&dir, &db_path, bytes)?;
+        }
+        let meta_ok = read_meta(&meta_path).is_some_and(|m| m.checksum == meta.checksum);
+        if status != LoadStatus::AlreadyLoaded || !meta_ok {
+            let json = serde_json::to_vec_pretty(&meta).expect("metadata serializes");
+            install_file(&dir, &meta_path, &json)?;
+        }
+        Ok(LoadOutcome {
+            status,
+            build_id: hex(&key),
+            db_build_id: meta.db_build_id,
+            kind,
+            path: db_path,
+            function_count: meta.function_count,
+            size: meta.size,
+            modules,
+        })
+    }
+
+    /// The build-id to install `db` under.
+    fn key_for(&self, file: &Path, db: &Db, kind: DbKind, opts: &LoadOptions) -> Result<Vec<u8>> {
+        let own = db.build_id();
+        if !kind.is_kernel() {
+            if own.is_empty() {
+                return Err(Error::NoBuildId {
+                    path: file.to_path_buf(),
+                    hint: "rebuild the binary with a GNU build-id (ld --build-id) and rescan it",
+                });
+            }
+            return Ok(own.to_vec());
+        }
+        let (target, against) = match &opts.kernel_build_id {
+            Some(id) => (id.clone(), "--kernel-build-id"),
+            None => match self.running_kernel_build_id() {
+                Ok(id) => (id, "the running kernel"),
+                Err(_) if opts.force && !own.is_empty() => return Ok(own.to_vec()),
+                Err(e) => return Err(e),
+            },
+        };
+        // A db without a build-id takes the kernel named explicitly.
+        let named = own.is_empty() && opts.kernel_build_id.is_some();
+        if own == target.as_slice() || opts.force || named {
+            return Ok(target);
+        }
+        if own.is_empty() {
+            return Err(Error::NoBuildId {
+                path: file.to_path_buf(),
+                hint: "pass --kernel-build-id ID to name its kernel \
+                       (or --force to install it for the running kernel)",
+            });
+        }
+        Err(Error::WrongBuildId {
+            path: file.to_path_buf(),
+            db: hex(own),
+            expected: hex(&target),
+            against,
+        })
+    }
+
+    /// Every installed db, sorted by build-id, base before modules. Entries that are
+    /// symlinks or otherwise not what the store creates are skipped, never followed.
+    pub fn list(&self) -> Result<Vec<Entry>> {
+        self.check_root()?;
+        let running = self.running_kernel_build_id().ok().map(|id| hex(&id));
+        let mut out = Vec::new();
+        for name in self.entry_names()? {
+            let dir = self.root.join(&name);
+            if !is_real_dir(&dir) {
+                continue;
+            }
+            let mut files = vec![dir.join(format!("{BASE}.{DB_EXT}"))];
+            let mdir = dir.join(MODULES);
+            if is_real_dir(&mdir) {
+                files.extend(db_files(&mdir)?);
+            }
+            for path in files {
+                if let Some(e) = describe(&name, &path, running.as_deref()) {
+                    out.push(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The dbs installed for `build_id`, or `None` when there are none. Refuses (rather
+    /// than follows) a symlink inside the store.
+    pub fn lookup(&self, build_id: &[u8]) -> Result<Option<Installed>> {
+        self.check_root()?;
+        let dir = self.root.join(hex(build_id));
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&dir)(e)),
+            Ok(m) if !m.file_type().is_dir() => {
+                return Err(Error::unsafe_store(&dir, refusal(&m)));
+            }
+            Ok(_) => {}
+        }
+        let base_path = dir.join(format!("{BASE}.{DB_EXT}"));
+        let base = match std::fs::symlink_metadata(&base_path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(&base_path)(e)),
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(Error::unsafe_store(&base_path, refusal(&m)));
+            }
+            Ok(_) => Some(base_path),
+        };
+        let mdir = dir.join(MODULES);
+        let modules = match std::fs::symlink_metadata(&mdir) {
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io(&mdir)(e)),
+            Ok(m) if !m.file_type().is_dir() => {
+                return Err(Error::unsafe_store(&mdir, refusal(&m)));
+            }
+            Ok(_) => {
+                let files = db_files(&mdir)?;
+                for f in &files {
+                    let m = std::fs::symlink_metadata(f).map_err(Error::io(f))?;
+                    if !m.file_type().is_file() {
+                        return Err(Error::unsafe_store(f, refusal(&m)));
+                    }
+                }
+                files
+            }
+        };
+        if base.is_none() && modules.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Installed {
+            build_id: build_id.to_vec(),
+            base,
+            modules,
+        }))
+    }
+
+    /// The dbs for the running kernel: its base db and any module dbs. Fails with
+    /// [`Error::NoKernelDb`], whose message gives the commands to create one, when no
+    /// base db is loaded.
+    pub fn find_for_kernel(&self) -> Result<Installed> {
+        let id = self.running_kernel_build_id()?;
+        match self.lookup(&id)? {
+            Some(found) if found.base.is_some() => Ok(found),
+            _ => Err(Error::NoKernelDb {
+                build_id: hex(&id),
+                store: self.root.clone(),
+                steps: kernel::next_steps(),
+            }),
+        }
+    }
+
+    /// The db for a user-space ELF file, matched by its GNU build-id. Fails with
+    /// [`Error::NoBinaryDb`], whose message gives the commands to create one.
+    pub fn find_for_binary(&self, binary_path: &Path) -> Result<Installed> {
+        let id = binary::build_id_of(binary_path)?;
+        match self.lookup(&id)? {
+            Some(found) if found.base.is_some() => Ok(found),
+            _ => Err(Error::NoBinaryDb {
+                binary: binary_path.to_path_buf(),
+                build_id: hex(&id),
+                store: self.root.clone(),
+                steps: binary::next_steps(binary_path, &id),
+            }),
+        }
+    }
+
+    /// Remove the entry of a build-id (base and module dbs) or every entry; returns the
+    /// build-ids removed. A symlink in the store is removed itself, never followed.
+    pub fn unload(&self, which: &Unload) -> Result<Vec<String>> {
+        self.check_root()?;
+        if !self.root.exists() {
+            return match which {
+                Unload::All => Ok(Vec::new()),
+                Unload::BuildId(id) => Err(Error::NotLoaded {
+                    store: self.root.clone(),
+                    id: id.clone(),
+                }),
+            };
+        }
+        let _lock = self.lock()?;
+        self.check_root()?;
+        remove_stale_trash(&self.root);
+        let names = self.entry_names()?;
+        let chosen: Vec<String> = match which {
+            Unload::All => names,
+            Unload::BuildId(id) => {
+                let id = id.to_ascii_lowercase();
+                let matches: Vec<String> = if names.contains(&id) {
+                    vec![id.clone()]
+                } else {
+                    names.into_iter().filter(|n| n.starts_with(&id)).collect()
+                };
+                match matches.len() {
+                    0 => {
+                        return Err(Error::NotLoaded {
+                            store: self.root.clone(),
+                            id,
+                        })
+                    }
+                    1 => matches,
+                    _ => {
+                        return Err(Error::Ambiguous {
+                            store: self.root.clone(),
+                            id,
+                            matches,
+                        })
+                    }
+                }
+            }
+        };
+        for name in &chosen {
+            let path = self.root.join(name);
+            let meta = std::fs::symlink_metadata(&path).map_err(Error::io(&path))?;
+            if !meta.file_type().is_dir() {
+                std::fs::remove_file(&path).map_err(Error::io(&path))?;
+                continue;
+            }
+            // Rename first so readers see the whole entry vanish at once.
+            let trash = self
+                .root
+                .join(format!("{TRASH_PREFIX}{name}-{}", std::process::id()));
+            std::fs::rename(&path, &trash).map_err(Error::io(&path))?;
+            std::fs::remove_dir_all(&trash).map_err(Error::io(&trash))?;
+        }
+        sync_dir(&self.root)?;
+        Ok(chosen)
+    }
+
+    /// Names of the build-id entries (lower-case hex names; anything else is ignored).
+    fn entry_names(&self) -> Result<Vec<String>> {
+        let rd = match std::fs::read_dir(&self.root) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            r => r.map_err(Error::io(&self.root))?,
+        };
+        let mut names = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(Error::io(&self.root))?;
+            if let Some(name) = ent.file_name().to_str() {
+                if is_hex_name(name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Check the store directory itself, if it exists.
+    fn check_root(&self) -> Result<()> {
+        let m = match std::fs::symlink_metadata(&self.root) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            r => r.map_err(Error::io(&self.root))?,
+        };
+        if m.file_type().is_symlink() {
+            return Err(Error::unsafe_store(
+                &self.root,
+                "is a symbolic link; refusing to use it (point DCG_STORE at the real directory)",
+            ));
+        }
+        if !m.is_dir() {
+            return Err(Error::unsafe_store(&self.root, "is not a directory"));
+        }
+        let mode = m.mode() & 0o7777;
+        if mode & 0o022 != 0 {
+            return Err(Error::unsafe_store(
+                &self.root,
+                format!("is writable by group or others (mode {mode:04o}); run chmod go-w on it"),
+            ));
+        }
+        let euid = nix::unistd::geteuid().as_raw();
+        if m.uid() != euid && m.uid() != 0 {
+            return Err(Error::unsafe_store(
+                &self.root,
+                format!(
+                    "is owned by uid {}, neither you (uid {euid}) nor root",
+                    m.uid()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Create the store directory (0755) and its parents if missing.
+    fn create_root(&self) -> Result<()> {
+        if std::fs::symlink_metadata(&self.root).is_ok() {
+            return Ok(());
+        }
+        if let Some(parent) = self.root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
+        }
+        make_dir(&self.root)
+    }
+
+    /// Take the store's exclusive lock (blocking).
+    fn lock(&self) -> Result<Flock<File>> {
+        let path = self.root.join(LOCK);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(nofollow())
+            .open(&path)
+            .map_err(|e| nofollow_error(&path, e))?;
+        let m = file.metadata().map_err(Error::io(&path))?;
+        if !m.is_file() {
+            return Err(Error::unsafe_store(&path, "lock is not a regular file"));
+        }
+        if m.mode() & 0o7777 != 0o644 {
+            // Created under a restrictive umask; best effort, the lock works either way.
+            let _ = nix::sys::stat::fchmod(&file, Mode::from_bits_truncate(0o644));
+        }
+        Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| Error::nix(&path)(e))
+    }
+
+    /// `parent/name`, which must be a real directory; created (0755) when `create`.
+    fn subdir(&self, parent: &Path, name: &str, create: bool) -> Result<PathBuf> {
+        let path = parent.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_dir() => Ok(path),
+            Ok(m) => Err(Error::unsafe_store(&path, refusal(&m))),
+            Err(e) if e.kind() == ErrorKind::NotFound && create => {
+                make_dir(&path)?;
+                Ok(path)
+            }
+            Err(e) => Err(Error::io(&path)(e)),
+        }
+    }
+}
+
+/// Read a sigdb or an ELF file carrying one.
+fn read_input(path: &Path) -> Result<Vec<u8>> {
+    let file = File::open(path).map_err(Error::io(path))?;
+    let meta = file.metadata().map_err(Error::io(path))?;
+    if !meta.is_file() {
+        return Err(Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(ErrorKind::InvalidInput, "not a regular file"),
+        });
+    }
+    if meta.len() == 0 {
+        return Err(Error::NotADb {
+            path: path.to_path_buf(),
+        });
+    }
+    // SAFETY: read-only mapping; the db is copied out before it is validated.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))?;
+    if map.starts_with(&sigdb::layout::MAGIC) {
+        Ok(map.to_vec())
+    } else if is_elf(&map) {
+        extract_from_elf(path, &map)
+    } else {
+        // A cut-off magic is a truncated db; anything else is not a db at all.
+        if map.len() < 8 && sigdb::layout::MAGIC.starts_with(&map) {
+            return Err(Error::InvalidDb {
+                path: path.to_path_buf(),
+                error: sigdb::FormatError {
+                    offset: 0,
+                    kind: sigdb::FormatErrorKind::Truncated {
+                        needed: 304,
+                        len: map.len() as u64,
+                    },
+                },
+            });
+        }
+        Err(Error::NotADb {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Describe an installed db for `list`; `None` if it is missing or not a regular file.
+fn describe(build_id: &str, path: &Path, running: Option<&str>) -> Option<Entry> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if !m.file_type().is_file() {
+        return None;
+    }
+    let mut head = vec![0u8; 304];
+    let n = read_prefix(path, &mut head).ok()?;
+    head.truncate(n);
+    let checksum = header_checksum(&head)?;
+    let meta = read_meta(&path.with_extension(META_EXT)).filter(|meta| meta.checksum == checksum);
+    let (kind, function_count, db_build_id, modules, source, loaded_at) = match meta {
+        Some(meta) => (
+            meta.kind,
+            meta.function_count,
+            meta.db_build_id,
+            meta.modules,
+            Some(meta.source),
+            Some(UNIX_EPOCH + Duration::from_secs(meta.loaded_at)),
+        ),
+        None => {
+            // Metadata missing or stale (an interrupted load): read the db itself.
+            let db = Db::open(path).ok()?;
+            let kind = DbKind::of(db.flags());
+            let modules = if kind == DbKind::KernelModules {
+                db.modules().map(|m| m.name().to_string()).collect()
+            } else {
+                Vec::new()
+            };
+            (
+                kind,
+                db.function_count() as u64,
+                hex(db.build_id()),
+                modules,
+                None,
+                m.modified().ok(),
+            )
+        }
+    };
+    Some(Entry {
+        build_id: build_id.to_string(),
+        kind,
+        path: path.to_path_buf(),
+        source,
+        function_count,
+        size: m.len(),
+        loaded_at,
+        checksum,
+        db_build_id,
+        modules,
+        matches_running_kernel: kind.is_kernel() && running == Some(build_id),
+    })
+}
+
+/// `*.sigdb` files of a directory, sorted, without following anything.
+fn db_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for ent in std::fs::read_dir(dir).map_err(Error::io(dir))? {
+        let ent = ent.map_err(Error::io(dir))?;
+        let name = ent.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with('.') && name.ends_with(&format!(".{DB_EXT}")) {
+            out.push(dir.join(name));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// File name stem for a module-only db: the module's name, or `set-<hash>` of the sorted
+/// names when it holds several.
+fn module_set_stem(modules: &[String]) -> String {
+    if let [one] = modules {
+        let clean: String = one
+            .chars()
+            .take(100)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if !clean.is_empty() && clean != BASE {
+            return clean;
+        }
+    }
+    let mut names = modules.to_vec();
+    names.sort();
+    // FNV-1a: stable across Rust versions, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in names.join("\0").bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("set-{h:016x}")
+}
+
+fn is_hex_name(name: &str) -> bool {
+    name.len() >= 2
+        && name.len() <= 80
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn is_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
+}
+
+fn refusal(m: &std::fs::Metadata) -> &'static str {
+    if m.file_type().is_symlink() {
+        "is a symbolic link inside the store; refusing to follow it (remove it)"
+    } else {
+        "has an unexpected file type inside the store (remove it)"
+    }
+}
+
+fn nofollow() -> i32 {
+    (OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits()
+}
+
+fn nofollow_error(path: &Path, e: std::io::Error) -> Error {
+    if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
+        Error::unsafe_store(
+            path,
+            "is a symbolic link inside the store; refusing to follow it (remove it)",
+        )
+    } else {
+        Error::io(path)(e)
+    }
+}
+
+/// Create directory `path` with mode 0755 regardless of the umask.
+fn make_dir(path: &Path) -> Result<()> {
+    match std::fs::DirBuilder::new().mode(0o755).create(path) {
+        Ok(()) => {
+            let dir = open_dir(path)?;
+            nix::sys::stat::fchmod(&dir, Mode::from_bits_truncate(0o755))
+                .map_err(Error::nix(path))?;
+            if let Some(parent) = path.parent() {
+                let _ = sync_dir(parent);
+            }
+            Ok(())
+        }
+        // A concurrent load created it; the caller checks what it is.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path)(e)),
+    }
+}
+
+fn open_dir(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
+        .open(path)
+        .map_err(|e| nofollow_error(path, e))
+}
+
+fn sync_dir(path: &Path) -> Result<()> {
+    open_dir(path)?.sync_all().map_err(Error::io(path))
+}
+
+/// Contents of a regular file, without following a symlink; `None` when absent.
+fn read_nofollow(path: &Path) -> Result<Option<Vec<u8>>> {
+    let mut f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow())
+        .open(path)
+    {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        // A symlink or other odd file where a db belongs: it is replaced by the rename.
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => return Ok(None),
+        r => r.map_err(Error::io(path))?,
+    };
+    if !f.metadata().map_err(Error::io(path))?.is_file() {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    f.read_to_end(&mut v).map_err(Error::io(path))?;
+    Ok(Some(v))
+}
+
+fn read_prefix(path: &Path, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(nofollow())
+        .open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+fn read_meta(path: &Path) -> Option<Meta> {
+    let bytes = read_nofollow(path).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The body checksum recorded in a sigdb header.
+fn header_checksum(bytes: &[u8]) -> Option<u32> {
+    if !bytes.starts_with(&sigdb::layout::MAGIC) {
+        return None;
+    }
+    let b = bytes.get(32..36)?;
+    Some(u32::from_le_bytes(b.try_into().ok()?))
+}
+
+/// Remove temporary files a crashed load left in `dir` (called under the lock).
+fn remove_stale_temps(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for ent in rd.flatten() {
+            if ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+                let _ = std::fs::remove_file(ent.path());
+            }
+        }
+    }
+}
+
+/// Remove entries an interrupted unload left renamed in `root` (called under the lock).
+fn remove_stale_trash(root: &Path) {
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for ent in rd.flatten() {
+            if ent.file_name().to_string_lossy().starts_with(TRASH_PREFIX) {
+                // Neither call follows a symlink.
+                let _ = std::fs::remove_dir_all(ent.path())
+                    .or_else(|_| std::fs::remove_file(ent.path()));
+            }
+        }
+    }
+}
+
+/// Write `bytes` to `dest` (mode 0644) through a temporary file in `dir` and a rename.
+fn install_file(dir: &Path, dest: &Path, bytes: &[u8]) -> Result<()> {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!("{TMP_PREFIX}{name}-{}", std::process::id()));
+    let result = (|| -> Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(nofollow())
+            .open(&tmp)
+            .map_err(Error::io(&tmp))?;
+        nix::sys::stat::fchmod(&f, Mode::from_bits_truncate(0o644)).map_err(Error::nix(&tmp))?;
+        f.write_all(bytes).map_err(Error::io(&tmp))?;
+        f.sync_all().map_err(Error::io(&tmp))?;
+        std::fs::rename(&tmp, dest).map_err(Error::io(dest))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `t` as UTC `YYYY-MM-DD HH:MM:SS` (for `dcg list`).
+pub fn format_utc(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,115 @@
+//! Lookup and open speed on a 100,000-function database.
+//!
+//! Targets: `by_addr` ≤ 100 ns, `by_name` ≤ 200 ns, `open` of a 2 MB db ≤ 5 ms.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use sigdb::*;
+use std::hint::black_box;
+
+const FUNCS: usize = 100_000;
+
+/// A kernel-shaped db: 100k functions with kernel-like names, 0–6 parameters each,
+/// a few hundred types.
+fn build(funcs: usize) -> Vec<u8> {
+    let mut b = DbBuilder::new(62);
+    b.set_flags(DbFlags::KERNEL);
+    let m = b.add_module(ModuleDesc {
+        name: "vmlinux".into(),
+        kind: ModuleKind::Kernel,
+        build_id: vec![7; 20],
+        base: 0xffff_ffff_8100_0000,
+    });
+    let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
+    let mut types = vec![int];
+    for i in 0..300 {
+        let s = b.add_type(TypeDesc::aggregate(
+            TypeKind::Struct,
+            &format!("struct_{i}"),
+            64,
+        ));
+        types.push(b.add_type(TypeDesc::pointer(s, 8)));
+    }
+    let words = [
+        "do", "sys", "vfs", "read", "write", "page", "alloc", "free", "sched", "net",
+    ];
+    let mut addr = 0xffff_ffff_8100_0000u64;
+    for i in 0..funcs {
+        let name = format!(
+            "{}_{}_{}_{i}",
+            words[i % 10],
+            words[(i / 10) % 10],
+            words[(i / 100) % 10]
+        );
+        let params = (0..i % 7)
+            .map(|k| ParamDesc {
+                name: format!("arg{k}"),
+                ty: types[(i * 7 + k) % types.len()],
+                loc: Location::Reg(SYSV_INT_ARG_REGS[k % 6]),
+            })
+            .collect();
+        let size = 16 + (i % 500) as u32;
+        b.add_function(FunctionDesc {
+            module: m,
+            addr,
+            size,
+            name,
+            symbol: None,
+            ret: types[i % types.len()],
+            params,
+            flags: FuncFlags::empty(),
+        });
+        addr += size as u64 + 16;
+    }
+    b.finish().unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let bytes = build(FUNCS);
+    let db = Db::from_bytes(bytes.clone()).unwrap();
+    let addrs: Vec<u64> = (0..1024)
+        .map(|i| db.function(i * 97).unwrap().addr() + 5)
+        .collect();
+    let names: Vec<String> = (0..1024)
+        .map(|i| db.function(i * 97).unwrap().name().to_string())
+        .collect();
+    eprintln!(
+        "db: {} functions, {} bytes",
+        db.function_count(),
+        bytes.len()
+    );
+
+    let mut i = 0;
+    c.bench_function("by_addr (100k functions)", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            black_box(db.by_addr(0, black_box(addrs[i])).map(|f| f.size()))
+        })
+    });
+    let mut j = 0;
+    c.bench_function("by_name (100k functions)", |b| {
+        b.iter(|| {
+            j = (j + 1) & 1023;
+            black_box(db.by_name(black_box(&names[j])).next().map(|f| f.addr()))
+        })
+    });
+
+    // open() of a ~2 MB db from a file (mmap + full validation).
+    let small = build(32_000);
+    eprintln!("open bench db: {} bytes", small.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.sigdb");
+    std::fs::write(&path, &small).unwrap();
+    c.bench_function("open (2 MB db, mmap + validate)", |b| {
+        b.iter(|| black_box(Db::open(&path).unwrap().function_count()))
+    });
+    c.bench_function("from_bytes (2 MB db, validate only)", |b| {
+        b.iter_batched(
+            || small.clone(),
+            |v| black_box(Db::from_bytes(v).unwrap().function_count()),
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

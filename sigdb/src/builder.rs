@@ -1,0 +1,686 @@
+//! Building a sigdb: collect modules, types and functions in any order, then write a
+//! canonical, byte-identical file.
+//!
+//! Canonical means the output depends only on *what* was added, not on the order:
+//! functions are sorted, exact duplicates merged, types renumbered depth-first from the
+//! sorted functions, strings and parameter lists deduplicated in that same walk. So a
+//! parallel producer gets the same bytes for any thread count.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::Path;
+
+use zerocopy::IntoBytes;
+
+use crate::layout::*;
+use crate::model::*;
+use crate::Error;
+
+/// A type added to a [`DbBuilder`] (valid only for that builder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TypeId(u32);
+
+/// A module added to a [`DbBuilder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleId(u32);
+
+/// A function added to a [`DbBuilder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(u32);
+
+macro_rules! id_index {
+    ($($t:ident),*) => {$(
+        impl $t {
+            /// Position in the order of addition (0, 1, 2, ...).
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    )*};
+}
+id_index!(TypeId, ModuleId, FuncId);
+
+/// A type, described structurally; equal descriptions are stored once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TypeDesc {
+    /// What it is.
+    pub kind: TypeKind,
+    /// Name: `int`, `size_t` (typedef), `file` (struct), enum tag; empty when anonymous.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u32,
+    /// Signedness, variadic prototypes, incomplete declarations.
+    pub flags: TypeFlags,
+    /// Qualifiers of a [`TypeKind::Qualified`] type.
+    pub quals: Qualifiers,
+    /// Pointee, element, typedef/qualifier target or prototype return type.
+    pub target: Option<TypeId>,
+    /// Array element count (0 when unknown).
+    pub count: u32,
+    /// Enumerators of an enum: name and value (bit pattern for unsigned enums).
+    pub enumerators: Vec<(String, i64)>,
+    /// Parameter types of a function prototype.
+    pub params: Vec<TypeId>,
+}
+
+impl TypeDesc {
+    fn new(kind: TypeKind, name: &str, size: u32) -> TypeDesc {
+        TypeDesc {
+            kind,
+            name: name.to_string(),
+            size,
+            flags: TypeFlags::empty(),
+            quals: Qualifiers::empty(),
+            target: None,
+            count: 0,
+            enumerators: Vec::new(),
+            params: Vec::new(),
+        }
+    }
+
+    /// `void`.
+    pub fn void() -> TypeDesc {
+        TypeDesc::new(TypeKind::Void, "void", 0)
+    }
+
+    /// A base type of the given kind (`Bool`, `Int`, `Char`, `Float`).
+    pub fn base(kind: TypeKind, name: &str, size: u32, signed: bool) -> TypeDesc {
+        let mut t = TypeDesc::new(kind, name, size);
+        t.flags.set(TypeFlags::SIGNED, signed);
+        t
+    }
+
+    /// A pointer to `target`.
+    pub fn pointer(target: TypeId, size: u32) -> TypeDesc {
+        let mut t = TypeDesc::new(TypeKind::Pointer, "", size);
+        t.target = Some(target);
+        t
+    }
+
+    /// A struct, union or enum reference by name and size (enumerators added separately).
+    pub fn aggregate(kind: TypeKind, name: &str, size: u32) -> TypeDesc {
+        TypeDesc::new(kind, name, size)
+    }
+
+    /// A typedef `name` of `target`.
+    pub fn typedef(name: &str, target: TypeId, size: u32) -> TypeDesc {
+        let mut t = TypeDesc::new(TypeKind::Typedef, name, size);
+        t.target = Some(target);
+        t
+    }
+
+    /// `target` with qualifiers.
+    pub fn qualified(quals: Qualifiers, target: TypeId, size: u32) -> TypeDesc {
+        let mut t = TypeDesc::new(TypeKind::Qualified, "", size);
+        t.quals = quals;
+        t.target = Some(target);
+        t
+    }
+
+    /// An array of `count` elements.
+    pub fn array(element: TypeId, count: u32, size: u32) -> TypeDesc {
+        let mut t = TypeDesc::new(TypeKind::Array, "", size);
+        t.target = Some(element);
+        t.count = count;
+        t
+    }
+
+    /// A function prototype.
+    pub fn function(ret: TypeId, params: Vec<TypeId>, variadic: bool) -> TypeDesc {
+        let mut t = TypeDesc::new(TypeKind::Func, "", 0);
+        t.target = Some(ret);
+        t.params = params;
+        t.flags.set(TypeFlags::VARIADIC, variadic);
+        t
+    }
+
+    fn children(&self) -> impl Iterator<Item = TypeId> + '_ {
+        self.target.into_iter().chain(self.params.iter().copied())
+    }
+}
+
+/// A module (an ELF file) the functions come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleDesc {
+    /// `vmlinux`, a kernel module name, or a file name.
+    pub name: String,
+    /// What it is.
+    pub kind: ModuleKind,
+    /// GNU build-id of the file (may be empty).
+    pub build_id: Vec<u8>,
+    /// Address bias (see [`ModuleRecord::base`]).
+    pub base: u64,
+}
+
+/// A parameter of a function being added.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamDesc {
+    /// Name (empty when unnamed).
+    pub name: String,
+    /// Type.
+    pub ty: TypeId,
+    /// Where the value is at entry.
+    pub loc: Location,
+}
+
+/// A function being added.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FunctionDesc {
+    /// The module it belongs to.
+    pub module: ModuleId,
+    /// Start address (0 for inline-only functions).
+    pub addr: u64,
+    /// Code size (0 for inline-only functions).
+    pub size: u32,
+    /// Source-level name.
+    pub name: String,
+    /// ELF symbol name when it differs from `name` (clones: `foo.isra.0`).
+    pub symbol: Option<String>,
+    /// Return type.
+    pub ret: TypeId,
+    /// Parameters in declaration order.
+    pub params: Vec<ParamDesc>,
+    /// Flags.
+    pub flags: FuncFlags,
+}
+
+/// Collects a database and writes it.
+#[derive(Debug, Default)]
+pub struct DbBuilder {
+    flags: DbFlags,
+    build_id: Vec<u8>,
+    machine: u32,
+    modules: Vec<ModuleDesc>,
+    types: Vec<TypeDesc>,
+    type_ids: HashMap<TypeDesc, TypeId>,
+    functions: Vec<FunctionDesc>,
+    inlines: Vec<(FuncId, FuncId)>,
+}
+
+impl DbBuilder {
+    /// An empty builder for inputs of the given ELF machine (62 for x86-64).
+    pub fn new(machine: u32) -> DbBuilder {
+        DbBuilder {
+            machine,
+            ..DbBuilder::default()
+        }
+    }
+
+    /// Set the header flags.
+    pub fn set_flags(&mut self, flags: DbFlags) {
+        self.flags = flags;
+    }
+
+    /// Set the primary build-id (kernel image or binary); at most 40 bytes are kept.
+    pub fn set_build_id(&mut self, id: &[u8]) {
+        self.build_id = id[..id.len().min(MAX_BUILD_ID)].to_vec();
+    }
+
+    /// Add a module; functions refer to it by the returned id.
+    pub fn add_module(&mut self, mut module: ModuleDesc) -> ModuleId {
+        module.build_id.truncate(MAX_BUILD_ID);
+        self.modules.push(module);
+        ModuleId(self.modules.len() as u32 - 1)
+    }
+
+    /// Add (or find) a type. Types it refers to must have been added first.
+    pub fn add_type(&mut self, desc: TypeDesc) -> TypeId {
+        if let Some(&id) = self.type_ids.get(&desc) {
+            return id;
+        }
+        let id = TypeId(self.types.len() as u32);
+        self.types.push(desc.clone());
+        self.type_ids.insert(desc, id);
+        id
+    }
+
+    /// The description of an added type.
+    pub fn type_desc(&self, id: TypeId) -> &TypeDesc {
+        &self.types[id.0 as usize]
+    }
+
+    /// Add a function.
+    pub fn add_function(&mut self, func: FunctionDesc) -> FuncId {
+        self.functions.push(func);
+        FuncId(self.functions.len() as u32 - 1)
+    }
+
+    /// Record that `callee` was inlined into `caller`.
+    pub fn add_inline(&mut self, callee: FuncId, caller: FuncId) {
+        self.inlines.push((callee, caller));
+    }
+
+    /// Number of functions added so far.
+    pub fn function_count(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// Write the database atomically: a temporary file beside `path`, then a rename.
+    pub fn write_to(&self, path: &Path) -> Result<(), Error> {
+        let bytes = self.finish()?;
+        write_atomic(path, &bytes)
+    }
+
+    /// Serialize to bytes.
+    pub fn finish(&self) -> Result<Vec<u8>, Error> {
+        Writer::new(self).write()
+    }
+
+    /// A structural fingerprint of a type, independent of insertion order.
+    fn fingerprints(&self) -> Vec<u64> {
+        let mut fp = vec![0u64; self.types.len()];
+        // Children always precede their parents, so one forward pass suffices.
+        for (i, t) in self.types.iter().enumerate() {
+            let mut h = DefaultHasher::new();
+            (
+                t.kind,
+                &t.name,
+                t.size,
+                t.flags,
+                t.quals,
+                t.count,
+                &t.enumerators,
+            )
+                .hash(&mut h);
+            for c in t.children() {
+                fp[c.0 as usize].hash(&mut h);
+            }
+            fp[i] = h.finish();
+        }
+        fp
+    }
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory and a rename,
+/// so readers never see a partial file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+struct StringTable {
+    bytes: Vec<u8>,
+    offsets: HashMap<String, u32>,
+}
+
+impl StringTable {
+    fn new() -> StringTable {
+        StringTable {
+            bytes: vec![0],
+            offsets: HashMap::from([(String::new(), 0)]),
+        }
+    }
+
+    fn add(&mut self, s: &str) -> Result<u32, Error> {
+        if let Some(&o) = self.offsets.get(s) {
+            return Ok(o);
+        }
+        // Interior NULs cannot be represented; keep the part before the first one.
+        let s = s.split('\0').next().unwrap_or("");
+        let off = u32::try_from(self.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.bytes.push(0);
+        self.offsets.insert(s.to_string(), off);
+        Ok(off)
+    }
+}
+
+/// A parameter as written: (name string, type index, encoded location).
+type EncodedParam = (u32, u32, (u8, u8, u8, i32));
+
+struct Writer<'b> {
+    b: &'b DbBuilder,
+    strings: StringTable,
+    /// builder TypeId → output index (u32::MAX: not yet emitted).
+    type_index: Vec<u32>,
+    types: Vec<TypeRecord>,
+    enumerators: Vec<EnumeratorRecord>,
+    proto_params: Vec<u32>,
+    params: Vec<ParamRecord>,
+    param_lists: HashMap<Vec<EncodedParam>, u32>,
+}
+
+impl<'b> Writer<'b> {
+    fn new(b: &'b DbBuilder) -> Writer<'b> {
+        Writer {
+            b,
+            strings: StringTable::new(),
+            type_index: vec![u32::MAX; b.types.len()],
+            types: Vec::new(),
+            enumerators: Vec::new(),
+            proto_params: Vec::new(),
+            params: Vec::new(),
+            param_lists: HashMap::new(),
+        }
+    }
+
+    /// Emit `id` and everything it refers to, children first; return its output index.
+    fn emit_type(&mut self, id: TypeId) -> Result<u32, Error> {
+        let mut stack = vec![(id, false)];
+        while let Some((t, children_done)) = stack.pop() {
+            if self.type_index[t.0 as usize] != u32::MAX {
+                continue;
+            }
+            let desc = &self.b.types[t.0 as usize];
+            if !children_done {
+                stack.push((t, true));
+                for c in desc.children().collect::<Vec<_>>().into_iter().rev() {
+                    if self.type_index[c.0 as usize] == u32::MAX {
+                        stack.push((c, false));
+                    }
+                }
+                continue;
+            }
+            let idx = |w: &Self, c: TypeId| w.type_index[c.0 as usize];
+            let (first, count) = match desc.kind {
+                TypeKind::Enum => {
+                    let first = self.enumerators.len() as u32;
+                    for (name, value) in &desc.enumerators {
+                        let name = self.strings.add(name)?;
+                        self.enumerators.push(EnumeratorRecord {
+                            name: name.into(),
+                            reserved: 0.into(),
+                            value: (*value).into(),
+                        });
+                    }
+                    (first, desc.enumerators.len() as u32)
+                }
+                TypeKind::Func => {
+                    let first = self.proto_params.len() as u32;
+                    for &p in &desc.params {
+                        self.proto_params.push(idx(self, p));
+                    }
+                    (first, desc.params.len() as u32)
+                }
+                TypeKind::Array => (0, desc.count),
+                _ => (0, 0),
+            };
+            let name = self.strings.add(&desc.name)?;
+            let target = if desc.kind.has_target() {
+                desc.target.map_or(0, |c| idx(self, c))
+            } else {
+                0
+            };
+            let out = u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?;
+            self.types.push(TypeRecord {
+                kind: desc.kind as u8,
+                flags: desc.flags.bits(),
+                quals: desc.quals.bits(),
+                reserved: 0,
+                size: desc.size.into(),
+                name: name.into(),
+                target: target.into(),
+                first: first.into(),
+                count: count.into(),
+            });
+            self.type_index[t.0 as usize] = out;
+        }
+        Ok(self.type_index[id.0 as usize])
+    }
+
+    fn write(mut self) -> Result<Vec<u8>, Error> {
+        let b = self.b;
+        for f in &b.functions {
+            if f.module.0 as usize >= b.modules.len() {
+                return Err(Error::Builder(format!(
+                    "function {} refers to module {} of {}",
+                    f.name,
+                    f.module.0,
+                    b.modules.len()
+                )));
+            }
+        }
+        // Type 0 is always void.
+        let void = b.type_ids.get(&TypeDesc::void()).copied();
+        if let Some(v) = void {
+            self.emit_type(v)?;
+        } else {
+            self.strings.add("void")?;
+            self.types.push(TypeRecord {
+                kind: TypeKind::Void as u8,
+                flags: 0,
+                quals: 0,
+                reserved: 0,
+                size: 0.into(),
+                name: self.strings.add("void")?.into(),
+                target: 0.into(),
+                first: 0.into(),
+                count: 0.into(),
+            });
+        }
+
+        // Canonical function order; exact duplicates merge.
+        let fp = b.fingerprints();
+        let key = |f: &FunctionDesc| {
+            (
+                f.module,
+                f.addr,
+                f.size,
+                f.name.clone(),
+                f.symbol.clone(),
+                f.flags,
+                fp[f.ret.0 as usize],
+                f.params
+                    .iter()
+                    .map(|p| (p.name.clone(), fp[p.ty.0 as usize], p.loc))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let keys: Vec<_> = b.functions.iter().map(key).collect();
+        let mut order: Vec<usize> = (0..b.functions.len()).collect();
+        order.sort_by(|&x, &y| keys[x].cmp(&keys[y]));
+        let mut new_index = vec![0u32; b.functions.len()];
+        let mut unique: Vec<usize> = Vec::with_capacity(order.len());
+        for &i in &order {
+            if let Some(&last) = unique.last() {
+                if keys[last] == keys[i] {
+                    new_index[i] = unique.len() as u32 - 1;
+                    continue;
+                }
+            }
+            new_index[i] = u32::try_from(unique.len()).map_err(|_| Error::TooLarge("functions"))?;
+            unique.push(i);
+        }
+
+        let mut functions = Vec::with_capacity(unique.len());
+        let mut names: Vec<(u32, u32)> = Vec::new();
+        for (out, &i) in unique.iter().enumerate() {
+            let f = &b.functions[i];
+            let name = self.strings.add(&f.name)?;
+            let symbol = match &f.symbol {
+                Some(s) if *s != f.name => self.strings.add(s)?,
+                _ => 0,
+            };
+            let ret = self.emit_type(f.ret)?;
+            let mut list = Vec::with_capacity(f.params.len());
+            for p in &f.params {
+                let pname = self.strings.add(&p.name)?;
+                let ty = self.emit_type(p.ty)?;
+                list.push((pname, ty, p.loc.encode()));
+            }
+            let params = match self.param_lists.get(&list) {
+                Some(&first) => first,
+                None if list.is_empty() => 0,
+                None => {
+                    let first = self.params.len() as u32;
+                    for &(name, ty, (kind, reg, reg2, offset)) in &list {
+                        self.params.push(ParamRecord {
+                            name: name.into(),
+                            ty: ty.into(),
+                            loc_kind: kind,
+                            reg,
+                            reg2,
+                            reserved: 0,
+                            offset: offset.into(),
+                        });
+                    }
+                    self.param_lists.insert(list.clone(), first);
+                    first
+                }
+            };
+            let param_count = u16::try_from(list.len())
+                .map_err(|_| Error::TooLarge("parameters of one function"))?;
+            functions.push(FunctionRecord {
+                addr: f.addr.into(),
+                size: f.size.into(),
+                name: name.into(),
+                symbol: symbol.into(),
+                ret: ret.into(),
+                params: params.into(),
+                param_count: param_count.into(),
+                flags: f.flags.bits().into(),
+            });
+            names.push((name, out as u32));
+            if symbol != 0 {
+                names.push((symbol, out as u32));
+            }
+        }
+
+        let str_at = |bytes: &[u8], off: u32| -> Vec<u8> {
+            let s = &bytes[off as usize..];
+            s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
+        };
+        let sb = &self.strings.bytes;
+        let mut keyed: Vec<(Vec<u8>, u32, u32)> = names
+            .into_iter()
+            .map(|(n, f)| (str_at(sb, n), f, n))
+            .collect();
+        keyed.sort();
+        keyed.dedup();
+        let names: Vec<NameRecord> = keyed
+            .into_iter()
+            .map(|(_, f, n)| NameRecord {
+                name: n.into(),
+                function: f.into(),
+            })
+            .collect();
+
+        let mut inlines: Vec<(u32, u32)> = b
+            .inlines
+            .iter()
+            .map(|&(callee, caller)| (new_index[callee.0 as usize], new_index[caller.0 as usize]))
+            .collect();
+        inlines.sort_unstable();
+        inlines.dedup();
+        let inlines: Vec<InlineRecord> = inlines
+            .into_iter()
+            .map(|(callee, caller)| InlineRecord {
+                callee: callee.into(),
+                caller: caller.into(),
+            })
+            .collect();
+
+        // Modules with their function ranges (functions are sorted by module first).
+        let mut modules = Vec::with_capacity(b.modules.len());
+        let mut next = 0usize;
+        for (mi, m) in b.modules.iter().enumerate() {
+            let first = next;
+            while next < unique.len() && b.functions[unique[next]].module.0 as usize == mi {
+                next += 1;
+            }
+            let mut build_id = [0u8; MAX_BUILD_ID];
+            build_id[..m.build_id.len()].copy_from_slice(&m.build_id);
+            modules.push(ModuleRecord {
+                name: self.strings.add(&m.name)?.into(),
+                kind: (m.kind as u32).into(),
+                first_function: (first as u32).into(),
+                function_count: ((next - first) as u32).into(),
+                build_id_len: (m.build_id.len() as u32).into(),
+                reserved: 0.into(),
+                build_id,
+                base: m.base.into(),
+            });
+        }
+
+        let sections: [&[u8]; SECTION_COUNT] = [
+            &self.strings.bytes,
+            modules.as_bytes(),
+            self.types.as_bytes(),
+            self.enumerators.as_bytes(),
+            self.proto_params.as_bytes(),
+            functions.as_bytes(),
+            self.params.as_bytes(),
+            names.as_bytes(),
+            inlines.as_bytes(),
+        ];
+        let counts = [
+            self.strings.bytes.len(),
+            modules.len(),
+            self.types.len(),
+            self.enumerators.len(),
+            self.proto_params.len(),
+            functions.len(),
+            self.params.len(),
+            names.len(),
+            inlines.len(),
+        ];
+        assemble(b, &sections, &counts)
+    }
+}
+
+fn assemble(
+    b: &DbBuilder,
+    sections: &[&[u8]; SECTION_COUNT],
+    counts: &[usize; SECTION_COUNT],
+) -> Result<Vec<u8>, Error> {
+    let header_size = core::mem::size_of::<Header>();
+    let mut out = vec![0u8; header_size];
+    let mut table = [SectionEntry::default(); SECTION_COUNT];
+    for (i, bytes) in sections.iter().enumerate() {
+        while !out.len().is_multiple_of(ALIGN) {
+            out.push(0);
+        }
+        let count = u32::try_from(counts[i]).map_err(|_| Error::TooLarge(SECTION_NAMES[i]))?;
+        table[i] = SectionEntry {
+            offset: (out.len() as u64).into(),
+            length: (bytes.len() as u64).into(),
+            count: count.into(),
+            record_size: (RECORD_SIZES[i] as u32).into(),
+        };
+        out.extend_from_slice(bytes);
+    }
+    while !out.len().is_multiple_of(ALIGN) {
+        out.push(0);
+    }
+    let mut build_id = [0u8; MAX_BUILD_ID];
+    build_id[..b.build_id.len()].copy_from_slice(&b.build_id);
+    let header = Header {
+        magic: MAGIC,
+        version: VERSION.into(),
+        header_size: (header_size as u32).into(),
+        flags: b.flags.bits().into(),
+        section_count: (SECTION_COUNT as u32).into(),
+        file_size: (out.len() as u64).into(),
+        body_crc32: crc32fast::hash(&out[header_size..]).into(),
+        build_id_len: (b.build_id.len() as u32).into(),
+        build_id,
+        machine: b.machine.into(),
+        reserved: 0.into(),
+        sections: table,
+    };
+    out[..header_size].copy_from_slice(header.as_bytes());
+    Ok(out)
+}

@@ -1,0 +1,29 @@
+//! sigdb: the dcg signature database.
+//!
+//! A compact, binary-searchable file of function signatures extracted from DWARF:
+//! addresses and sizes, return and parameter types, where each parameter lives at entry,
+//! modules and flags. The byte layout is specified in `FORMAT.md`; a C reader can use it
+//! from that page alone.
+//!
+//! Write with [`DbBuilder`]; read with [`Db::open`] (mmap) or [`Db::from_bytes`]. Opening
+//! validates every offset, count, reference, sort order and the checksum once, after which
+//! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
+
+pub mod builder;
+mod error;
+pub mod layout;
+mod model;
+mod reader;
+mod view;
+
+pub use builder::{
+    write_atomic, DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc,
+    TypeId,
+};
+pub use error::{Error, FormatError, FormatErrorKind};
+pub use model::{
+    x86_64_reg_name, DbFlags, FuncFlags, Location, ModuleKind, Qualifiers, TypeFlags, TypeKind,
+    SYSV_INT_ARG_REGS,
+};
+pub use reader::Db;
+pub use view::{hex, Function, Module, Param, Type};

@@ -1,0 +1,637 @@
+//! Opening a sigdb: validate everything once, then read records in place.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use zerocopy::FromBytes;
+
+use crate::layout::*;
+use crate::model::*;
+use crate::view::{Function, Module, Type};
+use crate::{Error, FormatError, FormatErrorKind};
+
+enum Storage {
+    Mmap(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+/// An open, validated signature database.
+///
+/// Construction checks every bound, count, reference, string, sort order and the
+/// checksum; after that every accessor is a zero-copy view that cannot panic.
+pub struct Db {
+    data: Storage,
+    path: PathBuf,
+    sections: [(usize, usize); SECTION_COUNT],
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("path", &self.path)
+            .field("functions", &self.function_count())
+            .finish()
+    }
+}
+
+fn fail<T>(offset: usize, kind: FormatErrorKind) -> Result<T, FormatError> {
+    Err(FormatError {
+        offset: offset as u64,
+        kind,
+    })
+}
+
+impl Db {
+    /// Map and validate a database file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Db, Error> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Db::from_file(&file, path)
+    }
+
+    /// Map and validate an already opened file (e.g. one opened with `O_NOFOLLOW`);
+    /// `path` is used in messages.
+    pub fn from_file(file: &std::fs::File, path: impl AsRef<Path>) -> Result<Db, Error> {
+        let path = path.as_ref();
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let len = file.metadata().map_err(io)?.len();
+        let data = if len == 0 {
+            Storage::Owned(Vec::new())
+        } else {
+            // SAFETY: the mapping is read-only; like every mmap reader we rely on the file
+            // not being truncated underneath us. The store installs files by rename, so
+            // an installed db is never rewritten in place.
+            Storage::Mmap(unsafe { memmap2::Mmap::map(file) }.map_err(io)?)
+        };
+        Db::with_storage(data, path.to_path_buf())
+    }
+
+    /// Validate an in-memory database.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Db, Error> {
+        Db::with_storage(Storage::Owned(bytes), PathBuf::from("<memory>"))
+    }
+
+    fn with_storage(data: Storage, path: PathBuf) -> Result<Db, Error> {
+        let bytes: &[u8] = match &data {
+            Storage::Mmap(m) => m,
+            Storage::Owned(v) => v,
+        };
+        match validate(bytes) {
+            Ok(sections) => Ok(Db {
+                data,
+                path,
+                sections,
+            }),
+            Err(error) => Err(Error::Format { path, error }),
+        }
+    }
+
+    /// The file this db was opened from (`<memory>` for buffers).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.data {
+            Storage::Mmap(m) => m,
+            Storage::Owned(v) => v,
+        }
+    }
+
+    fn header(&self) -> &Header {
+        // Validated on open.
+        Header::ref_from_prefix(self.bytes())
+            .map(|(h, _)| h)
+            .ok()
+            .unwrap_or(&EMPTY_HEADER)
+    }
+
+    fn section(&self, id: SectionId) -> &[u8] {
+        let (off, len) = self.sections[id as usize];
+        self.bytes().get(off..off + len).unwrap_or(&[])
+    }
+
+    fn records<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+        &self,
+        id: SectionId,
+    ) -> &[T] {
+        <[T]>::ref_from_bytes(self.section(id)).unwrap_or(&[])
+    }
+
+    pub(crate) fn module_records(&self) -> &[ModuleRecord] {
+        self.records(SectionId::Modules)
+    }
+    pub(crate) fn type_records(&self) -> &[TypeRecord] {
+        self.records(SectionId::Types)
+    }
+    pub(crate) fn enumerator_records(&self) -> &[EnumeratorRecord] {
+        self.records(SectionId::Enumerators)
+    }
+    pub(crate) fn proto_params(&self) -> &[zerocopy::little_endian::U32] {
+        self.records(SectionId::ProtoParams)
+    }
+    pub(crate) fn function_records(&self) -> &[FunctionRecord] {
+        self.records(SectionId::Functions)
+    }
+    pub(crate) fn param_records(&self) -> &[ParamRecord] {
+        self.records(SectionId::Params)
+    }
+    fn name_records(&self) -> &[NameRecord] {
+        self.records(SectionId::Names)
+    }
+    fn inline_records(&self) -> &[InlineRecord] {
+        self.records(SectionId::Inlines)
+    }
+
+    /// The string at `offset` of the string table (empty when out of range).
+    pub fn string(&self, offset: u32) -> &str {
+        str_at(self.section(SectionId::Strings), offset).unwrap_or("")
+    }
+
+    /// Format version.
+    pub fn version(&self) -> u32 {
+        self.header().version.get()
+    }
+
+    /// Header flags.
+    pub fn flags(&self) -> DbFlags {
+        DbFlags::from_bits_truncate(self.header().flags.get())
+    }
+
+    /// ELF machine of the inputs.
+    pub fn machine(&self) -> u32 {
+        self.header().machine.get()
+    }
+
+    /// Build-id of the primary input (empty when unknown).
+    pub fn build_id(&self) -> &[u8] {
+        let h = self.header();
+        &h.build_id[..(h.build_id_len.get() as usize).min(MAX_BUILD_ID)]
+    }
+
+    /// CRC-32 of the body, as recorded in the header.
+    pub fn checksum(&self) -> u32 {
+        self.header().body_crc32.get()
+    }
+
+    /// Number of modules.
+    pub fn module_count(&self) -> usize {
+        self.module_records().len()
+    }
+
+    /// Module by index.
+    pub fn module(&self, index: usize) -> Option<Module<'_>> {
+        self.module_records()
+            .get(index)
+            .map(|rec| Module::new(self, index as u32, rec))
+    }
+
+    /// All modules.
+    pub fn modules(&self) -> impl ExactSizeIterator<Item = Module<'_>> + '_ {
+        self.module_records()
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| Module::new(self, i as u32, rec))
+    }
+
+    /// The first module of that name.
+    pub fn module_by_name(&self, name: &str) -> Option<Module<'_>> {
+        self.modules().find(|m| m.name() == name)
+    }
+
+    /// Number of functions.
+    pub fn function_count(&self) -> usize {
+        self.function_records().len()
+    }
+
+    /// Function by index.
+    pub fn function(&self, index: usize) -> Option<Function<'_>> {
+        self.function_records()
+            .get(index)
+            .map(|rec| Function::new(self, index as u32, rec))
+    }
+
+    /// All functions, in (module, address) order.
+    pub fn functions(&self) -> impl ExactSizeIterator<Item = Function<'_>> + '_ {
+        self.function_records()
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| Function::new(self, i as u32, rec))
+    }
+
+    /// Number of types.
+    pub fn type_count(&self) -> usize {
+        self.type_records().len()
+    }
+
+    /// Type by index.
+    pub fn type_at(&self, index: u32) -> Option<Type<'_>> {
+        self.type_records()
+            .get(index as usize)
+            .map(|rec| Type::new(self, index, rec))
+    }
+
+    /// The function of module `module` whose code contains `addr` (binary search).
+    pub fn by_addr(&self, module: usize, addr: u64) -> Option<Function<'_>> {
+        let m = self.module_records().get(module)?;
+        let first = m.first_function.get() as usize;
+        let funcs = self
+            .function_records()
+            .get(first..first + m.function_count.get() as usize)?;
+        // Index of the first function starting above addr; the candidates are the
+        // functions sharing the greatest start address not above addr (aliases).
+        let end = funcs.partition_point(|f| f.addr.get() <= addr);
+        let start = funcs.get(end.checked_sub(1)?)?.addr.get();
+        let group = funcs[..end]
+            .iter()
+            .rev()
+            .take_while(|f| f.addr.get() == start);
+        for (back, f) in group.enumerate() {
+            if addr < f.addr.get().saturating_add(f.size.get() as u64) {
+                return self.function(first + end - 1 - back);
+            }
+        }
+        None
+    }
+
+    /// The function containing `addr` in any module (first match in module order).
+    pub fn by_addr_any(&self, addr: u64) -> Option<Function<'_>> {
+        (0..self.module_count()).find_map(|m| self.by_addr(m, addr))
+    }
+
+    /// Every function whose name or ELF symbol name is `name`.
+    pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = Function<'a>> + 'a {
+        let names = self.name_records();
+        let strings = self.section(SectionId::Strings);
+        let key = name.as_bytes();
+        let lo = names.partition_point(|n| cmp_cstr(strings, n.name.get(), key) == Ordering::Less);
+        // Names repeat only a few times (static functions), so walk instead of searching.
+        let len = names[lo..]
+            .iter()
+            .take_while(|n| cmp_cstr(strings, n.name.get(), key) == Ordering::Equal)
+            .count();
+        names[lo..lo + len]
+            .iter()
+            .filter_map(move |n| self.function(n.function.get() as usize))
+    }
+
+    /// Every name in the index (function and symbol names), sorted, with repeats.
+    pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
+        self.name_records().iter().filter_map(move |n| {
+            Some((
+                self.string(n.name.get()),
+                self.function(n.function.get() as usize)?,
+            ))
+        })
+    }
+
+    /// Functions that `callee` was inlined into.
+    pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
+        let edges = self.inline_records();
+        let lo = edges.partition_point(|e| e.callee.get() < callee);
+        let hi = lo + edges[lo..].partition_point(|e| e.callee.get() == callee);
+        edges[lo..hi]
+            .iter()
+            .filter_map(move |e| self.function(e.caller.get() as usize))
+    }
+
+    /// Number of inline edges.
+    pub fn inline_count(&self) -> usize {
+        self.inline_records().len()
+    }
+}
+
+static EMPTY_HEADER: Header = Header {
+    magic: [0; 8],
+    version: zerocopy::little_endian::U32::ZERO,
+    header_size: zerocopy::little_endian::U32::ZERO,
+    flags: zerocopy::little_endian::U32::ZERO,
+    section_count: zerocopy::little_endian::U32::ZERO,
+    file_size: zerocopy::little_endian::U64::ZERO,
+    body_crc32: zerocopy::little_endian::U32::ZERO,
+    build_id_len: zerocopy::little_endian::U32::ZERO,
+    build_id: [0; MAX_BUILD_ID],
+    machine: zerocopy::little_endian::U32::ZERO,
+    reserved: zerocopy::little_endian::U32::ZERO,
+    sections: [SectionEntry {
+        offset: zerocopy::little_endian::U64::ZERO,
+        length: zerocopy::little_endian::U64::ZERO,
+        count: zerocopy::little_endian::U32::ZERO,
+        record_size: zerocopy::little_endian::U32::ZERO,
+    }; SECTION_COUNT],
+};
+
+/// The NUL-terminated string at `off`, if `off` is inside the table.
+fn str_at(strings: &[u8], off: u32) -> Option<&str> {
+    let tail = strings.get(off as usize..)?;
+    let end = tail.iter().position(|&b| b == 0)?;
+    std::str::from_utf8(&tail[..end]).ok()
+}
+
+/// Compare the NUL-terminated string at `off` with `key`, without scanning for the NUL
+/// first: the terminator sorts below every other byte, as a shorter prefix does.
+fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
+    let tail = strings.get(off as usize..).unwrap_or(&[]);
+    let n = key.len().min(tail.len());
+    match tail[..n].cmp(&key[..n]) {
+        Ordering::Equal if n == key.len() => match tail.get(n) {
+            Some(0) | None => Ordering::Equal,
+            Some(_) => Ordering::Greater,
+        },
+        Ordering::Equal => Ordering::Less,
+        other => other,
+    }
+}
+
+/// Check everything; return (offset, length) of each section.
+fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError> {
+    use FormatErrorKind::*;
+    let hsize = core::mem::size_of::<Header>();
+    if bytes.len() < 12 {
+        return fail(
+            0,
+            Truncated {
+                needed: hsize as u64,
+                len: bytes.len() as u64,
+            },
+        );
+    }
+    if bytes[..8] != MAGIC {
+        return fail(0, BadMagic);
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != VERSION {
+        return fail(8, UnsupportedVersion(version));
+    }
+    let Ok((h, _)) = Header::ref_from_prefix(bytes) else {
+        return fail(
+            0,
+            Truncated {
+                needed: hsize as u64,
+                len: bytes.len() as u64,
+            },
+        );
+    };
+    if h.header_size.get() as usize != hsize {
+        return fail(12, BadHeader("header size is not 304"));
+    }
+    if h.section_count.get() as usize != SECTION_COUNT {
+        return fail(20, BadHeader("section count is not 9"));
+    }
+    let file_size = h.file_size.get();
+    if file_size > bytes.len() as u64 {
+        return fail(
+            bytes.len(),
+            Truncated {
+                needed: file_size,
+                len: bytes.len() as u64,
+            },
+        );
+    }
+    if file_size < bytes.len() as u64 {
+        return fail(
+            file_size as usize,
+            BadHeader("bytes after the recorded file size"),
+        );
+    }
+    if h.build_id_len.get() as usize > MAX_BUILD_ID {
+        return fail(36, BadHeader("build-id longer than 40 bytes"));
+    }
+    let mut sections = [(0usize, 0usize); SECTION_COUNT];
+    let mut prev_end = hsize;
+    for (i, s) in h.sections.iter().enumerate() {
+        let at = 88 + i * 24;
+        let (off, len) = (s.offset.get(), s.length.get());
+        let ok = off % ALIGN as u64 == 0
+            && off >= prev_end as u64
+            && off
+                .checked_add(len)
+                .is_some_and(|e| e <= bytes.len() as u64)
+            && s.record_size.get() as usize == RECORD_SIZES[i]
+            && (s.count.get() as u64).checked_mul(RECORD_SIZES[i] as u64) == Some(len);
+        if !ok {
+            return fail(at, BadSection(SECTION_NAMES[i]));
+        }
+        sections[i] = (off as usize, len as usize);
+        prev_end = (off + len) as usize;
+    }
+    let actual = crc32fast::hash(&bytes[hsize..]);
+    if actual != h.body_crc32.get() {
+        return fail(
+            32,
+            Checksum {
+                expected: h.body_crc32.get(),
+                actual,
+            },
+        );
+    }
+    Validator { bytes, sections }.run()?;
+    Ok(sections)
+}
+
+struct Validator<'a> {
+    bytes: &'a [u8],
+    sections: [(usize, usize); SECTION_COUNT],
+}
+
+impl<'a> Validator<'a> {
+    fn sec(&self, id: SectionId) -> &'a [u8] {
+        let (o, l) = self.sections[id as usize];
+        &self.bytes[o..o + l]
+    }
+
+    fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+        &self,
+        id: SectionId,
+    ) -> &'a [T] {
+        <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
+    }
+
+    fn err<T>(&self, id: SectionId, index: usize, what: &'static str) -> Result<T, FormatError> {
+        let (o, _) = self.sections[id as usize];
+        fail(
+            o + index * RECORD_SIZES[id as usize],
+            FormatErrorKind::BadRecord {
+                section: SECTION_NAMES[id as usize],
+                index: index as u64,
+                what,
+            },
+        )
+    }
+
+    fn run(&self) -> Result<(), FormatError> {
+        use SectionId::*;
+        let strings = self.sec(Strings);
+        let (str_off, _) = self.sections[Strings as usize];
+        let Ok(text) = std::str::from_utf8(strings) else {
+            return fail(str_off, FormatErrorKind::BadSection("strings (not UTF-8)"));
+        };
+        if strings.first() != Some(&0) || strings.last() != Some(&0) {
+            return fail(
+                str_off,
+                FormatErrorKind::BadSection("strings (must start and end with NUL)"),
+            );
+        }
+        let string_ok =
+            |off: u32| (off as usize) < strings.len() && text.is_char_boundary(off as usize);
+
+        let types: &[TypeRecord] = self.recs(Types);
+        let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
+        let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
+        let functions: &[FunctionRecord] = self.recs(Functions);
+        let params: &[ParamRecord] = self.recs(Params);
+        let within =
+            |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
+
+        let modules: &[ModuleRecord] = self.recs(Modules);
+        let mut next = 0u64;
+        for (i, m) in modules.iter().enumerate() {
+            if !string_ok(m.name.get()) {
+                return self.err(Modules, i, "name is not a string");
+            }
+            if ModuleKind::from_code(m.kind.get()).is_none() {
+                return self.err(Modules, i, "unknown module kind");
+            }
+            if m.build_id_len.get() as usize > MAX_BUILD_ID {
+                return self.err(Modules, i, "build-id longer than 40 bytes");
+            }
+            if m.first_function.get() as u64 != next {
+                return self.err(
+                    Modules,
+                    i,
+                    "function range does not follow the previous module",
+                );
+            }
+            next += m.function_count.get() as u64;
+        }
+        if next != functions.len() as u64 {
+            return fail(
+                self.sections[Modules as usize].0,
+                FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
+            );
+        }
+
+        if types.is_empty() {
+            return fail(
+                self.sections[Types as usize].0,
+                FormatErrorKind::BadSection("types (type 0 must be void)"),
+            );
+        }
+        for (i, t) in types.iter().enumerate() {
+            let Some(kind) = TypeKind::from_code(t.kind) else {
+                return self.err(Types, i, "unknown type kind");
+            };
+            if i == 0 && kind != TypeKind::Void {
+                return self.err(Types, i, "type 0 must be void");
+            }
+            if !string_ok(t.name.get()) {
+                return self.err(Types, i, "name is not a string");
+            }
+            if kind.has_target() && t.target.get() as usize >= i {
+                return self.err(Types, i, "refers to a type that does not precede it");
+            }
+            match kind {
+                TypeKind::Enum if !within(t.first.get(), t.count.get(), enumerators.len()) => {
+                    return self.err(Types, i, "enumerator range out of bounds");
+                }
+                TypeKind::Func => {
+                    if !within(t.first.get(), t.count.get(), protos.len()) {
+                        return self.err(Types, i, "parameter range out of bounds");
+                    }
+                    let first = t.first.get() as usize;
+                    for p in &protos[first..first + t.count.get() as usize] {
+                        if p.get() as usize >= i {
+                            return self.err(Types, i, "parameter type does not precede it");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (i, e) in enumerators.iter().enumerate() {
+            if !string_ok(e.name.get()) {
+                return self.err(Enumerators, i, "name is not a string");
+            }
+        }
+        for (i, p) in protos.iter().enumerate() {
+            if p.get() as usize >= types.len() {
+                return self.err(ProtoParams, i, "type out of bounds");
+            }
+        }
+        for (i, p) in params.iter().enumerate() {
+            if !string_ok(p.name.get()) {
+                return self.err(Params, i, "name is not a string");
+            }
+            if p.ty.get() as usize >= types.len() {
+                return self.err(Params, i, "type out of bounds");
+            }
+            if Location::decode(p.loc_kind, p.reg, p.reg2, p.offset.get()).is_none() {
+                return self.err(Params, i, "unknown location kind");
+            }
+        }
+        for (i, f) in functions.iter().enumerate() {
+            if !string_ok(f.name.get()) || !string_ok(f.symbol.get()) {
+                return self.err(Functions, i, "name is not a string");
+            }
+            if f.ret.get() as usize >= types.len() {
+                return self.err(Functions, i, "return type out of bounds");
+            }
+            if !within(f.params.get(), f.param_count.get() as u32, params.len()) {
+                return self.err(Functions, i, "parameter range out of bounds");
+            }
+        }
+        for m in modules {
+            let first = m.first_function.get() as usize;
+            let range = &functions[first..first + m.function_count.get() as usize];
+            if let Some(j) = range
+                .windows(2)
+                .position(|w| w[0].addr.get() > w[1].addr.get())
+            {
+                return self.err(Functions, first + j + 1, "not sorted by address");
+            }
+        }
+        let names: &[NameRecord] = self.recs(Names);
+        for (i, n) in names.iter().enumerate() {
+            if !string_ok(n.name.get()) {
+                return self.err(Names, i, "name is not a string");
+            }
+            if n.function.get() as usize >= functions.len() {
+                return self.err(Names, i, "function out of bounds");
+            }
+            if i > 0 {
+                let prev = str_at(strings, names[i - 1].name.get()).unwrap_or("");
+                if cmp_cstr(strings, n.name.get(), prev.as_bytes()) == Ordering::Less {
+                    return fail(
+                        self.sections[Names as usize].0 + i * 8,
+                        FormatErrorKind::NotSorted("names"),
+                    );
+                }
+            }
+        }
+        let inlines: &[InlineRecord] = self.recs(Inlines);
+        for (i, e) in inlines.iter().enumerate() {
+            if e.callee.get() as usize >= functions.len()
+                || e.caller.get() as usize >= functions.len()
+            {
+                return self.err(Inlines, i, "function out of bounds");
+            }
+            if i > 0 {
+                let p = &inlines[i - 1];
+                if (p.callee.get(), p.caller.get()) > (e.callee.get(), e.caller.get()) {
+                    return fail(
+                        self.sections[Inlines as usize].0 + i * 8,
+                        FormatErrorKind::NotSorted("inline edges"),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,161 @@
+//! Bad input: every truncation is rejected; random byte flips are rejected or read
+//! safely, also when the checksum is recomputed so the structural checks must catch them.
+
+mod common;
+
+use proptest::prelude::*;
+use sigdb::layout::Header;
+use sigdb::*;
+use zerocopy::FromBytes;
+
+fn sample() -> Vec<u8> {
+    common::sample_builder().finish().unwrap()
+}
+
+/// Touch everything a reader can reach; must never panic.
+fn exercise(db: &Db) -> usize {
+    let mut n = 0;
+    for f in db.functions() {
+        n += common::db_function(f).len();
+        n += f.ret().display().len();
+        for p in f.params() {
+            n += p.ty().declare(p.name()).len() + p.ty().resolve().size() as usize;
+            n += p.loc().to_string().len();
+        }
+        n += f.inlined_into().count();
+        n += db.by_name(f.name()).count();
+        n += db.by_addr(f.module_index(), f.addr()).is_some() as usize;
+    }
+    for m in db.modules() {
+        n += m.name().len() + m.functions().count() + m.build_id().len();
+    }
+    n + db.names().count()
+}
+
+fn fix_checksum(bytes: &mut [u8]) {
+    let hsize = std::mem::size_of::<Header>();
+    if bytes.len() >= hsize {
+        let crc = crc32fast::hash(&bytes[hsize..]);
+        bytes[32..36].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+#[test]
+fn every_truncation_is_rejected() {
+    let bytes = sample();
+    for len in 0..bytes.len() {
+        let err = Db::from_bytes(bytes[..len].to_vec()).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("<memory>: "), "{msg}");
+        assert!(msg.contains("offset"), "{msg}");
+    }
+    assert!(Db::from_bytes(bytes).is_ok());
+}
+
+#[test]
+fn clear_messages() {
+    let mut bytes = sample();
+    type Mutation = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(Mutation, &str)> = vec![
+        (
+            Box::new(|b| b[0] = b'X'),
+            "not a dcg signature database (bad magic) (at offset 0x0)",
+        ),
+        (
+            Box::new(|b| b[8] = 2),
+            "format version 2 is not supported (this dcg reads version 1) (at offset 0x8)",
+        ),
+        (
+            Box::new(|b| {
+                let n = b.len();
+                b[n - 1] ^= 1
+            }),
+            "checksum mismatch",
+        ),
+        (
+            Box::new(|b| b.push(0)),
+            "bytes after the recorded file size",
+        ),
+        (
+            Box::new(|b| b.truncate(100)),
+            "truncated: needs 304 bytes, has 100 (at offset 0x0)",
+        ),
+    ];
+    for (mutate, want) in cases {
+        let mut b = bytes.clone();
+        mutate(&mut b);
+        let msg = Db::from_bytes(b).unwrap_err().to_string();
+        assert!(msg.contains(want), "{msg:?} lacks {want:?}");
+    }
+    // A structural error behind a valid checksum names the section and record.
+    let db = Db::from_bytes(bytes.clone()).unwrap();
+    let funcs_at = {
+        let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
+        h.sections[5].offset.get() as usize
+    };
+    drop(db);
+    bytes[funcs_at + 20..funcs_at + 24].copy_from_slice(&u32::MAX.to_le_bytes()); // ret type
+    fix_checksum(&mut bytes);
+    let msg = Db::from_bytes(bytes).unwrap_err().to_string();
+    assert!(
+        msg.contains("functions record 0: return type out of bounds"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn open_reports_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.sigdb");
+    std::fs::write(&p, b"hello").unwrap();
+    let msg = Db::open(&p).unwrap_err().to_string();
+    assert!(
+        msg.starts_with(&format!("{}: truncated", p.display())),
+        "{msg}"
+    );
+    let missing = dir.path().join("missing.sigdb");
+    assert!(Db::open(&missing)
+        .unwrap_err()
+        .to_string()
+        .contains("missing.sigdb"));
+    let good = dir.path().join("good.sigdb");
+    common::sample_builder().write_to(&good).unwrap();
+    assert_eq!(Db::open(&good).unwrap().function_count(), 5);
+    // The atomic writer leaves nothing else behind.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn byte_flips_are_rejected_or_safe(pos in any::<usize>(), xor in 1u8..=255, refix in any::<bool>()) {
+        let mut bytes = sample();
+        let pos = pos % bytes.len();
+        bytes[pos] ^= xor;
+        if refix {
+            fix_checksum(&mut bytes);
+        }
+        if let Ok(db) = Db::from_bytes(bytes) {
+            exercise(&db);
+        }
+    }
+
+    #[test]
+    fn multi_byte_corruption_behind_valid_checksum(edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let mut bytes = sample();
+        let hsize = std::mem::size_of::<Header>();
+        for (pos, val) in edits {
+            let pos = hsize + pos % (bytes.len() - hsize);
+            bytes[pos] = val;
+        }
+        fix_checksum(&mut bytes);
+        if let Ok(db) = Db::from_bytes(bytes) {
+            exercise(&db);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Shared helpers for workspace-level integration tests.

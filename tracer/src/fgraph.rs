@@ -1,0 +1,770 @@
+//! Parser for the text output of the ftrace `function_graph` tracer (`trace`, `trace_pipe`).
+//!
+//! [`parse_line`] classifies one line and borrows every field from it; it never allocates
+//! and never panics, whatever the input. The layout it understands is the one printed by
+//! `kernel/trace/trace_functions_graph.c` (checked against real 7.2 captures):
+//!
+//! ```text
+//! [abstime |  ][ cpu) ][ comm-pid | ][ lat | ][X duration us |  ]<2*depth spaces><call>
+//!    12.300766 |   1)    cat-102     | + 11.509 us   |            alloc_from_pcs.constprop.0(); /* ret=0x0 */
+//! ```
+//!
+//! Every column is optional. The indentation is counted from the end of the last column
+//! (after `|  ` for the duration and abstime columns, after `) ` / ` | ` for cpu, proc and
+//! latency flags), and `depth` is half of it. For calls and closing braces this is the
+//! kernel's call depth. Comments (`/* ... */`) are printed one level deeper than the
+//! function most recently entered (so at the level of its children), except that nothing
+//! is indented when that function is at depth 0: their `depth` is the visual level.
+//!
+//! The non-graph layout (`nop` / `function` tracer, e.g. uprobe and kprobe events) is
+//! handled by [`parse_event_line`].
+#![forbid(unsafe_code)]
+
+mod event;
+#[cfg(test)]
+mod tests;
+
+pub use event::{parse_event_line, EventLine, Fields, ProbeEvent};
+
+/// One parsed line; borrowed from the input line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// `func(args) {` — entry of a non-leaf call.
+    Entry(Call<'a>),
+    /// `func(args);` — a leaf call (entry+exit on one line), with optional retval comment.
+    Leaf(Call<'a>),
+    /// `}` or `} /* func */` or `} /* func ret=-22 */` / `} /* func = -22 */`.
+    Exit(Exit<'a>),
+    /// `/* ... */` comment inside the graph: event lines such as fprobe/kretprobe exit
+    /// events, or `/* cmd: ... */` markers.
+    Comment(Comment<'a>),
+    /// Context-switch blocks, irq arrows, buffer/lost-event notices, headers, stack traces.
+    Marker(Marker<'a>),
+    /// Anything else (passes through untouched).
+    Other,
+}
+
+impl<'a> Line<'a> {
+    /// The column prefix of a call, exit or comment line (or of an irq arrow).
+    pub fn prefix(&self) -> Option<&Prefix<'a>> {
+        match self {
+            Line::Entry(c) | Line::Leaf(c) => Some(&c.prefix),
+            Line::Exit(e) => Some(&e.prefix),
+            Line::Comment(c) => Some(&c.prefix),
+            Line::Marker(Marker::IrqEntry(p) | Marker::IrqExit(p)) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The optional leading columns of a graph line, and where the indented text starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Prefix<'a> {
+    /// `funcgraph-abstime` column, raw (`12.300766`); see [`Prefix::abstime_ns`].
+    pub abstime: Option<&'a str>,
+    /// `funcgraph-cpu` column (`1)`).
+    pub cpu: Option<u32>,
+    /// `funcgraph-proc` command name (the kernel truncates it to 7 bytes; may contain
+    /// spaces and `-`).
+    pub comm: Option<&'a str>,
+    /// `funcgraph-proc` pid (the digits after the last `-`).
+    pub pid: Option<u32>,
+    /// Latency flags column (`latency-format` option), raw, e.g. `d..1.`.
+    pub lat: Option<&'a str>,
+    /// Duration marker (`+ ! # * @ $`) when one is printed.
+    pub overhead: Option<char>,
+    /// Duration in nanoseconds, exactly as printed (the kernel prints at most 7 digits,
+    /// so large values lose their lowest digits).
+    pub duration_ns: Option<u64>,
+    /// Whether the duration column is present (filled with spaces on entry lines).
+    pub duration_column: bool,
+    /// Indentation level: spaces between `indent_start` and `prefix_end`, divided by 2.
+    pub depth: u32,
+    /// Byte offset where the indentation starts (end of the columns).
+    pub indent_start: usize,
+    /// Byte offset where the call / `}` / `/*` text starts: `&line[..prefix_end]` is
+    /// the columns plus indentation.
+    pub prefix_end: usize,
+}
+
+impl Prefix<'_> {
+    /// The abstime column in nanoseconds (exact, from the printed digits).
+    pub fn abstime_ns(&self) -> Option<u64> {
+        self.abstime.and_then(|t| parse_fixed_point(t, 1_000_000_000))
+    }
+
+    /// The abstime column in seconds.
+    pub fn abstime_secs(&self) -> Option<f64> {
+        self.abstime.and_then(|t| t.parse().ok())
+    }
+}
+
+/// A call: entry (`func(args) {`) or leaf (`func(args);`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// Columns and indentation.
+    pub prefix: Prefix<'a>,
+    /// Function name as printed by `%ps`, without module (`do_getname.constprop.0`).
+    pub func: &'a str,
+    /// Module of a module function (`bm_status_write [binfmt_misc]` gives `binfmt_misc`).
+    pub module: Option<&'a str>,
+    /// Raw text inside the parentheses (`funcgraph-args`); `None` for `()`.
+    pub args: Option<&'a str>,
+    /// Return address (`funcgraph-retaddr`) without the `<-`, e.g.
+    /// `__kmalloc_noprof+0x28c/0x390`; on entry and leaf lines.
+    pub retaddr: Option<&'a str>,
+    /// Return value of a leaf (`funcgraph-retval`).
+    pub ret: Option<RetInfo<'a>>,
+    /// Raw text of the trailing comment, without `/*` and `*/`.
+    pub comment: Option<&'a str>,
+    /// Byte offset just past the `{` or `;` that ends the call text.
+    pub call_end: usize,
+}
+
+impl<'a> Call<'a> {
+    /// Iterator over the arguments as `(name, value)`; see [`Args`].
+    pub fn arg_pairs(&self) -> Args<'a> {
+        Args {
+            rest: self.args.unwrap_or(""),
+        }
+    }
+}
+
+/// A closing brace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit<'a> {
+    /// Columns and indentation.
+    pub prefix: Prefix<'a>,
+    /// Function name from `} /* func ... */` (funcgraph-tail, funcgraph-retval, or an
+    /// exit whose entry was lost).
+    pub func: Option<&'a str>,
+    /// Module of the function (`} /* bm_status_write [binfmt_misc] ret=-22 */`).
+    pub module: Option<&'a str>,
+    /// Return value (`funcgraph-retval`).
+    pub ret: Option<RetInfo<'a>>,
+}
+
+/// A return value as printed by `funcgraph-retval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetInfo<'a> {
+    /// The value text (`0xff1100000062b240`, `-22`, `0x0`).
+    pub raw: &'a str,
+    /// The value as u64: hex as is, negative decimal two's complement (`-22` gives
+    /// `0xffff_ffff_ffff_ffea`, also when the kernel sign-extended a 32-bit register).
+    /// `None` if the text is not a number (`true`/`false` give 1/0).
+    pub value: Option<u64>,
+    /// Old `= X` or new `ret=X` syntax.
+    pub style: RetStyle,
+}
+
+impl RetInfo<'_> {
+    /// Whether the kernel printed the value in decimal (only errno values are).
+    pub fn is_decimal(&self) -> bool {
+        !self.raw.starts_with("0x") && self.raw.bytes().next().is_some_and(|c| c == b'-' || c.is_ascii_digit())
+    }
+}
+
+/// Syntax of a return value comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetStyle {
+    /// 6.5 to 6.11: `func(); /* = 0x0 */`, `} /* func = -22 */`.
+    Equals,
+    /// Since the funcgraph-retaddr change: `func(); /* ret=0x0 */`, `} /* func ret=-22 */`.
+    RetEq,
+}
+
+/// A `/* ... */` comment line inside the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Comment<'a> {
+    /// Columns and indentation (see the module docs for how comments are indented).
+    pub prefix: Prefix<'a>,
+    /// Text between `/* ` and ` */`, trimmed.
+    pub text: &'a str,
+    /// Leading `name:` of the text (event name, or `cmd` for `/* cmd: ... */` markers).
+    pub event: Option<&'a str>,
+    /// Parsed probe event (`name: (location) fields` or `name: (caller <- func) fields`).
+    pub probe: Option<ProbeEvent<'a>>,
+    /// False when the line has no closing `*/` (a multi-line `trace_printk`).
+    pub closed: bool,
+}
+
+/// A task in a context-switch line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task<'a> {
+    /// Command name (truncated to 7 bytes by the kernel).
+    pub comm: &'a str,
+    /// Process id.
+    pub pid: u32,
+}
+
+/// Non-call lines of the graph output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker<'a> {
+    /// `# tracer: function_graph`; holds the tracer name.
+    Tracer(&'a str),
+    /// Any other `#` header line (column headers, `#`).
+    Header(&'a str),
+    /// ` ------------------------------------------` around a context switch.
+    Separator,
+    /// ` 1)    cat-102     =>    cat-103    `.
+    ContextSwitch {
+        /// CPU column of the line.
+        cpu: Option<u32>,
+        /// Task switched out.
+        from: Task<'a>,
+        /// Task switched in.
+        to: Task<'a>,
+    },
+    /// `==========>` irq entry arrow.
+    IrqEntry(Prefix<'a>),
+    /// `<==========` irq exit arrow.
+    IrqExit(Prefix<'a>),
+    /// `##### CPU 1 buffer started ####`.
+    BufferStarted {
+        /// The CPU.
+        cpu: u32,
+    },
+    /// `CPU:1 [LOST 123 EVENTS]` (count `None` for `CPU:1 [LOST EVENTS]`).
+    LostEvents {
+        /// The CPU.
+        cpu: u32,
+        /// Number of lost events, when known.
+        count: Option<u64>,
+    },
+    /// ` (Overruns: 3)` after an exit (funcgraph-overrun).
+    Overruns(u64),
+    /// ` <stack trace>` / ` <user stack trace>` header.
+    StackTrace,
+    /// ` => func+0x12/0x40` stack trace entry; holds the text after `=> `.
+    StackEntry(&'a str),
+}
+
+/// Iterator over `name=value` items of a `funcgraph-args` list, split at top-level `, `.
+///
+/// Yields `(name, value)`; `name` is empty for unnamed items (`...` when there are more
+/// than 6 arguments, `=?0x2a` for a variadic argument). Values are raw: `0x...`,
+/// decimal, `3 [HK_TYPE_KERNEL_NOISE]` (enum), `(STRUCT)[0x6b0158f4:0x2b8520a8]`.
+#[derive(Debug, Clone)]
+pub struct Args<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Args<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let s = self.rest.trim_start_matches(' ');
+        if s.is_empty() {
+            self.rest = "";
+            return None;
+        }
+        let b = s.as_bytes();
+        let mut depth = 0i32;
+        let mut end = b.len();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b',' if depth <= 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let item = sub(s, 0, end).trim_end_matches(' ');
+        self.rest = s.get(end + 1..).unwrap_or("");
+        Some(split_name_value(item))
+    }
+}
+
+/// Splits `name=value`; a name must look like an identifier (possibly empty).
+fn split_name_value(item: &str) -> (&str, &str) {
+    if let Some(eq) = item.find('=') {
+        let name = sub(item, 0, eq);
+        if name.bytes().all(is_ident_byte) {
+            return (name, item.get(eq + 1..).unwrap_or(""));
+        }
+    }
+    ("", item)
+}
+
+/// Parses one line of `function_graph` text output. Never panics.
+pub fn parse_line(line: &str) -> Line<'_> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let b = line.as_bytes();
+    let first = skip_sp(b, 0);
+    let Some(&c) = b.get(first) else {
+        return Line::Other;
+    };
+    let t = sub(line, first, b.len());
+    match c {
+        b'#' => return Line::Marker(header_marker(t)),
+        b'-' if t.trim_end_matches(' ').len() >= 3 && t.trim_end_matches(' ').bytes().all(|c| c == b'-') => {
+            return Line::Marker(Marker::Separator)
+        }
+        b'C' if t.starts_with("CPU:") => {
+            if let Some(m) = lost_events(t) {
+                return Line::Marker(m);
+            }
+        }
+        b'(' if t.starts_with("(Overruns: ") => {
+            let n = t.get(11..).unwrap_or("").trim_end_matches([' ', ')']);
+            if let Ok(n) = n.parse() {
+                return Line::Marker(Marker::Overruns(n));
+            }
+        }
+        b'=' if t.starts_with("=> ") => {
+            return Line::Marker(Marker::StackEntry(t.get(3..).unwrap_or("").trim_end()));
+        }
+        b'<' if t.starts_with("<stack trace>") || t.starts_with("<user stack trace>") => {
+            return Line::Marker(Marker::StackTrace);
+        }
+        _ => {}
+    }
+
+    let prefix = parse_prefix(line);
+    let start = prefix.prefix_end;
+    let body = sub(line, start, b.len());
+    let bb = body.as_bytes();
+    match bb.first() {
+        None => Line::Other,
+        Some(b'/') if body.starts_with("/*") => Line::Comment(parse_comment(prefix, body)),
+        Some(b'}') => parse_exit(prefix, body).map_or(Line::Other, Line::Exit),
+        Some(b'=') if body.starts_with("==========>") => Line::Marker(Marker::IrqEntry(prefix)),
+        Some(b'<') if body.starts_with("<==========") => Line::Marker(Marker::IrqExit(prefix)),
+        Some(_) => {
+            if let Some((call, leaf)) = parse_call(prefix, body) {
+                if leaf {
+                    Line::Leaf(call)
+                } else {
+                    Line::Entry(call)
+                }
+            } else if let Some(m) = context_switch(prefix.cpu, body) {
+                Line::Marker(m)
+            } else {
+                Line::Other
+            }
+        }
+    }
+}
+
+fn header_marker(t: &str) -> Marker<'_> {
+    if let Some(rest) = t.strip_prefix("##### CPU ") {
+        let digits = &rest[..scan_digits(rest.as_bytes(), 0)];
+        if let (Ok(cpu), true) = (digits.parse(), rest.contains("buffer started")) {
+            return Marker::BufferStarted { cpu };
+        }
+    }
+    if let Some(name) = t.strip_prefix("# tracer: ") {
+        return Marker::Tracer(name.trim());
+    }
+    Marker::Header(t)
+}
+
+/// `CPU:%d [LOST %lu EVENTS]` or `CPU:%d [LOST EVENTS]`.
+fn lost_events(t: &str) -> Option<Marker<'_>> {
+    let rest = t.get(4..)?;
+    let n = scan_digits(rest.as_bytes(), 0);
+    let cpu = sub(rest, 0, n).parse().ok()?;
+    let rest = rest.get(n..)?.trim_start().strip_prefix("[LOST ")?;
+    if rest.starts_with("EVENTS]") {
+        return Some(Marker::LostEvents { cpu, count: None });
+    }
+    let m = scan_digits(rest.as_bytes(), 0);
+    let count = sub(rest, 0, m).parse().ok()?;
+    rest.get(m..)?.strip_prefix(" EVENTS]")?;
+    Some(Marker::LostEvents {
+        cpu,
+        count: Some(count),
+    })
+}
+
+/// Parses the optional columns and the indentation.
+fn parse_prefix(line: &str) -> Prefix<'_> {
+    let b = line.as_bytes();
+    let n = b.len();
+    let mut p = Prefix::default();
+    let mut i = 0; // just past the last column delimiter
+    let mut base = 0; // where the indentation starts
+
+    // Absolute time: "%5lu.%06lu |  "
+    let j = skip_sp(b, 0);
+    let k = scan_digits(b, j);
+    if k > j && at(b, k) == b'.' {
+        let k2 = scan_digits(b, k + 1);
+        if k2 > k + 1 && at(b, k2) == b' ' && at(b, k2 + 1) == b'|' {
+            p.abstime = Some(sub(line, j, k2));
+            i = k2 + 2;
+            base = eat_sp(b, i, 2);
+        }
+    }
+
+    // CPU: " %*d) "
+    let j = skip_sp(b, i);
+    let k = scan_digits(b, j);
+    if k > j && k - j <= 6 && at(b, k) == b')' && (k + 1 == n || at(b, k + 1) == b' ') {
+        p.cpu = sub(line, j, k).parse().ok();
+        i = k + 1;
+        base = eat_sp(b, i, 1);
+    }
+
+    // Proc: "comm-pid" centred in 14 columns, then " | "
+    if let Some(bar) = find_within(b, i, b'|', 48) {
+        let seg = sub(line, i, bar);
+        if seg.ends_with(' ') && (bar + 1 == n || at(b, bar + 1) == b' ') {
+            let t = seg.trim_matches(' ');
+            if !t.starts_with("/*") {
+                if let Some((comm, pid)) = split_comm_pid(t) {
+                    p.comm = Some(comm);
+                    p.pid = Some(pid);
+                    i = bar + 1;
+                    base = eat_sp(b, i, 1);
+                }
+            }
+        }
+    }
+
+    // Latency flags (latency-format): " d..1. | "
+    let j = skip_sp(b, i);
+    let mut k = j;
+    while k < n && k - j <= 8 && is_lat_byte(b[k]) {
+        k += 1;
+    }
+    if k > j && k - j <= 8 && at(b, k) == b' ' && at(b, k + 1) == b'|' && (k + 2 == n || at(b, k + 2) == b' ') {
+        p.lat = Some(sub(line, j, k));
+        i = k + 2;
+        base = eat_sp(b, i, 1);
+    }
+
+    // Duration: "X 1.234 us    |  " or "              |  "
+    if let Some(bar) = find_within(b, i, b'|', 40) {
+        let seg = sub(line, i, bar);
+        let col = if !seg.is_empty() && seg.bytes().all(|c| c == b' ') {
+            true
+        } else if let Some((mark, ns)) = parse_duration(seg) {
+            p.overhead = mark;
+            p.duration_ns = Some(ns);
+            true
+        } else {
+            false
+        };
+        if col {
+            p.duration_column = true;
+            i = bar + 1;
+            base = eat_sp(b, i, 2);
+        }
+    }
+
+    let body = skip_sp(b, base);
+    p.indent_start = base;
+    p.prefix_end = body;
+    p.depth = ((body - base) / 2) as u32;
+    p
+}
+
+/// Parses the duration column text (between the previous column and `|`).
+fn parse_duration(seg: &str) -> Option<(Option<char>, u64)> {
+    let t = seg.trim_matches(' ');
+    let b = t.as_bytes();
+    let (mark, t) = match b {
+        [m @ (b'+' | b'!' | b'#' | b'*' | b'@' | b'$'), b' ', ..] => (Some(*m as char), t.get(2..)?.trim_start()),
+        _ => (None, t),
+    };
+    let (num, unit) = t.split_once(' ')?;
+    let mult = match unit.trim_start() {
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "ns" => 1,
+        _ => return None,
+    };
+    Some((mark, parse_fixed_point(num, mult)?))
+}
+
+/// Exact `digits[.digits]` times `mult` (units per 1), truncating excess fraction digits.
+fn parse_fixed_point(s: &str, mult: u64) -> Option<u64> {
+    let (int, frac) = match s.split_once('.') {
+        Some((a, f)) => (a, f),
+        None => (s, ""),
+    };
+    if int.is_empty() || !int.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let mut v: u64 = int.parse::<u64>().ok()?.checked_mul(mult)?;
+    let mut scale = mult;
+    for c in frac.bytes() {
+        scale /= 10;
+        if scale == 0 {
+            break;
+        }
+        v = v.checked_add(u64::from(c - b'0') * scale)?;
+    }
+    Some(v)
+}
+
+fn parse_comment<'a>(prefix: Prefix<'a>, body: &'a str) -> Comment<'a> {
+    let inner = body.get(2..).unwrap_or("");
+    let trimmed = inner.trim_end_matches(' ');
+    let (text, closed) = match trimmed.strip_suffix("*/") {
+        Some(t) => (t, true),
+        None => (trimmed, false),
+    };
+    let text = text.trim_matches(' ');
+    let (event, probe) = match split_event(text) {
+        Some((name, rest)) => (Some(name), event::parse_probe(name, rest)),
+        None => (None, None),
+    };
+    Comment {
+        prefix,
+        text,
+        event,
+        probe,
+        closed,
+    }
+}
+
+/// Splits `name: rest` where name is an event-name-like identifier.
+fn split_event(text: &str) -> Option<(&str, &str)> {
+    let b = text.as_bytes();
+    let mut k = 0;
+    while k < b.len() && is_ident_byte(b[k]) {
+        k += 1;
+    }
+    if k == 0 || at(b, k) != b':' || !(k + 1 == b.len() || at(b, k + 1) == b' ') {
+        return None;
+    }
+    Some((sub(text, 0, k), text.get(k + 1..).unwrap_or("").trim_start_matches(' ')))
+}
+
+fn parse_exit<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<Exit<'a>> {
+    let rest = body.get(1..)?.trim_matches(' ');
+    let mut e = Exit {
+        prefix,
+        func: None,
+        module: None,
+        ret: None,
+    };
+    if rest.is_empty() {
+        return Some(e);
+    }
+    let inner = rest.strip_prefix("/*")?.strip_suffix("*/")?.trim_matches(' ');
+    let mut toks = inner.split(' ').filter(|t| !t.is_empty()).peekable();
+    if let Some(&f) = toks.peek() {
+        if !f.starts_with("ret=") && f != "=" {
+            e.func = Some(f);
+            toks.next();
+            if let Some(m) = toks.peek().and_then(|t| t.strip_prefix('[')).and_then(|t| t.strip_suffix(']')) {
+                e.module = Some(m);
+                toks.next();
+            }
+        }
+    }
+    let (_, ret) = comment_tokens(toks);
+    e.ret = ret;
+    Some(e)
+}
+
+/// Reads `<-retaddr`, `ret=X` and `= X` tokens.
+fn comment_tokens<'a>(mut toks: impl Iterator<Item = &'a str>) -> (Option<&'a str>, Option<RetInfo<'a>>) {
+    let mut retaddr = None;
+    let mut ret = None;
+    while let Some(t) = toks.next() {
+        if let Some(a) = t.strip_prefix("<-") {
+            retaddr = Some(a);
+        } else if let Some(v) = t.strip_prefix("ret=") {
+            ret = Some(ret_info(v, RetStyle::RetEq));
+        } else if t == "=" {
+            if let Some(v) = toks.next() {
+                ret = Some(ret_info(v, RetStyle::Equals));
+            }
+        }
+    }
+    (retaddr, ret)
+}
+
+fn ret_info(raw: &str, style: RetStyle) -> RetInfo<'_> {
+    let value = match raw {
+        "true" => Some(1),
+        "false" => Some(0),
+        _ => parse_number(raw),
+    };
+    RetInfo { raw, value, style }
+}
+
+/// Parses a number as ftrace prints it: `0x` hex, decimal, or negative decimal (two's
+/// complement). A leading `?` (unknown BTF type) is skipped, and text after the number
+/// is allowed if it starts with a non-alphanumeric byte (`3 [ENUM]`, `0x1(trunc)`).
+pub fn parse_number(s: &str) -> Option<u64> {
+    let s = s.strip_prefix('?').unwrap_or(s);
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let b = s.as_bytes();
+    let (digits, radix, end) = if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' {
+        let mut k = 2;
+        while k < b.len() && b[k].is_ascii_hexdigit() {
+            k += 1;
+        }
+        (sub(s, 2, k), 16, k)
+    } else {
+        let k = scan_digits(b, 0);
+        (sub(s, 0, k), 10, k)
+    };
+    if digits.is_empty() || b.get(end).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        return None;
+    }
+    let v = u64::from_str_radix(digits, radix).ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+fn parse_call<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<(Call<'a>, bool)> {
+    let b = body.as_bytes();
+    let n = b.len();
+    let first = *b.first()?;
+    if !(first.is_ascii_alphanumeric() || first == b'_' || first == b'.' || first == b'$') {
+        return None;
+    }
+    let mut k = 0;
+    while k < n && is_sym_byte(b[k]) {
+        k += 1;
+    }
+    let func = sub(body, 0, k);
+    let mut module = None;
+    if at(b, k) == b' ' && at(b, k + 1) == b'[' {
+        let close = k + 2 + b.get(k + 2..)?.iter().position(|&c| c == b']')?;
+        module = Some(sub(body, k + 2, close));
+        k = close + 1;
+    }
+    if at(b, k) != b'(' {
+        return None;
+    }
+    // Matching ')'.
+    let open = k;
+    let mut depth = 0i32;
+    let mut close = None;
+    while k < n {
+        match b[k] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(k);
+                    break;
+                }
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    let close = close?;
+    let args = sub(body, open + 1, close);
+    let (leaf, end) = match (at(b, close + 1), at(b, close + 2)) {
+        (b';', _) => (true, close + 2),
+        (b' ', b'{') => (false, close + 3),
+        _ => return None,
+    };
+    let tail = body.get(end..)?.trim_matches(' ');
+    let mut comment = None;
+    let (mut retaddr, mut ret) = (None, None);
+    if !tail.is_empty() {
+        let inner = tail.strip_prefix("/*")?.strip_suffix("*/")?.trim_matches(' ');
+        comment = Some(inner);
+        (retaddr, ret) = comment_tokens(inner.split(' ').filter(|t| !t.is_empty()));
+    }
+    let call_end = prefix.prefix_end + end;
+    Some((
+        Call {
+            prefix,
+            func,
+            module,
+            args: if args.is_empty() { None } else { Some(args) },
+            retaddr,
+            ret,
+            comment,
+            call_end,
+        },
+        leaf,
+    ))
+}
+
+/// ` 1)    cat-102     =>    cat-103    ` (the cpu column is already consumed).
+fn context_switch<'a>(cpu: Option<u32>, body: &'a str) -> Option<Marker<'a>> {
+    let (from, to) = body.split_once(" => ")?;
+    let (fc, fp) = split_comm_pid(from.trim_matches(' '))?;
+    let (tc, tp) = split_comm_pid(to.trim_matches(' '))?;
+    Some(Marker::ContextSwitch {
+        cpu,
+        from: Task { comm: fc, pid: fp },
+        to: Task { comm: tc, pid: tp },
+    })
+}
+
+/// Splits `comm-pid` at the last `-`; comm must be non-empty, pid all digits.
+pub(crate) fn split_comm_pid(t: &str) -> Option<(&str, u32)> {
+    let dash = t.rfind('-')?;
+    let pid = t.get(dash + 1..)?;
+    if dash == 0 || pid.is_empty() || pid.len() > 10 || !pid.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((sub(t, 0, dash), pid.parse().ok()?))
+}
+
+// ---- byte helpers (positions are always at ASCII bytes, so slicing is safe; `sub`
+// still uses `get` so that no input can make it panic) ----
+
+#[inline]
+pub(crate) fn sub(s: &str, a: usize, b: usize) -> &str {
+    s.get(a..b).unwrap_or("")
+}
+
+#[inline]
+pub(crate) fn at(b: &[u8], i: usize) -> u8 {
+    b.get(i).copied().unwrap_or(0)
+}
+
+#[inline]
+pub(crate) fn skip_sp(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    i
+}
+
+/// Advances over at most `max` spaces.
+#[inline]
+fn eat_sp(b: &[u8], i: usize, max: usize) -> usize {
+    skip_sp(b, i).min(i + max)
+}
+
+#[inline]
+pub(crate) fn scan_digits(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn find_within(b: &[u8], i: usize, needle: u8, window: usize) -> Option<usize> {
+    let end = b.len().min(i.saturating_add(window));
+    b.get(i..end)?.iter().position(|&c| c == needle).map(|p| p + i)
+}
+
+#[inline]
+pub(crate) fn is_ident_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+#[inline]
+fn is_sym_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$'
+}
+
+#[inline]
+fn is_lat_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'.'
+}

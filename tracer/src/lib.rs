@@ -1,0 +1,3 @@
+//! tracer
+
+pub mod fgraph;
