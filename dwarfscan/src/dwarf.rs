@@ -246,11 +246,12 @@ impl<'s> Die<'s> {
             }
             dw::DW_AT_count => self.count = value.udata_value(),
             dw::DW_AT_upper_bound => {
-                // An upper bound of -1 (sdata or all-ones data) means "unknown".
+                // An upper bound of -1 (sdata, or all-ones data8) means "unknown";
+                // data1 255 is a real bound (GCC: `u32 [256]`).
                 let n = match value {
                     AttributeValue::Sdata(v) if v >= 0 => Some(v as u64),
-                    AttributeValue::Data1(v) if v != u8::MAX => Some(u64::from(v)),
-                    AttributeValue::Data2(v) if v != u16::MAX => Some(u64::from(v)),
+                    AttributeValue::Data1(v) => Some(u64::from(v)),
+                    AttributeValue::Data2(v) => Some(u64::from(v)),
                     AttributeValue::Data4(v) if v != u32::MAX => Some(u64::from(v)),
                     AttributeValue::Data8(v) if v != u64::MAX => Some(v),
                     AttributeValue::Udata(v) => Some(v),

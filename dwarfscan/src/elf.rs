@@ -364,7 +364,6 @@ fn read_mcount(
     let mut v: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-        .filter(|&a| a != 0)
         .collect();
     v.sort_unstable();
     v.dedup();

@@ -20,6 +20,7 @@ mod error;
 pub mod input;
 pub mod location;
 pub mod merge;
+pub mod render;
 pub mod stats;
 pub mod symbols;
 pub mod types;
@@ -108,8 +109,6 @@ impl ScanResult {
 /// Files whose `.debug_info` is larger than this are scanned alone, unit chunk by unit
 /// chunk, to bound memory; smaller files are scanned in parallel batches.
 const BIG_FILE: usize = 32 << 20;
-/// Units per merge chunk of a big file, by `.debug_info` bytes.
-const CHUNK_BYTES: u64 = 8 << 20;
 
 struct State {
     merger: Merger,
@@ -191,7 +190,8 @@ pub fn scan(inputs: &[Input], opts: &Options) -> Result<ScanResult, ScanError> {
             let t = Instant::now();
             let data = input::load(&files[i].path)?;
             state.stats.t_load += t.elapsed();
-            scan_big(&mut state, &files[i].path, None, data.bytes(), opts)?;
+            let mapped = matches!(data, input::FileData::Mapped(_));
+            scan_big(&mut state, &files[i].path, None, data.bytes(), mapped, opts)?;
             i += 1;
             continue;
         }
@@ -232,7 +232,7 @@ pub fn scan_elf_bytes(name: &str, bytes: &[u8], opts: &Options) -> Result<ScanRe
     let mut state = State::new(opts);
     let path = PathBuf::from(name);
     if bytes.len() > BIG_FILE {
-        scan_big(&mut state, &path, Some(name), bytes, opts)?;
+        scan_big(&mut state, &path, Some(name), bytes, false, opts)?;
     } else {
         let t = Instant::now();
         let f = scan_small(&path, Some(name), bytes, opts)?;
@@ -379,6 +379,7 @@ fn scan_big(
     path: &Path,
     name: Option<&str>,
     bytes: &[u8],
+    mapped: bool,
     opts: &Options,
 ) -> Result<(), ScanError> {
     let t = Instant::now();
@@ -401,27 +402,72 @@ fn scan_big(
         kind: elf.kind,
     };
     let n = fd.headers.len();
-    let mut start = 0;
     let mut any_ok = false;
-    while start < n {
-        let mut end = start;
-        let mut bytes_in = 0u64;
-        while end < n && (end == start || bytes_in < CHUNK_BYTES) {
-            bytes_in += fd.headers[end].length_including_self() as u64;
-            end += 1;
+    // Workers take units in ascending order; the merge (this thread) consumes them in
+    // order as they complete, so memory stays bounded and pages of merged units can be
+    // returned to the kernel.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<CuResult, UnitError>)>();
+    let info = elf.section(gimli::SectionId::DebugInfo);
+    let mut dropper = PageDropper::new(info, mapped);
+    let t = Instant::now();
+    let mut merge_time = std::time::Duration::ZERO;
+    let mut err = None;
+    std::thread::scope(|s| {
+        let workers = rayon::current_num_threads().max(1);
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let next = &next;
+            let ctx = &ctx;
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = units::scan_unit(ctx, i);
+                opts.report(Progress::UnitsDone(1));
+                if tx.send((i, r)).is_err() {
+                    break;
+                }
+            });
         }
-        let t = Instant::now();
-        let cus = scan_units(path, &ctx, start..end, true, opts)?;
-        state.stats.t_scan += t.elapsed();
-        let t = Instant::now();
-        for cu in &cus {
-            any_ok |= cu.stats.units > 0;
-            state.merger.merge_unit(module, cu);
-            state.stats.add(&cu.stats);
+        drop(tx);
+        let mut pending: std::collections::BTreeMap<usize, Result<CuResult, UnitError>> =
+            std::collections::BTreeMap::new();
+        let mut want = 0usize;
+        for (i, r) in rx.iter() {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&want) {
+                let tm = Instant::now();
+                match r {
+                    Ok(cu) => {
+                        any_ok |= cu.stats.units > 0;
+                        state.merger.merge_unit(module, &cu);
+                        state.stats.add(&cu.stats);
+                    }
+                    Err(UnitError::SplitDwarf(why)) => {
+                        if err.is_none() {
+                            err = Some(ScanError::unsupported(
+                                path,
+                                format!("split DWARF is not supported: a compilation unit {why}"),
+                            ));
+                        }
+                        next.store(n, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(UnitError::Dwarf(_)) => state.stats.units_skipped += 1,
+                }
+                want += 1;
+                let upto = if want < n { fd.starts[want] } else { info.len() as u64 };
+                dropper.drop_below(upto as usize);
+                merge_time += tm.elapsed();
+            }
         }
-        state.stats.t_merge += t.elapsed();
-        start = end;
+    });
+    if let Some(e) = err {
+        return Err(e);
     }
+    state.stats.t_merge += merge_time;
+    state.stats.t_scan += t.elapsed().saturating_sub(merge_time);
     if n == 0 {
         return Err(ScanError::NoDwarf {
             path: path.to_path_buf(),
@@ -432,4 +478,47 @@ fn scan_big(
         return Err(ScanError::dwarf(path, "no compilation unit could be read"));
     }
     Ok(())
+}
+
+/// Returns the pages of an already merged prefix of a mapped `.debug_info` to the kernel
+/// (`MADV_DONTNEED`: they are re-read from the file if a later unit refers back), so the
+/// resident set stays small while scanning a large file.
+struct PageDropper {
+    start: usize,
+    len: usize,
+    dropped: usize,
+    enabled: bool,
+}
+
+impl PageDropper {
+    const STEP: usize = 4 << 20;
+
+    fn new(section: &[u8], mapped: bool) -> PageDropper {
+        PageDropper {
+            start: section.as_ptr() as usize,
+            len: section.len(),
+            dropped: 0,
+            enabled: mapped,
+        }
+    }
+
+    /// Drop the pages entirely below section offset `upto`.
+    fn drop_below(&mut self, upto: usize) {
+        if !self.enabled || upto < self.dropped + Self::STEP {
+            return;
+        }
+        let page = 4096;
+        let from = (self.start + self.dropped).div_ceil(page) * page;
+        let to = (self.start + upto.min(self.len)) / page * page;
+        if to > from {
+            // SAFETY: the range lies inside a private read-only file mapping that
+            // outlives this call (the section slice borrows it); MADV_DONTNEED on such
+            // a mapping only discards cached pages, which are faulted in again from the
+            // file if read.
+            unsafe {
+                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED);
+            }
+        }
+        self.dropped = upto;
+    }
 }

@@ -54,7 +54,8 @@ pub fn expression(
     expr: &gimli::Expression<R<'_>>,
     frame_base_cfa: bool,
 ) -> EntryLoc {
-    if expr.0.is_empty() {
+    // Empty, or DW_OP_GNU_parameter_ref: the value is not passed to this copy.
+    if expr.0.is_empty() || expr.0.slice()[0] == 0xfa {
         return EntryLoc::At(Location::OptimizedOut);
     }
     let mut ops = Vec::with_capacity(4);

@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Extract every function signature from ELF/DWARF into a dcg signature database.
 #[derive(Parser, Debug)]
 #[command(version, about)]

@@ -104,6 +104,10 @@ struct Sp<'s> {
     die: Die<'s>,
     params: Vec<Die<'s>>,
     variadic: bool,
+    /// A definition without code, inline attribute or declaration flag: GCC emits these
+    /// for functions whose body became an alias of another (identical code folding);
+    /// the ELF symbol of the same name gives the address.
+    orphan: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -142,17 +146,42 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     let mut inlined: Vec<(u64, usize)> = Vec::new();
     let mut stack: Vec<Frame> = Vec::with_capacity(32);
     let mut raw = unit.entries_raw(None)?;
+    // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
+    let mut depth_base: isize = 0;
     let mut dies = 0u64;
+    let unit_len = unit.header.length_including_self() as u64;
     while !raw.is_empty() {
-        let depth = raw.next_depth();
+        let depth = depth_base + raw.next_depth();
         let off = base + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
+            if depth_base + raw.next_depth() <= 0 {
+                break;
+            }
             continue;
         };
         dies += 1;
         stack.truncate(depth.max(0) as usize);
         let parent = stack.last().copied();
         let tag = abbrev.tag();
+        let has_code = |a: &gimli::Abbreviation| {
+            let specs = a.attributes();
+            !specs.iter().any(|s| s.name() == dw::DW_AT_declaration)
+                && specs
+                    .iter()
+                    .any(|s| s.name() == dw::DW_AT_low_pc || s.name() == dw::DW_AT_ranges)
+        };
+        let mut consumed = true;
+        let is_orphan = |a: &gimli::Abbreviation| {
+            !a.attributes().iter().any(|s| {
+                matches!(
+                    s.name(),
+                    dw::DW_AT_declaration
+                        | dw::DW_AT_inline
+                        | dw::DW_AT_abstract_origin
+                        | dw::DW_AT_specification
+                )
+            })
+        };
         let frame = match (parent, tag) {
             (None, _) => {
                 let mut die = Die::new(tag, off, abbrev.has_children());
@@ -171,7 +200,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 raw.skip_attributes(abbrev.attributes())?;
                 Frame::Skip
             }
-            (Some(_), dw::DW_TAG_subprogram) => {
+            (Some(_), dw::DW_TAG_subprogram) if has_code(abbrev) || is_orphan(abbrev) => {
                 let mut die = Die::new(tag, off, abbrev.has_children());
                 for spec in abbrev.attributes() {
                     let a = raw.read_attribute(*spec)?;
@@ -184,11 +213,26 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                     die,
                     params: Vec::new(),
                     variadic: false,
+                    orphan: !code,
                 });
                 Frame::Sub {
                     sp: i,
                     owner: code.then_some(i),
                 }
+            }
+            (Some(_), dw::DW_TAG_subprogram) => {
+                // No code: read on demand when something refers to it.
+                res.stats.skip(if abbrev
+                    .attributes()
+                    .iter()
+                    .any(|s| s.name() == dw::DW_AT_declaration)
+                {
+                    SkipReason::Declaration
+                } else {
+                    SkipReason::NoCode
+                });
+                consumed = false;
+                Frame::Skip
             }
             (Some(Frame::Sub { sp, .. }), dw::DW_TAG_formal_parameter) => {
                 let mut die = Die::new(tag, off, abbrev.has_children());
@@ -237,10 +281,36 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 Frame::Scope
             }
             _ => {
-                raw.skip_attributes(abbrev.attributes())?;
+                consumed = false;
                 Frame::Skip
             }
         };
+        if !consumed && abbrev.has_children() {
+            // Jump over the whole subtree when the DIE says where its sibling is.
+            let specs = abbrev.attributes();
+            let mut sibling = None;
+            for (i, spec) in specs.iter().enumerate() {
+                if spec.name() == dw::DW_AT_sibling {
+                    if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
+                        sibling = Some(o);
+                    }
+                } else {
+                    raw.skip_attributes(&specs[i..i + 1])?;
+                }
+            }
+            match sibling {
+                Some(sib) if (sib.0 as u64) + base > off && (sib.0 as u64) < unit_len => {
+                    raw = unit.entries_raw(Some(sib))?;
+                    depth_base = depth;
+                    continue;
+                }
+                _ => {}
+            }
+            stack.push(frame);
+            continue;
+        } else if !consumed {
+            raw.skip_attributes(abbrev.attributes())?;
+        }
         if abbrev.has_children() {
             stack.push(frame);
         }
@@ -295,6 +365,7 @@ impl<'s> Builder<'_, 's, '_> {
             die,
             params,
             variadic,
+            orphan: false,
         });
         self.sp_index.insert(off, i);
         Some(i)
@@ -446,11 +517,24 @@ impl<'s> Builder<'_, 's, '_> {
                 self.res.stats.skip(SkipReason::Declaration);
                 continue;
             }
-            if !die.has_code() {
+            let orphan = self.sps[idx].orphan;
+            let ranges = if orphan {
+                // The address comes from the unique ELF symbol of that name.
+                let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
+                let syms = name.as_deref().map(|n| ctx.symbols.named(n)).unwrap_or_default();
+                match syms.as_slice() {
+                    [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
+                    _ => {
+                        self.res.stats.skip(SkipReason::NoCode);
+                        continue;
+                    }
+                }
+            } else if !die.has_code() {
                 self.res.stats.skip(SkipReason::NoCode);
                 continue;
-            }
-            let ranges = self.ranges(idx);
+            } else {
+                self.ranges(idx)
+            };
             let Some(&(lo, hi)) = ranges.first() else {
                 self.res.stats.skip(SkipReason::BadDwarf);
                 continue;
@@ -500,7 +584,7 @@ impl<'s> Builder<'_, 's, '_> {
                 }
             }
             let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
-            let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa);
+            let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
             if abi_changed {
                 flags |= FuncFlags::ABI_CHANGED;
             }
@@ -655,7 +739,13 @@ impl<'s> Builder<'_, 's, '_> {
     }
 
     /// Entry locations of the parameters, and whether they depart from the ABI.
-    fn locate_params(&mut self, sig: &Signature<'s>, entry: u64, frame_base_cfa: bool) -> (Vec<LParam>, bool) {
+    fn locate_params(
+        &mut self,
+        sig: &Signature<'s>,
+        entry: u64,
+        frame_base_cfa: bool,
+        abi_only: bool,
+    ) -> (Vec<LParam>, bool) {
         let class_of = |types: &TypeGraph, t: u32| {
             let r = types.resolve(t);
             abi::classify(r.kind, r.size)
@@ -672,6 +762,7 @@ impl<'s> Builder<'_, 's, '_> {
             .zip(expected)
             .map(|((name, ty, conc), exp)| {
                 let loc = match conc {
+                    _ if abi_only => exp,
                     None => Location::OptimizedOut,
                     Some(c) => match &c.location {
                         Some(v) => match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build a busybox-static initramfs that runs one guest script and powers off.
+# Build a busybox-static initramfs that runs one guest script and then ends the VM.
 #
 #   mkinitramfs.sh OUT.cpio.gz [--init SCRIPT | --run 'SHELL CMD'] [--timeout SECS]
 #                  [--add HOSTPATH[:GUESTPATH]]... [--module FILE.ko]...
@@ -14,6 +14,7 @@
 #                   their ELF interpreter copied too; libraries loaded with dlopen are not.
 #   --module KO     copy a kernel module to /lib/modules/ and insmod it (in the order given)
 #                   before the script runs; a failing insmod is reported but not fatal.
+#                   .ko.xz/.ko.zst/.ko.gz are decompressed on the host first.
 #
 # OUT ending in .cpio is written uncompressed, anything else is gzip'd (every kernel can
 # unpack gzip). The guest /init mounts proc, sysfs, devtmpfs, tmpfs (/tmp, /run), tracefs
@@ -21,7 +22,8 @@
 # with stdout/stderr on the console, then prints
 #   DCG-GUEST-START             before the script
 #   DCG-GUEST-EXIT=<rc>         after it (rc 124: guest timeout)
-# each on a line of its own, and reboots (reboot -f; qemu -no-reboot then exits). run-guest.sh parses the marker.
+# each on a line of its own, and reboots (reboot -f: with qemu's -no-reboot that ends qemu;
+# poweroff needs ACPI, which the tinyconfig test kernel lacks). run-guest.sh reads the marker.
 # Guest environment: PATH=/bin:/sbin:/usr/bin:/usr/sbin, HOME=/root, cwd /, T=tracefs path,
 # LD_LIBRARY_PATH = the directories the copied shared libraries came from.
 set -euo pipefail
@@ -62,7 +64,7 @@ done
 stage=$(mktemp -d "${TMPDIR:-/tmp}/dcg-initramfs.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,run,root,etc,dcg,lib/modules,mnt}
-chmod 1777 "$stage/tmp"
+chmod 755 "$stage"; chmod 1777 "$stage/tmp"
 
 # busybox and one symlink per applet (the --list-full paths: bin/sh, usr/bin/timeout, ...)
 cp "$busybox" "$stage/bin/busybox"
@@ -119,8 +121,14 @@ done
 : > "$stage/dcg/modules"
 for m in "${modules[@]}"; do
   [ -f "$m" ] || die "--module: not found: $m"
-  cp "$m" "$stage/lib/modules/$(basename "$m")"
-  echo "/lib/modules/$(basename "$m")" >> "$stage/dcg/modules"
+  b=$(basename "$m")
+  case "$b" in  # Debian ships modules compressed; busybox insmod wants them plain
+    *.ko.xz)  xz -dc "$m" > "$stage/lib/modules/${b%.xz}" || die "--module: cannot unxz $m"; b=${b%.xz} ;;
+    *.ko.zst) zstd -qdc "$m" > "$stage/lib/modules/${b%.zst}" || die "--module: cannot unzstd $m"; b=${b%.zst} ;;
+    *.ko.gz)  gzip -dc "$m" > "$stage/lib/modules/${b%.gz}" || die "--module: cannot gunzip $m"; b=${b%.gz} ;;
+    *) cp "$m" "$stage/lib/modules/$b" ;;
+  esac
+  echo "/lib/modules/$b" >> "$stage/dcg/modules"
 done
 
 if [ -n "$script" ]; then cp "$script" "$stage/dcg/guest.sh"

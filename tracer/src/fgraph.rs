@@ -19,6 +19,7 @@
 //! The non-graph layout (`nop` / `function` tracer, e.g. uprobe and kprobe events) is
 //! handled by [`parse_event_line`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod event;
 #[cfg(test)]
@@ -90,7 +91,8 @@ pub struct Prefix<'a> {
 impl Prefix<'_> {
     /// The abstime column in nanoseconds (exact, from the printed digits).
     pub fn abstime_ns(&self) -> Option<u64> {
-        self.abstime.and_then(|t| parse_fixed_point(t, 1_000_000_000))
+        self.abstime
+            .and_then(|t| parse_fixed_point(t, 1_000_000_000))
     }
 
     /// The abstime column in seconds.
@@ -160,7 +162,12 @@ pub struct RetInfo<'a> {
 impl RetInfo<'_> {
     /// Whether the kernel printed the value in decimal (only errno values are).
     pub fn is_decimal(&self) -> bool {
-        !self.raw.starts_with("0x") && self.raw.bytes().next().is_some_and(|c| c == b'-' || c.is_ascii_digit())
+        !self.raw.starts_with("0x")
+            && self
+                .raw
+                .bytes()
+                .next()
+                .is_some_and(|c| c == b'-' || c.is_ascii_digit())
     }
 }
 
@@ -253,7 +260,7 @@ impl<'a> Iterator for Args<'a> {
     type Item = (&'a str, &'a str);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let s = self.rest.trim_start_matches(' ');
+        let s = self.rest.trim_ascii_start();
         if s.is_empty() {
             self.rest = "";
             return None;
@@ -274,7 +281,7 @@ impl<'a> Iterator for Args<'a> {
             }
             i += 1;
         }
-        let item = sub(s, 0, end).trim_end_matches(' ');
+        let item = sub(s, 0, end).trim_ascii_end();
         self.rest = s.get(end + 1..).unwrap_or("");
         Some(split_name_value(item))
     }
@@ -293,7 +300,7 @@ fn split_name_value(item: &str) -> (&str, &str) {
 
 /// Parses one line of `function_graph` text output. Never panics.
 pub fn parse_line(line: &str) -> Line<'_> {
-    let line = line.trim_end_matches(['\n', '\r']);
+    let line = strip_eol(line);
     let b = line.as_bytes();
     let first = skip_sp(b, 0);
     let Some(&c) = b.get(first) else {
@@ -302,7 +309,7 @@ pub fn parse_line(line: &str) -> Line<'_> {
     let t = sub(line, first, b.len());
     match c {
         b'#' => return Line::Marker(header_marker(t)),
-        b'-' if t.trim_end_matches(' ').len() >= 3 && t.trim_end_matches(' ').bytes().all(|c| c == b'-') => {
+        b'-' if t.trim_ascii_end().len() >= 3 && t.trim_ascii_end().bytes().all(|c| c == b'-') => {
             return Line::Marker(Marker::Separator)
         }
         b'C' if t.starts_with("CPU:") => {
@@ -406,45 +413,61 @@ fn parse_prefix(line: &str) -> Prefix<'_> {
     let j = skip_sp(b, i);
     let k = scan_digits(b, j);
     if k > j && k - j <= 6 && at(b, k) == b')' && (k + 1 == n || at(b, k + 1) == b' ') {
-        p.cpu = sub(line, j, k).parse().ok();
+        p.cpu = Some(
+            b[j..k]
+                .iter()
+                .fold(0u32, |v, &c| v * 10 + u32::from(c - b'0')),
+        );
         i = k + 1;
         base = eat_sp(b, i, 1);
     }
 
     // Proc: "comm-pid" centred in 14 columns, then " | "
-    if let Some(bar) = find_within(b, i, b'|', 48) {
-        let seg = sub(line, i, bar);
-        if seg.ends_with(' ') && (bar + 1 == n || at(b, bar + 1) == b' ') {
-            let t = seg.trim_matches(' ');
+    let mut bar = find_within(b, i, b'|', 48);
+    // End of the segment before `bar` without trailing spaces (`i` if all spaces).
+    let mut seg_end = bar.map(|br| rskip_sp(b, i, br));
+    if let (Some(br), Some(e)) = (bar, seg_end) {
+        // Fast reject: the segment must end in "<digit> " (pid then padding).
+        if e < br && e > i && b[e - 1].is_ascii_digit() && (br + 1 == n || at(b, br + 1) == b' ') {
+            let t = sub(line, i, br).trim_ascii();
             if !t.starts_with("/*") {
                 if let Some((comm, pid)) = split_comm_pid(t) {
                     p.comm = Some(comm);
                     p.pid = Some(pid);
-                    i = bar + 1;
+                    i = br + 1;
                     base = eat_sp(b, i, 1);
+                    bar = find_within(b, i, b'|', 40);
+                    seg_end = None;
                 }
             }
         }
     }
 
-    // Latency flags (latency-format): " d..1. | "
-    let j = skip_sp(b, i);
+    // Latency flags (latency-format): " d..1. | ", one space after the previous column.
+    let j = eat_sp(b, i, 2);
     let mut k = j;
     while k < n && k - j <= 8 && is_lat_byte(b[k]) {
         k += 1;
     }
-    if k > j && k - j <= 8 && at(b, k) == b' ' && at(b, k + 1) == b'|' && (k + 2 == n || at(b, k + 2) == b' ') {
+    if k > j
+        && k - j <= 8
+        && at(b, k) == b' '
+        && at(b, k + 1) == b'|'
+        && (k + 2 == n || at(b, k + 2) == b' ')
+    {
         p.lat = Some(sub(line, j, k));
         i = k + 2;
         base = eat_sp(b, i, 1);
+        bar = find_within(b, i, b'|', 40);
+        seg_end = None;
     }
 
     // Duration: "X 1.234 us    |  " or "              |  "
-    if let Some(bar) = find_within(b, i, b'|', 40) {
-        let seg = sub(line, i, bar);
-        let col = if !seg.is_empty() && seg.bytes().all(|c| c == b' ') {
+    if let Some(br) = bar.filter(|&br| br >= i && br - i <= 40) {
+        let e = seg_end.unwrap_or_else(|| rskip_sp(b, i, br));
+        let col = if br > i && e == i {
             true
-        } else if let Some((mark, ns)) = parse_duration(seg) {
+        } else if let Some((mark, ns)) = parse_duration(b.get(i..br).unwrap_or(&[])) {
             p.overhead = mark;
             p.duration_ns = Some(ns);
             true
@@ -453,7 +476,7 @@ fn parse_prefix(line: &str) -> Prefix<'_> {
         };
         if col {
             p.duration_column = true;
-            i = bar + 1;
+            i = br + 1;
             base = eat_sp(b, i, 2);
         }
     }
@@ -466,22 +489,54 @@ fn parse_prefix(line: &str) -> Prefix<'_> {
 }
 
 /// Parses the duration column text (between the previous column and `|`).
-fn parse_duration(seg: &str) -> Option<(Option<char>, u64)> {
-    let t = seg.trim_matches(' ');
-    let b = t.as_bytes();
-    let (mark, t) = match b {
-        [m @ (b'+' | b'!' | b'#' | b'*' | b'@' | b'$'), b' ', ..] => (Some(*m as char), t.get(2..)?.trim_start()),
-        _ => (None, t),
-    };
-    let (num, unit) = t.split_once(' ')?;
-    let mult = match unit.trim_start() {
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "ns" => 1,
+fn parse_duration(b: &[u8]) -> Option<(Option<char>, u64)> {
+    let mut i = skip_sp(b, 0);
+    let mut mark = None;
+    if let (m @ (b'+' | b'!' | b'#' | b'*' | b'@' | b'$'), b' ') = (at(b, i), at(b, i + 1)) {
+        mark = Some(m as char);
+        i = skip_sp(b, i + 2);
+    }
+    let num_start = i;
+    let mut v: u64 = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        v = v.checked_mul(10)?.checked_add(u64::from(b[i] - b'0'))?;
+        i += 1;
+    }
+    if i == num_start {
+        return None;
+    }
+    let frac_start = if at(b, i) == b'.' { i + 1 } else { i };
+    let frac_end = scan_digits(b, frac_start);
+    i = frac_end;
+    if at(b, i) != b' ' {
+        return None;
+    }
+    let u = skip_sp(b, i);
+    let ue = u + b
+        .get(u..)?
+        .iter()
+        .position(|&c| c == b' ')
+        .unwrap_or(b.len() - u);
+    let mult: u64 = match b.get(u..ue)? {
+        b"us" => 1_000,
+        b"ms" => 1_000_000,
+        b"s" => 1_000_000_000,
+        b"ns" => 1,
         _ => return None,
     };
-    Some((mark, parse_fixed_point(num, mult)?))
+    if skip_sp(b, ue) != b.len() {
+        return None;
+    }
+    let mut ns = v.checked_mul(mult)?;
+    let mut scale = mult;
+    for &c in b.get(frac_start..frac_end)? {
+        scale /= 10;
+        if scale == 0 {
+            break;
+        }
+        ns = ns.checked_add(u64::from(c - b'0') * scale)?;
+    }
+    Some((mark, ns))
 }
 
 /// Exact `digits[.digits]` times `mult` (units per 1), truncating excess fraction digits.
@@ -490,7 +545,10 @@ fn parse_fixed_point(s: &str, mult: u64) -> Option<u64> {
         Some((a, f)) => (a, f),
         None => (s, ""),
     };
-    if int.is_empty() || !int.bytes().all(|c| c.is_ascii_digit()) || !frac.bytes().all(|c| c.is_ascii_digit()) {
+    if int.is_empty()
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
         return None;
     }
     let mut v: u64 = int.parse::<u64>().ok()?.checked_mul(mult)?;
@@ -507,12 +565,12 @@ fn parse_fixed_point(s: &str, mult: u64) -> Option<u64> {
 
 fn parse_comment<'a>(prefix: Prefix<'a>, body: &'a str) -> Comment<'a> {
     let inner = body.get(2..).unwrap_or("");
-    let trimmed = inner.trim_end_matches(' ');
+    let trimmed = inner.trim_ascii_end();
     let (text, closed) = match trimmed.strip_suffix("*/") {
         Some(t) => (t, true),
         None => (trimmed, false),
     };
-    let text = text.trim_matches(' ');
+    let text = text.trim_ascii();
     let (event, probe) = match split_event(text) {
         Some((name, rest)) => (Some(name), event::parse_probe(name, rest)),
         None => (None, None),
@@ -536,39 +594,48 @@ fn split_event(text: &str) -> Option<(&str, &str)> {
     if k == 0 || at(b, k) != b':' || !(k + 1 == b.len() || at(b, k + 1) == b' ') {
         return None;
     }
-    Some((sub(text, 0, k), text.get(k + 1..).unwrap_or("").trim_start_matches(' ')))
+    Some((
+        sub(text, 0, k),
+        text.get(k + 1..).unwrap_or("").trim_ascii_start(),
+    ))
 }
 
 fn parse_exit<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<Exit<'a>> {
-    let rest = body.get(1..)?.trim_matches(' ');
+    let rest = body.get(1..)?;
     let mut e = Exit {
         prefix,
         func: None,
         module: None,
         ret: None,
     };
-    if rest.is_empty() {
+    if skip_sp(rest.as_bytes(), 0) == rest.len() {
         return Some(e);
     }
-    let inner = rest.strip_prefix("/*")?.strip_suffix("*/")?.trim_matches(' ');
-    let mut toks = inner.split(' ').filter(|t| !t.is_empty()).peekable();
-    if let Some(&f) = toks.peek() {
+    let inner = comment_inner(rest)?;
+    let mut toks = Toks { s: inner, i: 0 };
+    let mut first = toks.next();
+    if let Some(f) = first {
         if !f.starts_with("ret=") && f != "=" {
             e.func = Some(f);
-            toks.next();
-            if let Some(m) = toks.peek().and_then(|t| t.strip_prefix('[')).and_then(|t| t.strip_suffix(']')) {
+            first = toks.next();
+            if let Some(m) = first
+                .and_then(|t| t.strip_prefix('['))
+                .and_then(|t| t.strip_suffix(']'))
+            {
                 e.module = Some(m);
-                toks.next();
+                first = toks.next();
             }
         }
     }
-    let (_, ret) = comment_tokens(toks);
+    let (_, ret) = comment_tokens(first.into_iter().chain(toks));
     e.ret = ret;
     Some(e)
 }
 
 /// Reads `<-retaddr`, `ret=X` and `= X` tokens.
-fn comment_tokens<'a>(mut toks: impl Iterator<Item = &'a str>) -> (Option<&'a str>, Option<RetInfo<'a>>) {
+fn comment_tokens<'a>(
+    mut toks: impl Iterator<Item = &'a str>,
+) -> (Option<&'a str>, Option<RetInfo<'a>>) {
     let mut retaddr = None;
     let mut ret = None;
     while let Some(t) = toks.next() {
@@ -598,26 +665,35 @@ fn ret_info(raw: &str, style: RetStyle) -> RetInfo<'_> {
 /// complement). A leading `?` (unknown BTF type) is skipped, and text after the number
 /// is allowed if it starts with a non-alphanumeric byte (`3 [ENUM]`, `0x1(trunc)`).
 pub fn parse_number(s: &str) -> Option<u64> {
-    let s = s.strip_prefix('?').unwrap_or(s);
-    let (neg, s) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
     let b = s.as_bytes();
-    let (digits, radix, end) = if b.len() > 2 && b[0] == b'0' && (b[1] | 0x20) == b'x' {
-        let mut k = 2;
-        while k < b.len() && b[k].is_ascii_hexdigit() {
-            k += 1;
+    let mut i = usize::from(at(b, 0) == b'?');
+    let neg = at(b, i) == b'-';
+    i += usize::from(neg);
+    let mut v: u64 = 0;
+    let start;
+    if at(b, i) == b'0' && (at(b, i + 1) | 0x20) == b'x' {
+        i += 2;
+        start = i;
+        while let Some(d) = b.get(i).and_then(|&c| hex_val(c)) {
+            if v >> 60 != 0 {
+                return None;
+            }
+            v = (v << 4) | u64::from(d);
+            i += 1;
         }
-        (sub(s, 2, k), 16, k)
     } else {
-        let k = scan_digits(b, 0);
-        (sub(s, 0, k), 10, k)
-    };
-    if digits.is_empty() || b.get(end).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            v = v.checked_mul(10)?.checked_add(u64::from(b[i] - b'0'))?;
+            i += 1;
+        }
+    }
+    if i == start
+        || b.get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    {
         return None;
     }
-    let v = u64::from_str_radix(digits, radix).ok()?;
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
@@ -667,13 +743,13 @@ fn parse_call<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<(Call<'a>, bool)>
         (b' ', b'{') => (false, close + 3),
         _ => return None,
     };
-    let tail = body.get(end..)?.trim_matches(' ');
+    let tail = body.get(end..)?;
     let mut comment = None;
     let (mut retaddr, mut ret) = (None, None);
-    if !tail.is_empty() {
-        let inner = tail.strip_prefix("/*")?.strip_suffix("*/")?.trim_matches(' ');
+    if skip_sp(tail.as_bytes(), 0) != tail.len() {
+        let inner = comment_inner(tail)?.trim_ascii();
         comment = Some(inner);
-        (retaddr, ret) = comment_tokens(inner.split(' ').filter(|t| !t.is_empty()));
+        (retaddr, ret) = comment_tokens(Toks { s: inner, i: 0 });
     }
     let call_end = prefix.prefix_end + end;
     Some((
@@ -694,8 +770,8 @@ fn parse_call<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<(Call<'a>, bool)>
 /// ` 1)    cat-102     =>    cat-103    ` (the cpu column is already consumed).
 fn context_switch<'a>(cpu: Option<u32>, body: &'a str) -> Option<Marker<'a>> {
     let (from, to) = body.split_once(" => ")?;
-    let (fc, fp) = split_comm_pid(from.trim_matches(' '))?;
-    let (tc, tp) = split_comm_pid(to.trim_matches(' '))?;
+    let (fc, fp) = split_comm_pid(from.trim_ascii())?;
+    let (tc, tp) = split_comm_pid(to.trim_ascii())?;
     Some(Marker::ContextSwitch {
         cpu,
         from: Task { comm: fc, pid: fp },
@@ -705,12 +781,19 @@ fn context_switch<'a>(cpu: Option<u32>, body: &'a str) -> Option<Marker<'a>> {
 
 /// Splits `comm-pid` at the last `-`; comm must be non-empty, pid all digits.
 pub(crate) fn split_comm_pid(t: &str) -> Option<(&str, u32)> {
-    let dash = t.rfind('-')?;
-    let pid = t.get(dash + 1..)?;
-    if dash == 0 || pid.is_empty() || pid.len() > 10 || !pid.bytes().all(|c| c.is_ascii_digit()) {
+    let b = t.as_bytes();
+    let mut k = b.len();
+    let mut pid: u32 = 0;
+    let mut mul: u32 = 1;
+    while k > 0 && b[k - 1].is_ascii_digit() {
+        k -= 1;
+        pid = pid.checked_add(mul.checked_mul(u32::from(b[k] - b'0'))?)?;
+        mul = mul.checked_mul(10).unwrap_or(0);
+    }
+    if k == b.len() || k < 2 || b[k - 1] != b'-' || b.len() - k > 10 {
         return None;
     }
-    Some((sub(t, 0, dash), pid.parse().ok()?))
+    Some((sub(t, 0, k - 1), pid))
 }
 
 // ---- byte helpers (positions are always at ASCII bytes, so slicing is safe; `sub`
@@ -721,6 +804,30 @@ pub(crate) fn sub(s: &str, a: usize, b: usize) -> &str {
     s.get(a..b).unwrap_or("")
 }
 
+/// Strips trailing `\n` / `\r`.
+#[inline]
+pub(crate) fn strip_eol(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut e = b.len();
+    while e > 0 && (b[e - 1] == b'\n' || b[e - 1] == b'\r') {
+        e -= 1;
+    }
+    sub(s, 0, e)
+}
+
+/// The end of `b[a..e]` with trailing spaces removed (never below `a`).
+#[inline]
+fn rskip_sp(b: &[u8], a: usize, mut e: usize) -> usize {
+    e = e.min(b.len());
+    while e >= a + 8 && b.get(e - 8..e) == Some(b"        ") {
+        e -= 8;
+    }
+    while e > a && b[e - 1] == b' ' {
+        e -= 1;
+    }
+    e
+}
+
 #[inline]
 pub(crate) fn at(b: &[u8], i: usize) -> u8 {
     b.get(i).copied().unwrap_or(0)
@@ -728,6 +835,13 @@ pub(crate) fn at(b: &[u8], i: usize) -> u8 {
 
 #[inline]
 pub(crate) fn skip_sp(b: &[u8], mut i: usize) -> usize {
+    // Indentation is long: compare 8 bytes at a time.
+    while let Some(chunk) = b.get(i..i + 8) {
+        if chunk != b"        " {
+            break;
+        }
+        i += 8;
+    }
     while i < b.len() && b[i] == b' ' {
         i += 1;
     }
@@ -737,7 +851,11 @@ pub(crate) fn skip_sp(b: &[u8], mut i: usize) -> usize {
 /// Advances over at most `max` spaces.
 #[inline]
 fn eat_sp(b: &[u8], i: usize, max: usize) -> usize {
-    skip_sp(b, i).min(i + max)
+    let mut k = i;
+    while k < i + max && at(b, k) == b' ' {
+        k += 1;
+    }
+    k
 }
 
 #[inline]
@@ -751,7 +869,58 @@ pub(crate) fn scan_digits(b: &[u8], mut i: usize) -> usize {
 #[inline]
 fn find_within(b: &[u8], i: usize, needle: u8, window: usize) -> Option<usize> {
     let end = b.len().min(i.saturating_add(window));
-    b.get(i..end)?.iter().position(|&c| c == needle).map(|p| p + i)
+    b.get(i..end)?
+        .iter()
+        .position(|&c| c == needle)
+        .map(|p| p + i)
+}
+
+#[inline]
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Space-separated tokens of `s` (empty tokens skipped).
+struct Toks<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl<'a> Iterator for Toks<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let b = self.s.as_bytes();
+        let a = skip_sp(b, self.i);
+        if a >= b.len() {
+            self.i = b.len();
+            return None;
+        }
+        let mut k = a;
+        while k < b.len() && b[k] != b' ' {
+            k += 1;
+        }
+        self.i = k;
+        Some(sub(self.s, a, k))
+    }
+}
+
+/// The text inside a `/* ... */` comment that makes up all of `s` (spaces around allowed).
+#[inline]
+fn comment_inner(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let a = skip_sp(b, 0);
+    let e = rskip_sp(b, a, b.len());
+    if e < a + 4 || b[a] != b'/' || b[a + 1] != b'*' || b[e - 2] != b'*' || b[e - 1] != b'/' {
+        return None;
+    }
+    Some(sub(s, a + 2, e - 2))
 }
 
 #[inline]
@@ -761,8 +930,20 @@ pub(crate) fn is_ident_byte(c: u8) -> bool {
 
 #[inline]
 fn is_sym_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$'
+    SYM_BYTE[usize::from(c)]
 }
+
+/// `[A-Za-z0-9_.$]`
+static SYM_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'$';
+        c += 1;
+    }
+    t
+};
 
 #[inline]
 fn is_lat_byte(c: u8) -> bool {

@@ -1,3 +1,9 @@
-//! tracer
+//! tracer: the dcg tracing library — typed value rendering, ftrace text parsing and
+//! decoding, live kernel and user-space tracing, and call-graph reports. The `dcg`
+//! binary is a thin command line over it.
 
+pub mod dbset;
+pub mod decode;
+pub mod describe;
 pub mod fgraph;
+pub mod render;

@@ -73,12 +73,12 @@ pub(crate) fn parse_probe<'a>(event: &'a str, body: &'a str) -> Option<ProbeEven
     let inner_start = body.strip_prefix('(')?;
     let close = inner_start.find(')')?;
     let location = sub(inner_start, 0, close);
-    let fields_raw = inner_start.get(close + 1..)?.trim_matches(' ');
+    let fields_raw = inner_start.get(close + 1..)?.trim_ascii();
     let (func, caller, is_return) = match location.split_once(" <- ") {
         Some((caller, func)) => (func, Some(caller), true),
         None => (location, None, false),
     };
-    let func = func.split('+').next().unwrap_or("").trim_matches(' ');
+    let func = func.split('+').next().unwrap_or("").trim_ascii();
     Some(ProbeEvent {
         event,
         location,
@@ -103,7 +103,7 @@ impl<'a> Iterator for Fields<'a> {
     type Item = (&'a str, &'a str);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let s = self.rest.trim_start_matches(' ');
+        let s = self.rest.trim_ascii_start();
         let b = s.as_bytes();
         if b.is_empty() {
             self.rest = "";
@@ -141,7 +141,10 @@ impl<'a> Iterator for Fields<'a> {
                 }
                 e
             }
-            _ => b.get(v..).and_then(|r| r.iter().position(|&c| c == b' ')).map_or(b.len(), |p| p + v),
+            _ => b
+                .get(v..)
+                .and_then(|r| r.iter().position(|&c| c == b' '))
+                .map_or(b.len(), |p| p + v),
         };
         self.rest = s.get(end..).unwrap_or("");
         Some((name, sub(s, v, end)))
@@ -194,11 +197,11 @@ pub fn parse_event_line(line: &str) -> Option<EventLine<'_>> {
         if q == p + 1 || q - p - 1 > 6 || at(b, q) != b']' || at(b, q + 1) != b' ' {
             continue;
         }
-        let mut head = sub(line, 0, p - 1).trim_end_matches(' ');
+        let mut head = sub(line, 0, p - 1).trim_ascii_end();
         let mut tgid = None;
         if let Some(h) = head.strip_suffix(')') {
             if let Some(lp) = h.rfind('(') {
-                let t = sub(h, lp + 1, h.len()).trim_matches(' ');
+                let t = sub(h, lp + 1, h.len()).trim_ascii();
                 if t.bytes().all(|c| c == b'-') {
                     tgid = None;
                 } else if let Ok(v) = t.parse() {
@@ -206,10 +209,10 @@ pub fn parse_event_line(line: &str) -> Option<EventLine<'_>> {
                 } else {
                     continue;
                 }
-                head = sub(h, 0, lp).trim_end_matches(' ');
+                head = sub(h, 0, lp).trim_ascii_end();
             }
         }
-        let Some((comm, pid)) = split_comm_pid(head.trim_start_matches(' ')) else {
+        let Some((comm, pid)) = split_comm_pid(head.trim_ascii_start()) else {
             continue;
         };
         let Ok(cpu) = sub(line, p + 1, q).parse() else {
@@ -217,12 +220,20 @@ pub fn parse_event_line(line: &str) -> Option<EventLine<'_>> {
         };
         // Optional flags, then the timestamp ending in ':'.
         let j = skip_sp(b, q + 2);
-        let k = j + b.get(j..)?.iter().position(|&c| c == b' ').unwrap_or(b.len() - j);
+        let k = j + b
+            .get(j..)?
+            .iter()
+            .position(|&c| c == b' ')
+            .unwrap_or(b.len() - j);
         let (flags, ts_start, ts_end) = if is_timestamp(sub(line, j, k)) {
             (None, j, k)
         } else {
             let j2 = skip_sp(b, k);
-            let k2 = j2 + b.get(j2..)?.iter().position(|&c| c == b' ').unwrap_or(b.len() - j2);
+            let k2 = j2
+                + b.get(j2..)?
+                    .iter()
+                    .position(|&c| c == b' ')
+                    .unwrap_or(b.len() - j2);
             if !is_timestamp(sub(line, j2, k2)) {
                 continue;
             }
@@ -256,5 +267,8 @@ fn is_timestamp(t: &str) -> bool {
         return false;
     };
     let (a, f) = t.split_once('.').unwrap_or((t, "0"));
-    !a.is_empty() && !f.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && f.bytes().all(|c| c.is_ascii_digit())
+    !a.is_empty()
+        && !f.is_empty()
+        && a.bytes().all(|c| c.is_ascii_digit())
+        && f.bytes().all(|c| c.is_ascii_digit())
 }

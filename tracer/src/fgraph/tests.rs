@@ -38,7 +38,10 @@ fn a0_plain() {
     assert_eq!(c.prefix.duration_ns, None);
     assert_eq!(c.args, None);
     assert_eq!(c.ret, None);
-    assert_eq!(&l[..c.prefix.prefix_end], " 0)               |                  ");
+    assert_eq!(
+        &l[..c.prefix.prefix_end],
+        " 0)               |                  "
+    );
     assert_eq!(&l[..c.prefix.indent_start], " 0)               |  ");
     assert_eq!(c.call_end, l.len());
 
@@ -101,7 +104,10 @@ fn old_equals_style() {
     let e = exit(" 0)   5.512 us    |  } /* do_sys_openat2 = -22 */");
     assert_eq!(e.func, Some("do_sys_openat2"));
     let r = e.ret.unwrap();
-    assert_eq!((r.raw, r.style, r.value), ("-22", RetStyle::Equals, Some(-22i64 as u64)));
+    assert_eq!(
+        (r.raw, r.style, r.value),
+        ("-22", RetStyle::Equals, Some(-22i64 as u64))
+    );
 }
 
 // b.txt: funcgraph-retval-hex: errno in hex.
@@ -120,11 +126,18 @@ fn c_args_retaddr() {
     let (c, leaf) = call(l);
     assert!(!leaf);
     assert_eq!(c.func, "do_sys_openat2");
-    assert_eq!(c.args, Some("dfd=4294967196, filename=0x7ffd7fc98f96, how=0xffa000000022bf18"));
+    assert_eq!(
+        c.args,
+        Some("dfd=4294967196, filename=0x7ffd7fc98f96, how=0xffa000000022bf18")
+    );
     let args: Vec<_> = c.arg_pairs().collect();
     assert_eq!(
         args,
-        [("dfd", "4294967196"), ("filename", "0x7ffd7fc98f96"), ("how", "0xffa000000022bf18")]
+        [
+            ("dfd", "4294967196"),
+            ("filename", "0x7ffd7fc98f96"),
+            ("how", "0xffa000000022bf18")
+        ]
     );
     assert_eq!(c.retaddr, Some("__x64_sys_openat+0x60/0x80"));
     assert_eq!(c.ret, None);
@@ -149,8 +162,16 @@ fn c_args_retaddr() {
     assert_eq!(parse_number(a[2].1), Some(0x2a));
     let (c, _) = call(" 0)   0.721 us    |          timestamp_truncate(t=(STRUCT)[0x6b0158f4:0x2b8520a8], inode=0xff11000002af6e00); /* ret=0x6b0158f4 */");
     let a: Vec<_> = c.arg_pairs().collect();
-    assert_eq!(a, [("t", "(STRUCT)[0x6b0158f4:0x2b8520a8]"), ("inode", "0xff11000002af6e00")]);
-    let (c, _) = call(" 0) + 11.838 us   |    housekeeping_any_cpu(type=3 [HK_TYPE_KERNEL_NOISE]); /* ret=0x0 */");
+    assert_eq!(
+        a,
+        [
+            ("t", "(STRUCT)[0x6b0158f4:0x2b8520a8]"),
+            ("inode", "0xff11000002af6e00")
+        ]
+    );
+    let (c, _) = call(
+        " 0) + 11.838 us   |    housekeeping_any_cpu(type=3 [HK_TYPE_KERNEL_NOISE]); /* ret=0x0 */",
+    );
     let a: Vec<_> = c.arg_pairs().collect();
     assert_eq!(a, [("type", "3 [HK_TYPE_KERNEL_NOISE]")]);
     assert_eq!(parse_number(a[0].1), Some(3));
@@ -180,7 +201,8 @@ fn d_columns() {
     assert_eq!(c.probe, None);
     assert!(c.closed);
 
-    let e = exit("   12.308501 |   1)    cat-103     | ! 546.992 us  |  } /* do_sys_openat2 ret=-2 */");
+    let e =
+        exit("   12.308501 |   1)    cat-103     | ! 546.992 us  |  } /* do_sys_openat2 ret=-2 */");
     assert_eq!(e.prefix.overhead, Some('!'));
     assert_eq!(e.prefix.duration_ns, Some(546_992));
     assert_eq!(e.ret.unwrap().raw, "-2");
@@ -194,8 +216,14 @@ fn d_columns() {
         parse_line(" 1)    cat-102     =>    cat-103    "),
         Line::Marker(Marker::ContextSwitch {
             cpu: Some(1),
-            from: Task { comm: "cat", pid: 102 },
-            to: Task { comm: "cat", pid: 103 },
+            from: Task {
+                comm: "cat",
+                pid: 102
+            },
+            to: Task {
+                comm: "cat",
+                pid: 103
+            },
         })
     );
     assert_eq!(parse_line(""), Line::Other);
@@ -213,8 +241,14 @@ fn proc_comm_with_dash_and_space() {
         parse_line(" 0)  kworker-4194304 =>  <idle>-0    "),
         Line::Marker(Marker::ContextSwitch {
             cpu: Some(0),
-            from: Task { comm: "kworker", pid: 4_194_304 },
-            to: Task { comm: "<idle>", pid: 0 },
+            from: Task {
+                comm: "kworker",
+                pid: 4_194_304
+            },
+            to: Task {
+                comm: "<idle>",
+                pid: 0
+            },
         })
     );
 }
@@ -229,13 +263,19 @@ fn e_probe_comments() {
     assert!(p.is_return);
     assert_eq!(p.func, Some("getname_flags"));
     assert_eq!(p.caller, Some("do_sys_openat2+0x4f/0xd0"));
-    assert_eq!(p.fields().collect::<Vec<_>>(), [("arg1", "0xff110000006203c0")]);
+    assert_eq!(
+        p.fields().collect::<Vec<_>>(),
+        [("arg1", "0xff110000006203c0")]
+    );
 
     let c = comment(" 0)               |        /* filp_ret: (return_to_handler+0x0/0x50 <- do_file_open) ret=0xfffffffffffffffe */");
     let p = c.probe.unwrap();
     assert_eq!(p.caller, Some("return_to_handler+0x0/0x50"));
     assert_eq!(p.func, Some("do_file_open"));
-    assert_eq!(p.fields().next().map(|f| parse_number(f.1)), Some(Some(-2i64 as u64)));
+    assert_eq!(
+        p.fields().next().map(|f| parse_number(f.1)),
+        Some(Some(-2i64 as u64))
+    );
 
     let c = comment(" 0)               |  /* open_entry: (do_sys_openat2+0x0/0xd0) dfd=0xffffff9c path=\"/proc/version\" */");
     let p = c.probe.unwrap();
@@ -267,37 +307,63 @@ fn event_lines() {
     assert!(p.is_return);
     assert_eq!(p.func, Some("do_sys_openat2"));
     assert_eq!(p.fields().collect::<Vec<_>>(), [("arg1", "-2")]);
-    assert_eq!(&l[e.text_start..], "open_ret: (__x64_sys_openat+0x60/0x80 <- do_sys_openat2) arg1=-2");
+    assert_eq!(
+        &l[e.text_start..],
+        "open_ret: (__x64_sys_openat+0x60/0x80 <- do_sys_openat2) arg1=-2"
+    );
 
     let e = parse_event_line("            init-1       [000] ...2.    15.074003: tracing_mark_write: cmd: cat /proc/version (success, returns fd)").unwrap();
     assert_eq!(e.event, Some("tracing_mark_write"));
     assert_eq!(e.body, "cmd: cat /proc/version (success, returns fd)");
     assert_eq!(e.probe(), None);
 
-    let e = parse_event_line("    t-8239 [000] DBZff 676.255548: check: (0x555c4e9c2190) x=1 s=\"hi\"").unwrap();
+    let e =
+        parse_event_line("    t-8239 [000] DBZff 676.255548: check: (0x555c4e9c2190) x=1 s=\"hi\"")
+            .unwrap();
     assert_eq!((e.comm, e.pid, e.flags), ("t", 8239, Some("DBZff")));
     let p = e.probe().unwrap();
     assert_eq!(p.func, Some("0x555c4e9c2190"));
-    assert_eq!(p.fields().collect::<Vec<_>>(), [("x", "1"), ("s", "\"hi\"")]);
+    assert_eq!(
+        p.fields().collect::<Vec<_>>(),
+        [("x", "1"), ("s", "\"hi\"")]
+    );
 
     let e = parse_event_line("    t-8239 [000] DBZff 676.255549: check_ret: (0x555c4e9c2069 <- 0x555c4e9c2190) ret=4294967274").unwrap();
     let p = e.probe().unwrap();
-    assert_eq!((p.caller, p.func, p.is_return), (Some("0x555c4e9c2069"), Some("0x555c4e9c2190"), true));
+    assert_eq!(
+        (p.caller, p.func, p.is_return),
+        (Some("0x555c4e9c2069"), Some("0x555c4e9c2190"), true)
+    );
     assert_eq!(p.fields().next(), Some(("ret", "4294967274")));
 
     // Function tracer, tgid column, no flags, comm with dash and space.
-    let e = parse_event_line("  my prog-x-77    (     70) [002]    1.000001: do_sys_openat2 <-__x64_sys_openat").unwrap();
-    assert_eq!((e.comm, e.pid, e.tgid, e.cpu, e.flags), ("my prog-x", 77, Some(70), 2, None));
-    assert_eq!((e.event, e.body), (None, "do_sys_openat2 <-__x64_sys_openat"));
+    let e = parse_event_line(
+        "  my prog-x-77    (     70) [002]    1.000001: do_sys_openat2 <-__x64_sys_openat",
+    )
+    .unwrap();
+    assert_eq!(
+        (e.comm, e.pid, e.tgid, e.cpu, e.flags),
+        ("my prog-x", 77, Some(70), 2, None)
+    );
+    assert_eq!(
+        (e.event, e.body),
+        (None, "do_sys_openat2 <-__x64_sys_openat")
+    );
 
     assert_eq!(parse_event_line("# tracer: nop"), None);
-    assert_eq!(parse_event_line(" 0)   1.464 us    |              irq_enter_rcu();"), None);
+    assert_eq!(
+        parse_event_line(" 0)   1.464 us    |              irq_enter_rcu();"),
+        None
+    );
 }
 
 #[test]
 fn quoted_fields() {
     let p = parse_probe_body("e: (f+0x0/0x10) s=\"a\" b\" n=1 t={1,2} u");
-    assert_eq!(p, [("s", "\"a\" b\""), ("n", "1"), ("t", "{1,2}"), ("", "u")]);
+    assert_eq!(
+        p,
+        [("s", "\"a\" b\""), ("n", "1"), ("t", "{1,2}"), ("", "u")]
+    );
 }
 
 fn parse_probe_body(text: &str) -> Vec<(&str, &str)> {
@@ -310,34 +376,73 @@ fn parse_probe_body(text: &str) -> Vec<(&str, &str)> {
 fn h_modules() {
     let (c, leaf) = call(" 0) + 21.113 us   |    bm_register_write [binfmt_misc](file=0xff11000000632780, buffer=0xa806390, count=0x5, ppos=0xffa0000000013f08); /* ret=-22 */");
     assert!(leaf);
-    assert_eq!((c.func, c.module), ("bm_register_write", Some("binfmt_misc")));
+    assert_eq!(
+        (c.func, c.module),
+        ("bm_register_write", Some("binfmt_misc"))
+    );
     assert_eq!(c.arg_pairs().count(), 4);
     assert_eq!(c.ret.unwrap().value, Some(-22i64 as u64));
     let e = exit(" 0) + 68.742 us   |    } /* bm_status_write [binfmt_misc] ret=-22 */");
-    assert_eq!((e.func, e.module), (Some("bm_status_write"), Some("binfmt_misc")));
+    assert_eq!(
+        (e.func, e.module),
+        (Some("bm_status_write"), Some("binfmt_misc"))
+    );
     assert_eq!(e.ret.unwrap().raw, "-22");
 }
 
 #[test]
 fn markers() {
-    assert_eq!(parse_line("# tracer: function_graph"), Line::Marker(Marker::Tracer("function_graph")));
-    assert!(matches!(parse_line("# CPU  DURATION                  FUNCTION CALLS"), Line::Marker(Marker::Header(_))));
-    assert_eq!(parse_line("##### CPU 1 buffer started ####"), Line::Marker(Marker::BufferStarted { cpu: 1 }));
+    assert_eq!(
+        parse_line("# tracer: function_graph"),
+        Line::Marker(Marker::Tracer("function_graph"))
+    );
+    assert!(matches!(
+        parse_line("# CPU  DURATION                  FUNCTION CALLS"),
+        Line::Marker(Marker::Header(_))
+    ));
+    assert_eq!(
+        parse_line("##### CPU 1 buffer started ####"),
+        Line::Marker(Marker::BufferStarted { cpu: 1 })
+    );
     assert_eq!(
         parse_line("CPU:0 [LOST 1234 EVENTS]"),
-        Line::Marker(Marker::LostEvents { cpu: 0, count: Some(1234) })
+        Line::Marker(Marker::LostEvents {
+            cpu: 0,
+            count: Some(1234)
+        })
     );
-    assert_eq!(parse_line("CPU:3 [LOST EVENTS]"), Line::Marker(Marker::LostEvents { cpu: 3, count: None }));
-    assert_eq!(parse_line(" (Overruns: 7)"), Line::Marker(Marker::Overruns(7)));
-    assert_eq!(parse_line(" => do_syscall_64+0x5d/0x170"), Line::Marker(Marker::StackEntry("do_syscall_64+0x5d/0x170")));
-    assert_eq!(parse_line(" <stack trace>"), Line::Marker(Marker::StackTrace));
+    assert_eq!(
+        parse_line("CPU:3 [LOST EVENTS]"),
+        Line::Marker(Marker::LostEvents {
+            cpu: 3,
+            count: None
+        })
+    );
+    assert_eq!(
+        parse_line(" (Overruns: 7)"),
+        Line::Marker(Marker::Overruns(7))
+    );
+    assert_eq!(
+        parse_line(" => do_syscall_64+0x5d/0x170"),
+        Line::Marker(Marker::StackEntry("do_syscall_64+0x5d/0x170"))
+    );
+    assert_eq!(
+        parse_line(" <stack trace>"),
+        Line::Marker(Marker::StackTrace)
+    );
     // irq arrows, as print_graph_irq formats them.
     let Line::Marker(Marker::IrqEntry(p)) = parse_line(" 0)   ==========> |") else {
         panic!()
     };
     assert_eq!(p.cpu, Some(0));
-    assert!(matches!(parse_line(" 1)    cat-102     |   <========== |"), Line::Marker(Marker::IrqExit(_))));
-    assert!(matches!(parse_line(" 0) ==========>"), Line::Marker(Marker::IrqEntry(_))));
+    assert!(matches!(
+        parse_line(" 1)    cat-102     |   <========== |"),
+        Line::Marker(Marker::IrqExit(_))
+    ));
+    assert!(matches!(
+        parse_line(" 0) ==========>"),
+        Line::Marker(Marker::IrqEntry(_))
+    ));
 }
 
 #[test]
@@ -350,17 +455,26 @@ fn other_column_sets() {
     assert_eq!((c.prefix.depth, c.prefix.duration_column), (2, false));
     // Latency format: cpu, proc, lat flags, duration.
     let (c, _) = call(" 1)    cat-102     |  d..1. |   0.300 us    |    baz();");
-    assert_eq!((c.prefix.lat, c.prefix.depth, c.prefix.duration_ns), (Some("d..1."), 1, Some(300)));
+    assert_eq!(
+        (c.prefix.lat, c.prefix.depth, c.prefix.duration_ns),
+        (Some("d..1."), 1, Some(300))
+    );
     // Wide durations and other units.
     let (c, _) = call(" 0) $ 1234567 us |  qux();");
-    assert_eq!((c.prefix.overhead, c.prefix.duration_ns), (Some('$'), Some(1_234_567_000)));
+    assert_eq!(
+        (c.prefix.overhead, c.prefix.duration_ns),
+        (Some('$'), Some(1_234_567_000))
+    );
     let (c, _) = call(" 0) * 12345.67 us |  qux();");
     assert_eq!(c.prefix.duration_ns, Some(12_345_670));
     let (c, _) = call(" 0)   1.5 ms    |  qux();");
     assert_eq!(c.prefix.duration_ns, Some(1_500_000));
     // Unknown symbol printed as an address, BTF-typed return proposal.
     let (c, _) = call(" 0)   1.000 us    |  0xffffffffa0003000(); /* ret=false */");
-    assert_eq!((c.func, c.ret.unwrap().value), ("0xffffffffa0003000", Some(0)));
+    assert_eq!(
+        (c.func, c.ret.unwrap().value),
+        ("0xffffffffa0003000", Some(0))
+    );
     let (c, _) = call(" 0)   1.000 us    |  f(); /* ret=0x69380649(trunc) */");
     assert_eq!(c.ret.unwrap().value, Some(0x6938_0649));
     // Unterminated comment (multi-line trace_printk).
@@ -399,7 +513,9 @@ fn capture_dirs() -> Vec<PathBuf> {
 
 /// A line that looks like a call: `|` followed by spaces, an identifier and `(`.
 fn looks_like_call(line: &str) -> bool {
-    let Some(bar) = line.rfind('|') else { return false };
+    let Some(bar) = line.rfind('|') else {
+        return false;
+    };
     let rest = line[bar + 1..].trim_start();
     let name_len = rest
         .bytes()
@@ -465,7 +581,9 @@ fn all_captures() {
                 // Prefix offsets are in range and re-emission reproduces the line.
                 if let Some(p) = l.prefix() {
                     assert!(p.indent_start <= p.prefix_end && p.prefix_end <= line.len());
-                    assert!(line[p.indent_start..p.prefix_end].bytes().all(|c| c == b' '));
+                    assert!(line[p.indent_start..p.prefix_end]
+                        .bytes()
+                        .all(|c| c == b' '));
                 }
                 // Within one task, entry depth + 1 == depth of the following lines; sanity
                 // check that exits match the depth of their entries on single-CPU runs.
@@ -497,7 +615,17 @@ fn all_captures() {
         eprintln!("{name}: {counts:?}");
     }
     let get = |f: &str, k: &str| totals.get(f).and_then(|c| c.get(k)).copied().unwrap_or(0);
-    for f in ["a0.txt", "a.txt", "b.txt", "c.txt", "d.txt", "e.txt", "g-text.txt", "g2-text.txt", "h.txt"] {
+    for f in [
+        "a0.txt",
+        "a.txt",
+        "b.txt",
+        "c.txt",
+        "d.txt",
+        "e.txt",
+        "g-text.txt",
+        "g2-text.txt",
+        "h.txt",
+    ] {
         if !totals.contains_key(f) {
             continue;
         }
@@ -506,7 +634,11 @@ fn all_captures() {
         assert!(get(f, "exit") > 10, "{f}");
         assert!(get(f, "comment") > 0, "{f}");
         assert_eq!(get(f, "marker/header"), 4, "{f}");
-        assert_eq!(get(f, "marker/separator"), 2 * get(f, "marker/ctxsw"), "{f}");
+        assert_eq!(
+            get(f, "marker/separator"),
+            2 * get(f, "marker/ctxsw"),
+            "{f}"
+        );
         // Every entry has an exit in these captures (give or take a few at the edges).
         assert!(get(f, "entry").abs_diff(get(f, "exit")) <= 12, "{f}");
     }
@@ -527,7 +659,12 @@ fn capture_facts() {
     };
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     // a0: no ret anywhere; a/b/c: all `ret=` style; b never decimal.
-    for (f, want_ret, allow_dec) in [("a0.txt", false, false), ("a.txt", true, true), ("b.txt", true, false), ("c.txt", true, true)] {
+    for (f, want_ret, allow_dec) in [
+        ("a0.txt", false, false),
+        ("a.txt", true, true),
+        ("b.txt", true, false),
+        ("c.txt", true, true),
+    ] {
         let text = read(f);
         let mut rets = 0;
         let mut dec = 0;
@@ -559,7 +696,9 @@ fn capture_facts() {
     }
     for line in read("d.txt").lines() {
         if let Line::Entry(c) | Line::Leaf(c) = parse_line(line) {
-            assert!(c.prefix.abstime.is_some() && c.prefix.comm.is_some() && c.prefix.cpu.is_some());
+            assert!(
+                c.prefix.abstime.is_some() && c.prefix.comm.is_some() && c.prefix.cpu.is_some()
+            );
         }
     }
 }
@@ -569,27 +708,46 @@ fn capture_facts() {
 #[test]
 #[ignore]
 fn throughput() {
-    let Some(dir) = capture_dirs().into_iter().next() else { return };
+    let Some(dir) = capture_dirs().into_iter().next() else {
+        return;
+    };
     let text = std::fs::read_to_string(dir.join("a.txt")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let reps = 300;
+    let reps: usize = std::env::var("DCG_REPS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1000);
+    // CPU time of this thread (the machine may be shared), from schedstat.
+    let cpu_ns = || {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    let c0 = cpu_ns();
     let t = std::time::Instant::now();
     let mut acc = 0u64;
     for _ in 0..reps {
         for l in &lines {
             acc += match std::hint::black_box(parse_line(l)) {
-                Line::Entry(c) | Line::Leaf(c) => c.prefix.depth as u64 + c.ret.and_then(|r| r.value).unwrap_or(0) & 1,
+                Line::Entry(c) | Line::Leaf(c) => {
+                    u64::from(c.prefix.depth) + (c.ret.and_then(|r| r.value).unwrap_or(0) & 1)
+                }
                 Line::Exit(e) => e.prefix.duration_ns.unwrap_or(0) & 1,
                 _ => 1,
             };
         }
     }
     let dt = t.elapsed().as_secs_f64();
+    let cpu = match (c0, cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => dt,
+    };
     let n = (lines.len() * reps) as f64;
     eprintln!(
-        "parse_line: {:.1} M lines/s, {:.0} MB/s ({acc})",
+        "parse_line: {:.2} M lines/s ({:.0} MB/s) per CPU second; wall {:.2} M lines/s ({acc})",
+        n / cpu / 1e6,
+        (text.len() * reps) as f64 / cpu / 1e6,
         n / dt / 1e6,
-        (text.len() * reps) as f64 / dt / 1e6
     );
 }
 
@@ -640,7 +798,11 @@ fn fmt_duration(ns: u64, overhead: bool) -> (String, u64, Option<char>) {
 fn fmt_proc(comm: &str, pid: u32) -> String {
     let len = comm.len() + pid.to_string().len() + 1;
     let spaces = 14usize.saturating_sub(len);
-    format!("{}{comm}-{pid}{}", " ".repeat(spaces / 2), " ".repeat(spaces - spaces / 2))
+    format!(
+        "{}{comm}-{pid}{}",
+        " ".repeat(spaces / 2),
+        " ".repeat(spaces - spaces / 2)
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -653,7 +815,7 @@ struct Gen {
     func: String,
     module: Option<String>,
     args: Vec<(String, u64)>,
-    kind: u8, // 0 entry, 1 leaf, 2 exit
+    kind: u8,               // 0 entry, 1 leaf, 2 exit
     ret: Option<(i64, u8)>, // value, style: 0 `= `, 1 `ret=` hex, 2 `ret=` auto
     retaddr: Option<String>,
 }
@@ -680,24 +842,32 @@ fn gen() -> impl Strategy<Value = Gen> {
             proptest::option::of(ident()),
         ),
     )
-        .prop_map(|((abstime, cpu, proc_, duration, depth), (func, module, args, kind, ret, retaddr))| Gen {
-            abstime,
-            cpu,
-            proc_,
-            duration,
-            depth,
-            func,
-            module,
-            args,
-            kind,
-            ret,
-            retaddr,
-        })
+        .prop_map(
+            |((abstime, cpu, proc_, duration, depth), (func, module, args, kind, ret, retaddr))| {
+                Gen {
+                    abstime,
+                    cpu,
+                    proc_,
+                    duration,
+                    depth,
+                    func,
+                    module,
+                    args,
+                    kind,
+                    ret,
+                    retaddr,
+                }
+            },
+        )
 }
 
 fn fmt_ret(v: i64, style: u8) -> (String, RetStyle) {
     let u = v as u64;
-    let auto = if (-4095..0).contains(&v) { v.to_string() } else { format!("{u:#x}") };
+    let auto = if (-4095..0).contains(&v) {
+        v.to_string()
+    } else {
+        format!("{u:#x}")
+    };
     match style {
         0 => (format!("= {auto}"), RetStyle::Equals),
         1 => (format!("ret={u:#x}"), RetStyle::RetEq),

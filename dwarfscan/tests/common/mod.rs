@@ -1,0 +1,37 @@
+//! Helpers shared by the dwarfscan integration tests.
+#![allow(dead_code)]
+
+pub mod btf;
+
+use std::path::{Path, PathBuf};
+
+/// Scan `inputs` and open the resulting database in memory.
+pub fn scan_to_db(inputs: &[PathBuf]) -> (sigdb::Db, dwarfscan::Stats) {
+    let inputs: Vec<_> = inputs.iter().map(dwarfscan::Input::new).collect();
+    let mut r = dwarfscan::scan(&inputs, &dwarfscan::Options::default()).expect("scan");
+    let bytes = r.to_bytes().expect("serialize");
+    (sigdb::Db::from_bytes(bytes).expect("valid db"), r.stats)
+}
+
+/// The `.BTF` section of an ELF file, parsed into functions.
+pub fn btf_funcs_of(elf: &Path) -> Vec<btf::BtfFunc> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(elf).expect("read elf");
+    let file = object::File::parse(&*data).expect("parse elf");
+    let sec = file.section_by_name(".BTF").expect(".BTF section");
+    let b = sec.uncompressed_data().expect(".BTF data");
+    btf::Btf::parse(&b).expect("valid BTF").funcs()
+}
+
+/// The cache directory for decompressed test inputs (never under /work/shared).
+pub fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("DCG_KCACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dcg-kernels"));
+    base
+}
+
+/// Whether the opt-in kernel tests should run.
+pub fn kernel_tests_enabled() -> bool {
+    std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1")
+}

@@ -1,0 +1,126 @@
+//! The databases a command works with: `--db` files, or the store's entry for the running
+//! kernel (base plus module dbs). Lookups span all of them.
+
+use std::path::{Path, PathBuf};
+
+use sigdb::{Db, FuncFlags, Function};
+
+/// Errors finding or opening databases.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// A db file could not be read or is invalid.
+    #[error(transparent)]
+    Sigdb(#[from] sigdb::Error),
+    /// The store could not provide a db.
+    #[error(transparent)]
+    Store(#[from] loader::Error),
+    /// Reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// One or more open databases, searched in order.
+#[derive(Debug)]
+pub struct DbSet {
+    dbs: Vec<Db>,
+}
+
+impl DbSet {
+    /// Wrap already opened databases.
+    pub fn new(dbs: Vec<Db>) -> DbSet {
+        DbSet { dbs }
+    }
+
+    /// Open `--db` files: sigdb files, or ELF files carrying a `.dcg_sigdb` section.
+    pub fn open_paths(paths: &[PathBuf]) -> Result<DbSet, DbError> {
+        let mut dbs = Vec::new();
+        for p in paths {
+            dbs.push(open_one(p)?);
+        }
+        Ok(DbSet { dbs })
+    }
+
+    /// The given files, or when there are none the store's dbs for the running kernel.
+    pub fn resolve(paths: &[PathBuf]) -> Result<DbSet, DbError> {
+        if !paths.is_empty() {
+            return DbSet::open_paths(paths);
+        }
+        let installed = loader::Store::from_env()?.find_for_kernel()?;
+        Ok(DbSet {
+            dbs: installed.open()?,
+        })
+    }
+
+    /// The databases.
+    pub fn dbs(&self) -> &[Db] {
+        &self.dbs
+    }
+
+    /// Every function named `name` (source or symbol name), in db order.
+    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = Function<'a>> + 'a {
+        self.dbs.iter().flat_map(move |db| db.by_name(name))
+    }
+
+    /// The function containing `addr` in any module of any db.
+    pub fn by_addr(&self, addr: u64) -> Option<Function<'_>> {
+        self.dbs.iter().find_map(|db| db.by_addr_any(addr))
+    }
+
+    /// The function ftrace means by `name` (as kallsyms prints it, clones with their
+    /// suffix) in `module` (`None`: the kernel image or the only module).
+    ///
+    /// Among several matches it prefers: the right module, an exact symbol match, code
+    /// over inline-only records, then the first in db order.
+    pub fn find(&self, name: &str, module: Option<&str>) -> Option<Function<'_>> {
+        self.dbs
+            .iter()
+            .flat_map(|db| db.by_name(name))
+            .max_by_key(|f| {
+                let m = f.module().map(|m| m.name()).unwrap_or("");
+                let module_ok = match module {
+                    Some(want) => m == want,
+                    None => f
+                        .module()
+                        .is_none_or(|m| m.kind() != sigdb::ModuleKind::KernelModule),
+                };
+                (
+                    module_ok,
+                    f.symbol() == name,
+                    !f.flags().contains(FuncFlags::INLINE_ONLY),
+                    std::cmp::Reverse((f.index(), 0)),
+                )
+            })
+    }
+}
+
+fn open_one(path: &Path) -> Result<Db, DbError> {
+    let io = |source| DbError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut head = [0u8; 4];
+    {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let n = f.read(&mut head).map_err(io)?;
+        if n < 4 || !loader::blob::is_elf(&head) {
+            return Ok(Db::open(path)?);
+        }
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    let db = loader::extract_from_elf(path, &bytes)?;
+    Db::from_bytes(db)
+        .map_err(|e| match e {
+            sigdb::Error::Format { error, .. } => sigdb::Error::Format {
+                path: path.to_path_buf(),
+                error,
+            },
+            other => other,
+        })
+        .map_err(DbError::from)
+}
