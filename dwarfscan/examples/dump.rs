@@ -9,7 +9,11 @@ fn main() {
             continue;
         }
         let module = f.module().map(|m| m.name().to_string()).unwrap_or_default();
-        println!("{module} {:#x} {}", f.addr(), dwarfscan::render::render_function(&f));
+        println!(
+            "{module} {:#x} {}",
+            f.addr(),
+            dwarfscan::render::render_function(&f)
+        );
         if !names.is_empty() {
             for c in f.inlined_into().take(10) {
                 println!("    inlined into {}", c.name());

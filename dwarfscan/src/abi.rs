@@ -122,10 +122,18 @@ mod tests {
                 Location::Stack(8),
             ]
         );
-        let locs = expected_locations(ArgClass::Memory(24), &[int, ArgClass::Sse(1), ArgClass::Memory(24), int]);
+        let locs = expected_locations(
+            ArgClass::Memory(24),
+            &[int, ArgClass::Sse(1), ArgClass::Memory(24), int],
+        );
         assert_eq!(
             locs,
-            vec![Location::Reg(4), Location::Reg(17), Location::Stack(0), Location::Reg(1)]
+            vec![
+                Location::Reg(4),
+                Location::Reg(17),
+                Location::Stack(0),
+                Location::Reg(1)
+            ]
         );
         assert_eq!(classify(TypeKind::Float, 16), ArgClass::Memory(16));
         assert_eq!(classify(TypeKind::Struct, 16), ArgClass::Integer(2));

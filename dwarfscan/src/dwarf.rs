@@ -27,7 +27,10 @@ impl<'s> FileDwarf<'s> {
     /// Load the sections of `elf` and list the units.
     pub fn new(elf: &'s ElfInfo<'_>) -> Result<FileDwarf<'s>, gimli::Error> {
         let dwarf = gimli::Dwarf::load(|id| -> Result<R<'s>, gimli::Error> {
-            Ok(gimli::EndianSlice::new(elf.section(id), gimli::LittleEndian))
+            Ok(gimli::EndianSlice::new(
+                elf.section(id),
+                gimli::LittleEndian,
+            ))
         })?;
         let mut headers = Vec::new();
         let mut iter = dwarf.units();
@@ -97,7 +100,10 @@ impl<'a, 's> Units<'a, 's> {
             self.foreign.insert(idx, Box::new(unit));
         }
         let unit = &self.foreign[&idx];
-        Ok((unit, gimli::UnitOffset((off - self.file.starts[idx]) as usize)))
+        Ok((
+            unit,
+            gimli::UnitOffset((off - self.file.starts[idx]) as usize),
+        ))
     }
 }
 
@@ -176,9 +182,7 @@ pub struct Die<'s> {
 
 fn global_ref(unit: &Unit<'_>, v: &AttributeValue<R<'_>>) -> Option<u64> {
     match *v {
-        AttributeValue::UnitRef(o) => o
-            .to_debug_info_offset(&unit.header)
-            .map(|d| d.0 as u64),
+        AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header).map(|d| d.0 as u64),
         AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
         _ => None,
     }
@@ -287,14 +291,12 @@ impl<'s> Die<'s> {
             dw::DW_AT_low_pc => self.low_pc = dwarf.attr_address(unit, value).ok().flatten(),
             dw::DW_AT_entry_pc => self.entry_pc = dwarf.attr_address(unit, value).ok().flatten(),
             dw::DW_AT_high_pc => {
-                self.high_pc = match dwarf.attr_address(unit, value.clone()).ok().flatten() {
+                self.high_pc = match dwarf.attr_address(unit, value).ok().flatten() {
                     Some(a) => HighPc::Addr(a),
                     None => value.udata_value().map_or(HighPc::None, HighPc::Size),
                 }
             }
-            dw::DW_AT_ranges => {
-                self.ranges = dwarf.attr_ranges_offset(unit, value).ok().flatten()
-            }
+            dw::DW_AT_ranges => self.ranges = dwarf.attr_ranges_offset(unit, value).ok().flatten(),
             dw::DW_AT_decl_file => {
                 self.decl_file = match value {
                     AttributeValue::FileIndex(i) => Some(i),

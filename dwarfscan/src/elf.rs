@@ -110,8 +110,8 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
     if data[5] != elf::ELFDATA2LSB {
         return Err(unsupported("big-endian ELF is not supported"));
     }
-    let file = File64::parse(data)
-        .map_err(|e| ScanError::unsupported(path, format!("bad ELF: {e}")))?;
+    let file =
+        File64::parse(data).map_err(|e| ScanError::unsupported(path, format!("bad ELF: {e}")))?;
     let endian = file.endian();
     let header = file.elf_header();
     let machine = header.e_machine(endian);
@@ -153,9 +153,7 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
         t => return Err(unsupported(&format!("ELF type {t} is not supported"))),
     };
 
-    let info = file
-        .section_by_name(".debug_info")
-        .filter(|s| s.size() > 0);
+    let info = file.section_by_name(".debug_info").filter(|s| s.size() > 0);
     if info.is_none() {
         let hint = file
             .gnu_debuglink()
@@ -179,7 +177,8 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
     } else {
         HashMap::new()
     };
-    let section_base = |idx: Option<SectionIndex>| idx.and_then(|i| bases.get(&i).copied()).unwrap_or(0);
+    let section_base =
+        |idx: Option<SectionIndex>| idx.and_then(|i| bases.get(&i).copied()).unwrap_or(0);
 
     let mut skipped_relocations = 0;
     let mut sections = HashMap::new();
@@ -328,7 +327,9 @@ fn relocate<'a>(
         } else {
             0
         };
-        let value = symval.wrapping_add(r.addend() as u64).wrapping_add(implicit as u64);
+        let value = symval
+            .wrapping_add(r.addend() as u64)
+            .wrapping_add(implicit as u64);
         place.copy_from_slice(&value.to_le_bytes()[..width]);
     }
     Cow::Owned(out)
@@ -347,7 +348,11 @@ fn read_mcount(
         let data = sec.uncompressed_data().ok()?;
         relocate(file, &sec, data, section_base, skipped)
     } else {
-        let sym = |n: &str| file.symbols().find(|s| s.name() == Ok(n)).map(|s| s.address());
+        let sym = |n: &str| {
+            file.symbols()
+                .find(|s| s.name() == Ok(n))
+                .map(|s| s.address())
+        };
         let start = sym("__start_mcount_loc")?;
         let stop = sym("__stop_mcount_loc")?;
         if stop <= start {

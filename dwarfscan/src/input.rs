@@ -198,7 +198,10 @@ mod tests {
     #[test]
     fn module_names() {
         assert_eq!(module_name(Path::new("/x/binfmt_misc.ko")), "binfmt_misc");
-        assert_eq!(module_name(Path::new("a/snd-hda-intel.ko.zst")), "snd_hda_intel");
+        assert_eq!(
+            module_name(Path::new("a/snd-hda-intel.ko.zst")),
+            "snd_hda_intel"
+        );
         assert_eq!(module_name(Path::new("x-y.ko.xz")), "x_y");
         assert_eq!(module_name(Path::new("x-y.ko.gz")), "x_y");
         assert!(is_module_name("a.ko.gz"));

@@ -335,7 +335,11 @@ fn check_units(path: &Path, fd: &FileDwarf<'_>, cus: &[CuResult]) -> Result<(), 
             hint: " (.debug_info has no units)".into(),
         });
     }
-    if !cus.is_empty() && cus.iter().all(|c| c.stats.units == 0 && c.stats.units_skipped > 0) {
+    if !cus.is_empty()
+        && cus
+            .iter()
+            .all(|c| c.stats.units == 0 && c.stats.units_skipped > 0)
+    {
         return Err(ScanError::dwarf(path, "no compilation unit could be read"));
     }
     Ok(())
@@ -359,9 +363,10 @@ fn scan_small(
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
     let name = match (name, elf.kind) {
-        (Some(n), ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object) => {
-            n.to_string()
-        }
+        (
+            Some(n),
+            ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object,
+        ) => n.to_string(),
         _ => module_name_for(path, elf.kind),
     };
     Ok(SmallFile {
@@ -388,9 +393,10 @@ fn scan_big(
     state.stats.t_load += t.elapsed();
     opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
     let name = match (name, elf.kind) {
-        (Some(n), ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object) => {
-            n.to_string()
-        }
+        (
+            Some(n),
+            ElfKind::Executable | ElfKind::Pie | ElfKind::SharedLibrary | ElfKind::Object,
+        ) => n.to_string(),
         _ => module_name_for(path, elf.kind),
     };
     let module = state.add_module(name, &elf);
@@ -457,7 +463,11 @@ fn scan_big(
                     Err(UnitError::Dwarf(_)) => state.stats.units_skipped += 1,
                 }
                 want += 1;
-                let upto = if want < n { fd.starts[want] } else { info.len() as u64 };
+                let upto = if want < n {
+                    fd.starts[want]
+                } else {
+                    info.len() as u64
+                };
                 dropper.drop_below(upto as usize);
                 merge_time += tm.elapsed();
             }

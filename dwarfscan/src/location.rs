@@ -30,7 +30,7 @@ pub fn at_entry<'s>(
     match value {
         AttributeValue::Exprloc(e) => expression(unit.encoding(), e, frame_base_cfa),
         _ => {
-            let Ok(Some(mut iter)) = dwarf.attr_locations(unit, value.clone()) else {
+            let Ok(Some(mut iter)) = dwarf.attr_locations(unit, *value) else {
                 return EntryLoc::At(Location::Unknown);
             };
             loop {
@@ -59,7 +59,7 @@ pub fn expression(
         return EntryLoc::At(Location::OptimizedOut);
     }
     let mut ops = Vec::with_capacity(4);
-    let mut iter = expr.clone().operations(encoding);
+    let mut iter = (*expr).operations(encoding);
     loop {
         match iter.next() {
             Ok(Some(op)) => {
@@ -88,7 +88,9 @@ pub fn expression(
                 return EntryLoc::Abi;
             }
         }
-        [Operation::RegisterOffset { register, offset, .. }] if register.0 == RSP => {
+        [Operation::RegisterOffset {
+            register, offset, ..
+        }] if register.0 == RSP => {
             // At entry the CFA is rsp + 8.
             stack(offset - 8)
         }
@@ -100,11 +102,14 @@ pub fn expression(
                 _ => Location::Unknown,
             }
         }
-        [Operation::UnsignedConstant { value }, Operation::StackValue] => match i32::try_from(*value) {
-            Ok(v) => Location::Const(v),
-            Err(_) => Location::Unknown,
-        },
-        [Operation::SignedConstant { value }, Operation::StackValue] => match i32::try_from(*value) {
+        [Operation::UnsignedConstant { value }, Operation::StackValue] => {
+            match i32::try_from(*value) {
+                Ok(v) => Location::Const(v),
+                Err(_) => Location::Unknown,
+            }
+        }
+        [Operation::SignedConstant { value }, Operation::StackValue] => match i32::try_from(*value)
+        {
             Ok(v) => Location::Const(v),
             Err(_) => Location::Unknown,
         },

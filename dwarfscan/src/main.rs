@@ -79,7 +79,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     }
     if args.stats {
         eprint!("{}", result.stats.report());
-        eprintln!("time total:           {:.3} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "time total:           {:.3} s",
+            start.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

@@ -92,7 +92,8 @@ impl Merger {
                     return i;
                 }
                 let i = self.pending_funcs.len();
-                self.pending_funcs.push((key.clone(), Self::desc(module, f, &map)));
+                self.pending_funcs
+                    .push((key.clone(), Self::desc(module, f, &map)));
                 self.pending.insert(key, i);
                 i
             })

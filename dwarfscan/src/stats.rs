@@ -137,9 +137,17 @@ impl Stats {
         let _ = writeln!(s, "files:                {}", self.files);
         let _ = writeln!(s, "input bytes:          {}", self.input_bytes);
         let _ = writeln!(s, ".debug_info bytes:    {}", self.debug_info_bytes);
-        let _ = writeln!(s, "compilation units:    {} (+{} skipped)", self.units, self.units_skipped);
+        let _ = writeln!(
+            s,
+            "compilation units:    {} (+{} skipped)",
+            self.units, self.units_skipped
+        );
         let _ = writeln!(s, "DIEs visited:         {}", self.dies);
-        let _ = writeln!(s, "function records:     {} (unique in db: {})", self.functions, self.db_functions);
+        let _ = writeln!(
+            s,
+            "function records:     {} (unique in db: {})",
+            self.functions, self.db_functions
+        );
         let _ = writeln!(s, "  without flags:      {}", self.plain);
         for (flag, name) in FuncFlags::NAMES {
             let i = flag.bits().trailing_zeros() as usize;
@@ -149,7 +157,12 @@ impl Stats {
         }
         let _ = writeln!(s, "subprograms skipped:");
         for r in SkipReason::ALL {
-            let _ = writeln!(s, "  {:<42} {}", format!("{}:", r.as_str()), self.skipped[r as usize]);
+            let _ = writeln!(
+                s,
+                "  {:<42} {}",
+                format!("{}:", r.as_str()),
+                self.skipped[r as usize]
+            );
         }
         let _ = writeln!(s, "inlined instances:    {}", self.inlined_instances);
         let _ = writeln!(s, "inline edges (per CU): {}", self.inline_edges);
@@ -159,10 +172,26 @@ impl Stats {
         }
         let _ = writeln!(s, "types (builder):      {}", self.db_types);
         let _ = writeln!(s, "db bytes:             {}", self.db_bytes);
-        let _ = writeln!(s, "time load:            {:.3} s", self.t_load.as_secs_f64());
-        let _ = writeln!(s, "time scan:            {:.3} s", self.t_scan.as_secs_f64());
-        let _ = writeln!(s, "time merge:           {:.3} s", self.t_merge.as_secs_f64());
-        let _ = writeln!(s, "time write:           {:.3} s", self.t_write.as_secs_f64());
+        let _ = writeln!(
+            s,
+            "time load:            {:.3} s",
+            self.t_load.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "time scan:            {:.3} s",
+            self.t_scan.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "time merge:           {:.3} s",
+            self.t_merge.as_secs_f64()
+        );
+        let _ = writeln!(
+            s,
+            "time write:           {:.3} s",
+            self.t_write.as_secs_f64()
+        );
         s
     }
 }

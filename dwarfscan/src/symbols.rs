@@ -120,9 +120,24 @@ mod tests {
     #[test]
     fn best_symbol() {
         let s = Symbols::new(vec![
-            Symbol { name: "a_alias", addr: 16, size: 4, local: false },
-            Symbol { name: "a.isra.0", addr: 16, size: 4, local: true },
-            Symbol { name: "b", addr: 32, size: 4, local: false },
+            Symbol {
+                name: "a_alias",
+                addr: 16,
+                size: 4,
+                local: false,
+            },
+            Symbol {
+                name: "a.isra.0",
+                addr: 16,
+                size: 4,
+                local: true,
+            },
+            Symbol {
+                name: "b",
+                addr: 32,
+                size: 4,
+                local: false,
+            },
         ]);
         assert_eq!(s.best(16, "a").unwrap().name, "a.isra.0");
         assert_eq!(s.best(32, "b").unwrap().name, "b");

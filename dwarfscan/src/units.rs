@@ -222,15 +222,17 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
             }
             (Some(_), dw::DW_TAG_subprogram) => {
                 // No code: read on demand when something refers to it.
-                res.stats.skip(if abbrev
-                    .attributes()
-                    .iter()
-                    .any(|s| s.name() == dw::DW_AT_declaration)
-                {
-                    SkipReason::Declaration
-                } else {
-                    SkipReason::NoCode
-                });
+                res.stats.skip(
+                    if abbrev
+                        .attributes()
+                        .iter()
+                        .any(|s| s.name() == dw::DW_AT_declaration)
+                    {
+                        SkipReason::Declaration
+                    } else {
+                        SkipReason::NoCode
+                    },
+                );
                 consumed = false;
                 Frame::Skip
             }
@@ -377,7 +379,9 @@ impl<'s> Builder<'_, 's, '_> {
         let mut cur = idx;
         for _ in 0..8 {
             let d = &self.sps[cur].die;
-            let Some(next) = d.origin.or(d.spec) else { break };
+            let Some(next) = d.origin.or(d.spec) else {
+                break;
+            };
             let Some(n) = self.sp(next) else { break };
             if chain.contains(&n) {
                 break;
@@ -393,7 +397,13 @@ impl<'s> Builder<'_, 's, '_> {
         let Ok((unit, _)) = self.units.locate(die_off) else {
             return String::new();
         };
-        let key = (unit.header.offset().as_debug_info_offset().map_or(0, |o| o.0 as u64), file_idx);
+        let key = (
+            unit.header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0 as u64),
+            file_idx,
+        );
         if let Some(s) = self.files.get(&key) {
             return s.clone();
         }
@@ -430,7 +440,13 @@ impl<'s> Builder<'_, 's, '_> {
     /// Name, return type, parameters (name, type, concrete DIE index) and flags common to
     /// the whole chain.
     fn signature(&mut self, chain: &[usize]) -> Signature<'s> {
-        let first = |f: &dyn Fn(&Die<'s>) -> bool| chain.iter().map(|&i| &self.sps[i].die).find(|d| f(d)).cloned();
+        let first = |f: &dyn Fn(&Die<'s>) -> bool| {
+            chain
+                .iter()
+                .map(|&i| &self.sps[i].die)
+                .find(|d| f(d))
+                .cloned()
+        };
         let name = first(&|d| d.name.is_some()).map(|d| text(d.name));
         let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
         let mut flags = FuncFlags::empty();
@@ -438,10 +454,16 @@ impl<'s> Builder<'_, 's, '_> {
         if chain.iter().any(|&i| self.sps[i].variadic) {
             flags |= FuncFlags::VARIADIC;
         }
-        if chain.iter().any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3))) {
+        if chain
+            .iter()
+            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
+        {
             flags |= FuncFlags::DECLARED_INLINE;
         }
-        if chain.iter().any(|&i| self.sps[i].die.cc == Some(dw::DW_CC_nocall.0)) {
+        if chain
+            .iter()
+            .any(|&i| self.sps[i].die.cc == Some(dw::DW_CC_nocall.0))
+        {
             flags |= FuncFlags::NOCALL;
         }
         let ret = self.types.convert(&mut self.units, ret_off);
@@ -455,7 +477,10 @@ impl<'s> Builder<'_, 's, '_> {
             .find(|&i| !self.sps[i].params.is_empty());
         let mut params: Vec<(Die<'s>, Option<Die<'s>>)> = Vec::new();
         match abstract_idx {
-            Some(a) if self.sps[concrete].die.origin.is_some() || self.sps[concrete].params.is_empty() => {
+            Some(a)
+                if self.sps[concrete].die.origin.is_some()
+                    || self.sps[concrete].params.is_empty() =>
+            {
                 let cparams = &self.sps[concrete].params;
                 let mut used = vec![false; cparams.len()];
                 for ap in &self.sps[a].params {
@@ -521,7 +546,10 @@ impl<'s> Builder<'_, 's, '_> {
             let ranges = if orphan {
                 // The address comes from the unique ELF symbol of that name.
                 let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
-                let syms = name.as_deref().map(|n| ctx.symbols.named(n)).unwrap_or_default();
+                let syms = name
+                    .as_deref()
+                    .map(|n| ctx.symbols.named(n))
+                    .unwrap_or_default();
                 match syms.as_slice() {
                     [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
                     _ => {
@@ -620,8 +648,13 @@ impl<'s> Builder<'_, 's, '_> {
                 let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
                     continue;
                 };
-                let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE) | suffix_flags(s.name) | FuncFlags::COLD;
-                cflags.set(FuncFlags::STATIC, s.local || flags.contains(FuncFlags::STATIC));
+                let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
+                    | suffix_flags(s.name)
+                    | FuncFlags::COLD;
+                cflags.set(
+                    FuncFlags::STATIC,
+                    s.local || flags.contains(FuncFlags::STATIC),
+                );
                 let cparams = params
                     .iter()
                     .map(|p| LParam {
@@ -647,7 +680,9 @@ impl<'s> Builder<'_, 's, '_> {
         let mut seen: HashSet<(Callee, u32)> = HashSet::new();
         let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
         for &(origin, owner) in inlined {
-            let Some(&caller) = func_of_sp.get(&owner) else { continue };
+            let Some(&caller) = func_of_sp.get(&owner) else {
+                continue;
+            };
             let callee = match by_origin.get(&origin) {
                 Some(&f) => Callee::Local(f),
                 None => {
@@ -678,7 +713,9 @@ impl<'s> Builder<'_, 's, '_> {
         let chain = self.chain(idx);
         let sig = self.signature(&chain);
         let name = sig.name.clone()?;
-        let identity = self.identity(&chain, &name).unwrap_or((name.clone(), String::new(), 0));
+        let identity = self
+            .identity(&chain, &name)
+            .unwrap_or((name.clone(), String::new(), 0));
         let mut flags = sig.flags | FuncFlags::INLINE_ONLY;
         if !sig.external {
             flags |= FuncFlags::STATIC;
@@ -751,7 +788,11 @@ impl<'s> Builder<'_, 's, '_> {
             abi::classify(r.kind, r.size)
         };
         let ret_class = class_of(&self.types, sig.ret);
-        let classes: Vec<_> = sig.params.iter().map(|(_, t, _)| class_of(&self.types, *t)).collect();
+        let classes: Vec<_> = sig
+            .params
+            .iter()
+            .map(|(_, t, _)| class_of(&self.types, *t))
+            .collect();
         let expected = abi::expected_locations(ret_class, &classes);
         let dwarf = &self.units.file.dwarf;
         let unit = self.units.cur;
@@ -765,12 +806,16 @@ impl<'s> Builder<'_, 's, '_> {
                     _ if abi_only => exp,
                     None => Location::OptimizedOut,
                     Some(c) => match &c.location {
-                        Some(v) => match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
-                            EntryLoc::At(l) => l,
-                            EntryLoc::Abi => exp,
-                        },
+                        Some(v) => {
+                            match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
+                                EntryLoc::At(l) => l,
+                                EntryLoc::Abi => exp,
+                            }
+                        }
                         None => match c.const_value {
-                            Some((v, _)) => i32::try_from(v).map_or(Location::Unknown, Location::Const),
+                            Some((v, _)) => {
+                                i32::try_from(v).map_or(Location::Unknown, Location::Const)
+                            }
                             None => Location::OptimizedOut,
                         },
                     },

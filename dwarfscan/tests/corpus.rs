@@ -45,21 +45,36 @@ impl Variant {
 }
 
 fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Compile `v` into `dir`; the files to scan, or None when the compiler refuses the
 /// variant (e.g. no zstd support).
 fn build(v: &Variant, dir: &Path) -> Option<Vec<PathBuf>> {
     let src: Vec<PathBuf> = SOURCES.iter().map(|s| corpus_dir().join(s)).collect();
-    let mut common_args: Vec<String> = vec![v.opt.into(), v.dwarf.into(), "-fno-omit-frame-pointer".into()];
+    let mut common_args: Vec<String> = vec![
+        v.opt.into(),
+        v.dwarf.into(),
+        "-fno-omit-frame-pointer".into(),
+    ];
     if let Some(gz) = v.gz {
         common_args.push(gz.into());
     }
     let run = |args: &[String]| -> bool {
-        let out = Command::new(v.cc).args(args).output().expect("run compiler");
+        let out = Command::new(v.cc)
+            .args(args)
+            .output()
+            .expect("run compiler");
         if !out.status.success() {
-            eprintln!("{} {:?}: {}", v.cc, args, String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "{} {:?}: {}",
+                v.cc,
+                args,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         out.status.success()
     };
@@ -69,7 +84,12 @@ fn build(v: &Variant, dir: &Path) -> Option<Vec<PathBuf>> {
             for s in &src {
                 let o = dir.join(format!("{}.o", s.file_stem()?.to_string_lossy()));
                 let mut a = common_args.clone();
-                a.extend(["-c".into(), s.display().to_string(), "-o".into(), o.display().to_string()]);
+                a.extend([
+                    "-c".into(),
+                    s.display().to_string(),
+                    "-o".into(),
+                    o.display().to_string(),
+                ]);
                 if !run(&a) {
                     return None;
                 }
@@ -106,11 +126,29 @@ fn variants() -> Vec<Variant> {
         for opt in ["-O0", "-O2"] {
             for dwarf in ["-gdwarf-4", "-gdwarf-5"] {
                 for kind in [Kind::Exe, Kind::Pie, Kind::Shared, Kind::Obj] {
-                    v.push(Variant { cc, opt, dwarf, gz: None, kind });
+                    v.push(Variant {
+                        cc,
+                        opt,
+                        dwarf,
+                        gz: None,
+                        kind,
+                    });
                 }
                 for gz in ["-gz=zlib", "-gz=zstd"] {
-                    v.push(Variant { cc, opt, dwarf, gz: Some(gz), kind: Kind::Obj });
-                    v.push(Variant { cc, opt, dwarf, gz: Some(gz), kind: Kind::Exe });
+                    v.push(Variant {
+                        cc,
+                        opt,
+                        dwarf,
+                        gz: Some(gz),
+                        kind: Kind::Obj,
+                    });
+                    v.push(Variant {
+                        cc,
+                        opt,
+                        dwarf,
+                        gz: Some(gz),
+                        kind: Kind::Exe,
+                    });
                 }
             }
         }
@@ -133,7 +171,12 @@ fn render(db: &sigdb::Db) -> String {
 /// The source-level signature of a function (no locations, no flags).
 fn source_sig(f: &sigdb::Function<'_>) -> String {
     let params: Vec<String> = f.params().map(|p| p.ty().declare(p.name())).collect();
-    format!("{} -> {} ({})", f.name(), f.ret().display(), params.join(", "))
+    format!(
+        "{} -> {} ({})",
+        f.name(),
+        f.ret().display(),
+        params.join(", ")
+    )
 }
 
 /// Externally visible functions whose signature must be the same in every variant.
@@ -144,13 +187,22 @@ const STABLE: [(&str, &str); 16] = [
     ("ret_u16", "ret_u16 -> u16 (u16 v)"),
     ("ret_int", "ret_int -> int (int a, int b)"),
     ("ret_long", "ret_long -> long int (long int a)"),
-    ("ret_unsigned", "ret_unsigned -> unsigned int (unsigned int a)"),
+    (
+        "ret_unsigned",
+        "ret_unsigned -> unsigned int (unsigned int a)",
+    ),
     ("ret_enum", "ret_enum -> enum color (enum sign s)"),
-    ("ret_ptr", "ret_ptr -> const char * (const char *s, size_t n)"),
+    (
+        "ret_ptr",
+        "ret_ptr -> const char * (const char *s, size_t n)",
+    ),
     ("call_cb", "call_cb -> int (callback_t cb, void *arg)"),
     ("by_value", "by_value -> int (struct small s, struct big b)"),
     ("ret_big", "ret_big -> struct big (long int v)"),
-    ("seven", "seven -> int (int a, int b, int c, int d, int e, int f, int g)"),
+    (
+        "seven",
+        "seven -> int (int a, int b, int c, int d, int e, int f, int g)",
+    ),
     ("mixed", "mixed -> double (int a, double d, float f)"),
     ("with_typedef", "with_typedef -> gfp_t (gfp_t flags)"),
     ("sum", "sum -> int (int n)"),
@@ -179,11 +231,22 @@ fn corpus_all_variants() {
         let norm = |s: &str| s.replace("long int", "long");
         for (name, want) in STABLE {
             let got: Vec<String> = db.by_name(name).map(|f| norm(&source_sig(&f))).collect();
-            assert!(got.iter().any(|g| *g == norm(want)), "{}: {name}: got {got:?}\n{text}", v.tag());
+            assert!(
+                got.iter().any(|g| *g == norm(want)),
+                "{}: {name}: got {got:?}\n{text}",
+                v.tag()
+            );
         }
         // Two distinct static functions called same_name.
-        let same: Vec<String> = db.by_name("same_name").map(|f| norm(&source_sig(&f))).collect();
-        assert!(same.contains(&"same_name -> int (int x)".to_string()), "{}: {same:?}", v.tag());
+        let same: Vec<String> = db
+            .by_name("same_name")
+            .map(|f| norm(&source_sig(&f)))
+            .collect();
+        assert!(
+            same.contains(&"same_name -> int (int x)".to_string()),
+            "{}: {same:?}",
+            v.tag()
+        );
         assert!(
             same.contains(&"same_name -> long (long x, long y)".to_string()),
             "{}: {same:?}",
@@ -197,24 +260,51 @@ fn corpus_all_variants() {
             "{}",
             v.tag()
         );
-        assert!(e.flags().is_empty() || v.kind == Kind::Obj || e.flags() == sigdb::FuncFlags::NOTRACE);
+        assert!(
+            e.flags().is_empty() || v.kind == Kind::Obj || e.flags() == sigdb::FuncFlags::NOTRACE
+        );
         let s = db.by_name("sum").next().unwrap();
-        assert!(s.flags().contains(sigdb::FuncFlags::VARIADIC), "{}", v.tag());
+        assert!(
+            s.flags().contains(sigdb::FuncFlags::VARIADIC),
+            "{}",
+            v.tag()
+        );
         if v.cc == "gcc" && v.opt == "-O2" {
             // The inline-only helper and its callers.
             let io: Vec<_> = db.by_name("inline_only_add").collect();
             assert!(
-                io.iter().any(|f| f.flags().contains(sigdb::FuncFlags::INLINE_ONLY)
-                    && f.inlined_into().any(|c| c.name() == "uses_inline")),
+                io.iter()
+                    .any(|f| f.flags().contains(sigdb::FuncFlags::INLINE_ONLY)
+                        && f.inlined_into().any(|c| c.name() == "uses_inline")),
                 "{}: {text}",
                 v.tag()
             );
             // GCC clones at -O2.
-            let flags = |n: &str| db.by_name(n).fold(sigdb::FuncFlags::empty(), |a, f| a | f.flags());
-            assert!(flags("isra_target").intersects(sigdb::FuncFlags::CLONE_ISRA | sigdb::FuncFlags::CLONE_CONSTPROP), "{}: {text}", v.tag());
-            assert!(flags("constprop_target").contains(sigdb::FuncFlags::CLONE_CONSTPROP), "{}: {text}", v.tag());
-            assert!(flags("part_target").contains(sigdb::FuncFlags::PART), "{}: {text}", v.tag());
-            assert!(flags("cold_split").contains(sigdb::FuncFlags::COLD), "{}: {text}", v.tag());
+            let flags = |n: &str| {
+                db.by_name(n)
+                    .fold(sigdb::FuncFlags::empty(), |a, f| a | f.flags())
+            };
+            assert!(
+                flags("isra_target")
+                    .intersects(sigdb::FuncFlags::CLONE_ISRA | sigdb::FuncFlags::CLONE_CONSTPROP),
+                "{}: {text}",
+                v.tag()
+            );
+            assert!(
+                flags("constprop_target").contains(sigdb::FuncFlags::CLONE_CONSTPROP),
+                "{}: {text}",
+                v.tag()
+            );
+            assert!(
+                flags("part_target").contains(sigdb::FuncFlags::PART),
+                "{}: {text}",
+                v.tag()
+            );
+            assert!(
+                flags("cold_split").contains(sigdb::FuncFlags::COLD),
+                "{}: {text}",
+                v.tag()
+            );
         }
         if v.cc == "gcc" && v.dwarf == "-gdwarf-5" && v.gz.is_none() && v.kind == Kind::Exe {
             insta::assert_snapshot!(format!("corpus-{}", v.tag()), text);
@@ -233,7 +323,13 @@ fn corpus_pahole_oracle() {
     let tmp = tempfile::tempdir().unwrap();
     for opt in ["-O0", "-O2"] {
         for dwarf in ["-gdwarf-4", "-gdwarf-5"] {
-            let v = Variant { cc: "gcc", opt, dwarf, gz: None, kind: Kind::Exe };
+            let v = Variant {
+                cc: "gcc",
+                opt,
+                dwarf,
+                gz: None,
+                kind: Kind::Exe,
+            };
             let dir = tmp.path().join(v.tag());
             std::fs::create_dir_all(&dir).unwrap();
             let files = build(&v, &dir).expect("build");
@@ -244,10 +340,19 @@ fn corpus_pahole_oracle() {
                 .arg(&files[0])
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "pahole: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "pahole: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let btf = std::fs::read(&btf_path).unwrap();
             let funcs = common::btf::Btf::parse(&btf).expect("BTF").funcs();
-            assert!(funcs.len() >= 15, "{}: only {} BTF functions", v.tag(), funcs.len());
+            assert!(
+                funcs.len() >= 15,
+                "{}: only {} BTF functions",
+                v.tag(),
+                funcs.len()
+            );
             let (db, _) = common::scan_to_db(&files);
             let a = common::btf::compare(&funcs, &db);
             eprint!("{}: {}", v.tag(), a.report());

@@ -63,7 +63,11 @@ fn testkernel_vmlinux_and_modules() {
     );
     let f = db.by_name("bm_status_write").next().unwrap();
     assert_eq!(f.module().unwrap().name(), "binfmt_misc");
-    assert_eq!(f.addr(), 0xe50, "module functions are laid out with .text at 0");
+    assert_eq!(
+        f.addr(),
+        0xe50,
+        "module functions are laid out with .text at 0"
+    );
 
     let btf = common::btf_funcs_of(&vmlinux);
     let a = common::btf::compare(&btf, &db);
@@ -79,7 +83,9 @@ fn debian_kernel() -> Option<PathBuf> {
     if !out.status.success() {
         return None;
     }
-    Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    Some(PathBuf::from(
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
 }
 
 #[test]

@@ -335,6 +335,12 @@ fn str_at(strings: &[u8], off: u32) -> Option<&str> {
     std::str::from_utf8(&tail[..end]).ok()
 }
 
+/// The bytes of the NUL-terminated string at `off` (empty when out of range).
+fn cstr_bytes(strings: &[u8], off: u32) -> &[u8] {
+    let tail = strings.get(off as usize..).unwrap_or(&[]);
+    &tail[..tail.iter().position(|&b| b == 0).unwrap_or(tail.len())]
+}
+
 /// Compare the NUL-terminated string at `off` with `key`, without scanning for the NUL
 /// first: the terminator sorts below every other byte, as a shorter prefix does.
 fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
@@ -606,8 +612,8 @@ impl<'a> Validator<'a> {
                 return self.err(Names, i, "function out of bounds");
             }
             if i > 0 {
-                let prev = str_at(strings, names[i - 1].name.get()).unwrap_or("");
-                if cmp_cstr(strings, n.name.get(), prev.as_bytes()) == Ordering::Less {
+                let prev = cstr_bytes(strings, names[i - 1].name.get());
+                if cmp_cstr(strings, n.name.get(), prev) == Ordering::Less {
                     return fail(
                         self.sections[Names as usize].0 + i * 8,
                         FormatErrorKind::NotSorted("names"),

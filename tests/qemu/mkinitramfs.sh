@@ -167,6 +167,7 @@ while read -r m; do
   insmod "$m" || echo "dcg-init: insmod $m failed"
 done < /dcg/modules
 cd /
+echo  # SeaBIOS leaves the cursor mid-line: start the marker on a line of its own
 echo "DCG-GUEST-START"
 /bin/sh /dcg/guest.sh &
 pid=$!

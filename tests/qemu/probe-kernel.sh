@@ -43,6 +43,6 @@ if [ "$rc" != 0 ]; then cp "$tmp/console.log" "$out.console"; die "guest failed 
   echo "#   (qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 1024, append \"console=ttyS0 quiet panic=-1 oops=panic\")"
   echo "# $(grep '^run-guest:' "$tmp/run.err" | tail -1)"
   echo "# sections: =====BEGIN name===== ... =====END name=====; guest output verbatim below"
-  sed -n '/^DCG-GUEST-START$/,/^DCG-GUEST-EXIT=/p' "$tmp/console.log"
+  sed -n '/DCG-GUEST-START$/,/DCG-GUEST-EXIT=/{s/^.*DCG-GUEST-START$/DCG-GUEST-START/;p}' "$tmp/console.log"
 } > "$out"
 echo "$out"

@@ -14,13 +14,14 @@
 #                   dcg.timeout=SECS (guest script limit), dcg.printk=N (console loglevel)
 #   --log FILE      also keep the console output (CR stripped) in FILE
 #
-# The serial console is streamed to stdout (CR stripped). stdin is never read (qemu gets
+# The serial console is streamed to stdout (CR and SeaBIOS' terminal escapes stripped). stdin is never read (qemu gets
 # /dev/null), so this works in CI and does not put a terminal into raw mode.
 # Exit status: the guest script's, parsed from the last "DCG-GUEST-EXIT=<rc>" line;
 # 124 when the wall timeout hit; 125 when the marker is missing (panic, crash, bad init);
 # 2 on usage errors. No KVM: the reference says KVM fails on newer kernels on these hosts.
 # Env: DCG_QEMU  qemu binary (default qemu-system-x86_64)
 set -euo pipefail
+shopt -s extglob
 
 die() { echo "run-guest: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0" >&2; exit 2; }
@@ -77,9 +78,10 @@ while :; do
   if [ "$left" -le 0 ]; then [ -n "$marker_at" ] || timed_out=1; break; fi
   if IFS= read -r -t "$left" line <&3; then
     line=${line%$'\r'}
+    line=${line//$'\e'\[*([0-9;?])[a-zA-Z]/}; line=${line//$'\e'c/}   # SeaBIOS escapes
     printf '%s\n' "$line"; printf '%s\n' "$line" >> "$console"
     case "$line" in
-      DCG-GUEST-EXIT=*) marker_at=$EPOCHREALTIME
+      *DCG-GUEST-EXIT=*) marker_at=$EPOCHREALTIME
         [ $((SECONDS + 10)) -ge "$deadline" ] || deadline=$((SECONDS + 10)) ;;
     esac
   else
@@ -105,7 +107,7 @@ if [ "$timed_out" = 1 ]; then
   echo "run-guest: timeout after ${timeout}s, qemu killed" >&2
   exit 124
 fi
-rc=$(sed -n 's/^DCG-GUEST-EXIT=\([0-9][0-9]*\)$/\1/p' "$console" | tail -1)
+rc=$(sed -n 's/^.*DCG-GUEST-EXIT=\([0-9][0-9]*\)$/\1/p' "$console" | tail -1)
 if [ -z "$rc" ]; then
   echo "run-guest: no DCG-GUEST-EXIT marker (qemu status $qst, ${secs}s): guest crashed or init failed" >&2
   exit 125

@@ -11,11 +11,12 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::json;
 use sigdb::Function;
 
 use crate::dbset::DbSet;
 use crate::fgraph::{self, Call, Line, ProbeEvent};
+use crate::output::OutputFile;
+use crate::record::{self, ArgValue, CallRecord};
 use crate::render::{render, Role};
 
 /// Command-line options of `dcg decode`.
@@ -32,6 +33,9 @@ pub struct DecodeArgs {
     /// Only call paths that contain an error return.
     #[arg(long)]
     pub errors_only: bool,
+    /// Also save the decoded calls to FILE (saved-calls JSON lines, for `dcg report`).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Color error values: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
@@ -91,6 +95,18 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
         hide_probe_events: false,
     };
     let mut dec = Decoder::new(&set, opts);
+    let saved = match &args.output {
+        Some(path) => {
+            let file = OutputFile::create(path)?;
+            let source = args
+                .input
+                .as_deref()
+                .map_or("stdin".to_string(), |p| p.display().to_string());
+            dec.save_records(Box::new(std::io::BufWriter::new(file.file()?)), &source)?;
+            Some(file)
+        }
+        None => None,
+    };
     match args.input.as_deref() {
         None => dec.decode_stream(std::io::stdin().lock(), out)?,
         Some(p) if p.as_os_str() == "-" => dec.decode_stream(std::io::stdin().lock(), out)?,
@@ -100,7 +116,12 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
         }
     }
     dec.finish(out)?;
-    if let Some(summary) = dec.summary() {
+    let summary = dec.summary();
+    drop(dec);
+    if let Some(file) = saved {
+        file.commit()?;
+    }
+    if let Some(summary) = summary {
         eprintln!("{summary}");
     }
     Ok(ExitCode::SUCCESS)
@@ -116,7 +137,10 @@ struct FuncInfo<'a> {
 struct Frame {
     depth: u32,
     id: u32,
+    call_id: u64,
+    parent: Option<u64>,
     args: Vec<(String, String)>,
+    time_ns: Option<u64>,
 }
 
 /// One buffered output item for `--errors-only`.
@@ -154,6 +178,8 @@ pub struct Decoder<'a> {
     tasks: HashMap<u64, Task>,
     stats: Stats,
     buf: String,
+    next_call: u64,
+    records: Option<Box<dyn Write + 'a>>,
 }
 
 const RED: &str = "\x1b[31m";
@@ -170,7 +196,21 @@ impl<'a> Decoder<'a> {
             tasks: HashMap::new(),
             stats: Stats::default(),
             buf: String::with_capacity(256),
+            next_call: 0,
+            records: None,
         }
+    }
+
+    /// Also write every completed call as a [`CallRecord`] line to `sink` (after a header
+    /// naming `source`): the `--output` file.
+    pub fn save_records(
+        &mut self,
+        mut sink: Box<dyn Write + 'a>,
+        source: &str,
+    ) -> std::io::Result<()> {
+        record::write_header(&mut *sink, source)?;
+        self.records = Some(sink);
+        Ok(())
     }
 
     /// Counters so far.
@@ -367,21 +407,39 @@ impl<'a> Decoder<'a> {
             self.stats.errors += 1;
         }
         let depth = c.prefix.depth;
+        let call_id = self.next_call;
+        self.next_call += 1;
+        let parent = self.parent_of(key, depth);
+        if leaf {
+            let rec = self.make_record(
+                c.prefix,
+                id,
+                call_id,
+                parent,
+                &args,
+                ret.as_deref(),
+                c.ret.map(|r| r.raw),
+                error,
+                c.prefix.abstime_ns(),
+                c.prefix.duration_ns,
+            );
+            self.save(&rec, out)?;
+        } else {
+            let frame = Frame {
+                depth,
+                id,
+                call_id,
+                parent,
+                args: if self.wants_records() {
+                    args.clone()
+                } else {
+                    Vec::new()
+                },
+                time_ns: c.prefix.abstime_ns(),
+            };
+            self.push_frame(key, frame);
+        }
         if self.opts.json {
-            if leaf {
-                let v = self.call_json(
-                    c.prefix,
-                    id,
-                    &args,
-                    ret.as_deref(),
-                    c.ret.map(|r| r.raw),
-                    error,
-                    c.prefix.duration_ns,
-                );
-                writeln!(out, "{v}")?;
-            } else {
-                self.push_frame(key, Frame { depth, id, args });
-            }
             return Ok(());
         }
         // Text: columns and indentation as printed, then the rewritten call.
@@ -415,16 +473,6 @@ impl<'a> Decoder<'a> {
             c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
         );
         let kind = if leaf { ItemKind::Leaf } else { ItemKind::Open };
-        if !leaf {
-            self.push_frame(
-                key,
-                Frame {
-                    depth,
-                    id,
-                    args: Vec::new(),
-                },
-            );
-        }
         self.emit(key, kind, error, &s, out)?;
         self.buf = s;
         Ok(())
@@ -530,20 +578,23 @@ impl<'a> Decoder<'a> {
         if error {
             self.stats.errors += 1;
         }
+        if let (Some(id), Some(f)) = (id, &frame) {
+            let dur = e.prefix.duration_ns;
+            let rec = self.make_record(
+                e.prefix,
+                id,
+                f.call_id,
+                f.parent,
+                &f.args,
+                ret.as_deref(),
+                e.ret.map(|r| r.raw),
+                error,
+                f.time_ns,
+                dur,
+            );
+            self.save(&rec, out)?;
+        }
         if self.opts.json {
-            if let (Some(id), Some(f)) = (id, frame) {
-                let dur = e.prefix.duration_ns;
-                let v = self.call_json(
-                    e.prefix,
-                    id,
-                    &f.args,
-                    ret.as_deref(),
-                    e.ret.map(|r| r.raw),
-                    error,
-                    dur,
-                );
-                writeln!(out, "{v}")?;
-            }
             return Ok(());
         }
         let Some(id) = id else {
@@ -635,40 +686,78 @@ impl<'a> Decoder<'a> {
         self.emit(key, ItemKind::Note, false, &s, out)
     }
 
+    fn wants_records(&self) -> bool {
+        self.opts.json || self.records.is_some()
+    }
+
+    /// The call a new call at `depth` is made from: the innermost open frame above it.
+    fn parent_of(&self, key: u64, depth: u32) -> Option<u64> {
+        let task = self.tasks.get(&key)?;
+        task.stack
+            .iter()
+            .rev()
+            .find(|f| f.depth < depth)
+            .map(|f| f.call_id)
+    }
+
     #[allow(clippy::too_many_arguments)]
-    fn call_json(
+    fn make_record(
         &self,
         p: fgraph::Prefix<'_>,
         id: u32,
+        call_id: u64,
+        parent: Option<u64>,
         args: &[(String, String)],
         ret: Option<&str>,
         raw: Option<&str>,
         error: bool,
+        time_ns: Option<u64>,
         duration_ns: Option<u64>,
-    ) -> serde_json::Value {
+    ) -> CallRecord {
         let info = &self.funcs[id as usize];
-        let (name, module) = match info.func {
+        let (func, module) = match info.func {
             Some(f) => (
                 f.symbol().to_string(),
-                f.module().map(|m| m.name().to_string()),
+                f.module()
+                    .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+                    .map(|m| m.name().to_string()),
             ),
             None => (info.name.clone(), None),
         };
-        json!({
-            "func": name,
-            "module": module,
-            "cpu": p.cpu,
-            "comm": p.comm,
-            "pid": p.pid,
-            "depth": p.depth,
-            "time_ns": p.abstime_ns(),
-            "duration_ns": duration_ns,
-            "args": args.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
-            "ret": ret,
-            "ret_raw": raw,
-            "error": error,
-            "decoded": info.func.is_some(),
-        })
+        CallRecord {
+            id: call_id,
+            parent,
+            func,
+            module,
+            cpu: p.cpu,
+            comm: p.comm.map(str::to_string),
+            pid: p.pid,
+            depth: p.depth,
+            time_ns,
+            duration_ns,
+            args: args
+                .iter()
+                .map(|(n, v)| ArgValue {
+                    name: n.clone(),
+                    value: v.clone(),
+                })
+                .collect(),
+            ret: ret.map(str::to_string),
+            ret_raw: raw.map(str::to_string),
+            error,
+            decoded: info.func.is_some(),
+        }
+    }
+
+    /// Send a completed call to the JSON output and/or the `--output` file.
+    fn save(&mut self, rec: &CallRecord, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.opts.json {
+            record::write_record(out, rec)?;
+        }
+        if let Some(sink) = self.records.as_mut() {
+            record::write_record(&mut **sink, rec)?;
+        }
+        Ok(())
     }
 
     /// Write a rewritten line, or buffer it inside a call tree for `--errors-only`.
@@ -699,8 +788,11 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// Flush buffered trees at end of input.
+    /// Flush buffered trees and the record file at end of input.
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some(sink) = self.records.as_mut() {
+            sink.flush()?;
+        }
         let mut keys: Vec<u64> = self.tasks.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {

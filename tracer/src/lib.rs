@@ -6,4 +6,7 @@ pub mod dbset;
 pub mod decode;
 pub mod describe;
 pub mod fgraph;
+pub mod output;
+pub mod record;
 pub mod render;
+pub mod tracefs;

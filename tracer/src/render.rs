@@ -122,7 +122,11 @@ pub fn render(ty: Type<'_>, raw: u64, role: Role) -> Option<String> {
         TypeKind::Enum => render_enum(&mut out, t, raw),
         TypeKind::Struct | TypeKind::Union => {
             // Prefer the typedef name (`vfsuid_t`) over an anonymous tag.
-            let label = if t.name().is_empty() { ty.display() } else { t.base_name() };
+            let label = if t.name().is_empty() {
+                ty.display()
+            } else {
+                t.base_name()
+            };
             let _ = write!(out, "({label})");
             let _ = write!(out, "{raw:#x}");
         }

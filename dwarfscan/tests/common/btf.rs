@@ -64,7 +64,8 @@ impl Btf {
         let s = |o: u32| -> String {
             let o = o as usize;
             let t = &strs[o.min(strs.len())..];
-            String::from_utf8_lossy(&t[..t.iter().position(|&c| c == 0).unwrap_or(t.len())]).into_owned()
+            String::from_utf8_lossy(&t[..t.iter().position(|&c| c == 0).unwrap_or(t.len())])
+                .into_owned()
         };
         let tb = b.get(hdr_len + type_off..hdr_len + type_off + type_len)?;
         let mut types = vec![BtfType {
@@ -350,9 +351,17 @@ pub fn compare(btf: &[BtfFunc], db: &sigdb::Db) -> Agreement {
                         "{}: btf `{} ({})` dcg `{} ({})`",
                         f.name,
                         f.ret,
-                        f.params.iter().map(|p| format!("{} {}", p.1, p.0)).collect::<Vec<_>>().join(", "),
+                        f.params
+                            .iter()
+                            .map(|p| format!("{} {}", p.1, p.0))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         ret,
-                        params.iter().map(|p| format!("{} {}", p.1, p.0)).collect::<Vec<_>>().join(", "),
+                        params
+                            .iter()
+                            .map(|p| format!("{} {}", p.1, p.0))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     );
                 }
             }

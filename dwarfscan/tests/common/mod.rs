@@ -25,10 +25,11 @@ pub fn btf_funcs_of(elf: &Path) -> Vec<btf::BtfFunc> {
 
 /// The cache directory for decompressed test inputs (never under /work/shared).
 pub fn cache_dir() -> PathBuf {
-    let base = std::env::var_os("DCG_KCACHE")
+    std::env::var_os("DCG_KCACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dcg-kernels"));
-    base
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dcg-kernels")
+        })
 }
 
 /// Whether the opt-in kernel tests should run.

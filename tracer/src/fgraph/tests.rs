@@ -559,9 +559,16 @@ fn all_captures() {
             let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let counts = totals.entry(name.clone()).or_default();
-            let graph = text.starts_with("# tracer: function_graph");
+            // Guest captures hold several `=====BEGIN name=====` sections; only those
+            // starting with `# tracer: function_graph` are graph output.
+            let mut graph = false;
             let mut depth_stack: Vec<u32> = vec![];
             for (no, line) in text.lines().enumerate() {
+                if line.starts_with("# tracer: ") {
+                    graph = line == "# tracer: function_graph";
+                } else if line.starts_with("=====END") || line.starts_with("=====BEGIN") {
+                    graph = false;
+                }
                 let l = parse_line(line);
                 *counts.entry(kind(&l)).or_default() += 1;
                 if looks_like_call(line) {
@@ -647,6 +654,10 @@ fn all_captures() {
     }
     if totals.contains_key("a0.txt") {
         assert_eq!(get("a0.txt", "marker/ctxsw"), 10);
+    }
+    if totals.contains_key("testkernel-probe.txt") {
+        assert!(get("testkernel-probe.txt", "comment/probe") >= 4);
+        assert!(get("testkernel-probe.txt", "entry") > 100);
     }
 }
 

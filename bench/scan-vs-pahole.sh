@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# dwarfscan vs pahole on the same vmlinux: wall time, peak RSS, output size.
+#
+#   bench/scan-vs-pahole.sh [VMLINUX] [-j N]
+#
+# Default VMLINUX: Debian's 6.12 cloud kernel (fetched with fetch-debian-kernel.sh).
+# Runs `dwarfscan -j N` and `pahole -J -jN --btf_encode_detached` once each, after one
+# warm-up read of the file (so both see a warm page cache), and prints a table.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+vmlinux=${1:-}
+jobs=2
+[ "${2:-}" = "-j" ] && jobs=${3:?}
+if [ -z "$vmlinux" ]; then
+  dir=$(/work/shared/scripts/fetch-debian-kernel.sh 6.12-cloud)
+  vmlinux=$dir/vmlinux
+fi
+command -v pahole >/dev/null || { echo "scan-vs-pahole: pahole not installed" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "scan-vs-pahole: /usr/bin/time not installed" >&2; exit 1; }
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
+cargo build --release -q -p dwarfscan --manifest-path "$here/Cargo.toml"
+scan=$CARGO_TARGET_DIR/release/dwarfscan
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat "$vmlinux" > /dev/null
+
+measure() { # OUTFILE CMD... -> "wall_s rss_kb"
+  local out=$1; shift
+  /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>"$out.err" || { cat "$out.err" >&2; exit 1; }
+  cat "$out"
+}
+read -r sw sr < <(measure "$tmp/scan.time" "$scan" -q -j "$jobs" "$vmlinux" -o "$tmp/vmlinux.sigdb")
+read -r pw pr < <(measure "$tmp/pahole.time" pahole -J -j"$jobs" --btf_encode_detached="$tmp/vmlinux.btf" "$vmlinux")
+dbsize=$(stat -c %s "$tmp/vmlinux.sigdb")
+btfsize=$(stat -c %s "$tmp/vmlinux.btf")
+secbtf=$(readelf -SW "$vmlinux" | awk '$2==".BTF"{print $6}' | head -1); secbtf=$(( ${secbtf:+0x$secbtf} + 0 ))
+awk -v sw="$sw" -v sr="$sr" -v pw="$pw" -v pr="$pr" -v db="$dbsize" -v btf="$btfsize" -v sec="${secbtf:-0}" -v j="$jobs" -v f="$vmlinux" 'BEGIN {
+  printf "input: %s (-j %d, %s)\n", f, j, "pahole " "'"$(pahole --version)"'"
+  printf "%-12s %10s %12s %12s\n", "", "wall s", "peak RSS MB", "output MB"
+  printf "%-12s %10.2f %12.1f %12.2f\n", "dwarfscan", sw, sr/1024, db/1048576
+  printf "%-12s %10.2f %12.1f %12.2f\n", "pahole -J", pw, pr/1024, btf/1048576
+  printf "%-12s %9.2fx %11.2fx %11.2fx\n", "ratio", pw/sw, pr/sr, btf/db
+  if (sec > 0) printf ".BTF section of the vmlinux: %.2f MB\n", sec/1048576
+  printf "targets: >= 4x faster, RSS <= 250 MB, db <= 2 MB\n"
+}'

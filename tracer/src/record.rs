@@ -1,0 +1,146 @@
+//! The saved-calls format: decoded calls as versioned JSON lines.
+//!
+//! A file starts with one header line, `{"dcg":"calls","version":1,...}`, followed by one
+//! [`CallRecord`] per completed call, in completion order (children before their
+//! parent). `dcg decode --json` prints the records without the header; `--output FILE`
+//! (decode and trace) writes header and records to FILE.
+
+use std::io::{BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// Format name in the header.
+pub const FORMAT: &str = "calls";
+/// Current version.
+pub const VERSION: u32 = 1;
+
+/// The first line of a saved-calls file.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub dcg: String,
+    /// Format version ([`VERSION`]).
+    pub version: u32,
+    /// Where the calls came from (a file name, `trace_pipe`, a command).
+    pub source: String,
+}
+
+/// One argument, rendered by its type.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct ArgValue {
+    /// Parameter name (empty when the trace gave none).
+    pub name: String,
+    /// Rendered value (`-100`, `NULL`, `"/etc/passwd"`), or the raw text when unknown.
+    pub value: String,
+}
+
+/// One completed call.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct CallRecord {
+    /// Call id, unique in the file, assigned in entry order.
+    pub id: u64,
+    /// Id of the calling function's call, when it was traced too.
+    pub parent: Option<u64>,
+    /// Function (ELF symbol name: clones keep their suffix).
+    pub func: String,
+    /// Module for module functions.
+    pub module: Option<String>,
+    /// CPU, when the trace shows it.
+    pub cpu: Option<u32>,
+    /// Task command name, when the trace shows it.
+    pub comm: Option<String>,
+    /// Task id, when the trace shows it.
+    pub pid: Option<u32>,
+    /// Call depth (0: a traced top-level call).
+    pub depth: u32,
+    /// Entry timestamp in ns, when the trace shows it.
+    pub time_ns: Option<u64>,
+    /// Duration in ns, when the trace shows it.
+    pub duration_ns: Option<u64>,
+    /// Arguments.
+    pub args: Vec<ArgValue>,
+    /// Return value rendered by type; `None` for void or unknown.
+    pub ret: Option<String>,
+    /// Return value as the trace printed it.
+    pub ret_raw: Option<String>,
+    /// The return value is an error code or `ERR_PTR`.
+    pub error: bool,
+    /// The function's signature was found in the db.
+    pub decoded: bool,
+}
+
+/// Errors reading a saved-calls file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// I/O failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A line is not valid.
+    #[error("line {line}: {what}")]
+    Invalid {
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Write the header line.
+pub fn write_header(out: &mut dyn Write, source: &str) -> std::io::Result<()> {
+    let h = Header {
+        dcg: FORMAT.into(),
+        version: VERSION,
+        source: source.into(),
+    };
+    serde_json::to_writer(&mut *out, &h)?;
+    out.write_all(b"\n")
+}
+
+/// Write one record line.
+pub fn write_record(out: &mut dyn Write, r: &CallRecord) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")
+}
+
+/// Whether the first line of a file looks like a saved-calls header.
+pub fn is_header(line: &str) -> bool {
+    serde_json::from_str::<Header>(line).is_ok_and(|h| h.dcg == FORMAT)
+}
+
+/// Read a saved-calls file: the header, then every record.
+pub fn read(input: impl BufRead) -> Result<(Header, Vec<CallRecord>), RecordError> {
+    let mut lines = input.lines();
+    let first = lines.next().transpose()?.unwrap_or_default();
+    let header: Header = serde_json::from_str(&first).map_err(|e| RecordError::Invalid {
+        line: 1,
+        what: format!("not a dcg saved-calls header: {e}"),
+    })?;
+    if header.dcg != FORMAT {
+        return Err(RecordError::Invalid {
+            line: 1,
+            what: format!("format '{}' is not '{FORMAT}'", header.dcg),
+        });
+    }
+    if header.version != VERSION {
+        return Err(RecordError::Invalid {
+            line: 1,
+            what: format!(
+                "version {} is not supported (this dcg reads {VERSION})",
+                header.version
+            ),
+        });
+    }
+    let mut records = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: CallRecord = serde_json::from_str(&line).map_err(|e| RecordError::Invalid {
+            line: i as u64 + 2,
+            what: e.to_string(),
+        })?;
+        records.push(r);
+    }
+    Ok((header, records))
+}

@@ -1,0 +1,433 @@
+//! tracefs: a private ftrace instance per dcg session, the probes it creates, and their
+//! removal on every exit path.
+//!
+//! Each session works in `instances/dcg-<pid>` (own buffer, tracer and filters) and puts
+//! its dynamic events in the group `dcg_<pid>`, so concurrent sessions and other ftrace
+//! users are not disturbed. [`Session`] removes both when dropped; [`remove_stale`]
+//! removes what a killed session (SIGKILL) left behind.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
+
+/// Errors talking to tracefs.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceFsError {
+    /// tracefs is not available.
+    #[error("tracefs is not mounted and could not be mounted at {path}: {reason}")]
+    NotAvailable {
+        /// Where it was tried.
+        path: PathBuf,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A tracefs file operation failed.
+    #[error("tracefs {}: {what}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done (`writing "do_sys_openat2"`).
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The kernel lacks a feature.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+type Result<T> = std::result::Result<T, TraceFsError>;
+
+/// Where tracefs is mounted: `/sys/kernel/tracing`, or the old debugfs path; mounts it
+/// when needed (root only).
+pub fn mount_point() -> Result<PathBuf> {
+    let primary = PathBuf::from("/sys/kernel/tracing");
+    for p in [primary.clone(), PathBuf::from("/sys/kernel/debug/tracing")] {
+        if p.join("trace").exists() {
+            return Ok(p);
+        }
+    }
+    nix::mount::mount(
+        Some("nodev"),
+        &primary,
+        Some("tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| TraceFsError::NotAvailable {
+        path: primary.clone(),
+        reason: e.desc().to_string(),
+    })?;
+    if primary.join("trace").exists() {
+        Ok(primary)
+    } else {
+        Err(TraceFsError::NotAvailable {
+            path: primary,
+            reason: "mounted, but it has no trace file".into(),
+        })
+    }
+}
+
+fn io_err(
+    path: &Path,
+    what: impl Into<String>,
+) -> impl FnOnce(std::io::Error) -> TraceFsError + '_ {
+    let what = what.into();
+    move |source| TraceFsError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    }
+}
+
+/// Write `content` to a tracefs file (truncating), naming the file in errors.
+pub fn write(path: &Path, content: &str) -> Result<()> {
+    fs::write(path, content).map_err(io_err(path, format!("writing {content:?}")))
+}
+
+/// Append `content` to a tracefs file (for `*_events` and `set_*` lists).
+pub fn append(path: &Path, content: &str) -> Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(io_err(path, "opening for append"))?;
+    f.write_all(content.as_bytes())
+        .map_err(io_err(path, format!("appending {content:?}")))
+}
+
+/// Read a tracefs file.
+pub fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(io_err(path, "reading"))
+}
+
+/// The signal that asked dcg to stop (0: none yet).
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static HANDLERS_SET: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(sig: nix::libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// Catch SIGINT, SIGTERM, SIGHUP and SIGPIPE so the trace loop can stop and clean up
+/// instead of dying with tracefs state left behind.
+pub fn install_stop_handlers() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    if HANDLERS_SET.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGPIPE,
+    ] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        let _ = unsafe { sigaction(s, &action) };
+    }
+}
+
+/// The signal number that asked to stop, if any.
+pub fn stop_requested() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Ask the trace loop to stop (as a signal would).
+pub fn request_stop(sig: i32) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// Which `*_events` file a dynamic event is created in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventFile {
+    /// `dynamic_events` (fprobe `f:` events, and any kind on newer kernels).
+    Dynamic,
+    /// `kprobe_events` (`p:`/`r:`).
+    Kprobe,
+    /// `uprobe_events` (`p:`/`r:` on user binaries).
+    Uprobe,
+}
+
+impl EventFile {
+    fn name(self) -> &'static str {
+        match self {
+            EventFile::Dynamic => "dynamic_events",
+            EventFile::Kprobe => "kprobe_events",
+            EventFile::Uprobe => "uprobe_events",
+        }
+    }
+}
+
+/// A dcg session's tracefs state: its instance and its dynamic events.
+#[derive(Debug)]
+pub struct Session {
+    root: PathBuf,
+    instance: PathBuf,
+    name: String,
+    group: String,
+    events: Vec<(EventFile, String)>,
+    closed: bool,
+}
+
+impl Session {
+    /// Create `instances/dcg-<pid>` (removing a leftover of the same name first).
+    pub fn create(root: &Path) -> Result<Session> {
+        let pid = std::process::id();
+        let name = format!("dcg-{pid}");
+        let instance = root.join("instances").join(&name);
+        if instance.exists() {
+            let _ = fs::remove_dir(&instance);
+        }
+        fs::create_dir(&instance).map_err(io_err(&instance, "creating the instance"))?;
+        Ok(Session {
+            root: root.to_path_buf(),
+            instance,
+            name,
+            group: format!("dcg_{pid}"),
+            events: Vec::new(),
+            closed: false,
+        })
+    }
+
+    /// tracefs root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The instance directory.
+    pub fn dir(&self) -> &Path {
+        &self.instance
+    }
+
+    /// Instance name (`dcg-<pid>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The event group for this session's probes (`dcg_<pid>`).
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// A file of the instance.
+    pub fn file(&self, rel: &str) -> PathBuf {
+        self.instance.join(rel)
+    }
+
+    /// Write a file of the instance.
+    pub fn write(&self, rel: &str, content: &str) -> Result<()> {
+        write(&self.file(rel), content)
+    }
+
+    /// Whether the instance has this file (feature detection: `options/funcgraph-retval`).
+    pub fn has(&self, rel: &str) -> bool {
+        self.file(rel).exists()
+    }
+
+    /// Create a dynamic event `def` (e.g. `p:dcg_123/check /bin/t:0x1190 x=%di:s32`)
+    /// named `event` in this session's group; it is removed when the session ends.
+    pub fn add_event(&mut self, file: EventFile, event: &str, def: &str) -> Result<()> {
+        let path = self.root.join(file.name());
+        append(&path, &format!("{def}\n"))?;
+        self.events.push((file, event.to_string()));
+        Ok(())
+    }
+
+    /// Enable one of this session's events in the instance only.
+    pub fn enable_event(&self, event: &str) -> Result<()> {
+        self.write(&format!("events/{}/{event}/enable", self.group), "1")
+    }
+
+    /// Open the instance's `trace_pipe` for streaming.
+    pub fn open_pipe(&self) -> Result<TracePipe> {
+        let path = self.file("trace_pipe");
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags_nonblock()
+            .open(&path)
+            .map_err(io_err(&path, "opening"))?;
+        Ok(TracePipe {
+            file,
+            path,
+            pending: Vec::with_capacity(1 << 16),
+        })
+    }
+
+    /// Remove the instance and every event this session created. Idempotent; also run
+    /// on drop. Returns what could not be removed.
+    pub fn close(&mut self) -> Vec<String> {
+        if self.closed {
+            return Vec::new();
+        }
+        self.closed = true;
+        let mut failed = Vec::new();
+        let _ = write(&self.file("tracing_on"), "0");
+        // Events must be disabled everywhere before removal; removing the instance does
+        // that for the instance's enable files.
+        remove_instance_dir(&self.instance, &mut failed);
+        for (file, event) in self.events.drain(..).rev() {
+            let path = self.root.join(file.name());
+            if let Err(e) = append(&path, &format!("-:{}/{event}\n", self.group)) {
+                failed.push(e.to_string());
+            }
+        }
+        failed
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for f in self.close() {
+            eprintln!("dcg: cleanup: {f}");
+        }
+    }
+}
+
+fn remove_instance_dir(dir: &Path, failed: &mut Vec<String>) {
+    // rmdir fails with EBUSY while a reader holds trace_pipe open; retry briefly.
+    for _ in 0..50 {
+        match fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == ErrorKind::NotFound => return,
+            Err(e) if e.raw_os_error() == Some(nix::libc::EBUSY) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => {
+                failed.push(format!("removing {}: {e}", dir.display()));
+                return;
+            }
+        }
+    }
+    failed.push(format!("removing {}: still busy", dir.display()));
+}
+
+trait NonBlock {
+    fn custom_flags_nonblock(&mut self) -> &mut Self;
+}
+
+impl NonBlock for fs::OpenOptions {
+    fn custom_flags_nonblock(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.custom_flags(nix::libc::O_NONBLOCK)
+    }
+}
+
+/// An instance's `trace_pipe`, read line by line with a timeout so the caller can check
+/// for stop requests.
+pub struct TracePipe {
+    file: fs::File,
+    path: PathBuf,
+    pending: Vec<u8>,
+}
+
+impl TracePipe {
+    /// Wait up to `timeout` for data; append complete lines to `lines`. Returns false at
+    /// end of file.
+    pub fn read_lines(&mut self, timeout: Duration, lines: &mut Vec<String>) -> Result<bool> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => return Ok(true),
+            Err(e) => {
+                return Err(TraceFsError::Io {
+                    path: self.path.clone(),
+                    what: "polling".into(),
+                    source: e.into(),
+                })
+            }
+        }
+        let mut buf = [0u8; 1 << 16];
+        loop {
+            use std::io::Read;
+            match self.file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => break,
+                Err(e) => {
+                    return Err(TraceFsError::Io {
+                        path: self.path.clone(),
+                        what: "reading".into(),
+                        source: e,
+                    })
+                }
+            }
+            if self.pending.len() > 1 << 20 {
+                break;
+            }
+        }
+        while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=nl).collect();
+            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        }
+        Ok(true)
+    }
+}
+
+/// Remove instances `dcg-<pid>` and event groups `dcg_<pid>` whose process is gone (left
+/// by a session killed with SIGKILL). Returns a description of each removal.
+pub fn remove_stale(root: &Path) -> Vec<String> {
+    let alive = |pid: &str| Path::new("/proc").join(pid).exists();
+    let mut removed = Vec::new();
+    if let Ok(dir) = fs::read_dir(root.join("instances")) {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("dcg-") {
+                if pid.bytes().all(|b| b.is_ascii_digit()) && !alive(pid) {
+                    let _ = write(&e.path().join("tracing_on"), "0");
+                    let mut failed = Vec::new();
+                    remove_instance_dir(&e.path(), &mut failed);
+                    if failed.is_empty() {
+                        removed.push(format!("instance {name}"));
+                    }
+                }
+            }
+        }
+    }
+    for file in [EventFile::Dynamic, EventFile::Kprobe, EventFile::Uprobe] {
+        let path = root.join(file.name());
+        let Ok(text) = fs::read_to_string(&path) else {
+            continue;
+        };
+        for line in text.lines() {
+            // `p:dcg_123/check /bin/t:0x1190 ...`
+            let Some(spec) = line.split_whitespace().next() else {
+                continue;
+            };
+            let Some((_, ev)) = spec.split_once(':') else {
+                continue;
+            };
+            let Some((group, name)) = ev.split_once('/') else {
+                continue;
+            };
+            if let Some(pid) = group.strip_prefix("dcg_") {
+                if pid.bytes().all(|b| b.is_ascii_digit()) && !alive(pid) {
+                    let _ = write(
+                        &root.join("events").join(group).join(name).join("enable"),
+                        "0",
+                    );
+                    if append(&path, &format!("-:{group}/{name}\n")).is_ok() {
+                        removed.push(format!("event {group}/{name}"));
+                    }
+                }
+            }
+        }
+    }
+    removed
+}
