@@ -1,0 +1,158 @@
+//! `dcg decode` on real captures from the test kernel, with that kernel's DWARF: golden
+//! outputs for every format variant (REFERENCE.md §1).
+
+use dcg_tests::*;
+use std::process::Command;
+use tracer::dbset::DbSet;
+use tracer::decode::{Decoder, Options};
+
+fn decode(capture: &str, opts: Options) -> (String, tracer::decode::Stats) {
+    let db = sigdb::Db::open(testkernel_db()).unwrap();
+    let set = DbSet::new(vec![db]);
+    let input = std::fs::read(testkernel_dir().join("captures").join(capture)).unwrap();
+    let mut out = Vec::new();
+    let mut dec = Decoder::new(&set, opts);
+    dec.decode_stream(&input[..], &mut out).unwrap();
+    dec.finish(&mut out).unwrap();
+    let stats = dec.stats().clone();
+    (String::from_utf8(out).unwrap(), stats)
+}
+
+/// Every variant: a0 no retval, a `ret=`, b retval-hex, c args + retaddr, d abstime/cpu/
+/// proc/duration columns, e fprobe/kretprobe exit events inside the graph, g/g2 the
+/// raw-buffer companion runs, h module functions.
+#[test]
+fn golden_text_for_every_capture() {
+    for name in ["a0", "a", "b", "c", "d", "e", "g-text", "g2-text", "h"] {
+        let (out, stats) = decode(&format!("{name}.txt"), Options::default());
+        check_golden(&format!("decode/{name}.out"), &out);
+        assert!(stats.decoded > 0, "{name}: nothing decoded");
+    }
+}
+
+#[test]
+fn typed_values_in_the_captures() {
+    let (a, stats) = decode("a.txt", Options::default());
+    // void callees print no value at all.
+    assert!(a.contains("_raw_spin_unlock_irqrestore();\n"));
+    // errno names for int returns, ERR_PTR for pointer returns, bool as true/false.
+    assert!(a.contains("} /* do_sys_openat2 ret=-ENOENT */"));
+    assert!(a.contains("ret=ERR_PTR(-ENOENT)"));
+    assert!(a.contains("ret=true") || a.contains("ret=false"));
+    assert!(a.contains("ret=NULL"));
+    // Nothing in a.txt is missing from the DWARF of its own kernel... except asm.
+    let unknown: u64 = stats.unknown.values().sum();
+    assert!(unknown * 100 < stats.decoded, "{unknown} undecoded of {}", stats.decoded);
+
+    // Hex output (retval-hex) decodes to the same values as decimal output.
+    let (b, _) = decode("b.txt", Options::default());
+    assert!(b.contains("} /* do_sys_openat2 ret=-ENOENT */"));
+
+    // funcgraph-args: AT_FDCWD printed as unsigned by the kernel is -100 for an int.
+    let (c, _) = decode("c.txt", Options::default());
+    assert!(c.contains("do_sys_openat2(dfd=-100, "), "{}", &c[..2000]);
+    assert!(c.contains("/* <-__x64_sys_openat+0x60/0x80 */"));
+
+    // Exit events join the closing brace on a kernel trace.
+    let (e, _) = decode("e.txt", Options::default());
+    assert!(e.contains("arg1=-ENOENT */"));
+    assert!(e.contains("} /* do_file_open ret=ERR_PTR(-ENOENT) */"));
+
+    // Module functions.
+    let (h, _) = decode("h.txt", Options::default());
+    assert!(h.contains("bm_register_write [binfmt_misc]("));
+    assert!(h.contains("ret=-EINVAL"));
+}
+
+#[test]
+fn json_and_errors_only() {
+    let (json, _) = decode(
+        "c.txt",
+        Options {
+            json: true,
+            ..Options::default()
+        },
+    );
+    check_golden("decode/c.json", &json);
+    let mut n = 0;
+    for line in json.lines() {
+        let r: tracer::record::CallRecord = serde_json::from_str(line).unwrap();
+        if r.func == "do_sys_openat2" {
+            assert_eq!(r.args[0].name, "dfd");
+            assert_eq!(r.args[0].value, "-100");
+            n += 1;
+        }
+    }
+    assert!(n >= 9, "{n} do_sys_openat2 calls");
+
+    let (errs, _) = decode(
+        "a.txt",
+        Options {
+            errors_only: true,
+            ..Options::default()
+        },
+    );
+    check_golden("decode/a.errors-only.out", &errs);
+    for expect in ["-ENOENT", "-ENOTDIR", "-EISDIR", "-ELOOP", "-ENXIO", "-EROFS", "-EACCES", "-ENAMETOOLONG"] {
+        assert!(errs.contains(&format!("do_sys_openat2 ret={expect}")), "{expect} missing");
+    }
+    assert!(!errs.contains("_raw_spin_lock"), "error paths only");
+}
+
+#[test]
+fn cli_decodes_and_reports_unknown_functions() {
+    let dcg = dcg_bin();
+    let db = testkernel_db();
+    let capture = testkernel_dir().join("captures").join("a.txt");
+    let out = Command::new(&dcg)
+        .arg("decode")
+        .arg("--db")
+        .arg(&db)
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (lib, _) = decode("a.txt", Options::default());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), lib);
+
+    // Lines the decoder does not understand pass through unchanged.
+    let out = Command::new(&dcg)
+        .args(["decode", "--db"])
+        .arg(&db)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"hello world\n 0)   1.000 us    |  no_such_function_xyz(); /* ret=0x5 */\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "hello world\n 0)   1.000 us    |  no_such_function_xyz(); /* ret=0x5 (raw) */\n"
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("1 calls of 1 functions not in the db"), "{err}");
+    assert!(err.contains("no_such_function_xyz (1)"), "{err}");
+
+    // A bad db is one clear line and a non-zero exit.
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bad.path(), b"not a db").unwrap();
+    let out = Command::new(&dcg)
+        .args(["decode", "--db"])
+        .arg(bad.path())
+        .arg(&capture)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&bad.path().display().to_string()) && err.contains("bad magic"), "{err}");
+}
