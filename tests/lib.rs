@@ -133,20 +133,27 @@ pub fn dwarfscan_bin() -> PathBuf {
 }
 
 fn bin(name: &str, package: &str) -> PathBuf {
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     // target/<profile>/deps/<test-exe> → target/<profile>/<name>
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
     let path = profile_dir.join(name);
-    if !path.exists() {
+    if !built.iter().any(|b| b == name) {
+        // Once per test process: cargo makes sure the binary matches the sources (a
+        // no-op when `cargo test --workspace` already built it).
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let mut cmd = std::process::Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", package, "--bin", name]);
+        cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
         if release {
             cmd.arg("--release");
         }
+        if let Some(target) = profile_dir.parent() {
+            cmd.env("CARGO_TARGET_DIR", target);
+        }
         let status = cmd.status().expect("running cargo build");
         assert!(status.success(), "cargo build -p {package} --bin {name} failed");
+        built.push(name.to_string());
     }
     path
 }

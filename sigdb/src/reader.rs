@@ -360,6 +360,11 @@ fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
 fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError> {
     use FormatErrorKind::*;
     let hsize = core::mem::size_of::<Header>();
+    // A file that does not even start like a sigdb is "not a sigdb", whatever its size.
+    let n = bytes.len().min(8);
+    if bytes[..n] != MAGIC[..n] {
+        return fail(0, BadMagic);
+    }
     if bytes.len() < 12 {
         return fail(
             0,
@@ -368,9 +373,6 @@ fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError
                 len: bytes.len() as u64,
             },
         );
-    }
-    if bytes[..8] != MAGIC {
-        return fail(0, BadMagic);
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
     if version != VERSION {

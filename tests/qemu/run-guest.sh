@@ -57,6 +57,7 @@ console=$tmp/console.log
 
 # -nographic without a default monitor/serial on stdio: the console goes to a stdio
 # chardev with signal=off (Ctrl-C is not a qemu command), stdin is /dev/null.
+# shellcheck disable=SC2054  # the commas are qemu option syntax
 cmd=("$qemu" -accel tcg,thread=single -cpu max -smp "$smp" -m "$mem"
      -nographic -no-reboot -vga none -nic none -monitor none
      -chardev stdio,id=con,signal=off -serial chardev:con
@@ -71,7 +72,7 @@ mkfifo "$tmp/fifo"
 "${cmd[@]}" </dev/null >"$tmp/fifo" 2>"$tmp/qemu.err" &
 qpid=$!
 : > "$console"
-t0=$SECONDS; t0r=$EPOCHREALTIME; deadline=$((SECONDS + timeout)); timed_out=0; marker_at=""
+t0r=$EPOCHREALTIME; deadline=$((SECONDS + timeout)); timed_out=0; marker_at=""
 exec 3<"$tmp/fifo"
 while :; do
   left=$((deadline - SECONDS))

@@ -42,7 +42,11 @@ fn typed_values_in_the_captures() {
     assert!(a.contains("ret=NULL"));
     // Nothing in a.txt is missing from the DWARF of its own kernel... except asm.
     let unknown: u64 = stats.unknown.values().sum();
-    assert!(unknown * 100 < stats.decoded, "{unknown} undecoded of {}", stats.decoded);
+    assert!(
+        unknown * 100 < stats.decoded,
+        "{unknown} undecoded of {}",
+        stats.decoded
+    );
 
     // Hex output (retval-hex) decodes to the same values as decimal output.
     let (b, _) = decode("b.txt", Options::default());
@@ -93,8 +97,20 @@ fn json_and_errors_only() {
         },
     );
     check_golden("decode/a.errors-only.out", &errs);
-    for expect in ["-ENOENT", "-ENOTDIR", "-EISDIR", "-ELOOP", "-ENXIO", "-EROFS", "-EACCES", "-ENAMETOOLONG"] {
-        assert!(errs.contains(&format!("do_sys_openat2 ret={expect}")), "{expect} missing");
+    for expect in [
+        "-ENOENT",
+        "-ENOTDIR",
+        "-EISDIR",
+        "-ELOOP",
+        "-ENXIO",
+        "-EROFS",
+        "-EACCES",
+        "-ENAMETOOLONG",
+    ] {
+        assert!(
+            errs.contains(&format!("do_sys_openat2 ret={expect}")),
+            "{expect} missing"
+        );
     }
     assert!(!errs.contains("_raw_spin_lock"), "error paths only");
 }
@@ -111,7 +127,11 @@ fn cli_decodes_and_reports_unknown_functions() {
         .arg(&capture)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (lib, _) = decode("a.txt", Options::default());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), lib);
 
@@ -126,10 +146,9 @@ fn cli_decodes_and_reports_unknown_functions() {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"hello world\n 0)   1.000 us    |  no_such_function_xyz(); /* ret=0x5 */\n")?;
+            c.stdin.take().unwrap().write_all(
+                b"hello world\n 0)   1.000 us    |  no_such_function_xyz(); /* ret=0x5 */\n",
+            )?;
             c.wait_with_output()
         })
         .unwrap();
@@ -139,7 +158,10 @@ fn cli_decodes_and_reports_unknown_functions() {
         "hello world\n 0)   1.000 us    |  no_such_function_xyz(); /* ret=0x5 (raw) */\n"
     );
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("1 calls of 1 functions not in the db"), "{err}");
+    assert!(
+        err.contains("1 calls of 1 functions not in the db"),
+        "{err}"
+    );
     assert!(err.contains("no_such_function_xyz (1)"), "{err}");
 
     // A bad db is one clear line and a non-zero exit.
@@ -154,5 +176,8 @@ fn cli_decodes_and_reports_unknown_functions() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&bad.path().display().to_string()) && err.contains("bad magic"), "{err}");
+    assert!(
+        err.contains(&bad.path().display().to_string()) && err.contains("bad magic"),
+        "{err}"
+    );
 }

@@ -67,6 +67,7 @@ int main(void)
 	lookup(2);
 	greet("world", 5);
 	greet(NULL, 0);
+	greet("two\nlines \"quoted\"", 9);
 	swap(p);
 	sum_wide(w);
 	many(1, 2, 3, 4, 5, 6, 7, 8);

@@ -9,4 +9,7 @@ pub mod fgraph;
 pub mod output;
 pub mod record;
 pub mod render;
+pub mod report;
+pub mod trace_args;
 pub mod tracefs;
+pub mod uprobe;

@@ -44,6 +44,12 @@ enum Command {
     },
     /// Rewrite saved ftrace function_graph text with every value decoded by its type.
     Decode(tracer::decode::DecodeArgs),
+    /// Call graph report of saved calls or ftrace text: counts, times, errors, edges;
+    /// as text, json, dot, folded stacks or Chrome trace JSON.
+    Report(tracer::report::ReportArgs),
+    /// Trace functions live, every value decoded by its type (`--func PATH:PATTERN`:
+    /// user-space functions with uprobes).
+    Trace(tracer::trace_args::TraceArgs),
     /// Validate a db and install it in the store, matched by build-id.
     Load {
         /// A sigdb file, or an ELF file carrying a .dcg_sigdb section.
@@ -120,6 +126,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Decode(args) => {
             let code = tracer::decode::run(&args, &mut out)?;
+            out.flush()?;
+            return Ok(code);
+        }
+        Command::Trace(args) => {
+            if args.is_user_space() {
+                let code = tracer::uprobe::run(&args, &mut out)?;
+                out.flush()?;
+                return Ok(code);
+            }
+            bail!("kernel tracing: not yet available");
+        }
+        Command::Report(args) => {
+            let code = tracer::report::run(&args, &mut out)?;
             out.flush()?;
             return Ok(code);
         }

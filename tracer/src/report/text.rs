@@ -1,0 +1,276 @@
+//! The text report: a heading, then tables with aligned columns. Rows are ordered by
+//! their measure, ties broken by name, so the output is deterministic.
+
+use std::cmp::Reverse;
+use std::io::Write;
+
+use super::model::{CallGraph, EdgeStats, FuncStats, Summary};
+use super::{us, InputKind, ReportInput};
+
+/// Write the text report, `top` rows per table.
+pub fn write(
+    out: &mut dyn Write,
+    input: &ReportInput,
+    graph: &CallGraph,
+    s: &Summary,
+    top: usize,
+) -> std::io::Result<()> {
+    writeln!(out, "dcg report: {}", input.source)?;
+    let kind = match input.kind {
+        InputKind::SavedCalls => "saved calls".to_string(),
+        InputKind::FtraceText { dbs: 0 } => "ftrace text, no signature db (raw values)".into(),
+        InputKind::FtraceText { dbs: 1 } => "ftrace text, decoded with 1 db".into(),
+        InputKind::FtraceText { dbs } => format!("ftrace text, decoded with {dbs} dbs"),
+    };
+    writeln!(out, "input: {kind}")?;
+    if let Some(r) = &input.root {
+        writeln!(out, "only calls inside: {r}")?;
+    }
+    if graph.is_empty() {
+        writeln!(out, "no calls")?;
+        return Ok(());
+    }
+    let errfuncs = s.functions.iter().filter(|f| f.error_count() > 0).count();
+    writeln!(
+        out,
+        "calls: {} of {} functions, {} top-level, {} caller -> callee edges, {} error returns in {} functions",
+        s.calls,
+        s.functions.len(),
+        graph.roots.len(),
+        s.edges.len(),
+        s.errors,
+        errfuncs
+    )?;
+    let timed = s.timed > 0;
+    let durations = match s.timed {
+        0 => "none (counts only)".to_string(),
+        t if t == s.calls => "every call".to_string(),
+        t => format!("{t} of {} calls (times cover those only)", s.calls),
+    };
+    let stamps = match s.timestamped {
+        0 => "none".to_string(),
+        t if t == s.calls => "every call".to_string(),
+        t => format!("{t} of {} calls", s.calls),
+    };
+    writeln!(out, "durations: {durations}; timestamps: {stamps}")?;
+    if timed {
+        writeln!(
+            out,
+            "times in us; total counts a recursive call once; self = total - callees"
+        )?;
+    }
+
+    let mut funcs: Vec<&FuncStats> = s.functions.iter().collect();
+    funcs.sort_by(|a, b| (Reverse(a.calls), &a.name).cmp(&(Reverse(b.calls), &b.name)));
+    section(
+        out,
+        &format!("Top {top} functions by calls"),
+        funcs.len(),
+        top,
+    )?;
+    func_table(out, &funcs[..top.min(funcs.len())], timed)?;
+    if timed {
+        funcs.sort_by(|a, b| (Reverse(a.total_ns), &a.name).cmp(&(Reverse(b.total_ns), &b.name)));
+        section(
+            out,
+            &format!("Top {top} functions by total time"),
+            funcs.len(),
+            top,
+        )?;
+        func_table(out, &funcs[..top.min(funcs.len())], timed)?;
+        funcs.sort_by(|a, b| (Reverse(a.self_ns), &a.name).cmp(&(Reverse(b.self_ns), &b.name)));
+        section(
+            out,
+            &format!("Top {top} functions by self time"),
+            funcs.len(),
+            top,
+        )?;
+        func_table(out, &funcs[..top.min(funcs.len())], timed)?;
+    }
+
+    // Error returns, by function and value.
+    let mut errs: Vec<(u64, &str, &str)> = s
+        .functions
+        .iter()
+        .flat_map(|f| {
+            f.errors
+                .iter()
+                .map(|(e, &n)| (n, f.name.as_str(), e.as_str()))
+        })
+        .collect();
+    errs.sort_by(|a, b| (Reverse(a.0), a.1, a.2).cmp(&(Reverse(b.0), b.1, b.2)));
+    section(out, &format!("Top {top} error returns"), errs.len(), top)?;
+    if errs.is_empty() {
+        writeln!(out, "  (none)")?;
+    } else {
+        let rows: Vec<Vec<String>> = errs
+            .iter()
+            .take(top)
+            .map(|(n, f, e)| vec![n.to_string(), e.to_string(), f.to_string()])
+            .collect();
+        table(out, &["count", "error", "function"], &rows, 1)?;
+    }
+
+    let name = |f: u32| graph.names[f as usize].as_str();
+    let edge_name = |e: &EdgeStats| format!("{} -> {}", name(e.caller), name(e.callee));
+    let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
+    edges.sort_by(|a, b| {
+        (Reverse(a.count), name(a.caller), name(a.callee)).cmp(&(
+            Reverse(b.count),
+            name(b.caller),
+            name(b.callee),
+        ))
+    });
+    section(
+        out,
+        &format!("Top {top} caller -> callee edges by calls"),
+        edges.len(),
+        top,
+    )?;
+    let rows: Vec<Vec<String>> = edges
+        .iter()
+        .take(top)
+        .map(|e| {
+            let mut r = vec![e.count.to_string()];
+            if timed {
+                r.push(us(e.total_ns));
+            }
+            r.push(edge_name(e));
+            r
+        })
+        .collect();
+    let head: &[&str] = if timed {
+        &["calls", "time", "caller -> callee"]
+    } else {
+        &["calls", "caller -> callee"]
+    };
+    table(out, head, &rows, head.len() - 1)?;
+
+    // Called way too often: most calls of the callee in one call of the caller.
+    edges.sort_by(|a, b| {
+        (
+            Reverse(a.max_per_call),
+            Reverse(a.count),
+            name(a.caller),
+            name(a.callee),
+        )
+            .cmp(&(
+                Reverse(b.max_per_call),
+                Reverse(b.count),
+                name(b.caller),
+                name(b.callee),
+            ))
+    });
+    section(
+        out,
+        &format!("Top {top} calls per caller call (called way too often?)"),
+        edges.len(),
+        top,
+    )?;
+    let rows: Vec<Vec<String>> = edges
+        .iter()
+        .take(top)
+        .map(|e| {
+            vec![
+                e.max_per_call.to_string(),
+                format!("{:.2}", e.per_call()),
+                e.caller_calls.to_string(),
+                e.count.to_string(),
+                edge_name(e),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "max/call",
+            "avg/call",
+            "caller calls",
+            "calls",
+            "caller -> callee",
+        ],
+        &rows,
+        4,
+    )?;
+
+    let mut roots: Vec<(&String, &u64)> = s.roots.iter().collect();
+    roots.sort_by(|a, b| (Reverse(a.1), a.0).cmp(&(Reverse(b.1), b.0)));
+    section(out, &format!("Top {top} top-level calls"), roots.len(), top)?;
+    let rows: Vec<Vec<String>> = roots
+        .iter()
+        .take(top)
+        .map(|(n, c)| vec![c.to_string(), n.to_string()])
+        .collect();
+    table(out, &["calls", "function"], &rows, 1)
+}
+
+fn section(out: &mut dyn Write, title: &str, len: usize, top: usize) -> std::io::Result<()> {
+    writeln!(out)?;
+    if len > top {
+        writeln!(out, "{title} (of {len})")
+    } else {
+        writeln!(out, "{title}")
+    }
+}
+
+fn func_table(out: &mut dyn Write, funcs: &[&FuncStats], timed: bool) -> std::io::Result<()> {
+    let rows: Vec<Vec<String>> = funcs
+        .iter()
+        .map(|f| {
+            let mut r = vec![f.calls.to_string()];
+            if timed {
+                let t = |v: Option<u64>| v.map_or("-".to_string(), us);
+                let have = f.timed > 0;
+                r.push(t(have.then_some(f.total_ns)));
+                r.push(t(have.then_some(f.self_ns)));
+                r.push(t(f.avg_ns()));
+                r.push(t(f.max_ns));
+            }
+            r.push(f.error_count().to_string());
+            r.push(f.name.clone());
+            r
+        })
+        .collect();
+    let head: &[&str] = if timed {
+        &["calls", "total", "self", "avg", "max", "errors", "function"]
+    } else {
+        &["calls", "errors", "function"]
+    };
+    table(out, head, &rows, head.len() - 1)
+}
+
+/// Columns before `left_from` are right-aligned, the rest left-aligned; the last column
+/// is not padded.
+fn table(
+    out: &mut dyn Write,
+    head: &[&str],
+    rows: &[Vec<String>],
+    left_from: usize,
+) -> std::io::Result<()> {
+    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::from(" ");
+        let last = cells.len() - 1;
+        for (i, c) in cells.into_iter().enumerate() {
+            s.push(' ');
+            if i == last {
+                s.push_str(c);
+            } else if i < left_from {
+                s.push_str(&format!("{c:>width$}", width = w[i]));
+            } else {
+                s.push_str(&format!("{c:<width$}", width = w[i]));
+            }
+        }
+        s
+    };
+    writeln!(out, "{}", line(head.to_vec()))?;
+    for r in rows {
+        writeln!(out, "{}", line(r.iter().map(String::as_str).collect()))?;
+    }
+    Ok(())
+}
