@@ -12,7 +12,7 @@ vmlinux=${1:-}
 jobs=2
 [ "${2:-}" = "-j" ] && jobs=${3:?}
 if [ -z "$vmlinux" ]; then
-  dir=$(/work/shared/scripts/fetch-debian-kernel.sh 6.12-cloud)
+  dir=$("$here/../shared/scripts/fetch-debian-kernel.sh" 6.12-cloud)
   vmlinux=$dir/vmlinux
 fi
 command -v pahole >/dev/null || { echo "scan-vs-pahole: pahole not installed" >&2; exit 1; }

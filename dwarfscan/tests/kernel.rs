@@ -1,16 +1,21 @@
-//! Real kernels. The test kernel (small, shipped in /work/shared/testkernel) always runs
-//! when present; Debian's 6.12 cloud kernel runs with `DCG_KERNEL_TESTS=1` (`.ci/run`).
+//! Real kernels. The test kernel (small, shipped in `../shared/testkernel` beside the
+//! repository) always runs; Debian's 6.12 cloud kernel runs with `DCG_KERNEL_TESTS=1` (`.ci/run`).
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TESTKERNEL: &str = "/work/shared/testkernel";
+/// `../shared` beside the repository (or `$DCG_SHARED`).
+fn shared() -> PathBuf {
+    std::env::var_os("DCG_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+}
 
 /// The decompressed test-kernel vmlinux, in the cache.
 fn testkernel_vmlinux() -> Option<PathBuf> {
-    let xz = Path::new(TESTKERNEL).join("vmlinux.xz");
+    let xz = shared().join("testkernel").join("vmlinux.xz");
     if !xz.exists() {
         return None;
     }
@@ -42,12 +47,14 @@ fn sig(db: &sigdb::Db, name: &str) -> Vec<String> {
 
 #[test]
 fn testkernel_vmlinux_and_modules() {
-    let Some(vmlinux) = testkernel_vmlinux() else {
-        eprintln!("skipped: no {TESTKERNEL}");
-        return;
-    };
+    let vmlinux = testkernel_vmlinux().unwrap_or_else(|| {
+        panic!(
+            "no test kernel at {} (the repository expects ../shared beside it; set DCG_SHARED)",
+            shared().join("testkernel").display()
+        )
+    });
     let mut inputs = vec![vmlinux.clone()];
-    inputs.push(Path::new(TESTKERNEL).join("modules"));
+    inputs.push(shared().join("testkernel").join("modules"));
     let (db, stats) = common::scan_to_db(&inputs);
     eprint!("{}", stats.report());
     assert!(db.flags().contains(sigdb::DbFlags::KERNEL));
@@ -76,7 +83,7 @@ fn testkernel_vmlinux_and_modules() {
 }
 
 fn debian_kernel() -> Option<PathBuf> {
-    let out = Command::new("/work/shared/scripts/fetch-debian-kernel.sh")
+    let out = Command::new(shared().join("scripts/fetch-debian-kernel.sh"))
         .arg("6.12-cloud")
         .output()
         .ok()?;

@@ -159,3 +159,12 @@ proptest! {
         }
     }
 }
+
+/// Writes the sample db as a fuzzing seed: `DCG_FUZZ_SEED=path cargo test -p sigdb
+/// --test corruption write_fuzz_seed -- --ignored`.
+#[test]
+#[ignore]
+fn write_fuzz_seed() {
+    let path = std::env::var_os("DCG_FUZZ_SEED").expect("set DCG_FUZZ_SEED");
+    std::fs::write(path, sample()).unwrap();
+}

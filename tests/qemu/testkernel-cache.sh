@@ -3,7 +3,7 @@
 # can treat all kernels alike. shared/ is read-only, hence the cache.
 #
 #   testkernel-cache.sh [TESTKERNEL_DIR]     (default: ../shared/testkernel next to the repo,
-#                                             or $DCG_TESTKERNEL, or /work/shared/testkernel)
+#                                             or $DCG_TESTKERNEL)
 # Prints the cache directory ($DCG_KCACHE or $HOME/.cache/dcg-kernels)/testkernel with
 #   vmlinuz (-> bzImage)  vmlinux (xz -d of vmlinux.xz)  config  System.map  release
 #   build-id  dbg-modules/ (the unstripped .ko files)
@@ -14,7 +14,7 @@ die() { echo "testkernel-cache: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-${DCG_TESTKERNEL:-}}
 if [ -z "$src" ]; then
-  for c in "$here/../../../shared/testkernel" /work/shared/testkernel; do
+  for c in "$here/../../../shared/testkernel"; do
     [ -r "$c/bzImage" ] && { src=$c; break; }
   done
 fi

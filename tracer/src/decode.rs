@@ -7,6 +7,8 @@
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -173,9 +175,9 @@ struct Task {
 pub struct Decoder<'a> {
     set: &'a DbSet,
     opts: Options,
-    ids: HashMap<String, u32>,
+    ids: FxHashMap<String, u32>,
     funcs: Vec<FuncInfo<'a>>,
-    tasks: HashMap<u64, Task>,
+    tasks: FxHashMap<u64, Task>,
     stats: Stats,
     buf: String,
     next_call: u64,
@@ -191,9 +193,9 @@ impl<'a> Decoder<'a> {
         Decoder {
             set,
             opts,
-            ids: HashMap::new(),
+            ids: FxHashMap::default(),
             funcs: Vec::new(),
-            tasks: HashMap::new(),
+            tasks: FxHashMap::default(),
             stats: Stats::default(),
             buf: String::with_capacity(256),
             next_call: 0,
@@ -339,10 +341,10 @@ impl<'a> Decoder<'a> {
     }
 
     /// Arguments rendered by the parameter types of `id`.
-    fn render_args(
+    fn render_args<'s>(
         &self,
         id: u32,
-        pairs: impl Iterator<Item = (String, String)>,
+        pairs: impl Iterator<Item = (&'s str, &'s str)>,
     ) -> Vec<(String, String)> {
         let func = self.funcs[id as usize].func;
         pairs
@@ -353,7 +355,7 @@ impl<'a> Decoder<'a> {
                     let raw = fgraph::parse_number(num)?;
                     render(p.ty(), raw, Role::Arg)
                 });
-                (name, typed.unwrap_or(value))
+                (name.to_string(), typed.unwrap_or_else(|| value.to_string()))
             })
             .collect()
     }
@@ -370,10 +372,6 @@ impl<'a> Decoder<'a> {
         self.note_unknown(id);
         // Arguments: from funcgraph-args, else from a pending entry probe of this function.
         let mut args: Vec<(String, String)> = Vec::new();
-        let from_line: Vec<(String, String)> = c
-            .arg_pairs()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
         let task = self.tasks.entry(key).or_default();
         let pending = match task.pending_args.take() {
             Some((pid, fields)) if pid == id => Some(fields),
@@ -383,19 +381,33 @@ impl<'a> Decoder<'a> {
             }
             None => None,
         };
-        if !from_line.is_empty() {
-            args = self.render_args(id, from_line.into_iter());
+        if c.args.is_some_and(|a| !a.trim().is_empty()) {
+            args = self.render_args(id, c.arg_pairs());
         } else if let Some(fields) = pending {
-            args = self.render_args(id, fields.into_iter());
+            args = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         }
         let decoded = self.funcs[id as usize].func.is_some();
+        // A leaf without a printed value takes a pending exit-probe value of the same
+        // function (live tracing shows a probed leaf as `func();` after its event).
+        let task = self.tasks.entry(key).or_default();
+        let probe = match (leaf && c.ret.is_none(), task.pending_ret) {
+            (true, Some((pid, v))) if pid == id => {
+                task.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        };
         let (ret, error) = if leaf {
-            match c.ret {
-                Some(r) => match self.ret_text(id, r.raw, r.value) {
+            match (c.ret, probe) {
+                (Some(r), _) => match self.ret_text(id, r.raw, r.value) {
                     Some((t, e)) => (Some(t), e),
                     None => (None, false),
                 },
-                None => (None, false),
+                (None, Some(v)) => match self.ret_text(id, &format!("{v:#x}"), Some(v)) {
+                    Some((t, e)) => (Some(t), e),
+                    None => (None, false),
+                },
+                (None, None) => (None, false),
             }
         } else {
             (None, false)
@@ -410,7 +422,7 @@ impl<'a> Decoder<'a> {
         let call_id = self.next_call;
         self.next_call += 1;
         let parent = self.parent_of(key, depth);
-        if leaf {
+        if leaf && self.wants_records() {
             let rec = self.make_record(
                 c.prefix,
                 id,
@@ -424,7 +436,7 @@ impl<'a> Decoder<'a> {
                 c.prefix.duration_ns,
             );
             self.save(&rec, out)?;
-        } else {
+        } else if !leaf {
             let frame = Frame {
                 depth,
                 id,
@@ -578,7 +590,7 @@ impl<'a> Decoder<'a> {
         if error {
             self.stats.errors += 1;
         }
-        if let (Some(id), Some(f)) = (id, &frame) {
+        if let (Some(id), Some(f), true) = (id, &frame, self.wants_records()) {
             let dur = e.prefix.duration_ns;
             let rec = self.make_record(
                 e.prefix,
@@ -660,7 +672,7 @@ impl<'a> Decoder<'a> {
             }
             rendered = out_fields;
         } else {
-            rendered = self.render_args(id, fields.clone().into_iter());
+            rendered = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
             self.tasks.entry(key).or_default().pending_args = Some((id, fields));
         }
         if self.funcs[id as usize].func.is_some() {

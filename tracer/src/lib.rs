@@ -6,6 +6,8 @@ pub mod dbset;
 pub mod decode;
 pub mod describe;
 pub mod fgraph;
+pub mod graphfilter;
+pub mod ktrace;
 pub mod output;
 pub mod record;
 pub mod render;

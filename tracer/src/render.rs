@@ -142,8 +142,26 @@ pub fn render_pointer(out: &mut String, raw: u64) {
     } else if raw >= MAX_ERRNO.wrapping_neg() {
         let _ = write!(out, "ERR_PTR({})", errno_text(raw as i64));
     } else {
-        let _ = write!(out, "{raw:#x}");
+        push_hex(out, raw);
     }
+}
+
+/// Append `0x` and the lower-case hex digits of `v` (faster than `format!`).
+pub fn push_hex(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 18];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        buf[i] = DIGITS[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push_str("0x");
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or(""));
 }
 
 fn render_int(out: &mut String, raw: u64, size: u32, signed: bool, role: Role) {

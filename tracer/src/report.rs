@@ -30,8 +30,8 @@ pub struct ReportArgs {
     /// for the running kernel, else values stay raw.
     #[arg(long = "db", value_name = "FILE")]
     pub db: Vec<PathBuf>,
-    /// A saved-calls file (`--output` of decode/trace) or saved ftrace function_graph
-    /// text; `-` or nothing for standard input.
+    /// A saved-calls file (`--output` of decode/trace; `--json` output too) or saved
+    /// ftrace function_graph text; `-` or nothing for standard input.
     pub input: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -131,6 +131,8 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     };
     let loaded = if looks_like_saved_calls(&bytes) {
         load_saved(&bytes[..])?
+    } else if looks_like_records(&bytes) {
+        load_records(&bytes, &name)?
     } else {
         let set = if args.db.is_empty() {
             DbSet::resolve(&[]).unwrap_or_else(|e| {
@@ -212,6 +214,30 @@ pub fn looks_like_saved_calls(bytes: &[u8]) -> bool {
     std::str::from_utf8(first).is_ok_and(|l| record::is_header(l.trim_end_matches('\r')))
 }
 
+/// Whether `bytes` starts with a call record but no header (`dcg decode --json` output).
+pub fn looks_like_records(bytes: &[u8]) -> bool {
+    let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    first.starts_with(b"{") && serde_json::from_slice::<CallRecord>(first).is_ok()
+}
+
+/// Read call records without a header, one per line (`dcg decode --json` output).
+pub fn load_records(bytes: &[u8], source: &str) -> anyhow::Result<Loaded> {
+    let mut records = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        records.push(
+            serde_json::from_slice(line).with_context(|| format!("{source}: line {}", i + 1))?,
+        );
+    }
+    Ok(Loaded {
+        source: source.to_string(),
+        kind: InputKind::SavedCalls,
+        records,
+    })
+}
+
 /// Read a saved-calls file.
 pub fn load_saved(input: impl BufRead) -> anyhow::Result<Loaded> {
     let (header, records) = record::read(input)?;
@@ -232,24 +258,61 @@ pub fn load_ftrace(input: &[u8], source: &str, set: &DbSet) -> anyhow::Result<Lo
             ..Options::default()
         },
     );
-    let mut json = Vec::new();
-    dec.decode_stream(input, &mut json)?;
-    dec.finish(&mut json)?;
+    let mut sink = RecordSink::default();
+    dec.decode_stream(input, &mut sink)?;
+    dec.finish(&mut sink)?;
     if let Some(s) = dec.summary().filter(|_| !set.dbs().is_empty()) {
         let s = s.strip_prefix("dcg decode: ").unwrap_or(&s);
         eprintln!("dcg report: {s}");
     }
-    let mut records = Vec::new();
-    for line in json.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        records.push(serde_json::from_slice(line).context("decoder output")?);
-    }
+    sink.flush()?;
     Ok(Loaded {
         source: source.to_string(),
         kind: InputKind::FtraceText {
             dbs: set.dbs().len(),
         },
-        records,
+        records: sink.records,
     })
+}
+
+/// Parses the decoder's JSON lines into records as they are written.
+#[derive(Default)]
+struct RecordSink {
+    buf: Vec<u8>,
+    records: Vec<CallRecord>,
+}
+
+fn parse_record(records: &mut Vec<CallRecord>, line: &[u8]) -> std::io::Result<()> {
+    if !line.is_empty() {
+        let r = serde_json::from_slice(line)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        records.push(r);
+    }
+    Ok(())
+}
+
+impl Write for RecordSink {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let mut rest = data;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            if self.buf.is_empty() {
+                parse_record(&mut self.records, &rest[..nl])?;
+            } else {
+                self.buf.extend_from_slice(&rest[..nl]);
+                parse_record(&mut self.records, &self.buf)?;
+                self.buf.clear();
+            }
+            rest = &rest[nl + 1..];
+        }
+        self.buf.extend_from_slice(rest);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        parse_record(&mut self.records, &self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
 }
 
 /// ns as µs with three decimals: `11007` → `11.007`.

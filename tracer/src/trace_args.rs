@@ -45,7 +45,12 @@ pub struct TraceArgs {
     #[arg(long, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
     /// Trace a running process (and its threads) instead of starting a command.
-    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "command")]
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with = "command"
+    )]
     pub pid: Option<i32>,
     /// The command to start and trace (after `--`).
     #[arg(last = true, value_name = "CMD")]
@@ -93,7 +98,10 @@ mod tests {
             split_user_func("/usr/lib/x86_64-linux-gnu/libc.so.6:mall*"),
             Some(("/usr/lib/x86_64-linux-gnu/libc.so.6", "mall*"))
         );
-        assert_eq!(split_user_func("libz.so.1:inflate"), Some(("libz.so.1", "inflate")));
+        assert_eq!(
+            split_user_func("libz.so.1:inflate"),
+            Some(("libz.so.1", "inflate"))
+        );
         assert_eq!(split_user_func("vfs_read"), None);
         assert_eq!(split_user_func("do_sys_*"), None);
         assert_eq!(split_user_func("./prog:"), None);

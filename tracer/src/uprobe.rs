@@ -94,7 +94,13 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             Err(msg) => failed.push(msg),
         }
     }
-    let probes = plan::plan_probes(&targets, &selected, args.args, args.show_retvals, &mut notes);
+    let probes = plan::plan_probes(
+        &targets,
+        &selected,
+        args.args,
+        args.show_retvals,
+        &mut notes,
+    );
     for n in notes.drain(..) {
         note(&n);
     }
@@ -161,12 +167,24 @@ impl Tracer {
         for (i, p) in probes.iter().enumerate() {
             let path = &targets[p.target].path;
             session
-                .add_event(EventFile::Uprobe, &p.entry_event, &p.entry_def(&group, path))
+                .add_event(
+                    EventFile::Uprobe,
+                    &p.entry_event,
+                    &p.entry_def(&group, path),
+                )
                 .with_context(|| format!("probing {} in {}", p.func.symbol(), path.display()))?;
             session
-                .add_event(EventFile::Uprobe, &p.return_event, &p.return_def(&group, path))
+                .add_event(
+                    EventFile::Uprobe,
+                    &p.return_event,
+                    &p.return_def(&group, path),
+                )
                 .with_context(|| {
-                    format!("probing the return of {} in {}", p.func.symbol(), path.display())
+                    format!(
+                        "probing the return of {} in {}",
+                        p.func.symbol(),
+                        path.display()
+                    )
                 })?;
             events.insert(p.entry_event.clone(), (i, false));
             events.insert(p.return_event.clone(), (i, true));
@@ -234,7 +252,9 @@ impl Tracer {
             c.resume()?;
         }
         let start = Instant::now();
-        let deadline = args.duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+        let deadline = args
+            .duration
+            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
         let mut stream = Stream::new(&self.events, probes);
         let mut lines = Vec::new();
         let stop = loop {
@@ -250,7 +270,9 @@ impl Tracer {
                     .map(|_| Stop::Gone),
             };
             let timeout = match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()).min(Duration::from_millis(100)),
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
                 None => Duration::from_millis(100),
             };
             lines.clear();
@@ -274,7 +296,10 @@ impl Tracer {
         };
         // Stop recording, then drain what is already in the buffer.
         let _ = self.session.write("tracing_on", "0");
-        if matches!(stop, Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)) {
+        if matches!(
+            stop,
+            Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
+        ) {
             drain(&mut pipe, &mut stream, &mut calls, out, args.count)?;
         }
         stream.flush_carry(&mut calls, out)?;
@@ -300,7 +325,10 @@ impl Tracer {
             ));
         }
         if stream.unparsed > 0 {
-            note(&format!("{} event lines could not be parsed", stream.unparsed));
+            note(&format!(
+                "{} event lines could not be parsed",
+                stream.unparsed
+            ));
         }
         let mut code = ExitCode::SUCCESS;
         match stop {
@@ -440,7 +468,10 @@ impl<'e, 'p> Stream<'e, 'p> {
         } else {
             &p.entry_fields
         };
-        if !joined && !is_return && fields.last().is_some_and(|f| f.string) && !self.entry_complete(line)
+        if !joined
+            && !is_return
+            && fields.last().is_some_and(|f| f.string)
+            && !self.entry_complete(line)
         {
             self.carry = Some(line.to_string());
             return Ok(());
@@ -470,7 +501,10 @@ impl<'e, 'p> Stream<'e, 'p> {
 fn lost_line(line: &str) -> Option<(u32, u64)> {
     let rest = line.trim().strip_prefix("CPU:")?;
     let (cpu, rest) = rest.split_once(' ')?;
-    let n = rest.trim().strip_prefix("[LOST ")?.strip_suffix(" EVENTS]")?;
+    let n = rest
+        .trim()
+        .strip_prefix("[LOST ")?
+        .strip_suffix(" EVENTS]")?;
     Some((cpu.parse().ok()?, n.parse().ok()?))
 }
 
@@ -536,10 +570,17 @@ fn cpu_width() -> usize {
 }
 
 fn source_name(args: &TraceArgs, targets: &[Target]) -> String {
-    let files: Vec<String> = targets.iter().map(|t| t.path.display().to_string()).collect();
+    let files: Vec<String> = targets
+        .iter()
+        .map(|t| t.path.display().to_string())
+        .collect();
     match (args.pid, args.command.is_empty()) {
         (Some(p), _) => format!("uprobes on {} in pid {p}", files.join(", ")),
-        (None, false) => format!("uprobes on {}: {}", files.join(", "), args.command.join(" ")),
+        (None, false) => format!(
+            "uprobes on {}: {}",
+            files.join(", "),
+            args.command.join(" ")
+        ),
         (None, true) => format!("uprobes on {}", files.join(", ")),
     }
 }

@@ -257,7 +257,8 @@ fn facts_of_a_txt() {
     assert_eq!(on_edges as usize, g.len() - g.roots.len());
 }
 
-/// A saved-calls file (decode --output) and the ftrace text it came from report alike.
+/// A saved-calls file (decode --output), bare records (decode --json) and the ftrace text
+/// they came from report alike.
 #[test]
 fn saved_calls_and_ftrace_text_agree() {
     if !have_testkernel() {
@@ -282,17 +283,19 @@ fn saved_calls_and_ftrace_text_agree() {
     assert_eq!(loaded.kind, InputKind::SavedCalls);
     let from_saved = CallGraph::new(loaded.records).unwrap();
     let from_text = load("d.txt");
+    // `dcg decode --json` output: the records without the header.
+    let body = &saved[saved.iter().position(|&b| b == b'\n').unwrap() + 1..];
+    assert!(report::looks_like_records(body) && !report::looks_like_records(&text));
+    let from_json = CallGraph::new(report::load_records(body, "d.txt").unwrap().records).unwrap();
     for (format, _) in FORMATS {
         let input = ReportInput {
             source: "d.txt".into(),
             kind: InputKind::SavedCalls,
             root: None,
         };
-        assert_eq!(
-            render(&from_saved, &input, format),
-            render(&from_text, &input, format),
-            "{format:?}"
-        );
+        let want = render(&from_text, &input, format);
+        assert_eq!(render(&from_saved, &input, format), want, "{format:?}");
+        assert_eq!(render(&from_json, &input, format), want, "{format:?}");
     }
 }
 

@@ -65,9 +65,15 @@ fn leftovers(pid: u32) -> Vec<String> {
     if inst.exists() {
         found.push(inst.display().to_string());
     }
-    let events = std::fs::read_to_string(Path::new(TRACEFS).join("uprobe_events")).unwrap_or_default();
+    let events =
+        std::fs::read_to_string(Path::new(TRACEFS).join("uprobe_events")).unwrap_or_default();
     let group = format!(":dcg_{pid}/");
-    found.extend(events.lines().filter(|l| l.contains(&group)).map(str::to_string));
+    found.extend(
+        events
+            .lines()
+            .filter(|l| l.contains(&group))
+            .map(str::to_string),
+    );
     found
 }
 
@@ -131,7 +137,9 @@ struct Row {
 
 /// Parse a function_graph line printed by dcg: ` C) [proc | ]duration |  text`.
 fn row(line: &str) -> Row {
-    let (_, rest) = line.split_once(") ").unwrap_or_else(|| panic!("no cpu column: {line:?}"));
+    let (_, rest) = line
+        .split_once(") ")
+        .unwrap_or_else(|| panic!("no cpu column: {line:?}"));
     let (proc_, rest) = if rest.len() > 17 && &rest[14..17] == " | " && rest[..14].contains('-') {
         (Some(rest[..14].trim().to_string()), &rest[17..])
     } else {
@@ -213,7 +221,14 @@ fn every_value_kind_o0() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "values", "-O0");
     let b = bin.to_str().unwrap();
-    let out = dcg(&["--show-retvals", "--args", "--func", &format!("{b}:*"), "--", b]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let expected = format!(
@@ -238,7 +253,14 @@ fn every_value_kind_o2() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "values", "-O2");
     let b = bin.to_str().unwrap();
-    let out = dcg(&["--show-retvals", "--args", "--func", &format!("{b}:*"), "--", b]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // GCC turns the recursion of fact into a loop at -O2.
     let expected = format!("{VALUES_COMMON}  fact(n=3); /* ret=6 */\n}} /* main ret=0 */\n");
@@ -253,10 +275,23 @@ fn cold_split_and_constprop_clone() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "clones", "-O2");
     let syms = symbols(&bin);
-    assert!(syms.contains(" classify.cold"), "gcc made no classify.cold:\n{syms}");
-    assert!(syms.contains(" scale.constprop.0"), "gcc made no scale.constprop.0:\n{syms}");
+    assert!(
+        syms.contains(" classify.cold"),
+        "gcc made no classify.cold:\n{syms}"
+    );
+    assert!(
+        syms.contains(" scale.constprop.0"),
+        "gcc made no scale.constprop.0:\n{syms}"
+    );
     let b = bin.to_str().unwrap();
-    let out = dcg(&["--show-retvals", "--args", "--func", &format!("{b}:*"), "--", b]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout).replace("done -12 -19\n", "");
     assert_eq!(
@@ -292,7 +327,10 @@ fn patterns_that_match_nothing() {
     let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("atoi: inlined into main, no code of its own"), "{stderr}");
+    assert!(
+        stderr.contains("atoi: inlined into main, no code of its own"),
+        "{stderr}"
+    );
     // A cold part alone is not an entry point.
     let out = dcg(&["--func", &format!("{b}:classify.cold"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
@@ -306,7 +344,14 @@ fn two_threads() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "threads", "-O0");
     let b = bin.to_str().unwrap();
-    let out = dcg(&["--show-retvals", "--args", "--func", &format!("{b}:*"), "--", b]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout).replace("done 4\n", "");
     check_parses(&stdout);
@@ -334,7 +379,10 @@ fn two_threads() {
         (sorted[0], sorted[1], sorted[2])
     };
     let get = |tid: u32| {
-        let p = order.iter().find(|p| p.ends_with(&format!("-{tid}"))).unwrap();
+        let p = order
+            .iter()
+            .find(|p| p.ends_with(&format!("-{tid}")))
+            .unwrap();
         by[p].clone()
     };
     let thread = |id: u32| {
@@ -365,7 +413,14 @@ fn program_that_crashes() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "crash", "-O0");
     let b = bin.to_str().unwrap();
-    let out = dcg(&["--show-retvals", "--args", "--func", &format!("{b}:*"), "--", b]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
     assert_eq!(out.status.code(), Some(128 + 11), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("killed by SIGSEGV"), "{stderr}");
@@ -434,7 +489,13 @@ outer(x=3) {
     );
     // --json and --output: the same records.
     let saved = dir.path().join("calls.jsonl");
-    let mut a = vec!["--show-retvals", "--args", "--json", "--output", saved.to_str().unwrap()];
+    let mut a = vec![
+        "--show-retvals",
+        "--args",
+        "--json",
+        "--output",
+        saved.to_str().unwrap(),
+    ];
     a.extend(funcs.iter().copied());
     a.extend(["--", b]);
     let out = dcg(&a);
@@ -444,14 +505,20 @@ outer(x=3) {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let (header, saved_recs) =
-        tracer::record::read(std::io::BufReader::new(std::fs::File::open(&saved).unwrap())).unwrap();
+    let (header, saved_recs) = tracer::record::read(std::io::BufReader::new(
+        std::fs::File::open(&saved).unwrap(),
+    ))
+    .unwrap();
     assert!(header.source.contains("uprobes on"), "{header:?}");
     assert_eq!(recs, saved_recs);
     let summary: Vec<String> = recs
         .iter()
         .map(|r| {
-            let args: Vec<String> = r.args.iter().map(|a| format!("{}={}", a.name, a.value)).collect();
+            let args: Vec<String> = r
+                .args
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.value))
+                .collect();
             format!(
                 "{} parent={:?} depth={} {}({}) ret={} error={}",
                 r.id,
@@ -474,7 +541,9 @@ outer(x=3) {
         ]
     );
     assert!(recs.iter().all(|r| r.duration_ns.is_some() && r.decoded));
-    assert!(recs.iter().all(|r| r.module.as_deref() == Some("values-O0")));
+    assert!(recs
+        .iter()
+        .all(|r| r.module.as_deref() == Some("values-O0")));
 }
 
 /// Wait until `cond` or panic after `secs`.
@@ -510,13 +579,25 @@ fn attach_and_detach() {
     );
     let pid = prog.0.id().to_string();
     std::thread::sleep(Duration::from_millis(100));
-    let out = dcg(&["--show-retvals", "--args", "--count", "3", "--func", &format!("{b}:tick"), "-p", &pid]);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--count",
+        "3",
+        "--func",
+        &format!("{b}:tick"),
+        "-p",
+        &pid,
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let got = calls(&text(&out.stdout));
     let lines: Vec<&str> = got.lines().collect();
     assert_eq!(lines.len(), 3, "{got}");
     for l in &lines {
-        assert!(l.starts_with("tick(i=") && l.contains(", tag=\"tick\"); /* ret="), "{l}");
+        assert!(
+            l.starts_with("tick(i=") && l.contains(", tag=\"tick\"); /* ret="),
+            "{l}"
+        );
     }
     assert!(text(&out.stderr).contains(&format!("detached from process {pid}")));
     // It keeps running, without probes.
@@ -532,9 +613,21 @@ fn sigint_and_sigterm_stop_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let bin = compile(dir.path(), "loop", "-O0");
     let b = bin.to_str().unwrap();
-    for sig in [nix::sys::signal::Signal::SIGINT, nix::sys::signal::Signal::SIGTERM] {
+    for sig in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
         let child = Command::new(DCG)
-            .args(["trace", "--show-retvals", "--func", &format!("{b}:tick"), "--", b, "0", "1000"])
+            .args([
+                "trace",
+                "--show-retvals",
+                "--func",
+                &format!("{b}:tick"),
+                "--",
+                b,
+                "0",
+                "1000",
+            ])
             .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -543,8 +636,10 @@ fn sigint_and_sigterm_stop_cleanly() {
         let dpid = child.id();
         // Wait until its probes are live.
         wait_for(20, "the probes", || {
-            std::fs::read_to_string(format!("{TRACEFS}/instances/dcg-{dpid}/events/dcg_{dpid}/enable"))
-                .is_ok_and(|s| s.trim() == "1")
+            std::fs::read_to_string(format!(
+                "{TRACEFS}/instances/dcg-{dpid}/events/dcg_{dpid}/enable"
+            ))
+            .is_ok_and(|s| s.trim() == "1")
         });
         std::thread::sleep(Duration::from_millis(200));
         // The traced command: dcg's child.
@@ -556,9 +651,17 @@ fn sigint_and_sigterm_stop_cleanly() {
         assert!(out.status.success(), "{sig}: {}", text(&out.stderr));
         let got = calls(&text(&out.stdout));
         assert!(got.lines().count() >= 1, "{got}");
-        assert!(got.lines().all(|l| l.starts_with("tick(); /* ret=") || l.starts_with("tick(); /* no return */")), "{got}");
+        assert!(
+            got.lines()
+                .all(|l| l.starts_with("tick(); /* ret=")
+                    || l.starts_with("tick(); /* no return */")),
+            "{got}"
+        );
         assert!(text(&out.stderr).contains("keeps running without probes"));
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(cpid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(cpid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
@@ -569,7 +672,15 @@ fn stale_session_of_a_killed_dcg_is_removed() {
     let bin = compile(dir.path(), "loop", "-O0");
     let b = bin.to_str().unwrap();
     let mut child = Command::new(DCG)
-        .args(["trace", "--func", &format!("{b}:tick"), "--", b, "0", "1000"])
+        .args([
+            "trace",
+            "--func",
+            &format!("{b}:tick"),
+            "--",
+            b,
+            "0",
+            "1000",
+        ])
         .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -577,19 +688,34 @@ fn stale_session_of_a_killed_dcg_is_removed() {
         .unwrap();
     let dpid = child.id();
     wait_for(20, "the probes", || {
-        std::fs::read_to_string(format!("{TRACEFS}/instances/dcg-{dpid}/events/dcg_{dpid}/enable"))
-            .is_ok_and(|s| s.trim() == "1")
+        std::fs::read_to_string(format!(
+            "{TRACEFS}/instances/dcg-{dpid}/events/dcg_{dpid}/enable"
+        ))
+        .is_ok_and(|s| s.trim() == "1")
     });
     let kids = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children")).unwrap();
     let cpid: i32 = kids.split_whitespace().next().unwrap().parse().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(cpid), nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(cpid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
     assert!(!leftovers(dpid).is_empty(), "SIGKILL cannot clean up");
     // The next session removes it.
     let out = dcg(&["--func", &format!("{b}:tick"), "--", b, "3"]);
     assert!(out.status.success());
-    assert!(text(&out.stderr).contains(&format!("removed stale instance dcg-{dpid}")), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("removed stale instance dcg-{dpid}")),
+        "{}",
+        text(&out.stderr)
+    );
     assert_clean(dpid);
-    assert_eq!(calls(&text(&out.stdout).replace("3 calls", "")).lines().filter(|l| l.starts_with("tick();")).count(), 3);
+    assert_eq!(
+        calls(&text(&out.stdout).replace("3 calls", ""))
+            .lines()
+            .filter(|l| l.starts_with("tick();"))
+            .count(),
+        3
+    );
 }

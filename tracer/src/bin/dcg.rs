@@ -135,7 +135,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 out.flush()?;
                 return Ok(code);
             }
-            bail!("kernel tracing: not yet available");
+            let code = tracer::ktrace::run(&args, &mut out)?;
+            out.flush()?;
+            return Ok(code);
         }
         Command::Report(args) => {
             let code = tracer::report::run(&args, &mut out)?;

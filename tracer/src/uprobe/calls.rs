@@ -132,7 +132,11 @@ impl<'a> Calls<'a> {
     }
 
     /// Also write every call as a [`CallRecord`] to `sink`, after a header naming `source`.
-    pub fn save_records(&mut self, mut sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
+    pub fn save_records(
+        &mut self,
+        mut sink: Box<dyn Write + 'a>,
+        source: &str,
+    ) -> std::io::Result<()> {
         record::write_header(&mut *sink, source)?;
         self.records = Some(sink);
         Ok(())

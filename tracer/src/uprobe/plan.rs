@@ -97,7 +97,9 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                if want.as_deref().is_some_and(|w| name == w || name.starts_with(&format!("{w}.")))
+                if want
+                    .as_deref()
+                    .is_some_and(|w| name == w || name.starts_with(&format!("{w}.")))
                 {
                     // The process's view: /proc/PID/root keeps it right across mount
                     // namespaces.
@@ -342,12 +344,26 @@ pub struct Probe<'a> {
 impl Probe<'_> {
     /// The `uprobe_events` line of the entry probe.
     pub fn entry_def(&self, group: &str, path: &Path) -> String {
-        def('p', group, &self.entry_event, path, self.offset, &self.entry_fields)
+        def(
+            'p',
+            group,
+            &self.entry_event,
+            path,
+            self.offset,
+            &self.entry_fields,
+        )
     }
 
     /// The `uprobe_events` line of the return probe.
     pub fn return_def(&self, group: &str, path: &Path) -> String {
-        def('r', group, &self.return_event, path, self.offset, &self.ret_fields)
+        def(
+            'r',
+            group,
+            &self.return_event,
+            path,
+            self.offset,
+            &self.ret_fields,
+        )
     }
 }
 
@@ -372,8 +388,7 @@ pub fn uprobe_reg(dwarf: u8) -> Option<&'static str> {
 pub fn is_c_string(ty: Type<'_>) -> bool {
     let t = ty.resolve();
     t.kind() == TypeKind::Pointer
-        && t
-            .target()
+        && t.target()
             .map(|p| p.resolve())
             .is_some_and(|p| p.kind() == TypeKind::Char && p.size() == 1)
 }

@@ -1,0 +1,168 @@
+//! Static callee discovery: the direct `call`/`jmp rel32` targets in a function's machine
+//! code, read from the live kernel through `/proc/kcore` and resolved with
+//! `/proc/kallsyms`. Used to create exit probes before the first traced call (a command
+//! may call the traced function once only). Indirect calls are not found; the stream
+//! adds those callees lazily.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Kernel text symbols and a reader of kernel memory.
+pub struct KernelText {
+    /// Sorted (address, name) of text symbols.
+    syms: Vec<(u64, String)>,
+    by_name: HashMap<String, u64>,
+    kcore: File,
+    /// (vaddr, file offset, size) of the PT_LOAD segments.
+    segs: Vec<(u64, u64, u64)>,
+}
+
+impl KernelText {
+    /// Open `/proc/kallsyms` and `/proc/kcore`; `None` when either is unusable (no
+    /// CONFIG_PROC_KCORE, addresses hidden).
+    pub fn open() -> Option<KernelText> {
+        let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+        let mut syms = Vec::new();
+        for line in text.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if !matches!(t, "t" | "T") || it.next().is_some() {
+                continue; // module symbols carry `[module]`
+            }
+            let Ok(addr) = u64::from_str_radix(a, 16) else {
+                continue;
+            };
+            if addr == 0 {
+                return None; // kptr_restrict
+            }
+            syms.push((addr, n.to_string()));
+        }
+        syms.sort();
+        let mut by_name = HashMap::new();
+        for (a, n) in &syms {
+            by_name.entry(n.clone()).or_insert(*a);
+        }
+        let kcore = File::open("/proc/kcore").ok()?;
+        let segs = load_segments(&kcore)?;
+        Some(KernelText {
+            syms,
+            by_name,
+            kcore,
+            segs,
+        })
+    }
+
+    fn read(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        let &(va, off, size) = self
+            .segs
+            .iter()
+            .find(|(va, _, size)| addr >= *va && addr + len as u64 <= va + size)?;
+        let _ = size;
+        let mut buf = vec![0u8; len];
+        self.kcore.read_exact_at(&mut buf, off + (addr - va)).ok()?;
+        Some(buf)
+    }
+
+    fn sym_at(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|(a, _)| *a < addr);
+        let (a, n) = self.syms.get(i)?;
+        (*a == addr).then_some(n.as_str())
+    }
+
+    /// Direct call/jump targets of `func` that satisfy `keep`.
+    pub fn callees(&self, func: &str, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let Some(&addr) = self.by_name.get(func) else {
+            return Vec::new();
+        };
+        let i = self.syms.partition_point(|(a, _)| *a <= addr);
+        let end = self.syms.get(i).map_or(addr + 4096, |(a, _)| *a);
+        let len = (end - addr).min(64 * 1024) as usize;
+        let Some(code) = self.read(addr, len) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for i in 0..code.len().saturating_sub(4) {
+            if code[i] != 0xe8 && code[i] != 0xe9 {
+                continue;
+            }
+            let rel = i32::from_le_bytes([code[i + 1], code[i + 2], code[i + 3], code[i + 4]]);
+            let target = (addr + i as u64 + 5).wrapping_add(rel as i64 as u64);
+            let name = match self.sym_at(target) {
+                Some(n) => match n.strip_prefix("__pfx_") {
+                    Some(real) => real,
+                    None => n,
+                },
+                None => match self.sym_at(target.wrapping_sub(16)) {
+                    // Call-depth tracking calls into the padding before a function.
+                    Some(n) if n.starts_with("__pfx_") => &n[6..],
+                    _ => continue,
+                },
+            };
+            if name != func && keep(name) && seen.insert(name.to_string()) {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+
+    /// Breadth-first callees of `roots` down to `depth` levels, at most `cap` functions.
+    pub fn closure(
+        &self,
+        roots: &[String],
+        depth: u32,
+        cap: usize,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let mut seen: HashSet<String> = roots.iter().cloned().collect();
+        let mut queue: VecDeque<(String, u32)> = roots.iter().map(|r| (r.clone(), 0)).collect();
+        let mut out = Vec::new();
+        while let Some((f, d)) = queue.pop_front() {
+            if d >= depth {
+                continue;
+            }
+            for c in self.callees(&f, keep) {
+                if out.len() >= cap {
+                    return out;
+                }
+                if seen.insert(c.clone()) {
+                    out.push(c.clone());
+                    queue.push_back((c, d + 1));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// PT_LOAD segments of an ELF64 little-endian core file.
+fn load_segments(f: &File) -> Option<Vec<(u64, u64, u64)>> {
+    let mut eh = [0u8; 64];
+    f.read_exact_at(&mut eh, 0).ok()?;
+    if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+        return None;
+    }
+    let u16at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u32at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let u64at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let phoff = u64at(&eh, 32);
+    let phentsize = u16at(&eh, 54) as usize;
+    let phnum = u16at(&eh, 56) as usize;
+    if phentsize < 56 || phnum == 0 || phnum > 4096 {
+        return None;
+    }
+    let mut ph = vec![0u8; phentsize * phnum];
+    f.read_exact_at(&mut ph, phoff).ok()?;
+    let mut segs = Vec::new();
+    for i in 0..phnum {
+        let p = &ph[i * phentsize..];
+        if u32at(p, 0) != 1 {
+            continue;
+        }
+        segs.push((u64at(p, 16), u64at(p, 8), u64at(p, 32)));
+    }
+    Some(segs)
+}
