@@ -152,7 +152,10 @@ fn bin(name: &str, package: &str) -> PathBuf {
             cmd.env("CARGO_TARGET_DIR", target);
         }
         let status = cmd.status().expect("running cargo build");
-        assert!(status.success(), "cargo build -p {package} --bin {name} failed");
+        assert!(
+            status.success(),
+            "cargo build -p {package} --bin {name} failed"
+        );
         built.push(name.to_string());
     }
     path

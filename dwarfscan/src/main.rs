@@ -32,6 +32,17 @@ struct Args {
     /// Keep only inline edges whose callee has no out-of-line copy.
     #[arg(long)]
     inline_only_edges: bool,
+    /// Also write an ELF relocatable object carrying the db in section `.dcg_sigdb`
+    /// (symbols `dcg_sigdb_start`/`dcg_sigdb_end`), to link into a module or program.
+    #[arg(long, value_name = "FILE")]
+    emit_object: Option<PathBuf>,
+    /// For a db of kernel modules alone: the build-id of the kernel they belong to (hex).
+    #[arg(long, value_name = "HEX", conflicts_with = "base")]
+    base_build_id: Option<String>,
+    /// For a db of kernel modules alone: the kernel's vmlinux (or its db), whose
+    /// build-id keys this db.
+    #[arg(long, value_name = "FILE")]
+    base: Option<PathBuf>,
 }
 
 fn main() {
@@ -73,7 +84,28 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let inputs: Vec<_> = args.inputs.iter().map(dwarfscan::Input::new).collect();
     let start = std::time::Instant::now();
     let mut result = dwarfscan::scan(&inputs, &opts)?;
-    result.write(&args.output)?;
+    let base = match (&args.base_build_id, &args.base) {
+        (Some(hex), _) => Some(loader::parse_build_id(hex)?),
+        (None, Some(file)) => Some(base_build_id(file)?),
+        (None, None) => None,
+    };
+    if let Some(id) = base {
+        result.builder.set_build_id(&id);
+    }
+    let bytes = result.to_bytes()?;
+    let modules_only = sigdb::Db::from_bytes(bytes.clone())?
+        .flags()
+        .contains(sigdb::DbFlags::MODULES_ONLY);
+    if modules_only && args.base_build_id.is_none() && args.base.is_none() {
+        eprintln!(
+            "dwarfscan: warning: a db of kernel modules alone is keyed to its kernel's build-id; \
+             pass --base VMLINUX or --base-build-id HEX so `dcg load` can match it"
+        );
+    }
+    sigdb::write_atomic(&args.output, &bytes)?;
+    if let Some(obj) = &args.emit_object {
+        loader::write_object(obj, &bytes)?;
+    }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -85,4 +117,12 @@ fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The build-id of a vmlinux (GNU build-id note) or of a sigdb (its header).
+fn base_build_id(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    if let Ok(db) = sigdb::Db::open(file) {
+        return Ok(db.build_id().to_vec());
+    }
+    Ok(loader::binary::build_id_of(file)?)
 }

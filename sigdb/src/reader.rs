@@ -150,9 +150,19 @@ impl Db {
         self.records(SectionId::Inlines)
     }
 
-    /// The string at `offset` of the string table (empty when out of range).
+    /// The string at `offset` of the string table (empty when out of range or not on a
+    /// character boundary).
     pub fn string(&self, offset: u32) -> &str {
-        str_at(self.section(SectionId::Strings), offset).unwrap_or("")
+        let table = self.section(SectionId::Strings);
+        // SAFETY: `validate` checked that the whole string section is UTF-8 before this
+        // Db was constructed, and the section never changes afterwards.
+        let text = unsafe { std::str::from_utf8_unchecked(table) };
+        let tail = text.get(offset as usize..).unwrap_or("");
+        match tail.bytes().position(|b| b == 0) {
+            // A NUL is ASCII, so the slice ends on a character boundary.
+            Some(end) => &tail[..end],
+            None => "",
+        }
     }
 
     /// Format version.
@@ -327,13 +337,6 @@ static EMPTY_HEADER: Header = Header {
         record_size: zerocopy::little_endian::U32::ZERO,
     }; SECTION_COUNT],
 };
-
-/// The NUL-terminated string at `off`, if `off` is inside the table.
-fn str_at(strings: &[u8], off: u32) -> Option<&str> {
-    let tail = strings.get(off as usize..)?;
-    let end = tail.iter().position(|&b| b == 0)?;
-    std::str::from_utf8(&tail[..end]).ok()
-}
 
 /// The bytes of the NUL-terminated string at `off` (empty when out of range).
 fn cstr_bytes(strings: &[u8], off: u32) -> &[u8] {

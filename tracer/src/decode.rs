@@ -19,7 +19,7 @@ use crate::dbset::DbSet;
 use crate::fgraph::{self, Call, Line, ProbeEvent};
 use crate::output::OutputFile;
 use crate::record::{self, ArgValue, CallRecord};
-use crate::render::{render, Role};
+use crate::render::{render, render_into, Role};
 
 /// Command-line options of `dcg decode`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -340,7 +340,7 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Arguments rendered by the parameter types of `id`.
+    /// Arguments rendered by the parameter types of `id`, as owned pairs.
     fn render_args<'s>(
         &self,
         id: u32,
@@ -349,13 +349,11 @@ impl<'a> Decoder<'a> {
         let func = self.funcs[id as usize].func;
         pairs
             .map(|(name, value)| {
-                let typed = func.and_then(|f| {
-                    let p = f.params().find(|p| p.name() == name)?;
-                    let num = value.split_ascii_whitespace().next()?;
-                    let raw = fgraph::parse_number(num)?;
-                    render(p.ty(), raw, Role::Arg)
-                });
-                (name.to_string(), typed.unwrap_or_else(|| value.to_string()))
+                let mut typed = String::new();
+                if !push_typed_arg(&mut typed, func, name, value) {
+                    typed.push_str(value);
+                }
+                (name.to_string(), typed)
             })
             .collect()
     }
@@ -381,10 +379,13 @@ impl<'a> Decoder<'a> {
             }
             None => None,
         };
-        if c.args.is_some_and(|a| !a.trim().is_empty()) {
-            args = self.render_args(id, c.arg_pairs());
-        } else if let Some(fields) = pending {
-            args = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let line_args = c.args.is_some_and(|a| !a.trim().is_empty());
+        if self.wants_records() || !line_args {
+            if line_args {
+                args = self.render_args(id, c.arg_pairs());
+            } else if let Some(fields) = &pending {
+                args = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            }
         }
         let decoded = self.funcs[id as usize].func.is_some();
         // A leaf without a printed value takes a pending exit-probe value of the same
@@ -465,6 +466,22 @@ impl<'a> Decoder<'a> {
             s.push(']');
         }
         s.push('(');
+        if args.is_empty() && line_args {
+            // Text only: render straight into the line, no intermediate strings.
+            let func = self.funcs[id as usize].func;
+            for (i, (n, v)) in c.arg_pairs().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                if !n.is_empty() {
+                    s.push_str(n);
+                    s.push('=');
+                }
+                if !push_typed_arg(&mut s, func, n, v) {
+                    s.push_str(v);
+                }
+            }
+        }
         for (i, (n, v)) in args.iter().enumerate() {
             if i > 0 {
                 s.push_str(", ");
@@ -842,6 +859,23 @@ impl<'a> Decoder<'a> {
             list.join(", ")
         ))
     }
+}
+
+/// Append argument `name`'s `value` rendered by the type of `func`'s parameter of that
+/// name; false (nothing appended) when the function, parameter or number is unknown.
+fn push_typed_arg(out: &mut String, func: Option<Function<'_>>, name: &str, value: &str) -> bool {
+    let Some(f) = func else { return false };
+    let Some(p) = f.params().find(|p| p.name() == name) else {
+        return false;
+    };
+    let Some(raw) = value
+        .split_ascii_whitespace()
+        .next()
+        .and_then(fgraph::parse_number)
+    else {
+        return false;
+    };
+    render_into(out, p.ty(), raw, Role::Arg)
 }
 
 /// The text of a probe's location in parentheses, as printed.

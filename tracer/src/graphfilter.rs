@@ -113,7 +113,8 @@ impl Registry {
         let baseline = self.dir.join("baseline");
         self.drop_dead()?;
         if !baseline.exists() {
-            let current = read_graph_functions(&self.target).map_err(io(&self.target, "reading"))?;
+            let current =
+                read_graph_functions(&self.target).map_err(io(&self.target, "reading"))?;
             let mut text = String::new();
             for f in &current {
                 text.push_str(f);
@@ -262,10 +263,7 @@ pub fn read_graph_functions(path: &Path) -> std::io::Result<Vec<String>> {
 /// Replace the content of a `set_graph_function`-style file: one open with truncation
 /// (the kernel swaps in the new set when the file is closed), one function per write.
 /// Names the kernel rejects are skipped and reported.
-pub fn write_graph_functions<'a>(
-    path: &Path,
-    funcs: impl Iterator<Item = &'a str>,
-) -> Result<()> {
+pub fn write_graph_functions<'a>(path: &Path, funcs: impl Iterator<Item = &'a str>) -> Result<()> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .truncate(true)
@@ -286,10 +284,7 @@ pub fn write_graph_functions<'a>(
     }
     drop(f);
     if !rejected.is_empty() {
-        eprintln!(
-            "dcg: set_graph_function rejected: {}",
-            rejected.join(", ")
-        );
+        eprintln!("dcg: set_graph_function rejected: {}", rejected.join(", "));
     }
     Ok(())
 }
@@ -313,7 +308,10 @@ mod tests {
         let reg = Registry::new(dir.path().join("reg"), &tfs);
         let me = std::process::id();
         let mut a = reg.register(me, &["a".to_string()]).unwrap();
-        assert_eq!(content(&dir.path().join("reg/baseline")), Vec::<String>::new());
+        assert_eq!(
+            content(&dir.path().join("reg/baseline")),
+            Vec::<String>::new()
+        );
         assert_eq!(fs::read_to_string(&target).unwrap(), "a\n");
         // A dead session's file is dropped on the next change.
         fs::write(dir.path().join("reg/999999999"), "zombie_fn\n").unwrap();

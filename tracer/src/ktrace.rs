@@ -52,7 +52,12 @@ pub struct Features {
 
 impl Features {
     /// Detect from the instance's option files.
+    /// `DCG_KTRACE_PROBES=1` pretends the kernel lacks `funcgraph-retval` and
+    /// `funcgraph-args`, to exercise the probe path on any kernel (tests).
     pub fn detect(s: &Session) -> Features {
+        if std::env::var_os("DCG_KTRACE_PROBES").is_some_and(|v| v == "1") {
+            return Features::default();
+        }
         Features {
             retval: s.has("options/funcgraph-retval"),
             retaddr: s.has("options/funcgraph-retaddr"),
@@ -211,10 +216,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     } else {
         Some(Child::spawn(&args.command)?)
     };
-    let target = child
-        .as_ref()
-        .map(|c| c.pid.as_raw())
-        .or(args.pid);
+    let target = child.as_ref().map(|c| c.pid.as_raw()).or(args.pid);
 
     // Instance setup: output columns, values the kernel can print itself, pid filter.
     opt(&sess, "funcgraph-irqs", false)?;
@@ -287,7 +289,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
         }
     }
 
-    registration = Some(
+    let _ = registration.replace(
         Registry::system(&root)
             .register(std::process::id(), &roots)
             .context("registering graph functions")?,
@@ -342,7 +344,9 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
 
     // The trace loop.
     let start = Instant::now();
-    let deadline = args.duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = args
+        .duration
+        .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     let mut lines = Vec::new();
     let mut kept = Vec::new();
     let mut completed = 0u64;
@@ -350,15 +354,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let mut lost_unknown = false;
     let mut unjoined: HashMap<String, u64> = HashMap::new();
     let mut drain_until: Option<Instant> = None;
-    let mut stop_reason = String::new();
-    loop {
+    let stop_reason = loop {
         if let Some(sig) = tracefs::stop_requested() {
-            stop_reason = format!("signal {sig}");
-            break;
+            break format!("signal {sig}");
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            stop_reason = "duration reached".into();
-            break;
+            break "duration reached".into();
         }
         if drain_until.is_none() {
             if let Some(c) = child.as_mut() {
@@ -368,11 +369,15 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         lines.clear();
-        pipe.read_lines(Duration::from_millis(100), &mut lines)?;
+        // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
+        // which function_graph records inside the traced calls.
+        pipe.read_available(&mut lines)?;
+        if lines.is_empty() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         if let Some(d) = drain_until {
             if lines.is_empty() && Instant::now() >= d {
-                stop_reason = "command exited".into();
-                break;
+                break "command exited".into();
             }
             if !lines.is_empty() {
                 drain_until = Some(Instant::now() + Duration::from_millis(400));
@@ -421,10 +426,9 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         if done {
-            stop_reason = format!("{completed} calls");
-            break;
+            break format!("{completed} calls");
         }
-    }
+    };
     let _ = sess.write("tracing_on", "0");
     kept.clear();
     filter.finish(&mut kept);
@@ -451,7 +455,11 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if want_exit && missing > 0 {
         let mut v: Vec<_> = unjoined.iter().collect();
         v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let list: Vec<String> = v.iter().take(8).map(|(f, n)| format!("{f} ({n})")).collect();
+        let list: Vec<String> = v
+            .iter()
+            .take(8)
+            .map(|(f, n)| format!("{f} ({n})"))
+            .collect();
         eprintln!(
             "dcg: {missing} calls returned before their exit probe existed or without one, \
              value unknown: {}{}",
@@ -466,7 +474,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
         );
     }
     if !probes.failed.is_empty() {
-        let names: Vec<&str> = probes.failed.iter().take(8).map(|(f, _)| f.as_str()).collect();
+        let names: Vec<&str> = probes
+            .failed
+            .iter()
+            .take(8)
+            .map(|(f, _)| f.as_str())
+            .collect();
         eprintln!(
             "dcg: {} probes could not be created ({}{}); first error: {}",
             probes.failed.len(),

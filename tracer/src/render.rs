@@ -104,22 +104,27 @@ pub fn truncate(raw: u64, size: u32, signed: bool) -> u64 {
 
 /// Render `raw` as a value of type `ty`; `None` for void (nothing to show).
 pub fn render(ty: Type<'_>, raw: u64, role: Role) -> Option<String> {
-    let t = ty.resolve();
     let mut out = String::new();
+    render_into(&mut out, ty, raw, role).then_some(out)
+}
+
+/// Append the rendering of `raw` as a `ty` to `out`; false (nothing appended) for void.
+pub fn render_into(out: &mut String, ty: Type<'_>, raw: u64, role: Role) -> bool {
+    let t = ty.resolve();
     match t.kind() {
-        TypeKind::Void => return None,
+        TypeKind::Void => return false,
         TypeKind::Bool => {
             let v = truncate(raw, t.size().max(1), false);
             out.push_str(if v != 0 { "true" } else { "false" });
         }
-        TypeKind::Int => render_int(&mut out, raw, t.size(), t.is_signed(), role),
+        TypeKind::Int => render_int(out, raw, t.size(), t.is_signed(), role),
         TypeKind::Char => {
             let v = truncate(raw, t.size().max(1), t.is_signed()) as u8;
-            render_char(&mut out, v);
+            render_char(out, v);
         }
         TypeKind::Float => out.push_str("?float"),
-        TypeKind::Pointer | TypeKind::Array | TypeKind::Func => render_pointer(&mut out, raw),
-        TypeKind::Enum => render_enum(&mut out, t, raw),
+        TypeKind::Pointer | TypeKind::Array | TypeKind::Func => render_pointer(out, raw),
+        TypeKind::Enum => render_enum(out, t, raw),
         TypeKind::Struct | TypeKind::Union => {
             // Prefer the typedef name (`vfsuid_t`) over an anonymous tag.
             let label = if t.name().is_empty() {
@@ -128,11 +133,11 @@ pub fn render(ty: Type<'_>, raw: u64, role: Role) -> Option<String> {
                 t.base_name()
             };
             let _ = write!(out, "({label})");
-            let _ = write!(out, "{raw:#x}");
+            push_hex(out, raw);
         }
-        TypeKind::Typedef | TypeKind::Qualified => render_int(&mut out, raw, 8, false, role),
+        TypeKind::Typedef | TypeKind::Qualified => render_int(out, raw, 8, false, role),
     }
-    Some(out)
+    true
 }
 
 /// Render a pointer-sized value: `NULL`, `ERR_PTR(-E…)` or hex.
@@ -149,19 +154,11 @@ pub fn render_pointer(out: &mut String, raw: u64) {
 /// Append `0x` and the lower-case hex digits of `v` (faster than `format!`).
 pub fn push_hex(out: &mut String, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 18];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = DIGITS[(v & 0xf) as usize];
-        v >>= 4;
-        if v == 0 {
-            break;
-        }
-    }
     out.push_str("0x");
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or(""));
+    let nibbles = (64 - v.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..nibbles).rev() {
+        out.push(DIGITS[((v >> (i * 4)) & 0xf) as usize] as char);
+    }
 }
 
 fn render_int(out: &mut String, raw: u64, size: u32, signed: bool, role: Role) {

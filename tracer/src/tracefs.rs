@@ -352,6 +352,14 @@ impl TracePipe {
                 })
             }
         }
+        self.read_available(lines)
+    }
+
+    /// Read what is in the buffer now, without waiting; append complete lines to
+    /// `lines`. Unlike [`TracePipe::read_lines`] it never polls: a reader waiting on
+    /// the ring buffer makes every traced event queue an irq_work wakeup, which the
+    /// function_graph tracer then records inside the traced calls.
+    pub fn read_available(&mut self, lines: &mut Vec<String>) -> Result<bool> {
         let mut buf = [0u8; 1 << 16];
         loop {
             use std::io::Read;

@@ -159,7 +159,6 @@ impl Tracer {
         let mut session = Session::create(root)?;
         let group = session.group().to_string();
         let _ = session.write("tracing_on", "0");
-        let _ = session.write("buffer_size_kb", "4096");
         if session.has("options/event-fork") {
             session.write("options/event-fork", "1")?;
         }
@@ -351,12 +350,22 @@ impl Tracer {
                         "detached from process {p} ({}); its probes are removed",
                         process::comm_of(p)
                     ));
-                } else if let Some(c) = &self.child {
-                    if c.pid() > 0 && process::is_alive(c.pid()) {
+                } else if let Some(c) = self.child.as_mut() {
+                    // Like `perf record -- CMD`: the command runs for the trace; end it
+                    // (with the signal dcg got, else SIGTERM).
+                    let sig = match stop {
+                        Stop::Signal(s) if s != nix::libc::SIGPIPE => {
+                            nix::sys::signal::Signal::try_from(s)
+                                .unwrap_or(nix::sys::signal::Signal::SIGTERM)
+                        }
+                        _ => nix::sys::signal::Signal::SIGTERM,
+                    };
+                    let pid = c.pid();
+                    if let Some(e) = c.terminate(sig) {
                         note(&format!(
-                            "stopped tracing; {} (pid {}) keeps running without probes",
+                            "stopped tracing; {} (pid {pid}) was still running: {}",
                             args.command.first().map_or("command", String::as_str),
-                            c.pid()
+                            e.describe()
                         ));
                     }
                 }

@@ -505,7 +505,9 @@ fn capture_dirs() -> Vec<PathBuf> {
     let mut v = vec![];
     let shared = std::env::var_os("DCG_CAPTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testkernel/captures"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/testkernel/captures")
+        });
     v.push(shared);
     v.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/guest"));
     v.into_iter().filter(|d| d.is_dir()).collect()

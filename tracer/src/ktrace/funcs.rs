@@ -189,8 +189,7 @@ pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
     if notrace {
         return format!("{pattern} is not traceable: it is marked notrace");
     }
-    if inline_only || (!callers.is_empty() && !found.iter().any(|f| avail.contains(f.symbol())))
-    {
+    if inline_only || (!callers.is_empty() && !found.iter().any(|f| avail.contains(f.symbol()))) {
         if callers.is_empty() {
             return format!(
                 "{pattern} is not traceable: it is only inlined (the db names no caller)"

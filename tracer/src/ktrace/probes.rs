@@ -45,7 +45,13 @@ pub struct Probes {
 /// `.` and other characters events may not have.
 fn sanitize(func: &str) -> String {
     func.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -139,13 +145,15 @@ impl Probes {
             return None;
         }
         let f = set.find(func, None)?;
-        let fetch: Vec<String> = f
-            .params()
-            .filter(|p| !p.name().is_empty())
-            .filter_map(|p| Some(format!("{}={}:x64", p.name(), fetch_arg(p.loc())?)))
-            .take(12)
-            .collect();
-        if fetch.is_empty() {
+        let fetch = |fprobe: bool| -> Vec<String> {
+            f.params()
+                .filter(|p| !p.name().is_empty())
+                .filter_map(|p| Some(format!("{}={}:x64", p.name(), fetch_arg(p.loc(), fprobe)?)))
+                .take(12)
+                .collect()
+        };
+        let (ff, kf) = (fetch(true), fetch(false));
+        if ff.is_empty() && kf.is_empty() {
             return None;
         }
         if self.len() >= self.cap {
@@ -154,9 +162,8 @@ impl Probes {
         }
         let ev = self.unique_name("a_", func);
         let group = sess.group().to_string();
-        let args = fetch.join(" ");
-        let fdef = format!("f:{group}/{ev} {func} {args}");
-        let kdef = format!("p:{group}/{ev} {func} {args}");
+        let fdef = format!("f:{group}/{ev} {func} {}", ff.join(" "));
+        let kdef = format!("p:{group}/{ev} {func} {}", kf.join(" "));
         self.create(sess, &ev, func, &fdef, &kdef)?;
         self.entries.insert(func.to_string(), ev.clone());
         Some(ev)
@@ -218,11 +225,17 @@ impl Probes {
     }
 }
 
-/// The fetch argument for a parameter location at function entry: a register, or a stack
-/// slot (`$stackN`: the CFA is the stack pointer at entry plus 8).
-pub fn fetch_arg(loc: Location) -> Option<String> {
+/// The fetch argument for a parameter location at function entry. fprobes cannot read
+/// registers by name: the n-th integer argument register is `$argN`, a stack slot
+/// `$stackN` (the CFA is the stack pointer at entry plus 8). kprobes read `%reg` and
+/// `+OFF(%sp)`.
+pub fn fetch_arg(loc: Location, fprobe: bool) -> Option<String> {
     match loc {
         Location::Reg(r) => {
+            if fprobe {
+                let n = sigdb::SYSV_INT_ARG_REGS.iter().position(|&a| a == r)?;
+                return Some(format!("$arg{}", n + 1));
+            }
             let name = match r {
                 0 => "ax",
                 1 => "dx",
@@ -236,7 +249,11 @@ pub fn fetch_arg(loc: Location) -> Option<String> {
             };
             Some(format!("%{name}"))
         }
-        Location::Stack(off) if off >= 0 && off % 8 == 0 => Some(format!("$stack{}", off / 8 + 1)),
+        Location::Stack(off) if off >= 0 && off % 8 == 0 => Some(if fprobe {
+            format!("$stack{}", off / 8 + 1)
+        } else {
+            format!("+{}(%sp)", off + 8)
+        }),
         _ => None,
     }
 }
@@ -247,11 +264,19 @@ mod tests {
 
     #[test]
     fn fetch_args() {
-        assert_eq!(fetch_arg(Location::Reg(5)).as_deref(), Some("%di"));
-        assert_eq!(fetch_arg(Location::Reg(9)).as_deref(), Some("%r9"));
-        assert_eq!(fetch_arg(Location::Stack(0)).as_deref(), Some("$stack1"));
-        assert_eq!(fetch_arg(Location::Stack(8)).as_deref(), Some("$stack2"));
-        assert_eq!(fetch_arg(Location::OptimizedOut), None);
+        assert_eq!(fetch_arg(Location::Reg(5), false).as_deref(), Some("%di"));
+        assert_eq!(fetch_arg(Location::Reg(9), false).as_deref(), Some("%r9"));
+        assert_eq!(fetch_arg(Location::Reg(5), true).as_deref(), Some("$arg1"));
+        assert_eq!(fetch_arg(Location::Reg(2), true).as_deref(), Some("$arg4"));
+        assert_eq!(
+            fetch_arg(Location::Stack(0), true).as_deref(),
+            Some("$stack1")
+        );
+        assert_eq!(
+            fetch_arg(Location::Stack(8), false).as_deref(),
+            Some("+16(%sp)")
+        );
+        assert_eq!(fetch_arg(Location::OptimizedOut, true), None);
         assert_eq!(sanitize("getname_flags.part.0"), "getname_flags_part_0");
     }
 }

@@ -128,13 +128,13 @@ impl TreeFilter {
                     let func = p.func.unwrap_or("").to_string();
                     if let Some(pend) = t.pending.as_mut() {
                         if pend.func == func && pend.comment.is_none() {
-                            pend.comment = Some(reindent(line, &c.prefix, 0, root));
+                            pend.comment = Some(reindent(line, &c.prefix, root));
                             return;
                         }
                     }
                     flush(t, out);
                     t.last_exit_event = Some(func);
-                    out.push(reindent(line, &c.prefix, 0, root));
+                    out.push(reindent(line, &c.prefix, root));
                     return;
                 }
                 if t.skip.is_some() {
@@ -144,7 +144,7 @@ impl TreeFilter {
                     return;
                 }
                 flush(t, out);
-                out.push(reindent(line, &c.prefix, 0, root));
+                out.push(reindent(line, &c.prefix, root));
             }
             _ => {}
         }
@@ -185,7 +185,7 @@ impl TreeFilter {
             for p in std::mem::take(&mut t.pre) {
                 let pp = fgraph::parse_line(&p);
                 if let Some(pre) = pp.prefix() {
-                    out.push(reindent(&p, pre, 0, root));
+                    out.push(reindent(&p, pre, root));
                 }
             }
         }
@@ -206,7 +206,7 @@ impl TreeFilter {
         }
         fb.seen.push(func.to_string());
         flush(t, out);
-        let text = reindent(line, prefix, 0, root);
+        let text = reindent(line, prefix, root);
         if leaf {
             if t.last_exit_event.as_deref() != Some(func) {
                 fb.unjoined.push(func.to_string());
@@ -260,7 +260,7 @@ impl TreeFilter {
                 break;
             }
         }
-        let text = reindent(line, prefix, 0, root);
+        let text = reindent(line, prefix, root);
         let joined = match t.pending.take() {
             Some(p) if p.depth == d => {
                 // `func() {` `/* exit event */` `}`: print as the leaf it is.
@@ -318,10 +318,10 @@ fn flush(t: &mut TaskState, out: &mut Vec<String>) {
     }
 }
 
-/// `line` with its indentation set so that depth `root` prints at the top level.
-fn reindent(line: &str, p: &Prefix<'_>, _unused: u32, root: u32) -> String {
+/// `line` with its indentation set so that depth `root` prints at the top level (depth 0).
+fn reindent(line: &str, p: &Prefix<'_>, root: u32) -> String {
     let spaces = p.prefix_end.saturating_sub(p.indent_start);
-    let shift = 2 * root.saturating_sub(1) as usize;
+    let shift = 2 * root as usize;
     if shift == 0 || spaces < shift {
         return line.to_string();
     }
@@ -390,6 +390,8 @@ mod tests {
             f.feed(l, &mut out, &mut fb);
         }
         f.finish(&mut out);
+        // The test texts lose their leading space to the `\` line continuations.
+        let out = out.iter().map(|l| l.trim_start().to_string()).collect();
         (out, fb)
     }
 
@@ -424,7 +426,7 @@ mod tests {
  0)   9.433 us    |    }
  0)               |  /* r_do_sys_openat2: (__x64_sys_openat+0x61/0xa0 <- do_sys_openat2) ret=-2 */
  0) # 2927.522 us |  }";
-        assert_eq!(out.join("\n"), expect);
+        assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
         assert_eq!(fb.completed, 1);
         assert_eq!(fb.unjoined, vec!["kmem_cache_free", "putname"]);
     }
@@ -443,7 +445,7 @@ mod tests {
  1)               |  do_sys_openat2() {
  1)  10.000 us    |    getname_flags(); /* ret=0xff11 */
  1)  20.000 us    |  } /* do_sys_openat2 ret=-2 */";
-        assert_eq!(out.join("\n"), expect);
+        assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
         assert_eq!(fb.completed, 1);
     }
 

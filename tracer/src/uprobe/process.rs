@@ -128,6 +128,41 @@ impl Child {
         Ok(())
     }
 
+    /// End it early (tracing stopped before it did): send `sig`, wait up to two seconds,
+    /// then SIGKILL. Returns how it ended, `None` if it had already been reaped.
+    pub fn terminate(&mut self, sig: Signal) -> Option<Ended> {
+        if self.reaped {
+            return None;
+        }
+        let _ = kill(self.pid, sig);
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < end {
+            if let Some(e) = self.poll() {
+                return Some(e);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = kill(self.pid, Signal::SIGKILL);
+        loop {
+            match waitpid(self.pid, None) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Ok(WaitStatus::Signaled(_, s, core)) => {
+                    self.reaped = true;
+                    return Some(Ended::Signaled(s, core));
+                }
+                Ok(WaitStatus::Exited(_, c)) => {
+                    self.reaped = true;
+                    return Some(Ended::Exited(c));
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    self.reaped = true;
+                    return Some(Ended::Gone);
+                }
+            }
+        }
+    }
+
     /// Its end, if it has ended (never blocks).
     pub fn poll(&mut self) -> Option<Ended> {
         if self.reaped {

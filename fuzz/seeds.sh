@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Create the seed corpora of the fuzz targets (corpus/ is not committed):
+#   sigdb_open     the sample db of sigdb's tests
+#   dwarfscan_elf  small gcc objects: DWARF 4 and 5, -O0/-O2, compressed sections
+#   fgraph_line    lines of the test kernel's real captures (../../shared)
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p corpus/sigdb_open corpus/dwarfscan_elf corpus/fgraph_line
+DCG_FUZZ_SEED="$PWD/corpus/sigdb_open/sample" \
+	cargo test --quiet --manifest-path ../Cargo.toml -p sigdb --test corruption write_fuzz_seed -- --ignored >/dev/null
+src=$(mktemp --suffix=.c)
+trap 'rm -f "$src"' EXIT
+cat >"$src" <<'C'
+int add(int a, int b) { return a + b; }
+static _Bool f(const char *s) { return !s; }
+enum e { A = -1, B };
+struct s { long x, y; };
+long h(struct s v, ...) { return v.x; }
+enum e g(enum e x, _Bool (*cb)(const char *)) { return cb(0) ? x : B; }
+C
+for o in "-O0 -gdwarf-4" "-O2 -gdwarf-5" "-O1 -gdwarf-5 -gz=zlib"; do
+	gcc $o -c "$src" -o "corpus/dwarfscan_elf/seed$(echo "$o" | tr -d ' =-').o"
+done
+caps=../../shared/testkernel/captures
+if [ -d "$caps" ]; then
+	i=0
+	for f in a c d e h; do
+		grep -v '^$' "$caps/$f.txt" | shuf -n 40 --random-source=<(yes) | while IFS= read -r line; do
+			i=$((i + 1)); printf '%s\n' "$line" >"corpus/fgraph_line/$f-$i"
+		done
+	done
+fi
+echo "seeds in $(pwd)/corpus"

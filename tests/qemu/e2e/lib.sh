@@ -1,0 +1,57 @@
+# Shared helpers of the kernel e2e guest scripts (busybox sh; sourced as /dcg/lib.sh).
+# Sections are printed between =====BEGIN name===== and =====END name=====.
+T=/sys/kernel/tracing
+DB=/dcg/k.sigdb
+begin() { echo "=====BEGIN $1====="; }
+end()   { echo "=====END $1====="; }
+
+# Global tracing state that dcg must leave as it found it.
+global_state() {
+	echo "current_tracer=$(cat $T/current_tracer)"
+	echo "tracing_on=$(cat $T/tracing_on)"
+	echo "set_graph_function=$(grep -v '^#' $T/set_graph_function | tr '\n' ' ')"
+	echo "set_ftrace_filter=$(grep -v '^#' $T/set_ftrace_filter | head -5 | tr '\n' ' ')"
+}
+
+# What dcg sessions leave behind: instances, probes, registry entries.
+leftovers() {
+	echo "dcg instances: $(ls $T/instances | grep -c '^dcg-')"
+	echo "dcg events: $(cat $T/dynamic_events $T/kprobe_events 2>/dev/null | grep -c 'dcg_')"
+	echo "registry: $(ls /run/dcg/graph 2>/dev/null | grep -v '^lock$' | tr '\n' ' ')"
+}
+
+# wait_for FILE TEXT [SECS]: until FILE contains TEXT.
+wait_for() {
+	n=0; lim=$(( ${3:-120} * 5 ))
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		n=$((n + 1)); [ $n -ge $lim ] && { echo "TIMEOUT waiting for '$2' in $1"; return 1; }
+		sleep 0.2
+	done
+}
+
+# run_trace NAME ARGS...: dcg trace ARGS, output in /tmp/NAME.out/.err, printed.
+run_trace() {
+	name=$1; shift
+	dcg trace "$@" > /tmp/$name.out 2> /tmp/$name.err
+	echo "rc=$?"
+	echo "--- stdout"; cat /tmp/$name.out
+	echo "--- stderr"; cat /tmp/$name.err
+}
+
+# kill_mid_trace NAME SIGNAL ARGS...: start dcg trace ARGS in the background, send SIGNAL
+# once it traces and printed a call, then report what is left behind.
+kill_mid_trace() {
+	name=$1; sig=$2; shift 2
+	dcg trace "$@" > /tmp/$name.out 2> /tmp/$name.err &
+	pid=$!
+	wait_for /tmp/$name.err 'dcg: tracing' 240
+	wait_for /tmp/$name.out 'do_sys_openat2' 60
+	kill -$sig $pid
+	wait $pid
+	echo "rc=$?"
+	echo "--- stdout (head)"; head -${HEAD:-5} /tmp/$name.out
+	echo "--- stderr"; cat /tmp/$name.err
+	echo "--- after $sig"
+	leftovers
+	echo "traced command left: $(ps | grep -c '[w]hile :')"
+}
