@@ -28,6 +28,6 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double us = (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3;
-	printf("%ld calls %.0f us %.3f us/call\n", n, us, n ? us / n : 0.0);
+	fprintf(stderr, "%ld calls %.0f us %.3f us/call\n", n, us, n ? us / n : 0.0);
 	return 0;
 }

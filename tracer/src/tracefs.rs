@@ -380,10 +380,14 @@ impl TracePipe {
                 break;
             }
         }
-        while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=nl).collect();
-            lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+        // One drain at the end: draining line by line from the front is quadratic.
+        let mut start = 0;
+        while let Some(nl) = self.pending[start..].iter().position(|&b| b == b'\n') {
+            let end = start + nl;
+            lines.push(String::from_utf8_lossy(&self.pending[start..end]).into_owned());
+            start = end + 1;
         }
+        self.pending.drain(..start);
         Ok(true)
     }
 }

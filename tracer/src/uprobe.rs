@@ -235,6 +235,19 @@ impl Tracer {
             cpu_width: cpu_width(),
         };
         let mut calls = Calls::new(probes, targets, opts);
+        calls.set_default_comm(match (args.pid, args.command.first()) {
+            (Some(p), _) => Some(process::comm_of(p)),
+            // The kernel names a task after the first 15 bytes of the executable's name.
+            (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
+                let n = n.to_string_lossy();
+                let mut end = n.len().min(15);
+                while !n.is_char_boundary(end) {
+                    end -= 1;
+                }
+                n[..end].to_string()
+            }),
+            (None, None) => None,
+        });
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;

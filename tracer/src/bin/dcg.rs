@@ -76,9 +76,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // A closed pipe (`dcg dump | head`) is not an error worth a message.
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
+            if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("dcg: {e:#}");
@@ -217,4 +215,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
 fn parse_addr(s: &str) -> Option<u64> {
     let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
     u64::from_str_radix(hex, 16).ok()
+}
+
+/// Whether the error is a closed output pipe, possibly wrapped.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(|io| io.kind())
+            .or_else(|| {
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| j.io_error_kind())
+            })
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }

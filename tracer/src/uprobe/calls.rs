@@ -111,7 +111,11 @@ pub struct Calls<'a> {
     counts: Counts,
     records: Option<Box<dyn Write + 'a>>,
     line: String,
+    default_comm: Option<String>,
 }
+
+/// What trace_pipe prints for a task whose name it no longer knows.
+const UNKNOWN_COMM: &str = "<...>";
 
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
@@ -128,6 +132,7 @@ impl<'a> Calls<'a> {
             counts: Counts::default(),
             records: None,
             line: String::with_capacity(256),
+            default_comm: None,
         }
     }
 
@@ -158,11 +163,27 @@ impl<'a> Calls<'a> {
             stack: Vec::new(),
             items: Vec::new(),
         });
-        if t.comm != m.comm {
-            t.comm.clear();
-            t.comm.push_str(m.comm);
+        if m.comm != UNKNOWN_COMM {
+            if t.comm != m.comm {
+                t.comm.clear();
+                t.comm.push_str(m.comm);
+            }
+        } else if t.comm.is_empty() {
+            // The kernel's pid→comm cache (saved_cmdlines) lost this task: ask /proc, else
+            // use the traced program's name.
+            t.comm = std::fs::read_to_string(format!("/proc/{}/comm", m.tid))
+                .map(|c| c.trim_end().to_string())
+                .ok()
+                .or_else(|| self.default_comm.clone())
+                .unwrap_or_else(|| UNKNOWN_COMM.to_string());
         }
         t
+    }
+
+    /// The name to show for tasks whose name the trace lost (`<...>`): the traced
+    /// program's.
+    pub fn set_default_comm(&mut self, comm: Option<String>) {
+        self.default_comm = comm;
     }
 
     /// An entry event of probe `probe` with its field values.
@@ -430,7 +451,12 @@ impl<'a> Calls<'a> {
             func: p.func.symbol().to_string(),
             module: Some(self.targets[p.target].name.clone()),
             cpu: Some(f.cpu),
-            comm: Some(m.comm.to_string()),
+            comm: Some(
+                self.tasks
+                    .get(&m.tid)
+                    .map_or(m.comm, |t| t.comm.as_str())
+                    .to_string(),
+            ),
             pid: Some(m.tid),
             depth: f.depth,
             time_ns: Some(f.ts),
@@ -605,6 +631,6 @@ mod tests {
         assert_eq!(s, "   cat-102    ");
         s.clear();
         push_proc(&mut s, "values_threads", 4242);
-        assert_eq!(s, " values_-4242  ");
+        assert_eq!(s, " values_-4242 ");
     }
 }
