@@ -564,15 +564,19 @@ impl<'b> Writer<'b> {
             s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
         };
         let sb = &self.strings.bytes;
-        let mut keyed: Vec<(Vec<u8>, u32, u32)> = names
+        let mut keyed: Vec<(u32, Vec<u8>, u32, u32)> = names
             .into_iter()
-            .map(|(n, f)| (str_at(sb, n), f, n))
+            .map(|(n, f)| {
+                let bytes = str_at(sb, n);
+                (name_hash(&bytes), bytes, f, n)
+            })
             .collect();
         keyed.sort();
         keyed.dedup();
         let names: Vec<NameRecord> = keyed
             .into_iter()
-            .map(|(_, f, n)| NameRecord {
+            .map(|(h, _, f, n)| NameRecord {
+                hash: h.into(),
                 name: n.into(),
                 function: f.into(),
             })

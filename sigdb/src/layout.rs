@@ -33,7 +33,7 @@ pub enum SectionId {
     Functions = 5,
     /// [`ParamRecord`]s, referenced by functions.
     Params = 6,
-    /// [`NameRecord`]s sorted by name bytes, then function index.
+    /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
     Names = 7,
     /// [`InlineRecord`]s sorted by (callee, caller).
     Inlines = 8,
@@ -215,14 +215,27 @@ pub struct ParamRecord {
     pub offset: I32,
 }
 
-/// A name-index entry (8 bytes): `name` is a function's name or its symbol name.
+/// A name-index entry (12 bytes): `name` is a function's name or its symbol name.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct NameRecord {
+    /// [`name_hash`] of the name's bytes.
+    pub hash: U32,
     /// String offset of the name.
     pub name: U32,
     /// Function index.
     pub function: U32,
+}
+
+/// The hash of the name index: 32-bit FNV-1a over the name's bytes (offset basis
+/// 2166136261, prime 16777619).
+pub fn name_hash(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in bytes {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 /// An inline edge (8 bytes): `callee` was inlined into `caller`.
@@ -243,6 +256,6 @@ const _: () = {
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
     assert!(core::mem::size_of::<FunctionRecord>() == 32);
     assert!(core::mem::size_of::<ParamRecord>() == 16);
-    assert!(core::mem::size_of::<NameRecord>() == 8);
+    assert!(core::mem::size_of::<NameRecord>() == 12);
     assert!(core::mem::size_of::<InlineRecord>() == 8);
 };

@@ -281,18 +281,31 @@ impl Db {
         let names = self.name_records();
         let strings = self.section(SectionId::Strings);
         let key = name.as_bytes();
-        let lo = names.partition_point(|n| cmp_cstr(strings, n.name.get(), key) == Ordering::Less);
-        // Names repeat only a few times (static functions), so walk instead of searching.
-        let len = names[lo..]
-            .iter()
-            .take_while(|n| cmp_cstr(strings, n.name.get(), key) == Ordering::Equal)
-            .count();
-        names[lo..lo + len]
-            .iter()
-            .filter_map(move |n| self.function(n.function.get() as usize))
+        let h = name_hash(key);
+        // Binary search on the hash (an integer compare per step, within the index);
+        // only entries with the same hash touch the string table.
+        let lo = names.partition_point(|n| n.hash.get() < h);
+        let len = names[lo..].iter().take_while(|n| n.hash.get() == h).count();
+        let mut hits = [0u32; 4];
+        let mut extra = Vec::new();
+        let mut count = 0;
+        for n in &names[lo..lo + len] {
+            if cmp_cstr(strings, n.name.get(), key) == Ordering::Equal {
+                match hits.get_mut(count) {
+                    Some(slot) => *slot = n.function.get(),
+                    None => extra.push(n.function.get()),
+                }
+                count += 1;
+            }
+        }
+        hits.into_iter()
+            .take(count.min(4))
+            .chain(extra)
+            .filter_map(move |i| self.function(i as usize))
     }
 
-    /// Every name in the index (function and symbol names), sorted, with repeats.
+    /// Every name in the index (function and symbol names) with its function, in index
+    /// order (by name hash).
     pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
         self.name_records().iter().filter_map(move |n| {
             Some((
@@ -337,12 +350,6 @@ static EMPTY_HEADER: Header = Header {
         record_size: zerocopy::little_endian::U32::ZERO,
     }; SECTION_COUNT],
 };
-
-/// The bytes of the NUL-terminated string at `off` (empty when out of range).
-fn cstr_bytes(strings: &[u8], off: u32) -> &[u8] {
-    let tail = strings.get(off as usize..).unwrap_or(&[]);
-    &tail[..tail.iter().position(|&b| b == 0).unwrap_or(tail.len())]
-}
 
 /// Compare the NUL-terminated string at `off` with `key`, without scanning for the NUL
 /// first: the terminator sorts below every other byte, as a shorter prefix does.
@@ -616,14 +623,11 @@ impl<'a> Validator<'a> {
             if n.function.get() as usize >= functions.len() {
                 return self.err(Names, i, "function out of bounds");
             }
-            if i > 0 {
-                let prev = cstr_bytes(strings, names[i - 1].name.get());
-                if cmp_cstr(strings, n.name.get(), prev) == Ordering::Less {
-                    return fail(
-                        self.sections[Names as usize].0 + i * 8,
-                        FormatErrorKind::NotSorted("names"),
-                    );
-                }
+            if i > 0 && names[i - 1].hash.get() > n.hash.get() {
+                return fail(
+                    self.sections[Names as usize].0 + i * 12,
+                    FormatErrorKind::NotSorted("names"),
+                );
             }
         }
         let inlines: &[InlineRecord] = self.recs(Inlines);

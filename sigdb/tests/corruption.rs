@@ -109,6 +109,10 @@ fn open_reports_the_path() {
     let p = dir.path().join("bad.sigdb");
     std::fs::write(&p, b"hello").unwrap();
     let msg = Db::open(&p).unwrap_err().to_string();
+    let want = format!("{}: not a dcg signature database", p.display());
+    assert!(msg.starts_with(&want), "{msg}");
+    std::fs::write(&p, b"DCGSIG").unwrap();
+    let msg = Db::open(&p).unwrap_err().to_string();
     assert!(
         msg.starts_with(&format!("{}: truncated", p.display())),
         "{msg}"

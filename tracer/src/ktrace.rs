@@ -504,7 +504,14 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if let Some(mut r) = registration.take() {
         r.unregister().context("restoring set_graph_function")?;
     }
-    eprintln!("dcg: stopped ({stop_reason}), {completed} calls");
+    eprintln!(
+        "dcg: stopped ({stop_reason}), {completed} calls{}",
+        if probes.is_empty() {
+            String::new()
+        } else {
+            format!(", {} probes", probes.len())
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,6 +18,8 @@ begin s1-exit-probes
 run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
 echo "--- after"
 leftovers
+echo "--- kernel log (warnings)"
+dmesg | grep -iE -A12 'warn|bug|oops|call trace' | head -80
 end s1-exit-probes
 
 begin s3-inlined

@@ -1,0 +1,360 @@
+//! Hardening of live user-space tracing (uprobes on the host):
+//!
+//! - kill test: `DCG_KILL_RUNS` (default 50) traces of a program that never ends, each
+//!   interrupted after a random 50–1500 ms by SIGINT, SIGTERM or SIGKILL (in turn). After
+//!   SIGINT/SIGTERM nothing of the session may remain in tracefs; after SIGKILL the next
+//!   `dcg trace` must remove the stale instance and events, and say so.
+//! - concurrency: 4 `dcg trace` sessions at once, each on a different function of its own
+//!   run of the same program; each output holds exactly its own calls, none lost.
+//!
+//! Needs root, uprobe events and gcc; skipped (with the reason printed) otherwise.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+const FUNCS: [&str; 4] = ["hk_alpha", "hk_beta", "hk_gamma", "hk_delta"];
+
+/// The tests remove each other's stale sessions only when their dcg is gone, but a
+/// SIGKILLed session is stale at once: run the tests of this file one at a time.
+static ALONE: Mutex<()> = Mutex::new(());
+
+/// Why these tests cannot run here, if they cannot.
+fn skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    let _ = tracer::tracefs::mount_point();
+    if !Path::new(TRACEFS).join("uprobe_events").exists() {
+        return Some(format!("{TRACEFS}/uprobe_events is missing"));
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return Some("gcc is missing".into());
+    }
+    None
+}
+
+macro_rules! require_uprobes {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+        let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    };
+}
+
+/// Compile tests/hardening/spin.c into `dir`.
+fn spin(dir: &Path) -> PathBuf {
+    let out = dir.join("spin");
+    let src = dcg_tests::repo_root().join("tests/hardening/spin.c");
+    let st = Command::new("gcc")
+        .args(["-O0", "-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc failed for {}", src.display());
+    out
+}
+
+/// What tracefs still holds of dcg session `pid`: its instance, its probe definitions.
+fn leftovers(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    let inst = Path::new(TRACEFS).join(format!("instances/dcg-{pid}"));
+    if inst.exists() {
+        found.push(inst.display().to_string());
+    }
+    let group = format!(":dcg_{pid}/");
+    for file in ["uprobe_events", "dynamic_events"] {
+        let events = std::fs::read_to_string(Path::new(TRACEFS).join(file)).unwrap_or_default();
+        found.extend(
+            events
+                .lines()
+                .filter(|l| l.contains(&group))
+                .map(|l| format!("{file}: {l}")),
+        );
+    }
+    if Path::new(TRACEFS)
+        .join(format!("events/dcg_{pid}"))
+        .exists()
+    {
+        found.push(format!("{TRACEFS}/events/dcg_{pid}"));
+    }
+    found
+}
+
+/// Pids of the processes running `exe`.
+fn running(exe: &Path) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+        .collect()
+}
+
+/// SIGKILL every process running `exe` (they may be stopped) and wait until they are gone.
+fn kill_all(exe: &Path) -> Vec<i32> {
+    let pids = running(exe);
+    for &p in &pids {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+    let end = Instant::now() + Duration::from_secs(10);
+    while !running(exe).is_empty() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    pids
+}
+
+/// Reads a pipe to the end in a thread (a full pipe must not block dcg).
+fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+fn dcg_trace(args: &[&str]) -> Command {
+    let mut cmd = Command::new(dcg_tests::dcg_bin());
+    cmd.arg("trace")
+        .args(args)
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Wait for `child` for at most `secs`; SIGKILL it (and fail) after that.
+fn wait_or_fail(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: dcg {} still running after {secs} s", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// xorshift64*: reproducible random delays without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
+        Err(_) => default,
+    }
+}
+
+#[test]
+fn interrupted_traces_leave_nothing_behind() {
+    require_uprobes!();
+    let runs = env_u64("DCG_KILL_RUNS", 50);
+    let seed = env_u64("DCG_KILL_SEED", 0x5eed_dc9_1234);
+    eprintln!("{runs} runs, DCG_KILL_SEED={seed:#x}");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = spin(dir.path());
+    let b = bin.to_str().unwrap();
+    let func = format!("{b}:hk_*");
+    let signals = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGKILL];
+    let mut rng = Rng(seed | 1);
+    let start = Instant::now();
+    let mut pending_stale: Option<u32> = None;
+    let mut stats = [0u32; 3];
+    let mut events_seen = 0usize;
+    for run in 0..runs {
+        let sig = signals[run as usize % signals.len()];
+        let delay = rng.range(50, 1500);
+        let mut child = dcg_trace(&["--show-retvals", "--func", &func, "--", b])
+            .spawn()
+            .expect("running dcg");
+        let dpid = child.id();
+        let out = drain(child.stdout.take().unwrap());
+        let err = drain(child.stderr.take().unwrap());
+        std::thread::sleep(Duration::from_millis(delay));
+        let what = format!("run {run}: {sig} after {delay} ms");
+        kill(Pid::from_raw(dpid as i32), sig).unwrap();
+        let status = wait_or_fail(&mut child, 60, &what);
+        let stdout = out.join().unwrap();
+        let stderr = err.join().unwrap();
+        events_seen += stdout.lines().filter(|l| l.contains("hk_")).count();
+        if let Some(stale) = pending_stale.take() {
+            // The session after a SIGKILL removed the killed one's remains, and said so.
+            assert!(
+                stderr.contains(&format!("removed stale instance dcg-{stale}")),
+                "{what}: dcg {dpid} did not report removing dcg-{stale}:\n{stderr}"
+            );
+            let left = leftovers(stale);
+            assert!(
+                left.is_empty(),
+                "{what}: SIGKILLed dcg {stale} still left: {left:#?}"
+            );
+        }
+        if sig == Signal::SIGKILL {
+            // The command dcg started is orphaned (perhaps still stopped): end it.
+            kill_all(&bin);
+            if leftovers(dpid).is_empty() {
+                // Killed before it created anything.
+                stats[2] += 1;
+                continue;
+            }
+            pending_stale = Some(dpid);
+            stats[2] += 1;
+            continue;
+        }
+        let left = leftovers(dpid);
+        let orphans = kill_all(&bin);
+        assert!(left.is_empty(), "{what}: dcg {dpid} left: {left:#?}\n{stderr}");
+        assert!(
+            orphans.is_empty(),
+            "{what}: the traced command outlived dcg: {orphans:?}\n{stderr}"
+        );
+        // A clean stop: exit 0, or the signal's default action when it came before dcg
+        // installed its handlers (nothing was created then).
+        assert!(
+            status.success() || status.code().is_none(),
+            "{what}: {status}\n{stderr}"
+        );
+        assert!(!stderr.contains("cleanup:"), "{what}: {stderr}");
+        assert!(!stderr.contains("LOST"), "{what}: {stderr}");
+        stats[run as usize % signals.len()] += 1;
+    }
+    if let Some(stale) = pending_stale {
+        // The last run was SIGKILLed: one more (short) session cleans up after it.
+        let out = dcg_trace(&["--count", "1", "--func", &func, "--", b])
+            .output()
+            .expect("running dcg");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("removed stale instance dcg-{stale}")),
+            "{stderr}"
+        );
+        assert!(leftovers(stale).is_empty(), "{:#?}", leftovers(stale));
+        kill_all(&bin);
+    }
+    eprintln!(
+        "{runs} runs (SIGINT {}, SIGTERM {}, SIGKILL {}), {events_seen} calls shown, {:.1} s",
+        stats[0],
+        stats[1],
+        stats[2],
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn four_sessions_see_only_their_own_calls() {
+    require_uprobes!();
+    const CALLS: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = spin(dir.path());
+    let b = bin.to_str().unwrap();
+    let calls = CALLS.to_string();
+    let start = Instant::now();
+    let sessions: Vec<_> = FUNCS
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let func = format!("{b}:{f}");
+            let saved = dir.path().join(format!("{f}.jsonl"));
+            let mut cmd = if i % 2 == 0 {
+                // JSON on stdout.
+                dcg_trace(&["--json", "--args", "--show-retvals", "--func", &func])
+            } else {
+                // Text on stdout, records saved to a file.
+                let mut c = dcg_trace(&["--args", "--show-retvals", "--func", &func]);
+                c.arg("--output").arg(&saved);
+                c
+            };
+            cmd.args(["--", b, &calls, "1000"]);
+            let mut child = cmd.spawn().expect("running dcg");
+            let out = drain(child.stdout.take().unwrap());
+            let err = drain(child.stderr.take().unwrap());
+            (*f, i % 2 == 0, saved, child, out, err)
+        })
+        .collect();
+    let mut pids = Vec::new();
+    for (f, json, saved, mut child, out, err) in sessions {
+        let status = wait_or_fail(&mut child, 120, f);
+        let stdout = out.join().unwrap();
+        let stderr = err.join().unwrap();
+        pids.push(child.id());
+        assert!(status.success(), "{f}: {status}\n{stderr}");
+        assert!(!stderr.contains("LOST"), "{f}: {stderr}");
+        assert!(!stderr.to_lowercase().contains("lost"), "{f}: {stderr}");
+        assert!(!stderr.contains("could not be parsed"), "{f}: {stderr}");
+        assert!(!stderr.contains("cleanup:"), "{f}: {stderr}");
+        let records = if json {
+            stdout
+        } else {
+            // The text output: one line per call, all of this session's function.
+            let lines: Vec<&str> = stdout.lines().filter(|l| l.contains('(')).collect();
+            assert_eq!(lines.len(), CALLS, "{f}: text output:\n{stdout}");
+            for l in &lines {
+                assert!(l.contains(&format!("{f}(")), "{f}: foreign call: {l}");
+                assert!(!l.contains("no return"), "{f}: {l}");
+            }
+            std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{f}: {e}"))
+        };
+        let mut n = 0;
+        let mut seen_args = Vec::new();
+        for line in records.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{f}: {e}: {line}"));
+            let Some(func) = v.get("func").and_then(|x| x.as_str()) else {
+                // A header record (source, db), not a call.
+                continue;
+            };
+            assert_eq!(func, f, "{f}: foreign call {line}");
+            n += 1;
+            let first = v["args"][0]["value"].as_str().unwrap_or_default();
+            seen_args.push(
+                first
+                    .parse::<i64>()
+                    .unwrap_or_else(|_| panic!("{f}: first argument of {line}")),
+            );
+        }
+        assert_eq!(n, CALLS, "{f}: {n} calls recorded of {CALLS}");
+        // Calls in order, none twice: the first argument is the iteration.
+        let expected: Vec<i64> = (0..CALLS as i64).collect();
+        assert_eq!(seen_args, expected, "{f}: first arguments");
+    }
+    for p in pids {
+        let left = leftovers(p);
+        assert!(left.is_empty(), "dcg {p} left: {left:#?}");
+    }
+    assert!(running(&bin).is_empty());
+    eprintln!(
+        "4 sessions × {CALLS} calls in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+}
