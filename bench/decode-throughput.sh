@@ -11,15 +11,18 @@ reps=${1:-200}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p tracer -p dwarfscan
-bin=$here/target/release
+bin=$CARGO_TARGET_DIR/release
 vmlinux=$("$here/tests/qemu/testkernel-cache.sh")/vmlinux
 "$bin/dwarfscan" -q "$vmlinux" "$shared/testkernel/modules" -o "$work/tk.sigdb"
 for _ in $(seq "$reps"); do cat "$caps/a.txt" "$caps/c.txt" "$caps/d.txt"; done > "$work/big.txt"
 lines=$(wc -l < "$work/big.txt")
 
-secs() { # user+sys CPU seconds of a command pinned to one core
-	/usr/bin/time -f "%U %S" taskset -c 0 "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2}'
+secs() { # user+sys CPU seconds of a command pinned to one core; fails if the command does
+	/usr/bin/time -f "%U %S" -o "$work/time" taskset -c 0 "$@" >/dev/null 2>"$work/err" ||
+		{ echo "decode-throughput: $* failed: $(cat "$work/err")" >&2; exit 1; }
+	awk '{print $1 + $2}' "$work/time"
 }
 best() { # the best of three runs
 	local b=
