@@ -96,6 +96,30 @@ impl ElfInfo<'_> {
 
 type File64<'a> = ElfFile64<'a, object::Endianness>;
 
+/// Largest expansion accepted from a compressed section: zlib cannot exceed 1032:1; zstd
+/// can in theory, but no real DWARF section comes near it.
+const MAX_COMPRESSION_RATIO: u64 = 1032;
+
+/// The (decompressed) contents of a section. A compressed section whose header claims an
+/// uncompressed size its compressed bytes cannot hold is rejected before anything is
+/// allocated for it (a corrupt header would otherwise ask for up to 2^64 bytes).
+fn section_data<'d>(sec: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, String> {
+    let c = sec.compressed_data().map_err(|e| e.to_string())?;
+    if c.format != object::CompressionFormat::None {
+        let max = (c.data.len() as u64)
+            .saturating_mul(MAX_COMPRESSION_RATIO)
+            .saturating_add(4096);
+        if c.uncompressed_size > max {
+            return Err(format!(
+                "corrupt compression header: {} bytes claimed from {} compressed",
+                c.uncompressed_size,
+                c.data.len()
+            ));
+        }
+    }
+    c.decompress().map_err(|e| e.to_string())
+}
+
 /// Parse an ELF file and extract its DWARF sections, symbols and metadata.
 pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanError> {
     let unsupported = |r: &str| ScanError::unsupported(path, r);
@@ -186,7 +210,7 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
         let Some(sec) = file.section_by_name(id.name()) else {
             continue;
         };
-        let data = sec.uncompressed_data().map_err(|e| {
+        let data = section_data(&sec).map_err(|e| {
             ScanError::dwarf(path, format!("cannot read section {}: {e}", id.name()))
         })?;
         let data = if kind.is_relocatable() {
@@ -345,7 +369,7 @@ fn read_mcount(
 ) -> Option<Vec<u64>> {
     let bytes: Cow<'_, [u8]> = if kind == ElfKind::KernelModule {
         let sec = file.section_by_name("__mcount_loc")?;
-        let data = sec.uncompressed_data().ok()?;
+        let data = section_data(&sec).ok()?;
         relocate(file, &sec, data, section_base, skipped)
     } else {
         let sym = |n: &str| {

@@ -13,7 +13,11 @@ fn dcg(args: &[&str]) -> String {
         .args(&args[1..])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -38,7 +42,13 @@ fn sig_golden() {
 
     // By address: the middle of do_sys_openat2.
     let line = text.lines().next().unwrap();
-    let addr = line.split("[vmlinux ").nth(1).unwrap().split('+').next().unwrap();
+    let addr = line
+        .split("[vmlinux ")
+        .nth(1)
+        .unwrap()
+        .split('+')
+        .next()
+        .unwrap();
     let addr = u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
     let by_addr = dcg(&["sig", &format!("{:#x}", addr + 0x10)]);
     assert_eq!(by_addr.lines().next(), Some(line));
@@ -47,12 +57,17 @@ fn sig_golden() {
 #[test]
 fn dump_json_schema() {
     let text = dcg(&["dump", "--json"]);
-    let kinds = ["void", "bool", "int", "char", "float", "pointer", "enum", "struct", "union", "array", "func"];
+    let kinds = [
+        "void", "bool", "int", "char", "float", "pointer", "enum", "struct", "union", "array",
+        "func",
+    ];
     let mut n = 0;
     let mut flags = std::collections::BTreeSet::new();
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in ["name", "symbol", "module", "addr", "size", "ret", "params", "flags"] {
+        for key in [
+            "name", "symbol", "module", "addr", "size", "ret", "params", "flags",
+        ] {
             assert!(v.get(key).is_some(), "{key} missing in {line}");
         }
         let check_type = |t: &serde_json::Value| {
@@ -70,7 +85,15 @@ fn dump_json_schema() {
         n += 1;
     }
     assert!(n > 20_000, "{n} functions");
-    for f in ["static", "clone:isra", "clone:constprop", "part", "inline-only", "variadic", "abi-changed"] {
+    for f in [
+        "static",
+        "clone:isra",
+        "clone:constprop",
+        "part",
+        "inline-only",
+        "variadic",
+        "abi-changed",
+    ] {
         assert!(flags.contains(f), "no function flagged {f}: {flags:?}");
     }
     // A closed pipe is not an error.
@@ -83,5 +106,9 @@ fn dump_json_schema() {
         ))
         .output()
         .unwrap();
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -38,6 +38,24 @@ use tree::{Feedback, TreeFilter};
 pub const PROBE_CAP: usize = 500;
 /// Levels of static callee discovery below the roots when `--depth` is not given.
 const STATIC_DEPTH: u32 = 2;
+/// Most functions given lazy probes per read of the pipe.
+const LAZY_PER_ROUND: usize = 8;
+/// Longest drain of the pipe after the command exited.
+const DRAIN_MAX: Duration = Duration::from_secs(3);
+
+/// `DCG_KTRACE_DEBUG=1`: progress with timestamps on stderr.
+pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
+    use std::sync::OnceLock;
+    static START: OnceLock<Option<Instant>> = OnceLock::new();
+    let start = START.get_or_init(|| {
+        std::env::var_os("DCG_KTRACE_DEBUG")
+            .is_some_and(|v| v == "1")
+            .then(Instant::now)
+    });
+    if let Some(t) = start {
+        eprintln!("dcg debug {:8.3}: {msg}", t.elapsed().as_secs_f64());
+    }
+}
 
 /// What the kernel's tracefs offers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,43 +246,43 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let kernel_args = args.args && feat.args;
     opt(&sess, "funcgraph-args", kernel_args)?;
     let _ = sess.write("buffer_size_kb", "4096");
-    match target {
-        Some(pid) => {
-            sess.write("set_ftrace_pid", &pid.to_string())?;
-            opt(&sess, "function-fork", true)?;
-            if sess.has("set_event_pid") {
-                sess.write("set_event_pid", &pid.to_string())?;
-                opt(&sess, "event-fork", true)?;
-            }
-        }
-        None => {
-            // Whole system, but not dcg itself (reading the pipe would trace itself).
-            let me = std::process::id().to_string();
-            if sess.has("set_ftrace_notrace_pid") {
-                let _ = sess.write("set_ftrace_notrace_pid", &me);
-            }
-            if sess.has("set_event_notrace_pid") {
-                let _ = sess.write("set_event_notrace_pid", &me);
-            }
+    if let Some(pid) = target {
+        sess.write("set_ftrace_pid", &pid.to_string())?;
+        opt(&sess, "function-fork", true)?;
+        if sess.has("set_event_pid") {
+            sess.write("set_event_pid", &pid.to_string())?;
+            opt(&sess, "event-fork", true)?;
         }
     }
+    // Never dcg itself (reading the pipe would trace itself).
+    let me = std::process::id().to_string();
+    if sess.has("set_ftrace_notrace_pid") {
+        let _ = sess.write("set_ftrace_notrace_pid", &me);
+    }
+    if sess.has("set_event_notrace_pid") {
+        let _ = sess.write("set_event_notrace_pid", &me);
+    }
 
+    debug(format_args!("instance set up, features {feat:?}"));
     let mut filter = TreeFilter::new(roots.iter().cloned(), args.depth);
     let mut probes = Probes::new(PROBE_CAP);
     let want_exit = args.show_retvals && !feat.retval;
     let want_entry = args.args && !feat.args;
+    // Callees this many levels below a root get probes (static discovery and lazily).
+    let lazy_depth = match args.depth {
+        0 => STATIC_DEPTH,
+        d => (d - 1).min(STATIC_DEPTH + 1),
+    };
     if want_exit || want_entry {
         let mut funcs: Vec<String> = roots.clone();
-        let static_depth = match args.depth {
-            0 => STATIC_DEPTH,
-            d => (d - 1).min(STATIC_DEPTH + 1),
-        };
+        let static_depth = lazy_depth;
         if static_depth > 0 {
             if let Some(kt) = callees::KernelText::open() {
                 let keep = |n: &str| avail.contains(n) && !funcs::returns_void(&set, n);
                 funcs.extend(kt.closure(&roots, static_depth, PROBE_CAP, &keep));
             }
         }
+        debug(format_args!("{} functions to probe", funcs.len()));
         for f in &funcs {
             if want_exit {
                 if let Some(ev) = probes.add_exit(&mut sess, &set, &avail, f) {
@@ -294,7 +312,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             .register(std::process::id(), &roots)
             .context("registering graph functions")?,
     );
+    debug(format_args!(
+        "{} probes; graph functions registered",
+        probes.len()
+    ));
     sess.write("current_tracer", "function_graph")?;
+    debug(format_args!("function_graph on"));
     sess.write("tracing_on", "1")?;
     let mut pipe = sess.open_pipe()?;
 
@@ -354,6 +377,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let mut lost_unknown = false;
     let mut unjoined: HashMap<String, u64> = HashMap::new();
     let mut drain_until: Option<Instant> = None;
+    let mut drain_end: Option<Instant> = None;
     let stop_reason = loop {
         if let Some(sig) = tracefs::stop_requested() {
             break format!("signal {sig}");
@@ -365,8 +389,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             if let Some(c) = child.as_mut() {
                 if c.exited() {
                     drain_until = Some(Instant::now() + Duration::from_millis(700));
+                    drain_end = Some(Instant::now() + DRAIN_MAX);
                 }
             }
+        }
+        if drain_end.is_some_and(|d| Instant::now() >= d) {
+            break "command exited".into();
         }
         lines.clear();
         // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
@@ -382,6 +410,9 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             if !lines.is_empty() {
                 drain_until = Some(Instant::now() + Duration::from_millis(400));
             }
+        }
+        if !lines.is_empty() {
+            debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
         }
         let mut fb = Feedback::default();
         let mut done = false;
@@ -412,7 +443,15 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             }
         }
         if want_exit || want_entry {
-            for f in fb.seen {
+            // Lazy probes for callees seen in the stream, as deep as static discovery
+            // goes, a few per round: each registration takes ~0.1 s under TCG, and the
+            // pipe must keep being read.
+            let mut budget = LAZY_PER_ROUND;
+            for (f, rel) in fb.seen {
+                if rel > lazy_depth || budget == 0 {
+                    continue;
+                }
+                let before = probes.len();
                 if want_exit {
                     if let Some(ev) = probes.add_exit(&mut sess, &set, &avail, &f) {
                         filter.add_event(&ev);
@@ -423,12 +462,16 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
                         filter.add_event(&ev);
                     }
                 }
+                if probes.len() > before {
+                    budget -= 1;
+                }
             }
         }
         if done {
             break format!("{completed} calls");
         }
     };
+    debug(format_args!("loop ended: {stop_reason}"));
     let _ = sess.write("tracing_on", "0");
     kept.clear();
     filter.finish(&mut kept);
@@ -498,9 +541,11 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
 
     // Cleanup: the pipe, the instance and the probes, then the graph functions.
     drop(pipe);
+    debug(format_args!("closing the session"));
     for f in sess.close() {
         eprintln!("dcg: cleanup: {f}");
     }
+    debug(format_args!("session closed"));
     if let Some(mut r) = registration.take() {
         r.unregister().context("restoring set_graph_function")?;
     }

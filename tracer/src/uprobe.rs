@@ -123,10 +123,12 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     if !root.join("uprobe_events").exists() {
         bail!("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)");
     }
+    // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
+    // one half removed, unreported (the stop is seen once the trace starts).
+    tracefs::install_stop_handlers();
     for r in tracefs::remove_stale(&root) {
         note(&format!("removed stale {r}"));
     }
-    tracefs::install_stop_handlers();
     let mut tracer = Tracer::setup(&root, &targets, &probes, args)?;
     let result = tracer.trace(&targets, &probes, args, out);
     let failures = tracer.session.close();

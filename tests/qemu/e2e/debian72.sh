@@ -4,6 +4,7 @@
 # the running kernel's build-id), so `dcg trace` runs without --db.
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export DCG_KTRACE_DEBUG=1
 begin before
 global_state > /tmp/global.before; cat /tmp/global.before
 leftovers
@@ -15,11 +16,11 @@ dcg list
 end load
 
 begin s1-exit-probes
-run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
+LIMIT=120 run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
 echo "--- after"
 leftovers
 echo "--- kernel log (warnings)"
-dmesg | grep -iE -A12 'warn|bug|oops|call trace' | head -80
+dmesg | grep -B2 -A25 -m2 'cut here\|WARNING\|BUG' | head -60
 end s1-exit-probes
 
 begin s3-inlined

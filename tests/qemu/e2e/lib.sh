@@ -29,10 +29,26 @@ wait_for() {
 	done
 }
 
-# run_trace NAME ARGS...: dcg trace ARGS, output in /tmp/NAME.out/.err, printed.
+# run_trace NAME ARGS...: dcg trace ARGS, output in /tmp/NAME.out/.err, printed. After
+# $LIMIT seconds (default 240) it is sent SIGTERM, and what it printed so far is shown
+# with the kernel log.
 run_trace() {
 	name=$1; shift
-	dcg trace "$@" > /tmp/$name.out 2> /tmp/$name.err
+	dcg trace "$@" > /tmp/$name.out 2> /tmp/$name.err &
+	pid=$!
+	n=0
+	while kill -0 $pid 2>/dev/null; do
+		n=$((n + 1))
+		if [ $n -ge $(( ${LIMIT:-240} * 5 )) ]; then
+			echo "TIMEOUT: dcg still running after ${LIMIT:-240} s; stderr so far:"
+			cat /tmp/$name.err; echo "--- stdout lines: $(wc -l < /tmp/$name.out)"
+			echo "--- kernel log"; dmesg | grep -B2 -A25 -m2 'cut here\|WARNING\|BUG' | head -60
+			kill -TERM $pid
+			break
+		fi
+		sleep 0.2
+	done
+	wait $pid
 	echo "rc=$?"
 	echo "--- stdout"; cat /tmp/$name.out
 	echo "--- stderr"; cat /tmp/$name.err

@@ -2,6 +2,7 @@
 # Kernel e2e scenarios 2-5 on ../shared/testkernel (funcgraph-retval, funcgraph-args).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export DCG_KTRACE_DEBUG=1
 begin before
 global_state > /tmp/global.before; cat /tmp/global.before
 leftovers
@@ -23,11 +24,11 @@ begin s4-concurrent
 # roots, so each instance's graph has both kinds of trees.
 rm -f /tmp/go
 dcg trace --db $DB --show-retvals --func do_sys_openat2 -- sh -c \
-	'while [ ! -e /tmp/go ]; do sleep 0.1; done; cat /nonexistent; cat /proc/version' \
+	'while [ ! -e /tmp/go ]; do sleep 0.1; done; cat /nonexistent; head -1 /proc/version' \
 	> /tmp/s4a.out 2> /tmp/s4a.err &
 a=$!
 dcg trace --db $DB --show-retvals --func vfs_read -- sh -c \
-	'while [ ! -e /tmp/go ]; do sleep 0.1; done; cat /nonexistent; cat /proc/version' \
+	'while [ ! -e /tmp/go ]; do sleep 0.1; done; cat /nonexistent; head -1 /proc/version' \
 	> /tmp/s4b.out 2> /tmp/s4b.err &
 b=$!
 wait_for /tmp/s4a.err 'dcg: tracing' 240
@@ -51,7 +52,7 @@ begin probes-retvals-args
 # The exit/entry-probe path (as on Debian kernels) on this kernel: no /proc/kcore here, so
 # callees get probes when first seen; the second open shows their values.
 export DCG_KTRACE_PROBES=1
-run_trace s1p --db $DB --show-retvals --args --func do_sys_openat2 -- \
+LIMIT=60 run_trace s1p --db $DB --show-retvals --args --func do_sys_openat2 -- \
 	sh -c 'cat /nonexistent; cat /nonexistent'
 unset DCG_KTRACE_PROBES
 leftovers

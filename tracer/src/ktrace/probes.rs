@@ -177,6 +177,24 @@ impl Probes {
         fdef: &str,
         kdef: &str,
     ) -> Option<()> {
+        let t0 = std::time::Instant::now();
+        let r = self.create_inner(sess, ev, func, fdef, kdef);
+        super::debug(format_args!(
+            "probe {ev}: {} in {:.3} s",
+            if r.is_some() { "created" } else { "FAILED" },
+            t0.elapsed().as_secs_f64()
+        ));
+        r
+    }
+
+    fn create_inner(
+        &mut self,
+        sess: &mut Session,
+        ev: &str,
+        func: &str,
+        fdef: &str,
+        kdef: &str,
+    ) -> Option<()> {
         let try_f = matches!(self.flavor, Flavor::Unknown | Flavor::Fprobe);
         let mut last_err = String::new();
         if try_f {

@@ -24,8 +24,9 @@ const HELPERS: &[&str] = &[
 /// What the filter learned from one line, for the trace loop.
 #[derive(Debug, Default)]
 pub struct Feedback {
-    /// Functions called inside kept trees (callee discovery for lazy exit probes).
-    pub seen: Vec<String>,
+    /// Functions called inside kept trees, with their depth below the root (callee
+    /// discovery for lazy probes).
+    pub seen: Vec<(String, u32)>,
     /// Functions whose return in a kept tree came without an exit-probe value.
     pub unjoined: Vec<String>,
     /// Top-level (root) calls completed.
@@ -204,7 +205,7 @@ impl TreeFilter {
         if limit > 0 && d >= root + limit {
             return;
         }
-        fb.seen.push(func.to_string());
+        fb.seen.push((func.to_string(), d - root));
         flush(t, out);
         let text = reindent(line, prefix, root);
         if leaf {

@@ -1,0 +1,242 @@
+//! End-to-end tests of `dcg trace` on real kernels booted in qemu (TCG): the guest gets
+//! the dcg binary, the kernel's db and a scenario script (`tests/qemu/e2e/*.sh`), one boot
+//! per kernel. Runs only with `DCG_KERNEL_TESTS=1` (set by `.ci/run`).
+//!
+//! - test kernel (`../shared/testkernel`, funcgraph-retval): scenarios 2-5 (typed return
+//!   values, inlined/unknown functions, two concurrent sessions, SIGINT/SIGTERM cleanup).
+//! - Debian 7.2 cloud (no funcgraph-retval): scenario 1 (values from fprobe exit events,
+//!   db from the store) and 3 (`pidfd_create` is inlined).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn enabled() -> bool {
+    if std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: set DCG_KERNEL_TESTS=1 to boot kernels in qemu (as .ci/run does)");
+    false
+}
+
+/// Pack an initramfs with dcg, the db and the guest script, boot it, return the console
+/// text between the markers.
+fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32) -> String {
+    let root = dcg_tests::repo_root();
+    let qemu = root.join("tests").join("qemu");
+    let dir = tempfile::tempdir().unwrap();
+    let initrd = dir.path().join("guest.cpio.gz");
+    let dcg = dcg_tests::dcg_bin();
+    let st = Command::new("bash")
+        .arg(qemu.join("mkinitramfs.sh"))
+        .arg(&initrd)
+        .arg("--add")
+        .arg(format!("{}:/bin/dcg", dcg.display()))
+        .arg("--add")
+        .arg(format!("{}:/dcg/k.sigdb", db.display()))
+        .arg("--add")
+        .arg(format!("{}:/dcg/lib.sh", qemu.join("e2e/lib.sh").display()))
+        .arg("--init")
+        .arg(qemu.join("e2e").join(script))
+        .arg("--timeout")
+        .arg(timeout.to_string())
+        .status()
+        .expect("running mkinitramfs.sh");
+    assert!(st.success(), "mkinitramfs.sh failed");
+    let out = Command::new("bash")
+        .arg(qemu.join("run-guest.sh"))
+        .arg("--kernel")
+        .arg(kernel)
+        .arg("--initrd")
+        .arg(&initrd)
+        .arg("--smp")
+        .arg("2")
+        .arg("--timeout")
+        .arg((timeout + 60).to_string())
+        .arg("--append")
+        .arg("dcg.printk=1")
+        .output()
+        .expect("running run-guest.sh");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let log = std::env::temp_dir().join(format!("dcg-kernel-trace-{script}.log"));
+    let _ = std::fs::write(&log, &text);
+    assert!(
+        out.status.success(),
+        "guest {script} failed ({:?}); console in {}:\n{}",
+        out.status.code(),
+        log.display(),
+        tail(&text, 60)
+    );
+    text
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// The text of section `name` (`=====BEGIN name=====` .. `=====END name=====`).
+fn section<'a>(text: &'a str, name: &str) -> &'a str {
+    let b = format!("=====BEGIN {name}=====");
+    let e = format!("=====END {name}=====");
+    let start = text
+        .find(&b)
+        .unwrap_or_else(|| panic!("no section {name}:\n{}", tail(text, 40)))
+        + b.len();
+    let end = text[start..].find(&e).map_or(text.len(), |i| start + i);
+    &text[start..end]
+}
+
+fn must(sec: &str, name: &str, what: &[&str]) {
+    for w in what {
+        assert!(sec.contains(w), "section {name} lacks {w:?}:\n{sec}");
+    }
+}
+
+fn count_line(sec: &str, prefix: &str) -> u64 {
+    sec.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{sec}"))
+}
+
+#[test]
+fn testkernel_scenarios() {
+    if !enabled() {
+        return;
+    }
+    let kernel = dcg_tests::testkernel_dir().join("bzImage");
+    let db = dcg_tests::testkernel_db();
+    let text = boot(&kernel, &db, "testkernel.sh", 900);
+
+    // 2: typed values from funcgraph-retval.
+    let s2 = section(&text, "s2-retvals");
+    must(
+        s2,
+        "s2",
+        &[
+            "rc=0",
+            "} /* do_sys_openat2 ret=-ENOENT */",
+            "ret=ERR_PTR(-ENOENT)",
+            "ret=NULL",
+            "ret=0xff",
+            "ret=true",
+            "ret=false",
+            "} /* putname */", // void: no value
+        ],
+    );
+    // 3: inlined and unknown functions.
+    let s3 = section(&text, "s3-inlined");
+    must(
+        s3,
+        "s3",
+        &["pidfd_create is not traceable: it is inlined into", "rc=2"],
+    );
+    let s3u = section(&text, "s3-unknown");
+    must(s3u, "s3-unknown", &["unknown function", "rc=2"]);
+    // 4: two sessions, each sees only its own roots.
+    let s4 = section(&text, "s4-concurrent");
+    must(
+        s4,
+        "s4",
+        &["a rc=0", "b rc=0", "registry while both run: 2 sessions"],
+    );
+    assert_eq!(count_line(s4, "a sees vfs_read: "), 0, "{s4}");
+    assert_eq!(count_line(s4, "b sees do_sys_openat2: "), 0, "{s4}");
+    assert!(count_line(s4, "a sees do_sys_openat2: ") > 0, "{s4}");
+    assert!(count_line(s4, "b sees vfs_read: ") > 0, "{s4}");
+    // 5: nothing left after SIGINT / SIGTERM (the latter with probes).
+    for name in ["s5-sigint", "s5-sigterm-probes", "s4-concurrent", "after"] {
+        let s = section(&text, name);
+        must(s, name, &["dcg instances: 0", "dcg events: 0"]);
+        assert!(
+            s.lines().any(|l| l.trim_end() == "registry:"),
+            "{name}: registry not empty:\n{s}"
+        );
+    }
+    must(
+        section(&text, "s5-sigint"),
+        "s5",
+        &["stopped (signal 2)", "traced command left: 0"],
+    );
+    must(
+        section(&text, "s5-sigterm-probes"),
+        "s5t",
+        &["stopped (signal 15)", "traced command left: 0"],
+    );
+    must(
+        section(&text, "after"),
+        "after",
+        &["global state unchanged: yes"],
+    );
+}
+
+/// The Debian 7.2 cloud kernel (downloaded on first use) and a db of its vmlinux.
+fn debian72() -> (PathBuf, tempfile::TempDir, PathBuf) {
+    let script = dcg_tests::shared_dir()
+        .join("scripts")
+        .join("fetch-debian-kernel.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("7.2-cloud")
+        .output()
+        .expect("running fetch-debian-kernel.sh");
+    assert!(
+        out.status.success(),
+        "fetch-debian-kernel.sh 7.2-cloud: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let vmlinux = kdir.join("vmlinux");
+    let mut result = dwarfscan::scan(
+        &[dwarfscan::Input::new(&vmlinux)],
+        &dwarfscan::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("scanning {}: {e}", vmlinux.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("debian72.sigdb");
+    result.write(&db).unwrap();
+    (kdir.join("vmlinuz"), dir, db)
+}
+
+#[test]
+fn debian72_scenarios() {
+    if !enabled() {
+        return;
+    }
+    let (kernel, _dir, db) = debian72();
+    let text = boot(&kernel, &db, "debian72.sh", 900);
+    must(
+        section(&text, "load"),
+        "load",
+        &["installed", "[running kernel]"],
+    );
+    // 1: values from exit probes, joined to the graph; the db comes from the store.
+    let s1 = section(&text, "s1-exit-probes");
+    must(
+        s1,
+        "s1",
+        &[
+            "rc=0",
+            "do_sys_openat2() {",
+            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* getname_flags ret=0x",
+            "ret=ERR_PTR(-ENOENT)",
+            "dcg instances: 0",
+            "dcg events: 0",
+        ],
+    );
+    let s3 = section(&text, "s3-inlined");
+    must(
+        s3,
+        "s3",
+        &[
+            "pidfd_create is not traceable: it is inlined into __x64_sys_pidfd_open",
+            "rc=2",
+        ],
+    );
+    must(
+        section(&text, "after"),
+        "after",
+        &["global state unchanged: yes"],
+    );
+}
