@@ -204,6 +204,9 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     }
     let set = DbSet::resolve(&args.db)?;
     let root = tracefs::mount_point()?;
+    // Catch signals before touching tracefs, so an interrupt cannot cut a stale-session
+    // removal in half; the loop acts on the stop request once tracing runs.
+    tracefs::install_stop_handlers();
     for r in tracefs::remove_stale(&root) {
         eprintln!("dcg: removed stale {r}");
     }
@@ -222,7 +225,6 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
             bail!("no process {pid}");
         }
     }
-    tracefs::install_stop_handlers();
 
     // Declared before the session so that it is dropped after it: the instance goes
     // first, then the graph functions are given back.
