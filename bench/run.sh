@@ -28,7 +28,7 @@ run() { # NAME CMD...: run one benchmark, keep its output, never stop the others
 
 run scan bench/scan-vs-pahole.sh
 run kernel bench/whole-kernel.sh
-run sigdb bash -c "cargo bench -q -p sigdb --bench lookup 2>&1 | grep -E '^(by_|open|from_)|time:|db:|bytes'"
+run sigdb bash -c "cargo bench -q -p sigdb --bench lookup 2>&1 | grep -E '^(by_addr|by_name|open|from_bytes|db:)|time:'"
 run decode bench/decode-throughput.sh
 if [ -x bench/uprobe-cost.sh ]; then run uprobe bench/uprobe-cost.sh; fi
 
