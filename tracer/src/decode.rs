@@ -16,9 +16,10 @@ use std::process::ExitCode;
 use sigdb::Function;
 
 use crate::dbset::DbSet;
+use crate::errpaths::{write_error_paths, Item, ItemKind};
 use crate::fgraph::{self, Call, Line, ProbeEvent};
 use crate::output::OutputFile;
-use crate::record::{self, ArgValue, CallRecord};
+use crate::record::{self, ArgValue, CallRecord, RecordSink};
 use crate::render::{render, render_into, Role};
 
 /// Command-line options of `dcg decode`.
@@ -145,21 +146,6 @@ struct Frame {
     time_ns: Option<u64>,
 }
 
-/// One buffered output item for `--errors-only`.
-struct Item {
-    kind: ItemKind,
-    error: bool,
-    text: String,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ItemKind {
-    Open,
-    Close,
-    Leaf,
-    Note,
-}
-
 #[derive(Default)]
 struct Task {
     stack: Vec<Frame>,
@@ -181,7 +167,7 @@ pub struct Decoder<'a> {
     stats: Stats,
     buf: String,
     next_call: u64,
-    records: Option<Box<dyn Write + 'a>>,
+    records: Option<RecordSink<'a>>,
 }
 
 const RED: &str = "\x1b[31m";
@@ -205,13 +191,8 @@ impl<'a> Decoder<'a> {
 
     /// Also write every completed call as a [`CallRecord`] line to `sink` (after a header
     /// naming `source`): the `--output` file.
-    pub fn save_records(
-        &mut self,
-        mut sink: Box<dyn Write + 'a>,
-        source: &str,
-    ) -> std::io::Result<()> {
-        record::write_header(&mut *sink, source)?;
-        self.records = Some(sink);
+    pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
+        self.records = Some(RecordSink::new(sink, source)?);
         Ok(())
     }
 
@@ -784,7 +765,7 @@ impl<'a> Decoder<'a> {
             record::write_record(out, rec)?;
         }
         if let Some(sink) = self.records.as_mut() {
-            record::write_record(&mut **sink, rec)?;
+            sink.write(rec)?;
         }
         Ok(())
     }
@@ -884,54 +865,4 @@ fn probe_location<'t>(p: &ProbeEvent<'t>, text: &'t str) -> &'t str {
     text.find('(')
         .and_then(|a| text[a + 1..].find(')').map(|b| &text[a + 1..a + 1 + b]))
         .unwrap_or("")
-}
-
-/// Print only the calls on paths to error returns of one buffered call tree.
-fn write_error_paths(items: &[Item], out: &mut dyn Write) -> std::io::Result<()> {
-    // keep[i]: item i is printed. An open/close pair is kept when its subtree (or its own
-    // return) has an error; leaves when they are errors; notes inside kept calls stay.
-    let n = items.len();
-    let mut keep = vec![false; n];
-    let mut open_stack: Vec<usize> = Vec::new();
-    let mut subtree_error: Vec<bool> = vec![false; n];
-    for i in 0..n {
-        match items[i].kind {
-            ItemKind::Open => open_stack.push(i),
-            ItemKind::Leaf => {
-                if items[i].error {
-                    keep[i] = true;
-                    if let Some(&o) = open_stack.last() {
-                        subtree_error[o] = true;
-                    }
-                }
-            }
-            ItemKind::Close => {
-                let o = open_stack.pop();
-                let err = items[i].error || o.is_some_and(|o| subtree_error[o]);
-                if err {
-                    keep[i] = true;
-                    if let Some(o) = o {
-                        keep[o] = true;
-                    }
-                    if let Some(&parent) = open_stack.last() {
-                        subtree_error[parent] = true;
-                    }
-                }
-            }
-            ItemKind::Note => {}
-        }
-    }
-    // Opens whose close never came but whose subtree had errors.
-    for &o in &open_stack {
-        if subtree_error[o] {
-            keep[o] = true;
-        }
-    }
-    for (i, item) in items.iter().enumerate() {
-        if keep[i] {
-            out.write_all(item.text.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-    }
-    Ok(())
 }

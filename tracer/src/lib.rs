@@ -5,6 +5,7 @@
 pub mod dbset;
 pub mod decode;
 pub mod describe;
+mod errpaths;
 pub mod fgraph;
 pub mod graphfilter;
 pub mod ktrace;

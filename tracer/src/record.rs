@@ -102,6 +102,29 @@ pub fn write_record(out: &mut dyn Write, r: &CallRecord) -> std::io::Result<()> 
     out.write_all(b"\n")
 }
 
+/// A saved-calls stream being written: the header first, then one line per record.
+pub struct RecordSink<'a> {
+    out: Box<dyn Write + 'a>,
+}
+
+impl<'a> RecordSink<'a> {
+    /// Start a stream on `out` with a header naming `source`.
+    pub fn new(mut out: Box<dyn Write + 'a>, source: &str) -> std::io::Result<RecordSink<'a>> {
+        write_header(&mut *out, source)?;
+        Ok(RecordSink { out })
+    }
+
+    /// Append a record.
+    pub fn write(&mut self, r: &CallRecord) -> std::io::Result<()> {
+        write_record(&mut *self.out, r)
+    }
+
+    /// Flush what was written.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Whether the first line of a file looks like a saved-calls header.
 pub fn is_header(line: &str) -> bool {
     serde_json::from_str::<Header>(line).is_ok_and(|h| h.dcg == FORMAT)

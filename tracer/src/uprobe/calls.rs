@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use crate::record::{self, ArgValue, CallRecord};
+use crate::errpaths::{write_error_paths, Item, ItemKind as Kind};
+use crate::record::{self, ArgValue, CallRecord, RecordSink};
 use crate::render::Role;
 
 use super::plan::{render_arg, render_words, Probe, Target, Value};
@@ -65,20 +66,6 @@ struct Frame {
     opened: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Open,
-    Close,
-    Leaf,
-    Note,
-}
-
-struct Item {
-    kind: Kind,
-    error: bool,
-    text: String,
-}
-
 struct Task {
     comm: String,
     stack: Vec<Frame>,
@@ -109,7 +96,7 @@ pub struct Calls<'a> {
     tasks: HashMap<u32, Task>,
     next_call: u64,
     counts: Counts,
-    records: Option<Box<dyn Write + 'a>>,
+    records: Option<RecordSink<'a>>,
     line: String,
     default_comm: Option<String>,
 }
@@ -137,13 +124,8 @@ impl<'a> Calls<'a> {
     }
 
     /// Also write every call as a [`CallRecord`] to `sink`, after a header naming `source`.
-    pub fn save_records(
-        &mut self,
-        mut sink: Box<dyn Write + 'a>,
-        source: &str,
-    ) -> std::io::Result<()> {
-        record::write_header(&mut *sink, source)?;
-        self.records = Some(sink);
+    pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
+        self.records = Some(RecordSink::new(sink, source)?);
         Ok(())
     }
 
@@ -481,7 +463,7 @@ impl<'a> Calls<'a> {
             record::write_record(out, rec)?;
         }
         if let Some(sink) = self.records.as_mut() {
-            record::write_record(&mut **sink, rec)?;
+            sink.write(rec)?;
         }
         Ok(())
     }
@@ -561,46 +543,6 @@ pub fn push_duration(s: &mut String, ns: u64) {
         s.push(' ');
     }
     s.push_str("|  ");
-}
-
-/// Print only the calls on paths to error returns of one buffered call tree.
-fn write_error_paths(items: &[Item], out: &mut dyn Write) -> std::io::Result<()> {
-    let n = items.len();
-    let mut keep = vec![false; n];
-    let mut subtree_error = vec![false; n];
-    let mut open: Vec<usize> = Vec::new();
-    for i in 0..n {
-        match items[i].kind {
-            Kind::Open => open.push(i),
-            Kind::Leaf | Kind::Note => {
-                if items[i].error {
-                    keep[i] = true;
-                    if let Some(&o) = open.last() {
-                        subtree_error[o] = true;
-                    }
-                }
-            }
-            Kind::Close => {
-                let o = open.pop();
-                if items[i].error || o.is_some_and(|o| subtree_error[o]) {
-                    keep[i] = true;
-                    if let Some(o) = o {
-                        keep[o] = true;
-                    }
-                    if let Some(&parent) = open.last() {
-                        subtree_error[parent] = true;
-                    }
-                }
-            }
-        }
-    }
-    for (i, it) in items.iter().enumerate() {
-        if keep[i] {
-            out.write_all(it.text.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
