@@ -6,6 +6,11 @@
 //!   values, inlined/unknown functions, two concurrent sessions, SIGINT/SIGTERM cleanup).
 //! - Debian 7.2 cloud (no funcgraph-retval): scenario 1 (values from fprobe exit events,
 //!   db from the store) and 3 (`pidfd_create` is inlined).
+//! - Debian 6.12 cloud (no funcgraph-retval, no funcgraph-args; fprobes on rethook): the
+//!   same scenarios 1 and 3, and scenario 1 with `--args` (arguments from fprobe entry
+//!   events, which 6.12 prints after the call's `{`).
+//! - test kernel again: issue 9's kill test (50 traces interrupted by SIGINT, SIGTERM or
+//!   SIGKILL at random moments; nothing may be left, stale sessions removed and reported).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +25,7 @@ fn enabled() -> bool {
 
 /// Pack an initramfs with dcg, the db and the guest script, boot it, return the console
 /// text between the markers.
-fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32) -> String {
+fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32, append: &str) -> String {
     let root = dcg_tests::repo_root();
     let qemu = root.join("tests").join("qemu");
     let dir = tempfile::tempdir().unwrap();
@@ -53,7 +58,7 @@ fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32) -> String {
         .arg("--timeout")
         .arg((timeout + 60).to_string())
         .arg("--append")
-        .arg("dcg.printk=1")
+        .arg(format!("dcg.printk=1 {append}"))
         .output()
         .expect("running run-guest.sh");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -106,7 +111,7 @@ fn testkernel_scenarios() {
     }
     let kernel = dcg_tests::testkernel_dir().join("bzImage");
     let db = dcg_tests::testkernel_db();
-    let text = boot(&kernel, &db, "testkernel.sh", 900);
+    let text = boot(&kernel, &db, "testkernel.sh", 900, "");
 
     // 2: typed values from funcgraph-retval.
     let s2 = section(&text, "s2-retvals");
@@ -170,19 +175,86 @@ fn testkernel_scenarios() {
     );
 }
 
-/// The Debian 7.2 cloud kernel (downloaded on first use) and a db of its vmlinux.
-fn debian72() -> (PathBuf, tempfile::TempDir, PathBuf) {
+/// Issue 9's kill test in the kernel: `DCG_KILL_RUNS` (default 50) traces on the test
+/// kernel, each interrupted at a random moment by SIGINT, SIGTERM or SIGKILL (in turn),
+/// half of them with exit/entry probes; the checks run in the guest
+/// (`tests/qemu/e2e/killtest.sh`), which prints a `FAIL` line for each one that fails.
+#[test]
+fn testkernel_kill_runs() {
+    if !enabled() {
+        return;
+    }
+    let runs = std::env::var("DCG_KILL_RUNS").unwrap_or_else(|_| "50".into());
+    let seed = std::env::var("DCG_KILL_SEED").unwrap_or_else(|_| "12345".into());
+    let n: u32 = runs.parse().expect("DCG_KILL_RUNS must be a number");
+    let kernel = dcg_tests::testkernel_dir().join("bzImage");
+    let db = dcg_tests::testkernel_db();
+    let text = boot(
+        &kernel,
+        &db,
+        "killtest.sh",
+        600 + 60 * n,
+        &format!("dcg.kill_runs={runs} dcg.kill_seed={seed}"),
+    );
+    let runs_sec = section(&text, "kill-runs");
+    eprintln!("{runs_sec}");
+    let fails: Vec<&str> = runs_sec.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(fails.is_empty(), "kill test failures:\n{runs_sec}");
+    let summary = runs_sec
+        .lines()
+        .find(|l| l.starts_with("kill-summary:"))
+        .unwrap_or_else(|| panic!("no kill-summary:\n{runs_sec}"));
+    let field = |k: &str| -> u32 {
+        summary
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {summary}"))
+    };
+    assert_eq!(field("runs"), n, "{summary}");
+    assert_eq!(field("failures"), 0, "{summary}");
+    assert_eq!(
+        runs_sec.lines().filter(|l| l.starts_with("run ")).count() as u32,
+        n,
+        "{runs_sec}"
+    );
+    if n >= 10 {
+        // Random moments must hit both the start-up and the tracing phase.
+        let traced = field("traced");
+        assert!(traced > 0 && traced < n, "{summary}");
+        assert!(field("stale_removed") > 0, "{summary}");
+    }
+    let after = section(&text, "after");
+    must(
+        after,
+        "after",
+        &[
+            "global state unchanged: yes",
+            "dcg instances: 0",
+            "dcg events: 0",
+            "kernel warnings: 0",
+        ],
+    );
+    assert!(
+        after.lines().any(|l| l.trim_end() == "registry:"),
+        "registry not empty:\n{after}"
+    );
+}
+
+/// A Debian cloud kernel (`fetch-debian-kernel.sh NAME`, e.g. `7.2-cloud`; downloaded on
+/// first use) and a db of its vmlinux: (vmlinuz, the db's directory, the db).
+fn debian(kernel_name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
     let script = dcg_tests::shared_dir()
         .join("scripts")
         .join("fetch-debian-kernel.sh");
     let out = Command::new("bash")
         .arg(&script)
-        .arg("7.2-cloud")
+        .arg(kernel_name)
         .output()
         .expect("running fetch-debian-kernel.sh");
     assert!(
         out.status.success(),
-        "fetch-debian-kernel.sh 7.2-cloud: {}",
+        "fetch-debian-kernel.sh {kernel_name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let kdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
@@ -193,41 +265,39 @@ fn debian72() -> (PathBuf, tempfile::TempDir, PathBuf) {
     )
     .unwrap_or_else(|e| panic!("scanning {}: {e}", vmlinux.display()));
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("debian72.sigdb");
+    let db = dir.path().join(format!("debian-{kernel_name}.sigdb"));
     result.write(&db).unwrap();
     (kdir.join("vmlinuz"), dir, db)
 }
 
-#[test]
-fn debian72_scenarios() {
-    if !enabled() {
-        return;
-    }
-    let (kernel, _dir, db) = debian72();
-    let text = boot(&kernel, &db, "debian72.sh", 900);
+/// What both Debian kernels must show. `load`: the db went into the store and matches the
+/// running kernel (so `dcg trace` runs without --db). 1 (`s1-exit-probes`): values from
+/// exit probes joined to the graph: the root's errno, `ERR_PTR(-ENOENT)` from the open
+/// path, the `struct filename *` of the callee `getname` (named `getname_flags` on 7.2,
+/// `getname` on 6.12), nothing left behind. 3: `pidfd_create` is inlined. `after`: the global
+/// tracing state is as before.
+fn debian_checks(text: &str, getname: &str) {
     must(
-        section(&text, "load"),
+        section(text, "load"),
         "load",
         &["installed", "[running kernel]"],
     );
-    // 1: values from exit probes, joined to the graph; the db comes from the store.
-    let s1 = section(&text, "s1-exit-probes");
+    let getname_ret = format!("}} /* {getname} ret=0x");
     must(
-        s1,
+        section(text, "s1-exit-probes"),
         "s1",
         &[
             "rc=0",
             "do_sys_openat2() {",
             "} /* do_sys_openat2 ret=-ENOENT */",
-            "} /* getname_flags ret=0x",
+            &getname_ret,
             "ret=ERR_PTR(-ENOENT)",
             "dcg instances: 0",
             "dcg events: 0",
         ],
     );
-    let s3 = section(&text, "s3-inlined");
     must(
-        s3,
+        section(text, "s3-inlined"),
         "s3",
         &[
             "pidfd_create is not traceable: it is inlined into __x64_sys_pidfd_open",
@@ -235,8 +305,44 @@ fn debian72_scenarios() {
         ],
     );
     must(
-        section(&text, "after"),
+        section(text, "after"),
         "after",
         &["global state unchanged: yes"],
+    );
+}
+
+/// Debian 7.2: fprobes on fgraph.
+#[test]
+fn debian72_scenarios() {
+    if !enabled() {
+        return;
+    }
+    let (kernel, _dir, db) = debian("7.2-cloud");
+    let text = boot(&kernel, &db, "debian72.sh", 900, "");
+    debian_checks(&text, "getname_flags");
+}
+
+/// Debian 6.12: fprobes on ftrace and rethook, no funcgraph-args either; the entry events
+/// of `--args` print after the `{` of their call.
+#[test]
+fn debian612_scenarios() {
+    if !enabled() {
+        return;
+    }
+    let (kernel, _dir, db) = debian("6.12-cloud");
+    let text = boot(&kernel, &db, "debian612.sh", 900, "");
+    debian_checks(&text, "getname");
+    // Arguments from entry probes, joined to their own calls.
+    must(
+        section(&text, "s1-args"),
+        "s1-args",
+        &[
+            "rc=0",
+            "do_sys_openat2(dfd=-100, filename=0x",
+            "getname(filename=0x",
+            "} /* do_sys_openat2 ret=-ENOENT */",
+            "dcg instances: 0",
+            "dcg events: 0",
+        ],
     );
 }

@@ -1,8 +1,9 @@
 //! The per-session view of an instance's function_graph stream: only the call trees
 //! rooted at this session's functions (the global `set_graph_function` also brings other
 //! sessions' roots), cut at `--depth` below their root, re-indented so roots print at
-//! the top level, without kprobe helper frames, and with probed calls that only
-//! enclose their exit event printed as leaves again.
+//! the top level, without kprobe helper frames, with entry-probe events moved before
+//! the entry line of their call, and with probed calls that only enclose their exit event
+//! printed as leaves again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -41,6 +42,9 @@ struct Pending {
     depth: u32,
     func: String,
     comment: Option<String>,
+    /// Whether this call already has its entry-probe event (printed before its `{`, or
+    /// moved there).
+    entry_event: bool,
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +61,9 @@ struct TaskState {
     pre: Vec<String>,
     /// Whether the last emitted line was our exit event for this function.
     last_exit_event: Option<String>,
+    /// The function whose entry event (ours) was the last line: the next entry of it is
+    /// the call that event belongs to.
+    last_entry_event: Option<String>,
 }
 
 /// The stream filter of one session.
@@ -116,12 +123,13 @@ impl TreeFilter {
                 let depth = self.depth;
                 let t = self.tasks.entry(key).or_default();
                 let Some(root) = t.root else {
-                    // An entry event comes just before its function's `{`.
-                    if probe.is_some_and(|p| !p.is_return) {
+                    // An entry event can come just before its function's `{`.
+                    if let Some(p) = probe.filter(|p| !p.is_return) {
                         t.pre.push(line.to_string());
                         if t.pre.len() > 4 {
                             t.pre.remove(0);
                         }
+                        t.last_entry_event = p.func.map(str::to_string);
                     }
                     return;
                 };
@@ -136,6 +144,27 @@ impl TreeFilter {
                     flush(t, out);
                     t.last_exit_event = Some(func);
                     out.push(reindent(line, &c.prefix, root));
+                    return;
+                }
+                if let Some(p) = probe {
+                    // An entry event: before its call's `{` (fprobes on fgraph, 7.x), or
+                    // after it (6.12's fprobes on ftrace run after the graph entry;
+                    // kprobes print inside `kprobe_ftrace_handler() { }`). The Decoder
+                    // joins it to the next entry of its function, so one printed after
+                    // the `{` goes before the held-back entry line, unless that call
+                    // already had its event (then it is the next call's, e.g. recursion).
+                    let func = p.func.unwrap_or("");
+                    let text = reindent(line, &c.prefix, root);
+                    if let Some(pend) = t.pending.as_mut() {
+                        if pend.func == func && !pend.entry_event {
+                            pend.entry_event = true;
+                            out.push(text);
+                            return;
+                        }
+                    }
+                    flush(t, out);
+                    t.last_entry_event = Some(func.to_string());
+                    out.push(text);
                     return;
                 }
                 if t.skip.is_some() {
@@ -177,6 +206,7 @@ impl TreeFilter {
         }
         let Some(root) = t.root.or_else(|| is_root.then_some(d)) else {
             t.pre.clear();
+            t.last_entry_event = None;
             return;
         };
         if t.root.is_none() {
@@ -207,6 +237,7 @@ impl TreeFilter {
         }
         fb.seen.push((func.to_string(), d - root));
         flush(t, out);
+        let had_entry_event = t.last_entry_event.take().is_some_and(|f| f == func);
         let text = reindent(line, prefix, root);
         if leaf {
             if t.last_exit_event.as_deref() != Some(func) {
@@ -226,6 +257,7 @@ impl TreeFilter {
                 depth: d,
                 func: func.to_string(),
                 comment: None,
+                entry_event: had_entry_event,
             });
         }
     }
@@ -281,6 +313,7 @@ impl TreeFilter {
             }
         };
         t.last_exit_event = None;
+        t.last_entry_event = None;
         if let Some(f) = func {
             if !joined {
                 fb.unjoined.push(f);
@@ -447,6 +480,88 @@ mod tests {
  1)  10.000 us    |    getname_flags(); /* ret=0xff11 */
  1)  20.000 us    |  } /* do_sys_openat2 ret=-2 */";
         assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
+        assert_eq!(fb.completed, 1);
+    }
+
+    /// Debian 6.12: fprobe entry events print after the `{` of their call (at its depth);
+    /// they must come before the entry line, where the Decoder joins them.
+    #[test]
+    fn entry_events_after_the_brace_move_before_it() {
+        let input = "\
+ 0)               |  do_sys_openat2() {
+ 0)               |  /* a_do_sys_openat2: (do_sys_openat2+0x0/0xe0) dfd=0xffffff9c */
+ 0)               |    getname() {
+ 0)               |    /* a_getname: (getname+0x4/0x50) filename=0x7ffc97dcd640 */
+ 0)               |    /* r_getname: (return_to_handler+0x0/0x50 <- getname) ret=0xff25 */
+ 0)   5.000 us    |    }
+ 0)               |    putname() {
+ 0)               |    /* a_putname: (putname+0x4/0x80) name=0xff25 */
+ 0)   2.000 us    |      kmem_cache_free();
+ 0)   6.000 us    |    }
+ 0)               |  /* r_do_sys_openat2: (return_to_handler+0x0/0x50 <- do_sys_openat2) ret=-2 */
+ 0)  20.000 us    |  }
+";
+        let events = [
+            "a_do_sys_openat2",
+            "r_do_sys_openat2",
+            "a_getname",
+            "r_getname",
+            "a_putname",
+        ];
+        let (out, fb) = run(&["do_sys_openat2"], 0, &events, input);
+        let expect = "\
+ 0)               |  /* a_do_sys_openat2: (do_sys_openat2+0x0/0xe0) dfd=0xffffff9c */
+ 0)               |  do_sys_openat2() {
+ 0)               |    /* a_getname: (getname+0x4/0x50) filename=0x7ffc97dcd640 */
+ 0)               |    /* r_getname: (return_to_handler+0x0/0x50 <- getname) ret=0xff25 */
+ 0)   5.000 us    |    getname();
+ 0)               |    /* a_putname: (putname+0x4/0x80) name=0xff25 */
+ 0)               |    putname() {
+ 0)   2.000 us    |      kmem_cache_free();
+ 0)   6.000 us    |    }
+ 0)               |  /* r_do_sys_openat2: (return_to_handler+0x0/0x50 <- do_sys_openat2) ret=-2 */
+ 0)  20.000 us    |  }";
+        assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
+        assert_eq!(fb.completed, 1);
+        assert_eq!(fb.unjoined, vec!["kmem_cache_free", "putname"]);
+    }
+
+    /// kprobe entry events print inside `kprobe_ftrace_handler() { }`, which is dropped:
+    /// the event stays and goes before its call.
+    #[test]
+    fn kprobe_entry_event_inside_the_helper_kept() {
+        let input = "\
+ 0)               |  do_sys_openat2() {
+ 0)               |    kprobe_ftrace_handler() {
+ 0)   1.000 us    |      get_kprobe();
+ 0)               |      /* a_do_sys_openat2: (do_sys_openat2+0x0/0xe0) dfd=0xffffff9c */
+ 0)   5.000 us    |    }
+ 0)   1.000 us    |    putname();
+ 0)   9.000 us    |  }
+";
+        let (out, _) = run(&["do_sys_openat2"], 0, &["a_do_sys_openat2"], input);
+        assert_eq!(out.len(), 4, "{out:#?}");
+        assert!(out[0].contains("/* a_do_sys_openat2:"), "{out:#?}");
+        assert!(out[1].ends_with("do_sys_openat2() {"), "{out:#?}");
+        assert!(out[2].ends_with("putname();"), "{out:#?}");
+    }
+
+    /// Events printed before their `{` (7.x) stay where they are, also for a recursive
+    /// call right at the start of its caller: the inner call's event is not the outer's.
+    #[test]
+    fn entry_events_before_the_brace_stay() {
+        let input = "\
+ 0)               |  /* a_walk: (walk+0x0/0x40) n=0x2 */
+ 0)               |  walk() {
+ 0)               |  /* a_walk: (walk+0x0/0x40) n=0x1 */
+ 0)               |    walk() {
+ 0)   1.000 us    |      x();
+ 0)   3.000 us    |    }
+ 0)   5.000 us    |  }
+";
+        let (out, fb) = run(&["walk"], 0, &["a_walk"], input);
+        let expect: Vec<&str> = input.lines().map(str::trim_start).collect();
+        assert_eq!(out, expect);
         assert_eq!(fb.completed, 1);
     }
 
