@@ -7,6 +7,9 @@
 //! - concurrency: 4 `dcg trace` sessions at once, each on a different function of its own
 //!   run of the same program; each output holds exactly its own calls, none lost.
 //!
+//! - signals ignored at start: SIGINT (a script's background job) still stops a trace at
+//!   any moment; SIGHUP ignored by `nohup` stays ignored.
+//!
 //! Needs root, uprobe events and gcc; skipped (with the reason printed) otherwise.
 
 use std::io::Read;
@@ -321,6 +324,88 @@ fn interrupted_traces_leave_nothing_behind() {
         stats[2],
         start.elapsed().as_secs_f64()
     );
+}
+
+/// Start `cmd` with `sigs` ignored, as a shell does for background jobs (SIGINT) and
+/// `nohup` for SIGHUP.
+fn ignoring<'a>(cmd: &'a mut Command, sigs: &'static [Signal]) -> &'a mut Command {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sigaction is async-signal-safe, as required between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let ign = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+            for &s in sigs {
+                sigaction(s, &ign).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A script's background job inherits SIGINT ignored: a SIGINT at any moment, even
+/// before dcg set its handlers, must still stop the trace (found by the kernel kill test,
+/// where `dcg trace ... &` in the guest ran on forever after an early SIGINT). And a
+/// `nohup`ed trace keeps running through SIGHUP.
+#[test]
+fn inherited_ignored_signals() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = spin(dir.path());
+    let b = bin.to_str().unwrap();
+    let func = format!("{b}:hk_alpha");
+    for delay in [0u64, 2, 10, 40, 150, 600] {
+        let mut cmd = dcg_trace(&["--func", &func, "--", b]);
+        let mut child = ignoring(&mut cmd, &[Signal::SIGINT])
+            .spawn()
+            .expect("running dcg");
+        let dpid = child.id();
+        let out = drain(child.stdout.take().unwrap());
+        let err = drain(child.stderr.take().unwrap());
+        std::thread::sleep(Duration::from_millis(delay));
+        kill(Pid::from_raw(dpid as i32), Signal::SIGINT).unwrap();
+        let what = format!("SIGINT (ignored at start) after {delay} ms");
+        let status = wait_or_fail(&mut child, 60, &what);
+        let orphans = kill_all(&bin);
+        let _ = out.join().unwrap();
+        let stderr = err.join().unwrap();
+        assert!(orphans.is_empty(), "{what}: command outlived dcg\n{stderr}");
+        assert!(leftovers(dpid).is_empty(), "{what}: {:?}", leftovers(dpid));
+        // Stopped cleanly (0) or, before it touched tracefs, by the signal itself.
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.success() || status.signal() == Some(Signal::SIGINT as i32),
+            "{what}: {status}\n{stderr}"
+        );
+    }
+
+    // nohup: SIGHUP ignored at start stays ignored; SIGTERM still stops the trace.
+    let mut cmd = dcg_trace(&["--func", &func, "--", b]);
+    let mut child = ignoring(&mut cmd, &[Signal::SIGHUP])
+        .spawn()
+        .expect("running dcg");
+    let dpid = child.id();
+    let out = drain(child.stdout.take().unwrap());
+    let err = drain(child.stderr.take().unwrap());
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end && leftovers(dpid).is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(dpid as i32), Signal::SIGHUP).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a nohup'ed dcg stopped on SIGHUP"
+    );
+    kill(Pid::from_raw(dpid as i32), Signal::SIGTERM).unwrap();
+    let status = wait_or_fail(&mut child, 60, "SIGTERM after SIGHUP");
+    kill_all(&bin);
+    let stdout = out.join().unwrap();
+    let stderr = err.join().unwrap();
+    assert!(status.success(), "{status}\n{stderr}");
+    assert!(stdout.contains("hk_alpha"), "{stdout}\n{stderr}");
+    assert!(leftovers(dpid).is_empty(), "{:?}", leftovers(dpid));
 }
 
 #[test]

@@ -13,14 +13,16 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sigdb::Function;
+use sigdb::{Function, Type, TypeKind};
 
 use crate::dbset::DbSet;
 use crate::errpaths::{write_error_paths, Item, ItemKind};
 use crate::fgraph::{self, Call, Line, ProbeEvent};
 use crate::output::OutputFile;
 use crate::record::{self, ArgValue, CallRecord, RecordSink};
-use crate::render::{render, render_into, Role};
+use crate::render::{
+    aggregate_label, is_hex_of, pointer_is_hex, push_aggregate, render_resolved, Role,
+};
 
 /// Command-line options of `dcg decode`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -115,7 +117,7 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
         Some(p) if p.as_os_str() == "-" => dec.decode_stream(std::io::stdin().lock(), out)?,
         Some(p) => {
             let f = std::fs::File::open(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-            dec.decode_stream(std::io::BufReader::with_capacity(1 << 16, f), out)?;
+            dec.decode_stream(std::io::BufReader::with_capacity(1 << 18, f), out)?;
         }
     }
     dec.finish(out)?;
@@ -130,10 +132,169 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Per-name lookup result, interned.
+/// Output text collected before it is handed to the writer.
+const OUT_CHUNK: usize = 1 << 16;
+
+/// Slots of the cache of interned names.
+const RECENT: usize = 256;
+
+/// The slot of `name` in the cache of interned names: a hash of its length and its
+/// first and last 8 bytes.
+fn recent_slot(name: &str) -> usize {
+    let b = name.as_bytes();
+    let n = b.len();
+    let word = |at: usize| {
+        b.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let edges = match n {
+        8.. => word(0) ^ word(n - 8).rotate_left(29),
+        1..8 => u64::from(b[0]) << 8 | u64::from(b[n - 1]),
+        0 => 0,
+    };
+    let h = edges ^ n as u64;
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT
+}
+
+/// A parameter of a known function, resolved once.
+struct ParamInfo<'a> {
+    name: &'a str,
+    render: Render<'a>,
+    /// No earlier parameter has the same name (so a by-position match is the by-name one).
+    first: bool,
+}
+
+/// Per-name lookup result, interned, with what rendering needs resolved once.
 struct FuncInfo<'a> {
     name: String,
     func: Option<Function<'a>>,
+    /// Return type (`None`: function unknown).
+    ret: Option<Render<'a>>,
+    params: Vec<ParamInfo<'a>>,
+}
+
+/// How a value of one type is rendered, worked out once per parameter or return type.
+struct Render<'a> {
+    ty: Type<'a>,
+    /// `ty` with typedefs and qualifiers peeled off.
+    resolved: Type<'a>,
+    /// A pointer (or array or function): hex unless NULL or an error.
+    pointer: bool,
+    /// For a struct or union passed by value, its label.
+    label: Option<String>,
+}
+
+impl<'a> Render<'a> {
+    fn new(ty: Type<'a>) -> Render<'a> {
+        let resolved = ty.resolve();
+        Render {
+            ty,
+            resolved,
+            pointer: matches!(
+                resolved.kind(),
+                TypeKind::Pointer | TypeKind::Array | TypeKind::Func
+            ),
+            label: matches!(resolved.kind(), TypeKind::Struct | TypeKind::Union)
+                .then(|| aggregate_label(ty, resolved)),
+        }
+    }
+
+    /// Append `raw` (printed as `text`) rendered by the type: what [`render_resolved`]
+    /// writes; false (nothing appended) for void.
+    #[inline]
+    fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
+        if self.pointer && pointer_is_hex(raw) && is_hex_of(text, raw) {
+            // Already printed the way it would be rendered.
+            out.push_str(text);
+            return true;
+        }
+        match &self.label {
+            Some(l) => {
+                push_aggregate(out, l, raw);
+                true
+            }
+            None => render_resolved(out, self.ty, self.resolved, raw, role),
+        }
+    }
+}
+
+impl<'a> FuncInfo<'a> {
+    fn new(name: String, func: Option<Function<'a>>) -> FuncInfo<'a> {
+        let ret = func.map(|f| Render::new(f.ret()));
+        let mut params: Vec<ParamInfo<'a>> = Vec::new();
+        for p in func.iter().flat_map(|f| f.params()) {
+            let name = p.name();
+            let first = !params.iter().any(|q| q.name == name);
+            params.push(ParamInfo {
+                name,
+                render: Render::new(p.ty()),
+                first,
+            });
+        }
+        FuncInfo {
+            name,
+            func,
+            ret,
+            params,
+        }
+    }
+
+    /// The first parameter named `name`; `i` is where it usually is (the argument's
+    /// position), tried first.
+    #[inline]
+    fn param(&self, i: usize, name: &str) -> Option<&ParamInfo<'a>> {
+        match self.params.get(i) {
+            Some(p) if p.first && p.name == name => Some(p),
+            _ => self.params.iter().find(|p| p.name == name),
+        }
+    }
+
+    /// Append argument `name`'s `value` (argument number `i`) rendered by the type of the
+    /// parameter of that name; false (nothing appended) when the function, parameter or
+    /// number is unknown.
+    fn push_arg(&self, out: &mut String, i: usize, name: &str, value: &str) -> bool {
+        let Some(p) = self.param(i, name) else {
+            return false;
+        };
+        // The first word of the value is the number (`3 [ENUM]`); `parse_number` stops at
+        // the same place unless the value starts with blanks.
+        let raw = if value
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_whitespace)
+        {
+            value
+                .split_ascii_whitespace()
+                .next()
+                .and_then(fgraph::parse_number)
+        } else {
+            fgraph::parse_number(value)
+        };
+        let Some(raw) = raw else {
+            return false;
+        };
+        p.render.push(out, value, raw, Role::Arg)
+    }
+
+    /// Render the return value from `raw` into `buf` (cleared first): whether it is an
+    /// error, `None` for void (nothing to show).
+    fn ret_into(&self, raw_text: &str, raw: Option<u64>, buf: &mut String) -> Option<bool> {
+        buf.clear();
+        match (&self.ret, raw) {
+            (Some(r), Some(v)) => {
+                if !r.push(buf, raw_text, v, Role::Return) {
+                    return None;
+                }
+                Some(buf.starts_with("-E") || buf.starts_with("ERR_PTR("))
+            }
+            _ => {
+                buf.push_str(raw_text);
+                buf.push_str(" (raw)");
+                Some(false)
+            }
+        }
+    }
 }
 
 /// An open call of a task.
@@ -162,10 +323,19 @@ pub struct Decoder<'a> {
     set: &'a DbSet,
     opts: Options,
     ids: FxHashMap<String, u32>,
+    /// A direct-mapped cache of `ids` for names without a module (checked by name).
+    recent: Box<[u32; RECENT]>,
     funcs: Vec<FuncInfo<'a>>,
-    tasks: FxHashMap<u64, Task>,
+    /// Tasks by key (pid, or cpu without the proc column).
+    task_ids: FxHashMap<u64, usize>,
+    tasks: Vec<Task>,
+    /// The task of the previous line (traces stay on one task for long runs).
+    last_task: Option<(u64, usize)>,
     stats: Stats,
-    buf: String,
+    /// Rewritten text not yet written.
+    obuf: String,
+    /// Scratch for a rendered return value.
+    rbuf: String,
     next_call: u64,
     records: Option<RecordSink<'a>>,
 }
@@ -180,10 +350,14 @@ impl<'a> Decoder<'a> {
             set,
             opts,
             ids: FxHashMap::default(),
+            recent: Box::new([u32::MAX; RECENT]),
             funcs: Vec::new(),
-            tasks: FxHashMap::default(),
+            task_ids: FxHashMap::default(),
+            tasks: Vec::new(),
+            last_task: None,
             stats: Stats::default(),
-            buf: String::with_capacity(256),
+            obuf: String::new(),
+            rbuf: String::with_capacity(64),
             next_call: 0,
             records: None,
         }
@@ -202,33 +376,137 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decode every line of `input`.
+    ///
+    /// Reads whole buffers: the complete lines of each are checked for UTF-8 at once and
+    /// split in place; only a line cut by the buffer end is copied.
     pub fn decode_stream(
         &mut self,
         mut input: impl BufRead,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let mut raw = Vec::with_capacity(512);
+        if self.obuf.capacity() < OUT_CHUNK {
+            self.obuf.reserve(OUT_CHUNK + 4096);
+        }
+        let mut carry: Vec<u8> = Vec::new();
         loop {
-            raw.clear();
-            if input.read_until(b'\n', &mut raw)? == 0 {
-                return Ok(());
+            // Everything decoded so far goes out before a read that may block.
+            self.flush_out(out)?;
+            let buf = match input.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let n = buf.len();
+            if n == 0 {
+                if !carry.is_empty() {
+                    self.bytes_line(&carry, out)?;
+                }
+                return self.flush_out(out);
             }
-            let body = raw.strip_suffix(b"\n").unwrap_or(&raw);
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            match std::str::from_utf8(body) {
-                Ok(line) => self.decode_line(line, out)?,
-                Err(_) => {
-                    self.stats.lines += 1;
-                    if !self.opts.json && !self.opts.errors_only {
-                        out.write_all(body)?;
-                        out.write_all(b"\n")?;
+            let mut start = 0;
+            if !carry.is_empty() {
+                match memchr::memchr(b'\n', buf) {
+                    None => {
+                        carry.extend_from_slice(buf);
+                        input.consume(n);
+                        continue;
+                    }
+                    Some(p) => {
+                        carry.extend_from_slice(&buf[..p]);
+                        self.bytes_line(&carry, out)?;
+                        carry.clear();
+                        start = p + 1;
                     }
                 }
+            }
+            let rest = &buf[start..];
+            let end = memchr::memrchr(b'\n', rest).map_or(0, |p| p + 1);
+            self.block(&rest[..end], out)?;
+            carry.extend_from_slice(&rest[end..]);
+            input.consume(n);
+        }
+    }
+
+    /// Complete lines (each ending in `\n`).
+    fn block(&mut self, mut b: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
+        while !b.is_empty() {
+            match std::str::from_utf8(b) {
+                Ok(s) => return self.str_lines(s, out),
+                Err(e) => {
+                    // The lines before the bad one are fine; the bad one goes out raw.
+                    let good = e.valid_up_to();
+                    let ls = memchr::memrchr(b'\n', &b[..good]).map_or(0, |p| p + 1);
+                    if let Ok(s) = std::str::from_utf8(&b[..ls]) {
+                        self.str_lines(s, out)?;
+                    }
+                    let le = memchr::memchr(b'\n', &b[good..]).map_or(b.len(), |p| good + p);
+                    self.bytes_line(&b[ls..le], out)?;
+                    b = b.get(le + 1..).unwrap_or(&[]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Complete lines (each ending in `\n`), already checked.
+    fn str_lines(&mut self, s: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let e = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p);
+            let line = s.get(i..e).unwrap_or("");
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            self.line(line, out)?;
+            if self.obuf.len() >= OUT_CHUNK {
+                self.flush_out(out)?;
+            }
+            i = e + 1;
+        }
+        Ok(())
+    }
+
+    /// One line of unchecked bytes, without (or with) its `\n`.
+    fn bytes_line(&mut self, raw: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
+        let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        match std::str::from_utf8(body) {
+            Ok(line) => self.line(line, out),
+            Err(_) => {
+                self.stats.lines += 1;
+                if !self.opts.json && !self.opts.errors_only {
+                    self.flush_out(out)?;
+                    out.write_all(body)?;
+                    out.write_all(b"\n")?;
+                }
+                Ok(())
             }
         }
     }
 
+    /// Write the collected text.
+    fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.obuf.is_empty() {
+            out.write_all(self.obuf.as_bytes())?;
+            self.obuf.clear();
+        }
+        Ok(())
+    }
+
     fn intern(&mut self, name: &str, module: Option<&str>) -> u32 {
+        if module.is_some() {
+            return self.intern_map(name, module);
+        }
+        let slot = recent_slot(name);
+        let id = self.recent[slot];
+        if self.funcs.get(id as usize).is_some_and(|f| f.name == name) {
+            return id;
+        }
+        let id = self.intern_map(name, None);
+        self.recent[slot] = id;
+        id
+    }
+
+    fn intern_map(&mut self, name: &str, module: Option<&str>) -> u32 {
         let key_owned;
         let key = match module {
             None => name,
@@ -242,10 +520,7 @@ impl<'a> Decoder<'a> {
         }
         let id = self.funcs.len() as u32;
         let func = self.set.find(name, module);
-        self.funcs.push(FuncInfo {
-            name: key.to_string(),
-            func,
-        });
+        self.funcs.push(FuncInfo::new(key.to_string(), func));
         self.ids.insert(key.to_string(), id);
         id
     }
@@ -258,8 +533,31 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// The task of `key`, created when new.
+    #[inline]
+    fn task(&mut self, key: u64) -> usize {
+        if let Some((k, i)) = self.last_task {
+            if k == key {
+                return i;
+            }
+        }
+        let n = self.tasks.len();
+        let i = *self.task_ids.entry(key).or_insert(n);
+        if i == n {
+            self.tasks.push(Task::default());
+        }
+        self.last_task = Some((key, i));
+        i
+    }
+
     /// Decode one line (without its newline).
     pub fn decode_line(&mut self, line: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        self.line(line, out)?;
+        self.flush_out(out)
+    }
+
+    /// Decode one line into the collected output.
+    fn line(&mut self, line: &str, out: &mut dyn Write) -> std::io::Result<()> {
         self.stats.lines += 1;
         match fgraph::parse_line(line) {
             Line::Entry(c) => self.call(line, &c, false, out),
@@ -275,13 +573,15 @@ impl<'a> Decoder<'a> {
         &mut self,
         line: &str,
         key: Option<u64>,
-        out: &mut dyn Write,
+        _out: &mut dyn Write,
     ) -> std::io::Result<()> {
         if self.opts.json {
             return Ok(());
         }
         if self.opts.errors_only {
-            if let Some(task) = key.and_then(|k| self.tasks.get_mut(&k)) {
+            if let Some(k) = key {
+                let ti = self.task(k);
+                let task = &mut self.tasks[ti];
                 if !task.items.is_empty() {
                     task.items.push(Item {
                         kind: ItemKind::Note,
@@ -292,21 +592,16 @@ impl<'a> Decoder<'a> {
             }
             return Ok(());
         }
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")
+        self.obuf.push_str(line);
+        self.obuf.push('\n');
+        Ok(())
     }
 
     /// Render the return value of function `id` from `raw`; (text, is_error), `None` for void.
-    fn ret_text(&mut self, id: u32, raw_text: &str, raw: Option<u64>) -> Option<(String, bool)> {
-        let info = &self.funcs[id as usize];
-        match (info.func, raw) {
-            (Some(f), Some(v)) => {
-                let text = render(f.ret(), v, Role::Return)?;
-                let error = text.starts_with("-E") || text.starts_with("ERR_PTR(");
-                Some((text, error))
-            }
-            _ => Some((format!("{raw_text} (raw)"), false)),
-        }
+    fn ret_text(&self, id: u32, raw_text: &str, raw: Option<u64>) -> Option<(String, bool)> {
+        let mut text = String::new();
+        let error = self.funcs[id as usize].ret_into(raw_text, raw, &mut text)?;
+        Some((text, error))
     }
 
     fn note_unknown(&mut self, id: u32) {
@@ -327,11 +622,12 @@ impl<'a> Decoder<'a> {
         id: u32,
         pairs: impl Iterator<Item = (&'s str, &'s str)>,
     ) -> Vec<(String, String)> {
-        let func = self.funcs[id as usize].func;
+        let info = &self.funcs[id as usize];
         pairs
-            .map(|(name, value)| {
+            .enumerate()
+            .map(|(i, (name, value))| {
                 let mut typed = String::new();
-                if !push_typed_arg(&mut typed, func, name, value) {
+                if !info.push_arg(&mut typed, i, name, value) {
                     typed.push_str(value);
                 }
                 (name.to_string(), typed)
@@ -349,29 +645,29 @@ impl<'a> Decoder<'a> {
         let key = Self::task_key(&c.prefix);
         let id = self.intern(c.func, c.module);
         self.note_unknown(id);
+        let records = self.wants_records();
         // Arguments: from funcgraph-args, else from a pending entry probe of this function.
         let mut args: Vec<(String, String)> = Vec::new();
-        let task = self.tasks.entry(key).or_default();
-        let pending = match task.pending_args.take() {
-            Some((pid, fields)) if pid == id => Some(fields),
-            Some(other) => {
-                task.pending_args = Some(other);
-                None
-            }
-            None => None,
+        let ti = self.task(key);
+        let task = &mut self.tasks[ti];
+        let pending = if task.pending_args.as_ref().is_some_and(|(p, _)| *p == id) {
+            task.pending_args.take().map(|(_, fields)| fields)
+        } else {
+            None
         };
         let line_args = c.args.is_some_and(|a| !a.trim().is_empty());
-        if self.wants_records() || !line_args {
+        if records || !line_args {
             if line_args {
                 args = self.render_args(id, c.arg_pairs());
             } else if let Some(fields) = &pending {
                 args = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
             }
         }
-        let decoded = self.funcs[id as usize].func.is_some();
+        let info = &self.funcs[id as usize];
+        let decoded = info.func.is_some();
         // A leaf without a printed value takes a pending exit-probe value of the same
         // function (live tracing shows a probed leaf as `func();` after its event).
-        let task = self.tasks.entry(key).or_default();
+        let task = &mut self.tasks[ti];
         let probe = match (leaf && c.ret.is_none(), task.pending_ret) {
             (true, Some((pid, v))) if pid == id => {
                 task.pending_ret = None;
@@ -379,21 +675,18 @@ impl<'a> Decoder<'a> {
             }
             _ => None,
         };
-        let (ret, error) = if leaf {
+        let mut rbuf = std::mem::take(&mut self.rbuf);
+        let shown = if leaf {
             match (c.ret, probe) {
-                (Some(r), _) => match self.ret_text(id, r.raw, r.value) {
-                    Some((t, e)) => (Some(t), e),
-                    None => (None, false),
-                },
-                (None, Some(v)) => match self.ret_text(id, &format!("{v:#x}"), Some(v)) {
-                    Some((t, e)) => (Some(t), e),
-                    None => (None, false),
-                },
-                (None, None) => (None, false),
+                (Some(r), _) => info.ret_into(r.raw, r.value, &mut rbuf),
+                (None, Some(v)) => info.ret_into(&format!("{v:#x}"), Some(v), &mut rbuf),
+                (None, None) => None,
             }
         } else {
-            (None, false)
+            None
         };
+        let error = shown == Some(true);
+        let ret = shown.map(|_| rbuf.as_str());
         if decoded {
             self.stats.decoded += 1;
         }
@@ -403,15 +696,15 @@ impl<'a> Decoder<'a> {
         let depth = c.prefix.depth;
         let call_id = self.next_call;
         self.next_call += 1;
-        let parent = self.parent_of(key, depth);
-        if leaf && self.wants_records() {
+        let parent = self.parent_of(ti, depth);
+        if leaf && records {
             let rec = self.make_record(
                 c.prefix,
                 id,
                 call_id,
                 parent,
                 &args,
-                ret.as_deref(),
+                ret,
                 c.ret.map(|r| r.raw),
                 error,
                 c.prefix.abstime_ns(),
@@ -424,32 +717,36 @@ impl<'a> Decoder<'a> {
                 id,
                 call_id,
                 parent,
-                args: if self.wants_records() {
-                    args.clone()
-                } else {
-                    Vec::new()
-                },
-                time_ns: c.prefix.abstime_ns(),
+                args: if records { args.clone() } else { Vec::new() },
+                time_ns: if records { c.prefix.abstime_ns() } else { None },
             };
-            self.push_frame(key, frame);
+            self.push_frame(ti, frame);
         }
         if self.opts.json {
+            self.rbuf = rbuf;
             return Ok(());
         }
-        // Text: columns and indentation as printed, then the rewritten call.
-        let mut s = std::mem::take(&mut self.buf);
-        s.clear();
-        s.push_str(line.get(..c.prefix.prefix_end).unwrap_or(""));
-        s.push_str(c.func);
-        if let Some(m) = c.module {
-            s.push_str(" [");
-            s.push_str(m);
-            s.push(']');
+        // Text: columns, indentation and `func [module](` as printed, then the rewritten
+        // call.
+        let mut s = std::mem::take(&mut self.obuf);
+        let start = s.len();
+        let open = c.prefix.prefix_end + c.func.len() + c.module.map_or(0, |m| m.len() + 3);
+        match line.get(..open + 1) {
+            Some(head) if head.ends_with('(') => s.push_str(head),
+            _ => {
+                s.push_str(line.get(..c.prefix.prefix_end).unwrap_or(""));
+                s.push_str(c.func);
+                if let Some(m) = c.module {
+                    s.push_str(" [");
+                    s.push_str(m);
+                    s.push(']');
+                }
+                s.push('(');
+            }
         }
-        s.push('(');
         if args.is_empty() && line_args {
             // Text only: render straight into the line, no intermediate strings.
-            let func = self.funcs[id as usize].func;
+            let info = &self.funcs[id as usize];
             for (i, (n, v)) in c.arg_pairs().enumerate() {
                 if i > 0 {
                     s.push_str(", ");
@@ -458,7 +755,7 @@ impl<'a> Decoder<'a> {
                     s.push_str(n);
                     s.push('=');
                 }
-                if !push_typed_arg(&mut s, func, n, v) {
+                if !info.push_arg(&mut s, i, n, v) {
                     s.push_str(v);
                 }
             }
@@ -473,19 +770,17 @@ impl<'a> Decoder<'a> {
             }
             s.push_str(v);
         }
-        s.push(')');
-        s.push_str(if leaf { ";" } else { " {" });
+        s.push_str(if leaf { ");" } else { ") {" });
         self.push_comment_tail(
             &mut s,
             c.retaddr,
-            ret.as_deref(),
+            ret,
             error,
             c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
         );
+        self.rbuf = rbuf;
         let kind = if leaf { ItemKind::Leaf } else { ItemKind::Open };
-        self.emit(key, kind, error, &s, out)?;
-        self.buf = s;
-        Ok(())
+        self.emit_built(ti, kind, error, s, start, out)
     }
 
     /// ` /* <-retaddr ret=VALUE */` (or the original comment text).
@@ -530,8 +825,8 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn push_frame(&mut self, key: u64, frame: Frame) {
-        let task = self.tasks.entry(key).or_default();
+    fn push_frame(&mut self, ti: usize, frame: Frame) {
+        let task = &mut self.tasks[ti];
         while task.stack.last().is_some_and(|f| f.depth >= frame.depth) {
             task.stack.pop();
         }
@@ -539,8 +834,8 @@ impl<'a> Decoder<'a> {
     }
 
     /// Pop the frame a `}` at `depth` closes.
-    fn pop_frame(&mut self, key: u64, depth: u32) -> Option<Frame> {
-        let task = self.tasks.get_mut(&key)?;
+    fn pop_frame(&mut self, ti: usize, depth: u32) -> Option<Frame> {
+        let task = &mut self.tasks[ti];
         while let Some(f) = task.stack.pop() {
             if f.depth <= depth {
                 return Some(f);
@@ -556,14 +851,21 @@ impl<'a> Decoder<'a> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let key = Self::task_key(&e.prefix);
-        let frame = self.pop_frame(key, e.prefix.depth);
+        let ti = self.task(key);
+        let frame = self.pop_frame(ti, e.prefix.depth);
         let id = match (e.func, &frame) {
+            // The usual case: the name of the frame's function (no lookup needed).
+            (Some(name), Some(f))
+                if e.module.is_none() && self.funcs[f.id as usize].name == name =>
+            {
+                Some(f.id)
+            }
             (Some(name), _) => Some(self.intern(name, e.module)),
             (None, Some(f)) => Some(f.id),
             (None, None) => None,
         };
         // The value: printed by funcgraph-retval, or joined from an exit probe event.
-        let task = self.tasks.entry(key).or_default();
+        let task = &mut self.tasks[ti];
         let probe = match (task.pending_ret, id) {
             (Some((pid, v)), Some(id)) if pid == id => {
                 task.pending_ret = None;
@@ -571,17 +873,17 @@ impl<'a> Decoder<'a> {
             }
             _ => None,
         };
-        let (ret, error) = match (id, e.ret, probe) {
-            (Some(id), Some(r), _) => self
-                .ret_text(id, r.raw, r.value)
-                .map_or((None, false), |(t, e)| (Some(t), e)),
+        let mut rbuf = std::mem::take(&mut self.rbuf);
+        let shown = match (id, e.ret, probe) {
+            (Some(id), Some(r), _) => self.funcs[id as usize].ret_into(r.raw, r.value, &mut rbuf),
             (Some(id), None, Some(v)) => {
                 let raw = format!("{v:#x}");
-                self.ret_text(id, &raw, Some(v))
-                    .map_or((None, false), |(t, e)| (Some(t), e))
+                self.funcs[id as usize].ret_into(&raw, Some(v), &mut rbuf)
             }
-            _ => (None, false),
+            _ => None,
         };
+        let error = shown == Some(true);
+        let ret = shown.map(|_| rbuf.as_str());
         if id.is_some_and(|id| self.funcs[id as usize].func.is_some()) {
             self.stats.decoded += 1;
         }
@@ -596,7 +898,7 @@ impl<'a> Decoder<'a> {
                 f.call_id,
                 f.parent,
                 &f.args,
-                ret.as_deref(),
+                ret,
                 e.ret.map(|r| r.raw),
                 error,
                 f.time_ns,
@@ -605,28 +907,29 @@ impl<'a> Decoder<'a> {
             self.save(&rec, out)?;
         }
         if self.opts.json {
+            self.rbuf = rbuf;
             return Ok(());
         }
         let Some(id) = id else {
+            self.rbuf = rbuf;
             return self.passthrough(line, Some(key), out);
         };
-        let mut s = std::mem::take(&mut self.buf);
-        s.clear();
+        let mut s = std::mem::take(&mut self.obuf);
+        let start = s.len();
         s.push_str(line.get(..e.prefix.prefix_end).unwrap_or(""));
         s.push('}');
         let named = e.func.is_some() || ret.is_some();
         if named {
             s.push_str(" /* ");
             s.push_str(&self.funcs[id as usize].name);
-            if let Some(v) = &ret {
+            if let Some(v) = ret {
                 s.push_str(" ret=");
                 self.push_value(&mut s, v, error);
             }
             s.push_str(" */");
         }
-        self.emit(key, ItemKind::Close, error, &s, out)?;
-        self.buf = s;
-        Ok(())
+        self.rbuf = rbuf;
+        self.emit_built(ti, ItemKind::Close, error, s, start, out)
     }
 
     fn comment(
@@ -643,6 +946,7 @@ impl<'a> Decoder<'a> {
             return self.passthrough(line, Some(key), out);
         };
         let id = self.intern(func, None);
+        let ti = self.task(key);
         let fields: Vec<(String, String)> = p
             .fields()
             .map(|(n, v)| (n.to_string(), v.to_string()))
@@ -653,7 +957,7 @@ impl<'a> Decoder<'a> {
             // The first numeric field is the return value ($retval).
             let raw = fields.iter().find_map(|(_, v)| fgraph::parse_number(v));
             if let Some(v) = raw {
-                self.tasks.entry(key).or_default().pending_ret = Some((id, v));
+                self.tasks[ti].pending_ret = Some((id, v));
             }
             let mut first = true;
             let mut out_fields = Vec::new();
@@ -671,7 +975,7 @@ impl<'a> Decoder<'a> {
             rendered = out_fields;
         } else {
             rendered = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-            self.tasks.entry(key).or_default().pending_args = Some((id, fields));
+            self.tasks[ti].pending_args = Some((id, fields));
         }
         if self.funcs[id as usize].func.is_some() {
             self.stats.decoded += 1;
@@ -679,7 +983,8 @@ impl<'a> Decoder<'a> {
         if self.opts.hide_probe_events || self.opts.json {
             return Ok(());
         }
-        let mut s = String::with_capacity(line.len() + 16);
+        let mut s = std::mem::take(&mut self.obuf);
+        let start = s.len();
         s.push_str(line.get(..c.prefix.prefix_end).unwrap_or(""));
         s.push_str("/* ");
         s.push_str(c.event.unwrap_or(p.event));
@@ -693,7 +998,7 @@ impl<'a> Decoder<'a> {
             self.push_value(&mut s, v, error && p.is_return);
         }
         s.push_str(" */");
-        self.emit(key, ItemKind::Note, false, &s, out)
+        self.emit_built(ti, ItemKind::Note, false, s, start, out)
     }
 
     fn wants_records(&self) -> bool {
@@ -701,9 +1006,9 @@ impl<'a> Decoder<'a> {
     }
 
     /// The call a new call at `depth` is made from: the innermost open frame above it.
-    fn parent_of(&self, key: u64, depth: u32) -> Option<u64> {
-        let task = self.tasks.get(&key)?;
-        task.stack
+    fn parent_of(&self, ti: usize, depth: u32) -> Option<u64> {
+        self.tasks[ti]
+            .stack
             .iter()
             .rev()
             .find(|f| f.depth < depth)
@@ -762,6 +1067,7 @@ impl<'a> Decoder<'a> {
     /// Send a completed call to the JSON output and/or the `--output` file.
     fn save(&mut self, rec: &CallRecord, out: &mut dyn Write) -> std::io::Result<()> {
         if self.opts.json {
+            self.flush_out(out)?;
             record::write_record(out, rec)?;
         }
         if let Some(sink) = self.records.as_mut() {
@@ -770,29 +1076,31 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// Write a rewritten line, or buffer it inside a call tree for `--errors-only`.
-    fn emit(
+    /// A rewritten line built at `s[start..]` (`s` is the collected output): keep it, or
+    /// buffer it inside a call tree for `--errors-only`.
+    fn emit_built(
         &mut self,
-        key: u64,
+        ti: usize,
         kind: ItemKind,
         error: bool,
-        text: &str,
+        mut s: String,
+        start: usize,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         if !self.opts.errors_only {
-            out.write_all(text.as_bytes())?;
-            return out.write_all(b"\n");
+            s.push('\n');
+            self.obuf = s;
+            return Ok(());
         }
-        let task = self.tasks.entry(key).or_default();
-        task.items.push(Item {
-            kind,
-            error,
-            text: text.to_string(),
-        });
+        let text = s.get(start..).unwrap_or("").to_string();
+        s.truncate(start);
+        self.obuf = s;
+        let task = &mut self.tasks[ti];
+        task.items.push(Item { kind, error, text });
         // A tree is complete when nothing is open any more.
-        let open = task.stack.len();
-        if open == 0 && kind != ItemKind::Note {
+        if task.stack.is_empty() && kind != ItemKind::Note {
             let items = std::mem::take(&mut task.items);
+            self.flush_out(out)?;
             write_error_paths(&items, out)?;
         }
         Ok(())
@@ -800,17 +1108,16 @@ impl<'a> Decoder<'a> {
 
     /// Flush buffered trees and the record file at end of input.
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.flush_out(out)?;
         if let Some(sink) = self.records.as_mut() {
             sink.flush()?;
         }
-        let mut keys: Vec<u64> = self.tasks.keys().copied().collect();
+        let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
         keys.sort_unstable();
-        for k in keys {
-            if let Some(task) = self.tasks.get_mut(&k) {
-                let items = std::mem::take(&mut task.items);
-                if self.opts.errors_only {
-                    write_error_paths(&items, out)?;
-                }
+        for (_, i) in keys {
+            let items = std::mem::take(&mut self.tasks[i].items);
+            if self.opts.errors_only {
+                write_error_paths(&items, out)?;
             }
         }
         Ok(())
@@ -840,23 +1147,6 @@ impl<'a> Decoder<'a> {
             list.join(", ")
         ))
     }
-}
-
-/// Append argument `name`'s `value` rendered by the type of `func`'s parameter of that
-/// name; false (nothing appended) when the function, parameter or number is unknown.
-fn push_typed_arg(out: &mut String, func: Option<Function<'_>>, name: &str, value: &str) -> bool {
-    let Some(f) = func else { return false };
-    let Some(p) = f.params().find(|p| p.name() == name) else {
-        return false;
-    };
-    let Some(raw) = value
-        .split_ascii_whitespace()
-        .next()
-        .and_then(fgraph::parse_number)
-    else {
-        return false;
-    };
-    render_into(out, p.ty(), raw, Role::Arg)
 }
 
 /// The text of a probe's location in parentheses, as printed.

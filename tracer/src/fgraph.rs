@@ -269,8 +269,10 @@ impl<'a> Iterator for Args<'a> {
         let mut depth = 0i32;
         let mut end = b.len();
         let mut i = 0;
-        while i < b.len() {
-            match b[i] {
+        loop {
+            i = find_special(b, i, true);
+            let Some(&c) = b.get(i) else { break };
+            match c {
                 b'(' | b'[' | b'{' => depth += 1,
                 b')' | b']' | b'}' => depth -= 1,
                 b',' if depth <= 0 => {
@@ -289,11 +291,15 @@ impl<'a> Iterator for Args<'a> {
 
 /// Splits `name=value`; a name must look like an identifier (possibly empty).
 fn split_name_value(item: &str) -> (&str, &str) {
-    if let Some(eq) = item.find('=') {
-        let name = sub(item, 0, eq);
-        if name.bytes().all(is_ident_byte) {
-            return (name, item.get(eq + 1..).unwrap_or(""));
-        }
+    // The first `=` ends the name; a name is all identifier bytes, so it is the first
+    // non-identifier byte or there is no name.
+    let b = item.as_bytes();
+    let mut k = 0;
+    while k < b.len() && is_ident_byte(b[k]) {
+        k += 1;
+    }
+    if at(b, k) == b'=' {
+        return (sub(item, 0, k), item.get(k + 1..).unwrap_or(""));
     }
     ("", item)
 }
@@ -398,20 +404,20 @@ fn parse_prefix(line: &str) -> Prefix<'_> {
     let mut base = 0; // where the indentation starts
 
     // Absolute time: "%5lu.%06lu |  "
-    let j = skip_sp(b, 0);
-    let k = scan_digits(b, j);
+    let mut j = skip_sp(b, 0);
+    let mut k = scan_digits(b, j);
     if k > j && at(b, k) == b'.' {
         let k2 = scan_digits(b, k + 1);
         if k2 > k + 1 && at(b, k2) == b' ' && at(b, k2 + 1) == b'|' {
             p.abstime = Some(sub(line, j, k2));
             i = k2 + 2;
             base = eat_sp(b, i, 2);
+            j = skip_sp(b, i);
+            k = scan_digits(b, j);
         }
     }
 
-    // CPU: " %*d) "
-    let j = skip_sp(b, i);
-    let k = scan_digits(b, j);
+    // CPU: " %*d) " (`j..k`: the digits after the spaces at `i`)
     if k > j && k - j <= 6 && at(b, k) == b')' && (k + 1 == n || at(b, k + 1) == b' ') {
         p.cpu = Some(
             b[j..k]
@@ -490,15 +496,23 @@ fn parse_prefix(line: &str) -> Prefix<'_> {
 
 /// Parses the duration column text (between the previous column and `|`).
 fn parse_duration(b: &[u8]) -> Option<(Option<char>, u64)> {
-    let mut i = skip_sp(b, 0);
+    // Short runs of spaces: plain loops beat `skip_sp` here.
+    let n = b.len();
+    let mut i = 0;
+    while i < n && b[i] == b' ' {
+        i += 1;
+    }
     let mut mark = None;
     if let (m @ (b'+' | b'!' | b'#' | b'*' | b'@' | b'$'), b' ') = (at(b, i), at(b, i + 1)) {
         mark = Some(m as char);
-        i = skip_sp(b, i + 2);
+        i += 2;
+        while i < n && b[i] == b' ' {
+            i += 1;
+        }
     }
     let num_start = i;
     let mut v: u64 = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
+    while i < n && b[i].is_ascii_digit() {
         v = v.checked_mul(10)?.checked_add(u64::from(b[i] - b'0'))?;
         i += 1;
     }
@@ -506,25 +520,33 @@ fn parse_duration(b: &[u8]) -> Option<(Option<char>, u64)> {
         return None;
     }
     let frac_start = if at(b, i) == b'.' { i + 1 } else { i };
-    let frac_end = scan_digits(b, frac_start);
-    i = frac_end;
-    if at(b, i) != b' ' {
+    let mut frac_end = frac_start;
+    while frac_end < n && b[frac_end].is_ascii_digit() {
+        frac_end += 1;
+    }
+    if at(b, frac_end) != b' ' {
         return None;
     }
-    let u = skip_sp(b, i);
-    let ue = u + b
-        .get(u..)?
-        .iter()
-        .position(|&c| c == b' ')
-        .unwrap_or(b.len() - u);
-    let mult: u64 = match b.get(u..ue)? {
-        b"us" => 1_000,
-        b"ms" => 1_000_000,
-        b"s" => 1_000_000_000,
-        b"ns" => 1,
+    let mut u = frac_end + 1;
+    while u < n && b[u] == b' ' {
+        u += 1;
+    }
+    let mut ue = u;
+    while ue < n && b[ue] != b' ' {
+        ue += 1;
+    }
+    let mult: u64 = match (ue - u, at(b, u), at(b, u + 1)) {
+        (2, b'u', b's') => 1_000,
+        (2, b'm', b's') => 1_000_000,
+        (1, b's', _) => 1_000_000_000,
+        (2, b'n', b's') => 1,
         _ => return None,
     };
-    if skip_sp(b, ue) != b.len() {
+    let mut t = ue;
+    while t < n && b[t] == b' ' {
+        t += 1;
+    }
+    if t != n {
         return None;
     }
     let mut ns = v.checked_mul(mult)?;
@@ -613,29 +635,30 @@ fn parse_exit<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<Exit<'a>> {
     }
     let inner = comment_inner(rest)?;
     let mut toks = Toks { s: inner, i: 0 };
-    let mut first = toks.next();
-    if let Some(f) = first {
+    // Where the value tokens start: after the name and module, if any.
+    let mut from = 0;
+    if let Some(f) = toks.next() {
         if !f.starts_with("ret=") && f != "=" {
             e.func = Some(f);
-            first = toks.next();
-            if let Some(m) = first
+            from = toks.i;
+            if let Some(m) = toks
+                .next()
                 .and_then(|t| t.strip_prefix('['))
                 .and_then(|t| t.strip_suffix(']'))
             {
                 e.module = Some(m);
-                first = toks.next();
+                from = toks.i;
             }
         }
     }
-    let (_, ret) = comment_tokens(first.into_iter().chain(toks));
+    toks.i = from;
+    let (_, ret) = comment_tokens(toks);
     e.ret = ret;
     Some(e)
 }
 
 /// Reads `<-retaddr`, `ret=X` and `= X` tokens.
-fn comment_tokens<'a>(
-    mut toks: impl Iterator<Item = &'a str>,
-) -> (Option<&'a str>, Option<RetInfo<'a>>) {
+fn comment_tokens(mut toks: Toks<'_>) -> (Option<&str>, Option<RetInfo<'_>>) {
     let mut retaddr = None;
     let mut ret = None;
     while let Some(t) = toks.next() {
@@ -674,7 +697,19 @@ pub fn parse_number(s: &str) -> Option<u64> {
     if at(b, i) == b'0' && (at(b, i + 1) | 0x20) == b'x' {
         i += 2;
         start = i;
-        while let Some(d) = b.get(i).and_then(|&c| hex_val(c)) {
+        // Whole words of eight digits at once (pointers have 16), the rest bytewise.
+        while let Some(d) = word(b, i).and_then(hex_word) {
+            if v >> 32 != 0 {
+                return None;
+            }
+            v = (v << 32) | u64::from(d);
+            i += 8;
+        }
+        while let Some(&c) = b.get(i) {
+            let d = HEX_VAL[usize::from(c)];
+            if d > 15 {
+                break;
+            }
             if v >> 60 != 0 {
                 return None;
             }
@@ -720,23 +755,27 @@ fn parse_call<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<(Call<'a>, bool)>
     }
     // Matching ')'.
     let open = k;
-    let mut depth = 0i32;
-    let mut close = None;
-    while k < n {
-        match b[k] {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
+    let close = if at(b, k + 1) == b')' {
+        k + 1
+    } else {
+        let mut depth = 0i32;
+        let mut close = None;
+        loop {
+            k = find_special(b, k, false);
+            let Some(&c) = b.get(k) else { break };
+            if matches!(c, b'(' | b'[' | b'{') {
+                depth += 1;
+            } else {
                 depth -= 1;
                 if depth == 0 {
                     close = Some(k);
                     break;
                 }
             }
-            _ => {}
+            k += 1;
         }
-        k += 1;
-    }
-    let close = close?;
+        close?
+    };
     let args = sub(body, open + 1, close);
     let (leaf, end) = match (at(b, close + 1), at(b, close + 2)) {
         (b';', _) => (true, close + 2),
@@ -819,7 +858,13 @@ pub(crate) fn strip_eol(s: &str) -> &str {
 #[inline]
 fn rskip_sp(b: &[u8], a: usize, mut e: usize) -> usize {
     e = e.min(b.len());
-    while e >= a + 8 && b.get(e - 8..e) == Some(b"        ") {
+    while e >= a.saturating_add(8) {
+        let Some(w) = word(b, e - 8) else { break };
+        let x = w ^ SPACES;
+        if x != 0 {
+            // The last non-space byte is the highest nonzero byte of `x`.
+            return e - (x.leading_zeros() / 8) as usize;
+        }
         e -= 8;
     }
     while e > a && b[e - 1] == b' ' {
@@ -835,10 +880,11 @@ pub(crate) fn at(b: &[u8], i: usize) -> u8 {
 
 #[inline]
 pub(crate) fn skip_sp(b: &[u8], mut i: usize) -> usize {
-    // Indentation is long: compare 8 bytes at a time.
-    while let Some(chunk) = b.get(i..i + 8) {
-        if chunk != b"        " {
-            break;
+    // Indentation is long: 8 bytes at a time.
+    while let Some(w) = word(b, i) {
+        let x = w ^ SPACES;
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -869,20 +915,119 @@ pub(crate) fn scan_digits(b: &[u8], mut i: usize) -> usize {
 #[inline]
 fn find_within(b: &[u8], i: usize, needle: u8, window: usize) -> Option<usize> {
     let end = b.len().min(i.saturating_add(window));
-    b.get(i..end)?
-        .iter()
-        .position(|&c| c == needle)
-        .map(|p| p + i)
+    find_byte(b, i, end, needle)
 }
 
-#[inline]
-fn hex_val(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
+/// Value of a hex digit, 255 for other bytes.
+static HEX_VAL: [u8; 256] = {
+    let mut t = [255u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => 255,
+        };
+        c += 1;
     }
+    t
+};
+
+// ---- eight bytes at a time (SWAR): a word's first byte is its lowest ----
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+const SPACES: u64 = 0x2020_2020_2020_2020;
+
+/// The 8 bytes at `i` as a little-endian word, if there are 8.
+#[inline]
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let w: [u8; 8] = b.get(i..i.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// High bit set in the bytes of `v` that are zero. Only the lowest set bit is exact
+/// (a borrow can mark bytes above a zero byte), so use it through `trailing_zeros`.
+#[inline]
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(LO) & !v & HI
+}
+
+/// High bit set in the bytes `c` of `w` with `m < c < n` (exact for every byte; `n` at
+/// most 128).
+#[inline]
+fn bytes_between(w: u64, m: u8, n: u8) -> u64 {
+    let low7 = w & (LO * 0x7f);
+    (LO * (127 + u64::from(n)) - low7) & !w & (low7 + LO * (127 - u64::from(m))) & HI
+}
+
+/// The value of eight hex digits (the first is the most significant), if all are.
+#[inline]
+fn hex_word(w: u64) -> Option<u32> {
+    let digits = bytes_between(w, b'0' - 1, b'9' + 1);
+    let letters = bytes_between(w | (LO * 0x20), b'a' - 1, b'f' + 1);
+    if digits | letters != HI {
+        return None;
+    }
+    // One digit value per byte, then pairs, quads and all eight packed into nibbles.
+    let x = (w & (LO * 0x0f)) + (letters >> 7) * 9;
+    let x = ((x & 0x0f00_0f00_0f00_0f00) >> 8) | ((x & 0x000f_000f_000f_000f) << 4);
+    let x = ((x & 0x00ff_0000_00ff_0000) >> 16) | ((x & 0x0000_00ff_0000_00ff) << 8);
+    let x = ((x & 0x0000_ffff_0000_0000) >> 32) | ((x & 0x0000_0000_0000_ffff) << 16);
+    Some(x as u32)
+}
+
+/// First `needle` in `b[i..end]` (`end <= b.len()`).
+#[inline]
+fn find_byte(b: &[u8], mut i: usize, end: usize, needle: u8) -> Option<usize> {
+    let pat = LO * u64::from(needle);
+    while i.checked_add(8).is_some_and(|e| e <= end) {
+        let Some(w) = word(b, i) else { break };
+        let m = zero_bytes(w ^ pat);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    while i < end {
+        if at(b, i) == needle {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Index of the first bracket `()[]{}` (and `,` with `comma`) at or after `i`; `b.len()`
+/// when there is none.
+#[inline]
+fn find_special(b: &[u8], mut i: usize, comma: bool) -> usize {
+    while let Some(w) = word(b, i) {
+        // `(` `)` are 0x28 0x29; `[` `{` are 0x5b 0x7b and `]` `}` 0x5d 0x7d.
+        let paren = zero_bytes((w & !LO) ^ (LO * 0x28));
+        let lw = w | (LO * 0x20);
+        let open = zero_bytes(lw ^ (LO * 0x7b));
+        let close = zero_bytes(lw ^ (LO * 0x7d));
+        let com = if comma {
+            zero_bytes(w ^ (LO * u64::from(b',')))
+        } else {
+            0
+        };
+        let m = paren | open | close | com;
+        if m != 0 {
+            return i + (m.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len()
+        && !matches!(b[i], b'(' | b')' | b'[' | b']' | b'{' | b'}')
+        && !(comma && b[i] == b',')
+    {
+        i += 1;
+    }
+    i.min(b.len())
 }
 
 /// Space-separated tokens of `s` (empty tokens skipped).
@@ -902,10 +1047,7 @@ impl<'a> Iterator for Toks<'a> {
             self.i = b.len();
             return None;
         }
-        let mut k = a;
-        while k < b.len() && b[k] != b' ' {
-            k += 1;
-        }
+        let k = find_byte(b, a, b.len(), b' ').unwrap_or(b.len());
         self.i = k;
         Some(sub(self.s, a, k))
     }
@@ -915,8 +1057,14 @@ impl<'a> Iterator for Toks<'a> {
 #[inline]
 fn comment_inner(s: &str) -> Option<&str> {
     let b = s.as_bytes();
-    let a = skip_sp(b, 0);
-    let e = rskip_sp(b, a, b.len());
+    let n = b.len();
+    // As printed: " /* ... */".
+    let (a, e) = if n >= 5 && b[0] == b' ' && b[1] == b'/' && b[n - 1] != b' ' {
+        (1, n)
+    } else {
+        let a = skip_sp(b, 0);
+        (a, rskip_sp(b, a, n))
+    };
     if e < a + 4 || b[a] != b'/' || b[a + 1] != b'*' || b[e - 2] != b'*' || b[e - 1] != b'/' {
         return None;
     }

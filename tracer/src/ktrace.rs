@@ -195,6 +195,8 @@ fn opt(sess: &Session, name: &str, on: bool) -> Result<()> {
 
 /// Run `dcg trace` on the kernel. Returns the exit code (2: no traceable function).
 pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    // A stop signal before tracefs is touched ends dcg at once (see tracefs).
+    tracefs::install_stop_handlers();
     if let Some(f) = args
         .func
         .iter()
@@ -206,7 +208,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     let root = tracefs::mount_point()?;
     // Catch signals before touching tracefs, so an interrupt cannot cut a stale-session
     // removal in half; the loop acts on the stop request once tracing runs.
-    tracefs::install_stop_handlers();
+    tracefs::arm_stop_handlers();
     for r in tracefs::remove_stale(&root) {
         eprintln!("dcg: removed stale {r}");
     }
@@ -280,7 +282,9 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
         let static_depth = lazy_depth;
         if static_depth > 0 {
             if let Some(kt) = callees::KernelText::open() {
-                let keep = |n: &str| avail.contains(n) && !funcs::returns_void(&set, n);
+                // Void callees only matter for their arguments.
+                let keep =
+                    |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(&set, n));
                 funcs.extend(kt.closure(&roots, static_depth, PROBE_CAP, &keep));
             }
         }

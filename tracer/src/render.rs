@@ -110,7 +110,12 @@ pub fn render(ty: Type<'_>, raw: u64, role: Role) -> Option<String> {
 
 /// Append the rendering of `raw` as a `ty` to `out`; false (nothing appended) for void.
 pub fn render_into(out: &mut String, ty: Type<'_>, raw: u64, role: Role) -> bool {
-    let t = ty.resolve();
+    render_resolved(out, ty, ty.resolve(), raw, role)
+}
+
+/// [`render_into`] with `t` = `ty.resolve()` already known (callers that render many
+/// values of one type resolve it once).
+pub fn render_resolved(out: &mut String, ty: Type<'_>, t: Type<'_>, raw: u64, role: Role) -> bool {
     match t.kind() {
         TypeKind::Void => return false,
         TypeKind::Bool => {
@@ -126,25 +131,37 @@ pub fn render_into(out: &mut String, ty: Type<'_>, raw: u64, role: Role) -> bool
         TypeKind::Pointer | TypeKind::Array | TypeKind::Func => render_pointer(out, raw),
         TypeKind::Enum => render_enum(out, t, raw),
         TypeKind::Struct | TypeKind::Union => {
-            // Prefer the typedef name (`vfsuid_t`) over an anonymous tag.
-            let label = if t.name().is_empty() {
-                ty.display()
-            } else {
-                t.base_name()
-            };
-            let _ = write!(out, "({label})");
-            push_hex(out, raw);
+            let label = aggregate_label(ty, t);
+            push_aggregate(out, &label, raw);
         }
         TypeKind::Typedef | TypeKind::Qualified => render_int(out, raw, 8, false, role),
     }
     true
 }
 
+/// The label of a struct or union passed by value, `t` being `ty` resolved: the typedef
+/// name (`vfsuid_t`) when the tag is anonymous, else `struct name`.
+pub fn aggregate_label(ty: Type<'_>, t: Type<'_>) -> String {
+    if t.name().is_empty() {
+        ty.display()
+    } else {
+        t.base_name()
+    }
+}
+
+/// Render a struct or union passed by value: `(label)0x…`.
+pub fn push_aggregate(out: &mut String, label: &str, raw: u64) {
+    out.push('(');
+    out.push_str(label);
+    out.push(')');
+    push_hex(out, raw);
+}
+
 /// Render a pointer-sized value: `NULL`, `ERR_PTR(-E…)` or hex.
 pub fn render_pointer(out: &mut String, raw: u64) {
     if raw == 0 {
         out.push_str("NULL");
-    } else if raw >= MAX_ERRNO.wrapping_neg() {
+    } else if !pointer_is_hex(raw) {
         let _ = write!(out, "ERR_PTR({})", errno_text(raw as i64));
     } else {
         push_hex(out, raw);
@@ -153,12 +170,79 @@ pub fn render_pointer(out: &mut String, raw: u64) {
 
 /// Append `0x` and the lower-case hex digits of `v` (faster than `format!`).
 pub fn push_hex(out: &mut String, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = hex_digits(v);
+    let n = ((64 - v.leading_zeros()).div_ceil(4).max(1)) as usize;
     out.push_str("0x");
-    let nibbles = (64 - v.leading_zeros()).div_ceil(4).max(1);
-    for i in (0..nibbles).rev() {
-        out.push(DIGITS[((v >> (i * 4)) & 0xf) as usize] as char);
+    push_ascii(out, &digits[16 - n..]);
+}
+
+/// Whether `text` is exactly what [`push_hex`] writes for `v` (`0x`, lower-case digits,
+/// no leading zeros): then it can be copied instead of formatted.
+pub fn is_hex_of(text: &str, v: u64) -> bool {
+    let n = ((64 - v.leading_zeros()).div_ceil(4).max(1)) as usize;
+    let b = text.as_bytes();
+    b.len() == n + 2 && b.starts_with(b"0x") && b[2..] == hex_digits(v)[16 - n..]
+}
+
+/// Whether [`render_pointer`] writes `raw` in hex (not `NULL` or `ERR_PTR`).
+pub fn pointer_is_hex(raw: u64) -> bool {
+    raw != 0 && raw < MAX_ERRNO.wrapping_neg()
+}
+
+/// The 16 lower-case hex digits of `v`, most significant first.
+#[inline]
+fn hex_digits(v: u64) -> [u8; 16] {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    // One nibble per byte, the most significant nibble in the highest byte.
+    fn spread(x: u32) -> u64 {
+        let mut x = u64::from(x);
+        x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+        x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+        x = (x | (x << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+        x
     }
+    // '0' + d, plus 'a' - '0' - 10 where d > 9.
+    fn ascii(x: u64) -> u64 {
+        let letters = ((x + LO * 6) >> 4) & LO;
+        x + LO * u64::from(b'0') + letters * u64::from(b'a' - b'0' - 10)
+    }
+    let hi = ascii(spread((v >> 32) as u32)).to_be_bytes();
+    let lo = ascii(spread(v as u32)).to_be_bytes();
+    let mut d = [0u8; 16];
+    d[..8].copy_from_slice(&hi);
+    d[8..].copy_from_slice(&lo);
+    d
+}
+
+/// Append decimal `v` (faster than `write!`).
+pub fn push_u64(out: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut x = v;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    push_ascii(out, &buf[i..]);
+}
+
+/// Append decimal `v` with its sign.
+pub fn push_i64(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_u64(out, v.unsigned_abs());
+}
+
+/// Append bytes known to be ASCII digits and letters.
+#[inline]
+fn push_ascii(out: &mut String, b: &[u8]) {
+    // Always ASCII here, so the check cannot fail; it is cheap next to formatting.
+    out.push_str(std::str::from_utf8(b).unwrap_or(""));
 }
 
 fn render_int(out: &mut String, raw: u64, size: u32, signed: bool, role: Role) {
@@ -167,15 +251,16 @@ fn render_int(out: &mut String, raw: u64, size: u32, signed: bool, role: Role) {
         let s = v as i64;
         if role == Role::Return && (-(MAX_ERRNO as i64)..0).contains(&s) {
             if let Some(name) = errno_name(-s) {
-                let _ = write!(out, "-{name}");
+                out.push('-');
+                out.push_str(name);
                 return;
             }
         }
-        let _ = write!(out, "{s}");
+        push_i64(out, s);
     } else if v <= u32::MAX as u64 {
-        let _ = write!(out, "{v}");
+        push_u64(out, v);
     } else {
-        let _ = write!(out, "{v:#x}");
+        push_hex(out, v);
     }
 }
 
@@ -373,6 +458,53 @@ mod tests {
             render(i, (-100i64) as u64, Role::Arg).as_deref(),
             Some("-100")
         );
+    }
+
+    #[test]
+    fn numbers() {
+        for v in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xabc,
+            0xffff_ffff,
+            1 << 32,
+            u64::MAX,
+            0x0123_4567_89ab_cdef,
+        ] {
+            let mut s = String::new();
+            push_hex(&mut s, v);
+            assert_eq!(s, format!("{v:#x}"));
+            assert!(is_hex_of(&s, v));
+            let upper = format!("{v:#X}");
+            assert_eq!(is_hex_of(&upper, v), upper == s);
+            assert!(!is_hex_of(&format!("{v:#019x}"), v));
+            assert!(!is_hex_of(&format!("{v:#x} "), v));
+            assert!(!is_hex_of(&format!("{:#x}", v ^ 1), v));
+            s.clear();
+            push_u64(&mut s, v);
+            assert_eq!(s, v.to_string());
+            s.clear();
+            push_i64(&mut s, v as i64);
+            assert_eq!(s, (v as i64).to_string());
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for v in [x, x >> (x % 64), x as i32 as i64 as u64] {
+                let mut s = String::new();
+                push_hex(&mut s, v);
+                assert_eq!(s, format!("{v:#x}"));
+                s.clear();
+                push_i64(&mut s, v as i64);
+                assert_eq!(s, (v as i64).to_string());
+            }
+        }
     }
 
     #[test]

@@ -106,13 +106,29 @@ pub fn read(path: &Path) -> Result<String> {
 /// The signal that asked dcg to stop (0: none yet).
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static HANDLERS_SET: AtomicBool = AtomicBool::new(false);
+/// Whether tracing state may exist: from then on a stop signal asks for a clean stop;
+/// before, it ends dcg at once, as the signal's default action would.
+static ARMED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(sig: nix::libc::c_int) {
+    if !ARMED.load(Ordering::SeqCst) {
+        // SAFETY: signal(2) and raise(3) are async-signal-safe. The signal is blocked
+        // while its handler runs, so the re-raised one is delivered, with the default
+        // action, as soon as this returns.
+        unsafe {
+            nix::libc::signal(sig, nix::libc::SIG_DFL);
+            nix::libc::raise(sig);
+        }
+        return;
+    }
     STOP_SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-/// Catch SIGINT, SIGTERM, SIGHUP and SIGPIPE so the trace loop can stop and clean up
-/// instead of dying with tracefs state left behind.
+/// Catch SIGINT, SIGTERM, SIGHUP and SIGPIPE, first thing in a trace command. Until
+/// [`arm_stop_handlers`] they end dcg at once, as their default action would (nothing
+/// needs cleaning up yet); this also holds when the shell started dcg in the background
+/// with SIGINT ignored, where a SIGINT before the handlers would otherwise be lost and the
+/// trace run on. A SIGHUP ignored at start (`nohup`) stays ignored.
 pub fn install_stop_handlers() {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
     if HANDLERS_SET.swap(true, Ordering::SeqCst) {
@@ -129,9 +145,22 @@ pub fn install_stop_handlers() {
         Signal::SIGHUP,
         Signal::SIGPIPE,
     ] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        let _ = unsafe { sigaction(s, &action) };
+        // SAFETY: the handler only stores to atomics or re-raises the signal with its
+        // default action, all async-signal-safe.
+        if let Ok(old) = unsafe { sigaction(s, &action) } {
+            if s == Signal::SIGHUP && old.handler() == SigHandler::SigIgn {
+                // SAFETY: restoring the inherited disposition.
+                let _ = unsafe { sigaction(s, &old) };
+            }
+        }
     }
+}
+
+/// From now on a stop signal asks the trace loop to stop and clean up (call this before
+/// the first change to tracefs). Installs the handlers if that was not done yet.
+pub fn arm_stop_handlers() {
+    install_stop_handlers();
+    ARMED.store(true, Ordering::SeqCst);
 }
 
 /// The signal number that asked to stop, if any.

@@ -61,6 +61,8 @@ fn note(msg: &str) {
 /// Run `dcg trace` for `PATH:PATTERN` functions; returns the exit code: the traced
 /// command's (128 + signal when it was killed), 2 when a pattern matches nothing.
 pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
+    // A stop signal before tracefs is touched ends dcg at once (see tracefs).
+    tracefs::install_stop_handlers();
     let mut notes = Vec::new();
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
@@ -125,7 +127,7 @@ pub fn run(args: &TraceArgs, out: &mut dyn Write) -> Result<ExitCode> {
     }
     // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
     // one half removed, unreported (the stop is seen once the trace starts).
-    tracefs::install_stop_handlers();
+    tracefs::arm_stop_handlers();
     for r in tracefs::remove_stale(&root) {
         note(&format!("removed stale {r}"));
     }

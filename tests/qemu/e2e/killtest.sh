@@ -52,6 +52,18 @@ wait_gone() {
 	return 0
 }
 
+# wait_caught PID: until PID catches SIGINT (SigCgt bit 2), for at most 30 s.
+wait_caught() {
+	n=0
+	while [ $n -lt 300 ]; do
+		c=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$1/status 2>/dev/null)
+		[ -z "$c" ] && return 1
+		[ $(( 0x$c & 2 )) != 0 ] && return 0
+		n=$((n + 1)); sleep 0.1
+	done
+	return 1
+}
+
 fails=0
 fail() { echo "FAIL run $i: $*"; fails=$((fails + 1)); }
 
@@ -78,6 +90,11 @@ while [ $i -lt $RUNS ]; do
 		> /tmp/k.out 2> /tmp/k.err &
 	pid=$!
 	usleep $((ms * 1000))
+	# This shell starts background jobs with SIGINT ignored (POSIX, no job control): until
+	# dcg's main() sets its handler, a SIGINT is dropped by the kernel whatever dcg does. So
+	# a SIGINT goes out once dcg catches it (from its first instruction on; at a terminal,
+	# SIGINT is not ignored and simply ends a dcg that has not started).
+	[ $sig = INT ] && wait_caught $pid
 	was_tracing=0; grep -q 'dcg: tracing' /tmp/k.err && was_tracing=1
 	kill -$sig $pid
 	if ! wait_gone $pid 120; then

@@ -487,6 +487,53 @@ fn other_column_sets() {
 }
 
 #[test]
+fn wordwise_scans_match_bytewise() {
+    fn check(s: &[u8]) {
+        let special = |x: &u8, comma: bool| b"()[]{}".contains(x) || (comma && *x == b',');
+        for i in 0..=s.len() + 1 {
+            let want = (i..s.len())
+                .find(|&k| s[k] != b' ')
+                .unwrap_or(s.len().max(i));
+            assert_eq!(skip_sp(s, i), want, "{s:?} {i}");
+            for comma in [false, true] {
+                let want = (i..s.len())
+                    .find(|&k| special(&s[k], comma))
+                    .unwrap_or(s.len());
+                assert_eq!(find_special(s, i, comma), want, "{s:?} {i}");
+            }
+            for e in i..=s.len() {
+                let want = (i..e).rev().find(|&k| s[k] != b' ').map_or(i, |k| k + 1);
+                assert_eq!(rskip_sp(s, i, e), want, "{s:?} {i} {e}");
+                for c in [b' ', b'|', b'x', 0x80] {
+                    let want = (i..e).find(|&k| s[k] == c);
+                    assert_eq!(find_byte(s, i, e, c), want, "{s:?} {i} {e}");
+                }
+            }
+        }
+    }
+    // Every byte value at every position of a run of spaces.
+    for c in 0..=255u8 {
+        for p in 0..12 {
+            let mut s = b" ".repeat(12);
+            s[p] = c;
+            check(&s);
+        }
+    }
+    // Random mixes.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = (x % 40) as usize;
+        let s: Vec<u8> = (0..len)
+            .map(|k| b"  ||x(),[]{}\xff "[((x >> (k % 60)) % 14) as usize])
+            .collect();
+        check(&s);
+    }
+}
+
+#[test]
 fn numbers() {
     assert_eq!(parse_number("0x0"), Some(0));
     assert_eq!(parse_number("0xffffffffffffffff"), Some(u64::MAX));
@@ -497,6 +544,47 @@ fn numbers() {
     assert_eq!(parse_number("x"), None);
     assert_eq!(parse_number(""), None);
     assert_eq!(parse_number("-"), None);
+    // Against the standard library, around the eight-digits-at-a-time steps.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for n in 0..20_000u32 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = x >> (x % 64);
+        let zeros = "0".repeat((n % 4) as usize);
+        for text in [
+            format!("0x{zeros}{v:x}"),
+            format!("0X{zeros}{v:X}"),
+            format!("0x{zeros}{v:x}{:x}", n % 16),
+            format!("0x{zeros}{v:x}g"),
+            format!("0x{zeros}{v:x}, x"),
+            format!("?0x{v:x}"),
+            format!("-0x{v:x}"),
+        ] {
+            let hex = text.trim_start_matches(['?', '-']);
+            let digits: String = hex[2..]
+                .chars()
+                .take_while(char::is_ascii_hexdigit)
+                .collect();
+            let rest = &hex[2 + digits.len()..];
+            let want = u64::from_str_radix(&digits, 16)
+                .ok()
+                .filter(|_| !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+                .map(|v| {
+                    if text.contains('-') {
+                        v.wrapping_neg()
+                    } else {
+                        v
+                    }
+                });
+            assert_eq!(parse_number(&text), want, "{text}");
+        }
+    }
+    for c in 0..=255u8 {
+        let w = u64::from_le_bytes([b'1', b'2', b'3', b'4', b'5', b'6', b'7', c]);
+        let want = (c as char).to_digit(16).map(|d| 0x1234_5670 | d);
+        assert_eq!(hex_word(w), want, "{c:#x}");
+    }
 }
 
 // ---- every line of every capture ----

@@ -21,8 +21,6 @@ pub enum Flavor {
     Fprobe,
     /// kprobe/kretprobe (`p:`/`r:` in `kprobe_events`).
     Kprobe,
-    /// Neither works.
-    None,
 }
 
 /// The probes of a session.
@@ -113,7 +111,7 @@ impl Probes {
         if self.exits.contains_key(func) || !self.tried.insert(format!("r {func}")) {
             return None;
         }
-        if !avail.contains(func) || returns_void(set, func) || self.flavor == Flavor::None {
+        if !avail.contains(func) || returns_void(set, func) {
             return None;
         }
         if self.len() >= self.cap {
@@ -141,7 +139,7 @@ impl Probes {
         if self.entries.contains_key(func) || !self.tried.insert(format!("a {func}")) {
             return None;
         }
-        if !avail.contains(func) || self.flavor == Flavor::None {
+        if !avail.contains(func) {
             return None;
         }
         let f = set.find(func, None)?;
