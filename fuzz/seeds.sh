@@ -3,9 +3,11 @@
 #   sigdb_open     the sample db of sigdb's tests
 #   dwarfscan_elf  small gcc objects: DWARF 4 and 5, -O0/-O2, compressed sections
 #   fgraph_line    lines of the test kernel's real captures (../../shared)
+#   decode_stream  runs of 30 lines of those captures, each after an option byte; and
+#                  decode.sigdb, the test kernel's db the target decodes with
 set -euo pipefail
 cd "$(dirname "$0")"
-mkdir -p corpus/sigdb_open corpus/dwarfscan_elf corpus/fgraph_line
+mkdir -p corpus/sigdb_open corpus/dwarfscan_elf corpus/fgraph_line corpus/decode_stream
 DCG_FUZZ_SEED="$PWD/corpus/sigdb_open/sample" \
 	cargo test --quiet --manifest-path ../Cargo.toml -p sigdb --test corruption write_fuzz_seed -- --ignored >/dev/null
 src=$(mktemp --suffix=.c)
@@ -27,6 +29,18 @@ if [ -d "$caps" ]; then
 	for f in a c d e h; do
 		grep -v '^$' "$caps/$f.txt" | shuf -n 40 --random-source=<(yes) | while IFS= read -r line; do
 			i=$((i + 1)); printf '%s\n' "$line" >"corpus/fgraph_line/$f-$i"
+		done
+	done
+	vmlinux=$(../tests/qemu/testkernel-cache.sh)/vmlinux
+	cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan -- -q \
+		"$vmlinux" ../../shared/testkernel/modules -o decode.sigdb
+	for f in a0 a b c d e g2-text h; do
+		n=0
+		while [ $n -lt 5 ]; do
+			# option byte: low bits = decoder options, high nibble = read block size
+			{ printf "\\$(printf '%03o' $((n * 35)))"; sed -n "$((n * 30 + 1)),$((n * 30 + 30))p" "$caps/$f.txt"; } \
+				>"corpus/decode_stream/$f-$n"
+			n=$((n + 1))
 		done
 	done
 fi

@@ -6,23 +6,26 @@
 //! `func`, an entry event (`/* x: (func+0x0/0xd0) dfd=... */`) gives the arguments of the
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
+mod funcinfo;
+mod input;
+mod output;
+mod task;
+
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sigdb::{Function, Type, TypeKind};
-
 use crate::dbset::DbSet;
-use crate::errpaths::{write_error_paths, Item, ItemKind};
-use crate::fgraph::{self, Call, Line, ProbeEvent};
+use crate::errpaths::{write_error_paths, ItemKind};
+use crate::fgraph::{self, Call, Line};
 use crate::output::OutputFile;
-use crate::record::{self, ArgValue, CallRecord, RecordSink};
-use crate::render::{
-    aggregate_label, is_hex_of, pointer_is_hex, push_aggregate, render_resolved, Role,
-};
+use crate::record::RecordSink;
+
+use funcinfo::{FuncInfo, RECENT};
+use task::{Frame, Task};
 
 /// Command-line options of `dcg decode`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -132,192 +135,6 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Output text collected before it is handed to the writer.
-const OUT_CHUNK: usize = 1 << 16;
-
-/// Slots of the cache of interned names.
-const RECENT: usize = 256;
-
-/// The slot of `name` in the cache of interned names: a hash of its length and its
-/// first and last 8 bytes.
-fn recent_slot(name: &str) -> usize {
-    let b = name.as_bytes();
-    let n = b.len();
-    let word = |at: usize| {
-        b.get(at..at + 8)
-            .and_then(|w| <[u8; 8]>::try_from(w).ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    let edges = match n {
-        8.. => word(0) ^ word(n - 8).rotate_left(29),
-        1..8 => u64::from(b[0]) << 8 | u64::from(b[n - 1]),
-        0 => 0,
-    };
-    let h = edges ^ n as u64;
-    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT
-}
-
-/// A parameter of a known function, resolved once.
-struct ParamInfo<'a> {
-    name: &'a str,
-    render: Render<'a>,
-    /// No earlier parameter has the same name (so a by-position match is the by-name one).
-    first: bool,
-}
-
-/// Per-name lookup result, interned, with what rendering needs resolved once.
-struct FuncInfo<'a> {
-    name: String,
-    func: Option<Function<'a>>,
-    /// Return type (`None`: function unknown).
-    ret: Option<Render<'a>>,
-    params: Vec<ParamInfo<'a>>,
-}
-
-/// How a value of one type is rendered, worked out once per parameter or return type.
-struct Render<'a> {
-    ty: Type<'a>,
-    /// `ty` with typedefs and qualifiers peeled off.
-    resolved: Type<'a>,
-    /// A pointer (or array or function): hex unless NULL or an error.
-    pointer: bool,
-    /// For a struct or union passed by value, its label.
-    label: Option<String>,
-}
-
-impl<'a> Render<'a> {
-    fn new(ty: Type<'a>) -> Render<'a> {
-        let resolved = ty.resolve();
-        Render {
-            ty,
-            resolved,
-            pointer: matches!(
-                resolved.kind(),
-                TypeKind::Pointer | TypeKind::Array | TypeKind::Func
-            ),
-            label: matches!(resolved.kind(), TypeKind::Struct | TypeKind::Union)
-                .then(|| aggregate_label(ty, resolved)),
-        }
-    }
-
-    /// Append `raw` (printed as `text`) rendered by the type: what [`render_resolved`]
-    /// writes; false (nothing appended) for void.
-    #[inline]
-    fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
-        if self.pointer && pointer_is_hex(raw) && is_hex_of(text, raw) {
-            // Already printed the way it would be rendered.
-            out.push_str(text);
-            return true;
-        }
-        match &self.label {
-            Some(l) => {
-                push_aggregate(out, l, raw);
-                true
-            }
-            None => render_resolved(out, self.ty, self.resolved, raw, role),
-        }
-    }
-}
-
-impl<'a> FuncInfo<'a> {
-    fn new(name: String, func: Option<Function<'a>>) -> FuncInfo<'a> {
-        let ret = func.map(|f| Render::new(f.ret()));
-        let mut params: Vec<ParamInfo<'a>> = Vec::new();
-        for p in func.iter().flat_map(|f| f.params()) {
-            let name = p.name();
-            let first = !params.iter().any(|q| q.name == name);
-            params.push(ParamInfo {
-                name,
-                render: Render::new(p.ty()),
-                first,
-            });
-        }
-        FuncInfo {
-            name,
-            func,
-            ret,
-            params,
-        }
-    }
-
-    /// The first parameter named `name`; `i` is where it usually is (the argument's
-    /// position), tried first.
-    #[inline]
-    fn param(&self, i: usize, name: &str) -> Option<&ParamInfo<'a>> {
-        match self.params.get(i) {
-            Some(p) if p.first && p.name == name => Some(p),
-            _ => self.params.iter().find(|p| p.name == name),
-        }
-    }
-
-    /// Append argument `name`'s `value` (argument number `i`) rendered by the type of the
-    /// parameter of that name; false (nothing appended) when the function, parameter or
-    /// number is unknown.
-    fn push_arg(&self, out: &mut String, i: usize, name: &str, value: &str) -> bool {
-        let Some(p) = self.param(i, name) else {
-            return false;
-        };
-        // The first word of the value is the number (`3 [ENUM]`); `parse_number` stops at
-        // the same place unless the value starts with blanks.
-        let raw = if value
-            .as_bytes()
-            .first()
-            .is_some_and(u8::is_ascii_whitespace)
-        {
-            value
-                .split_ascii_whitespace()
-                .next()
-                .and_then(fgraph::parse_number)
-        } else {
-            fgraph::parse_number(value)
-        };
-        let Some(raw) = raw else {
-            return false;
-        };
-        p.render.push(out, value, raw, Role::Arg)
-    }
-
-    /// Render the return value from `raw` into `buf` (cleared first): whether it is an
-    /// error, `None` for void (nothing to show).
-    fn ret_into(&self, raw_text: &str, raw: Option<u64>, buf: &mut String) -> Option<bool> {
-        buf.clear();
-        match (&self.ret, raw) {
-            (Some(r), Some(v)) => {
-                if !r.push(buf, raw_text, v, Role::Return) {
-                    return None;
-                }
-                Some(buf.starts_with("-E") || buf.starts_with("ERR_PTR("))
-            }
-            _ => {
-                buf.push_str(raw_text);
-                buf.push_str(" (raw)");
-                Some(false)
-            }
-        }
-    }
-}
-
-/// An open call of a task.
-struct Frame {
-    depth: u32,
-    id: u32,
-    call_id: u64,
-    parent: Option<u64>,
-    args: Vec<(String, String)>,
-    time_ns: Option<u64>,
-}
-
-#[derive(Default)]
-struct Task {
-    stack: Vec<Frame>,
-    /// (function id, raw value) from an exit probe event, for the next `}` of it.
-    pending_ret: Option<(u32, u64)>,
-    /// (function id, fields) from an entry probe event, for the next entry of it.
-    pending_args: Option<(u32, Vec<(String, String)>)>,
-    /// Buffered top-level call tree (`--errors-only`).
-    items: Vec<Item>,
-}
-
 /// Streaming decoder: feed lines, get rewritten output.
 pub struct Decoder<'a> {
     set: &'a DbSet,
@@ -340,9 +157,6 @@ pub struct Decoder<'a> {
     records: Option<RecordSink<'a>>,
 }
 
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
-
 impl<'a> Decoder<'a> {
     /// A decoder over `set`.
     pub fn new(set: &'a DbSet, opts: Options) -> Decoder<'a> {
@@ -363,191 +177,9 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Also write every completed call as a [`CallRecord`] line to `sink` (after a header
-    /// naming `source`): the `--output` file.
-    pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
-        self.records = Some(RecordSink::new(sink, source)?);
-        Ok(())
-    }
-
     /// Counters so far.
     pub fn stats(&self) -> &Stats {
         &self.stats
-    }
-
-    /// Decode every line of `input`.
-    ///
-    /// Reads whole buffers: the complete lines of each are checked for UTF-8 at once and
-    /// split in place; only a line cut by the buffer end is copied.
-    pub fn decode_stream(
-        &mut self,
-        mut input: impl BufRead,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        if self.obuf.capacity() < OUT_CHUNK {
-            self.obuf.reserve(OUT_CHUNK + 4096);
-        }
-        let mut carry: Vec<u8> = Vec::new();
-        loop {
-            // Everything decoded so far goes out before a read that may block.
-            self.flush_out(out)?;
-            let buf = match input.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            let n = buf.len();
-            if n == 0 {
-                if !carry.is_empty() {
-                    self.bytes_line(&carry, out)?;
-                }
-                return self.flush_out(out);
-            }
-            let mut start = 0;
-            if !carry.is_empty() {
-                match memchr::memchr(b'\n', buf) {
-                    None => {
-                        carry.extend_from_slice(buf);
-                        input.consume(n);
-                        continue;
-                    }
-                    Some(p) => {
-                        carry.extend_from_slice(&buf[..p]);
-                        self.bytes_line(&carry, out)?;
-                        carry.clear();
-                        start = p + 1;
-                    }
-                }
-            }
-            let rest = &buf[start..];
-            let end = memchr::memrchr(b'\n', rest).map_or(0, |p| p + 1);
-            self.block(&rest[..end], out)?;
-            carry.extend_from_slice(&rest[end..]);
-            input.consume(n);
-        }
-    }
-
-    /// Complete lines (each ending in `\n`).
-    fn block(&mut self, mut b: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
-        while !b.is_empty() {
-            match std::str::from_utf8(b) {
-                Ok(s) => return self.str_lines(s, out),
-                Err(e) => {
-                    // The lines before the bad one are fine; the bad one goes out raw.
-                    let good = e.valid_up_to();
-                    let ls = memchr::memrchr(b'\n', &b[..good]).map_or(0, |p| p + 1);
-                    if let Ok(s) = std::str::from_utf8(&b[..ls]) {
-                        self.str_lines(s, out)?;
-                    }
-                    let le = memchr::memchr(b'\n', &b[good..]).map_or(b.len(), |p| good + p);
-                    self.bytes_line(&b[ls..le], out)?;
-                    b = b.get(le + 1..).unwrap_or(&[]);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Complete lines (each ending in `\n`), already checked.
-    fn str_lines(&mut self, s: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        let b = s.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let e = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p);
-            let line = s.get(i..e).unwrap_or("");
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            self.line(line, out)?;
-            if self.obuf.len() >= OUT_CHUNK {
-                self.flush_out(out)?;
-            }
-            i = e + 1;
-        }
-        Ok(())
-    }
-
-    /// One line of unchecked bytes, without (or with) its `\n`.
-    fn bytes_line(&mut self, raw: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
-        let body = raw.strip_suffix(b"\n").unwrap_or(raw);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        match std::str::from_utf8(body) {
-            Ok(line) => self.line(line, out),
-            Err(_) => {
-                self.stats.lines += 1;
-                if !self.opts.json && !self.opts.errors_only {
-                    self.flush_out(out)?;
-                    out.write_all(body)?;
-                    out.write_all(b"\n")?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Write the collected text.
-    fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.obuf.is_empty() {
-            out.write_all(self.obuf.as_bytes())?;
-            self.obuf.clear();
-        }
-        Ok(())
-    }
-
-    fn intern(&mut self, name: &str, module: Option<&str>) -> u32 {
-        if module.is_some() {
-            return self.intern_map(name, module);
-        }
-        let slot = recent_slot(name);
-        let id = self.recent[slot];
-        if self.funcs.get(id as usize).is_some_and(|f| f.name == name) {
-            return id;
-        }
-        let id = self.intern_map(name, None);
-        self.recent[slot] = id;
-        id
-    }
-
-    fn intern_map(&mut self, name: &str, module: Option<&str>) -> u32 {
-        let key_owned;
-        let key = match module {
-            None => name,
-            Some(m) => {
-                key_owned = format!("{name} [{m}]");
-                &key_owned
-            }
-        };
-        if let Some(&id) = self.ids.get(key) {
-            return id;
-        }
-        let id = self.funcs.len() as u32;
-        let func = self.set.find(name, module);
-        self.funcs.push(FuncInfo::new(key.to_string(), func));
-        self.ids.insert(key.to_string(), id);
-        id
-    }
-
-    fn task_key(p: &fgraph::Prefix<'_>) -> u64 {
-        match (p.pid, p.cpu) {
-            (Some(pid), _) => pid as u64,
-            (None, Some(cpu)) => (1u64 << 32) | cpu as u64,
-            (None, None) => 0,
-        }
-    }
-
-    /// The task of `key`, created when new.
-    #[inline]
-    fn task(&mut self, key: u64) -> usize {
-        if let Some((k, i)) = self.last_task {
-            if k == key {
-                return i;
-            }
-        }
-        let n = self.tasks.len();
-        let i = *self.task_ids.entry(key).or_insert(n);
-        if i == n {
-            self.tasks.push(Task::default());
-        }
-        self.last_task = Some((key, i));
-        i
     }
 
     /// Decode one line (without its newline).
@@ -566,35 +198,6 @@ impl<'a> Decoder<'a> {
             Line::Comment(c) => self.comment(line, &c, out),
             _ => self.passthrough(line, None, out),
         }
-    }
-
-    /// A line printed unchanged (or buffered inside a call tree with `--errors-only`).
-    fn passthrough(
-        &mut self,
-        line: &str,
-        key: Option<u64>,
-        _out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        if self.opts.json {
-            return Ok(());
-        }
-        if self.opts.errors_only {
-            if let Some(k) = key {
-                let ti = self.task(k);
-                let task = &mut self.tasks[ti];
-                if !task.items.is_empty() {
-                    task.items.push(Item {
-                        kind: ItemKind::Note,
-                        error: false,
-                        text: line.to_string(),
-                    });
-                }
-            }
-            return Ok(());
-        }
-        self.obuf.push_str(line);
-        self.obuf.push('\n');
-        Ok(())
     }
 
     /// Render the return value of function `id` from `raw`; (text, is_error), `None` for void.
@@ -783,67 +386,6 @@ impl<'a> Decoder<'a> {
         self.emit_built(ti, kind, error, s, start, out)
     }
 
-    /// ` /* <-retaddr ret=VALUE */` (or the original comment text).
-    fn push_comment_tail(
-        &self,
-        s: &mut String,
-        retaddr: Option<&str>,
-        ret: Option<&str>,
-        error: bool,
-        other: Option<&str>,
-    ) {
-        if retaddr.is_none() && ret.is_none() {
-            if let Some(o) = other {
-                s.push_str(" /* ");
-                s.push_str(o);
-                s.push_str(" */");
-            }
-            return;
-        }
-        s.push_str(" /* ");
-        if let Some(ra) = retaddr {
-            s.push_str("<-");
-            s.push_str(ra);
-            if ret.is_some() {
-                s.push(' ');
-            }
-        }
-        if let Some(v) = ret {
-            s.push_str("ret=");
-            self.push_value(s, v, error);
-        }
-        s.push_str(" */");
-    }
-
-    fn push_value(&self, s: &mut String, v: &str, error: bool) {
-        if error && self.opts.color {
-            s.push_str(RED);
-            s.push_str(v);
-            s.push_str(RESET);
-        } else {
-            s.push_str(v);
-        }
-    }
-
-    fn push_frame(&mut self, ti: usize, frame: Frame) {
-        let task = &mut self.tasks[ti];
-        while task.stack.last().is_some_and(|f| f.depth >= frame.depth) {
-            task.stack.pop();
-        }
-        task.stack.push(frame);
-    }
-
-    /// Pop the frame a `}` at `depth` closes.
-    fn pop_frame(&mut self, ti: usize, depth: u32) -> Option<Frame> {
-        let task = &mut self.tasks[ti];
-        while let Some(f) = task.stack.pop() {
-            if f.depth <= depth {
-                return Some(f);
-            }
-        }
-        None
-    }
-
     fn exit(
         &mut self,
         line: &str,
@@ -989,7 +531,7 @@ impl<'a> Decoder<'a> {
         s.push_str("/* ");
         s.push_str(c.event.unwrap_or(p.event));
         s.push_str(": (");
-        s.push_str(probe_location(&p, c.text));
+        s.push_str(probe_location(c.text));
         s.push(')');
         for (n, v) in &rendered {
             s.push(' ');
@@ -999,111 +541,6 @@ impl<'a> Decoder<'a> {
         }
         s.push_str(" */");
         self.emit_built(ti, ItemKind::Note, false, s, start, out)
-    }
-
-    fn wants_records(&self) -> bool {
-        self.opts.json || self.records.is_some()
-    }
-
-    /// The call a new call at `depth` is made from: the innermost open frame above it.
-    fn parent_of(&self, ti: usize, depth: u32) -> Option<u64> {
-        self.tasks[ti]
-            .stack
-            .iter()
-            .rev()
-            .find(|f| f.depth < depth)
-            .map(|f| f.call_id)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn make_record(
-        &self,
-        p: fgraph::Prefix<'_>,
-        id: u32,
-        call_id: u64,
-        parent: Option<u64>,
-        args: &[(String, String)],
-        ret: Option<&str>,
-        raw: Option<&str>,
-        error: bool,
-        time_ns: Option<u64>,
-        duration_ns: Option<u64>,
-    ) -> CallRecord {
-        let info = &self.funcs[id as usize];
-        let (func, module) = match info.func {
-            Some(f) => (
-                f.symbol().to_string(),
-                f.module()
-                    .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
-                    .map(|m| m.name().to_string()),
-            ),
-            None => (info.name.clone(), None),
-        };
-        CallRecord {
-            id: call_id,
-            parent,
-            func,
-            module,
-            cpu: p.cpu,
-            comm: p.comm.map(str::to_string),
-            pid: p.pid,
-            depth: p.depth,
-            time_ns,
-            duration_ns,
-            args: args
-                .iter()
-                .map(|(n, v)| ArgValue {
-                    name: n.clone(),
-                    value: v.clone(),
-                })
-                .collect(),
-            ret: ret.map(str::to_string),
-            ret_raw: raw.map(str::to_string),
-            error,
-            decoded: info.func.is_some(),
-        }
-    }
-
-    /// Send a completed call to the JSON output and/or the `--output` file.
-    fn save(&mut self, rec: &CallRecord, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.opts.json {
-            self.flush_out(out)?;
-            record::write_record(out, rec)?;
-        }
-        if let Some(sink) = self.records.as_mut() {
-            sink.write(rec)?;
-        }
-        Ok(())
-    }
-
-    /// A rewritten line built at `s[start..]` (`s` is the collected output): keep it, or
-    /// buffer it inside a call tree for `--errors-only`.
-    fn emit_built(
-        &mut self,
-        ti: usize,
-        kind: ItemKind,
-        error: bool,
-        mut s: String,
-        start: usize,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        if !self.opts.errors_only {
-            s.push('\n');
-            self.obuf = s;
-            return Ok(());
-        }
-        let text = s.get(start..).unwrap_or("").to_string();
-        s.truncate(start);
-        self.obuf = s;
-        let task = &mut self.tasks[ti];
-        task.items.push(Item { kind, error, text });
-        // A tree is complete when nothing is open any more.
-        if task.stack.is_empty() && kind != ItemKind::Note {
-            let items = std::mem::take(&mut task.items);
-            self.flush_out(out)?;
-            write_error_paths(&items, out)?;
-        }
-        Ok(())
     }
 
     /// Flush buffered trees and the record file at end of input.
@@ -1150,8 +587,7 @@ impl<'a> Decoder<'a> {
 }
 
 /// The text of a probe's location in parentheses, as printed.
-fn probe_location<'t>(p: &ProbeEvent<'t>, text: &'t str) -> &'t str {
-    let _ = p;
+fn probe_location(text: &str) -> &str {
     text.find('(')
         .and_then(|a| text[a + 1..].find(')').map(|b| &text[a + 1..a + 1 + b]))
         .unwrap_or("")
