@@ -5,30 +5,8 @@
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_KTRACE_DEBUG=1
-begin before
-global_state > /tmp/global.before; cat /tmp/global.before
-leftovers
-end before
+section_before
 
-begin load
-dcg load $DB; echo "rc=$?"
-dcg list
-end load
+debian_scenarios
 
-begin s1-exit-probes
-LIMIT=120 run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
-echo "--- after"
-leftovers
-echo "--- kernel log (warnings)"
-dmesg | grep -B2 -A25 -m2 'cut here\|WARNING\|BUG' | head -60
-end s1-exit-probes
-
-begin s3-inlined
-dcg trace --show-retvals --func pidfd_create -- true; echo "rc=$?"
-end s3-inlined
-
-begin after
-global_state > /tmp/global.after; cat /tmp/global.after
-if cmp -s /tmp/global.before /tmp/global.after; then echo "global state unchanged: yes"; else echo "global state unchanged: NO"; fi
-leftovers
-end after
+section_after

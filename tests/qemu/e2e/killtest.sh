@@ -67,10 +67,7 @@ wait_caught() {
 fails=0
 fail() { echo "FAIL run $i: $*"; fails=$((fails + 1)); }
 
-begin before
-global_state > /tmp/global.before; cat /tmp/global.before
-leftovers
-end before
+section_before
 
 begin kill-runs
 echo "runs=$RUNS seed=$SEED max_ms=$MAXMS"
@@ -159,9 +156,4 @@ fi
 echo "kill-summary: runs=$RUNS SIGINT=$nint SIGTERM=$nterm SIGKILL=$nkill traced=$traced killed_before_handlers=$killed_early stale_removed=$stale_removed failures=$fails seconds=$(( $(date +%s) - t0 ))"
 end kill-runs
 
-begin after
-global_state > /tmp/global.after; cat /tmp/global.after
-if cmp -s /tmp/global.before /tmp/global.after; then echo "global state unchanged: yes"; else echo "global state unchanged: NO"; fi
-leftovers
-echo "kernel warnings: $(dmesg | grep -c 'cut here\|BUG:')"
-end after
+section_after

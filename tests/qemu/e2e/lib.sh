@@ -71,3 +71,42 @@ kill_mid_trace() {
 	leftovers
 	echo "traced command left: $(ps | grep -c '[w]hile :')"
 }
+
+# section_before / section_after: the global tracing state and dcg's leftovers at the
+# start and the end of a guest script; `after` says whether the global state is unchanged
+# and how many kernel warnings were logged.
+section_before() {
+	begin before
+	global_state > /tmp/global.before; cat /tmp/global.before
+	leftovers
+	end before
+}
+section_after() {
+	begin after
+	global_state > /tmp/global.after; cat /tmp/global.after
+	if cmp -s /tmp/global.before /tmp/global.after; then echo "global state unchanged: yes"; else echo "global state unchanged: NO"; fi
+	leftovers
+	echo "kernel warnings: $(dmesg | grep -c 'cut here\|BUG:')"
+	end after
+}
+
+# debian_scenarios: what every Debian kernel runs: `dcg load` into the store, scenario 1
+# without --db (values from exit probes), scenario 3 (inlined pidfd_create).
+debian_scenarios() {
+	begin load
+	dcg load $DB; echo "rc=$?"
+	dcg list
+	end load
+
+	begin s1-exit-probes
+	LIMIT=120 run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
+	echo "--- after"
+	leftovers
+	echo "--- kernel log (warnings)"
+	dmesg | grep -B2 -A25 -m2 'cut here\|WARNING\|BUG' | head -60
+	end s1-exit-probes
+
+	begin s3-inlined
+	dcg trace --show-retvals --func pidfd_create -- true; echo "rc=$?"
+	end s3-inlined
+}

@@ -3,10 +3,7 @@
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_KTRACE_DEBUG=1
-begin before
-global_state > /tmp/global.before; cat /tmp/global.before
-leftovers
-end before
+section_before
 
 begin s2-retvals
 run_trace s2 --db $DB --show-retvals --func do_sys_openat2 -- cat /nonexistent
@@ -71,8 +68,4 @@ kill_mid_trace s5t TERM --db $DB --show-retvals --args \
 unset DCG_KTRACE_PROBES
 end s5-sigterm-probes
 
-begin after
-global_state > /tmp/global.after; cat /tmp/global.after
-if cmp -s /tmp/global.before /tmp/global.after; then echo "global state unchanged: yes"; else echo "global state unchanged: NO"; fi
-leftovers
-end after
+section_after
