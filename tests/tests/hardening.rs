@@ -326,11 +326,19 @@ fn interrupted_traces_leave_nothing_behind() {
     );
 }
 
-/// Start `cmd` with `sigs` ignored, as a shell does for background jobs (SIGINT) and
-/// `nohup` for SIGHUP.
-fn ignoring<'a>(cmd: &'a mut Command, sigs: &'static [Signal]) -> &'a mut Command {
+type Drained = std::thread::JoinHandle<String>;
+
+/// `dcg trace --func FUNC -- PROG` started with `sigs` ignored, as a shell does for
+/// background jobs (SIGINT) and `nohup` for SIGHUP: the child, its pid, and its stdout
+/// and stderr being drained.
+fn trace_ignoring(
+    func: &str,
+    prog: &str,
+    sigs: &'static [Signal],
+) -> (Child, u32, Drained, Drained) {
     use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
     use std::os::unix::process::CommandExt;
+    let mut cmd = dcg_trace(&["--func", func, "--", prog]);
     // SAFETY: sigaction is async-signal-safe, as required between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -339,8 +347,13 @@ fn ignoring<'a>(cmd: &'a mut Command, sigs: &'static [Signal]) -> &'a mut Comman
                 sigaction(s, &ign).map_err(std::io::Error::from)?;
             }
             Ok(())
-        })
+        });
     }
+    let mut child = cmd.spawn().expect("running dcg");
+    let pid = child.id();
+    let out = drain(child.stdout.take().unwrap());
+    let err = drain(child.stderr.take().unwrap());
+    (child, pid, out, err)
 }
 
 /// Until `pid` catches `sig` (its handler is set), for at most 30 s.
@@ -379,13 +392,7 @@ fn inherited_ignored_signals() {
     let func = format!("{b}:hk_alpha");
     let mut died_by_signal = 0;
     for delay in [0u64, 0, 0, 2, 10, 40, 150, 600] {
-        let mut cmd = dcg_trace(&["--func", &func, "--", b]);
-        let mut child = ignoring(&mut cmd, &[Signal::SIGINT])
-            .spawn()
-            .expect("running dcg");
-        let dpid = child.id();
-        let out = drain(child.stdout.take().unwrap());
-        let err = drain(child.stderr.take().unwrap());
+        let (mut child, dpid, out, err) = trace_ignoring(&func, b, &[Signal::SIGINT]);
         std::thread::sleep(Duration::from_millis(delay));
         wait_caught(dpid, Signal::SIGINT);
         kill(Pid::from_raw(dpid as i32), Signal::SIGINT).unwrap();
@@ -409,13 +416,7 @@ fn inherited_ignored_signals() {
     );
 
     // nohup: SIGHUP ignored at start stays ignored; SIGTERM still stops the trace.
-    let mut cmd = dcg_trace(&["--func", &func, "--", b]);
-    let mut child = ignoring(&mut cmd, &[Signal::SIGHUP])
-        .spawn()
-        .expect("running dcg");
-    let dpid = child.id();
-    let out = drain(child.stdout.take().unwrap());
-    let err = drain(child.stderr.take().unwrap());
+    let (mut child, dpid, out, err) = trace_ignoring(&func, b, &[Signal::SIGHUP]);
     let end = Instant::now() + Duration::from_secs(30);
     while Instant::now() < end && leftovers(dpid).is_empty() {
         std::thread::sleep(Duration::from_millis(20));

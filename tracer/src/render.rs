@@ -327,6 +327,18 @@ pub fn render_string(s: &str) -> String {
     out
 }
 
+/// Append a rendered value to `s`, in red when `red` (an error value on a color terminal).
+#[inline]
+pub fn push_value(s: &mut String, v: &str, red: bool) {
+    if red {
+        s.push_str("\x1b[31m");
+        s.push_str(v);
+        s.push_str("\x1b[0m");
+    } else {
+        s.push_str(v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,9 +12,6 @@ use crate::record::{self, ArgValue, CallRecord, RecordSink};
 /// Output text collected before it is handed to the writer.
 pub(super) const OUT_CHUNK: usize = 1 << 16;
 
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
-
 impl<'a> Decoder<'a> {
     /// Write the collected text.
     pub(super) fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
@@ -87,13 +84,7 @@ impl<'a> Decoder<'a> {
     }
 
     pub(super) fn push_value(&self, s: &mut String, v: &str, error: bool) {
-        if error && self.opts.color {
-            s.push_str(RED);
-            s.push_str(v);
-            s.push_str(RESET);
-        } else {
-            s.push_str(v);
-        }
+        crate::render::push_value(s, v, error && self.opts.color);
     }
 
     /// Also write every completed call as a [`CallRecord`] line to `sink` (after a header

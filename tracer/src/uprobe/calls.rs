@@ -104,9 +104,6 @@ pub struct Calls<'a> {
 /// What trace_pipe prints for a task whose name it no longer knows.
 const UNKNOWN_COMM: &str = "<...>";
 
-const RED: &str = "\x1b[31m";
-const RESET: &str = "\x1b[0m";
-
 impl<'a> Calls<'a> {
     /// A builder for events of `probes`.
     pub fn new(probes: &'a [Probe<'a>], targets: &'a [Target], opts: Options) -> Calls<'a> {
@@ -375,13 +372,7 @@ impl<'a> Calls<'a> {
     fn push_ret(&self, s: &mut String, ret: Option<&str>, error: bool) {
         let Some(v) = ret else { return };
         s.push_str(" ret=");
-        if error && self.opts.color {
-            s.push_str(RED);
-            s.push_str(v);
-            s.push_str(RESET);
-        } else {
-            s.push_str(v);
-        }
+        crate::render::push_value(s, v, error && self.opts.color);
     }
 
     fn call_text(&self, s: &mut String, probe: usize, args: &[(String, String)]) {
