@@ -370,16 +370,22 @@ fn two_threads() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout).replace("done 4\n", "");
     check_parses(&stdout);
-    // Group lines by thread, threads in order of appearance.
+    // Group lines by thread id, threads in order of appearance. (The comm is the kernel's
+    // cached name of the pid: the first events of a reused pid can still show the previous
+    // owner's, e.g. `bash-4265` then `threads-4265`.)
     let mut order: Vec<String> = Vec::new();
+    let mut comms: Vec<String> = Vec::new();
     let mut by: std::collections::HashMap<String, String> = Default::default();
     for l in stdout.lines() {
         let r = row(l);
         let p = r.proc_.expect("comm-tid column with two tasks");
-        if !order.contains(&p) {
-            order.push(p.clone());
+        let (comm, tid) = p.rsplit_once('-').expect("comm-tid");
+        let key = format!("-{tid}");
+        if !order.contains(&key) {
+            order.push(key.clone());
         }
-        let e = by.entry(p).or_default();
+        comms.push(format!("{comm}{key}"));
+        let e = by.entry(key).or_default();
         e.push_str(&r.text);
         e.push('\n');
     }
@@ -419,7 +425,12 @@ fn two_threads() {
     assert_eq!(get(t2), thread(2));
     // The main thread's only call has no traced call of its own thread inside.
     assert_eq!(get(main_t), "main(); /* ret=0 */\n");
-    assert!(order.iter().all(|p| p.starts_with("threads-")), "{order:?}");
+    assert!(
+        order
+            .iter()
+            .all(|k| comms.iter().any(|c| c == &format!("threads{k}"))),
+        "{comms:?}"
+    );
 }
 
 #[test]
