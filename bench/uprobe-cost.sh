@@ -20,7 +20,7 @@ T=/sys/kernel/tracing
 [ -e $T/trace ] || mount -t tracefs nodev $T
 [ -e $T/uprobe_events ] || { echo "uprobe-cost: no uprobe_events" >&2; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-cargo build --release -q -p tracer --bin dcg --manifest-path "$here/Cargo.toml"
+cargo build --release -q -p dcg --bin dcg --manifest-path "$here/Cargo.toml"
 dcg=$CARGO_TARGET_DIR/release/dcg
 tmp=$(mktemp -d)
 inst=$T/instances/bench-$$

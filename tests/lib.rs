@@ -124,7 +124,7 @@ pub fn check_golden(rel: &str, actual: &str) {
 /// The `dcg` binary of this build profile (built with cargo when missing, e.g. when only
 /// this test package was asked for).
 pub fn dcg_bin() -> PathBuf {
-    bin("dcg", "tracer")
+    bin("dcg", "dcg")
 }
 
 /// The `dwarfscan` binary of this build profile.

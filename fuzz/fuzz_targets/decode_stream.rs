@@ -9,8 +9,8 @@ use std::io::BufReader;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use tracer::dbset::DbSet;
-use tracer::decode::{Decoder, Options};
+use dcg_dbset::DbSet;
+use dcg_calls::decode::{Decoder, Options};
 
 fn db() -> &'static DbSet {
     static DB: OnceLock<DbSet> = OnceLock::new();

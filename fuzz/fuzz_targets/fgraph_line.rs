@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::fgraph::{parse_event_line, parse_line, parse_number, Line, Marker};
+use dcg_fgraph::{parse_event_line, parse_line, parse_number, Line, Marker};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

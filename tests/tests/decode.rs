@@ -1,12 +1,12 @@
 //! `dcg decode` on real captures from the test kernel, with that kernel's DWARF: golden
 //! outputs for every format variant (REFERENCE.md §1).
 
+use dcg_calls::decode::{Decoder, Options};
+use dcg_dbset::DbSet;
 use dcg_tests::*;
 use std::process::Command;
-use tracer::dbset::DbSet;
-use tracer::decode::{Decoder, Options};
 
-fn decode(capture: &str, opts: Options) -> (String, tracer::decode::Stats) {
+fn decode(capture: &str, opts: Options) -> (String, dcg_calls::decode::Stats) {
     let db = sigdb::Db::open(testkernel_db()).unwrap();
     let set = DbSet::new(vec![db]);
     let input = std::fs::read(testkernel_dir().join("captures").join(capture)).unwrap();
@@ -80,7 +80,7 @@ fn json_and_errors_only() {
     check_golden("decode/c.json", &json);
     let mut n = 0;
     for line in json.lines() {
-        let r: tracer::record::CallRecord = serde_json::from_str(line).unwrap();
+        let r: dcg_calls::record::CallRecord = serde_json::from_str(line).unwrap();
         if r.func == "do_sys_openat2" {
             assert_eq!(r.args[0].name, "dfd");
             assert_eq!(r.args[0].value, "-100");

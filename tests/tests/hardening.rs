@@ -33,7 +33,7 @@ fn skip_reason() -> Option<String> {
     if !nix::unistd::geteuid().is_root() {
         return Some("not root".into());
     }
-    let _ = tracer::tracefs::mount_point();
+    let _ = dcg_live::tracefs::mount_point();
     if !Path::new(TRACEFS).join("uprobe_events").exists() {
         return Some(format!("{TRACEFS}/uprobe_events is missing"));
     }
@@ -570,8 +570,8 @@ fn fuzz_regressions() {
             }
             "fgraph_line" => {
                 for line in String::from_utf8_lossy(&bytes).split('\n') {
-                    let _ = tracer::fgraph::parse_line(line);
-                    let _ = tracer::fgraph::parse_event_line(line);
+                    let _ = dcg_fgraph::parse_line(line);
+                    let _ = dcg_fgraph::parse_event_line(line);
                 }
             }
             other => panic!("{name}: unknown fuzz target {other}"),

@@ -1,0 +1,573 @@
+//! `dcg report` on real captures from the test kernel (`../shared/testkernel`) with a
+//! signature db built from its DWARF: golden outputs for every format, Chrome slices
+//! parsed back and checked for nesting, the DOT rendered by Graphviz, folded counts
+//! adding up; plus hand-made call sets for the corner cases.
+//!
+//! Bless goldens with `DCG_BLESS=1 cargo test -p dcg-tests --test report`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+
+use dcg_calls::record::{self, CallRecord};
+use dcg_dbset::DbSet;
+use dcg_report::{
+    chrome, folded, CallGraph, FoldedWeight, Format, InputKind, ReportInput, ReportOptions,
+};
+use dcg_tests::{check_golden, dcg_bin, testkernel_db, testkernel_dir};
+
+// ---- inputs ------------------------------------------------------------------------
+
+fn capture(name: &str) -> PathBuf {
+    testkernel_dir().join("captures").join(name)
+}
+
+/// The test kernel is there (else the real-input tests are skipped with a note).
+fn have_testkernel() -> bool {
+    let ok = testkernel_dir().join("vmlinux.xz").exists();
+    if !ok {
+        eprintln!("skipped: no test kernel in {}", testkernel_dir().display());
+    }
+    ok
+}
+
+fn db_set() -> DbSet {
+    DbSet::open_paths(&[testkernel_db()]).unwrap()
+}
+
+/// Calls of a capture, decoded with the test-kernel db.
+fn load(name: &str) -> CallGraph {
+    let bytes = std::fs::read(capture(name)).unwrap();
+    let loaded = dcg_report::load_ftrace(&bytes, name, &db_set()).unwrap();
+    CallGraph::new(loaded.records).unwrap()
+}
+
+fn render(graph: &CallGraph, input: &ReportInput, format: Format) -> String {
+    let args = ReportOptions {
+        format,
+        ..ReportOptions::default()
+    };
+    let mut out = Vec::new();
+    dcg_report::write_report(&args, input, graph, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn ftrace_input(name: &str) -> ReportInput {
+    ReportInput {
+        source: name.to_string(),
+        kind: InputKind::FtraceText { dbs: 1 },
+        root: None,
+    }
+}
+
+/// Compare with `tests/golden/report/<name>`; `DCG_BLESS=1` writes it instead.
+fn check_report_golden(name: &str, actual: &str) {
+    check_golden(&format!("report/{name}"), actual);
+}
+
+const CAPTURES: [&str; 3] = ["a.txt", "d.txt", "h.txt"];
+const FORMATS: [(Format, &str); 5] = [
+    (Format::Text, "text"),
+    (Format::Json, "json"),
+    (Format::Dot, "dot"),
+    (Format::Folded, "folded"),
+    (Format::Chrome, "chrome.json"),
+];
+
+// ---- golden outputs ----------------------------------------------------------------
+
+/// a: retval only (CPU column); d: abstime, CPU, task/pid columns; h: module functions
+/// and arguments.
+#[test]
+fn golden_every_format() {
+    if !have_testkernel() {
+        return;
+    }
+    for cap in CAPTURES {
+        let graph = load(cap);
+        let stem = cap.trim_end_matches(".txt");
+        for (format, ext) in FORMATS {
+            let out = render(&graph, &ftrace_input(cap), format);
+            check_report_golden(&format!("{stem}.{ext}"), &out);
+        }
+    }
+}
+
+#[test]
+fn facts_of_a_txt() {
+    if !have_testkernel() {
+        return;
+    }
+    let g = load("a.txt");
+    let s = g.summarize();
+    let f = |name: &str| {
+        s.functions
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name} not in the report"))
+    };
+    // One top-level do_sys_openat2 per workload command; their errnos by name.
+    let open = f("do_sys_openat2");
+    assert_eq!(open.calls, 19);
+    assert_eq!(g.roots.len(), 19);
+    for e in [
+        "-ENOENT", "-ENOTDIR", "-EISDIR", "-ELOOP", "-ENXIO", "-EACCES",
+    ] {
+        assert!(open.errors.contains_key(e), "{e}: {:?}", open.errors);
+    }
+    // ERR_PTR(-ENOENT) counts as -ENOENT.
+    assert!(f("step_into_slowpath").errors.contains_key("-ENOENT"));
+    // Self time is the duration minus the callees', so it never exceeds the total.
+    for func in &s.functions {
+        assert!(func.self_ns <= func.total_ns, "{}", func.name);
+    }
+    // The symlink loop (-ELOOP): one path_openat walks the link 40+ times.
+    let name = |i: u32| g.names[i as usize].as_str();
+    let e = s
+        .edges
+        .iter()
+        .find(|e| name(e.caller) == "path_openat" && name(e.callee) == "link_path_walk")
+        .unwrap();
+    assert!(e.max_per_call >= 40, "{}", e.max_per_call);
+    assert_eq!(e.caller_calls, 19);
+    // Every call but the top-level ones is on exactly one edge.
+    let on_edges: u64 = s.edges.iter().map(|e| e.count).sum();
+    assert_eq!(on_edges as usize, g.len() - g.roots.len());
+}
+
+/// A saved-calls file (decode --output), bare records (decode --json) and the ftrace text
+/// they came from report alike.
+#[test]
+fn saved_calls_and_ftrace_text_agree() {
+    if !have_testkernel() {
+        return;
+    }
+    let set = db_set();
+    let text = std::fs::read(capture("d.txt")).unwrap();
+    let mut saved = Vec::new();
+    record::write_header(&mut saved, "d.txt").unwrap();
+    let mut dec = dcg_calls::decode::Decoder::new(
+        &set,
+        dcg_calls::decode::Options {
+            json: true,
+            ..Default::default()
+        },
+    );
+    dec.decode_stream(&text[..], &mut saved).unwrap();
+    dec.finish(&mut saved).unwrap();
+    assert!(dcg_report::looks_like_saved_calls(&saved));
+    assert!(!dcg_report::looks_like_saved_calls(&text));
+    let loaded = dcg_report::load_saved(&saved[..], "saved").unwrap();
+    assert_eq!(loaded.kind, InputKind::SavedCalls);
+    let from_saved = CallGraph::new(loaded.records).unwrap();
+    let from_text = load("d.txt");
+    // `dcg decode --json` output: the records without the header.
+    let body = &saved[saved.iter().position(|&b| b == b'\n').unwrap() + 1..];
+    assert!(dcg_report::looks_like_records(body) && !dcg_report::looks_like_records(&text));
+    let from_json =
+        CallGraph::new(dcg_report::load_records(body, "d.txt").unwrap().records).unwrap();
+    for (format, _) in FORMATS {
+        let input = ReportInput {
+            source: "d.txt".into(),
+            kind: InputKind::SavedCalls,
+            root: None,
+        };
+        let want = render(&from_text, &input, format);
+        assert_eq!(render(&from_saved, &input, format), want, "{format:?}");
+        assert_eq!(render(&from_json, &input, format), want, "{format:?}");
+    }
+}
+
+// ---- Chrome trace-event JSON --------------------------------------------------------
+
+/// Parse Chrome JSON back; check every slice is complete, slices on one track are
+/// properly nested (each one inside or after the open ones), and the count matches.
+fn check_chrome(json: &str, calls: usize, what: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(v["displayTimeUnit"], "ns");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let slices: Vec<serde_json::Value> =
+        events.iter().filter(|e| e["ph"] == "X").cloned().collect();
+    assert_eq!(slices.len(), calls, "{what}: one slice per call");
+    // (pid, tid) → (start ns, end ns, name) of its slices.
+    type Spans = Vec<(i64, i64, String)>;
+    let mut tracks: BTreeMap<(u64, u64), Spans> = BTreeMap::new();
+    let ns = |x: &serde_json::Value| (x.as_f64().expect("number") * 1000.0).round() as i64;
+    for e in &slices {
+        let (ts, dur) = (ns(&e["ts"]), ns(&e["dur"]));
+        assert!(dur >= 0, "{what}: negative duration {e}");
+        assert!(
+            e["name"].is_string() && e["args"].is_object(),
+            "{what}: {e}"
+        );
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let name = e["name"].as_str().unwrap().to_string();
+        tracks.entry(key).or_default().push((ts, ts + dur, name));
+    }
+    for (track, mut v) in tracks {
+        // By start; the longer (enclosing) slice first among equal starts.
+        v.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+        let mut open: Vec<(i64, i64, String)> = Vec::new();
+        for s in v {
+            while open.last().is_some_and(|o| o.1 <= s.0) {
+                open.pop();
+            }
+            if let Some(o) = open.last() {
+                assert!(
+                    s.1 <= o.1,
+                    "{what}: track {track:?}: {} [{}, {}] overlaps {} [{}, {}]",
+                    s.2,
+                    s.0,
+                    s.1,
+                    o.2,
+                    o.0,
+                    o.1
+                );
+            }
+            open.push(s);
+        }
+    }
+    slices
+}
+
+#[test]
+fn chrome_slices_nest() {
+    if !have_testkernel() {
+        return;
+    }
+    // a0: no return values; c: arguments; e: probe events; g2: raw companion text.
+    for cap in [
+        "a.txt",
+        "a0.txt",
+        "c.txt",
+        "d.txt",
+        "e.txt",
+        "g2-text.txt",
+        "h.txt",
+    ] {
+        let g = load(cap);
+        let out = render(&g, &ftrace_input(cap), Format::Chrome);
+        let slices = check_chrome(&out, g.len(), cap);
+        if cap == "h.txt" {
+            let bm = slices
+                .iter()
+                .find(|s| s["name"] == "bm_status_write [binfmt_misc]")
+                .expect("module function slice");
+            assert_eq!(bm["args"]["ret"], "-EINVAL");
+            assert_eq!(bm["args"]["count"], "2");
+            assert_eq!(bm["cat"], "call,error");
+        }
+        if cap == "d.txt" {
+            // Real timestamps (µs) are kept: the first open starts at 12.300751 s.
+            let first = slices
+                .iter()
+                .find(|s| s["name"] == "do_sys_openat2")
+                .unwrap();
+            assert_eq!(first["ts"].as_f64().unwrap(), 12300751.0);
+            assert_eq!(first["pid"], 102);
+        }
+    }
+}
+
+// ---- Graphviz -----------------------------------------------------------------------
+
+#[test]
+fn dot_renders_with_graphviz() {
+    if !have_testkernel() {
+        return;
+    }
+    for (cap, want) in [
+        ("a.txt", &["do_sys_openat2", "link_path_walk", "ENOENT"][..]),
+        (
+            "h.txt",
+            &[
+                "bm_status_write [binfmt_misc]",
+                "parse_command [binfmt_misc]",
+            ][..],
+        ),
+    ] {
+        let g = load(cap);
+        let dot = render(&g, &ftrace_input(cap), Format::Dot);
+        let mut child = match Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("running Graphviz dot: {e} (apt-get install graphviz)"),
+        };
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(dot.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            out.status.success(),
+            "{cap}: dot failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let svg = String::from_utf8(out.stdout).unwrap();
+        assert!(svg.contains("<svg"), "{cap}");
+        for w in want {
+            assert!(svg.contains(w), "{cap}: {w} not in the SVG");
+        }
+    }
+}
+
+// ---- folded stacks ------------------------------------------------------------------
+
+#[test]
+fn folded_counts_add_up() {
+    if !have_testkernel() {
+        return;
+    }
+    for cap in ["a.txt", "a0.txt", "c.txt", "d.txt", "e.txt", "h.txt"] {
+        let g = load(cap);
+        let out = render(&g, &ftrace_input(cap), Format::Folded);
+        let mut sum = 0u64;
+        for line in out.lines() {
+            let (stack, n) = line.rsplit_once(' ').expect("stack and count");
+            assert!(!stack.is_empty() && !stack.contains(";;"), "{cap}: {line}");
+            sum += n.parse::<u64>().expect("count");
+        }
+        assert_eq!(sum as usize, g.len(), "{cap}: weights add up to the calls");
+        // Self-time weights add up to the self time of every function.
+        let self_ns: u64 = folded::stacks(&g, FoldedWeight::SelfNs)
+            .iter()
+            .map(|(_, w)| w)
+            .sum();
+        let expect: u64 = g.summarize().functions.iter().map(|f| f.self_ns).sum();
+        assert_eq!(self_ns, expect, "{cap}");
+    }
+}
+
+// ---- the command ---------------------------------------------------------------------
+
+#[test]
+fn command_line() {
+    if !have_testkernel() {
+        return;
+    }
+    let dcg = dcg_bin();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = testkernel_db();
+    // Text to stdout, --top.
+    let out = Command::new(&dcg)
+        .args(["report", "--top", "3", "--db"])
+        .arg(&db)
+        .arg(capture("a.txt"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Top 3 functions by calls (of "), "{text}");
+    assert!(text.contains("path_openat -> link_path_walk"), "{text}");
+    // Saved calls from `decode --output`, Chrome JSON to a file, --root.
+    let calls = tmp.path().join("d.calls");
+    let st = Command::new(&dcg)
+        .args(["decode", "--db"])
+        .arg(&db)
+        .arg(capture("d.txt"))
+        .arg("--output")
+        .arg(&calls)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let chrome_file = tmp.path().join("d.json");
+    let out = Command::new(&dcg)
+        .args([
+            "report",
+            "--format",
+            "chrome",
+            "--root",
+            "do_file_open",
+            "-o",
+        ])
+        .arg(&chrome_file)
+        .arg(&calls)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let json = std::fs::read_to_string(&chrome_file).unwrap();
+    let slices = check_chrome(&json, count_slices(&json), "d.calls --root");
+    assert!(slices.iter().all(|s| s["name"] != "do_sys_openat2"));
+    assert_eq!(
+        slices
+            .iter()
+            .filter(|s| s["name"] == "do_file_open")
+            .count(),
+        3
+    );
+    // No db at all (an empty store): counts and times still, values raw, a note.
+    let out = Command::new(&dcg)
+        .env("DCG_STORE", tmp.path().join("store"))
+        .env("DCG_KERNEL_NOTES", tmp.path().join("no-notes"))
+        .args(["report", "--format", "json"])
+        .arg(capture("h.txt"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no signature db"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dbs"], 0);
+    assert_eq!(v["error_returns"], 0);
+    assert!(v["calls"].as_u64().unwrap() > 100);
+    // --folded-weight self-ns without durations is refused.
+    let nodur = tmp.path().join("nodur.calls");
+    let mut f = std::fs::File::create(&nodur).unwrap();
+    record::write_header(&mut f, "test").unwrap();
+    record::write_record(&mut f, &call(0, None, "f", None)).unwrap();
+    drop(f);
+    let out = Command::new(&dcg)
+        .args(["report", "--format", "folded", "--folded-weight", "self-ns"])
+        .arg(&nodur)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no durations"));
+}
+
+fn count_slices(json: &str) -> usize {
+    json.matches("\"ph\":\"X\"").count()
+}
+
+// ---- hand-made calls ------------------------------------------------------------------
+
+fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecord {
+    CallRecord {
+        id,
+        parent,
+        func: func.into(),
+        module: None,
+        cpu: Some(0),
+        comm: None,
+        pid: None,
+        depth: 0,
+        time_ns: None,
+        duration_ns: dur,
+        args: Vec::new(),
+        ret: None,
+        ret_raw: None,
+        error: false,
+        decoded: true,
+    }
+}
+
+#[test]
+fn recursion_orphans_and_missing_durations() {
+    // a(100) { b(60) { a(20) { c } } b(10) }, then an orphan d whose parent is missing,
+    // in completion order as a file has them.
+    let mut recs = vec![
+        call(3, Some(2), "c", None),
+        call(2, Some(1), "a", Some(20)),
+        call(1, Some(0), "b", Some(60)),
+        call(4, Some(0), "b", Some(10)),
+        call(0, None, "a", Some(100)),
+        call(6, Some(5), "d", Some(7)),
+    ];
+    recs[0].ret = Some("ERR_PTR(-ENOENT)".into());
+    recs[0].error = true;
+    recs[3].ret = Some("-EINVAL".into());
+    recs[3].error = true;
+    let g = CallGraph::new(recs).unwrap();
+    assert_eq!(g.roots.len(), 2);
+    let s = g.summarize();
+    let f = |n: &str| s.functions.iter().find(|f| f.name == n).unwrap();
+    // The inner a is inside the outer one: total counts 100 once, self counts both.
+    assert_eq!(f("a").total_ns, 100);
+    assert_eq!(f("a").self_ns, (100 - 60 - 10) + 20);
+    assert_eq!(f("a").avg_ns(), Some(60));
+    assert_eq!(f("b").max_ns, Some(60));
+    assert_eq!(f("c").timed, 0);
+    assert_eq!(f("c").errors.get("-ENOENT"), Some(&1));
+    assert_eq!(f("b").errors.get("-EINVAL"), Some(&1));
+    assert_eq!(s.errors, 2);
+    let edge = |a: &str, b: &str| {
+        s.edges
+            .iter()
+            .find(|e| g.names[e.caller as usize] == a && g.names[e.callee as usize] == b)
+            .unwrap()
+    };
+    assert_eq!(edge("a", "b").count, 2);
+    assert_eq!(edge("a", "b").max_per_call, 2);
+    assert_eq!(edge("a", "b").caller_calls, 2);
+    assert_eq!(edge("a", "b").per_call(), 1.0);
+    // Folded stacks: one per distinct path, weights = calls.
+    let st = folded::stacks(&g, FoldedWeight::Calls);
+    assert_eq!(
+        st,
+        vec![
+            ("a".to_string(), 1),
+            ("a;b".to_string(), 2),
+            ("a;b;a".to_string(), 1),
+            ("a;b;a;c".to_string(), 1),
+            ("d".to_string(), 1),
+        ]
+    );
+    // Chrome layout: nested, c (no duration) fits inside its parent.
+    let (start, end, _) = chrome::layout(&g);
+    for i in 0..g.len() {
+        if let Some(p) = g.parent[i] {
+            assert!(start[p] <= start[i] && end[i] <= end[p], "call {i}");
+        }
+    }
+    let input = ReportInput {
+        source: "hand-made".into(),
+        kind: InputKind::SavedCalls,
+        root: None,
+    };
+    check_chrome(&render(&g, &input, Format::Chrome), g.len(), "hand-made");
+    // --root keeps the outer a and what it calls.
+    let r = CallGraph::new(g.calls.clone()).unwrap().restrict_to("b");
+    assert_eq!(r.roots.len(), 2);
+    assert_eq!(r.len(), 4);
+    // Duplicate ids are refused.
+    assert!(CallGraph::new(vec![call(1, None, "x", None), call(1, None, "y", None)]).is_err());
+}
+
+#[test]
+fn counts_only_without_durations() {
+    let recs = vec![
+        call(0, None, "top", None),
+        call(1, Some(0), "leaf", None),
+        call(2, Some(0), "leaf", None),
+    ];
+    let g = CallGraph::new(recs).unwrap();
+    let input = ReportInput {
+        source: "no-durations".into(),
+        kind: InputKind::SavedCalls,
+        root: None,
+    };
+    let text = render(&g, &input, Format::Text);
+    assert!(text.contains("durations: none (counts only)"), "{text}");
+    assert!(!text.contains("by total time"), "{text}");
+    assert!(text.contains("      2 top -> leaf"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&render(&g, &input, Format::Json)).unwrap();
+    assert_eq!(json["functions"][0]["name"], "leaf");
+    assert_eq!(json["functions"][0]["total_ns"], serde_json::Value::Null);
+    check_chrome(&render(&g, &input, Format::Chrome), 3, "no-durations");
+    let dot = render(&g, &input, Format::Dot);
+    assert!(dot.contains("\"top\" -> \"leaf\" [label=\"2\"];"), "{dot}");
+}
+
+#[test]
+fn dot_quotes_names() {
+    assert_eq!(dcg_report::dot::quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+}

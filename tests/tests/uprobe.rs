@@ -1,0 +1,792 @@
+//! `dcg trace --func PATH:PATTERN`: live uprobe tracing of C programs compiled at test
+//! time (tests/uprobe/*.c), output asserted exactly after normalizing durations, CPUs,
+//! thread ids and run-time addresses. Every test also checks that dcg left nothing in
+//! tracefs. Needs root and uprobe events; skipped (with the reason printed) otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn dcg_exe() -> PathBuf {
+    dcg_tests::dcg_bin()
+}
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+fn src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("uprobe")
+        .join(name)
+}
+
+/// Why these tests cannot run here, if they cannot.
+fn skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    let _ = dcg_live::tracefs::mount_point();
+    if !Path::new(TRACEFS).join("uprobe_events").exists() {
+        return Some(format!("{TRACEFS}/uprobe_events is missing"));
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return Some("gcc is missing".into());
+    }
+    None
+}
+
+/// Tests run dcg sessions concurrently; the stale-session test needs to be alone, since
+/// every session removes the stale ones it finds.
+static SESSIONS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Skip the test (with the reason) when uprobes cannot be used; else hold a share of
+/// [`SESSIONS`] (`exclusive`: all of it) for the rest of the test.
+macro_rules! require_uprobes {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+        let _sessions = SESSIONS.read().unwrap_or_else(|e| e.into_inner());
+    };
+    (exclusive) => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+        let _sessions = SESSIONS.write().unwrap_or_else(|e| e.into_inner());
+    };
+}
+
+/// Compile `tests/uprobe/<name>.c` into `dir` with `opt` (and -g).
+fn compile(dir: &Path, name: &str, opt: &str) -> PathBuf {
+    let out = dir.join(format!("{name}{opt}"));
+    let st = Command::new("gcc")
+        .args([opt, "-g", "-pthread", "-o"])
+        .arg(&out)
+        .arg(src(&format!("{name}.c")))
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc failed for {name}.c");
+    out
+}
+
+fn symbols(bin: &Path) -> String {
+    let out = Command::new("nm").arg(bin).output().expect("running nm");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Whether tracefs still holds anything of dcg session `pid`.
+fn leftovers(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    let inst = Path::new(TRACEFS).join(format!("instances/dcg-{pid}"));
+    if inst.exists() {
+        found.push(inst.display().to_string());
+    }
+    let events =
+        std::fs::read_to_string(Path::new(TRACEFS).join("uprobe_events")).unwrap_or_default();
+    let group = format!(":dcg_{pid}/");
+    found.extend(
+        events
+            .lines()
+            .filter(|l| l.contains(&group))
+            .map(str::to_string),
+    );
+    found
+}
+
+fn assert_clean(pid: u32) {
+    let left = leftovers(pid);
+    assert!(left.is_empty(), "dcg {pid} left behind: {left:#?}");
+}
+
+/// Run `dcg trace ARGS`, check that it cleaned up, return its output.
+fn dcg(args: &[&str]) -> Output {
+    let child = Command::new(dcg_exe())
+        .arg("trace")
+        .args(args)
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running dcg");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("waiting for dcg");
+    assert_clean(pid);
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Replace run-time addresses (more than 10 hex digits: 0x55…, 0x7ff…) by `0x…`.
+fn hide_addresses(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'0' && b.get(i + 1) == Some(&b'x') {
+            let mut j = i + 2;
+            while j < b.len() && b[j].is_ascii_hexdigit() {
+                j += 1;
+            }
+            if j - i - 2 > 10 {
+                out.push_str("0x…");
+                i = j;
+                continue;
+            }
+        }
+        let c = s[i..].chars().next().unwrap();
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// One output line, split into its columns.
+#[derive(Debug)]
+struct Row {
+    proc_: Option<String>,
+    duration: bool,
+    text: String,
+}
+
+/// Parse a function_graph line printed by dcg: ` C) [proc | ]duration |  text`.
+fn row(line: &str) -> Row {
+    let (_, rest) = line
+        .split_once(") ")
+        .unwrap_or_else(|| panic!("no cpu column: {line:?}"));
+    let (proc_, rest) = if rest.len() > 17 && &rest[14..17] == " | " && rest[..14].contains('-') {
+        (Some(rest[..14].trim().to_string()), &rest[17..])
+    } else {
+        (None, rest)
+    };
+    assert_eq!(&rest[14..17], "|  ", "duration column of {line:?}");
+    Row {
+        proc_,
+        duration: !rest[..14].trim().is_empty(),
+        text: hide_addresses(&rest[17..]),
+    }
+}
+
+/// The calls of an output, one per line, indentation kept, columns dropped. Lines of
+/// the traced program (none starts with a space) are skipped.
+fn calls(stdout: &str) -> String {
+    let mut s = String::new();
+    for l in stdout.lines().filter(|l| l.starts_with(' ')) {
+        let r = row(l);
+        s.push_str(&r.text);
+        s.push('\n');
+    }
+    s
+}
+
+/// Every line must be parsed by dcg's own function_graph parser as what it is.
+fn check_parses(stdout: &str) {
+    use dcg_fgraph::{parse_line, Line};
+    for l in stdout.lines().filter(|l| l.starts_with(' ')) {
+        let r = row(l);
+        let t = r.text.trim_start();
+        match parse_line(l) {
+            Line::Entry(c) => assert!(t.ends_with('{') && !r.duration, "{l:?} {c:?}"),
+            Line::Leaf(c) => assert!(t.contains(");"), "{l:?} {c:?}"),
+            Line::Exit(e) => assert!(t.starts_with('}'), "{l:?} {e:?}"),
+            other => panic!("{l:?} parsed as {other:?}"),
+        }
+    }
+}
+
+const VALUES_COMMON: &str = r#"main() {
+  do_nothing();
+  is_even(n=3); /* ret=false */
+  is_even(n=4); /* ret=true */
+  next_byte(b='A'); /* ret='B' */
+  next_byte(b='\xff'); /* ret='\0' */
+  check_arg(x=-5); /* ret=-EINVAL */
+  check_arg(x=7); /* ret=7 */
+  twice(u=4000000000); /* ret=3705032704 */
+  pick(c=RED); /* ret=BLUE */
+  pick(c=GREEN); /* ret=GREEN */
+  lookup(kind=0); /* ret=NULL */
+  lookup(kind=1); /* ret=ERR_PTR(-ENOMEM) */
+  lookup(kind=2); /* ret=0x… */
+  greet(name="world", len=5); /* ret=0x… */
+  greet(name=NULL, len=0); /* ret=NULL */
+  greet(name="two\nlines \"quoted\"", len=9); /* ret=0x… */
+  swap(p=(struct pair)0x200000001); /* ret=(struct pair)0x100000002 */
+  sum_wide(w=(struct wide){0x3, 0x4}); /* ret=7 */
+  many(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8); /* ret=36 */
+  outer(x=3) {
+    inner(x=3) {
+      check_arg(x=-7); /* ret=-EINVAL */
+    } /* inner ret=-EINVAL */
+    is_even(n=-22); /* ret=true */
+    do_nothing();
+  } /* outer ret=-EINVAL */
+  outer(x=12) {
+    inner(x=12) {
+      check_arg(x=2); /* ret=2 */
+    } /* inner ret=2 */
+    is_even(n=2); /* ret=true */
+    do_nothing();
+  } /* outer ret=2 */
+"#;
+
+#[test]
+fn every_value_kind_o0() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "values", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let expected = format!(
+        "{VALUES_COMMON}  fact(n=3) {{
+    fact(n=2) {{
+      fact(n=1); /* ret=1 */
+    }} /* fact ret=2 */
+  }} /* fact ret=6 */
+}} /* main ret=0 */
+"
+    );
+    // The program's own output comes first on the same terminal; dcg prints only calls.
+    let got = calls(&stdout.replace("done 30\n", ""));
+    assert_eq!(got, expected);
+    check_parses(&stdout.replace("done 30\n", ""));
+    assert!(text(&out.stderr).contains("built one from the DWARF"));
+}
+
+#[test]
+fn every_value_kind_o2() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "values", "-O2");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // GCC turns the recursion of fact into a loop at -O2.
+    let expected = format!("{VALUES_COMMON}  fact(n=3); /* ret=6 */\n}} /* main ret=0 */\n");
+    let stdout = text(&out.stdout).replace("done 30\n", "");
+    assert_eq!(calls(&stdout), expected);
+    check_parses(&stdout);
+}
+
+#[test]
+fn cold_split_and_constprop_clone() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "clones", "-O2");
+    let syms = symbols(&bin);
+    assert!(
+        syms.contains(" classify.cold"),
+        "gcc made no classify.cold:\n{syms}"
+    );
+    assert!(
+        syms.contains(" scale.constprop.0"),
+        "gcc made no scale.constprop.0:\n{syms}"
+    );
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout).replace("done -12 -19\n", "");
+    assert_eq!(
+        calls(&stdout),
+        "main(argc=1, argv=0x…) {
+  classify(v=2); /* ret=0 */
+  classify(v=-2) {
+    report_bad(v=-2);
+  } /* classify ret=-ERANGE */
+  scale.constprop.0(x=2, factor=3); /* ret=6 */
+  scale.constprop.0(x=3, factor=3); /* ret=9 */
+} /* main ret=0 */
+"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("classify.cold: the cold part of classify, not an entry point"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("only inlined and not traced"), "{stderr}");
+}
+
+#[test]
+fn patterns_that_match_nothing() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "clones", "-O2");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&["--func", &format!("{b}:no_such_*"), "--", b]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no function matches 'no_such_*'"));
+    // Inline-only: say where it went.
+    let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("atoi: inlined into main, no code of its own"),
+        "{stderr}"
+    );
+    // A cold part alone is not an entry point.
+    let out = dcg(&["--func", &format!("{b}:classify.cold"), "--", b]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no function that can be probed matches"));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn two_threads() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "threads", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout).replace("done 4\n", "");
+    check_parses(&stdout);
+    // Group lines by thread id, threads in order of appearance. (The comm is the kernel's
+    // cached name of the pid: the first events of a reused pid can still show the previous
+    // owner's, e.g. `bash-4265` then `threads-4265`.)
+    let mut order: Vec<String> = Vec::new();
+    let mut comms: Vec<String> = Vec::new();
+    let mut by: std::collections::HashMap<String, String> = Default::default();
+    for l in stdout.lines() {
+        let r = row(l);
+        let p = r.proc_.expect("comm-tid column with two tasks");
+        let (comm, tid) = p.rsplit_once('-').expect("comm-tid");
+        let key = format!("-{tid}");
+        if !order.contains(&key) {
+            order.push(key.clone());
+        }
+        comms.push(format!("{comm}{key}"));
+        let e = by.entry(key).or_default();
+        e.push_str(&r.text);
+        e.push('\n');
+    }
+    assert_eq!(order.len(), 3, "{stdout}");
+    let pids: Vec<u32> = order
+        .iter()
+        .map(|p| p.rsplit_once('-').unwrap().1.parse().unwrap())
+        .collect();
+    let (main_t, t1, t2) = {
+        let mut sorted = pids.clone();
+        sorted.sort();
+        (sorted[0], sorted[1], sorted[2])
+    };
+    let get = |tid: u32| {
+        let p = order
+            .iter()
+            .find(|p| p.ends_with(&format!("-{tid}")))
+            .unwrap();
+        by[p].clone()
+    };
+    let thread = |id: u32| {
+        format!(
+            "thread_main(arg=0x{id}) {{
+  work(id={id}) {{
+    leaf(x={id}); /* ret={} */
+    leaf(x={}); /* ret={} */
+  }} /* work ret={} */
+}} /* thread_main ret=NULL */
+",
+            id * 2,
+            id + 10,
+            (id + 10) * 2,
+            id * 2 + (id + 10) * 2
+        )
+    };
+    assert_eq!(get(t1), thread(1));
+    assert_eq!(get(t2), thread(2));
+    // The main thread's only call has no traced call of its own thread inside.
+    assert_eq!(get(main_t), "main(); /* ret=0 */\n");
+    assert!(
+        order
+            .iter()
+            .all(|k| comms.iter().any(|c| c == &format!("threads{k}"))),
+        "{comms:?}"
+    );
+}
+
+#[test]
+fn program_that_crashes() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "crash", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    assert_eq!(out.status.code(), Some(128 + 11), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("killed by SIGSEGV"), "{stderr}");
+    let stdout = text(&out.stdout).replace("about to crash\n", "");
+    assert_eq!(
+        calls(&stdout),
+        "main() {
+  process(p=0x…) {
+    ok(x=1); /* ret=2 */
+    deref(p=0x…); /* ret=5 */
+  } /* process ret=7 */
+  process(p=NULL) {
+    ok(x=1); /* ret=2 */
+    deref(p=NULL); /* no return */
+  } /* process (no return) */
+} /* main (no return) */
+"
+    );
+}
+
+#[test]
+fn depth_errors_only_json_and_output() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "values", "-O0");
+    let b = bin.to_str().unwrap();
+    let (f_outer, f_inner, f_check) = (
+        format!("{b}:outer"),
+        format!("{b}:inner"),
+        format!("{b}:check_arg"),
+    );
+    let funcs = ["--func", f_outer.as_str(), "--func", f_inner.as_str()];
+    let funcs2 = [&funcs[..], &["--func", f_check.as_str()]].concat();
+    // --depth 2: check_arg (depth 2) is hidden, inner becomes a leaf.
+    let mut a = vec!["--show-retvals", "--args", "--depth", "2"];
+    a.extend(funcs2.iter().copied());
+    a.extend(["--", b]);
+    let out = dcg(&a);
+    assert!(out.status.success());
+    assert_eq!(
+        calls(&text(&out.stdout).replace("done 30\n", "")),
+        "check_arg(x=-5); /* ret=-EINVAL */
+check_arg(x=7); /* ret=7 */
+outer(x=3) {
+  inner(x=3); /* ret=-EINVAL */
+} /* outer ret=-EINVAL */
+outer(x=12) {
+  inner(x=12); /* ret=2 */
+} /* outer ret=2 */
+"
+    );
+    // --errors-only: only the paths to error returns.
+    let mut a = vec!["--show-retvals", "--args", "--errors-only"];
+    a.extend(funcs2.iter().copied());
+    a.extend(["--", b]);
+    let out = dcg(&a);
+    assert_eq!(
+        calls(&text(&out.stdout).replace("done 30\n", "")),
+        "check_arg(x=-5); /* ret=-EINVAL */
+outer(x=3) {
+  inner(x=3) {
+    check_arg(x=-7); /* ret=-EINVAL */
+  } /* inner ret=-EINVAL */
+} /* outer ret=-EINVAL */
+"
+    );
+    // --json and --output: the same records.
+    let saved = dir.path().join("calls.jsonl");
+    let mut a = vec![
+        "--show-retvals",
+        "--args",
+        "--json",
+        "--output",
+        saved.to_str().unwrap(),
+    ];
+    a.extend(funcs.iter().copied());
+    a.extend(["--", b]);
+    let out = dcg(&a);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout).replace("done 30\n", "");
+    let recs: Vec<dcg_calls::record::CallRecord> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (header, saved_recs) = dcg_calls::record::read(std::io::BufReader::new(
+        std::fs::File::open(&saved).unwrap(),
+    ))
+    .unwrap();
+    assert!(header.source.contains("uprobes on"), "{header:?}");
+    assert_eq!(recs, saved_recs);
+    let summary: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            let args: Vec<String> = r
+                .args
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.value))
+                .collect();
+            format!(
+                "{} parent={:?} depth={} {}({}) ret={} error={}",
+                r.id,
+                r.parent,
+                r.depth,
+                r.func,
+                args.join(", "),
+                r.ret.as_deref().unwrap_or("-"),
+                r.error
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "1 parent=Some(0) depth=1 inner(x=3) ret=-EINVAL error=true",
+            "0 parent=None depth=0 outer(x=3) ret=-EINVAL error=true",
+            "3 parent=Some(2) depth=1 inner(x=12) ret=2 error=false",
+            "2 parent=None depth=0 outer(x=12) ret=2 error=false",
+        ]
+    );
+    assert!(recs.iter().all(|r| r.duration_ns.is_some() && r.decoded));
+    assert!(recs
+        .iter()
+        .all(|r| r.module.as_deref() == Some("values-O0")));
+}
+
+/// Wait until `cond` or panic after `secs`.
+fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Killer(std::process::Child);
+
+impl Drop for Killer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn attach_and_detach() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "loop", "-O0");
+    let b = bin.to_str().unwrap();
+    let mut prog = Killer(
+        Command::new(&bin)
+            .args(["0", "2000"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = prog.0.id().to_string();
+    std::thread::sleep(Duration::from_millis(100));
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--count",
+        "3",
+        "--func",
+        &format!("{b}:tick"),
+        "-p",
+        &pid,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got = calls(&text(&out.stdout));
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 3, "{got}");
+    for l in &lines {
+        assert!(
+            l.starts_with("tick(i=") && l.contains(", tag=\"tick\"); /* ret="),
+            "{l}"
+        );
+    }
+    assert!(text(&out.stderr).contains(&format!("detached from process {pid}")));
+    // It keeps running, without probes.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(prog.0.try_wait().unwrap().is_none(), "the process died");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(maps.contains(b), "{maps}");
+}
+
+/// The pid of the command dcg `dpid` started.
+fn child_of(dpid: u32) -> i32 {
+    let kids = std::fs::read_to_string(format!("/proc/{dpid}/task/{dpid}/children")).unwrap();
+    kids.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn probes_live(dpid: u32) -> bool {
+    std::fs::read_to_string(format!(
+        "{TRACEFS}/instances/dcg-{dpid}/events/dcg_{dpid}/enable"
+    ))
+    .is_ok_and(|s| s.trim() == "1")
+}
+
+#[test]
+fn sigint_and_sigterm_stop_cleanly() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::io::Read;
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "loop", "-O0");
+    let b = bin.to_str().unwrap();
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let mut child = Command::new(dcg_exe())
+            .args([
+                "trace",
+                "--show-retvals",
+                "--func",
+                &format!("{b}:tick"),
+                "--",
+                b,
+                "0",
+                "1000",
+            ])
+            .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let dpid = child.id();
+        wait_for(60, "the probes", || probes_live(dpid));
+        let cpid = child_of(dpid);
+        std::thread::sleep(Duration::from_millis(200));
+        kill(Pid::from_raw(dpid as i32), sig).unwrap();
+        wait_for(60, "dcg to exit", || child.try_wait().unwrap().is_some());
+        // The command dcg started ends with it (as under `perf record -- CMD`).
+        let gone = kill(Pid::from_raw(cpid), None).is_err();
+        if !gone {
+            let _ = kill(Pid::from_raw(cpid), Signal::SIGKILL);
+        }
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(gone, "{sig}: the command keeps running: {stderr}");
+        assert_clean(dpid);
+        assert!(child.wait().unwrap().success(), "{sig}: {stderr}");
+        let got = calls(&stdout);
+        assert!(got.lines().count() >= 1, "{got}");
+        for l in got.lines() {
+            assert!(
+                l.starts_with("tick(); /* ret=") || l == "tick(); /* no return */",
+                "{l}"
+            );
+        }
+        assert!(
+            stderr.contains(&format!("was still running: killed by {sig}")),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn count_stops_the_command() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "loop", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--args",
+        "--count",
+        "2",
+        "--func",
+        &format!("{b}:tick"),
+        "--",
+        b,
+        "0",
+        "1000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        calls(&text(&out.stdout)),
+        "tick(i=0, tag=\"tick\");\ntick(i=1, tag=\"tick\");\n"
+    );
+    assert!(text(&out.stderr).contains("was still running: killed by SIGTERM"));
+}
+
+#[test]
+fn stale_session_of_a_killed_dcg_is_removed() {
+    require_uprobes!(exclusive);
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "loop", "-O0");
+    let b = bin.to_str().unwrap();
+    let mut child = Command::new(dcg_exe())
+        .args([
+            "trace",
+            "--func",
+            &format!("{b}:tick"),
+            "--",
+            b,
+            "0",
+            "1000",
+        ])
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dpid = child.id();
+    wait_for(60, "the probes", || probes_live(dpid));
+    let cpid = child_of(dpid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(cpid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(!leftovers(dpid).is_empty(), "SIGKILL cannot clean up");
+    // The next session removes it.
+    let out = dcg(&["--func", &format!("{b}:tick"), "--", b, "3"]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!("removed stale instance dcg-{dpid}")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_clean(dpid);
+    assert_eq!(
+        calls(&text(&out.stdout))
+            .lines()
+            .filter(|l| l.starts_with("tick();"))
+            .count(),
+        3
+    );
+}

@@ -1,0 +1,216 @@
+//! What rendering needs to know about each function, worked out once. A name is interned
+//! to a `FuncInfo`: its db entry and how its return value and each parameter are rendered
+//! (`Render`). A small direct-mapped cache of recent names spares most lines even the hash
+//! lookup.
+
+use sigdb::{Function, Type, TypeKind};
+
+use super::Decoder;
+use dcg_fgraph as fgraph;
+use dcg_render::{
+    aggregate_label, is_hex_of, pointer_is_hex, push_aggregate, render_resolved, Role,
+};
+
+/// Slots of the cache of interned names.
+pub(super) const RECENT: usize = 256;
+
+/// The slot of `name` in the cache of interned names: a hash of its length and its
+/// first and last 8 bytes.
+fn recent_slot(name: &str) -> usize {
+    let b = name.as_bytes();
+    let n = b.len();
+    let word = |at: usize| {
+        b.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let edges = match n {
+        8.. => word(0) ^ word(n - 8).rotate_left(29),
+        1..8 => u64::from(b[0]) << 8 | u64::from(b[n - 1]),
+        0 => 0,
+    };
+    let h = edges ^ n as u64;
+    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % RECENT
+}
+
+/// A parameter of a known function, resolved once.
+struct ParamInfo<'a> {
+    name: &'a str,
+    render: Render<'a>,
+    /// No earlier parameter has the same name (so a by-position match is the by-name one).
+    first: bool,
+}
+
+/// Per-name lookup result, interned, with what rendering needs resolved once.
+pub(super) struct FuncInfo<'a> {
+    pub(super) name: String,
+    pub(super) func: Option<Function<'a>>,
+    /// Return type (`None`: function unknown).
+    ret: Option<Render<'a>>,
+    params: Vec<ParamInfo<'a>>,
+}
+
+/// How a value of one type is rendered, worked out once per parameter or return type.
+struct Render<'a> {
+    ty: Type<'a>,
+    /// `ty` with typedefs and qualifiers peeled off.
+    resolved: Type<'a>,
+    /// A pointer (or array or function): hex unless NULL or an error.
+    pointer: bool,
+    /// For a struct or union passed by value, its label.
+    label: Option<String>,
+}
+
+impl<'a> Render<'a> {
+    fn new(ty: Type<'a>) -> Render<'a> {
+        let resolved = ty.resolve();
+        Render {
+            ty,
+            resolved,
+            pointer: matches!(
+                resolved.kind(),
+                TypeKind::Pointer | TypeKind::Array | TypeKind::Func
+            ),
+            label: matches!(resolved.kind(), TypeKind::Struct | TypeKind::Union)
+                .then(|| aggregate_label(ty, resolved)),
+        }
+    }
+
+    /// Append `raw` (printed as `text`) rendered by the type: what [`render_resolved`]
+    /// writes; false (nothing appended) for void.
+    // `always`: since this moved out of decode.rs the compiler no longer inlines it into
+    // `push_arg` / `ret_into`, a call per rendered value (about 1% more instructions).
+    #[inline(always)]
+    fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
+        if self.pointer && pointer_is_hex(raw) && is_hex_of(text, raw) {
+            // Already printed the way it would be rendered.
+            out.push_str(text);
+            return true;
+        }
+        match &self.label {
+            Some(l) => {
+                push_aggregate(out, l, raw);
+                true
+            }
+            None => render_resolved(out, self.ty, self.resolved, raw, role),
+        }
+    }
+}
+
+impl<'a> FuncInfo<'a> {
+    fn new(name: String, func: Option<Function<'a>>) -> FuncInfo<'a> {
+        let ret = func.map(|f| Render::new(f.ret()));
+        let mut params: Vec<ParamInfo<'a>> = Vec::new();
+        for p in func.iter().flat_map(|f| f.params()) {
+            let name = p.name();
+            let first = !params.iter().any(|q| q.name == name);
+            params.push(ParamInfo {
+                name,
+                render: Render::new(p.ty()),
+                first,
+            });
+        }
+        FuncInfo {
+            name,
+            func,
+            ret,
+            params,
+        }
+    }
+
+    /// The first parameter named `name`; `i` is where it usually is (the argument's
+    /// position), tried first.
+    #[inline]
+    fn param(&self, i: usize, name: &str) -> Option<&ParamInfo<'a>> {
+        match self.params.get(i) {
+            Some(p) if p.first && p.name == name => Some(p),
+            _ => self.params.iter().find(|p| p.name == name),
+        }
+    }
+
+    /// Append argument `name`'s `value` (argument number `i`) rendered by the type of the
+    /// parameter of that name; false (nothing appended) when the function, parameter or
+    /// number is unknown.
+    pub(super) fn push_arg(&self, out: &mut String, i: usize, name: &str, value: &str) -> bool {
+        let Some(p) = self.param(i, name) else {
+            return false;
+        };
+        // The first word of the value is the number (`3 [ENUM]`); `parse_number` stops at
+        // the same place unless the value starts with blanks.
+        let raw = if value
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_whitespace)
+        {
+            value
+                .split_ascii_whitespace()
+                .next()
+                .and_then(fgraph::parse_number)
+        } else {
+            fgraph::parse_number(value)
+        };
+        let Some(raw) = raw else {
+            return false;
+        };
+        p.render.push(out, value, raw, Role::Arg)
+    }
+
+    /// Render the return value from `raw` into `buf` (cleared first): whether it is an
+    /// error, `None` for void (nothing to show).
+    pub(super) fn ret_into(
+        &self,
+        raw_text: &str,
+        raw: Option<u64>,
+        buf: &mut String,
+    ) -> Option<bool> {
+        buf.clear();
+        match (&self.ret, raw) {
+            (Some(r), Some(v)) => {
+                if !r.push(buf, raw_text, v, Role::Return) {
+                    return None;
+                }
+                Some(buf.starts_with("-E") || buf.starts_with("ERR_PTR("))
+            }
+            _ => {
+                buf.push_str(raw_text);
+                buf.push_str(" (raw)");
+                Some(false)
+            }
+        }
+    }
+}
+
+impl<'a> Decoder<'a> {
+    pub(super) fn intern(&mut self, name: &str, module: Option<&str>) -> u32 {
+        if module.is_some() {
+            return self.intern_map(name, module);
+        }
+        let slot = recent_slot(name);
+        let id = self.recent[slot];
+        if self.funcs.get(id as usize).is_some_and(|f| f.name == name) {
+            return id;
+        }
+        let id = self.intern_map(name, None);
+        self.recent[slot] = id;
+        id
+    }
+
+    fn intern_map(&mut self, name: &str, module: Option<&str>) -> u32 {
+        let key_owned;
+        let key = match module {
+            None => name,
+            Some(m) => {
+                key_owned = format!("{name} [{m}]");
+                &key_owned
+            }
+        };
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = self.funcs.len() as u32;
+        let func = self.set.find(name, module);
+        self.funcs.push(FuncInfo::new(key.to_string(), func));
+        self.ids.insert(key.to_string(), id);
+        id
+    }
+}

@@ -1,0 +1,140 @@
+//! Command-line options of `dcg decode` and `dcg report`, and the colour choice; each
+//! converts into the plain options its library takes.
+
+use std::path::PathBuf;
+
+use dcg_calls::decode::{DecodeJob, Options};
+use dcg_report::{FoldedWeight, Format, ReportOptions};
+
+/// When to color error values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// On a terminal.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// The decision, given whether the output is a terminal that shows text.
+    pub fn decide(self, terminal_text: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => terminal_text,
+        }
+    }
+}
+
+/// Command-line options of `dcg decode`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DecodeArgs {
+    /// Signature db (repeat for module dbs); default: the store's db for the running kernel.
+    #[arg(long = "db", value_name = "FILE")]
+    pub db: Vec<PathBuf>,
+    /// Saved `trace` / `trace_pipe` text; `-` or nothing for standard input.
+    pub input: Option<PathBuf>,
+    /// One JSON object per completed call.
+    #[arg(long)]
+    pub json: bool,
+    /// Only call paths that contain an error return.
+    #[arg(long)]
+    pub errors_only: bool,
+    /// Also save the decoded calls to FILE (saved-calls JSON lines, for `dcg report`).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Color error values: auto (on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+impl DecodeArgs {
+    /// The decoding job; `terminal` tells whether standard output is a terminal.
+    pub fn job(&self, terminal: bool) -> DecodeJob {
+        DecodeJob {
+            input: self.input.clone(),
+            output: self.output.clone(),
+            opts: Options {
+                json: self.json,
+                errors_only: self.errors_only,
+                color: self.color.decide(terminal && !self.json),
+                hide_probe_events: false,
+            },
+        }
+    }
+}
+
+/// Report formats.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    /// Tables for people.
+    Text,
+    /// One JSON object with every function and edge.
+    Json,
+    /// Graphviz DOT of the call graph, call counts on the edges.
+    Dot,
+    /// Folded stacks (`root;child;leaf COUNT`) for flame graph tools.
+    Folded,
+    /// Chrome trace-event JSON (Perfetto, chrome://tracing): one slice per call.
+    Chrome,
+}
+
+/// Weight of a folded stack line.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightArg {
+    /// Calls whose stack it is: the weights add up to the number of calls.
+    Calls,
+    /// Self time in ns of those calls (needs durations).
+    SelfNs,
+}
+
+/// Command-line options of `dcg report`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Signature db for ftrace text input (repeat for module dbs); default: the store's db
+    /// for the running kernel, else values stay raw.
+    #[arg(long = "db", value_name = "FILE")]
+    pub db: Vec<PathBuf>,
+    /// A saved-calls file (`--output` of decode/trace; `--json` output too) or saved
+    /// ftrace function_graph text; `-` or nothing for standard input.
+    pub input: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+    /// Rows per table in the text report.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Weight of a folded stack: the number of calls ending there, or their self time.
+    #[arg(long, value_enum, default_value = "calls", value_name = "WEIGHT")]
+    pub folded_weight: WeightArg,
+    /// Only calls of FUNC (`func` or `func [module]`) and what they call; FUNC's calls
+    /// become the top-level calls.
+    #[arg(long, value_name = "FUNC")]
+    pub root: Option<String>,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// How to write the report.
+    pub fn options(&self) -> ReportOptions {
+        ReportOptions {
+            format: match self.format {
+                FormatArg::Text => Format::Text,
+                FormatArg::Json => Format::Json,
+                FormatArg::Dot => Format::Dot,
+                FormatArg::Folded => Format::Folded,
+                FormatArg::Chrome => Format::Chrome,
+            },
+            top: self.top,
+            folded_weight: match self.folded_weight {
+                WeightArg::Calls => FoldedWeight::Calls,
+                WeightArg::SelfNs => FoldedWeight::SelfNs,
+            },
+        }
+    }
+}

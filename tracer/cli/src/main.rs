@@ -1,0 +1,240 @@
+//! `dcg`: typed function tracing for Linux. A thin command line over the `tracer` and
+//! `loader` libraries.
+
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use dcg_dbset::DbSet;
+use dcg_render::describe;
+
+mod args;
+mod report;
+mod trace_args;
+
+use args::{ColorChoice, DecodeArgs, ReportArgs};
+use trace_args::TraceArgs;
+
+#[derive(Parser)]
+#[command(name = "dcg", version, about = "Function tracing that speaks in types")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone, Default)]
+struct DbArgs {
+    /// Signature db (repeat for module dbs); default: the store's db for the running kernel.
+    #[arg(long = "db", value_name = "FILE")]
+    db: Vec<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print functions as C declarations with parameter locations, module, address, flags.
+    Sig {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Function names or addresses (0x...).
+        #[arg(required = true, value_name = "NAME|0xADDR")]
+        what: Vec<String>,
+    },
+    /// Print every function of the db.
+    Dump {
+        #[command(flatten)]
+        db: DbArgs,
+        /// One JSON object per function per line (schema in README).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite saved ftrace function_graph text with every value decoded by its type.
+    Decode(DecodeArgs),
+    /// Call graph report of saved calls or ftrace text: counts, times, errors, edges;
+    /// as text, json, dot, folded stacks or Chrome trace JSON.
+    Report(ReportArgs),
+    /// Trace functions live, every value decoded by its type (`--func PATH:PATTERN`:
+    /// user-space functions with uprobes).
+    Trace(TraceArgs),
+    /// Validate a db and install it in the store, matched by build-id.
+    Load {
+        /// A sigdb file, or an ELF file carrying a .dcg_sigdb section.
+        file: PathBuf,
+        /// Install a kernel db even if its build-id is not the running kernel's.
+        #[arg(long)]
+        force: bool,
+        /// Check a kernel db against this build-id instead of the running kernel's.
+        #[arg(long, value_name = "HEX")]
+        kernel_build_id: Option<String>,
+    },
+    /// List the installed dbs.
+    List,
+    /// Remove installed dbs.
+    Unload {
+        /// A build-id (or unique prefix), or `all`.
+        which: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            // A closed pipe (`dcg dump | head`) is not an error worth a message.
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("dcg: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Sig { db, what } => {
+            let set = DbSet::resolve(&db.db)?;
+            let mut missing = Vec::new();
+            for w in &what {
+                let found: Vec<_> = match parse_addr(w) {
+                    Some(a) => set.by_addr(a).into_iter().collect(),
+                    None => set.by_name(w).collect(),
+                };
+                if found.is_empty() {
+                    missing.push(w.clone());
+                }
+                for f in found {
+                    writeln!(out, "{}", describe::signature_line(f))?;
+                }
+            }
+            out.flush()?;
+            if !missing.is_empty() {
+                bail!("not in the db: {}", missing.join(", "));
+            }
+        }
+        Command::Dump { db, json } => {
+            let set = DbSet::resolve(&db.db)?;
+            for d in set.dbs() {
+                for f in d.functions() {
+                    if json {
+                        serde_json::to_writer(&mut out, &describe::function_json(f))?;
+                        writeln!(out)?;
+                    } else {
+                        writeln!(out, "{}", describe::signature_line(f))?;
+                    }
+                }
+            }
+        }
+        Command::Decode(args) => {
+            let set = DbSet::resolve(&args.db)?;
+            let job = args.job(std::io::stdout().is_terminal());
+            let summary = dcg_calls::decode::run(&set, &job, &mut out)?;
+            out.flush()?;
+            if let Some(summary) = summary {
+                eprintln!("{summary}");
+            }
+        }
+        Command::Trace(args) => {
+            let opts = args.options();
+            let code = if opts.is_user_space() {
+                dcg_utrace::run(&opts, &mut out)?
+            } else {
+                dcg_ktrace::run(&opts, &mut out)?
+            };
+            out.flush()?;
+            return Ok(code);
+        }
+        Command::Report(args) => {
+            report::run(&args, &mut out)?;
+        }
+        Command::Load {
+            file,
+            force,
+            kernel_build_id,
+        } => {
+            let store = loader::Store::from_env()?;
+            let opts = loader::LoadOptions {
+                force,
+                kernel_build_id: kernel_build_id
+                    .as_deref()
+                    .map(loader::parse_build_id)
+                    .transpose()?,
+            };
+            let o = store.load(&file, &opts)?;
+            let what = match o.status {
+                loader::LoadStatus::Installed => "installed",
+                loader::LoadStatus::Replaced { .. } => "replaced the previous db",
+                loader::LoadStatus::AlreadyLoaded => "already loaded, nothing to do",
+            };
+            writeln!(
+                out,
+                "{}: {what}: {} functions, build-id {} -> {}",
+                file.display(),
+                o.function_count,
+                o.build_id,
+                o.path.display()
+            )?;
+        }
+        Command::List => {
+            let store = loader::Store::from_env()?;
+            let entries = store.list()?;
+            if entries.is_empty() {
+                writeln!(out, "no dbs loaded in {}", store.root().display())?;
+            }
+            for e in entries {
+                writeln!(
+                    out,
+                    "{}  {:<7} {:>7} functions {:>9} bytes  loaded {}  {}{}",
+                    e.build_id,
+                    e.kind.as_str(),
+                    e.function_count,
+                    e.size,
+                    e.loaded_at
+                        .map(loader::format_utc)
+                        .unwrap_or_else(|| "?".into()),
+                    e.source.as_deref().unwrap_or("?"),
+                    if e.matches_running_kernel {
+                        "  [running kernel]"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+        }
+        Command::Unload { which } => {
+            let store = loader::Store::from_env()?;
+            let which: loader::Unload = which.parse()?;
+            let removed = store.unload(&which)?;
+            if removed.is_empty() {
+                bail!("nothing to unload");
+            }
+            for id in removed {
+                writeln!(out, "unloaded {id}")?;
+            }
+        }
+    }
+    out.flush().context("writing output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_addr(s: &str) -> Option<u64> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// Whether the error is a closed output pipe, possibly wrapped.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(|io| io.kind())
+            .or_else(|| {
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| j.io_error_kind())
+            })
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,84 @@
+//! Command-line options of `dcg trace`, shared by the kernel and the user-space (uprobe)
+//! tracers: `--func` patterns, what to show, when to stop, and what to trace (a command
+//! started by dcg, or a running process).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use dcg_live::options::TraceOptions;
+
+use crate::ColorChoice;
+
+/// Options of `dcg trace`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TraceArgs {
+    /// Functions to trace: a glob over function names (`vfs_*`), or `PATH:PATTERN` for the
+    /// functions of a user-space executable or shared library (`./prog:parse_*`).
+    #[arg(long = "func", value_name = "[PATH:]PATTERN", required = true)]
+    pub func: Vec<String>,
+    /// Show return values, decoded by their types.
+    #[arg(long)]
+    pub show_retvals: bool,
+    /// Show arguments, decoded by their types.
+    #[arg(long)]
+    pub args: bool,
+    /// Show calls only down to this nesting depth (1: top-level calls only; 0: all).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub depth: u32,
+    /// Stop after N completed top-level calls.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop after SECS seconds (fractions allowed).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// One JSON object (a saved-calls record) per completed call instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Only call paths that contain an error return.
+    #[arg(long)]
+    pub errors_only: bool,
+    /// Also save the calls to FILE (saved-calls JSON lines, for `dcg report`).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Signature db of the traced code (sigdb file or ELF with `.dcg_sigdb`); default: the
+    /// store's db (by build-id), else one built in memory from the binary's DWARF.
+    #[arg(long = "db", value_name = "FILE")]
+    pub db: Vec<PathBuf>,
+    /// Color error values: auto (on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Trace a running process (and its threads) instead of starting a command.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with = "command"
+    )]
+    pub pid: Option<i32>,
+    /// The command to start and trace (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl TraceArgs {
+    /// The session options; colour decided against standard output, where the trace goes.
+    pub fn options(self) -> TraceOptions {
+        TraceOptions {
+            color: self
+                .color
+                .decide(std::io::stdout().is_terminal() && !self.json),
+            func: self.func,
+            show_retvals: self.show_retvals,
+            args: self.args,
+            depth: self.depth,
+            count: self.count,
+            duration: self.duration,
+            json: self.json,
+            errors_only: self.errors_only,
+            output: self.output,
+            db: self.db,
+            pid: self.pid,
+            command: self.command,
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Which kernel functions can be traced (`available_filter_functions`), `--func` glob
+//! matching, and the explanation when a pattern matches nothing traceable.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+use sigdb::{FuncFlags, TypeKind};
+
+use dcg_dbset::DbSet;
+
+/// The traceable functions of the running kernel.
+#[derive(Debug, Default)]
+pub struct Available {
+    /// Names in file order, deduplicated (`func` or `func [module]` stripped to `func`).
+    pub names: Vec<String>,
+    set: HashSet<String>,
+}
+
+impl Available {
+    /// Read `available_filter_functions` of the tracefs root.
+    pub fn read(root: &Path) -> std::io::Result<Available> {
+        let text = std::fs::read_to_string(root.join("available_filter_functions"))?;
+        Ok(Available::parse(&text))
+    }
+
+    /// Parse the file's text.
+    pub fn parse(text: &str) -> Available {
+        let mut a = Available::default();
+        for line in text.lines() {
+            let Some(name) = line.split_whitespace().next() else {
+                continue;
+            };
+            if a.set.insert(name.to_string()) {
+                a.names.push(name.to_string());
+            }
+        }
+        a
+    }
+
+    /// Whether `name` is traceable.
+    pub fn contains(&self, name: &str) -> bool {
+        self.set.contains(name)
+    }
+
+    /// Names matching a glob, in file order.
+    pub fn matching(&self, pattern: &str) -> Vec<String> {
+        if !is_glob(pattern) {
+            return if self.contains(pattern) {
+                vec![pattern.to_string()]
+            } else {
+                Vec::new()
+            };
+        }
+        self.names
+            .iter()
+            .filter(|n| glob_match(pattern, n))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Whether a pattern has glob characters.
+pub fn is_glob(p: &str) -> bool {
+    p.contains(['*', '?', '['])
+}
+
+/// Shell-style glob match with `*` and `?` (and `[...]` classes).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    fn m(p: &[u8], n: &[u8]) -> bool {
+        let (mut pi, mut ni) = (0, 0);
+        let (mut star, mut mark) = (None, 0);
+        while ni < n.len() {
+            if pi < p.len() {
+                match p[pi] {
+                    b'*' => {
+                        star = Some(pi);
+                        mark = ni;
+                        pi += 1;
+                        continue;
+                    }
+                    b'?' => {
+                        pi += 1;
+                        ni += 1;
+                        continue;
+                    }
+                    b'[' => {
+                        if let Some(end) = p[pi + 1..].iter().position(|&c| c == b']') {
+                            let class = &p[pi + 1..pi + 1 + end];
+                            let (neg, class) = match class.first() {
+                                Some(b'!') | Some(b'^') => (true, &class[1..]),
+                                _ => (false, class),
+                            };
+                            let mut hit = false;
+                            let mut i = 0;
+                            while i < class.len() {
+                                if i + 2 < class.len() && class[i + 1] == b'-' {
+                                    hit |= (class[i]..=class[i + 2]).contains(&n[ni]);
+                                    i += 3;
+                                } else {
+                                    hit |= class[i] == n[ni];
+                                    i += 1;
+                                }
+                            }
+                            if hit != neg {
+                                pi += end + 2;
+                                ni += 1;
+                                continue;
+                            }
+                        } else if n[ni] == b'[' {
+                            pi += 1;
+                            ni += 1;
+                            continue;
+                        }
+                    }
+                    c if c == n[ni] => {
+                        pi += 1;
+                        ni += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            match star {
+                Some(s) => {
+                    pi = s + 1;
+                    mark += 1;
+                    ni = mark;
+                }
+                None => return false,
+            }
+        }
+        p[pi..].iter().all(|&c| c == b'*')
+    }
+    m(pattern.as_bytes(), name.as_bytes())
+}
+
+/// Why `pattern` matches no traceable function, from the db: inlined (and where to),
+/// notrace, or unknown.
+pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
+    if is_glob(pattern) {
+        let mut names: BTreeSet<String> = BTreeSet::new();
+        for db in set.dbs() {
+            for f in db.functions() {
+                if glob_match(pattern, f.name()) {
+                    names.insert(f.name().to_string());
+                }
+                if names.len() > 5 {
+                    break;
+                }
+            }
+        }
+        if names.is_empty() {
+            return format!(
+                "{pattern}: no traceable function matches, and no function of the db does"
+            );
+        }
+        let list: Vec<String> = names.into_iter().take(5).collect();
+        return format!(
+            "{pattern}: no traceable function matches (the db has {}{}: inlined or notrace; \
+             ask for one by name to see why)",
+            list.join(", "),
+            if list.len() == 5 { ", ..." } else { "" }
+        );
+    }
+    let found: Vec<_> = set.by_name(pattern).collect();
+    if found.is_empty() {
+        return format!(
+            "{pattern}: unknown function (not in the db of this kernel, and not in \
+             available_filter_functions)"
+        );
+    }
+    let mut callers: Vec<String> = Vec::new();
+    let mut inline_only = true;
+    let mut notrace = false;
+    for f in &found {
+        if f.flags().contains(FuncFlags::NOTRACE) {
+            notrace = true;
+        }
+        if !f.flags().contains(FuncFlags::INLINE_ONLY) {
+            inline_only = false;
+        }
+        for c in f.inlined_into() {
+            let n = c.symbol().to_string();
+            if !callers.contains(&n) {
+                callers.push(n);
+            }
+        }
+    }
+    if notrace {
+        return format!("{pattern} is not traceable: it is marked notrace");
+    }
+    if inline_only || (!callers.is_empty() && !found.iter().any(|f| avail.contains(f.symbol()))) {
+        if callers.is_empty() {
+            return format!(
+                "{pattern} is not traceable: it is only inlined (the db names no caller)"
+            );
+        }
+        // Traceable callers first; suggest the first of them.
+        callers.sort_by_key(|c| !avail.contains(c));
+        let shown: Vec<&str> = callers.iter().take(8).map(String::as_str).collect();
+        let more = if callers.len() > 8 {
+            format!(" and {} more", callers.len() - 8)
+        } else {
+            String::new()
+        };
+        let hint = callers
+            .iter()
+            .find(|c| avail.contains(c))
+            .map(|c| format!(" (try --func {c})"))
+            .unwrap_or_default();
+        return format!(
+            "{pattern} is not traceable: it is inlined into {}{more}{hint}",
+            shown.join(", ")
+        );
+    }
+    format!(
+        "{pattern} is not traceable: it is in the db but not in available_filter_functions \
+         (notrace, or not patchable)"
+    )
+}
+
+/// Whether the db says `name` returns void (unknown functions: false).
+pub fn returns_void(set: &DbSet, name: &str) -> bool {
+    set.find(name, None)
+        .is_some_and(|f| f.ret().resolve().kind() == TypeKind::Void)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("do_sys_*", "do_sys_openat2"));
+        assert!(glob_match("*openat*", "do_sys_openat2"));
+        assert!(glob_match("vfs_rea?", "vfs_read"));
+        assert!(!glob_match("vfs_rea?", "vfs_readv"));
+        assert!(glob_match("vfs_[rw]*", "vfs_write"));
+        assert!(!glob_match("vfs_[!rw]*", "vfs_write"));
+        assert!(glob_match("*", "x"));
+        let a = Available::parse("a_b\nvfs_read\nbm_status_write [binfmt_misc]\nvfs_read\n");
+        assert_eq!(a.names.len(), 3);
+        assert_eq!(a.matching("vfs_*"), vec!["vfs_read"]);
+        assert_eq!(a.matching("bm_status_write"), vec!["bm_status_write"]);
+        assert!(a.matching("nope").is_empty());
+    }
+}

@@ -1,0 +1,298 @@
+//! Exit and entry probe events that give return values and arguments on kernels whose
+//! function_graph cannot print them: fprobe `f:` events in `dynamic_events`, else
+//! kretprobes/kprobes in `kprobe_events`. Defined globally in the session's group,
+//! enabled only in the session's instance.
+
+use std::collections::{HashMap, HashSet};
+
+use sigdb::Location;
+
+use dcg_dbset::DbSet;
+use dcg_live::tracefs::{EventFile, Session};
+
+use super::funcs::{returns_void, Available};
+
+/// Which probe flavour works on this kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// Not tried yet.
+    Unknown,
+    /// fprobe (`f:` in `dynamic_events`).
+    Fprobe,
+    /// kprobe/kretprobe (`p:`/`r:` in `kprobe_events`).
+    Kprobe,
+}
+
+/// The probes of a session.
+#[derive(Debug)]
+pub struct Probes {
+    flavor: Flavor,
+    cap: usize,
+    /// function → exit event name.
+    exits: HashMap<String, String>,
+    /// function → entry event name.
+    entries: HashMap<String, String>,
+    names: HashSet<String>,
+    /// Functions whose probe could not be created (with the reason).
+    pub failed: Vec<(String, String)>,
+    /// Functions not probed because of the cap.
+    pub capped: u64,
+    tried: HashSet<String>,
+}
+
+/// `.` and other characters events may not have.
+fn sanitize(func: &str) -> String {
+    func.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl Probes {
+    /// At most `cap` probes in all.
+    pub fn new(cap: usize) -> Probes {
+        Probes {
+            flavor: Flavor::Unknown,
+            cap,
+            exits: HashMap::new(),
+            entries: HashMap::new(),
+            names: HashSet::new(),
+            failed: Vec::new(),
+            capped: 0,
+            tried: HashSet::new(),
+        }
+    }
+
+    /// The flavour in use.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// How many probes exist.
+    pub fn len(&self) -> usize {
+        self.exits.len() + self.entries.len()
+    }
+
+    /// Whether no probe exists.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `func` has an exit probe.
+    pub fn has_exit(&self, func: &str) -> bool {
+        self.exits.contains_key(func)
+    }
+
+    fn unique_name(&mut self, prefix: &str, func: &str) -> String {
+        let base = format!("{prefix}{}", sanitize(func));
+        let mut name = base.clone();
+        let mut i = 1;
+        while self.names.contains(&name) {
+            name = format!("{base}_{i}");
+            i += 1;
+        }
+        name
+    }
+
+    /// Create and enable an exit probe for `func` unless it has one, returns void, is not
+    /// traceable, or the cap is reached. Returns the new event's name.
+    pub fn add_exit(
+        &mut self,
+        sess: &mut Session,
+        set: &DbSet,
+        avail: &Available,
+        func: &str,
+    ) -> Option<String> {
+        if self.exits.contains_key(func) || !self.tried.insert(format!("r {func}")) {
+            return None;
+        }
+        if !avail.contains(func) || returns_void(set, func) {
+            return None;
+        }
+        if self.len() >= self.cap {
+            self.capped += 1;
+            return None;
+        }
+        let ev = self.unique_name("r_", func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func}%return ret=$retval");
+        let kdef = format!("r:{group}/{ev} {func} ret=$retval");
+        self.create(sess, &ev, func, &fdef, &kdef)?;
+        self.exits.insert(func.to_string(), ev.clone());
+        Some(ev)
+    }
+
+    /// Create and enable an entry probe fetching the parameters DWARF locates in registers
+    /// or stack slots. Returns the new event's name.
+    pub fn add_entry(
+        &mut self,
+        sess: &mut Session,
+        set: &DbSet,
+        avail: &Available,
+        func: &str,
+    ) -> Option<String> {
+        if self.entries.contains_key(func) || !self.tried.insert(format!("a {func}")) {
+            return None;
+        }
+        if !avail.contains(func) {
+            return None;
+        }
+        let f = set.find(func, None)?;
+        let fetch = |fprobe: bool| -> Vec<String> {
+            f.params()
+                .filter(|p| !p.name().is_empty())
+                .filter_map(|p| Some(format!("{}={}:x64", p.name(), fetch_arg(p.loc(), fprobe)?)))
+                .take(12)
+                .collect()
+        };
+        let (ff, kf) = (fetch(true), fetch(false));
+        if ff.is_empty() && kf.is_empty() {
+            return None;
+        }
+        if self.len() >= self.cap {
+            self.capped += 1;
+            return None;
+        }
+        let ev = self.unique_name("a_", func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func} {}", ff.join(" "));
+        let kdef = format!("p:{group}/{ev} {func} {}", kf.join(" "));
+        self.create(sess, &ev, func, &fdef, &kdef)?;
+        self.entries.insert(func.to_string(), ev.clone());
+        Some(ev)
+    }
+
+    fn create(
+        &mut self,
+        sess: &mut Session,
+        ev: &str,
+        func: &str,
+        fdef: &str,
+        kdef: &str,
+    ) -> Option<()> {
+        let t0 = std::time::Instant::now();
+        let r = self.create_inner(sess, ev, func, fdef, kdef);
+        super::debug(format_args!(
+            "probe {ev}: {} in {:.3} s",
+            if r.is_some() { "created" } else { "FAILED" },
+            t0.elapsed().as_secs_f64()
+        ));
+        r
+    }
+
+    fn create_inner(
+        &mut self,
+        sess: &mut Session,
+        ev: &str,
+        func: &str,
+        fdef: &str,
+        kdef: &str,
+    ) -> Option<()> {
+        let try_f = matches!(self.flavor, Flavor::Unknown | Flavor::Fprobe);
+        let mut last_err = String::new();
+        if try_f {
+            match sess.add_event(EventFile::Dynamic, ev, fdef) {
+                Ok(()) => {
+                    if self.flavor == Flavor::Unknown {
+                        self.flavor = Flavor::Fprobe;
+                    }
+                    return self.enable(sess, ev, func);
+                }
+                Err(e) => {
+                    last_err = e.to_string();
+                    if self.flavor == Flavor::Fprobe {
+                        self.failed.push((func.to_string(), last_err));
+                        return None;
+                    }
+                }
+            }
+        }
+        match sess.add_event(EventFile::Kprobe, ev, kdef) {
+            Ok(()) => {
+                self.flavor = Flavor::Kprobe;
+                self.enable(sess, ev, func)
+            }
+            Err(e) => {
+                if self.flavor == Flavor::Unknown && !last_err.is_empty() {
+                    // Neither kind could be created for the first function: maybe this
+                    // function only; keep trying fprobes next time.
+                    self.failed
+                        .push((func.to_string(), format!("{last_err}; {e}")));
+                } else {
+                    self.failed.push((func.to_string(), e.to_string()));
+                }
+                None
+            }
+        }
+    }
+
+    fn enable(&mut self, sess: &mut Session, ev: &str, func: &str) -> Option<()> {
+        self.names.insert(ev.to_string());
+        if let Err(e) = sess.enable_event(ev) {
+            self.failed.push((func.to_string(), e.to_string()));
+            return None;
+        }
+        Some(())
+    }
+}
+
+/// The fetch argument for a parameter location at function entry. fprobes cannot read
+/// registers by name: the n-th integer argument register is `$argN`, a stack slot
+/// `$stackN` (the CFA is the stack pointer at entry plus 8). kprobes read `%reg` and
+/// `+OFF(%sp)`.
+pub fn fetch_arg(loc: Location, fprobe: bool) -> Option<String> {
+    match loc {
+        Location::Reg(r) => {
+            if fprobe {
+                let n = sigdb::SYSV_INT_ARG_REGS.iter().position(|&a| a == r)?;
+                return Some(format!("$arg{}", n + 1));
+            }
+            let name = match r {
+                0 => "ax",
+                1 => "dx",
+                2 => "cx",
+                3 => "bx",
+                4 => "si",
+                5 => "di",
+                8 => "r8",
+                9 => "r9",
+                _ => return None,
+            };
+            Some(format!("%{name}"))
+        }
+        Location::Stack(off) if off >= 0 && off % 8 == 0 => Some(if fprobe {
+            format!("$stack{}", off / 8 + 1)
+        } else {
+            format!("+{}(%sp)", off + 8)
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fetch_args() {
+        assert_eq!(fetch_arg(Location::Reg(5), false).as_deref(), Some("%di"));
+        assert_eq!(fetch_arg(Location::Reg(9), false).as_deref(), Some("%r9"));
+        assert_eq!(fetch_arg(Location::Reg(5), true).as_deref(), Some("$arg1"));
+        assert_eq!(fetch_arg(Location::Reg(2), true).as_deref(), Some("$arg4"));
+        assert_eq!(
+            fetch_arg(Location::Stack(0), true).as_deref(),
+            Some("$stack1")
+        );
+        assert_eq!(
+            fetch_arg(Location::Stack(8), false).as_deref(),
+            Some("+16(%sp)")
+        );
+        assert_eq!(fetch_arg(Location::OptimizedOut, true), None);
+        assert_eq!(sanitize("getname_flags.part.0"), "getname_flags_part_0");
+    }
+}

@@ -1,0 +1,96 @@
+//! What a live trace session is asked to do, shared by the kernel and the user-space
+//! tracers. The command line fills it in; the libraries never parse arguments.
+
+use std::path::{Path, PathBuf};
+
+/// Options of one `dcg trace` session.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// Function patterns: a glob over names (`vfs_*`), or `PATH:PATTERN` for user space.
+    pub func: Vec<String>,
+    /// Show return values.
+    pub show_retvals: bool,
+    /// Show arguments.
+    pub args: bool,
+    /// Show calls only down to this nesting depth (0: all).
+    pub depth: u32,
+    /// Stop after this many completed top-level calls.
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    pub duration: Option<f64>,
+    /// Saved-calls JSON lines instead of text.
+    pub json: bool,
+    /// Only call paths that contain an error return.
+    pub errors_only: bool,
+    /// Also save the calls to this file.
+    pub output: Option<PathBuf>,
+    /// Signature dbs given explicitly.
+    pub db: Vec<PathBuf>,
+    /// Color error values (decided by the caller against the real output).
+    pub color: bool,
+    /// Trace this running process instead of starting a command.
+    pub pid: Option<i32>,
+    /// The command to start and trace.
+    pub command: Vec<String>,
+}
+
+impl TraceOptions {
+    /// Whether every `--func` names user-space code (`PATH:PATTERN`): those go to the
+    /// uprobe tracer.
+    pub fn is_user_space(&self) -> bool {
+        !self.func.is_empty() && self.func.iter().all(|f| split_user_func(f).is_some())
+    }
+}
+
+/// Split a `PATH:PATTERN` function spec into the path and the pattern, or `None` for a
+/// kernel pattern. A spec is a user-space one when the text before a `:` contains a `/`,
+/// names an existing file, or looks like a shared library (`libc.so.6:malloc`).
+pub fn split_user_func(spec: &str) -> Option<(&str, &str)> {
+    // Try every `:` from the left: the first prefix that is a path wins, so paths with
+    // a `:` in them still work when the file exists.
+    let mut fallback = None;
+    for (i, _) in spec.match_indices(':') {
+        let (path, pattern) = (&spec[..i], &spec[i + 1..]);
+        if path.is_empty() || pattern.is_empty() {
+            continue;
+        }
+        if Path::new(path).is_file() {
+            return Some((path, pattern));
+        }
+        if fallback.is_none() && (path.contains('/') || path.contains(".so")) {
+            fallback = Some((path, pattern));
+        }
+    }
+    fallback
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_specs() {
+        assert_eq!(split_user_func("./prog:main"), Some(("./prog", "main")));
+        assert_eq!(
+            split_user_func("/usr/lib/x86_64-linux-gnu/libc.so.6:mall*"),
+            Some(("/usr/lib/x86_64-linux-gnu/libc.so.6", "mall*"))
+        );
+        assert_eq!(
+            split_user_func("libz.so.1:inflate"),
+            Some(("libz.so.1", "inflate"))
+        );
+        assert_eq!(split_user_func("vfs_read"), None);
+        assert_eq!(split_user_func("do_sys_*"), None);
+        assert_eq!(split_user_func("./prog:"), None);
+        let a = TraceOptions {
+            func: vec!["./a:x".into(), "b/c:y".into()],
+            ..TraceOptions::default()
+        };
+        assert!(a.is_user_space());
+        let k = TraceOptions {
+            func: vec!["./a:x".into(), "vfs_read".into()],
+            ..TraceOptions::default()
+        };
+        assert!(!k.is_user_space());
+    }
+}

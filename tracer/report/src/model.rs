@@ -1,0 +1,363 @@
+//! The dynamic call graph of a set of saved calls: the call tree (parent links), per
+//! function statistics, caller → callee edges and calls per caller call.
+
+use std::collections::{BTreeMap, HashMap};
+
+use dcg_calls::record::CallRecord;
+
+/// Calls arranged as trees, with every call's function interned.
+#[derive(Debug, Default)]
+pub struct CallGraph {
+    /// The calls, in id (entry) order.
+    pub calls: Vec<CallRecord>,
+    /// Function index (into [`CallGraph::names`]) of each call.
+    pub func: Vec<u32>,
+    /// Function display names: `func`, or `func [module]` for module functions.
+    pub names: Vec<String>,
+    /// Index of each call's parent call, when it is in the input.
+    pub parent: Vec<Option<usize>>,
+    /// Indexes of each call's children, in entry order.
+    pub children: Vec<Vec<usize>>,
+    /// Top-level calls (no parent in the input), in entry order.
+    pub roots: Vec<usize>,
+}
+
+/// Statistics of one function.
+#[derive(Debug, Clone, Default)]
+pub struct FuncStats {
+    /// Display name (`func` or `func [module]`).
+    pub name: String,
+    /// Module, for module functions.
+    pub module: Option<String>,
+    /// Number of calls.
+    pub calls: u64,
+    /// Calls with a known duration.
+    pub timed: u64,
+    /// Inclusive time in ns; a call inside another call of the same function (recursion)
+    /// is not counted again.
+    pub total_ns: u64,
+    /// Summed duration of every timed call, recursive ones included (for the mean).
+    pub sum_ns: u64,
+    /// Exclusive time in ns: each call's duration minus its children's.
+    pub self_ns: u64,
+    /// Shortest call, ns.
+    pub min_ns: Option<u64>,
+    /// Longest call, ns.
+    pub max_ns: Option<u64>,
+    /// Error returns by value (`-ENOENT`; `ERR_PTR(-ENOENT)` counts as `-ENOENT`).
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl FuncStats {
+    /// Number of error returns.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// Mean duration, ns.
+    pub fn avg_ns(&self) -> Option<u64> {
+        (self.timed > 0).then(|| self.sum_ns / self.timed)
+    }
+}
+
+/// Calls of one function made directly by calls of another.
+#[derive(Debug, Clone, Default)]
+pub struct EdgeStats {
+    /// Calling function (index into the function list).
+    pub caller: u32,
+    /// Called function.
+    pub callee: u32,
+    /// Number of calls along the edge.
+    pub count: u64,
+    /// Summed duration of those calls, ns.
+    pub total_ns: u64,
+    /// Number of calls of the caller (with or without this callee).
+    pub caller_calls: u64,
+    /// Most calls of the callee made by one single call of the caller.
+    pub max_per_call: u64,
+}
+
+impl EdgeStats {
+    /// Mean number of callee calls per caller call.
+    pub fn per_call(&self) -> f64 {
+        if self.caller_calls == 0 {
+            0.0
+        } else {
+            self.count as f64 / self.caller_calls as f64
+        }
+    }
+}
+
+/// Everything a report shows, computed once.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Per function, indexed like [`CallGraph::names`].
+    pub functions: Vec<FuncStats>,
+    /// Edges, ordered by (caller name, callee name).
+    pub edges: Vec<EdgeStats>,
+    /// Number of top-level calls per function, by name.
+    pub roots: BTreeMap<String, u64>,
+    /// Number of calls.
+    pub calls: u64,
+    /// Calls with a known duration.
+    pub timed: u64,
+    /// Calls with a known entry time.
+    pub timestamped: u64,
+    /// Error returns.
+    pub errors: u64,
+}
+
+/// Errors building a call graph.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    /// Two records carry the same id.
+    #[error("call id {0} appears twice")]
+    DuplicateId(u64),
+}
+
+/// `func` or `func [module]`.
+pub fn display_name(r: &CallRecord) -> String {
+    match &r.module {
+        Some(m) => format!("{} [{m}]", r.func),
+        None => r.func.clone(),
+    }
+}
+
+/// The error value of a call's return, `-ENOENT` (also for `ERR_PTR(-ENOENT)`), when the
+/// call returned an error.
+pub fn error_of(r: &CallRecord) -> Option<String> {
+    let ret = r.ret.as_deref()?;
+    let v = ret
+        .strip_prefix("ERR_PTR(")
+        .and_then(|s| s.strip_suffix(')'))
+        .unwrap_or(ret);
+    let named = v.starts_with("-E")
+        && v.len() > 2
+        && v[2..]
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    (named || r.error).then(|| v.to_string())
+}
+
+impl CallGraph {
+    /// Arrange `records` (any order) by id and link parents. A parent link to a call not
+    /// in the input (or to a later call) makes a top-level call.
+    pub fn new(mut records: Vec<CallRecord>) -> Result<CallGraph, GraphError> {
+        records.sort_by_key(|r| r.id);
+        if let Some(w) = records.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(GraphError::DuplicateId(w[0].id));
+        }
+        let index: HashMap<u64, usize> =
+            records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut names = Vec::new();
+        let mut func = Vec::with_capacity(records.len());
+        let mut parent = Vec::with_capacity(records.len());
+        let mut children = vec![Vec::new(); records.len()];
+        let mut roots = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            let name = display_name(r);
+            let f = match ids.get(&name) {
+                Some(&f) => f,
+                None => {
+                    let f = names.len() as u32;
+                    ids.insert(name.clone(), f);
+                    names.push(name);
+                    f
+                }
+            };
+            func.push(f);
+            // Ids are given in entry order: a parent always has a smaller id (which also
+            // rules out cycles in a damaged file).
+            let p = r
+                .parent
+                .and_then(|p| index.get(&p).copied())
+                .filter(|&p| p < i);
+            parent.push(p);
+            match p {
+                Some(p) => children[p].push(i),
+                None => roots.push(i),
+            }
+        }
+        Ok(CallGraph {
+            calls: records,
+            func,
+            names,
+            parent,
+            children,
+            roots,
+        })
+    }
+
+    /// Keep only the calls of function `name` (display name or bare function name) that
+    /// are not inside another call of it, and everything they call; those calls become
+    /// the top-level calls.
+    pub fn restrict_to(self, name: &str) -> CallGraph {
+        let matches = |r: &CallRecord| r.func == name || display_name(r) == name;
+        let mut keep = vec![false; self.calls.len()];
+        let mut top = vec![false; self.calls.len()];
+        for i in 0..self.calls.len() {
+            match self.parent[i] {
+                Some(p) if keep[p] => keep[i] = true,
+                _ => {
+                    if matches(&self.calls[i]) {
+                        keep[i] = true;
+                        top[i] = true;
+                    }
+                }
+            }
+        }
+        let records = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep[*i])
+            .map(|(i, mut r)| {
+                if top[i] {
+                    r.parent = None;
+                }
+                r
+            })
+            .collect();
+        CallGraph::new(records).expect("ids stay unique")
+    }
+
+    /// Number of calls.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// No calls at all.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The function names from the top-level call down to call `i`.
+    pub fn stack(&self, mut i: usize) -> Vec<u32> {
+        let mut v = vec![self.func[i]];
+        while let Some(p) = self.parent[i] {
+            v.push(self.func[p]);
+            i = p;
+        }
+        v.reverse();
+        v
+    }
+
+    /// Compute every statistic.
+    pub fn summarize(&self) -> Summary {
+        let n = self.calls.len();
+        let mut functions: Vec<FuncStats> = self
+            .names
+            .iter()
+            .map(|name| FuncStats {
+                name: name.clone(),
+                ..FuncStats::default()
+            })
+            .collect();
+        let mut s = Summary {
+            calls: n as u64,
+            ..Summary::default()
+        };
+        // Calls of each function currently open on the path to call i (recursion check).
+        let depth_of = self.recursion_flags();
+        for (i, r) in self.calls.iter().enumerate() {
+            let f = &mut functions[self.func[i] as usize];
+            f.calls += 1;
+            if f.module.is_none() {
+                f.module.clone_from(&r.module);
+            }
+            if r.time_ns.is_some() {
+                s.timestamped += 1;
+            }
+            if let Some(d) = r.duration_ns {
+                s.timed += 1;
+                f.timed += 1;
+                f.sum_ns += d;
+                if !depth_of[i] {
+                    f.total_ns += d;
+                }
+                let kids: u64 = self.children[i]
+                    .iter()
+                    .filter_map(|&c| self.calls[c].duration_ns)
+                    .sum();
+                f.self_ns += d.saturating_sub(kids);
+                f.min_ns = Some(f.min_ns.map_or(d, |m| m.min(d)));
+                f.max_ns = Some(f.max_ns.map_or(d, |m| m.max(d)));
+            }
+            if let Some(e) = error_of(r) {
+                s.errors += 1;
+                *f.errors.entry(e).or_default() += 1;
+            }
+        }
+        for &r in &self.roots {
+            *s.roots
+                .entry(self.names[self.func[r] as usize].clone())
+                .or_default() += 1;
+        }
+        // Edges, with the most calls of a callee in one caller call.
+        let mut edges: HashMap<(u32, u32), EdgeStats> = HashMap::new();
+        let mut per_call: HashMap<u32, u64> = HashMap::new();
+        for i in 0..n {
+            if self.children[i].is_empty() {
+                continue;
+            }
+            per_call.clear();
+            let caller = self.func[i];
+            for &c in &self.children[i] {
+                let callee = self.func[c];
+                *per_call.entry(callee).or_default() += 1;
+                let e = edges.entry((caller, callee)).or_insert_with(|| EdgeStats {
+                    caller,
+                    callee,
+                    ..EdgeStats::default()
+                });
+                e.count += 1;
+                e.total_ns += self.calls[c].duration_ns.unwrap_or(0);
+            }
+            for (&callee, &k) in &per_call {
+                let e = edges.get_mut(&(caller, callee)).expect("edge just counted");
+                e.max_per_call = e.max_per_call.max(k);
+            }
+        }
+        let mut edges: Vec<EdgeStats> = edges
+            .into_values()
+            .map(|mut e| {
+                e.caller_calls = functions[e.caller as usize].calls;
+                e
+            })
+            .collect();
+        edges.sort_by(|a, b| {
+            (
+                &self.names[a.caller as usize],
+                &self.names[a.callee as usize],
+            )
+                .cmp(&(
+                    &self.names[b.caller as usize],
+                    &self.names[b.callee as usize],
+                ))
+        });
+        s.functions = functions;
+        s.edges = edges;
+        s
+    }
+
+    /// For each call: whether a call of the same function encloses it.
+    fn recursion_flags(&self) -> Vec<bool> {
+        let mut flags = vec![false; self.calls.len()];
+        // Open calls per function along the current path, walked depth-first.
+        let mut open = vec![0u32; self.names.len()];
+        let mut stack: Vec<(usize, bool)> = self.roots.iter().rev().map(|&r| (r, false)).collect();
+        while let Some((i, done)) = stack.pop() {
+            let f = self.func[i] as usize;
+            if done {
+                open[f] -= 1;
+                continue;
+            }
+            flags[i] = open[f] > 0;
+            open[f] += 1;
+            stack.push((i, true));
+            stack.extend(self.children[i].iter().rev().map(|&c| (c, false)));
+        }
+        flags
+    }
+}

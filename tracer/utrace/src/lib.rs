@@ -1,0 +1,607 @@
+//! Live user-space tracing with uprobes: `dcg trace --func ./prog:PATTERN -- ./prog`.
+//!
+//! For each function a pattern selects in an unmodified binary with DWARF, dcg places in
+//! its private tracefs instance a uprobe at the entry, fetching the arguments from their
+//! DWARF locations (and the text of `char *` arguments), and a uretprobe fetching
+//! `$retval`. The event stream is rebuilt into per-thread call trees with durations and
+//! printed in the function_graph layout, every value rendered by its type exactly as the
+//! kernel tracer does (`ret=-EINVAL`, `true`, enum names, `NULL`, `"string"`).
+//!
+//! A command is started stopped, so no call is missed; `-p PID` attaches to a running
+//! process and its threads and detaches (removing every probe) when dcg stops. Without
+//! either, every process running the binary is traced. The probes and the instance are
+//! removed on every exit path: normal end, error, SIGINT/SIGTERM, the traced program
+//! exiting or crashing.
+
+pub mod calls;
+pub mod plan;
+pub mod process;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use dcg_calls::output::OutputFile;
+use dcg_fgraph::parse_event_line;
+use dcg_live::options::{split_user_func, TraceOptions};
+use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
+
+use calls::{Calls, Meta};
+use plan::{Probe, Target, Value};
+use process::{Child, Ended};
+
+/// Exit code when a pattern matches nothing.
+pub const EXIT_NO_MATCH: u8 = 2;
+
+/// Why tracing stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The traced command ended.
+    Ended(Ended),
+    /// The attached process is gone.
+    Gone,
+    /// `--count` reached.
+    Count,
+    /// `--duration` elapsed.
+    Duration,
+    /// A signal asked to stop.
+    Signal(i32),
+    /// Standard output was closed.
+    OutputClosed,
+}
+
+fn note(msg: &str) {
+    eprintln!("dcg: {msg}");
+}
+
+/// Run `dcg trace` for `PATH:PATTERN` functions; returns the exit code: the traced
+/// command's (128 + signal when it was killed), 2 when a pattern matches nothing.
+pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
+    // A stop signal before tracefs is touched ends dcg at once (see tracefs).
+    tracefs::install_stop_handlers();
+    let mut notes = Vec::new();
+    // Targets, one per distinct file.
+    let mut targets: Vec<Target> = Vec::new();
+    let mut specs: Vec<(usize, String)> = Vec::new();
+    for f in &args.func {
+        let Some((path, pattern)) = split_user_func(f) else {
+            bail!("--func {f}: not of the form PATH:PATTERN");
+        };
+        let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
+            // `dcg trace --func prog:main -- prog`: the command's own file.
+            match args.command.first() {
+                Some(cmd) if cmd == path => process::command_path(cmd),
+                _ => Err(e),
+            }
+        })?;
+        let resolved = resolved.canonicalize().unwrap_or(resolved);
+        let idx = match targets.iter().position(|t| t.path == resolved) {
+            Some(i) => i,
+            None => {
+                targets.push(plan::load_target(path, &resolved, &args.db, &mut notes)?);
+                targets.len() - 1
+            }
+        };
+        specs.push((idx, pattern.to_string()));
+    }
+    let mut selected = Vec::new();
+    let mut failed = Vec::new();
+    for (t, pattern) in &specs {
+        match plan::select(&targets, *t, pattern, &mut notes) {
+            Ok(s) => selected.extend(s),
+            Err(msg) => failed.push(msg),
+        }
+    }
+    let probes = plan::plan_probes(
+        &targets,
+        &selected,
+        args.args,
+        args.show_retvals,
+        &mut notes,
+    );
+    for n in notes.drain(..) {
+        note(&n);
+    }
+    if !failed.is_empty() {
+        for f in &failed {
+            note(f);
+        }
+        return Ok(ExitCode::from(EXIT_NO_MATCH));
+    }
+    if probes.is_empty() {
+        note("nothing to probe");
+        return Ok(ExitCode::from(EXIT_NO_MATCH));
+    }
+    if let Some(pid) = args.pid {
+        if !process::is_alive(pid) {
+            bail!("process {pid}: no such process");
+        }
+    }
+    let root = tracefs::mount_point()?;
+    if !root.join("uprobe_events").exists() {
+        bail!("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)");
+    }
+    // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
+    // one half removed, unreported (the stop is seen once the trace starts).
+    tracefs::arm_stop_handlers();
+    for r in tracefs::remove_stale(&root) {
+        note(&format!("removed stale {r}"));
+    }
+    let mut tracer = Tracer::setup(&root, &targets, &probes, args)?;
+    let result = tracer.trace(&targets, &probes, args, out);
+    let failures = tracer.session.close();
+    for f in &failures {
+        note(&format!("cleanup: {f}"));
+    }
+    let code = result?;
+    if !failures.is_empty() {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
+}
+
+/// A running trace: the session with its probes, and the traced process.
+struct Tracer {
+    session: Session,
+    child: Option<Child>,
+    events: HashMap<String, (usize, bool)>,
+}
+
+impl Tracer {
+    /// Create the instance and the probes, start the command (stopped) or find the
+    /// threads of `-p`, filter the instance on them and enable the probes.
+    fn setup(
+        root: &std::path::Path,
+        targets: &[Target],
+        probes: &[Probe<'_>],
+        args: &TraceOptions,
+    ) -> Result<Tracer> {
+        let mut session = Session::create(root)?;
+        let group = session.group().to_string();
+        let _ = session.write("tracing_on", "0");
+        if session.has("options/event-fork") {
+            session.write("options/event-fork", "1")?;
+        }
+        let mut events = HashMap::new();
+        for (i, p) in probes.iter().enumerate() {
+            let path = &targets[p.target].path;
+            session
+                .add_event(
+                    EventFile::Uprobe,
+                    &p.entry_event,
+                    &p.entry_def(&group, path),
+                )
+                .with_context(|| format!("probing {} in {}", p.func.symbol(), path.display()))?;
+            session
+                .add_event(
+                    EventFile::Uprobe,
+                    &p.return_event,
+                    &p.return_def(&group, path),
+                )
+                .with_context(|| {
+                    format!(
+                        "probing the return of {} in {}",
+                        p.func.symbol(),
+                        path.display()
+                    )
+                })?;
+            events.insert(p.entry_event.clone(), (i, false));
+            events.insert(p.return_event.clone(), (i, true));
+        }
+        let mut child = None;
+        let pids: Vec<i32> = if let Some(pid) = args.pid {
+            process::threads_of(pid)?
+        } else if !args.command.is_empty() {
+            let c = Child::spawn_stopped(&args.command)?;
+            let pid = c.pid();
+            child = Some(c);
+            vec![pid]
+        } else {
+            Vec::new()
+        };
+        if !pids.is_empty() {
+            let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+            session.write("set_event_pid", &list.join(" "))?;
+        }
+        session.write(&format!("events/{group}/enable"), "1")?;
+        session.write("tracing_on", "1")?;
+        Ok(Tracer {
+            session,
+            child,
+            events,
+        })
+    }
+
+    /// Stream events until a stop condition; print calls; returns the exit code.
+    fn trace(
+        &mut self,
+        targets: &[Target],
+        probes: &[Probe<'_>],
+        args: &TraceOptions,
+        out: &mut dyn Write,
+    ) -> Result<ExitCode> {
+        let color = args.color;
+        let opts = calls::Options {
+            args: args.args,
+            retvals: args.show_retvals,
+            max_depth: args.depth,
+            json: args.json,
+            errors_only: args.errors_only,
+            color,
+            cpu_width: cpu_width(),
+        };
+        let mut calls = Calls::new(probes, targets, opts);
+        calls.set_default_comm(match (args.pid, args.command.first()) {
+            (Some(p), _) => Some(process::comm_of(p)),
+            // The kernel names a task after the first 15 bytes of the executable's name.
+            (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
+                let n = n.to_string_lossy();
+                let mut end = n.len().min(15);
+                while !n.is_char_boundary(end) {
+                    end -= 1;
+                }
+                n[..end].to_string()
+            }),
+            (None, None) => None,
+        });
+        let saved = match &args.output {
+            Some(path) => {
+                let file = OutputFile::create(path)?;
+                calls.save_records(
+                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    &source_name(args, targets),
+                )?;
+                Some(file)
+            }
+            None => None,
+        };
+        let mut pipe = self.session.open_pipe()?;
+        if let Some(c) = self.child.as_mut() {
+            c.resume()?;
+        }
+        let start = Instant::now();
+        let deadline = args
+            .duration
+            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+        let mut stream = Stream::new(&self.events, probes);
+        let mut lines = Vec::new();
+        let stop = loop {
+            if let Some(sig) = tracefs::stop_requested() {
+                break Stop::Signal(sig);
+            }
+            // Check for the end before reading, so what the process did last is drained.
+            let ended = match self.child.as_mut() {
+                Some(c) => c.poll().map(Stop::Ended),
+                None => args
+                    .pid
+                    .filter(|&p| !process::is_alive(p))
+                    .map(|_| Stop::Gone),
+            };
+            let timeout = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            lines.clear();
+            pipe.read_lines(timeout, &mut lines)?;
+            match stream.feed(&lines, &mut calls, out, args.count) {
+                Ok(true) => break Stop::Count,
+                Ok(false) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
+                Err(e) => return Err(e.into()),
+            }
+            if let Some(s) = ended {
+                break s;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break Stop::Duration;
+            }
+            match out.flush() {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
+                r => r?,
+            }
+        };
+        // Stop recording, then drain what is already in the buffer.
+        let _ = self.session.write("tracing_on", "0");
+        if matches!(
+            stop,
+            Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
+        ) {
+            drain(&mut pipe, &mut stream, &mut calls, out, args.count)?;
+        }
+        stream.flush_carry(&mut calls, out)?;
+        let overruns = overruns(&self.session);
+        drop(pipe);
+        match calls.finish(out) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            r => r?,
+        }
+        match out.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            r => r?,
+        }
+        drop(calls);
+        if let Some(f) = saved {
+            f.commit()?;
+        }
+        // Report what happened.
+        let counts = stream.lost_seen.max(overruns);
+        if counts > 0 {
+            note(&format!(
+                "LOST {counts} events (ring buffer overrun): some calls are missing or incomplete"
+            ));
+        }
+        if stream.unparsed > 0 {
+            note(&format!(
+                "{} event lines could not be parsed",
+                stream.unparsed
+            ));
+        }
+        let mut code = ExitCode::SUCCESS;
+        match stop {
+            Stop::Ended(e) => {
+                let c = self.child.as_ref().map_or(0, |c| c.pid());
+                let cmd = args.command.first().map_or("command", String::as_str);
+                if e != Ended::Exited(0) {
+                    note(&format!("{cmd} (pid {c}) {}", e.describe()));
+                }
+                code = ExitCode::from(e.code());
+            }
+            Stop::Gone => {
+                if let Some(p) = args.pid {
+                    note(&format!("process {p} exited"));
+                }
+            }
+            Stop::Count | Stop::Duration | Stop::Signal(_) | Stop::OutputClosed => {
+                if let Some(p) = args.pid {
+                    note(&format!(
+                        "detached from process {p} ({}); its probes are removed",
+                        process::comm_of(p)
+                    ));
+                } else if let Some(c) = self.child.as_mut() {
+                    // Like `perf record -- CMD`: the command runs for the trace; end it
+                    // (with the signal dcg got, else SIGTERM).
+                    let sig = match stop {
+                        Stop::Signal(s) if s != nix::libc::SIGPIPE => {
+                            nix::sys::signal::Signal::try_from(s)
+                                .unwrap_or(nix::sys::signal::Signal::SIGTERM)
+                        }
+                        _ => nix::sys::signal::Signal::SIGTERM,
+                    };
+                    let pid = c.pid();
+                    if let Some(e) = c.terminate(sig) {
+                        note(&format!(
+                            "stopped tracing; {} (pid {pid}) was still running: {}",
+                            args.command.first().map_or("command", String::as_str),
+                            e.describe()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(code)
+    }
+}
+
+/// Turns trace_pipe lines into calls: event lookup, field parsing, multi-line strings.
+struct Stream<'e, 'p> {
+    events: &'e HashMap<String, (usize, bool)>,
+    probes: &'e [Probe<'p>],
+    /// An entry event whose string field continues on the next line (a `\n` in it).
+    carry: Option<String>,
+    /// `[LOST N EVENTS]` totals.
+    lost_seen: u64,
+    /// Event lines of this session that did not parse.
+    unparsed: u64,
+    done: bool,
+}
+
+impl<'e, 'p> Stream<'e, 'p> {
+    fn new(events: &'e HashMap<String, (usize, bool)>, probes: &'e [Probe<'p>]) -> Self {
+        Stream {
+            events,
+            probes,
+            carry: None,
+            lost_seen: 0,
+            unparsed: 0,
+            done: false,
+        }
+    }
+
+    /// Feed lines; returns true once `count` top-level calls completed (the rest is
+    /// ignored).
+    fn feed(
+        &mut self,
+        lines: &[String],
+        calls: &mut Calls<'_>,
+        out: &mut dyn Write,
+        count: Option<u64>,
+    ) -> std::io::Result<bool> {
+        for line in lines {
+            if self.done {
+                return Ok(true);
+            }
+            if let Some(mut c) = self.carry.take() {
+                if parse_event_line(line).is_none() && lost_line(line).is_none() {
+                    c.push('\n');
+                    c.push_str(line);
+                    if self.entry_complete(&c) {
+                        self.line(&c, calls, out, true)?;
+                    } else {
+                        self.carry = Some(c);
+                    }
+                    continue;
+                }
+                self.line(&c, calls, out, true)?;
+            }
+            self.line(line, calls, out, false)?;
+            if count.is_some_and(|n| calls.counts().top_level >= n) {
+                self.done = true;
+                return Ok(true);
+            }
+        }
+        Ok(self.done)
+    }
+
+    fn flush_carry(&mut self, calls: &mut Calls<'_>, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some(c) = self.carry.take() {
+            self.line(&c, calls, out, true)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a (possibly joined) entry line with string fields has all of them.
+    fn entry_complete(&self, line: &str) -> bool {
+        line.ends_with('"') || line.ends_with("(fault)")
+    }
+
+    fn line(
+        &mut self,
+        line: &str,
+        calls: &mut Calls<'_>,
+        out: &mut dyn Write,
+        joined: bool,
+    ) -> std::io::Result<()> {
+        if let Some((cpu, n)) = lost_line(line) {
+            self.lost_seen += n;
+            return calls.lost(cpu, n, out);
+        }
+        let Some(ev) = parse_event_line(line) else {
+            return Ok(());
+        };
+        let Some(name) = ev.event else {
+            return Ok(());
+        };
+        let Some(&(probe, is_return)) = self.events.get(name) else {
+            return Ok(());
+        };
+        let Some(pe) = ev.probe() else {
+            self.unparsed += 1;
+            return Ok(());
+        };
+        let p = &self.probes[probe];
+        let fields = if is_return {
+            &p.ret_fields
+        } else {
+            &p.entry_fields
+        };
+        if !joined
+            && !is_return
+            && fields.last().is_some_and(|f| f.string)
+            && !self.entry_complete(line)
+        {
+            self.carry = Some(line.to_string());
+            return Ok(());
+        }
+        let values: Vec<Value> = match plan::parse_fields(pe.fields_raw, fields) {
+            Some(v) => v,
+            None => {
+                self.unparsed += 1;
+                Vec::new()
+            }
+        };
+        let m = Meta {
+            comm: ev.comm,
+            tid: ev.pid,
+            cpu: ev.cpu,
+            ts: ev.timestamp_ns().unwrap_or(0),
+        };
+        if is_return {
+            calls.ret(&m, probe, &values, out)
+        } else {
+            calls.entry(&m, probe, &values, out)
+        }
+    }
+}
+
+/// `CPU:1 [LOST 123 EVENTS]` → (cpu, count).
+fn lost_line(line: &str) -> Option<(u32, u64)> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (cpu, rest) = rest.split_once(' ')?;
+    let n = rest
+        .trim()
+        .strip_prefix("[LOST ")?
+        .strip_suffix(" EVENTS]")?;
+    Some((cpu.parse().ok()?, n.parse().ok()?))
+}
+
+/// Read what is left in the buffer (recording is off) until the pipe is empty.
+fn drain(
+    pipe: &mut TracePipe,
+    stream: &mut Stream<'_, '_>,
+    calls: &mut Calls<'_>,
+    out: &mut dyn Write,
+    count: Option<u64>,
+) -> Result<()> {
+    let mut lines = Vec::new();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        lines.clear();
+        pipe.read_lines(Duration::from_millis(30), &mut lines)?;
+        if lines.is_empty() || Instant::now() > until {
+            return Ok(());
+        }
+        match stream.feed(&lines, calls, out, count) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Overrun and dropped events of the instance's per-CPU buffers.
+fn overruns(session: &Session) -> u64 {
+    let Ok(dir) = std::fs::read_dir(session.file("per_cpu")) else {
+        return 0;
+    };
+    let mut total = 0;
+    for e in dir.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join("stats")) else {
+            continue;
+        };
+        for l in text.lines() {
+            if let Some(v) = l
+                .strip_prefix("overrun:")
+                .or_else(|| l.strip_prefix("dropped events:"))
+            {
+                total += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
+/// Width of the CPU column: digits of the highest possible CPU number.
+fn cpu_width() -> usize {
+    let max = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .rsplit([',', '-'])
+                .next()
+                .and_then(|n| n.parse::<u32>().ok())
+        })
+        .unwrap_or(0);
+    max.to_string().len()
+}
+
+fn source_name(args: &TraceOptions, targets: &[Target]) -> String {
+    let files: Vec<String> = targets
+        .iter()
+        .map(|t| t.path.display().to_string())
+        .collect();
+    match (args.pid, args.command.is_empty()) {
+        (Some(p), _) => format!("uprobes on {} in pid {p}", files.join(", ")),
+        (None, false) => format!(
+            "uprobes on {}: {}",
+            files.join(", "),
+            args.command.join(" ")
+        ),
+        (None, true) => format!("uprobes on {}", files.join(", ")),
+    }
+}

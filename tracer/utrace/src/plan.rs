@@ -1,0 +1,869 @@
+//! What to probe: the binaries of `--func PATH:PATTERN`, their signature dbs, the
+//! functions a pattern selects, and for each one the uprobe / uretprobe definitions that
+//! fetch its arguments and return value from their DWARF locations.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use object::{Object as _, ObjectSegment as _};
+use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
+
+use dcg_render::{render, render_pointer, render_string, Role};
+
+/// Where a binary's db came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DbSource {
+    /// `--db FILE`.
+    Given(PathBuf),
+    /// The store, by build-id.
+    Store(PathBuf),
+    /// Built in memory from this file's DWARF (the binary or its separate debug file).
+    Built(PathBuf),
+}
+
+/// A loadable segment: ELF address range and the file offset of its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_filesz`: only bytes backed by the file can be probed.
+    pub filesz: u64,
+    /// `p_offset`.
+    pub offset: u64,
+}
+
+/// File offset of ELF address `vaddr`: `vaddr - p_vaddr + p_offset` of the `PT_LOAD`
+/// segment containing it.
+pub fn file_offset(segments: &[Segment], vaddr: u64) -> Option<u64> {
+    segments
+        .iter()
+        .find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz)
+        .map(|s| vaddr - s.vaddr + s.offset)
+}
+
+/// The `PT_LOAD` segments of an ELF file.
+pub fn load_segments(bytes: &[u8]) -> Result<Vec<Segment>> {
+    let file = object::File::parse(bytes).map_err(|e| anyhow!("not a valid ELF file: {e}"))?;
+    Ok(file
+        .segments()
+        .map(|s| {
+            let (offset, filesz) = s.file_range();
+            Segment {
+                vaddr: s.address(),
+                filesz,
+                offset,
+            }
+        })
+        .collect())
+}
+
+/// A traced binary: its path, segments and db.
+pub struct Target {
+    /// The path as given in `--func`.
+    pub given: String,
+    /// Absolute path, as the kernel resolves it for the uprobe.
+    pub path: PathBuf,
+    /// File name, used as the module name of its calls.
+    pub name: String,
+    /// `PT_LOAD` segments.
+    pub segments: Vec<Segment>,
+    /// Its signature db.
+    pub db: Db,
+    /// Where the db came from.
+    pub source: DbSource,
+    /// GNU build-id (empty when none).
+    pub build_id: Vec<u8>,
+}
+
+/// Find the file `given` names: an existing path, a file mapped by process `pid` with that
+/// name (`libc.so.6`, or `libc` as a prefix), or a command in `$PATH`.
+pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
+    let p = Path::new(given);
+    if p.is_file() {
+        return p
+            .canonicalize()
+            .with_context(|| format!("{given}: resolving the path"));
+    }
+    if let Some(pid) = pid {
+        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            let want = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            for line in maps.lines() {
+                let Some(path) = line.split_whitespace().nth(5) else {
+                    continue;
+                };
+                let name = Path::new(path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if want
+                    .as_deref()
+                    .is_some_and(|w| name == w || name.starts_with(&format!("{w}.")))
+                {
+                    // The process's view: /proc/PID/root keeps it right across mount
+                    // namespaces.
+                    let root = PathBuf::from(format!("/proc/{pid}/root{path}"));
+                    if root.is_file() {
+                        return Ok(PathBuf::from(path));
+                    }
+                }
+            }
+        }
+    }
+    if !given.contains('/') {
+        if let Some(found) = search_path(given) {
+            return Ok(found);
+        }
+    }
+    bail!("{given}: no such file")
+}
+
+/// `name` looked up in `$PATH`.
+pub fn search_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|c| {
+            c.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|c| c.canonicalize().ok())
+}
+
+/// Open the binary at `path` and find its db: `--db` files (the one with the binary's
+/// build-id, or the only one), the store by build-id, else one built in memory with
+/// dwarfscan (with a note on how to keep it). Notes go to `notes`.
+pub fn load_target(
+    given: &str,
+    path: &Path,
+    dbs: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Result<Target> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: reading", path.display()))?;
+    let segments = load_segments(&bytes).with_context(|| path.display().to_string())?;
+    let build_id = object::File::parse(&*bytes)
+        .ok()
+        .and_then(|f| f.build_id().ok().flatten().map(<[u8]>::to_vec))
+        .unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| given.to_string());
+    let (db, source) = find_db(path, &bytes, &build_id, dbs, notes)?;
+    Ok(Target {
+        given: given.to_string(),
+        path: path.to_path_buf(),
+        name,
+        segments,
+        db,
+        source,
+        build_id,
+    })
+}
+
+fn find_db(
+    path: &Path,
+    bytes: &[u8],
+    build_id: &[u8],
+    dbs: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Result<(Db, DbSource)> {
+    if !dbs.is_empty() {
+        let opened = dbs
+            .iter()
+            .map(|p| open_db_file(p))
+            .collect::<Result<Vec<Db>>>()?;
+        let pick = opened
+            .iter()
+            .position(|d| !build_id.is_empty() && d.modules().any(|m| m.build_id() == build_id))
+            .or((dbs.len() == 1).then_some(0));
+        let Some(i) = pick else {
+            bail!(
+                "{}: none of the --db files is for this binary (build-id {})",
+                path.display(),
+                sigdb::hex(build_id)
+            );
+        };
+        let db = opened.into_iter().nth(i).expect("picked index");
+        if !build_id.is_empty() && !db.modules().any(|m| m.build_id() == build_id) {
+            notes.push(format!(
+                "{}: the build-id of {} does not match the binary's; values may be wrong",
+                path.display(),
+                dbs[i].display()
+            ));
+        }
+        return Ok((db, DbSource::Given(dbs[i].clone())));
+    }
+    let store_note = match loader::Store::from_env().and_then(|s| s.find_for_binary(path)) {
+        Ok(found) => {
+            if let Some(base) = found.base {
+                let db = Db::open(&base)?;
+                return Ok((db, DbSource::Store(base)));
+            }
+            None
+        }
+        Err(loader::Error::NoBinaryDb { .. } | loader::Error::NoBinaryBuildId { .. }) => None,
+        Err(e) => Some(format!("the store could not be read ({e})")),
+    };
+    // Build it in memory: from the binary, or from its separate debug file.
+    let t = std::time::Instant::now();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let scan = |src: &Path, bytes: &[u8]| -> Result<Db> {
+        let mut r = dwarfscan::scan_elf_bytes(&name, bytes, &dwarfscan::Options::default())
+            .map_err(|e| anyhow!("{}: {e}", src.display()))?;
+        Ok(Db::from_bytes(r.to_bytes()?)?)
+    };
+    let (db, src) = match scan(path, bytes) {
+        Ok(db) => (db, path.to_path_buf()),
+        Err(e) => {
+            let debug = loader::binary::debug_file_for(build_id);
+            match debug {
+                Some(d) => {
+                    let dbytes =
+                        std::fs::read(&d).with_context(|| format!("{}: reading", d.display()))?;
+                    (scan(&d, &dbytes)?, d)
+                }
+                None => {
+                    return Err(e.context(format!(
+                        "no db for {} (build-id {}) and none could be built from its DWARF",
+                        path.display(),
+                        sigdb::hex(build_id)
+                    )))
+                }
+            }
+        }
+    };
+    let mut note = format!(
+        "{}: {}no db in the store; built one from the DWARF of {} ({} functions, {:.2} s)",
+        path.display(),
+        store_note.map(|s| format!("{s}; ")).unwrap_or_default(),
+        src.display(),
+        db.function_count(),
+        t.elapsed().as_secs_f64()
+    );
+    if !build_id.is_empty() {
+        let _ = write!(
+            note,
+            "; to keep it:\n{}",
+            loader::binary::next_steps(path, build_id)
+        );
+    }
+    notes.push(note);
+    Ok((db, DbSource::Built(src)))
+}
+
+/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
+fn open_db_file(p: &Path) -> Result<Db> {
+    let bytes = std::fs::read(p).with_context(|| format!("{}: reading", p.display()))?;
+    if loader::blob::is_elf(&bytes) {
+        let db = loader::extract_from_elf(p, &bytes)?;
+        return Db::from_bytes(db).with_context(|| p.display().to_string());
+    }
+    Db::from_bytes(bytes).with_context(|| p.display().to_string())
+}
+
+/// Shell-style glob: `*` any run, `?` one character, everything else literal.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p = pattern.as_bytes();
+    let t = text.as_bytes();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// One probe argument of an event: its name in the event and the fetch expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Field name (`a0`, `a0_1`, `s0`, `ret`).
+    pub name: String,
+    /// Fetch expression (`%di:x64`, `+0(%si):ustring`, `$retval:x64`).
+    pub fetch: String,
+    /// A string field (printed quoted, or `(fault)`).
+    pub string: bool,
+}
+
+/// How an argument's value is obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgPlan {
+    /// From event fields: 64-bit words (indices into the entry fields), and for `char *`
+    /// the string it points to.
+    Fetched {
+        /// Word fields, low first.
+        words: Vec<usize>,
+        /// The `ustring` field.
+        string: Option<usize>,
+    },
+    /// Known without fetching: a constant, `?` (optimized out or unknown), `?float`.
+    Text(String),
+}
+
+/// A function to probe and its two events.
+#[derive(Debug, Clone)]
+pub struct Probe<'a> {
+    /// The function.
+    pub func: Function<'a>,
+    /// Index of its [`Target`].
+    pub target: usize,
+    /// File offset of its entry.
+    pub offset: u64,
+    /// Entry event name.
+    pub entry_event: String,
+    /// Return event name.
+    pub return_event: String,
+    /// Entry event fields.
+    pub entry_fields: Vec<Field>,
+    /// One plan per parameter (empty without `--args`).
+    pub args: Vec<(String, ArgPlan)>,
+    /// Return event fields (empty for void, or without `--show-retvals`).
+    pub ret_fields: Vec<Field>,
+}
+
+impl Probe<'_> {
+    /// The `uprobe_events` line of the entry probe.
+    pub fn entry_def(&self, group: &str, path: &Path) -> String {
+        def(
+            'p',
+            group,
+            &self.entry_event,
+            path,
+            self.offset,
+            &self.entry_fields,
+        )
+    }
+
+    /// The `uprobe_events` line of the return probe.
+    pub fn return_def(&self, group: &str, path: &Path) -> String {
+        def(
+            'r',
+            group,
+            &self.return_event,
+            path,
+            self.offset,
+            &self.ret_fields,
+        )
+    }
+}
+
+fn def(kind: char, group: &str, event: &str, path: &Path, offset: u64, fields: &[Field]) -> String {
+    let mut s = format!("{kind}:{group}/{event} {}:{offset:#x}", path.display());
+    for f in fields {
+        let _ = write!(s, " {}={}", f.name, f.fetch);
+    }
+    s
+}
+
+/// The uprobe register name (`%di`) of a DWARF register, for general-purpose registers.
+pub fn uprobe_reg(dwarf: u8) -> Option<&'static str> {
+    const NAMES: [&str; 17] = [
+        "%ax", "%dx", "%cx", "%bx", "%si", "%di", "%bp", "%sp", "%r8", "%r9", "%r10", "%r11",
+        "%r12", "%r13", "%r14", "%r15", "%ip",
+    ];
+    NAMES.get(dwarf as usize).copied()
+}
+
+/// Whether a type is a pointer to a character type (`char *`, `const char *`).
+pub fn is_c_string(ty: Type<'_>) -> bool {
+    let t = ty.resolve();
+    t.kind() == TypeKind::Pointer
+        && t.target()
+            .map(|p| p.resolve())
+            .is_some_and(|p| p.kind() == TypeKind::Char && p.size() == 1)
+}
+
+/// Most words fetched for one argument passed in memory (a struct by value).
+const MAX_STACK_WORDS: u32 = 4;
+
+/// Plan the fetches of one parameter, appending its fields (numbers first; strings go to
+/// `strings` and are appended last, so a string can only be followed by strings).
+fn plan_param(
+    index: usize,
+    ty: Type<'_>,
+    loc: Location,
+    fields: &mut Vec<Field>,
+    strings: &mut Vec<(usize, Field)>,
+    pname: &mut dyn FnMut(&mut Vec<Field>, String, String) -> usize,
+) -> ArgPlan {
+    let t = ty.resolve();
+    let float = t.kind() == TypeKind::Float;
+    let want_string = is_c_string(ty);
+    let string_of = |base: String, strings: &mut Vec<(usize, Field)>| {
+        strings.push((
+            index,
+            Field {
+                name: format!("s{index}"),
+                fetch: format!("+0({base}):ustring"),
+                string: true,
+            },
+        ));
+    };
+    match loc {
+        Location::Reg(r) => match uprobe_reg(r) {
+            Some(reg) => {
+                let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
+                if want_string {
+                    string_of(reg.to_string(), strings);
+                }
+                ArgPlan::Fetched {
+                    words: vec![w],
+                    string: None,
+                }
+            }
+            // xmm registers cannot be fetched by uprobes.
+            None => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
+        },
+        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
+            (Some(ra), Some(rb)) => {
+                let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
+                let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
+                ArgPlan::Fetched {
+                    words: vec![w0, w1],
+                    string: None,
+                }
+            }
+            _ => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
+        },
+        Location::Stack(off) => {
+            // CFA = %sp at entry + 8, so CFA+off is %sp + 8 + off.
+            let base = i64::from(off) + 8;
+            let n = t.size().div_ceil(8).clamp(1, MAX_STACK_WORDS);
+            let mut words = Vec::new();
+            for k in 0..n {
+                let name = if k == 0 {
+                    format!("a{index}")
+                } else {
+                    format!("a{index}_{k}")
+                };
+                words.push(pname(
+                    fields,
+                    name,
+                    format!("{:+}(%sp):x64", base + 8 * i64::from(k)),
+                ));
+            }
+            if want_string {
+                string_of(format!("{base:+}(%sp)"), strings);
+            }
+            if float {
+                return ArgPlan::Text("?float".into());
+            }
+            ArgPlan::Fetched {
+                words,
+                string: None,
+            }
+        }
+        Location::Const(v) => ArgPlan::Text(
+            render(ty, i64::from(v) as u64, Role::Arg).unwrap_or_else(|| v.to_string()),
+        ),
+        Location::OptimizedOut | Location::Unknown => ArgPlan::Text("?".into()),
+    }
+}
+
+/// The fields and argument plans of a function's entry event.
+pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
+    let mut fields = Vec::new();
+    let mut strings = Vec::new();
+    let mut args = Vec::new();
+    let mut push = |fields: &mut Vec<Field>, name: String, fetch: String| {
+        fields.push(Field {
+            name,
+            fetch,
+            string: false,
+        });
+        fields.len() - 1
+    };
+    for (i, p) in f.params().enumerate() {
+        let plan = plan_param(i, p.ty(), p.loc(), &mut fields, &mut strings, &mut push);
+        let name = if p.name().is_empty() {
+            format!("arg{}", i + 1)
+        } else {
+            p.name().to_string()
+        };
+        args.push((name, plan));
+    }
+    for (i, field) in strings {
+        fields.push(field);
+        let at = fields.len() - 1;
+        if let ArgPlan::Fetched { string, .. } = &mut args[i].1 {
+            *string = Some(at);
+        }
+    }
+    (fields, args)
+}
+
+/// The fields of a function's return event: none for void, `$retval` (and `%dx` for a
+/// struct returned in two registers).
+pub fn plan_return(f: Function<'_>) -> Vec<Field> {
+    let t = f.ret().resolve();
+    let field = |name: &str, fetch: &str| Field {
+        name: name.into(),
+        fetch: fetch.into(),
+        string: false,
+    };
+    match t.kind() {
+        TypeKind::Void => Vec::new(),
+        TypeKind::Struct | TypeKind::Union if (9..=16).contains(&t.size()) => {
+            vec![field("ret", "$retval:x64"), field("ret_1", "%dx:x64")]
+        }
+        _ => vec![field("ret", "$retval:x64")],
+    }
+}
+
+/// A field value parsed from an event line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A number.
+    Num(u64),
+    /// A string, unquoted.
+    Str(String),
+    /// The string could not be read (`(fault)`).
+    Fault,
+}
+
+/// Parse the fields of an event body (the text after `(location)`), knowing their names
+/// and order. Numbers first, strings last: a string runs to the `"` before the next
+/// string field's ` name=`, the last one to the final `"`.
+pub fn parse_fields(raw: &str, fields: &[Field]) -> Option<Vec<Value>> {
+    let mut out = Vec::with_capacity(fields.len());
+    let mut rest = raw.trim_start();
+    for (i, f) in fields.iter().enumerate() {
+        rest = rest.trim_start_matches(' ');
+        rest = rest.strip_prefix(f.name.as_str())?.strip_prefix('=')?;
+        if f.string {
+            if let Some(r) = rest.strip_prefix("(fault)") {
+                out.push(Value::Fault);
+                rest = r;
+                continue;
+            }
+            let body = rest.strip_prefix('"')?;
+            let end = match fields.get(i + 1) {
+                Some(next) => body.find(&format!("\" {}=", next.name))?,
+                None => body.rfind('"')?,
+            };
+            out.push(Value::Str(body[..end].to_string()));
+            rest = &body[end + 1..];
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            let v = dcg_fgraph::parse_number(&rest[..end])?;
+            out.push(Value::Num(v));
+            rest = &rest[end..];
+        }
+    }
+    Some(out)
+}
+
+/// Longest shown string argument, in characters.
+pub const MAX_STRING: usize = 256;
+
+/// Render argument `plan` of type `ty` from the entry event's `values`.
+pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value]) -> String {
+    let (words, string) = match plan {
+        ArgPlan::Text(t) => return t.clone(),
+        ArgPlan::Fetched { words, string } => (words, string),
+    };
+    let nums: Vec<u64> = words
+        .iter()
+        .map(|&i| match values.get(i) {
+            Some(Value::Num(v)) => *v,
+            _ => 0,
+        })
+        .collect();
+    if let Some(si) = string {
+        let p = nums.first().copied().unwrap_or(0);
+        match values.get(*si) {
+            Some(Value::Str(s)) if p != 0 => {
+                if s.chars().count() > MAX_STRING {
+                    let cut: String = s.chars().take(MAX_STRING).collect();
+                    return format!("{}...", render_string(&cut));
+                }
+                return render_string(s);
+            }
+            _ => {
+                let mut out = String::new();
+                render_pointer(&mut out, p);
+                return out;
+            }
+        }
+    }
+    render_words(ty, &nums, Role::Arg)
+}
+
+/// Render a value held in one or more 64-bit words (a struct in two registers or on the
+/// stack: `(struct wide){0x3, 0x4}`).
+pub fn render_words(ty: Type<'_>, words: &[u64], role: Role) -> String {
+    match words {
+        [] => "?".into(),
+        [one] => render(ty, *one, role).unwrap_or_default(),
+        many => {
+            let t = ty.resolve();
+            let label = if t.name().is_empty() {
+                ty.display()
+            } else {
+                t.base_name()
+            };
+            let list: Vec<String> = many.iter().map(|w| format!("{w:#x}")).collect();
+            format!("({label}){{{}}}", list.join(", "))
+        }
+    }
+}
+
+/// Sanitize a symbol into a tracefs event name: `[A-Za-z0-9_]`, not starting with a
+/// digit, short enough for a `_ret` suffix (the kernel limit is 63 bytes).
+pub fn event_base(symbol: &str) -> String {
+    let mut s: String = symbol
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(48)
+        .collect();
+    if s.is_empty() || s.as_bytes()[0].is_ascii_digit() {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// A function selected by a pattern, before its probe is planned.
+#[derive(Debug, Clone, Copy)]
+pub struct Selected<'a> {
+    /// The function.
+    pub func: Function<'a>,
+    /// Index of its target.
+    pub target: usize,
+}
+
+/// Select the functions `pattern` matches in `target`'s db. Inline-only functions and
+/// `.cold` parts are skipped with a note. Returns an error message when nothing
+/// traceable matches.
+pub fn select<'a>(
+    targets: &'a [Target],
+    target: usize,
+    pattern: &str,
+    notes: &mut Vec<String>,
+) -> std::result::Result<Vec<Selected<'a>>, String> {
+    let t = &targets[target];
+    let wild = pattern.contains(['*', '?']);
+    let mut found = Vec::new();
+    let mut inline_only = Vec::new();
+    let mut cold = Vec::new();
+    for f in t.db.functions() {
+        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) {
+            continue;
+        }
+        let flags = f.flags();
+        if flags.contains(FuncFlags::INLINE_ONLY) || f.addr() == 0 {
+            inline_only.push(f);
+        } else if flags.contains(FuncFlags::COLD) {
+            cold.push(f);
+        } else {
+            found.push(Selected { func: f, target });
+        }
+    }
+    for f in &cold {
+        let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
+        notes.push(format!(
+            "{}: the cold part of {parent}, not an entry point: not probed (its calls show as {parent})",
+            f.symbol()
+        ));
+    }
+    if !wild {
+        for f in &inline_only {
+            let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
+            let msg = if into.is_empty() {
+                format!("{}: only inlined, no code of its own: not traced", f.name())
+            } else {
+                format!(
+                    "{}: inlined into {}, no code of its own: not traced",
+                    f.name(),
+                    shorten_list(&into, 8)
+                )
+            };
+            notes.push(msg);
+        }
+    } else if !inline_only.is_empty() {
+        notes.push(format!(
+            "{}:{pattern}: {} matching functions are only inlined and not traced",
+            t.given,
+            inline_only.len()
+        ));
+    }
+    if found.is_empty() {
+        let why = if !inline_only.is_empty() || !cold.is_empty() {
+            " that can be probed"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "no function{why} matches '{pattern}' in {}",
+            t.path.display()
+        ));
+    }
+    Ok(found)
+}
+
+fn shorten_list(v: &[&str], max: usize) -> String {
+    if v.len() <= max {
+        v.join(", ")
+    } else {
+        format!("{} and {} more", v[..max].join(", "), v.len() - max)
+    }
+}
+
+/// Plan a probe for each selected function: one per distinct entry address, unique
+/// event names.
+pub fn plan_probes<'a>(
+    targets: &[Target],
+    selected: &[Selected<'a>],
+    with_args: bool,
+    with_ret: bool,
+    notes: &mut Vec<String>,
+) -> Vec<Probe<'a>> {
+    let mut seen_addr = HashSet::new();
+    let mut names = HashSet::new();
+    let mut probes = Vec::new();
+    for s in selected {
+        let f = s.func;
+        if !seen_addr.insert((s.target, f.addr())) {
+            continue;
+        }
+        let t = &targets[s.target];
+        let Some(offset) = file_offset(&t.segments, f.addr()) else {
+            notes.push(format!(
+                "{}: address {:#x} is in no loadable segment of {}: not probed",
+                f.symbol(),
+                f.addr(),
+                t.path.display()
+            ));
+            continue;
+        };
+        let base = event_base(f.symbol());
+        let mut n = 1;
+        let (entry, ret) = loop {
+            let b = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}_{n}")
+            };
+            let r = format!("{b}_ret");
+            if !names.contains(&b) && !names.contains(&r) {
+                break (b, r);
+            }
+            n += 1;
+        };
+        names.insert(entry.clone());
+        names.insert(ret.clone());
+        let (entry_fields, args) = if with_args {
+            plan_entry(f)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let ret_fields = if with_ret { plan_return(f) } else { Vec::new() };
+        probes.push(Probe {
+            func: f,
+            target: s.target,
+            offset,
+            entry_event: entry,
+            return_event: ret,
+            entry_fields,
+            args,
+            ret_fields,
+        });
+    }
+    probes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("check*", "check_arg"));
+        assert!(glob_match("c?eck", "check"));
+        assert!(!glob_match("check", "check_arg"));
+        assert!(glob_match("*.cold", "classify.cold"));
+        assert!(glob_match("a*b*c", "aXXbYYc"));
+        assert!(!glob_match("a*b*c", "aXXbYY"));
+        assert!(glob_match("", ""));
+    }
+
+    #[test]
+    fn offsets() {
+        let segs = [
+            Segment {
+                vaddr: 0,
+                filesz: 0x618,
+                offset: 0,
+            },
+            Segment {
+                vaddr: 0x401000,
+                filesz: 0x1b5,
+                offset: 0x1000,
+            },
+            Segment {
+                vaddr: 0x3dd0,
+                filesz: 0x248,
+                offset: 0x2dd0,
+            },
+        ];
+        assert_eq!(file_offset(&segs, 0x401139), Some(0x1139));
+        assert_eq!(file_offset(&segs, 0x100), Some(0x100));
+        assert_eq!(file_offset(&segs, 0x3de0), Some(0x2de0));
+        assert_eq!(file_offset(&segs, 0x402000), None);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(event_base("foo.isra.0"), "foo_isra_0");
+        assert_eq!(event_base("0abc"), "_0abc");
+        assert_eq!(event_base(&"x".repeat(100)).len(), 48);
+    }
+
+    fn f(name: &str, string: bool) -> Field {
+        Field {
+            name: name.into(),
+            fetch: String::new(),
+            string,
+        }
+    }
+
+    #[test]
+    fn fields() {
+        let fs = [f("a0", false), f("a1", false), f("s0", true), f("s1", true)];
+        let v = parse_fields(r#"a0=0x1 a1=0xffffffffffffffea s0="a b" s1="x""#, &fs).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Value::Num(1),
+                Value::Num(0xffff_ffff_ffff_ffea),
+                Value::Str("a b".into()),
+                Value::Str("x".into()),
+            ]
+        );
+        let v = parse_fields(r#"a0=0x0 a1=0x2 s0=(fault) s1="he said "hi" ""#, &fs).unwrap();
+        assert_eq!(v[2], Value::Fault);
+        assert_eq!(v[3], Value::Str("he said \"hi\" ".into()));
+        assert_eq!(parse_fields("a0=0x1", &fs), None);
+        assert_eq!(parse_fields("", &[]), Some(vec![]));
+    }
+}
