@@ -1,30 +1,31 @@
-//! Decoding ftrace function_graph text: every return value and argument rewritten by its
-//! DWARF type, the rest of each line untouched.
+//! The function_graph text source: every line parsed once into call events for the call
+//! tree ([`crate::tree`]), whose sinks print the text with every return value and argument
+//! rewritten by its DWARF type (the rest of each line untouched), JSON lines, saved calls.
 //!
 //! Probe events printed inside the graph are joined to the calls they belong to: an exit
 //! event (`/* x: (caller <- func) arg1=-2 */`) gives the return value of the next `}` of
 //! `func`, an entry event (`/* x: (func+0x0/0xd0) dfd=... */`) gives the arguments of the
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
-mod funcinfo;
 mod input;
-mod output;
-mod task;
 
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::errpaths::{write_error_paths, ItemKind};
-use crate::output::OutputFile;
-use crate::record::RecordSink;
 use dcg_dbset::DbSet;
-use dcg_fgraph::{self as fgraph, Call, Line};
+use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 
-use funcinfo::{FuncInfo, RECENT};
-use task::{Frame, Task};
+use crate::errors::ErrorsOnly;
+use crate::funcs::FuncTable;
+use crate::output::OutputFile;
+use crate::records::{JsonLines, SavedCalls};
+use crate::sink::{ArgList, Layout, Note, Sink, Sinks, Task};
+use crate::text::{TextOptions, TextPrinter};
+use crate::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+
+/// Output text collected before it is handed to the writer.
+const OUT_CHUNK: usize = 1 << 16;
 
 /// What `dcg decode` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -119,437 +120,231 @@ pub enum DecodeError {
     Io(#[from] std::io::Error),
 }
 
-/// Streaming decoder: feed lines, get rewritten output.
+/// Streaming decoder: feed function_graph lines, the sinks get typed calls.
 pub struct Decoder<'a> {
-    set: &'a DbSet,
+    tree: CallTree<'a>,
+    sinks: Sinks<'a>,
     opts: Options,
-    ids: FxHashMap<String, u32>,
-    /// A direct-mapped cache of `ids` for names without a module (checked by name).
-    recent: Box<[u32; RECENT]>,
-    funcs: Vec<FuncInfo<'a>>,
-    /// Tasks by key (pid, or cpu without the proc column).
-    task_ids: FxHashMap<u64, usize>,
-    tasks: Vec<Task>,
-    /// The task of the previous line (traces stay on one task for long runs).
-    last_task: Option<(u64, usize)>,
-    stats: Stats,
-    /// Rewritten text not yet written.
-    obuf: String,
-    /// Scratch for a rendered return value.
-    rbuf: String,
-    next_call: u64,
-    records: Option<RecordSink<'a>>,
+    /// Output not yet handed to the writer.
+    obuf: Vec<u8>,
+    lines: u64,
+    /// Spaces of indentation removed from every line (trees re-rooted at a deeper call).
+    shift: usize,
+    /// Scratch for a probe event's fields.
+    fields: ArgList,
 }
 
 impl<'a> Decoder<'a> {
-    /// A decoder over `set`.
+    /// A decoder over `set` printing text (or JSON lines, per `opts`).
     pub fn new(set: &'a DbSet, opts: Options) -> Decoder<'a> {
+        let mut sinks = Sinks::new();
+        if opts.json {
+            sinks.push(Box::new(JsonLines));
+        } else {
+            let printer = TextPrinter::new(TextOptions {
+                color: opts.color,
+                cpu_width: 1,
+                probe_notes: !opts.hide_probe_events,
+            });
+            if opts.errors_only {
+                sinks.push(Box::new(ErrorsOnly::new(printer)));
+            } else {
+                sinks.push(Box::new(printer));
+            }
+        }
+        Decoder::with_sinks(set, opts, sinks)
+    }
+
+    /// A decoder over `set` feeding `sinks`.
+    pub fn with_sinks(set: &'a DbSet, opts: Options, sinks: Sinks<'a>) -> Decoder<'a> {
         Decoder {
-            set,
+            tree: CallTree::new(FuncTable::new(set), Shape::Shaped, 0),
+            sinks,
             opts,
-            ids: FxHashMap::default(),
-            recent: Box::new([u32::MAX; RECENT]),
-            funcs: Vec::new(),
-            task_ids: FxHashMap::default(),
-            tasks: Vec::new(),
-            last_task: None,
-            stats: Stats::default(),
-            obuf: String::new(),
-            rbuf: String::with_capacity(64),
-            next_call: 0,
-            records: None,
+            obuf: Vec::with_capacity(OUT_CHUNK + 4096),
+            lines: 0,
+            shift: 0,
+            fields: ArgList::default(),
         }
     }
 
+    /// Also feed `sink`.
+    pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
+        self.sinks.push(sink);
+    }
+
+    /// Also write every completed call as a saved-calls record to `out` (after a header
+    /// naming `source`): the `--output` file.
+    pub fn save_records(&mut self, out: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
+        self.sinks.push(Box::new(SavedCalls::new(out, source)?));
+        Ok(())
+    }
+
     /// Counters so far.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
+    pub fn stats(&self) -> Stats {
+        let c = self.tree.counts();
+        Stats {
+            lines: self.lines,
+            decoded: c.decoded,
+            unknown: c
+                .unknown
+                .iter()
+                .map(|(&id, &n)| (self.tree.funcs.get(id).name.clone(), n))
+                .collect(),
+            errors: c.errors,
+        }
     }
 
     /// Decode one line (without its newline).
     pub fn decode_line(&mut self, line: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        self.line(line, out)?;
+        self.line(line)?;
         self.flush_out(out)
     }
 
-    /// Decode one line into the collected output.
-    fn line(&mut self, line: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        self.stats.lines += 1;
-        match fgraph::parse_line(line) {
-            Line::Entry(c) => self.call(line, &c, false, out),
-            Line::Leaf(c) => self.call(line, &c, true, out),
-            Line::Exit(e) => self.exit(line, &e, out),
-            Line::Comment(c) => self.comment(line, &c, out),
-            _ => self.passthrough(line, None, out),
-        }
-    }
-
-    /// Render the return value of function `id` from `raw`; (text, is_error), `None` for void.
-    fn ret_text(&self, id: u32, raw_text: &str, raw: Option<u64>) -> Option<(String, bool)> {
-        let mut text = String::new();
-        let error = self.funcs[id as usize].ret_into(raw_text, raw, &mut text)?;
-        Some((text, error))
-    }
-
-    fn note_unknown(&mut self, id: u32) {
-        if self.funcs[id as usize].func.is_none() {
-            let name = &self.funcs[id as usize].name;
-            match self.stats.unknown.get_mut(name) {
-                Some(n) => *n += 1,
-                None => {
-                    self.stats.unknown.insert(name.clone(), 1);
-                }
-            }
-        }
-    }
-
-    /// Arguments rendered by the parameter types of `id`, as owned pairs.
-    fn render_args<'s>(
-        &self,
-        id: u32,
-        pairs: impl Iterator<Item = (&'s str, &'s str)>,
-    ) -> Vec<(String, String)> {
-        let info = &self.funcs[id as usize];
-        pairs
-            .enumerate()
-            .map(|(i, (name, value))| {
-                let mut typed = String::new();
-                if !info.push_arg(&mut typed, i, name, value) {
-                    typed.push_str(value);
-                }
-                (name.to_string(), typed)
-            })
-            .collect()
-    }
-
-    fn call(
-        &mut self,
-        line: &str,
-        c: &Call<'_>,
-        leaf: bool,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let key = Self::task_key(&c.prefix);
-        let id = self.intern(c.func, c.module);
-        self.note_unknown(id);
-        let records = self.wants_records();
-        // Arguments: from funcgraph-args, else from a pending entry probe of this function.
-        let mut args: Vec<(String, String)> = Vec::new();
-        let ti = self.task(key);
-        let task = &mut self.tasks[ti];
-        let pending = if task.pending_args.as_ref().is_some_and(|(p, _)| *p == id) {
-            task.pending_args.take().map(|(_, fields)| fields)
-        } else {
-            None
-        };
-        let line_args = c.args.is_some_and(|a| !a.trim().is_empty());
-        if records || !line_args {
-            if line_args {
-                args = self.render_args(id, c.arg_pairs());
-            } else if let Some(fields) = &pending {
-                args = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-            }
-        }
-        let info = &self.funcs[id as usize];
-        let decoded = info.func.is_some();
-        // A leaf without a printed value takes a pending exit-probe value of the same
-        // function (live tracing shows a probed leaf as `func();` after its event).
-        let task = &mut self.tasks[ti];
-        let probe = match (leaf && c.ret.is_none(), task.pending_ret) {
-            (true, Some((pid, v))) if pid == id => {
-                task.pending_ret = None;
-                Some(v)
-            }
-            _ => None,
-        };
-        let mut rbuf = std::mem::take(&mut self.rbuf);
-        let shown = if leaf {
-            match (c.ret, probe) {
-                (Some(r), _) => info.ret_into(r.raw, r.value, &mut rbuf),
-                (None, Some(v)) => info.ret_into(&format!("{v:#x}"), Some(v), &mut rbuf),
-                (None, None) => None,
-            }
-        } else {
-            None
-        };
-        let error = shown == Some(true);
-        let ret = shown.map(|_| rbuf.as_str());
-        if decoded {
-            self.stats.decoded += 1;
-        }
-        if error {
-            self.stats.errors += 1;
-        }
-        let depth = c.prefix.depth;
-        let call_id = self.next_call;
-        self.next_call += 1;
-        let parent = self.parent_of(ti, depth);
-        if leaf && records {
-            let rec = self.make_record(
-                c.prefix,
-                id,
-                call_id,
-                parent,
-                &args,
-                ret,
-                c.ret.map(|r| r.raw),
-                error,
-                c.prefix.abstime_ns(),
-                c.prefix.duration_ns,
-            );
-            self.save(&rec, out)?;
-        } else if !leaf {
-            let frame = Frame {
-                depth,
-                id,
-                call_id,
-                parent,
-                args: if records { args.clone() } else { Vec::new() },
-                time_ns: if records { c.prefix.abstime_ns() } else { None },
-            };
-            self.push_frame(ti, frame);
-        }
-        if self.opts.json {
-            self.rbuf = rbuf;
-            return Ok(());
-        }
-        // Text: columns, indentation and `func [module](` as printed, then the rewritten
-        // call.
-        let mut s = std::mem::take(&mut self.obuf);
-        let start = s.len();
-        let open = c.prefix.prefix_end + c.func.len() + c.module.map_or(0, |m| m.len() + 3);
-        match line.get(..open + 1) {
-            Some(head) if head.ends_with('(') => s.push_str(head),
-            _ => {
-                s.push_str(line.get(..c.prefix.prefix_end).unwrap_or(""));
-                s.push_str(c.func);
-                if let Some(m) = c.module {
-                    s.push_str(" [");
-                    s.push_str(m);
-                    s.push(']');
-                }
-                s.push('(');
-            }
-        }
-        if args.is_empty() && line_args {
-            // Text only: render straight into the line, no intermediate strings.
-            let info = &self.funcs[id as usize];
-            for (i, (n, v)) in c.arg_pairs().enumerate() {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                if !n.is_empty() {
-                    s.push_str(n);
-                    s.push('=');
-                }
-                if !info.push_arg(&mut s, i, n, v) {
-                    s.push_str(v);
-                }
-            }
-        }
-        for (i, (n, v)) in args.iter().enumerate() {
-            if i > 0 {
-                s.push_str(", ");
-            }
-            if !n.is_empty() {
-                s.push_str(n);
-                s.push('=');
-            }
-            s.push_str(v);
-        }
-        s.push_str(if leaf { ");" } else { ") {" });
-        self.push_comment_tail(
-            &mut s,
-            c.retaddr,
-            ret,
-            error,
-            c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
-        );
-        self.rbuf = rbuf;
-        let kind = if leaf { ItemKind::Leaf } else { ItemKind::Open };
-        self.emit_built(ti, kind, error, s, start, out)
-    }
-
-    fn exit(
-        &mut self,
-        line: &str,
-        e: &fgraph::Exit<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let key = Self::task_key(&e.prefix);
-        let ti = self.task(key);
-        let frame = self.pop_frame(ti, e.prefix.depth);
-        let id = match (e.func, &frame) {
-            // The usual case: the name of the frame's function (no lookup needed).
-            (Some(name), Some(f))
-                if e.module.is_none() && self.funcs[f.id as usize].name == name =>
-            {
-                Some(f.id)
-            }
-            (Some(name), _) => Some(self.intern(name, e.module)),
-            (None, Some(f)) => Some(f.id),
-            (None, None) => None,
-        };
-        // The value: printed by funcgraph-retval, or joined from an exit probe event.
-        let task = &mut self.tasks[ti];
-        let probe = match (task.pending_ret, id) {
-            (Some((pid, v)), Some(id)) if pid == id => {
-                task.pending_ret = None;
-                Some(v)
-            }
-            _ => None,
-        };
-        let mut rbuf = std::mem::take(&mut self.rbuf);
-        let shown = match (id, e.ret, probe) {
-            (Some(id), Some(r), _) => self.funcs[id as usize].ret_into(r.raw, r.value, &mut rbuf),
-            (Some(id), None, Some(v)) => {
-                let raw = format!("{v:#x}");
-                self.funcs[id as usize].ret_into(&raw, Some(v), &mut rbuf)
-            }
-            _ => None,
-        };
-        let error = shown == Some(true);
-        let ret = shown.map(|_| rbuf.as_str());
-        if id.is_some_and(|id| self.funcs[id as usize].func.is_some()) {
-            self.stats.decoded += 1;
-        }
-        if error {
-            self.stats.errors += 1;
-        }
-        if let (Some(id), Some(f), true) = (id, &frame, self.wants_records()) {
-            let dur = e.prefix.duration_ns;
-            let rec = self.make_record(
-                e.prefix,
-                id,
-                f.call_id,
-                f.parent,
-                &f.args,
-                ret,
-                e.ret.map(|r| r.raw),
-                error,
-                f.time_ns,
-                dur,
-            );
-            self.save(&rec, out)?;
-        }
-        if self.opts.json {
-            self.rbuf = rbuf;
-            return Ok(());
-        }
-        let Some(id) = id else {
-            self.rbuf = rbuf;
-            return self.passthrough(line, Some(key), out);
-        };
-        let mut s = std::mem::take(&mut self.obuf);
-        let start = s.len();
-        s.push_str(line.get(..e.prefix.prefix_end).unwrap_or(""));
-        s.push('}');
-        let named = e.func.is_some() || ret.is_some();
-        if named {
-            s.push_str(" /* ");
-            s.push_str(&self.funcs[id as usize].name);
-            if let Some(v) = ret {
-                s.push_str(" ret=");
-                self.push_value(&mut s, v, error);
-            }
-            s.push_str(" */");
-        }
-        self.rbuf = rbuf;
-        self.emit_built(ti, ItemKind::Close, error, s, start, out)
-    }
-
-    fn comment(
-        &mut self,
-        line: &str,
-        c: &fgraph::Comment<'_>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let key = Self::task_key(&c.prefix);
-        let Some(p) = c.probe else {
-            return self.passthrough(line, Some(key), out);
-        };
-        let Some(func) = p.func else {
-            return self.passthrough(line, Some(key), out);
-        };
-        let id = self.intern(func, None);
-        let ti = self.task(key);
-        let fields: Vec<(String, String)> = p
-            .fields()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        let rendered: Vec<(String, String)>;
-        let mut error = false;
-        if p.is_return {
-            // The first numeric field is the return value ($retval).
-            let raw = fields.iter().find_map(|(_, v)| fgraph::parse_number(v));
-            if let Some(v) = raw {
-                self.tasks[ti].pending_ret = Some((id, v));
-            }
-            let mut first = true;
-            let mut out_fields = Vec::new();
-            for (n, v) in fields {
-                if first {
-                    first = false;
-                    if let Some((t, e)) = self.ret_text(id, &v, fgraph::parse_number(&v)) {
-                        error = e;
-                        out_fields.push((n, t));
-                        continue;
-                    }
-                }
-                out_fields.push((n, v));
-            }
-            rendered = out_fields;
-        } else {
-            rendered = self.render_args(id, fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-            self.tasks[ti].pending_args = Some((id, fields));
-        }
-        if self.funcs[id as usize].func.is_some() {
-            self.stats.decoded += 1;
-        }
-        if self.opts.hide_probe_events || self.opts.json {
-            return Ok(());
-        }
-        let mut s = std::mem::take(&mut self.obuf);
-        let start = s.len();
-        s.push_str(line.get(..c.prefix.prefix_end).unwrap_or(""));
-        s.push_str("/* ");
-        s.push_str(c.event.unwrap_or(p.event));
-        s.push_str(": (");
-        s.push_str(probe_location(c.text));
-        s.push(')');
-        for (n, v) in &rendered {
-            s.push(' ');
-            s.push_str(n);
-            s.push('=');
-            self.push_value(&mut s, v, error && p.is_return);
-        }
-        s.push_str(" */");
-        self.emit_built(ti, ItemKind::Note, false, s, start, out)
-    }
-
-    /// Flush buffered trees and the record file at end of input.
-    pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        self.flush_out(out)?;
-        if let Some(sink) = self.records.as_mut() {
-            sink.flush()?;
-        }
-        let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
-        keys.sort_unstable();
-        for (_, i) in keys {
-            let items = std::mem::take(&mut self.tasks[i].items);
-            if self.opts.errors_only {
-                write_error_paths(&items, out)?;
-            }
+    /// Write the collected output.
+    fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.obuf.is_empty() {
+            out.write_all(&self.obuf)?;
+            self.obuf.clear();
         }
         Ok(())
     }
 
+    /// Decode one line into the collected output.
+    fn line(&mut self, line: &str) -> std::io::Result<()> {
+        self.lines += 1;
+        match fgraph::parse_line(line) {
+            Line::Entry(c) => self.call(line, &c, false),
+            Line::Leaf(c) => self.call(line, &c, true),
+            Line::Exit(e) => self.exit(line, &e),
+            Line::Comment(c) => self.comment(line, &c),
+            _ => self.passthrough(line, None),
+        }
+    }
+
+    fn task<'l>(p: &Prefix<'l>) -> Task<'l> {
+        Task {
+            key: match (p.pid, p.cpu) {
+                (Some(pid), _) => pid as u64,
+                (None, Some(cpu)) => (1u64 << 32) | cpu as u64,
+                (None, None) => 0,
+            },
+            pid: p.pid,
+            comm: p.comm,
+            cpu: p.cpu,
+        }
+    }
+
+    fn layout<'l>(&self, line: &'l str, p: &Prefix<'_>) -> Layout<'l> {
+        Layout {
+            head: line.get(..p.prefix_end).unwrap_or(""),
+            indent_start: p.indent_start,
+            shift: self.shift,
+        }
+    }
+
+    /// A line passed on as it is.
+    fn passthrough(&mut self, line: &str, task: Option<u64>) -> std::io::Result<()> {
+        self.tree.note(
+            &Note::Line { task, text: line },
+            &mut self.sinks,
+            &mut self.obuf,
+        )
+    }
+
+    fn call(&mut self, line: &str, c: &Call<'_>, leaf: bool) -> std::io::Result<()> {
+        let func = self.tree.funcs.intern(c.func, c.module);
+        let entry = Entry {
+            task: Self::task(&c.prefix),
+            depth: c.prefix.depth,
+            func,
+            name: c.func,
+            module: c.module,
+            args: ArgsIn::Text(c.args.unwrap_or("")),
+            ret: c.ret.map(|r| RetIn::Text {
+                raw: r.raw,
+                value: r.value,
+            }),
+            leaf,
+            time_ns: c.prefix.abstime.and(c.prefix.abstime_ns()),
+            duration_ns: c.prefix.duration_ns,
+            callsite: c.retaddr,
+            comment: c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
+            layout: Some(self.layout(line, &c.prefix)),
+        };
+        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
+    }
+
+    fn exit(&mut self, line: &str, e: &fgraph::Exit<'_>) -> std::io::Result<()> {
+        let func = e.func.map(|n| self.tree.funcs.intern(n, e.module));
+        let task = Self::task(&e.prefix);
+        let exit = Exit {
+            task,
+            depth: e.prefix.depth,
+            func,
+            ret: e.ret.map(|r| RetIn::Text {
+                raw: r.raw,
+                value: r.value,
+            }),
+            time_ns: None,
+            duration_ns: e.prefix.duration_ns,
+            layout: Some(self.layout(line, &e.prefix)),
+        };
+        if !self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)? {
+            return self.passthrough(line, Some(task.key));
+        }
+        Ok(())
+    }
+
+    fn comment(&mut self, line: &str, c: &fgraph::Comment<'_>) -> std::io::Result<()> {
+        let key = Self::task(&c.prefix).key;
+        let Some(p) = c.probe else {
+            return self.passthrough(line, Some(key));
+        };
+        let Some(func) = p.func else {
+            return self.passthrough(line, Some(key));
+        };
+        let id = self.tree.funcs.intern(func, None);
+        let mut fields = std::mem::take(&mut self.fields);
+        let error = self
+            .tree
+            .render_fields(id, p.fields(), p.is_return, &mut fields);
+        if p.is_return {
+            // The first numeric field is the return value ($retval).
+            if let Some(v) = p.fields().find_map(|(_, v)| fgraph::parse_number(v)) {
+                self.tree.pending_ret(key, id, v);
+            }
+        } else {
+            self.tree.pending_args(key, id, fields.clone());
+        }
+        if self.sinks.wants_notes() {
+            let note = Note::Probe {
+                task: key,
+                layout: self.layout(line, &c.prefix),
+                event: c.event.unwrap_or(p.event),
+                location: probe_location(c.text),
+                fields: &fields,
+                error: error && p.is_return,
+            };
+            self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+        }
+        self.fields = fields;
+        Ok(())
+    }
+
+    /// Flush buffered trees and the record file at end of input.
+    pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
+        self.flush_out(out)
+    }
+
     /// The stderr summary: undecoded functions, if any.
     pub fn summary(&self) -> Option<String> {
-        if self.stats.unknown.is_empty() {
+        let unknown = self.stats().unknown;
+        if unknown.is_empty() {
             return None;
         }
-        let mut v: Vec<(&String, &u64)> = self.stats.unknown.iter().collect();
+        let mut v: Vec<(&String, &u64)> = unknown.iter().collect();
         v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let total: u64 = v.iter().map(|(_, n)| **n).sum();
         let list: Vec<String> = v

@@ -1,8 +1,16 @@
-//! The call model and its outputs: decoding function_graph text into typed calls
-//! ([`decode`]), the saved-calls format ([`record`]), the `--errors-only` tree filter
-//! ([`errpaths`]) and atomically written output files ([`output`]).
+//! The call model and its outputs. Every source of calls — function_graph text
+//! ([`decode`]), uprobes, BPF — turns what it reads into call events; one [`tree::CallTree`]
+//! per stream turns them into calls (ids, parents, depth, durations, values that arrive
+//! apart joined to their call) and hands each to the [`sink::Sink`]s: the function_graph
+//! text printer ([`text`]), JSON lines and saved calls ([`records`]), the `--errors-only`
+//! filter ([`errors`]), the report collector.
 
 pub mod decode;
-pub mod errpaths;
+pub mod errors;
+pub mod funcs;
 pub mod output;
 pub mod record;
+pub mod records;
+pub mod sink;
+pub mod text;
+pub mod tree;

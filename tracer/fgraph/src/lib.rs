@@ -262,6 +262,13 @@ pub struct Args<'a> {
     rest: &'a str,
 }
 
+impl<'a> Args<'a> {
+    /// The arguments of `text` (what funcgraph-args prints inside the parentheses).
+    pub fn new(text: &'a str) -> Args<'a> {
+        Args { rest: text }
+    }
+}
+
 impl<'a> Iterator for Args<'a> {
     type Item = (&'a str, &'a str);
 

@@ -14,6 +14,8 @@ use std::io::{BufRead, Write};
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::record::{self, CallRecord};
+use dcg_calls::records::Collect;
+use dcg_calls::sink::Sinks;
 use dcg_dbset::DbSet;
 
 pub use model::{CallGraph, EdgeStats, FuncStats, Summary};
@@ -206,72 +208,27 @@ pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError
 }
 
 /// Decode ftrace function_graph text into calls with the dbs of `set` (functions missing
-/// from them are listed on stderr).
+/// from them are named in the [`Loaded::note`]).
 pub fn load_ftrace(input: &[u8], source: &str, set: &DbSet) -> Result<Loaded, ReportError> {
-    let mut dec = Decoder::new(
-        set,
-        Options {
-            json: true,
-            ..Options::default()
-        },
-    );
-    let mut sink = RecordSink::default();
-    dec.decode_stream(input, &mut sink)?;
-    dec.finish(&mut sink)?;
+    let mut collect = Collect::default();
+    let mut dec = Decoder::with_sinks(set, Options::default(), Sinks::new());
+    dec.add_sink(Box::new(&mut collect));
+    dec.decode_stream(input, &mut std::io::sink())?;
+    dec.finish(&mut std::io::sink())?;
     let note = dec.summary().filter(|_| !set.dbs().is_empty()).map(|s| {
         s.strip_prefix("dcg decode: ")
             .map(str::to_string)
             .unwrap_or(s)
     });
-    sink.flush()?;
+    drop(dec);
     Ok(Loaded {
         source: source.to_string(),
         kind: InputKind::FtraceText {
             dbs: set.dbs().len(),
         },
-        records: sink.records,
+        records: collect.records,
         note,
     })
-}
-
-/// Parses the decoder's JSON lines into records as they are written.
-#[derive(Default)]
-struct RecordSink {
-    buf: Vec<u8>,
-    records: Vec<CallRecord>,
-}
-
-fn parse_record(records: &mut Vec<CallRecord>, line: &[u8]) -> std::io::Result<()> {
-    if !line.is_empty() {
-        let r = serde_json::from_slice(line)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        records.push(r);
-    }
-    Ok(())
-}
-
-impl Write for RecordSink {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        let mut rest = data;
-        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-            if self.buf.is_empty() {
-                parse_record(&mut self.records, &rest[..nl])?;
-            } else {
-                self.buf.extend_from_slice(&rest[..nl]);
-                parse_record(&mut self.records, &self.buf)?;
-                self.buf.clear();
-            }
-            rest = &rest[nl + 1..];
-        }
-        self.buf.extend_from_slice(rest);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        parse_record(&mut self.records, &self.buf)?;
-        self.buf.clear();
-        Ok(())
-    }
 }
 
 /// ns as µs with three decimals: `11007` → `11.007`.

@@ -1,22 +1,17 @@
-//! Rebuilding per-thread call trees from uprobe entry and return events, and printing
-//! them in the function_graph layout with every value rendered by its type:
-//!
-//! ```text
-//!  1)               |  outer(x=3) {
-//!  1)   2.000 us    |    inner(x=3); /* ret=-EINVAL */
-//!  1) + 14.000 us   |  } /* outer ret=-EINVAL */
-//! ```
-//!
-//! A call prints as a leaf (`f(); /* ret=... */`) when no traced call happened inside
-//! it, so each thread keeps its newest entry pending until the next event. The
-//! `comm-tid` column appears once a second task has been seen.
+//! Uprobe events as a flat source of the call pipeline: each entry and return event of a
+//! probe becomes a call event for [`dcg_calls::tree::CallTree`], whose sinks print the
+//! function_graph layout, JSON lines, saved calls, or the `--errors-only` paths.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::io::Write;
 
-use dcg_calls::errpaths::{write_error_paths, Item, ItemKind as Kind};
-use dcg_calls::record::{self, ArgValue, CallRecord, RecordSink};
+use dcg_calls::errors::ErrorsOnly;
+use dcg_calls::funcs::{FuncId, FuncTable};
+use dcg_calls::records::{JsonLines, SavedCalls};
+use dcg_calls::sink::{ArgList, Note, Sinks, Task};
+use dcg_calls::text::{TextOptions, TextPrinter};
+use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use dcg_dbset::DbSet;
 use dcg_render::Role;
 
 use super::plan::{render_arg, render_words, Probe, Target, Value};
@@ -53,26 +48,6 @@ pub struct Meta<'e> {
     pub ts: u64,
 }
 
-/// An open call.
-struct Frame {
-    probe: usize,
-    call_id: u64,
-    parent: Option<u64>,
-    depth: u32,
-    ts: u64,
-    cpu: u32,
-    args: Vec<(String, String)>,
-    /// Printed as `f(...) {` (a visible child was entered).
-    opened: bool,
-}
-
-struct Task {
-    comm: String,
-    stack: Vec<Frame>,
-    /// `--errors-only`: the current top-level tree.
-    items: Vec<Item>,
-}
-
 /// Counters of a run.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
@@ -88,81 +63,121 @@ pub struct Counts {
     pub lost: u64,
 }
 
-/// The call-tree builder and printer.
-pub struct Calls<'a> {
-    probes: &'a [Probe<'a>],
-    targets: &'a [Target],
-    opts: Options,
-    tasks: HashMap<u32, Task>,
-    next_call: u64,
-    counts: Counts,
-    records: Option<RecordSink<'a>>,
-    line: String,
-    default_comm: Option<String>,
-}
-
 /// What trace_pipe prints for a task whose name it no longer knows.
 const UNKNOWN_COMM: &str = "<...>";
 
+/// The uprobe source: probes' events into the call tree and its sinks.
+pub struct Calls<'a> {
+    probes: &'a [Probe<'a>],
+    tree: CallTree<'a>,
+    sinks: Sinks<'a>,
+    /// Each probe's function in the tree.
+    ids: Vec<FuncId>,
+    opts: Options,
+    comms: HashMap<u32, String>,
+    default_comm: Option<String>,
+    lost: u64,
+    obuf: Vec<u8>,
+    args: ArgList,
+}
+
 impl<'a> Calls<'a> {
-    /// A builder for events of `probes`.
-    pub fn new(probes: &'a [Probe<'a>], targets: &'a [Target], opts: Options) -> Calls<'a> {
+    /// A source for events of `probes` (functions of `targets`, looked up in `set`).
+    pub fn new(
+        set: &'a DbSet,
+        probes: &'a [Probe<'a>],
+        targets: &'a [Target],
+        opts: Options,
+    ) -> Calls<'a> {
+        let mut funcs = FuncTable::new(set);
+        let ids = probes
+            .iter()
+            .map(|p| funcs.intern_function(p.func, Some(&targets[p.target].name)))
+            .collect();
+        let mut sinks = Sinks::new();
+        if opts.json {
+            sinks.push(Box::new(JsonLines));
+        } else {
+            let printer = TextPrinter::new(TextOptions {
+                color: opts.color,
+                cpu_width: opts.cpu_width,
+                probe_notes: false,
+            });
+            if opts.errors_only {
+                sinks.push(Box::new(ErrorsOnly::new(printer)));
+            } else {
+                sinks.push(Box::new(printer));
+            }
+        }
         Calls {
             probes,
-            targets,
+            tree: CallTree::new(funcs, Shape::Flat, opts.max_depth),
+            sinks,
+            ids,
             opts,
-            tasks: HashMap::new(),
-            next_call: 0,
-            counts: Counts::default(),
-            records: None,
-            line: String::with_capacity(256),
+            comms: HashMap::new(),
             default_comm: None,
+            lost: 0,
+            obuf: Vec::with_capacity(4096),
+            args: ArgList::default(),
         }
     }
 
-    /// Also write every call as a [`CallRecord`] to `sink`, after a header naming `source`.
+    /// Also write every call as a saved-calls record to `sink`, after a header naming
+    /// `source`.
     pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
-        self.records = Some(RecordSink::new(sink, source)?);
+        self.sinks.push(Box::new(SavedCalls::new(sink, source)?));
         Ok(())
     }
 
     /// Counters so far.
     pub fn counts(&self) -> Counts {
-        self.counts
+        let c = self.tree.counts();
+        Counts {
+            calls: c.calls,
+            top_level: c.top_level,
+            lone_returns: c.lone_returns,
+            unfinished: c.unfinished,
+            lost: self.lost,
+        }
     }
 
     /// Number of distinct tasks seen.
     pub fn tasks_seen(&self) -> usize {
-        self.tasks.len()
-    }
-
-    fn task(&mut self, m: &Meta<'_>) -> &mut Task {
-        let t = self.tasks.entry(m.tid).or_insert_with(|| Task {
-            comm: String::new(),
-            stack: Vec::new(),
-            items: Vec::new(),
-        });
-        if m.comm != UNKNOWN_COMM {
-            if t.comm != m.comm {
-                t.comm.clear();
-                t.comm.push_str(m.comm);
-            }
-        } else if t.comm.is_empty() {
-            // The kernel's pid→comm cache (saved_cmdlines) lost this task: ask /proc, else
-            // use the traced program's name.
-            t.comm = std::fs::read_to_string(format!("/proc/{}/comm", m.tid))
-                .map(|c| c.trim_end().to_string())
-                .ok()
-                .or_else(|| self.default_comm.clone())
-                .unwrap_or_else(|| UNKNOWN_COMM.to_string());
-        }
-        t
+        self.tree.tasks_seen()
     }
 
     /// The name to show for tasks whose name the trace lost (`<...>`): the traced
     /// program's.
     pub fn set_default_comm(&mut self, comm: Option<String>) {
         self.default_comm = comm;
+    }
+
+    /// The task's name: as the event gives it, else (the kernel's pid→comm cache lost it)
+    /// from /proc, else the traced program's.
+    fn comm(&mut self, m: &Meta<'_>) -> &str {
+        let known = self.comms.entry(m.tid).or_default();
+        if m.comm != UNKNOWN_COMM {
+            if known != m.comm {
+                known.clear();
+                known.push_str(m.comm);
+            }
+        } else if known.is_empty() {
+            *known = std::fs::read_to_string(format!("/proc/{}/comm", m.tid))
+                .map(|c| c.trim_end().to_string())
+                .ok()
+                .or_else(|| self.default_comm.clone())
+                .unwrap_or_else(|| UNKNOWN_COMM.to_string());
+        }
+        known
+    }
+
+    fn flush(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.obuf.is_empty() {
+            out.write_all(&self.obuf)?;
+            self.obuf.clear();
+        }
+        Ok(())
     }
 
     /// An entry event of probe `probe` with its field values.
@@ -174,51 +189,35 @@ impl<'a> Calls<'a> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let p = &self.probes[probe];
-        let args: Vec<(String, String)> = if self.opts.args {
-            p.args
-                .iter()
-                .zip(p.func.params())
-                .map(|((name, plan), param)| (name.clone(), render_arg(param.ty(), plan, values)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let call_id = self.next_call;
-        self.next_call += 1;
-        self.task(m);
-        let max = self.opts.max_depth;
-        let task = self.tasks.get_mut(&m.tid).expect("task exists");
-        let depth = task.stack.len() as u32;
-        let parent = task.stack.last().map(|f| f.call_id);
-        let visible = max == 0 || depth < max;
-        // The parent gets its `{` now that it has a visible child.
-        let open_parent = visible && task.stack.last().is_some_and(|f| !f.opened);
-        if open_parent {
-            let top = task.stack.len() - 1;
-            task.stack[top].opened = true;
-            let f = &task.stack[top];
-            let (pp, pdepth, pcpu) = (f.probe, f.depth, f.cpu);
-            let pargs = f.args.clone();
-            let mut s = std::mem::take(&mut self.line);
-            s.clear();
-            self.prefix(&mut s, pcpu, m.tid, None, pdepth);
-            self.call_text(&mut s, pp, &pargs);
-            s.push_str(" {");
-            self.emit(m.tid, Kind::Open, false, &s, out)?;
-            self.line = s;
+        self.args.clear();
+        if self.opts.args {
+            for ((name, plan), param) in p.args.iter().zip(p.func.params()) {
+                self.args.push(name, &render_arg(param.ty(), plan, values));
+            }
         }
-        let task = self.tasks.get_mut(&m.tid).expect("task exists");
-        task.stack.push(Frame {
-            probe,
-            call_id,
-            parent,
-            depth,
-            ts: m.ts,
-            cpu: m.cpu,
-            args,
-            opened: false,
-        });
-        Ok(())
+        let comm = self.comm(m).to_string();
+        let entry = Entry {
+            task: Task {
+                key: m.tid as u64,
+                pid: Some(m.tid),
+                comm: Some(&comm),
+                cpu: Some(m.cpu),
+            },
+            depth: 0,
+            func: self.ids[probe],
+            name: p.func.symbol(),
+            module: None,
+            args: ArgsIn::Rendered(&self.args),
+            ret: None,
+            leaf: false,
+            time_ns: Some(m.ts),
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+        };
+        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
     }
 
     /// A return event of probe `probe` with its field values.
@@ -229,341 +228,65 @@ impl<'a> Calls<'a> {
         values: &[Value],
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        self.task(m);
-        let task = self.tasks.get_mut(&m.tid).expect("task exists");
-        let Some(pos) = task.stack.iter().rposition(|f| f.probe == probe) else {
-            self.counts.lone_returns += 1;
-            let (text, error, _) = self.ret_value(probe, values);
-            let mut s = std::mem::take(&mut self.line);
-            s.clear();
-            self.prefix(&mut s, m.cpu, m.tid, None, 0);
-            s.push_str("} /* ");
-            s.push_str(self.probes[probe].func.symbol());
-            self.push_ret(&mut s, text.as_deref(), error);
-            s.push_str(" (entry not seen) */");
-            self.emit(m.tid, Kind::Note, error, &s, out)?;
-            self.line = s;
-            return Ok(());
+        let p = &self.probes[probe];
+        let value = ret_value(p, values);
+        let comm = self.comm(m).to_string();
+        let exit = Exit {
+            task: Task {
+                key: m.tid as u64,
+                pid: Some(m.tid),
+                comm: Some(&comm),
+                cpu: Some(m.cpu),
+            },
+            depth: 0,
+            func: Some(self.ids[probe]),
+            ret: value.as_ref().map(|(text, error, raw)| RetIn::Rendered {
+                text,
+                raw: raw.as_deref(),
+                error: *error,
+            }),
+            time_ns: Some(m.ts),
+            duration_ns: None,
+            layout: None,
         };
-        // Frames above it returned without an event (longjmp, lost events).
-        while self.tasks[&m.tid].stack.len() > pos + 1 {
-            self.unfinished(m.tid, out)?;
-        }
-        let task = self.tasks.get_mut(&m.tid).expect("task exists");
-        let f = task.stack.pop().expect("frame at pos");
-        let (ret, error, raw) = self.ret_value(probe, values);
-        let dur = m.ts.saturating_sub(f.ts);
-        let visible = self.opts.max_depth == 0 || f.depth < self.opts.max_depth;
-        if visible {
-            let mut s = std::mem::take(&mut self.line);
-            s.clear();
-            if f.opened {
-                self.prefix(&mut s, m.cpu, m.tid, Some(dur), f.depth);
-                s.push_str("} /* ");
-                s.push_str(self.probes[probe].func.symbol());
-                self.push_ret(&mut s, ret.as_deref(), error);
-                s.push_str(" */");
-                self.emit(m.tid, Kind::Close, error, &s, out)?;
-            } else {
-                self.prefix(&mut s, m.cpu, m.tid, Some(dur), f.depth);
-                self.call_text(&mut s, probe, &f.args);
-                s.push(';');
-                if ret.is_some() {
-                    s.push_str(" /*");
-                    self.push_ret(&mut s, ret.as_deref(), error);
-                    s.push_str(" */");
-                }
-                self.emit(m.tid, Kind::Leaf, error, &s, out)?;
-            }
-            self.line = s;
-        }
-        self.counts.calls += 1;
-        if f.depth == 0 {
-            self.counts.top_level += 1;
-        }
-        let rec = self.record(m, &f, probe, ret, raw, error, Some(dur));
-        self.save(&rec, out)
+        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
     }
 
     /// Events were lost on `cpu`: print the notice in the stream.
     pub fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
-        self.counts.lost += n;
-        if self.opts.json {
-            return Ok(());
-        }
-        writeln!(out, "CPU:{cpu} [LOST {n} EVENTS]")
+        self.lost += n;
+        let note = Note::Lost {
+            cpu: Some(cpu),
+            count: Some(n),
+        };
+        self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
     }
 
     /// Close every open call (end of trace): `f(...); /* no return */` or
     /// `} /* f (no return) */`, and flush buffered trees.
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        let mut tids: Vec<u32> = self.tasks.keys().copied().collect();
-        tids.sort_unstable();
-        for tid in tids {
-            while !self.tasks[&tid].stack.is_empty() {
-                self.unfinished(tid, out)?;
-            }
-            let items = std::mem::take(&mut self.tasks.get_mut(&tid).expect("task").items);
-            if self.opts.errors_only && !self.opts.json {
-                write_error_paths(&items, out)?;
-            }
-        }
-        if let Some(sink) = self.records.as_mut() {
-            sink.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Pop the innermost open call of `tid`, which never returned.
-    fn unfinished(&mut self, tid: u32, out: &mut dyn Write) -> std::io::Result<()> {
-        let task = self.tasks.get_mut(&tid).expect("task exists");
-        let Some(f) = task.stack.pop() else {
-            return Ok(());
-        };
-        let comm = task.comm.clone();
-        self.counts.unfinished += 1;
-        let visible = self.opts.max_depth == 0 || f.depth < self.opts.max_depth;
-        if visible {
-            let mut s = std::mem::take(&mut self.line);
-            s.clear();
-            self.prefix(&mut s, f.cpu, tid, None, f.depth);
-            if f.opened {
-                s.push_str("} /* ");
-                s.push_str(self.probes[f.probe].func.symbol());
-                s.push_str(" (no return) */");
-                self.emit(tid, Kind::Close, false, &s, out)?;
-            } else {
-                self.call_text(&mut s, f.probe, &f.args);
-                s.push_str("; /* no return */");
-                self.emit(tid, Kind::Leaf, false, &s, out)?;
-            }
-            self.line = s;
-        }
-        let m = Meta {
-            comm: &comm,
-            tid,
-            cpu: f.cpu,
-            ts: f.ts,
-        };
-        let rec = self.record(&m, &f, f.probe, None, None, false, None);
-        self.save(&rec, out)
-    }
-
-    /// The rendered return value: (text, is_error, raw text); text `None` for void or
-    /// when return values are not shown.
-    fn ret_value(&self, probe: usize, values: &[Value]) -> (Option<String>, bool, Option<String>) {
-        let p = &self.probes[probe];
-        if p.ret_fields.is_empty() {
-            return (None, false, None);
-        }
-        let words: Vec<u64> = values
-            .iter()
-            .map(|v| match v {
-                Value::Num(n) => *n,
-                _ => 0,
-            })
-            .collect();
-        let text = render_words(p.func.ret(), &words, Role::Return);
-        let raw = words.first().map(|w| format!("{w:#x}"));
-        let error = text.starts_with("-E") || text.starts_with("ERR_PTR(");
-        (Some(text), error, raw)
-    }
-
-    fn push_ret(&self, s: &mut String, ret: Option<&str>, error: bool) {
-        let Some(v) = ret else { return };
-        s.push_str(" ret=");
-        dcg_render::push_value(s, v, error && self.opts.color);
-    }
-
-    fn call_text(&self, s: &mut String, probe: usize, args: &[(String, String)]) {
-        s.push_str(self.probes[probe].func.symbol());
-        s.push('(');
-        for (i, (n, v)) in args.iter().enumerate() {
-            if i > 0 {
-                s.push_str(", ");
-            }
-            s.push_str(n);
-            s.push('=');
-            s.push_str(v);
-        }
-        s.push(')');
-    }
-
-    /// Columns and indentation: ` 1) ` [` comm-tid | `] duration `|  `, 2 spaces a level.
-    fn prefix(&self, s: &mut String, cpu: u32, tid: u32, dur: Option<u64>, depth: u32) {
-        let _ = write!(s, " {cpu:>w$}) ", w = self.opts.cpu_width.max(1));
-        if self.tasks.len() > 1 {
-            let comm = self.tasks.get(&tid).map_or("", |t| t.comm.as_str());
-            push_proc(s, comm, tid);
-            s.push_str(" | ");
-        }
-        match dur {
-            Some(ns) => push_duration(s, ns),
-            None => s.push_str("              |  "),
-        }
-        for _ in 0..depth {
-            s.push_str("  ");
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &self,
-        m: &Meta<'_>,
-        f: &Frame,
-        probe: usize,
-        ret: Option<String>,
-        raw: Option<String>,
-        error: bool,
-        duration: Option<u64>,
-    ) -> CallRecord {
-        let p = &self.probes[probe];
-        CallRecord {
-            id: f.call_id,
-            parent: f.parent,
-            func: p.func.symbol().to_string(),
-            module: Some(self.targets[p.target].name.clone()),
-            cpu: Some(f.cpu),
-            comm: Some(
-                self.tasks
-                    .get(&m.tid)
-                    .map_or(m.comm, |t| t.comm.as_str())
-                    .to_string(),
-            ),
-            pid: Some(m.tid),
-            depth: f.depth,
-            time_ns: Some(f.ts),
-            duration_ns: duration,
-            args: f
-                .args
-                .iter()
-                .map(|(n, v)| ArgValue {
-                    name: n.clone(),
-                    value: v.clone(),
-                })
-                .collect(),
-            ret,
-            ret_raw: raw,
-            error,
-            decoded: true,
-        }
-    }
-
-    fn save(&mut self, rec: &CallRecord, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.opts.json {
-            record::write_record(out, rec)?;
-        }
-        if let Some(sink) = self.records.as_mut() {
-            sink.write(rec)?;
-        }
-        Ok(())
-    }
-
-    /// Print a line, or buffer it in the task's tree for `--errors-only`.
-    fn emit(
-        &mut self,
-        tid: u32,
-        kind: Kind,
-        error: bool,
-        text: &str,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        if self.opts.json {
-            return Ok(());
-        }
-        if !self.opts.errors_only {
-            out.write_all(text.as_bytes())?;
-            return out.write_all(b"\n");
-        }
-        let task = self.tasks.get_mut(&tid).expect("task exists");
-        task.items.push(Item {
-            kind,
-            error,
-            text: text.to_string(),
-        });
-        if task.stack.is_empty() && kind != Kind::Open {
-            let items = std::mem::take(&mut task.items);
-            write_error_paths(&items, out)?;
-        }
-        Ok(())
+        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
     }
 }
 
-/// `comm-tid` centered in 14 columns, the comm cut to 7 bytes (as the kernel prints it).
-fn push_proc(s: &mut String, comm: &str, tid: u32) {
-    let mut end = comm.len().min(7);
-    while !comm.is_char_boundary(end) {
-        end -= 1;
+/// The rendered return value: (text, is_error, raw text); `None` for void or when return
+/// values are not shown.
+fn ret_value(p: &Probe<'_>, values: &[Value]) -> Option<(String, bool, Option<String>)> {
+    if p.ret_fields.is_empty() {
+        return None;
     }
-    let text = format!("{}-{tid}", &comm[..end]);
-    let spaces = 14usize.saturating_sub(text.len());
-    for _ in 0..spaces / 2 {
-        s.push(' ');
-    }
-    s.push_str(&text);
-    for _ in 0..spaces - spaces / 2 {
-        s.push(' ');
-    }
-}
-
-/// The function_graph duration column: `+ 12.345 us   |  `.
-pub fn push_duration(s: &mut String, ns: u64) {
-    let mark = match ns {
-        n if n > 1_000_000_000 => '$',
-        n if n > 100_000_000 => '@',
-        n if n > 10_000_000 => '*',
-        n if n > 1_000_000 => '#',
-        n if n > 100_000 => '!',
-        n if n > 10_000 => '+',
-        _ => ' ',
-    };
-    s.push(mark);
-    s.push(' ');
-    let usecs = (ns / 1000).to_string();
-    let mut len = usecs.len();
-    s.push_str(&usecs);
-    if len < 7 {
-        let digits = (7 - len).min(3);
-        let frac = format!("{:03}", ns % 1000);
-        s.push('.');
-        s.push_str(&frac[..digits]);
-        len += digits + 1;
-    }
-    s.push_str(" us ");
-    for _ in len..8 {
-        s.push(' ');
-    }
-    s.push_str("|  ");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dur(ns: u64) -> String {
-        let mut s = String::new();
-        push_duration(&mut s, ns);
-        s
-    }
-
-    #[test]
-    fn durations_match_the_kernel() {
-        assert_eq!(dur(3_436), "  3.436 us    |  ");
-        assert_eq!(dur(34_600), "+ 34.600 us   |  ");
-        assert_eq!(dur(123_456), "! 123.456 us  |  ");
-        assert_eq!(dur(1_234_567), "# 1234.567 us |  ");
-        assert_eq!(dur(12_345_678), "* 12345.67 us |  ");
-        assert_eq!(dur(1_234_567_000), "$ 1234567 us  |  ");
-        assert_eq!(dur(0).len(), "              |  ".len());
-    }
-
-    #[test]
-    fn proc_column() {
-        let mut s = String::new();
-        push_proc(&mut s, "cat", 102);
-        assert_eq!(s, "   cat-102    ");
-        s.clear();
-        push_proc(&mut s, "values_threads", 4242);
-        assert_eq!(s, " values_-4242 ");
-    }
+    let words: Vec<u64> = values
+        .iter()
+        .map(|v| match v {
+            Value::Num(n) => *n,
+            _ => 0,
+        })
+        .collect();
+    let text = render_words(p.func.ret(), &words, Role::Return);
+    let raw = words.first().map(|w| format!("{w:#x}"));
+    let error = text.starts_with("-E") || text.starts_with("ERR_PTR(");
+    Some((text, error, raw))
 }

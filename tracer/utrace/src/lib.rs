@@ -233,7 +233,9 @@ impl Tracer {
             color,
             cpu_width: cpu_width(),
         };
-        let mut calls = Calls::new(probes, targets, opts);
+        // Probes name their functions: the tree looks nothing up by name.
+        let no_db = dcg_dbset::DbSet::new(Vec::new());
+        let mut calls = Calls::new(&no_db, probes, targets, opts);
         calls.set_default_comm(match (args.pid, args.command.first()) {
             (Some(p), _) => Some(process::comm_of(p)),
             // The kernel names a task after the first 15 bytes of the executable's name.

@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, Write};
 
-use super::output::OUT_CHUNK;
 use super::Decoder;
+use super::OUT_CHUNK;
 
 impl<'a> Decoder<'a> {
     /// Decode every line of `input`.
@@ -89,7 +89,7 @@ impl<'a> Decoder<'a> {
             let e = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |p| i + p);
             let line = s.get(i..e).unwrap_or("");
             let line = line.strip_suffix('\r').unwrap_or(line);
-            self.line(line, out)?;
+            self.line(line)?;
             if self.obuf.len() >= OUT_CHUNK {
                 self.flush_out(out)?;
             }
@@ -103,9 +103,9 @@ impl<'a> Decoder<'a> {
         let body = raw.strip_suffix(b"\n").unwrap_or(raw);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         match std::str::from_utf8(body) {
-            Ok(line) => self.line(line, out),
+            Ok(line) => self.line(line),
             Err(_) => {
-                self.stats.lines += 1;
+                self.lines += 1;
                 if !self.opts.json && !self.opts.errors_only {
                     self.flush_out(out)?;
                     out.write_all(body)?;

@@ -1,18 +1,19 @@
-//! What rendering needs to know about each function, worked out once. A name is interned
-//! to a `FuncInfo`: its db entry and how its return value and each parameter are rendered
-//! (`Render`). A small direct-mapped cache of recent names spares most lines even the hash
-//! lookup.
+//! The functions of a stream, interned: what rendering needs to know about each function,
+//! worked out once. A name (or a db function) is interned to a [`FuncInfo`]: its db entry
+//! and how its return value and each parameter are rendered (`Render`). A small
+//! direct-mapped cache of recent names spares most text lines even the hash lookup.
 
 use sigdb::{Function, Type, TypeKind};
 
-use super::Decoder;
+use dcg_dbset::DbSet;
 use dcg_fgraph as fgraph;
 use dcg_render::{
     aggregate_label, is_hex_of, pointer_is_hex, push_aggregate, render_resolved, Role,
 };
+use rustc_hash::FxHashMap;
 
 /// Slots of the cache of interned names.
-pub(super) const RECENT: usize = 256;
+const RECENT: usize = 256;
 
 /// The slot of `name` in the cache of interned names: a hash of its length and its
 /// first and last 8 bytes.
@@ -42,9 +43,14 @@ struct ParamInfo<'a> {
 }
 
 /// Per-name lookup result, interned, with what rendering needs resolved once.
-pub(super) struct FuncInfo<'a> {
-    pub(super) name: String,
-    pub(super) func: Option<Function<'a>>,
+pub struct FuncInfo<'a> {
+    /// The name as the stream gives it (`func`, or `func [module]` for module functions).
+    pub name: String,
+    /// Its db entry, when the db knows it.
+    pub func: Option<Function<'a>>,
+    /// The module saved calls name (user-space sources name their binary; kernel
+    /// functions name their module, vmlinux none).
+    pub module_label: Option<String>,
     /// Return type (`None`: function unknown).
     ret: Option<Render<'a>>,
     params: Vec<ParamInfo<'a>>,
@@ -113,6 +119,7 @@ impl<'a> FuncInfo<'a> {
         FuncInfo {
             name,
             func,
+            module_label: None,
             ret,
             params,
         }
@@ -131,7 +138,7 @@ impl<'a> FuncInfo<'a> {
     /// Append argument `name`'s `value` (argument number `i`) rendered by the type of the
     /// parameter of that name; false (nothing appended) when the function, parameter or
     /// number is unknown.
-    pub(super) fn push_arg(&self, out: &mut String, i: usize, name: &str, value: &str) -> bool {
+    pub fn push_arg(&self, out: &mut String, i: usize, name: &str, value: &str) -> bool {
         let Some(p) = self.param(i, name) else {
             return false;
         };
@@ -157,12 +164,7 @@ impl<'a> FuncInfo<'a> {
 
     /// Render the return value from `raw` into `buf` (cleared first): whether it is an
     /// error, `None` for void (nothing to show).
-    pub(super) fn ret_into(
-        &self,
-        raw_text: &str,
-        raw: Option<u64>,
-        buf: &mut String,
-    ) -> Option<bool> {
+    pub fn ret_into(&self, raw_text: &str, raw: Option<u64>, buf: &mut String) -> Option<bool> {
         buf.clear();
         match (&self.ret, raw) {
             (Some(r), Some(v)) => {
@@ -180,8 +182,52 @@ impl<'a> FuncInfo<'a> {
     }
 }
 
-impl<'a> Decoder<'a> {
-    pub(super) fn intern(&mut self, name: &str, module: Option<&str>) -> u32 {
+/// Index of an interned function.
+pub type FuncId = u32;
+
+/// The interned functions of a stream, looked up in a [`DbSet`].
+pub struct FuncTable<'a> {
+    set: &'a DbSet,
+    ids: FxHashMap<String, FuncId>,
+    /// A direct-mapped cache of `ids` for names without a module (checked by name).
+    recent: Box<[FuncId; RECENT]>,
+    funcs: Vec<FuncInfo<'a>>,
+}
+
+impl<'a> FuncTable<'a> {
+    /// An empty table over `set`.
+    pub fn new(set: &'a DbSet) -> FuncTable<'a> {
+        FuncTable {
+            set,
+            ids: FxHashMap::default(),
+            recent: Box::new([FuncId::MAX; RECENT]),
+            funcs: Vec::new(),
+        }
+    }
+
+    /// The function of `id`.
+    #[inline]
+    pub fn get(&self, id: FuncId) -> &FuncInfo<'a> {
+        &self.funcs[id as usize]
+    }
+
+    /// Intern a db function directly (sources that know the function, e.g. probes), named
+    /// by its symbol; saved calls name `module` as its module.
+    pub fn intern_function(&mut self, func: Function<'a>, module: Option<&str>) -> FuncId {
+        let key = func.symbol();
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        let id = self.funcs.len() as FuncId;
+        let mut info = FuncInfo::new(key.to_string(), Some(func));
+        info.module_label = module.map(str::to_string);
+        self.funcs.push(info);
+        self.ids.insert(key.to_string(), id);
+        id
+    }
+
+    /// Intern `name` (of `module`), looked up in the db once.
+    pub fn intern(&mut self, name: &str, module: Option<&str>) -> FuncId {
         if module.is_some() {
             return self.intern_map(name, module);
         }

@@ -1,0 +1,260 @@
+//! What outputs see: a call at the moment it opens, closes or completes as a leaf, a note
+//! (a line of the stream that is not a call), lost events. Every output — the
+//! function_graph text printer, JSON lines, the saved-calls file, the `--errors-only`
+//! filter, the report collector — implements [`Sink`]; [`Sinks`] feeds several at once.
+
+use std::io;
+
+use crate::funcs::FuncInfo;
+
+/// Who made a call, as far as the source knows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Task<'a> {
+    /// A key unique to the task within the stream (pid, or the CPU without a pid column).
+    pub key: u64,
+    /// Task id.
+    pub pid: Option<u32>,
+    /// Command name.
+    pub comm: Option<&'a str>,
+    /// CPU of the event.
+    pub cpu: Option<u32>,
+}
+
+/// How a text source printed a line, for printers that keep its layout byte for byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout<'a> {
+    /// The columns and the indentation, as printed (`line[..prefix_end]`).
+    pub head: &'a str,
+    /// Where the indentation starts in `head`.
+    pub indent_start: usize,
+    /// Spaces of indentation to remove (a tree re-rooted at a deeper call).
+    pub shift: usize,
+}
+
+/// What happened to a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Entered; its children follow.
+    Open,
+    /// Returned, after children.
+    Close,
+    /// Entered and returned with no children in between.
+    Leaf,
+}
+
+/// Arguments rendered by type: names and values in one buffer.
+#[derive(Clone, Debug, Default)]
+pub struct ArgList {
+    text: String,
+    /// (end of name, end of value) in `text`, per argument.
+    ends: Vec<(u32, u32)>,
+}
+
+impl ArgList {
+    /// Remove every argument (keeps the buffers).
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Append an argument whose value the caller writes with `value` into the buffer.
+    pub fn push_with(&mut self, name: &str, value: impl FnOnce(&mut String)) {
+        self.text.push_str(name);
+        let n = self.text.len() as u32;
+        value(&mut self.text);
+        self.ends.push((n, self.text.len() as u32));
+    }
+
+    /// Append an argument.
+    pub fn push(&mut self, name: &str, value: &str) {
+        self.push_with(name, |s| s.push_str(value));
+    }
+
+    /// The arguments as `(name, value)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&(n, v)| {
+            let (n, v) = (n as usize, v as usize);
+            let pair = (&self.text[start..n], &self.text[n..v]);
+            start = v;
+            pair
+        })
+    }
+}
+
+/// A call as outputs see it.
+#[derive(Clone, Copy)]
+pub struct CallView<'v> {
+    /// What happened.
+    pub kind: Kind,
+    /// Call id, unique in the stream, in entry order.
+    pub id: u64,
+    /// Id of the enclosing call, when traced.
+    pub parent: Option<u64>,
+    /// Call depth as the source gives it (0: a traced top-level call).
+    pub depth: u32,
+    /// The task, as given with this event (for a close: the return's).
+    pub task: Task<'v>,
+    /// The function.
+    pub func: &'v FuncInfo<'v>,
+    /// The name as printed by the source (without module).
+    pub name: &'v str,
+    /// Module, as printed by the source.
+    pub module: Option<&'v str>,
+    /// Arguments rendered by type (on open and leaf; on close too when kept for records).
+    pub args: &'v ArgList,
+    /// Return value rendered by type (close and leaf); `None` for void or unknown.
+    pub ret: Option<&'v str>,
+    /// The return value as the source printed it.
+    pub ret_raw: Option<&'v str>,
+    /// The return value is an error (`-E...`, `ERR_PTR(...)`).
+    pub error: bool,
+    /// Entry time in ns.
+    pub time_ns: Option<u64>,
+    /// Duration in ns (close and leaf).
+    pub duration_ns: Option<u64>,
+    /// Where it was called from, as the source printed it (`caller+0x1c/0x90`).
+    pub callsite: Option<&'v str>,
+    /// Another comment of the source's line to keep (text sources).
+    pub comment: Option<&'v str>,
+    /// The source line's layout (text sources); `None`: printers lay the line out.
+    pub layout: Option<Layout<'v>>,
+    /// Calls of this task still open after this one (0: a top-level tree ended).
+    pub open_after: usize,
+    /// Within `--depth` (printers skip the others; records keep them).
+    pub visible: bool,
+    /// The call never returned (the trace ended, the task died, events were lost).
+    pub unfinished: bool,
+    /// The source found no entry for this return.
+    pub entry_missing: bool,
+    /// A close shows its function's name (`} /* f */`; text sources print a bare `}` when
+    /// the line had no name and there is no value).
+    pub named: bool,
+    /// CPU of the call's entry, when the source reports it apart from the return's.
+    pub entry_cpu: Option<u32>,
+    /// Tasks seen in the stream so far.
+    pub tasks: usize,
+}
+
+/// A line of the stream that is not a call.
+#[derive(Clone, Copy, Debug)]
+pub enum Note<'v> {
+    /// A line passed through as is (markers, headers, other events).
+    Line {
+        /// The task it belongs to, when it has one.
+        task: Option<u64>,
+        /// The line.
+        text: &'v str,
+    },
+    /// A probe event whose values were joined to a call, shown in place (text sources).
+    Probe {
+        /// The task.
+        task: u64,
+        /// The line's layout.
+        layout: Layout<'v>,
+        /// Event name.
+        event: &'v str,
+        /// Where it fired, as printed (`do_sys_openat2+0x0/0xd0`).
+        location: &'v str,
+        /// Its fields, rendered by type.
+        fields: &'v ArgList,
+        /// The first field is an error return value.
+        error: bool,
+    },
+    /// Events were lost.
+    Lost {
+        /// CPU.
+        cpu: Option<u32>,
+        /// How many, when known.
+        count: Option<u64>,
+    },
+}
+
+/// An output of calls. Sinks that print write into `out`, the stream's output buffer (the
+/// driver hands it to the writer in chunks); others write where they were told.
+pub trait Sink {
+    /// A call opened, closed or completed.
+    fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()>;
+    /// A line that is not a call.
+    fn note(&mut self, n: &Note<'_>, out: &mut Vec<u8>) -> io::Result<()>;
+    /// Whether this sink needs a call's arguments again when it closes (records).
+    fn wants_args_at_close(&self) -> bool {
+        false
+    }
+    /// Whether this sink prints probe-event notes (text printers).
+    fn wants_notes(&self) -> bool {
+        false
+    }
+    /// End of the stream: write what is buffered.
+    fn finish(&mut self, _out: &mut Vec<u8>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Several sinks fed in order.
+#[derive(Default)]
+pub struct Sinks<'s> {
+    sinks: Vec<Box<dyn Sink + 's>>,
+    args_at_close: bool,
+    notes: bool,
+}
+
+impl<'s> Sinks<'s> {
+    /// No sinks yet.
+    pub fn new() -> Sinks<'s> {
+        Sinks::default()
+    }
+
+    /// Add a sink.
+    pub fn push(&mut self, s: Box<dyn Sink + 's>) {
+        self.args_at_close |= s.wants_args_at_close();
+        self.notes |= s.wants_notes();
+        self.sinks.push(s);
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+}
+
+impl Sink for Sinks<'_> {
+    fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        for s in &mut self.sinks {
+            s.call(c, out)?;
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, n: &Note<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        for s in &mut self.sinks {
+            s.note(n, out)?;
+        }
+        Ok(())
+    }
+
+    fn wants_args_at_close(&self) -> bool {
+        self.args_at_close
+    }
+
+    fn wants_notes(&self) -> bool {
+        self.notes
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        for s in &mut self.sinks {
+            s.finish(out)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,378 @@
+//! The function_graph text printer: one line per open, close and leaf, in the kernel's
+//! layout. Lines of text sources keep their columns byte for byte (only the values are
+//! rewritten); calls of other sources get the columns laid out here:
+//!
+//! ```text
+//!  1)               |  outer(x=3) {
+//!  1)   2.000 us    |    inner(x=3); /* ret=-EINVAL */
+//!  1) + 14.000 us   |  } /* outer ret=-EINVAL */
+//! ```
+//!
+//! The `comm-tid` column appears once a second task has been seen.
+
+use std::fmt::Write as _;
+use std::io;
+
+use crate::sink::{CallView, Kind, Layout, Note, Sink};
+
+/// Printer options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    /// ANSI color for error values.
+    pub color: bool,
+    /// Width of the CPU column for laid-out lines (digits of the highest CPU number).
+    pub cpu_width: usize,
+    /// Print probe events joined to calls in place (saved text); off for live tracing.
+    pub probe_notes: bool,
+}
+
+/// The function_graph text printer.
+pub struct TextPrinter {
+    opts: TextOptions,
+    line: String,
+}
+
+impl TextPrinter {
+    /// A printer.
+    pub fn new(opts: TextOptions) -> TextPrinter {
+        TextPrinter {
+            opts,
+            line: String::with_capacity(256),
+        }
+    }
+
+    /// The line for a call, or `None` when it is not printed (beyond `--depth`).
+    pub fn call_line(&mut self, c: &CallView<'_>) -> Option<&str> {
+        if !c.visible {
+            return None;
+        }
+        let mut s = std::mem::take(&mut self.line);
+        s.clear();
+        match c.layout {
+            Some(l) => self.text_line(&mut s, c, l),
+            None => self.laid_out(&mut s, c),
+        }
+        self.line = s;
+        Some(&self.line)
+    }
+
+    /// The line for a note, or `None` when it is not printed.
+    pub fn note_line<'n>(&'n mut self, n: &Note<'n>) -> Option<&'n str> {
+        match *n {
+            Note::Line { text, .. } => Some(text),
+            Note::Probe {
+                layout,
+                event,
+                location,
+                fields,
+                error,
+                ..
+            } => {
+                if !self.opts.probe_notes {
+                    return None;
+                }
+                let s = &mut self.line;
+                s.clear();
+                push_head(s, layout);
+                s.push_str("/* ");
+                s.push_str(event);
+                s.push_str(": (");
+                s.push_str(location);
+                s.push(')');
+                for (name, v) in fields.iter() {
+                    s.push(' ');
+                    s.push_str(name);
+                    s.push('=');
+                    dcg_render::push_value(s, v, error && self.opts.color);
+                }
+                s.push_str(" */");
+                Some(&self.line)
+            }
+            Note::Lost { .. } => None,
+        }
+    }
+
+    /// A line of a text source: its columns, the call with the values rewritten.
+    fn text_line(&self, s: &mut String, c: &CallView<'_>, l: Layout<'_>) {
+        push_head(s, l);
+        match c.kind {
+            Kind::Open | Kind::Leaf => {
+                s.push_str(c.name);
+                if let Some(m) = c.module {
+                    s.push_str(" [");
+                    s.push_str(m);
+                    s.push(']');
+                }
+                s.push('(');
+                push_args(s, c, false);
+                s.push_str(if c.kind == Kind::Leaf { ");" } else { ") {" });
+                self.comment_tail(s, c);
+            }
+            Kind::Close => {
+                s.push('}');
+                if c.named {
+                    s.push_str(" /* ");
+                    s.push_str(&c.func.name);
+                    self.push_ret(s, c);
+                    s.push_str(" */");
+                }
+            }
+        }
+    }
+
+    /// ` /* <-callsite ret=VALUE */` (or the line's other comment).
+    fn comment_tail(&self, s: &mut String, c: &CallView<'_>) {
+        if c.callsite.is_none() && c.ret.is_none() {
+            if let Some(o) = c.comment {
+                s.push_str(" /* ");
+                s.push_str(o);
+                s.push_str(" */");
+            }
+            return;
+        }
+        s.push_str(" /* ");
+        if let Some(ra) = c.callsite {
+            s.push_str("<-");
+            s.push_str(ra);
+            if c.ret.is_some() {
+                s.push(' ');
+            }
+        }
+        if let Some(v) = c.ret {
+            s.push_str("ret=");
+            dcg_render::push_value(s, v, c.error && self.opts.color);
+        }
+        s.push_str(" */");
+    }
+
+    fn push_ret(&self, s: &mut String, c: &CallView<'_>) {
+        if let Some(v) = c.ret {
+            s.push_str(" ret=");
+            dcg_render::push_value(s, v, c.error && self.opts.color);
+        }
+    }
+
+    /// A call of a source without text: columns laid out here.
+    fn laid_out(&self, s: &mut String, c: &CallView<'_>) {
+        let shows_duration = matches!(c.kind, Kind::Close | Kind::Leaf) && !c.unfinished;
+        let depth = if c.entry_missing { 0 } else { c.depth };
+        self.columns(
+            s,
+            c,
+            shows_duration.then_some(c.duration_ns).flatten(),
+            depth,
+        );
+        match (c.kind, c.entry_missing, c.unfinished) {
+            (Kind::Open, _, _) => {
+                call_text(s, c);
+                s.push_str(" {");
+            }
+            (Kind::Close, true, _) => {
+                s.push_str("} /* ");
+                s.push_str(&c.func.name);
+                self.push_ret(s, c);
+                s.push_str(" (entry not seen) */");
+            }
+            (Kind::Close, false, false) => {
+                s.push_str("} /* ");
+                s.push_str(&c.func.name);
+                self.push_ret(s, c);
+                s.push_str(" */");
+            }
+            (Kind::Close, false, true) => {
+                s.push_str("} /* ");
+                s.push_str(&c.func.name);
+                s.push_str(" (no return) */");
+            }
+            (Kind::Leaf, _, false) => {
+                call_text(s, c);
+                s.push(';');
+                if c.ret.is_some() {
+                    s.push_str(" /*");
+                    self.push_ret(s, c);
+                    s.push_str(" */");
+                }
+            }
+            (Kind::Leaf, _, true) => {
+                call_text(s, c);
+                s.push_str("; /* no return */");
+            }
+        }
+    }
+
+    /// ` 1) ` [` comm-tid | `] duration `|  `, two spaces a level.
+    fn columns(&self, s: &mut String, c: &CallView<'_>, dur: Option<u64>, depth: u32) {
+        let cpu = c.task.cpu.unwrap_or(0);
+        let _ = write!(s, " {cpu:>w$}) ", w = self.opts.cpu_width.max(1));
+        if c.tasks > 1 {
+            push_proc(s, c.task.comm.unwrap_or(""), c.task.pid.unwrap_or(0));
+            s.push_str(" | ");
+        }
+        match dur {
+            Some(ns) => push_duration(s, ns),
+            None => s.push_str("              |  "),
+        }
+        for _ in 0..depth {
+            s.push_str("  ");
+        }
+    }
+}
+
+impl Sink for TextPrinter {
+    fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        if let Some(l) = self.call_line(c) {
+            out.extend_from_slice(l.as_bytes());
+            out.push(b'\n');
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, n: &Note<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        if let Note::Lost {
+            cpu,
+            count: Some(count),
+        } = *n
+        {
+            // Sources without text report losses here; text sources pass their own
+            // notice through as a line.
+            let _ = writeln!(
+                self.line_buf(),
+                "CPU:{} [LOST {count} EVENTS]",
+                cpu.unwrap_or(0)
+            );
+            out.extend_from_slice(self.line.as_bytes());
+            return Ok(());
+        }
+        if let Some(l) = self.note_line(n) {
+            out.extend_from_slice(l.as_bytes());
+            out.push(b'\n');
+        }
+        Ok(())
+    }
+
+    fn wants_notes(&self) -> bool {
+        self.opts.probe_notes
+    }
+}
+
+impl TextPrinter {
+    fn line_buf(&mut self) -> &mut String {
+        self.line.clear();
+        &mut self.line
+    }
+}
+
+/// The columns and indentation of a text line (less `shift` spaces).
+fn push_head(s: &mut String, l: Layout<'_>) {
+    if l.shift == 0 {
+        s.push_str(l.head);
+        return;
+    }
+    let columns = l.head.get(..l.indent_start).unwrap_or("");
+    let spaces = l.head.len().saturating_sub(l.indent_start);
+    s.push_str(columns);
+    for _ in 0..spaces.saturating_sub(l.shift) {
+        s.push(' ');
+    }
+}
+
+/// `name=value, ...` (a name only where the source gave one).
+fn push_args(s: &mut String, c: &CallView<'_>, always_named: bool) {
+    for (i, (n, v)) in c.args.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        if always_named || !n.is_empty() {
+            s.push_str(n);
+            s.push('=');
+        }
+        s.push_str(v);
+    }
+}
+
+/// `func(args)`.
+fn call_text(s: &mut String, c: &CallView<'_>) {
+    s.push_str(&c.func.name);
+    s.push('(');
+    push_args(s, c, true);
+    s.push(')');
+}
+
+/// `comm-tid` centered in 14 columns, the comm cut to 7 bytes (as the kernel prints it).
+fn push_proc(s: &mut String, comm: &str, tid: u32) {
+    let mut end = comm.len().min(7);
+    while !comm.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = format!("{}-{tid}", &comm[..end]);
+    let spaces = 14usize.saturating_sub(text.len());
+    for _ in 0..spaces / 2 {
+        s.push(' ');
+    }
+    s.push_str(&text);
+    for _ in 0..spaces - spaces / 2 {
+        s.push(' ');
+    }
+}
+
+/// The function_graph duration column: `+ 12.345 us   |  `.
+pub fn push_duration(s: &mut String, ns: u64) {
+    let mark = match ns {
+        n if n > 1_000_000_000 => '$',
+        n if n > 100_000_000 => '@',
+        n if n > 10_000_000 => '*',
+        n if n > 1_000_000 => '#',
+        n if n > 100_000 => '!',
+        n if n > 10_000 => '+',
+        _ => ' ',
+    };
+    s.push(mark);
+    s.push(' ');
+    let usecs = (ns / 1000).to_string();
+    let mut len = usecs.len();
+    s.push_str(&usecs);
+    if len < 7 {
+        let digits = (7 - len).min(3);
+        let frac = format!("{:03}", ns % 1000);
+        s.push('.');
+        s.push_str(&frac[..digits]);
+        len += digits + 1;
+    }
+    s.push_str(" us ");
+    for _ in len..8 {
+        s.push(' ');
+    }
+    s.push_str("|  ");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dur(ns: u64) -> String {
+        let mut s = String::new();
+        push_duration(&mut s, ns);
+        s
+    }
+
+    #[test]
+    fn durations_match_the_kernel() {
+        assert_eq!(dur(3_436), "  3.436 us    |  ");
+        assert_eq!(dur(34_600), "+ 34.600 us   |  ");
+        assert_eq!(dur(123_456), "! 123.456 us  |  ");
+        assert_eq!(dur(1_234_567), "# 1234.567 us |  ");
+        assert_eq!(dur(12_345_678), "* 12345.67 us |  ");
+        assert_eq!(dur(1_234_567_000), "$ 1234567 us  |  ");
+        assert_eq!(dur(0).len(), "              |  ".len());
+    }
+
+    #[test]
+    fn proc_column() {
+        let mut s = String::new();
+        push_proc(&mut s, "cat", 102);
+        assert_eq!(s, "   cat-102    ");
+        s.clear();
+        push_proc(&mut s, "values_threads", 4242);
+        assert_eq!(s, " values_-4242 ");
+    }
+}

@@ -1,0 +1,776 @@
+//! One call tree per task: turns call events from any source into calls (ids, parents,
+//! depth, durations), joins values that arrive apart from their call (probe events), and
+//! hands every call to the [`Sink`]s.
+//!
+//! Two kinds of sources:
+//! - **Shaped** (function_graph text): the source already knows whether a call is a leaf
+//!   (`f();`) or opens (`f() {`), and each return names its depth. Calls are passed on as
+//!   they come.
+//! - **Flat** (uprobes, BPF): the source reports entries and returns only. The tree holds
+//!   each task's newest entry back until the next event: a child entering opens it, its own
+//!   return makes it a leaf. Returns are matched by function, durations derived from the
+//!   timestamps, and calls still open at the end are closed as unfinished.
+
+use std::io;
+
+use rustc_hash::FxHashMap;
+
+use crate::funcs::{FuncId, FuncTable};
+use crate::sink::{ArgList, CallView, Kind, Layout, Note, Sink, Task};
+
+/// How a source shapes its calls (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// function_graph text: leaves and opens decided by the source, returns by depth.
+    Shaped,
+    /// Entries and returns only.
+    Flat,
+}
+
+/// Arguments as a source delivers them.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgsIn<'e> {
+    /// None.
+    None,
+    /// function_graph's `name=value, ...` text, rendered by the parameters' types.
+    Text(&'e str),
+    /// Values already rendered by the source, in parameter order.
+    Rendered(&'e ArgList),
+}
+
+/// A return value as a source delivers it.
+#[derive(Clone, Copy, Debug)]
+pub enum RetIn<'e> {
+    /// As printed (`-22`, `0xffff...`), with its numeric value when it has one.
+    Text {
+        /// The printed text.
+        raw: &'e str,
+        /// Its value.
+        value: Option<u64>,
+    },
+    /// Rendered by the source.
+    Rendered {
+        /// The rendered value.
+        text: &'e str,
+        /// The raw value as text.
+        raw: Option<&'e str>,
+        /// It is an error.
+        error: bool,
+    },
+}
+
+/// A call entered (or, from a shaped source, a whole leaf call).
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'e> {
+    /// The task.
+    pub task: Task<'e>,
+    /// Depth as printed (shaped sources); flat sources leave it to the tree.
+    pub depth: u32,
+    /// The function, interned in the tree's [`FuncTable`].
+    pub func: FuncId,
+    /// The name as printed.
+    pub name: &'e str,
+    /// The module as printed.
+    pub module: Option<&'e str>,
+    /// Arguments.
+    pub args: ArgsIn<'e>,
+    /// A leaf's return value as printed (shaped sources).
+    pub ret: Option<RetIn<'e>>,
+    /// The source shows the call complete on one line (shaped sources).
+    pub leaf: bool,
+    /// Entry time in ns.
+    pub time_ns: Option<u64>,
+    /// A leaf's duration in ns, as printed.
+    pub duration_ns: Option<u64>,
+    /// The call site as printed (`caller+0x1c/0x90`).
+    pub callsite: Option<&'e str>,
+    /// Another comment on the line, kept when there is no value to show.
+    pub comment: Option<&'e str>,
+    /// The line's layout (text sources).
+    pub layout: Option<Layout<'e>>,
+}
+
+/// A call returned.
+#[derive(Clone, Copy, Debug)]
+pub struct Exit<'e> {
+    /// The task.
+    pub task: Task<'e>,
+    /// Depth as printed (shaped sources: the innermost open call at or above it returns).
+    pub depth: u32,
+    /// The function, when the source names it (shaped: printed on the `}` line; flat: the
+    /// returning function, which is how it is matched).
+    pub func: Option<FuncId>,
+    /// Its return value.
+    pub ret: Option<RetIn<'e>>,
+    /// Return time in ns (flat sources derive durations from it).
+    pub time_ns: Option<u64>,
+    /// Duration in ns, as printed (shaped sources).
+    pub duration_ns: Option<u64>,
+    /// The line's layout (text sources).
+    pub layout: Option<Layout<'e>>,
+}
+
+/// Counters of a stream.
+#[derive(Debug, Default, Clone)]
+pub struct Counts {
+    /// Calls decoded with a db entry (entries, returns and probe events).
+    pub decoded: u64,
+    /// Error returns seen.
+    pub errors: u64,
+    /// Calls completed (closes and leaves, with their entry).
+    pub calls: u64,
+    /// Top-level calls completed (what `--count` counts).
+    pub top_level: u64,
+    /// Returns whose entry was not seen.
+    pub lone_returns: u64,
+    /// Calls closed unfinished (no return seen).
+    pub unfinished: u64,
+    /// Calls of functions the db does not know, by function.
+    pub unknown: FxHashMap<FuncId, u64>,
+}
+
+/// An open call.
+#[derive(Debug)]
+struct Frame {
+    depth: u32,
+    func: FuncId,
+    id: u64,
+    parent: Option<u64>,
+    /// Kept when a sink needs them at close, or until a flat call is printed.
+    args: ArgList,
+    time_ns: Option<u64>,
+    cpu: Option<u32>,
+    /// Flat sources: printed as open (a visible child entered).
+    opened: bool,
+}
+
+#[derive(Debug, Default)]
+struct TaskState {
+    stack: Vec<Frame>,
+    /// Flat sources: the task's latest command name (calls closed at the end name it).
+    comm: String,
+    /// (function, raw value) from an exit probe event, for the next return of it.
+    pending_ret: Option<(FuncId, u64)>,
+    /// (function, rendered fields) from an entry probe event, for the next entry of it.
+    pending_args: Option<(FuncId, ArgList)>,
+}
+
+/// The call trees of a stream, one per task.
+pub struct CallTree<'a> {
+    /// The stream's functions.
+    pub funcs: FuncTable<'a>,
+    shape: Shape,
+    max_depth: u32,
+    task_ids: FxHashMap<u64, usize>,
+    tasks: Vec<TaskState>,
+    last_task: Option<(u64, usize)>,
+    next_id: u64,
+    counts: Counts,
+    args: ArgList,
+    ret: String,
+    raw: String,
+    empty: ArgList,
+}
+
+impl<'a> CallTree<'a> {
+    /// Trees of a source of `shape`; flat sources hide calls deeper than `max_depth` from
+    /// printers (0: none hidden).
+    pub fn new(funcs: FuncTable<'a>, shape: Shape, max_depth: u32) -> CallTree<'a> {
+        CallTree {
+            funcs,
+            shape,
+            max_depth,
+            task_ids: FxHashMap::default(),
+            tasks: Vec::new(),
+            last_task: None,
+            next_id: 0,
+            counts: Counts::default(),
+            args: ArgList::default(),
+            ret: String::with_capacity(64),
+            raw: String::with_capacity(32),
+            empty: ArgList::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Number of tasks seen.
+    pub fn tasks_seen(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Open calls of the task `key`.
+    pub fn depth_of(&self, key: u64) -> usize {
+        self.task_ids
+            .get(&key)
+            .map_or(0, |&i| self.tasks[i].stack.len())
+    }
+
+    #[inline]
+    fn task(&mut self, key: u64) -> usize {
+        if let Some((k, i)) = self.last_task {
+            if k == key {
+                return i;
+            }
+        }
+        let n = self.tasks.len();
+        let i = *self.task_ids.entry(key).or_insert(n);
+        if i == n {
+            self.tasks.push(TaskState::default());
+        }
+        self.last_task = Some((key, i));
+        i
+    }
+
+    fn note_known(&mut self, id: FuncId) {
+        if self.funcs.get(id).func.is_some() {
+            self.counts.decoded += 1;
+        } else {
+            *self.counts.unknown.entry(id).or_default() += 1;
+        }
+    }
+
+    /// Render `ret` of function `id` into `self.ret`/`self.raw`: (shown, error, raw given).
+    fn render_ret(
+        &mut self,
+        id: FuncId,
+        ret: Option<RetIn<'_>>,
+        probe: Option<u64>,
+    ) -> (bool, bool, bool) {
+        self.ret.clear();
+        self.raw.clear();
+        let info = self.funcs.get(id);
+        match (ret, probe) {
+            (Some(RetIn::Text { raw, value }), _) => {
+                self.raw.push_str(raw);
+                match info.ret_into(raw, value, &mut self.ret) {
+                    Some(e) => (true, e, true),
+                    None => (false, false, true),
+                }
+            }
+            (Some(RetIn::Rendered { text, raw, error }), _) => {
+                self.ret.push_str(text);
+                if let Some(r) = raw {
+                    self.raw.push_str(r);
+                }
+                (true, error, raw.is_some())
+            }
+            (None, Some(v)) => {
+                let text = format!("{v:#x}");
+                match info.ret_into(&text, Some(v), &mut self.ret) {
+                    Some(e) => (true, e, false),
+                    None => (false, false, false),
+                }
+            }
+            (None, None) => (false, false, false),
+        }
+    }
+
+    fn render_args(&mut self, id: FuncId, args: ArgsIn<'_>, pending: Option<ArgList>) {
+        self.args.clear();
+        match args {
+            ArgsIn::Text(t) if !t.trim().is_empty() => {
+                let info = self.funcs.get(id);
+                let pairs = dcg_fgraph::Args::new(t);
+                for (i, (n, v)) in pairs.enumerate() {
+                    self.args.push_with(n, |s| {
+                        if !info.push_arg(s, i, n, v) {
+                            s.push_str(v);
+                        }
+                    });
+                }
+            }
+            ArgsIn::Rendered(list) => self.args.clone_from(list),
+            _ => {
+                if let Some(p) = pending {
+                    self.args = p;
+                }
+            }
+        }
+    }
+
+    /// A call entered (or a leaf, from a shaped source).
+    pub fn enter(
+        &mut self,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(e.task.key);
+        self.note_known(e.func);
+        let t = &mut self.tasks[ti];
+        let pending = match &t.pending_args {
+            Some((f, _)) if *f == e.func => t.pending_args.take().map(|(_, a)| a),
+            _ => None,
+        };
+        self.render_args(e.func, e.args, pending);
+        let id = self.next_id;
+        self.next_id += 1;
+        match self.shape {
+            Shape::Shaped => self.enter_shaped(ti, id, e, sink, out),
+            Shape::Flat => self.enter_flat(ti, id, e, sink, out),
+        }
+    }
+
+    fn enter_shaped(
+        &mut self,
+        ti: usize,
+        id: u64,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let t = &mut self.tasks[ti];
+        let parent = t
+            .stack
+            .iter()
+            .rev()
+            .find(|f| f.depth < e.depth)
+            .map(|f| f.id);
+        let probe = match (e.leaf && e.ret.is_none(), t.pending_ret) {
+            (true, Some((f, v))) if f == e.func => {
+                t.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        };
+        let (shown, error, raw_given) = if e.leaf {
+            self.render_ret(e.func, e.ret, probe)
+        } else {
+            (false, false, false)
+        };
+        if error {
+            self.counts.errors += 1;
+        }
+        let t = &mut self.tasks[ti];
+        if !e.leaf {
+            while t.stack.last().is_some_and(|f| f.depth >= e.depth) {
+                t.stack.pop();
+            }
+            t.stack.push(Frame {
+                depth: e.depth,
+                func: e.func,
+                id,
+                parent,
+                args: if sink.wants_args_at_close() {
+                    self.args.clone()
+                } else {
+                    ArgList::default()
+                },
+                time_ns: e.time_ns,
+                cpu: e.task.cpu,
+                opened: true,
+            });
+        } else {
+            self.counts.calls += 1;
+        }
+        let open_after = self.tasks[ti].stack.len();
+        let view = CallView {
+            kind: if e.leaf { Kind::Leaf } else { Kind::Open },
+            id,
+            parent,
+            depth: e.depth,
+            task: e.task,
+            func: self.funcs.get(e.func),
+            name: e.name,
+            module: e.module,
+            args: &self.args,
+            ret: shown.then_some(self.ret.as_str()),
+            ret_raw: raw_given.then_some(self.raw.as_str()),
+            error,
+            time_ns: e.time_ns,
+            duration_ns: e.duration_ns,
+            callsite: e.callsite,
+            comment: e.comment,
+            layout: e.layout,
+            open_after,
+            visible: true,
+            unfinished: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks: self.tasks.len(),
+        };
+        sink.call(&view, out)
+    }
+
+    fn enter_flat(
+        &mut self,
+        ti: usize,
+        id: u64,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        remember_comm(&mut self.tasks[ti], e.task.comm);
+        let max = self.max_depth;
+        let ntasks = self.tasks.len();
+        let t = &mut self.tasks[ti];
+        let depth = t.stack.len() as u32;
+        let parent = t.stack.last().map(|f| f.id);
+        let visible = max == 0 || depth < max;
+        // The parent gets its `{` now that it has a visible child.
+        if visible && t.stack.last().is_some_and(|f| !f.opened) {
+            let top = t.stack.len() - 1;
+            t.stack[top].opened = true;
+            let f = &t.stack[top];
+            let task = Task {
+                cpu: f.cpu,
+                ..e.task
+            };
+            let view = CallView {
+                kind: Kind::Open,
+                id: f.id,
+                parent: f.parent,
+                depth: f.depth,
+                task,
+                func: self.funcs.get(f.func),
+                name: &self.funcs.get(f.func).name,
+                module: None,
+                args: &f.args,
+                ret: None,
+                ret_raw: None,
+                error: false,
+                time_ns: f.time_ns,
+                duration_ns: None,
+                callsite: None,
+                comment: None,
+                layout: None,
+                open_after: t.stack.len(),
+                visible: true,
+                unfinished: false,
+                entry_missing: false,
+                named: true,
+                entry_cpu: None,
+                tasks: ntasks,
+            };
+            sink.call(&view, out)?;
+        }
+        let t = &mut self.tasks[ti];
+        t.stack.push(Frame {
+            depth,
+            func: e.func,
+            id,
+            parent,
+            args: std::mem::take(&mut self.args),
+            time_ns: e.time_ns,
+            cpu: e.task.cpu,
+            opened: false,
+        });
+        Ok(())
+    }
+
+    /// A call returned. False when a shaped source's `}` matched no call and names no
+    /// function (the source passes its line through).
+    pub fn exit(
+        &mut self,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        match self.shape {
+            Shape::Shaped => self.exit_shaped(x, sink, out),
+            Shape::Flat => self.exit_flat(x, sink, out).map(|()| true),
+        }
+    }
+
+    /// False when the `}` matched no call and names no function (the caller passes the
+    /// line through).
+    fn exit_shaped(
+        &mut self,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        let ti = self.task(x.task.key);
+        let t = &mut self.tasks[ti];
+        let mut frame = None;
+        while let Some(f) = t.stack.pop() {
+            if f.depth <= x.depth {
+                frame = Some(f);
+                break;
+            }
+        }
+        let func = match (x.func, &frame) {
+            (Some(named), _) => Some(named),
+            (None, Some(f)) => Some(f.func),
+            (None, None) => None,
+        };
+        let Some(func) = func else {
+            return Ok(false);
+        };
+        let t = &mut self.tasks[ti];
+        let probe = match t.pending_ret {
+            Some((f, v)) if f == func => {
+                t.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        };
+        let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
+        if self.funcs.get(func).func.is_some() {
+            self.counts.decoded += 1;
+        }
+        if error {
+            self.counts.errors += 1;
+        }
+        if frame.is_some() {
+            self.counts.calls += 1;
+        }
+        let open_after = self.tasks[ti].stack.len();
+        let empty = &self.empty;
+        let view = CallView {
+            kind: Kind::Close,
+            id: frame.as_ref().map_or(u64::MAX, |f| f.id),
+            parent: frame.as_ref().and_then(|f| f.parent),
+            depth: x.depth,
+            task: x.task,
+            func: self.funcs.get(func),
+            name: &self.funcs.get(func).name,
+            module: None,
+            args: frame.as_ref().map_or(empty, |f| &f.args),
+            ret: shown.then_some(self.ret.as_str()),
+            ret_raw: raw_given.then_some(self.raw.as_str()),
+            error,
+            time_ns: frame.as_ref().and_then(|f| f.time_ns),
+            duration_ns: x.duration_ns,
+            callsite: None,
+            comment: None,
+            layout: x.layout,
+            open_after,
+            visible: true,
+            unfinished: false,
+            entry_missing: frame.is_none(),
+            // The `}` names its function when the source printed one or there is a value.
+            named: x.func.is_some() || shown,
+            entry_cpu: None,
+            tasks: self.tasks.len(),
+        };
+        sink.call(&view, out)?;
+        Ok(true)
+    }
+
+    fn exit_flat(
+        &mut self,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(x.task.key);
+        remember_comm(&mut self.tasks[ti], x.task.comm);
+        let Some(func) = x.func else {
+            return Ok(());
+        };
+        let Some(pos) = self.tasks[ti].stack.iter().rposition(|f| f.func == func) else {
+            self.counts.lone_returns += 1;
+            let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
+            let view = CallView {
+                kind: Kind::Close,
+                id: u64::MAX,
+                parent: None,
+                depth: 0,
+                task: x.task,
+                func: self.funcs.get(func),
+                name: &self.funcs.get(func).name,
+                module: None,
+                args: &self.empty,
+                ret: shown.then_some(self.ret.as_str()),
+                ret_raw: raw_given.then_some(self.raw.as_str()),
+                error,
+                time_ns: None,
+                duration_ns: None,
+                callsite: None,
+                comment: None,
+                layout: None,
+                open_after: self.tasks[ti].stack.len(),
+                visible: true,
+                unfinished: false,
+                entry_missing: true,
+                named: true,
+                entry_cpu: None,
+                tasks: self.tasks.len(),
+            };
+            return sink.call(&view, out);
+        };
+        // Calls above it returned without an event (longjmp, lost events).
+        while self.tasks[ti].stack.len() > pos + 1 {
+            self.unfinished(ti, x.task, sink, out)?;
+        }
+        let f = self.tasks[ti].stack.pop().expect("frame at pos");
+        let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
+        if error {
+            self.counts.errors += 1;
+        }
+        self.counts.calls += 1;
+        if f.depth == 0 {
+            self.counts.top_level += 1;
+        }
+        let duration = match (x.time_ns, f.time_ns) {
+            (Some(b), Some(a)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        let view = CallView {
+            kind: if f.opened { Kind::Close } else { Kind::Leaf },
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            task: x.task,
+            func: self.funcs.get(func),
+            name: &self.funcs.get(func).name,
+            module: None,
+            args: &f.args,
+            ret: shown.then_some(self.ret.as_str()),
+            ret_raw: raw_given.then_some(self.raw.as_str()),
+            error,
+            time_ns: f.time_ns,
+            duration_ns: duration,
+            callsite: None,
+            comment: None,
+            layout: None,
+            open_after: self.tasks[ti].stack.len(),
+            visible: self.max_depth == 0 || f.depth < self.max_depth,
+            unfinished: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: f.cpu,
+            tasks: self.tasks.len(),
+        };
+        sink.call(&view, out)
+    }
+
+    /// Pop the innermost open call of task `ti`, which never returned.
+    fn unfinished(
+        &mut self,
+        ti: usize,
+        task: Task<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some(f) = self.tasks[ti].stack.pop() else {
+            return Ok(());
+        };
+        self.counts.unfinished += 1;
+        let view = CallView {
+            kind: if f.opened { Kind::Close } else { Kind::Leaf },
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            task: Task { cpu: f.cpu, ..task },
+            func: self.funcs.get(f.func),
+            name: &self.funcs.get(f.func).name,
+            module: None,
+            args: &f.args,
+            ret: None,
+            ret_raw: None,
+            error: false,
+            time_ns: f.time_ns,
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+            open_after: self.tasks[ti].stack.len(),
+            visible: self.max_depth == 0 || f.depth < self.max_depth,
+            unfinished: true,
+            entry_missing: false,
+            named: true,
+            entry_cpu: f.cpu,
+            tasks: self.tasks.len(),
+        };
+        sink.call(&view, out)
+    }
+
+    /// The return value of the next return of `func` in task `key`, delivered apart from
+    /// it (an exit probe event).
+    pub fn pending_ret(&mut self, key: u64, func: FuncId, raw: u64) {
+        let ti = self.task(key);
+        self.tasks[ti].pending_ret = Some((func, raw));
+    }
+
+    /// Arguments of the next entry of `func` in task `key`, delivered apart from it (an
+    /// entry probe event).
+    pub fn pending_args(&mut self, key: u64, func: FuncId, args: ArgList) {
+        let ti = self.task(key);
+        self.tasks[ti].pending_args = Some((func, args));
+    }
+
+    /// A probe event's fields rendered by `func`'s parameter types (entry) or return
+    /// type (the first field of a return event); returns whether that value is an error.
+    pub fn render_fields<'f>(
+        &mut self,
+        func: FuncId,
+        fields: impl Iterator<Item = (&'f str, &'f str)>,
+        is_return: bool,
+        out: &mut ArgList,
+    ) -> bool {
+        out.clear();
+        if self.funcs.get(func).func.is_some() {
+            self.counts.decoded += 1;
+        }
+        let info = self.funcs.get(func);
+        let mut error = false;
+        for (i, (n, v)) in fields.enumerate() {
+            if is_return {
+                if i == 0 {
+                    let mut text = String::new();
+                    if let Some(e) = info.ret_into(v, dcg_fgraph::parse_number(v), &mut text) {
+                        error = e;
+                        out.push(n, &text);
+                        continue;
+                    }
+                }
+                out.push(n, v);
+            } else {
+                out.push_with(n, |s| {
+                    if !info.push_arg(s, i, n, v) {
+                        s.push_str(v);
+                    }
+                });
+            }
+        }
+        error
+    }
+
+    /// The task `key` (a shaped source's line that is not a call) is known.
+    pub fn touch(&mut self, key: u64) {
+        self.task(key);
+    }
+
+    /// Pass a note on.
+    pub fn note(&mut self, n: &Note<'_>, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        sink.note(n, out)
+    }
+
+    /// End of the stream: flat sources close every open call as unfinished; then the
+    /// sinks write what they buffered.
+    pub fn finish(&mut self, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        if self.shape == Shape::Flat {
+            let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
+            keys.sort_unstable();
+            for (k, ti) in keys {
+                let comm = std::mem::take(&mut self.tasks[ti].comm);
+                let task = Task {
+                    key: k,
+                    pid: u32::try_from(k).ok(),
+                    comm: Some(&comm),
+                    cpu: None,
+                };
+                while !self.tasks[ti].stack.is_empty() {
+                    self.unfinished(ti, task, sink, out)?;
+                }
+            }
+        }
+        sink.finish(out)
+    }
+}
+
+fn remember_comm(t: &mut TaskState, comm: Option<&str>) {
+    if let Some(c) = comm {
+        if t.comm != c {
+            t.comm.clear();
+            t.comm.push_str(c);
+        }
+    }
+}
