@@ -50,6 +50,9 @@ pub struct Options {
     /// Drop probe-event comment lines once their values are joined to calls (live tracing
     /// with dcg's own probes).
     pub hide_probe_events: bool,
+    /// Print a call whose lines up to its `}` were all dropped or joined as a leaf (live
+    /// tracing, where the stream is filtered and probe events sit inside their calls).
+    pub collapse_empty: bool,
 }
 
 /// Counters of a decoding run.
@@ -157,8 +160,10 @@ impl<'a> Decoder<'a> {
 
     /// A decoder over `set` feeding `sinks`.
     pub fn with_sinks(set: &'a DbSet, opts: Options, sinks: Sinks<'a>) -> Decoder<'a> {
+        let mut tree = CallTree::new(FuncTable::new(set), Shape::Shaped, 0);
+        tree.hold_opens(opts.collapse_empty);
         Decoder {
-            tree: CallTree::new(FuncTable::new(set), Shape::Shaped, 0),
+            tree,
             sinks,
             opts,
             obuf: Vec::with_capacity(OUT_CHUNK + 4096),
@@ -201,8 +206,36 @@ impl<'a> Decoder<'a> {
         self.flush_out(out)
     }
 
+    /// A line its caller already parsed, printed `shift` levels less indented (a tree
+    /// re-rooted at a deeper call); nothing is written until [`Decoder::flush_out`].
+    pub fn feed_parsed(&mut self, text: &str, line: &Line<'_>, shift: u32) -> std::io::Result<()> {
+        self.lines += 1;
+        self.shift = 2 * shift as usize;
+        let r = self.dispatch(text, line);
+        self.shift = 0;
+        r
+    }
+
+    /// Forget probe-event arguments of task `key` waiting for an entry that did not come.
+    pub fn forget_pending_args(&mut self, key: u64) {
+        self.tree.forget_pending_args(key);
+    }
+
+    /// Calls that closed without a value to show, by function name (most first).
+    pub fn valueless(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .tree
+            .counts()
+            .valueless
+            .iter()
+            .map(|(&id, &n)| (self.tree.funcs.get(id).name.clone(), n))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
     /// Write the collected output.
-    fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+    pub fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         if !self.obuf.is_empty() {
             out.write_all(&self.obuf)?;
             self.obuf.clear();
@@ -213,12 +246,17 @@ impl<'a> Decoder<'a> {
     /// Decode one line into the collected output.
     fn line(&mut self, line: &str) -> std::io::Result<()> {
         self.lines += 1;
-        match fgraph::parse_line(line) {
-            Line::Entry(c) => self.call(line, &c, false),
-            Line::Leaf(c) => self.call(line, &c, true),
-            Line::Exit(e) => self.exit(line, &e),
-            Line::Comment(c) => self.comment(line, &c),
-            _ => self.passthrough(line, None),
+        self.dispatch(line, &fgraph::parse_line(line))
+    }
+
+    #[inline]
+    fn dispatch(&mut self, text: &str, line: &Line<'_>) -> std::io::Result<()> {
+        match line {
+            Line::Entry(c) => self.call(text, c, false),
+            Line::Leaf(c) => self.call(text, c, true),
+            Line::Exit(e) => self.exit(text, e),
+            Line::Comment(c) => self.comment(text, c),
+            _ => self.passthrough(text, None),
         }
     }
 
@@ -312,10 +350,12 @@ impl<'a> Decoder<'a> {
         if p.is_return {
             // The first numeric field is the return value ($retval).
             if let Some(v) = p.fields().find_map(|(_, v)| fgraph::parse_number(v)) {
-                self.tree.pending_ret(key, id, v);
+                self.tree
+                    .pending_ret(key, id, v, &mut self.sinks, &mut self.obuf)?;
             }
         } else {
-            self.tree.pending_args(key, id, fields.clone());
+            self.tree
+                .pending_args(key, id, fields.clone(), &mut self.sinks, &mut self.obuf)?;
         }
         if self.sinks.wants_notes() {
             let note = Note::Probe {

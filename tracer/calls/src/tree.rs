@@ -127,6 +127,9 @@ pub struct Counts {
     pub unfinished: u64,
     /// Calls of functions the db does not know, by function.
     pub unknown: FxHashMap<FuncId, u64>,
+    /// Calls closed without a return value to show (void, or the value never came), by
+    /// function.
+    pub valueless: FxHashMap<FuncId, u64>,
 }
 
 /// An open call.
@@ -144,9 +147,34 @@ struct Frame {
     opened: bool,
 }
 
+/// A shaped source's entry held back until the task's next event (see
+/// [`CallTree::hold_opens`]): what printing it needs, owned.
+#[derive(Debug, Default)]
+struct Held {
+    key: u64,
+    func: FuncId,
+    name: String,
+    module: Option<String>,
+    callsite: Option<String>,
+    comment: Option<String>,
+    head: String,
+    indent_start: usize,
+    shift: usize,
+    pid: Option<u32>,
+    comm: Option<String>,
+    cpu: Option<u32>,
+    args: ArgList,
+    /// Its entry-probe event was joined.
+    args_event: bool,
+    /// Its exit-probe event was joined.
+    ret_event: bool,
+}
+
 #[derive(Debug, Default)]
 struct TaskState {
     stack: Vec<Frame>,
+    /// The newest entry, held back (top of `stack`).
+    held: Option<Held>,
     /// Flat sources: the task's latest command name (calls closed at the end name it).
     comm: String,
     /// (function, raw value) from an exit probe event, for the next return of it.
@@ -160,6 +188,9 @@ pub struct CallTree<'a> {
     /// The stream's functions.
     pub funcs: FuncTable<'a>,
     shape: Shape,
+    hold: bool,
+    /// The entry being handled took its arguments from an entry-probe event.
+    args_from_event: bool,
     max_depth: u32,
     task_ids: FxHashMap<u64, usize>,
     tasks: Vec<TaskState>,
@@ -179,6 +210,8 @@ impl<'a> CallTree<'a> {
         CallTree {
             funcs,
             shape,
+            hold: false,
+            args_from_event: false,
             max_depth,
             task_ids: FxHashMap::default(),
             tasks: Vec::new(),
@@ -190,6 +223,13 @@ impl<'a> CallTree<'a> {
             raw: String::with_capacity(32),
             empty: ArgList::default(),
         }
+    }
+
+    /// Shaped sources: hold each entry back until the task's next event, so that a call
+    /// whose lines up to its `}` were all dropped by the source or joined (its probe
+    /// events) prints as the leaf it is (live tracing with probe events and filters).
+    pub fn hold_opens(&mut self, on: bool) {
+        self.hold = on;
     }
 
     /// Counters so far.
@@ -300,12 +340,14 @@ impl<'a> CallTree<'a> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let ti = self.task(e.task.key);
+        self.release(ti, sink, out)?;
         self.note_known(e.func);
         let t = &mut self.tasks[ti];
         let pending = match &t.pending_args {
             Some((f, _)) if *f == e.func => t.pending_args.take().map(|(_, a)| a),
             _ => None,
         };
+        self.args_from_event = pending.is_some();
         self.render_args(e.func, e.args, pending);
         let id = self.next_id;
         self.next_id += 1;
@@ -345,7 +387,11 @@ impl<'a> CallTree<'a> {
         if error {
             self.counts.errors += 1;
         }
+        let hold = self.hold && !e.leaf;
         let t = &mut self.tasks[ti];
+        if e.leaf && !shown {
+            *self.counts.valueless.entry(e.func).or_default() += 1;
+        }
         if !e.leaf {
             while t.stack.last().is_some_and(|f| f.depth >= e.depth) {
                 t.stack.pop();
@@ -355,17 +401,42 @@ impl<'a> CallTree<'a> {
                 func: e.func,
                 id,
                 parent,
-                args: if sink.wants_args_at_close() {
+                args: if sink.wants_args_at_close() && !hold {
                     self.args.clone()
                 } else {
                     ArgList::default()
                 },
                 time_ns: e.time_ns,
                 cpu: e.task.cpu,
-                opened: true,
+                opened: !hold,
             });
         } else {
             self.counts.calls += 1;
+        }
+        if hold {
+            let layout = e.layout.unwrap_or(Layout {
+                head: "",
+                indent_start: 0,
+                shift: 0,
+            });
+            t.held = Some(Held {
+                key: e.task.key,
+                func: e.func,
+                name: e.name.to_string(),
+                module: e.module.map(str::to_string),
+                callsite: e.callsite.map(str::to_string),
+                comment: e.comment.map(str::to_string),
+                head: layout.head.to_string(),
+                indent_start: layout.indent_start,
+                shift: layout.shift,
+                pid: e.task.pid,
+                comm: e.task.comm.map(str::to_string),
+                cpu: e.task.cpu,
+                args: std::mem::take(&mut self.args),
+                args_event: self.args_from_event,
+                ret_event: false,
+            });
+            return Ok(());
         }
         let open_after = self.tasks[ti].stack.len();
         let view = CallView {
@@ -486,6 +557,15 @@ impl<'a> CallTree<'a> {
         out: &mut Vec<u8>,
     ) -> io::Result<bool> {
         let ti = self.task(x.task.key);
+        let held_returns = self.tasks[ti].held.is_some()
+            && self.tasks[ti]
+                .stack
+                .last()
+                .is_some_and(|f| f.depth <= x.depth);
+        if held_returns {
+            return self.held_leaf(ti, x, sink, out).map(|()| true);
+        }
+        self.release(ti, sink, out)?;
         let t = &mut self.tasks[ti];
         let mut frame = None;
         while let Some(f) = t.stack.pop() {
@@ -519,6 +599,9 @@ impl<'a> CallTree<'a> {
         }
         if frame.is_some() {
             self.counts.calls += 1;
+            if !shown {
+                *self.counts.valueless.entry(func).or_default() += 1;
+            }
         }
         let open_after = self.tasks[ti].stack.len();
         let empty = &self.empty;
@@ -682,18 +765,169 @@ impl<'a> CallTree<'a> {
         sink.call(&view, out)
     }
 
+    /// Print the held entry of task `ti`, if any, as an open call.
+    fn release(&mut self, ti: usize, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        let Some(h) = self.tasks[ti].held.take() else {
+            return Ok(());
+        };
+        let keep_args = sink.wants_args_at_close();
+        let ntasks = self.tasks.len();
+        let t = &mut self.tasks[ti];
+        let Some(f) = t.stack.last_mut() else {
+            return Ok(());
+        };
+        f.opened = true;
+        if keep_args {
+            f.args = h.args.clone();
+        }
+        let f = t.stack.last().expect("frame");
+        let view = CallView {
+            kind: Kind::Open,
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            task: Task {
+                key: h.key,
+                pid: h.pid,
+                comm: h.comm.as_deref(),
+                cpu: h.cpu,
+            },
+            func: self.funcs.get(h.func),
+            name: &h.name,
+            module: h.module.as_deref(),
+            args: &h.args,
+            ret: None,
+            ret_raw: None,
+            error: false,
+            time_ns: f.time_ns,
+            duration_ns: None,
+            callsite: h.callsite.as_deref(),
+            comment: h.comment.as_deref(),
+            layout: Some(Layout {
+                head: &h.head,
+                indent_start: h.indent_start,
+                shift: h.shift,
+            }),
+            open_after: t.stack.len(),
+            visible: true,
+            unfinished: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks: ntasks,
+        };
+        sink.call(&view, out)
+    }
+
+    /// The held entry of task `ti` returned with nothing printed in between: a leaf, laid
+    /// out on the return's line.
+    fn held_leaf(
+        &mut self,
+        ti: usize,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let h = self.tasks[ti].held.take().expect("held");
+        let f = self.tasks[ti].stack.pop().expect("held frame");
+        let t = &mut self.tasks[ti];
+        let probe = match t.pending_ret {
+            Some((func, v)) if func == h.func => {
+                t.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        };
+        let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
+        if self.funcs.get(h.func).func.is_some() {
+            self.counts.decoded += 1;
+        }
+        if error {
+            self.counts.errors += 1;
+        }
+        if !shown {
+            *self.counts.valueless.entry(h.func).or_default() += 1;
+        }
+        self.counts.calls += 1;
+        let view = CallView {
+            kind: Kind::Leaf,
+            id: f.id,
+            parent: f.parent,
+            depth: x.depth,
+            task: x.task,
+            func: self.funcs.get(h.func),
+            name: &h.name,
+            module: h.module.as_deref(),
+            args: &h.args,
+            ret: shown.then_some(self.ret.as_str()),
+            ret_raw: raw_given.then_some(self.raw.as_str()),
+            error,
+            time_ns: f.time_ns,
+            duration_ns: x.duration_ns,
+            callsite: h.callsite.as_deref(),
+            comment: h.comment.as_deref(),
+            layout: x.layout,
+            open_after: self.tasks[ti].stack.len(),
+            visible: true,
+            unfinished: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks: self.tasks.len(),
+        };
+        sink.call(&view, out)
+    }
+
     /// The return value of the next return of `func` in task `key`, delivered apart from
-    /// it (an exit probe event).
-    pub fn pending_ret(&mut self, key: u64, func: FuncId, raw: u64) {
+    /// it (an exit probe event). An exit event inside a held entry of `func` leaves it
+    /// held (its `}` comes next); anything else releases it first.
+    pub fn pending_ret(
+        &mut self,
+        key: u64,
+        func: FuncId,
+        raw: u64,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let ti = self.task(key);
+        match self.tasks[ti].held.as_mut() {
+            Some(h) if h.func == func && !h.ret_event => h.ret_event = true,
+            _ => self.release(ti, sink, out)?,
+        }
         self.tasks[ti].pending_ret = Some((func, raw));
+        Ok(())
     }
 
     /// Arguments of the next entry of `func` in task `key`, delivered apart from it (an
-    /// entry probe event).
-    pub fn pending_args(&mut self, key: u64, func: FuncId, args: ArgList) {
+    /// entry probe event). An entry event right after a held entry of `func` (kernels that
+    /// print it after the `{`) gives that call its arguments, unless it has them already
+    /// (then it is the next call's, e.g. recursion).
+    pub fn pending_args(
+        &mut self,
+        key: u64,
+        func: FuncId,
+        args: ArgList,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let ti = self.task(key);
+        match self.tasks[ti].held.as_mut() {
+            Some(h) if h.func == func && !h.args_event => {
+                h.args_event = true;
+                h.args = args;
+                return Ok(());
+            }
+            _ => self.release(ti, sink, out)?,
+        }
         self.tasks[ti].pending_args = Some((func, args));
+        Ok(())
+    }
+
+    /// Forget arguments delivered for a next entry that did not come (the source left the
+    /// place where it would have).
+    pub fn forget_pending_args(&mut self, key: u64) {
+        let ti = self.task(key);
+        self.tasks[ti].pending_args = None;
     }
 
     /// A probe event's fields rendered by `func`'s parameter types (entry) or return
@@ -738,14 +972,30 @@ impl<'a> CallTree<'a> {
         self.task(key);
     }
 
-    /// Pass a note on.
+    /// Pass a note on (a line of a task releases its held entry first).
     pub fn note(&mut self, n: &Note<'_>, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        if let Note::Line { task: Some(k), .. } = *n {
+            if self.hold {
+                let ti = self.task(k);
+                self.release(ti, sink, out)?;
+            }
+        }
         sink.note(n, out)
     }
 
     /// End of the stream: flat sources close every open call as unfinished; then the
     /// sinks write what they buffered.
     pub fn finish(&mut self, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut held: Vec<(u64, usize)> = self
+            .task_ids
+            .iter()
+            .filter(|(_, &i)| self.tasks[i].held.is_some())
+            .map(|(&k, &i)| (k, i))
+            .collect();
+        held.sort_unstable();
+        for (_, ti) in held {
+            self.release(ti, sink, out)?;
+        }
         if self.shape == Shape::Flat {
             let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
             keys.sort_unstable();

@@ -62,6 +62,7 @@ impl DecodeArgs {
                 errors_only: self.errors_only,
                 color: self.color.decide(terminal && !self.json),
                 hide_probe_events: false,
+                collapse_empty: false,
             },
         }
     }

@@ -12,7 +12,6 @@ pub mod funcs;
 pub mod probes;
 pub mod tree;
 
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::io::Write;
 use std::process::ExitCode;
@@ -335,6 +334,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
             errors_only: args.errors_only,
             color,
             hide_probe_events: true,
+            collapse_empty: true,
         },
     );
     let saved = match &args.output {
@@ -373,11 +373,9 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         .duration
         .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     let mut lines = Vec::new();
-    let mut kept = Vec::new();
     let mut completed = 0u64;
     let mut lost_total: u64 = 0;
     let mut lost_unknown = false;
-    let mut unjoined: HashMap<String, u64> = HashMap::new();
     let mut drain_until: Option<Instant> = None;
     let mut drain_end: Option<Instant> = None;
     let stop_reason = loop {
@@ -419,11 +417,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         let mut fb = Feedback::default();
         let mut done = false;
         for l in &lines {
-            kept.clear();
-            filter.feed(l, &mut kept, &mut fb);
-            for k in &kept {
-                dec.decode_line(k, out)?;
-            }
+            filter.feed(l, &mut dec, &mut fb)?;
             if let Some(n) = args.count {
                 if completed + fb.completed >= n {
                     done = true;
@@ -431,17 +425,13 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
                 }
             }
         }
+        dec.flush_out(out)?;
         completed += fb.completed;
         out.flush()?;
         for n in fb.lost {
             match n {
                 Some(n) => lost_total += n,
                 None => lost_unknown = true,
-            }
-        }
-        for f in fb.unjoined {
-            if want_exit && !funcs::returns_void(&set, &f) {
-                *unjoined.entry(f).or_default() += 1;
             }
         }
         if want_exit || want_entry {
@@ -475,11 +465,6 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
     };
     debug(format_args!("loop ended: {stop_reason}"));
     let _ = sess.write("tracing_on", "0");
-    kept.clear();
-    filter.finish(&mut kept);
-    for k in &kept {
-        dec.decode_line(k, out)?;
-    }
     dec.finish(out)?;
     out.flush()?;
     if let Some(c) = child.as_mut() {
@@ -496,10 +481,14 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
             if lost_unknown { "+" } else { "" }
         );
     }
-    let missing: u64 = unjoined.values().sum();
+    let unjoined: Vec<(String, u64)> = dec
+        .valueless()
+        .into_iter()
+        .filter(|(f, _)| !funcs::returns_void(&set, f))
+        .collect();
+    let missing: u64 = unjoined.iter().map(|(_, n)| n).sum();
     if want_exit && missing > 0 {
-        let mut v: Vec<_> = unjoined.iter().collect();
-        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let v = &unjoined;
         let list: Vec<String> = v
             .iter()
             .take(8)

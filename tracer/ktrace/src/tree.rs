@@ -1,12 +1,13 @@
 //! The per-session view of an instance's function_graph stream: only the call trees
 //! rooted at this session's functions (the global `set_graph_function` also brings other
 //! sessions' roots), cut at `--depth` below their root, re-indented so roots print at
-//! the top level, without kprobe helper frames, with entry-probe events moved before
-//! the entry line of their call, and with probed calls that only enclose their exit event
-//! printed as leaves again.
+//! the top level, without kprobe helper frames. Each line is parsed once here and handed,
+//! parsed, to the [`Decoder`], whose call tree joins this session's probe events to their
+//! calls and prints a call whose only content was its own probe events as a leaf.
 
 use std::collections::{HashMap, HashSet};
 
+use dcg_calls::decode::Decoder;
 use dcg_fgraph::{self as fgraph, Line, Marker, Prefix};
 
 /// Functions that kprobes add to the graph (`kprobe_ftrace_handler() { ... }`,
@@ -22,48 +23,26 @@ const HELPERS: &[&str] = &[
     "fprobe_return",
 ];
 
-/// What the filter learned from one line, for the trace loop.
+/// What the filter learned from the lines fed, for the trace loop.
 #[derive(Debug, Default)]
 pub struct Feedback {
     /// Functions called inside kept trees, with their depth below the root (callee
     /// discovery for lazy probes).
     pub seen: Vec<(String, u32)>,
-    /// Functions whose return in a kept tree came without an exit-probe value.
-    pub unjoined: Vec<String>,
     /// Top-level (root) calls completed.
     pub completed: u64,
     /// Lost events reported by the stream (`None` count: unknown number).
     pub lost: Vec<Option<u64>>,
 }
 
-#[derive(Debug)]
-struct Pending {
-    line: String,
-    depth: u32,
-    func: String,
-    comment: Option<String>,
-    /// Whether this call already has its entry-probe event (printed before its `{`, or
-    /// moved there).
-    entry_event: bool,
-}
-
 #[derive(Debug, Default)]
 struct TaskState {
     /// Depth of the current kept tree's root.
     root: Option<u32>,
-    /// Open calls in the kept tree: (depth, function).
-    stack: Vec<(u32, String)>,
-    /// An entry line held back: a `}` right after it makes it a leaf again.
-    pending: Option<Pending>,
     /// Inside a helper subtree entered at this depth.
     skip: Option<u32>,
-    /// Entry-probe comments seen just before a possible root entry.
-    pre: Vec<String>,
-    /// Whether the last emitted line was our exit event for this function.
-    last_exit_event: Option<String>,
-    /// The function whose entry event (ours) was the last line: the next entry of it is
-    /// the call that event belongs to.
-    last_entry_event: Option<String>,
+    /// An entry-probe event came outside a tree: its values wait for a root entry.
+    pre_event: bool,
 }
 
 /// The stream filter of one session.
@@ -101,21 +80,27 @@ impl TreeFilter {
         }
     }
 
-    /// Feed one stream line; kept (rewritten) lines are appended to `out`.
-    pub fn feed(&mut self, line: &str, out: &mut Vec<String>, fb: &mut Feedback) {
+    /// Feed one stream line: parsed here, and when it belongs to a kept tree handed to
+    /// `dec` (which collects the output until it is flushed).
+    pub fn feed(
+        &mut self,
+        line: &str,
+        dec: &mut Decoder<'_>,
+        fb: &mut Feedback,
+    ) -> std::io::Result<()> {
         let parsed = fgraph::parse_line(line);
-        match parsed {
+        match &parsed {
             Line::Marker(Marker::LostEvents { count, .. }) => {
-                fb.lost.push(count);
-                out.push(line.to_string());
+                fb.lost.push(*count);
+                dec.feed_parsed(line, &parsed, 0)
             }
             Line::Marker(Marker::Overruns(n)) => {
-                fb.lost.push(Some(n));
-                out.push(line.to_string());
+                fb.lost.push(Some(*n));
+                dec.feed_parsed(line, &parsed, 0)
             }
-            Line::Entry(c) => self.call(line, &c.prefix, c.func, false, out, fb),
-            Line::Leaf(c) => self.call(line, &c.prefix, c.func, true, out, fb),
-            Line::Exit(e) => self.exit(line, &e.prefix, out, fb),
+            Line::Entry(c) => self.call(line, &parsed, &c.prefix, c.func, false, dec, fb),
+            Line::Leaf(c) => self.call(line, &parsed, &c.prefix, c.func, true, dec, fb),
+            Line::Exit(e) => self.exit(line, &parsed, &e.prefix, dec, fb),
             Line::Comment(c) => {
                 let key = Self::key(&c.prefix);
                 let ours = c.event.is_some_and(|e| self.events.contains(e));
@@ -123,72 +108,42 @@ impl TreeFilter {
                 let depth = self.depth;
                 let t = self.tasks.entry(key).or_default();
                 let Some(root) = t.root else {
-                    // An entry event can come just before its function's `{`.
-                    if let Some(p) = probe.filter(|p| !p.is_return) {
-                        t.pre.push(line.to_string());
-                        if t.pre.len() > 4 {
-                            t.pre.remove(0);
-                        }
-                        t.last_entry_event = p.func.map(str::to_string);
+                    // An entry event can come just before its function's `{`: its values
+                    // wait in the call tree for that entry.
+                    if probe.is_some_and(|p| !p.is_return) {
+                        t.pre_event = true;
+                        return dec.feed_parsed(line, &parsed, 0);
                     }
-                    return;
+                    return Ok(());
                 };
-                if let Some(p) = probe.filter(|p| p.is_return) {
-                    let func = p.func.unwrap_or("").to_string();
-                    if let Some(pend) = t.pending.as_mut() {
-                        if pend.func == func && pend.comment.is_none() {
-                            pend.comment = Some(reindent(line, &c.prefix, root));
-                            return;
-                        }
-                    }
-                    flush(t, out);
-                    t.last_exit_event = Some(func);
-                    out.push(reindent(line, &c.prefix, root));
-                    return;
-                }
-                if let Some(p) = probe {
-                    // An entry event: before its call's `{` (fprobes on fgraph, 7.x), or
-                    // after it (6.12's fprobes on ftrace run after the graph entry;
-                    // kprobes print inside `kprobe_ftrace_handler() { }`). The Decoder
-                    // joins it to the next entry of its function, so one printed after
-                    // the `{` goes before the held-back entry line, unless that call
-                    // already had its event (then it is the next call's, e.g. recursion).
-                    let func = p.func.unwrap_or("");
-                    let text = reindent(line, &c.prefix, root);
-                    if let Some(pend) = t.pending.as_mut() {
-                        if pend.func == func && !pend.entry_event {
-                            pend.entry_event = true;
-                            out.push(text);
-                            return;
-                        }
-                    }
-                    flush(t, out);
-                    t.last_entry_event = Some(func.to_string());
-                    out.push(text);
-                    return;
+                if probe.is_some() {
+                    // Ours: joined to its call by the call tree (an entry event printed
+                    // after its call's `{`, as 6.12's fprobes and kprobes do, included).
+                    return dec.feed_parsed(line, &parsed, root);
                 }
                 if t.skip.is_some() {
-                    return;
+                    return Ok(());
                 }
-                if depth > 0 && c.prefix.depth >= root + depth && probe.is_none() {
-                    return;
+                if depth > 0 && c.prefix.depth >= root + depth {
+                    return Ok(());
                 }
-                flush(t, out);
-                out.push(reindent(line, &c.prefix, root));
+                dec.feed_parsed(line, &parsed, root)
             }
-            _ => {}
+            _ => Ok(()),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
         line: &str,
+        parsed: &Line<'_>,
         prefix: &Prefix<'_>,
         func: &str,
         leaf: bool,
-        out: &mut Vec<String>,
+        dec: &mut Decoder<'_>,
         fb: &mut Feedback,
-    ) {
+    ) -> std::io::Result<()> {
         let key = Self::key(prefix);
         let is_root = self.roots.contains(func);
         let is_helper = self.helpers.contains(func);
@@ -198,31 +153,24 @@ impl TreeFilter {
         if let Some(root) = t.root {
             if d <= root {
                 // The tree ended without its `}` (lost events): start over.
-                flush(t, out);
                 t.root = None;
-                t.stack.clear();
                 t.skip = None;
             }
         }
         let Some(root) = t.root.or_else(|| is_root.then_some(d)) else {
-            t.pre.clear();
-            t.last_entry_event = None;
-            return;
+            if std::mem::take(&mut t.pre_event) {
+                dec.forget_pending_args(key);
+            }
+            return Ok(());
         };
         if t.root.is_none() {
             t.root = Some(root);
-            t.stack.clear();
             t.skip = None;
-            for p in std::mem::take(&mut t.pre) {
-                let pp = fgraph::parse_line(&p);
-                if let Some(pre) = pp.prefix() {
-                    out.push(reindent(&p, pre, root));
-                }
-            }
+            t.pre_event = false;
         }
         if let Some(s) = t.skip {
             if d > s {
-                return;
+                return Ok(());
             }
             t.skip = None;
         }
@@ -230,111 +178,53 @@ impl TreeFilter {
             if !leaf {
                 t.skip = Some(d);
             }
-            return;
+            return Ok(());
         }
         if limit > 0 && d >= root + limit {
-            return;
+            return Ok(());
         }
         fb.seen.push((func.to_string(), d - root));
-        flush(t, out);
-        let had_entry_event = t.last_entry_event.take().is_some_and(|f| f == func);
-        let text = reindent(line, prefix, root);
-        if leaf {
-            if t.last_exit_event.as_deref() != Some(func) {
-                fb.unjoined.push(func.to_string());
-            }
-            t.last_exit_event = None;
-            out.push(text);
-            if d == root {
-                fb.completed += 1;
-                t.root = None;
-            }
-        } else {
-            t.last_exit_event = None;
-            t.stack.push((d, func.to_string()));
-            t.pending = Some(Pending {
-                line: text,
-                depth: d,
-                func: func.to_string(),
-                comment: None,
-                entry_event: had_entry_event,
-            });
+        if leaf && d == root {
+            fb.completed += 1;
+            t.root = None;
         }
+        dec.feed_parsed(line, parsed, root)
     }
 
-    fn exit(&mut self, line: &str, prefix: &Prefix<'_>, out: &mut Vec<String>, fb: &mut Feedback) {
+    fn exit(
+        &mut self,
+        line: &str,
+        parsed: &Line<'_>,
+        prefix: &Prefix<'_>,
+        dec: &mut Decoder<'_>,
+        fb: &mut Feedback,
+    ) -> std::io::Result<()> {
         let key = Self::key(prefix);
         let limit = self.depth;
         let Some(t) = self.tasks.get_mut(&key) else {
-            return;
+            return Ok(());
         };
         let Some(root) = t.root else {
-            return;
+            return Ok(());
         };
         let d = prefix.depth;
         if let Some(s) = t.skip {
             if d > s {
-                return;
-            }
-            if d == s {
-                t.skip = None;
-                return;
+                return Ok(());
             }
             t.skip = None;
+            if d == s {
+                return Ok(());
+            }
         }
         if limit > 0 && d >= root + limit {
-            return;
-        }
-        // Pop the call this `}` closes.
-        let mut func = None;
-        while let Some((fd, f)) = t.stack.pop() {
-            if fd <= d {
-                func = Some(f);
-                break;
-            }
-        }
-        let text = reindent(line, prefix, root);
-        let joined = match t.pending.take() {
-            Some(p) if p.depth == d => {
-                // `func() {` `/* exit event */` `}`: print as the leaf it is.
-                let had = p.comment.is_some();
-                if let Some(c) = p.comment {
-                    out.push(c);
-                }
-                out.push(make_leaf(&p.line, &text));
-                had
-            }
-            other => {
-                t.pending = other;
-                flush(t, out);
-                let had = t.last_exit_event.is_some() && t.last_exit_event == func;
-                out.push(text);
-                had
-            }
-        };
-        t.last_exit_event = None;
-        t.last_entry_event = None;
-        if let Some(f) = func {
-            if !joined {
-                fb.unjoined.push(f);
-            }
+            return Ok(());
         }
         if d <= root {
             fb.completed += 1;
             t.root = None;
-            t.stack.clear();
         }
-    }
-
-    /// Lines still held back (end of stream).
-    pub fn finish(&mut self, out: &mut Vec<String>) {
-        let mut keys: Vec<u64> = self.tasks.keys().copied().collect();
-        keys.sort_unstable();
-        for k in keys {
-            if let Some(t) = self.tasks.get_mut(&k) {
-                flush(t, out);
-            }
-        }
+        dec.feed_parsed(line, parsed, root)
     }
 
     /// Whether any task is inside a kept tree.
@@ -343,90 +233,53 @@ impl TreeFilter {
     }
 }
 
-fn flush(t: &mut TaskState, out: &mut Vec<String>) {
-    if let Some(p) = t.pending.take() {
-        out.push(p.line);
-        if let Some(c) = p.comment {
-            out.push(c);
-        }
-    }
-}
-
-/// `line` with its indentation set so that depth `root` prints at the top level (depth 0).
-fn reindent(line: &str, p: &Prefix<'_>, root: u32) -> String {
-    let spaces = p.prefix_end.saturating_sub(p.indent_start);
-    let shift = 2 * root as usize;
-    if shift == 0 || spaces < shift {
-        return line.to_string();
-    }
-    let mut s = String::with_capacity(line.len());
-    s.push_str(&line[..p.indent_start]);
-    s.push_str(&" ".repeat(spaces - shift));
-    s.push_str(&line[p.prefix_end..]);
-    s
-}
-
-/// A leaf line from an entry line (`func(args) { /* <-ra */`) and the `}` line closing
-/// it (`} /* func ret=X */`): the close's columns, the entry's call, both comments.
-fn make_leaf(entry: &str, close: &str) -> String {
-    let pe = fgraph::parse_line(entry);
-    let pc = fgraph::parse_line(close);
-    let (Some(ep), Some(cp)) = (pe.prefix(), pc.prefix()) else {
-        return close.to_string();
-    };
-    let body = &entry[ep.prefix_end..];
-    let (call, entry_comment) = match body.find(" {") {
-        Some(i) => (&body[..i], comment_inner(&body[i + 2..])),
-        None => (body.trim_end(), None),
-    };
-    let close_body = &close[cp.prefix_end..];
-    let close_comment = comment_inner(close_body.trim_start_matches('}'));
-    // `} /* func ret=X */` → `ret=X`; `} /* func */` → nothing.
-    let ret = close_comment.and_then(|c| {
-        let c = c.trim();
-        c.split_once(' ').map(|(_, rest)| rest.trim().to_string())
-    });
-    let mut s = String::with_capacity(close.len() + call.len());
-    s.push_str(&close[..cp.prefix_end]);
-    s.push_str(call);
-    s.push(';');
-    let parts: Vec<String> = entry_comment
-        .map(|c| c.trim().to_string())
-        .into_iter()
-        .chain(ret)
-        .filter(|c| !c.is_empty())
-        .collect();
-    if !parts.is_empty() {
-        s.push_str(" /* ");
-        s.push_str(&parts.join(" "));
-        s.push_str(" */");
-    }
-    s
-}
-
-fn comment_inner(s: &str) -> Option<&str> {
-    let s = s.trim();
-    s.strip_prefix("/*")?.strip_suffix("*/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dcg_calls::decode::Options;
+    use dcg_dbset::DbSet;
 
-    fn run(roots: &[&str], depth: u32, events: &[&str], input: &str) -> (Vec<String>, Feedback) {
+    /// The decoded text of the kept trees (values of functions the empty db does not know
+    /// print raw, marked `(raw)`) and the feedback.
+    fn run(roots: &[&str], depth: u32, events: &[&str], input: &str) -> (Vec<String>, Run) {
         let mut f = TreeFilter::new(roots.iter().map(|s| s.to_string()), depth);
         for e in events {
             f.add_event(e);
         }
+        let set = DbSet::new(Vec::new());
+        let mut dec = Decoder::new(
+            &set,
+            Options {
+                collapse_empty: true,
+                ..Options::default()
+            },
+        );
         let mut out = Vec::new();
         let mut fb = Feedback::default();
         for l in input.lines() {
-            f.feed(l, &mut out, &mut fb);
+            f.feed(l, &mut dec, &mut fb).unwrap();
         }
-        f.finish(&mut out);
+        dec.finish(&mut out).unwrap();
         // The test texts lose their leading space to the `\` line continuations.
-        let out = out.iter().map(|l| l.trim_start().to_string()).collect();
-        (out, fb)
+        let out = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim_start().to_string())
+            .collect();
+        let valueless = dec.valueless().into_iter().map(|(f, _)| f).collect();
+        (
+            out,
+            Run {
+                completed: fb.completed,
+                valueless,
+            },
+        )
+    }
+
+    struct Run {
+        completed: u64,
+        /// Calls closed without a value.
+        valueless: Vec<String>,
     }
 
     #[test]
@@ -453,16 +306,16 @@ mod tests {
         );
         let expect = "\
  0)               |  do_sys_openat2() {
- 0)               |    /* r_getname_flags: (do_sys_openat2+0x5c/0xe0 <- getname_flags) ret=0xff1 */
- 0)   2.000 us    |    getname_flags();
+ 0)               |    /* r_getname_flags: (do_sys_openat2+0x5c/0xe0 <- getname_flags) ret=0xff1 (raw) */
+ 0)   2.000 us    |    getname_flags(); /* ret=0xff1 (raw) */
  0)               |    putname() {
  0)   2.991 us    |      kmem_cache_free();
  0)   9.433 us    |    }
- 0)               |  /* r_do_sys_openat2: (__x64_sys_openat+0x61/0xa0 <- do_sys_openat2) ret=-2 */
- 0) # 2927.522 us |  }";
+ 0)               |  /* r_do_sys_openat2: (__x64_sys_openat+0x61/0xa0 <- do_sys_openat2) ret=-2 (raw) */
+ 0) # 2927.522 us |  } /* do_sys_openat2 ret=0xfffffffffffffffe (raw) */";
         assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
         assert_eq!(fb.completed, 1);
-        assert_eq!(fb.unjoined, vec!["kmem_cache_free", "putname"]);
+        assert_eq!(fb.valueless, vec!["kmem_cache_free", "putname"]);
     }
 
     #[test]
@@ -477,8 +330,8 @@ mod tests {
         let (out, fb) = run(&["do_sys_openat2"], 2, &[], input);
         let expect = "\
  1)               |  do_sys_openat2() {
- 1)  10.000 us    |    getname_flags(); /* ret=0xff11 */
- 1)  20.000 us    |  } /* do_sys_openat2 ret=-2 */";
+ 1)  10.000 us    |    getname_flags(); /* ret=0xff11 (raw) */
+ 1)  20.000 us    |  } /* do_sys_openat2 ret=-2 (raw) */";
         assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
         assert_eq!(fb.completed, 1);
     }
@@ -511,19 +364,19 @@ mod tests {
         let (out, fb) = run(&["do_sys_openat2"], 0, &events, input);
         let expect = "\
  0)               |  /* a_do_sys_openat2: (do_sys_openat2+0x0/0xe0) dfd=0xffffff9c */
- 0)               |  do_sys_openat2() {
+ 0)               |  do_sys_openat2(dfd=0xffffff9c) {
  0)               |    /* a_getname: (getname+0x4/0x50) filename=0x7ffc97dcd640 */
- 0)               |    /* r_getname: (return_to_handler+0x0/0x50 <- getname) ret=0xff25 */
- 0)   5.000 us    |    getname();
+ 0)               |    /* r_getname: (return_to_handler+0x0/0x50 <- getname) ret=0xff25 (raw) */
+ 0)   5.000 us    |    getname(filename=0x7ffc97dcd640); /* ret=0xff25 (raw) */
  0)               |    /* a_putname: (putname+0x4/0x80) name=0xff25 */
- 0)               |    putname() {
+ 0)               |    putname(name=0xff25) {
  0)   2.000 us    |      kmem_cache_free();
  0)   6.000 us    |    }
- 0)               |  /* r_do_sys_openat2: (return_to_handler+0x0/0x50 <- do_sys_openat2) ret=-2 */
- 0)  20.000 us    |  }";
+ 0)               |  /* r_do_sys_openat2: (return_to_handler+0x0/0x50 <- do_sys_openat2) ret=-2 (raw) */
+ 0)  20.000 us    |  } /* do_sys_openat2 ret=0xfffffffffffffffe (raw) */";
         assert_eq!(out, expect.lines().map(str::trim_start).collect::<Vec<_>>());
         assert_eq!(fb.completed, 1);
-        assert_eq!(fb.unjoined, vec!["kmem_cache_free", "putname"]);
+        assert_eq!(fb.valueless, vec!["kmem_cache_free", "putname"]);
     }
 
     /// kprobe entry events print inside `kprobe_ftrace_handler() { }`, which is dropped:
@@ -542,7 +395,10 @@ mod tests {
         let (out, _) = run(&["do_sys_openat2"], 0, &["a_do_sys_openat2"], input);
         assert_eq!(out.len(), 4, "{out:#?}");
         assert!(out[0].contains("/* a_do_sys_openat2:"), "{out:#?}");
-        assert!(out[1].ends_with("do_sys_openat2() {"), "{out:#?}");
+        assert!(
+            out[1].ends_with("do_sys_openat2(dfd=0xffffff9c) {"),
+            "{out:#?}"
+        );
         assert!(out[2].ends_with("putname();"), "{out:#?}");
     }
 
@@ -560,7 +416,9 @@ mod tests {
  0)   5.000 us    |  }
 ";
         let (out, fb) = run(&["walk"], 0, &["a_walk"], input);
-        let expect: Vec<&str> = input.lines().map(str::trim_start).collect();
+        let mut expect: Vec<String> = input.lines().map(|l| l.trim_start().into()).collect();
+        expect[1] = expect[1].replace("walk() {", "walk(n=0x2) {");
+        expect[3] = expect[3].replace("walk() {", "walk(n=0x1) {");
         assert_eq!(out, expect);
         assert_eq!(fb.completed, 1);
     }
@@ -581,6 +439,6 @@ mod tests {
         let (out, _) = run(&["do_sys_openat2"], 0, &["r_do_sys_openat2"], input);
         assert_eq!(out.len(), 4, "{out:#?}");
         assert!(out[2].contains("r_do_sys_openat2"));
-        assert!(out[3].ends_with("|  }"));
+        assert!(out[3].ends_with("|  } /* do_sys_openat2 ret=0xfffffffffffffffe (raw) */"));
     }
 }
