@@ -14,6 +14,7 @@ mod error;
 pub mod layout;
 mod model;
 mod reader;
+pub mod regs;
 mod view;
 
 pub use builder::{
@@ -23,7 +24,7 @@ pub use builder::{
 pub use error::{Error, FormatError, FormatErrorKind};
 pub use model::{
     x86_64_reg_name, DbFlags, FuncFlags, Location, ModuleKind, Qualifiers, TypeFlags, TypeKind,
-    SYSV_INT_ARG_REGS,
 };
 pub use reader::Db;
+pub use regs::SYSV_INT_ARG_REGS;
 pub use view::{hex, Function, Module, Param, Type};

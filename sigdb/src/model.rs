@@ -275,24 +275,8 @@ impl Location {
 
 /// x86-64 name of a DWARF register number (`rdi`, `xmm0`, ...), if it has one.
 pub fn x86_64_reg_name(reg: u8) -> Option<&'static str> {
-    const GPR: [&str; 17] = [
-        "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
-        "r13", "r14", "r15", "rip",
-    ];
-    const XMM: [&str; 16] = [
-        "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
-    ];
-    match reg {
-        0..=16 => Some(GPR[reg as usize]),
-        17..=32 => Some(XMM[reg as usize - 17]),
-        _ => None,
-    }
+    crate::regs::reg(reg).map(|r| r.name)
 }
-
-/// DWARF register numbers of the System V AMD64 integer argument registers, in order:
-/// rdi, rsi, rdx, rcx, r8, r9.
-pub const SYSV_INT_ARG_REGS: [u8; 6] = [5, 4, 1, 2, 8, 9];
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,6 +1,8 @@
 //! The databases a command works with: `--db` files, or the store's entry for the running
 //! kernel (base plus module dbs). Lookups span all of them.
 
+pub mod glob;
+
 use std::path::{Path, PathBuf};
 
 use sigdb::{Db, FuncFlags, Function};

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use sigdb::{FuncFlags, TypeKind};
 
+pub use dcg_dbset::glob::{glob_match, is_glob};
 use dcg_dbset::DbSet;
 
 /// The traceable functions of the running kernel.
@@ -57,81 +58,6 @@ impl Available {
             .cloned()
             .collect()
     }
-}
-
-/// Whether a pattern has glob characters.
-pub fn is_glob(p: &str) -> bool {
-    p.contains(['*', '?', '['])
-}
-
-/// Shell-style glob match with `*` and `?` (and `[...]` classes).
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    fn m(p: &[u8], n: &[u8]) -> bool {
-        let (mut pi, mut ni) = (0, 0);
-        let (mut star, mut mark) = (None, 0);
-        while ni < n.len() {
-            if pi < p.len() {
-                match p[pi] {
-                    b'*' => {
-                        star = Some(pi);
-                        mark = ni;
-                        pi += 1;
-                        continue;
-                    }
-                    b'?' => {
-                        pi += 1;
-                        ni += 1;
-                        continue;
-                    }
-                    b'[' => {
-                        if let Some(end) = p[pi + 1..].iter().position(|&c| c == b']') {
-                            let class = &p[pi + 1..pi + 1 + end];
-                            let (neg, class) = match class.first() {
-                                Some(b'!') | Some(b'^') => (true, &class[1..]),
-                                _ => (false, class),
-                            };
-                            let mut hit = false;
-                            let mut i = 0;
-                            while i < class.len() {
-                                if i + 2 < class.len() && class[i + 1] == b'-' {
-                                    hit |= (class[i]..=class[i + 2]).contains(&n[ni]);
-                                    i += 3;
-                                } else {
-                                    hit |= class[i] == n[ni];
-                                    i += 1;
-                                }
-                            }
-                            if hit != neg {
-                                pi += end + 2;
-                                ni += 1;
-                                continue;
-                            }
-                        } else if n[ni] == b'[' {
-                            pi += 1;
-                            ni += 1;
-                            continue;
-                        }
-                    }
-                    c if c == n[ni] => {
-                        pi += 1;
-                        ni += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            match star {
-                Some(s) => {
-                    pi = s + 1;
-                    mark += 1;
-                    ni = mark;
-                }
-                None => return false,
-            }
-        }
-        p[pi..].iter().all(|&c| c == b'*')
-    }
-    m(pattern.as_bytes(), name.as_bytes())
 }
 
 /// Why `pattern` matches no traceable function, from the db: inlined (and where to),
@@ -225,23 +151,3 @@ pub fn returns_void(set: &DbSet, name: &str) -> bool {
         .is_some_and(|f| f.ret().resolve().kind() == TypeKind::Void)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("do_sys_*", "do_sys_openat2"));
-        assert!(glob_match("*openat*", "do_sys_openat2"));
-        assert!(glob_match("vfs_rea?", "vfs_read"));
-        assert!(!glob_match("vfs_rea?", "vfs_readv"));
-        assert!(glob_match("vfs_[rw]*", "vfs_write"));
-        assert!(!glob_match("vfs_[!rw]*", "vfs_write"));
-        assert!(glob_match("*", "x"));
-        let a = Available::parse("a_b\nvfs_read\nbm_status_write [binfmt_misc]\nvfs_read\n");
-        assert_eq!(a.names.len(), 3);
-        assert_eq!(a.matching("vfs_*"), vec!["vfs_read"]);
-        assert_eq!(a.matching("bm_status_write"), vec!["bm_status_write"]);
-        assert!(a.matching("nope").is_empty());
-    }
-}

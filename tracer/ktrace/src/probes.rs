@@ -249,21 +249,12 @@ pub fn fetch_arg(loc: Location, fprobe: bool) -> Option<String> {
     match loc {
         Location::Reg(r) => {
             if fprobe {
-                let n = sigdb::SYSV_INT_ARG_REGS.iter().position(|&a| a == r)?;
+                let n = sigdb::regs::sysv_arg_index(r)?;
                 return Some(format!("$arg{}", n + 1));
             }
-            let name = match r {
-                0 => "ax",
-                1 => "dx",
-                2 => "cx",
-                3 => "bx",
-                4 => "si",
-                5 => "di",
-                8 => "r8",
-                9 => "r9",
-                _ => return None,
-            };
-            Some(format!("%{name}"))
+            sigdb::regs::reg(r)
+                .and_then(|r| r.fetch)
+                .map(str::to_string)
         }
         Location::Stack(off) if off >= 0 && off % 8 == 0 => Some(if fprobe {
             format!("$stack{}", off / 8 + 1)

@@ -125,10 +125,13 @@ pub fn render_resolved(out: &mut String, ty: Type<'_>, t: Type<'_>, raw: u64, ro
             out.push_str(if v != 0 { "true" } else { "false" });
         }
         TypeKind::Int => render_int(out, raw, t.size(), t.is_signed(), role),
-        TypeKind::Char => {
+        // Only plain `char` is text; `unsigned char` (`u8`, `uint8_t`) and `signed char`
+        // hold numbers.
+        TypeKind::Char if t.name() == "char" => {
             let v = truncate(raw, t.size().max(1), t.is_signed()) as u8;
             render_char(out, v);
         }
+        TypeKind::Char => render_int(out, raw, t.size().max(1), t.is_signed(), role),
         TypeKind::Float => out.push_str("?float"),
         TypeKind::Pointer | TypeKind::Array | TypeKind::Func => render_pointer(out, raw),
         TypeKind::Enum => render_enum(out, t, raw),
@@ -369,6 +372,7 @@ mod tests {
         let s16 = b.add_type(TypeDesc::base(TypeKind::Int, "short int", 2, true));
         let boolean = b.add_type(TypeDesc::base(TypeKind::Bool, "_Bool", 1, false));
         let ch = b.add_type(TypeDesc::base(TypeKind::Char, "char", 1, true));
+        let sch = b.add_type(TypeDesc::base(TypeKind::Char, "signed char", 1, true));
         let page = b.add_type(TypeDesc::aggregate(TypeKind::Struct, "page", 64));
         let ppage = b.add_type(TypeDesc::pointer(page, 8));
         let mut e = TypeDesc::aggregate(TypeKind::Enum, "lru_status", 4);
@@ -399,6 +403,7 @@ mod tests {
             ("s", s16),
             ("t", boolean),
             ("c", ch),
+            ("sc", sch),
             ("p", ppage),
             ("e", en),
             ("f", fl),
@@ -444,7 +449,10 @@ mod tests {
         assert_eq!(ret(&db, "l", 0xffff_ffea).as_deref(), Some("4294967274"));
         assert_eq!(ret(&db, "k", 0xffff_fff4).as_deref(), Some("-ENOMEM"));
         assert_eq!(ret(&db, "u", 0xffff_ffea).as_deref(), Some("4294967274"));
-        assert_eq!(ret(&db, "b", 0x1234_5601).as_deref(), Some("'\\x01'"));
+        // `u8` / `unsigned char` / `signed char` are numbers; only `char` is a character.
+        assert_eq!(ret(&db, "b", 0x1234_5601).as_deref(), Some("1"));
+        assert_eq!(ret(&db, "b", 0xef).as_deref(), Some("239"));
+        assert_eq!(ret(&db, "sc", 0x1234_5605).as_deref(), Some("5"));
         assert_eq!(ret(&db, "w", 0xffff_0010).as_deref(), Some("16"));
         assert_eq!(ret(&db, "s", 0xffff).as_deref(), Some("-EPERM"));
         assert_eq!(ret(&db, "t", 0x6938_0600).as_deref(), Some("false"));

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use object::{Object as _, ObjectSegment as _};
 use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
 
+use dcg_dbset::glob::glob_match;
 use dcg_render::{render, render_pointer, render_string, Role};
 
 /// Where a binary's db came from.
@@ -267,33 +268,6 @@ fn open_db_file(p: &Path) -> Result<Db> {
     Db::from_bytes(bytes).with_context(|| p.display().to_string())
 }
 
-/// Shell-style glob: `*` any run, `?` one character, everything else literal.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let p = pattern.as_bytes();
-    let t = text.as_bytes();
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == b'*' {
-        pi += 1;
-    }
-    pi == p.len()
-}
-
 /// One probe argument of an event: its name in the event and the fetch expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
@@ -377,11 +351,7 @@ fn def(kind: char, group: &str, event: &str, path: &Path, offset: u64, fields: &
 
 /// The uprobe register name (`%di`) of a DWARF register, for general-purpose registers.
 pub fn uprobe_reg(dwarf: u8) -> Option<&'static str> {
-    const NAMES: [&str; 17] = [
-        "%ax", "%dx", "%cx", "%bx", "%si", "%di", "%bp", "%sp", "%r8", "%r9", "%r10", "%r11",
-        "%r12", "%r13", "%r14", "%r15", "%ip",
-    ];
-    NAMES.get(dwarf as usize).copied()
+    sigdb::regs::reg(dwarf).and_then(|r| r.fetch)
 }
 
 /// Whether a type is a pointer to a character type (`char *`, `const char *`).
@@ -794,18 +764,6 @@ pub fn plan_probes<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("check*", "check_arg"));
-        assert!(glob_match("c?eck", "check"));
-        assert!(!glob_match("check", "check_arg"));
-        assert!(glob_match("*.cold", "classify.cold"));
-        assert!(glob_match("a*b*c", "aXXbYYc"));
-        assert!(!glob_match("a*b*c", "aXXbYY"));
-        assert!(glob_match("", ""));
-    }
 
     #[test]
     fn offsets() {
