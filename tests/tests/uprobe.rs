@@ -200,8 +200,8 @@ const VALUES_COMMON: &str = r#"main() {
   do_nothing();
   is_even(n=3); /* ret=false */
   is_even(n=4); /* ret=true */
-  next_byte(b='A'); /* ret='B' */
-  next_byte(b='\xff'); /* ret='\0' */
+  next_byte(b=65); /* ret=66 */
+  next_byte(b=255); /* ret=0 */
   check_arg(x=-5); /* ret=-EINVAL */
   check_arg(x=7); /* ret=7 */
   twice(u=4000000000); /* ret=3705032704 */

@@ -1,6 +1,9 @@
-//! The databases a command works with: `--db` files, or the store's entry for the running
-//! kernel (base plus module dbs). Lookups span all of them.
+//! The one db resolver: the databases a command works with, from `--db` files (sigdb files
+//! or ELF files carrying a `.dcg_sigdb` section), the store by build-id (the running
+//! kernel's base and module dbs, or a binary's), or built in memory from a binary's DWARF
+//! ([`binary`]). Lookups span all of them. Also the `--func` patterns ([`glob`]).
 
+pub mod binary;
 pub mod glob;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +26,35 @@ pub enum DbError {
         path: PathBuf,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// None of the `--db` files is for the binary.
+    #[error("{}: none of the --db files is for this binary (build-id {build_id})", path.display())]
+    NoneForBinary {
+        /// The binary.
+        path: PathBuf,
+        /// Its build-id.
+        build_id: String,
+    },
+    /// Scanning a binary's DWARF failed.
+    #[error("{}: {error}", path.display())]
+    Build {
+        /// The file scanned.
+        path: PathBuf,
+        /// What went wrong.
+        error: String,
+    },
+    /// No db anywhere and none could be built.
+    #[error(
+        "no db for {} (build-id {build_id}) and none could be built from its DWARF: {error}",
+        path.display()
+    )]
+    NoDwarf {
+        /// The binary.
+        path: PathBuf,
+        /// Its build-id.
+        build_id: String,
+        /// Why the scan failed.
+        error: String,
     },
 }
 
@@ -100,7 +132,8 @@ impl DbSet {
     }
 }
 
-fn open_one(path: &Path) -> Result<Db, DbError> {
+/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
+pub fn open_one(path: &Path) -> Result<Db, DbError> {
     let io = |source| DbError::Io {
         path: path.to_path_buf(),
         source,

@@ -150,4 +150,3 @@ pub fn returns_void(set: &DbSet, name: &str) -> bool {
     set.find(name, None)
         .is_some_and(|f| f.ret().resolve().kind() == TypeKind::Void)
 }
-

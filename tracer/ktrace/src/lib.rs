@@ -12,21 +12,19 @@ pub mod funcs;
 pub mod probes;
 pub mod tree;
 
-use std::ffi::CString;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::output::OutputFile;
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
 use dcg_live::options::TraceOptions;
+use dcg_live::process::Child;
 use dcg_live::tracefs::{self, Session};
 
 use funcs::Available;
@@ -80,80 +78,6 @@ impl Features {
             retaddr: s.has("options/funcgraph-retaddr"),
             args: s.has("options/funcgraph-args"),
         }
-    }
-}
-
-/// The traced command, started stopped.
-struct Child {
-    pid: Pid,
-    status: Option<i32>,
-}
-
-impl Child {
-    /// Fork; the child stops itself, then execs `cmd` once continued.
-    fn spawn(cmd: &[String]) -> Result<Child> {
-        let args: Vec<CString> = cmd
-            .iter()
-            .map(|a| CString::new(a.as_str()))
-            .collect::<std::result::Result<_, _>>()
-            .context("command argument with a NUL byte")?;
-        // SAFETY: the child only calls async-signal-safe functions (raise, execvp, _exit).
-        match unsafe { nix::unistd::fork() }.context("fork")? {
-            nix::unistd::ForkResult::Child => {
-                let _ = nix::sys::signal::raise(Signal::SIGSTOP);
-                let _ = nix::unistd::execvp(&args[0], &args);
-                // SAFETY: _exit in the forked child.
-                unsafe { nix::libc::_exit(127) }
-            }
-            nix::unistd::ForkResult::Parent { child } => {
-                match waitpid(child, Some(WaitPidFlag::WUNTRACED)).context("waitpid")? {
-                    WaitStatus::Stopped(_, _) => Ok(Child {
-                        pid: child,
-                        status: None,
-                    }),
-                    other => bail!("the command did not start: {other:?}"),
-                }
-            }
-        }
-    }
-
-    /// Whether it has exited (reaps it).
-    fn exited(&mut self) -> bool {
-        if self.status.is_some() {
-            return true;
-        }
-        match waitpid(self.pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, c)) => self.status = Some(c),
-            Ok(WaitStatus::Signaled(_, s, _)) => self.status = Some(128 + s as i32),
-            Ok(_) => {}
-            Err(_) => self.status = Some(-1),
-        }
-        self.status.is_some()
-    }
-
-    /// SIGTERM, then SIGKILL after a second; reaps it.
-    fn stop(&mut self) {
-        if self.exited() {
-            return;
-        }
-        let _ = kill(self.pid, Signal::SIGCONT);
-        let _ = kill(self.pid, Signal::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < until {
-            if self.exited() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = kill(self.pid, Signal::SIGKILL);
-        let _ = waitpid(self.pid, None);
-        self.status = Some(128 + 9);
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 
@@ -235,9 +159,9 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
     let mut child = if args.command.is_empty() {
         None
     } else {
-        Some(Child::spawn(&args.command)?)
+        Some(Child::spawn_stopped(&args.command)?)
     };
-    let target = child.as_ref().map(|c| c.pid.as_raw()).or(args.pid);
+    let target = child.as_ref().map(|c| c.pid()).or(args.pid);
 
     // Instance setup: output columns, values the kernel can print itself, pid filter.
     opt(&sess, "funcgraph-irqs", false)?;
@@ -349,7 +273,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         None => None,
     };
     let what = match (&child, args.pid) {
-        (Some(c), _) => format!("command pid {}", c.pid),
+        (Some(c), _) => format!("command pid {}", c.pid()),
         (None, Some(p)) => format!("pid {p}"),
         (None, None) => "all tasks".to_string(),
     };
@@ -363,8 +287,8 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
             format!(", {} probes", probes.len())
         }
     );
-    if let Some(c) = &child {
-        kill(c.pid, Signal::SIGCONT).context("continuing the command")?;
+    if let Some(c) = child.as_mut() {
+        c.resume()?;
     }
 
     // The trace loop.
@@ -387,7 +311,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         }
         if drain_until.is_none() {
             if let Some(c) = child.as_mut() {
-                if c.exited() {
+                if c.poll().is_some() {
                     drain_until = Some(Instant::now() + Duration::from_millis(700));
                     drain_end = Some(Instant::now() + DRAIN_MAX);
                 }
@@ -468,7 +392,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
     dec.finish(out)?;
     out.flush()?;
     if let Some(c) = child.as_mut() {
-        c.stop();
+        c.terminate(Signal::SIGTERM);
     }
 
     // Lost events and overruns: from the stream and from the per-CPU stats.

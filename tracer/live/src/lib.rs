@@ -4,4 +4,5 @@
 
 pub mod graphfilter;
 pub mod options;
+pub mod process;
 pub mod tracefs;

@@ -15,7 +15,6 @@
 
 pub mod calls;
 pub mod plan;
-pub mod process;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -30,8 +29,8 @@ use dcg_live::options::{split_user_func, TraceOptions};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
 use calls::{Calls, Meta};
+use dcg_live::process::{self, Child, Ended};
 use plan::{Probe, Target, Value};
-use process::{Child, Ended};
 
 /// Exit code when a pattern matches nothing.
 pub const EXIT_NO_MATCH: u8 = 2;
@@ -73,7 +72,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
             // `dcg trace --func prog:main -- prog`: the command's own file.
             match args.command.first() {
-                Some(cmd) if cmd == path => process::command_path(cmd),
+                Some(cmd) if cmd == path => process::command_path(cmd).map_err(Into::into),
                 _ => Err(e),
             }
         })?;

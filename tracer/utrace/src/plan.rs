@@ -13,16 +13,7 @@ use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
 use dcg_dbset::glob::glob_match;
 use dcg_render::{render, render_pointer, render_string, Role};
 
-/// Where a binary's db came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DbSource {
-    /// `--db FILE`.
-    Given(PathBuf),
-    /// The store, by build-id.
-    Store(PathBuf),
-    /// Built in memory from this file's DWARF (the binary or its separate debug file).
-    Built(PathBuf),
-}
+pub use dcg_dbset::binary::DbSource;
 
 /// A loadable segment: ELF address range and the file offset of its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,24 +104,11 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
         }
     }
     if !given.contains('/') {
-        if let Some(found) = search_path(given) {
+        if let Some(found) = dcg_live::process::search_path(given) {
             return Ok(found);
         }
     }
     bail!("{given}: no such file")
-}
-
-/// `name` looked up in `$PATH`.
-pub fn search_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|c| {
-            c.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .and_then(|c| c.canonicalize().ok())
 }
 
 /// Open the binary at `path` and find its db: `--db` files (the one with the binary's
@@ -152,7 +130,9 @@ pub fn load_target(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| given.to_string());
-    let (db, source) = find_db(path, &bytes, &build_id, dbs, notes)?;
+    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs)?;
+    notes.extend(found.notes);
+    let (db, source) = (found.db, found.source);
     Ok(Target {
         given: given.to_string(),
         path: path.to_path_buf(),
@@ -162,110 +142,6 @@ pub fn load_target(
         source,
         build_id,
     })
-}
-
-fn find_db(
-    path: &Path,
-    bytes: &[u8],
-    build_id: &[u8],
-    dbs: &[PathBuf],
-    notes: &mut Vec<String>,
-) -> Result<(Db, DbSource)> {
-    if !dbs.is_empty() {
-        let opened = dbs
-            .iter()
-            .map(|p| open_db_file(p))
-            .collect::<Result<Vec<Db>>>()?;
-        let pick = opened
-            .iter()
-            .position(|d| !build_id.is_empty() && d.modules().any(|m| m.build_id() == build_id))
-            .or((dbs.len() == 1).then_some(0));
-        let Some(i) = pick else {
-            bail!(
-                "{}: none of the --db files is for this binary (build-id {})",
-                path.display(),
-                sigdb::hex(build_id)
-            );
-        };
-        let db = opened.into_iter().nth(i).expect("picked index");
-        if !build_id.is_empty() && !db.modules().any(|m| m.build_id() == build_id) {
-            notes.push(format!(
-                "{}: the build-id of {} does not match the binary's; values may be wrong",
-                path.display(),
-                dbs[i].display()
-            ));
-        }
-        return Ok((db, DbSource::Given(dbs[i].clone())));
-    }
-    let store_note = match loader::Store::from_env().and_then(|s| s.find_for_binary(path)) {
-        Ok(found) => {
-            if let Some(base) = found.base {
-                let db = Db::open(&base)?;
-                return Ok((db, DbSource::Store(base)));
-            }
-            None
-        }
-        Err(loader::Error::NoBinaryDb { .. } | loader::Error::NoBinaryBuildId { .. }) => None,
-        Err(e) => Some(format!("the store could not be read ({e})")),
-    };
-    // Build it in memory: from the binary, or from its separate debug file.
-    let t = std::time::Instant::now();
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let scan = |src: &Path, bytes: &[u8]| -> Result<Db> {
-        let mut r = dwarfscan::scan_elf_bytes(&name, bytes, &dwarfscan::Options::default())
-            .map_err(|e| anyhow!("{}: {e}", src.display()))?;
-        Ok(Db::from_bytes(r.to_bytes()?)?)
-    };
-    let (db, src) = match scan(path, bytes) {
-        Ok(db) => (db, path.to_path_buf()),
-        Err(e) => {
-            let debug = loader::binary::debug_file_for(build_id);
-            match debug {
-                Some(d) => {
-                    let dbytes =
-                        std::fs::read(&d).with_context(|| format!("{}: reading", d.display()))?;
-                    (scan(&d, &dbytes)?, d)
-                }
-                None => {
-                    return Err(e.context(format!(
-                        "no db for {} (build-id {}) and none could be built from its DWARF",
-                        path.display(),
-                        sigdb::hex(build_id)
-                    )))
-                }
-            }
-        }
-    };
-    let mut note = format!(
-        "{}: {}no db in the store; built one from the DWARF of {} ({} functions, {:.2} s)",
-        path.display(),
-        store_note.map(|s| format!("{s}; ")).unwrap_or_default(),
-        src.display(),
-        db.function_count(),
-        t.elapsed().as_secs_f64()
-    );
-    if !build_id.is_empty() {
-        let _ = write!(
-            note,
-            "; to keep it:\n{}",
-            loader::binary::next_steps(path, build_id)
-        );
-    }
-    notes.push(note);
-    Ok((db, DbSource::Built(src)))
-}
-
-/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
-fn open_db_file(p: &Path) -> Result<Db> {
-    let bytes = std::fs::read(p).with_context(|| format!("{}: reading", p.display()))?;
-    if loader::blob::is_elf(&bytes) {
-        let db = loader::extract_from_elf(p, &bytes)?;
-        return Db::from_bytes(db).with_context(|| p.display().to_string());
-    }
-    Db::from_bytes(bytes).with_context(|| p.display().to_string())
 }
 
 /// One probe argument of an event: its name in the event and the fetch expression.

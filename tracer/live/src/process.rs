@@ -1,13 +1,50 @@
 //! The traced process: a command dcg starts stopped (so no call is missed), or a running
-//! process it attaches to.
+//! process it attaches to. Used by the kernel and the user-space tracers alike.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
+
+/// Errors starting or inspecting a process.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// No command was given.
+    #[error("no command given")]
+    NoCommand,
+    /// The command is not a file, or not on `$PATH`.
+    #[error("{0}: command not found")]
+    NotFound(String),
+    /// A path that does not exist.
+    #[error("{0}: no such file")]
+    NoSuchFile(String),
+    /// An argument holds a NUL byte.
+    #[error("NUL byte in an argument of {0}")]
+    Nul(String),
+    /// fork, waitpid or kill failed.
+    #[error("{what}: {errno}")]
+    Sys {
+        /// What was done.
+        what: String,
+        /// The error.
+        errno: nix::errno::Errno,
+    },
+    /// The command stopped or exited before it could be traced.
+    #[error("{cmd} did not start: {status}")]
+    DidNotStart {
+        /// The command.
+        cmd: String,
+        /// What waitpid said.
+        status: String,
+    },
+    /// No process with that pid.
+    #[error("process {0}: no such process")]
+    NoProcess(i32),
+}
+
+type Result<T> = std::result::Result<T, ProcessError>;
 
 /// How the traced process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +93,11 @@ pub fn command_path(cmd: &str) -> Result<PathBuf> {
     if cmd.contains('/') {
         let p = Path::new(cmd);
         if !p.is_file() {
-            bail!("{cmd}: no such file");
+            return Err(ProcessError::NoSuchFile(cmd.to_string()));
         }
         return Ok(p.to_path_buf());
     }
-    super::plan::search_path(cmd).ok_or_else(|| anyhow!("{cmd}: command not found"))
+    search_path(cmd).ok_or_else(|| ProcessError::NotFound(cmd.to_string()))
 }
 
 impl Child {
@@ -68,20 +105,24 @@ impl Child {
     /// after the child has stopped.
     pub fn spawn_stopped(argv: &[String]) -> Result<Child> {
         let Some(cmd) = argv.first() else {
-            bail!("no command given");
+            return Err(ProcessError::NoCommand);
         };
         let exe = command_path(cmd)?;
         let c_exe = CString::new(exe.as_os_str().as_encoded_bytes())
-            .map_err(|_| anyhow!("{cmd}: NUL in the path"))?;
+            .map_err(|_| ProcessError::Nul(cmd.clone()))?;
         let c_args: Vec<CString> = argv
             .iter()
             .map(|a| CString::new(a.as_bytes()))
             .collect::<std::result::Result<_, _>>()
-            .map_err(|_| anyhow!("NUL in an argument of {cmd}"))?;
+            .map_err(|_| ProcessError::Nul(cmd.clone()))?;
         let msg = format!("dcg: cannot execute {cmd}\n");
         // SAFETY: the child only calls async-signal-safe functions (raise, execv, write,
         // _exit) on data prepared before the fork.
-        match unsafe { nix::unistd::fork() }.context("fork")? {
+        let fork = unsafe { nix::unistd::fork() }.map_err(|errno| ProcessError::Sys {
+            what: "fork".into(),
+            errno,
+        })?;
+        match fork {
             nix::unistd::ForkResult::Child => {
                 let _ = nix::sys::signal::raise(Signal::SIGSTOP);
                 let _ = nix::unistd::execv(&c_exe, &c_args);
@@ -104,11 +145,17 @@ impl Child {
                         Err(nix::errno::Errno::EINTR) => continue,
                         Ok(other) => {
                             c.reaped = true;
-                            bail!("{cmd} did not start: {other:?}");
+                            return Err(ProcessError::DidNotStart {
+                                cmd: cmd.clone(),
+                                status: format!("{other:?}"),
+                            });
                         }
-                        Err(e) => {
+                        Err(errno) => {
                             c.reaped = true;
-                            bail!("waiting for {cmd} to start: {e}");
+                            return Err(ProcessError::Sys {
+                                what: format!("waiting for {cmd} to start"),
+                                errno,
+                            });
                         }
                     }
                 }
@@ -123,7 +170,10 @@ impl Child {
 
     /// Let it run (exec the command).
     pub fn resume(&mut self) -> Result<()> {
-        kill(self.pid, Signal::SIGCONT).context("continuing the command")?;
+        kill(self.pid, Signal::SIGCONT).map_err(|errno| ProcessError::Sys {
+            what: "continuing the command".into(),
+            errno,
+        })?;
         self.resumed = true;
         Ok(())
     }
@@ -135,6 +185,8 @@ impl Child {
             return None;
         }
         let _ = kill(self.pid, sig);
+        // A command never continued gets the signal once it runs.
+        let _ = kill(self.pid, Signal::SIGCONT);
         let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while std::time::Instant::now() < end {
             if let Some(e) = self.poll() {
@@ -190,10 +242,13 @@ impl Child {
 }
 
 impl Drop for Child {
+    /// A command still running when its session ends (an error path) is ended too.
     fn drop(&mut self) {
         if !self.resumed && !self.reaped {
             let _ = kill(self.pid, Signal::SIGKILL);
             let _ = waitpid(self.pid, None);
+        } else if !self.reaped {
+            self.terminate(Signal::SIGTERM);
         }
     }
 }
@@ -202,7 +257,7 @@ impl Drop for Child {
 pub fn threads_of(pid: i32) -> Result<Vec<i32>> {
     let dir = format!("/proc/{pid}/task");
     let mut tids: Vec<i32> = std::fs::read_dir(&dir)
-        .with_context(|| format!("process {pid}: no such process"))?
+        .map_err(|_| ProcessError::NoProcess(pid))?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
@@ -226,4 +281,17 @@ pub fn comm_of(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// `name` looked up in `$PATH`.
+pub fn search_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|c| {
+            c.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|c| c.canonicalize().ok())
 }
