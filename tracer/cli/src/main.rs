@@ -11,6 +11,7 @@ use dcg_dbset::DbSet;
 use dcg_render::describe;
 
 mod args;
+mod ktrace;
 mod report;
 mod trace_args;
 
@@ -141,9 +142,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trace(args) => {
             let opts = args.options();
             let code = if opts.is_user_space() {
-                dcg_utrace::run(&opts, &mut out)?
+                ExitCode::from(dcg_utrace::run(&opts, &mut out, &mut |n| {
+                    eprintln!("dcg: {n}")
+                })?)
             } else {
-                dcg_ktrace::run(&opts, &mut out)?
+                ktrace::run(&opts, &mut out)?
             };
             out.flush()?;
             return Ok(code);

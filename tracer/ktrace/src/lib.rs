@@ -13,10 +13,8 @@ pub mod probes;
 pub mod tree;
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
 use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
@@ -81,6 +79,104 @@ impl Features {
     }
 }
 
+/// Errors of a kernel trace session.
+#[derive(Debug, thiserror::Error)]
+pub enum KtraceError {
+    /// A `--func PATH:PATTERN` among kernel patterns.
+    #[error("{0}: user-space and kernel functions cannot be traced in one session")]
+    Mixed(String),
+    /// No db.
+    #[error(transparent)]
+    Db(#[from] dcg_dbset::DbError),
+    /// tracefs refused something.
+    #[error(transparent)]
+    TraceFs(#[from] dcg_live::tracefs::TraceFsError),
+    /// The graph filter could not be registered.
+    #[error("registering graph functions: {0}")]
+    Register(dcg_live::graphfilter::GraphFilterError),
+    /// The graph filter could not be given back.
+    #[error("restoring set_graph_function: {0}")]
+    Unregister(dcg_live::graphfilter::GraphFilterError),
+    /// available_filter_functions could not be read.
+    #[error("reading available_filter_functions: {0}")]
+    Available(std::io::Error),
+    /// `-p PID` names no process.
+    #[error("no process {0}")]
+    NoProcess(i32),
+    /// The command could not be started.
+    #[error(transparent)]
+    Process(#[from] dcg_live::process::ProcessError),
+    /// Reading the stream or writing the output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+type Result<T> = std::result::Result<T, KtraceError>;
+
+/// What the session has to tell the user as it goes (the command line prints these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A session killed earlier left this behind; it was removed.
+    RemovedStale(String),
+    /// A pattern matched no traceable function, and why.
+    NoMatch(String),
+    /// A root got no exit probe, so its value will be missing.
+    NoExitProbe {
+        /// The function.
+        func: String,
+        /// Why.
+        why: String,
+    },
+    /// Tracing has started.
+    Tracing {
+        /// Root functions.
+        functions: usize,
+        /// What is traced (`command pid 12`, `pid 7`, `all tasks`).
+        target: String,
+        /// Probe events created.
+        probes: usize,
+    },
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Why it stopped (`signal 2`, `command exited`, `3 calls`, `duration reached`).
+    pub stop_reason: String,
+    /// Top-level calls completed.
+    pub completed: u64,
+    /// Probe events created.
+    pub probes: usize,
+    /// Events the stream reported lost (and whether some counts were unknown).
+    pub lost_in_stream: u64,
+    /// Some lost-event notices gave no count.
+    pub lost_unknown: bool,
+    /// Events overwritten in the per-CPU buffers.
+    pub overrun: u64,
+    /// Events dropped by the per-CPU buffers.
+    pub dropped: u64,
+    /// Non-void calls that closed without a value (no exit probe, or it came too late), by
+    /// function, most first; empty when the kernel prints values itself.
+    pub valueless: Vec<(String, u64)>,
+    /// Functions that got no probe for the probe limit.
+    pub probes_capped: u64,
+    /// Probes that could not be created, with the error.
+    pub probes_failed: Vec<(String, String)>,
+    /// Calls of functions the db does not know (the decoder's summary line).
+    pub undecoded: Option<String>,
+    /// What could not be restored on cleanup.
+    pub cleanup_failures: Vec<String>,
+}
+
+/// A session's result.
+#[derive(Debug)]
+pub enum Outcome {
+    /// No pattern matched a traceable function (the notices said why).
+    NothingToTrace,
+    /// Traced; how it ended.
+    Traced(Summary),
+}
+
 /// Expand `--func` patterns against the traceable functions; explain every pattern that
 /// matches nothing.
 fn resolve_roots(
@@ -116,8 +212,13 @@ fn opt(sess: &Session, name: &str, on: bool) -> Result<()> {
     Ok(())
 }
 
-/// Run `dcg trace` on the kernel. Returns the exit code (2: no traceable function).
-pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
+/// Run `dcg trace` on the kernel: notices go to `notify` as they happen, the trace to
+/// `out`.
+pub fn run(
+    args: &TraceOptions,
+    out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Outcome> {
     // A stop signal before tracefs is touched ends dcg at once (see tracefs).
     tracefs::install_stop_handlers();
     if let Some(f) = args
@@ -125,7 +226,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         .iter()
         .find(|f| dcg_live::options::split_user_func(f).is_some())
     {
-        bail!("{f}: user-space and kernel functions cannot be traced in one session");
+        return Err(KtraceError::Mixed(f.clone()));
     }
     let set = DbSet::resolve(&args.db)?;
     let root = tracefs::mount_point()?;
@@ -133,346 +234,360 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
     // removal in half; the loop acts on the stop request once tracing runs.
     tracefs::arm_stop_handlers();
     for r in tracefs::remove_stale(&root) {
-        eprintln!("dcg: removed stale {r}");
+        notify(Notice::RemovedStale(r));
     }
-    let avail = Available::read(&root).context("reading available_filter_functions")?;
+    let avail = Available::read(&root).map_err(KtraceError::Available)?;
     let roots = match resolve_roots(&args.func, &avail, &set) {
         Ok(r) => r,
         Err(errors) => {
             for e in errors {
-                eprintln!("dcg: {e}");
+                notify(Notice::NoMatch(e));
             }
-            return Ok(ExitCode::from(2));
+            return Ok(Outcome::NothingToTrace);
         }
     };
     if let Some(pid) = args.pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            bail!("no process {pid}");
+            return Err(KtraceError::NoProcess(pid));
         }
     }
+    let mut s = Setup::new(args, &set, &root, &avail, roots)?;
+    s.probe(notify)?;
+    s.start()?;
+    let mut summary = s.trace(out, notify)?;
+    s.close(&mut summary)?;
+    Ok(Outcome::Traced(summary))
+}
 
+/// A session being set up and run.
+struct Setup<'s> {
+    args: &'s TraceOptions,
+    set: &'s DbSet,
+    root: &'s std::path::Path,
+    avail: &'s Available,
+    roots: Vec<String>,
     // Declared before the session so that it is dropped after it: the instance goes
     // first, then the graph functions are given back.
-    let mut registration: Option<Registration> = None;
-    let mut sess = Session::create(&root)?;
-    let feat = Features::detect(&sess);
-    let mut child = if args.command.is_empty() {
-        None
-    } else {
-        Some(Child::spawn_stopped(&args.command)?)
-    };
-    let target = child.as_ref().map(|c| c.pid()).or(args.pid);
+    registration: Option<Registration>,
+    sess: Session,
+    child: Option<Child>,
+    filter: TreeFilter,
+    probes: Probes,
+    want_exit: bool,
+    want_entry: bool,
+    /// Callees this many levels below a root get probes (static discovery and lazily).
+    lazy_depth: u32,
+    pipe: Option<tracefs::TracePipe>,
+}
 
-    // Instance setup: output columns, values the kernel can print itself, pid filter.
-    opt(&sess, "funcgraph-irqs", false)?;
-    opt(&sess, "funcgraph-proc", true)?;
-    opt(&sess, "funcgraph-tail", false)?;
-    let kernel_retvals = args.show_retvals && feat.retval;
-    opt(&sess, "funcgraph-retval", kernel_retvals)?;
-    opt(&sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
-    let kernel_args = args.args && feat.args;
-    opt(&sess, "funcgraph-args", kernel_args)?;
-    let _ = sess.write("buffer_size_kb", "4096");
-    if let Some(pid) = target {
-        sess.write("set_ftrace_pid", &pid.to_string())?;
-        opt(&sess, "function-fork", true)?;
-        if sess.has("set_event_pid") {
-            sess.write("set_event_pid", &pid.to_string())?;
-            opt(&sess, "event-fork", true)?;
+impl<'s> Setup<'s> {
+    /// The instance: output columns, values the kernel can print itself, pid filter.
+    fn new(
+        args: &'s TraceOptions,
+        set: &'s DbSet,
+        root: &'s std::path::Path,
+        avail: &'s Available,
+        roots: Vec<String>,
+    ) -> Result<Setup<'s>> {
+        let sess = Session::create(root)?;
+        let feat = Features::detect(&sess);
+        let child = if args.command.is_empty() {
+            None
+        } else {
+            Some(Child::spawn_stopped(&args.command)?)
+        };
+        let target = child.as_ref().map(|c| c.pid()).or(args.pid);
+        opt(&sess, "funcgraph-irqs", false)?;
+        opt(&sess, "funcgraph-proc", true)?;
+        opt(&sess, "funcgraph-tail", false)?;
+        let kernel_retvals = args.show_retvals && feat.retval;
+        opt(&sess, "funcgraph-retval", kernel_retvals)?;
+        opt(&sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
+        let kernel_args = args.args && feat.args;
+        opt(&sess, "funcgraph-args", kernel_args)?;
+        let _ = sess.write("buffer_size_kb", "4096");
+        if let Some(pid) = target {
+            sess.write("set_ftrace_pid", &pid.to_string())?;
+            opt(&sess, "function-fork", true)?;
+            if sess.has("set_event_pid") {
+                sess.write("set_event_pid", &pid.to_string())?;
+                opt(&sess, "event-fork", true)?;
+            }
         }
-    }
-    // Never dcg itself (reading the pipe would trace itself).
-    let me = std::process::id().to_string();
-    if sess.has("set_ftrace_notrace_pid") {
-        let _ = sess.write("set_ftrace_notrace_pid", &me);
-    }
-    if sess.has("set_event_notrace_pid") {
-        let _ = sess.write("set_event_notrace_pid", &me);
+        // Never dcg itself (reading the pipe would trace itself).
+        let me = std::process::id().to_string();
+        if sess.has("set_ftrace_notrace_pid") {
+            let _ = sess.write("set_ftrace_notrace_pid", &me);
+        }
+        if sess.has("set_event_notrace_pid") {
+            let _ = sess.write("set_event_notrace_pid", &me);
+        }
+        debug(format_args!("instance set up, features {feat:?}"));
+        let filter = TreeFilter::new(roots.iter().cloned(), args.depth);
+        let lazy_depth = match args.depth {
+            0 => STATIC_DEPTH,
+            d => (d - 1).min(STATIC_DEPTH + 1),
+        };
+        Ok(Setup {
+            args,
+            set,
+            root,
+            avail,
+            roots,
+            registration: None,
+            sess,
+            child,
+            filter,
+            probes: Probes::new(PROBE_CAP),
+            want_exit: args.show_retvals && !feat.retval,
+            want_entry: args.args && !feat.args,
+            lazy_depth,
+            pipe: None,
+        })
     }
 
-    debug(format_args!("instance set up, features {feat:?}"));
-    let mut filter = TreeFilter::new(roots.iter().cloned(), args.depth);
-    let mut probes = Probes::new(PROBE_CAP);
-    let want_exit = args.show_retvals && !feat.retval;
-    let want_entry = args.args && !feat.args;
-    // Callees this many levels below a root get probes (static discovery and lazily).
-    let lazy_depth = match args.depth {
-        0 => STATIC_DEPTH,
-        d => (d - 1).min(STATIC_DEPTH + 1),
-    };
-    if want_exit || want_entry {
-        let mut funcs: Vec<String> = roots.clone();
-        let static_depth = lazy_depth;
-        if static_depth > 0 {
+    /// Probe events for the values the kernel does not print: the roots and their callees
+    /// found in the kernel text.
+    fn probe(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        if !(self.want_exit || self.want_entry) {
+            return Ok(());
+        }
+        let (set, avail) = (self.set, self.avail);
+        let mut funcs: Vec<String> = self.roots.clone();
+        if self.lazy_depth > 0 {
             if let Some(kt) = callees::KernelText::open() {
                 // Void callees only matter for their arguments.
+                let want_entry = self.want_entry;
                 let keep =
-                    |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(&set, n));
-                funcs.extend(kt.closure(&roots, static_depth, PROBE_CAP, &keep));
+                    |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
+                funcs.extend(kt.closure(&self.roots, self.lazy_depth, PROBE_CAP, &keep));
             }
         }
         debug(format_args!("{} functions to probe", funcs.len()));
         for f in &funcs {
-            if want_exit {
-                if let Some(ev) = probes.add_exit(&mut sess, &set, &avail, f) {
-                    filter.add_event(&ev);
-                }
-            }
-            if want_entry {
-                if let Some(ev) = probes.add_entry(&mut sess, &set, &avail, f) {
-                    filter.add_event(&ev);
-                }
-            }
+            self.add_probes(f);
         }
-        for r in &roots {
-            if want_exit && !probes.has_exit(r) && !funcs::returns_void(&set, r) {
-                let why = probes
+        for r in &self.roots {
+            if self.want_exit && !self.probes.has_exit(r) && !funcs::returns_void(set, r) {
+                let why = self
+                    .probes
                     .failed
                     .iter()
                     .find(|(f, _)| f == r)
                     .map_or("unknown reason".to_string(), |(_, e)| e.clone());
-                eprintln!("dcg: no exit probe for {r}: {why}");
+                notify(Notice::NoExitProbe {
+                    func: r.clone(),
+                    why,
+                });
             }
         }
+        Ok(())
     }
 
-    let _ = registration.replace(
-        Registry::system(&root)
-            .register(std::process::id(), &roots)
-            .context("registering graph functions")?,
-    );
-    debug(format_args!(
-        "{} probes; graph functions registered",
-        probes.len()
-    ));
-    sess.write("current_tracer", "function_graph")?;
-    debug(format_args!("function_graph on"));
-    sess.write("tracing_on", "1")?;
-    let mut pipe = sess.open_pipe()?;
-
-    let color = args.color;
-    let mut dec = Decoder::new(
-        &set,
-        Options {
-            json: args.json,
-            errors_only: args.errors_only,
-            color,
-            hide_probe_events: true,
-            collapse_empty: true,
-        },
-    );
-    let saved = match &args.output {
-        Some(path) => {
-            let file = OutputFile::create(path)?;
-            dec.save_records(
-                Box::new(std::io::BufWriter::new(file.file()?)),
-                &format!("dcg trace --func {}", args.func.join(" --func ")),
-            )?;
-            Some(file)
+    /// Exit and entry probes for `f` as wanted; whether any was created.
+    fn add_probes(&mut self, f: &str) -> bool {
+        let before = self.probes.len();
+        if self.want_exit {
+            if let Some(ev) = self
+                .probes
+                .add_exit(&mut self.sess, self.set, self.avail, f)
+            {
+                self.filter.add_event(&ev);
+            }
         }
-        None => None,
-    };
-    let what = match (&child, args.pid) {
-        (Some(c), _) => format!("command pid {}", c.pid()),
-        (None, Some(p)) => format!("pid {p}"),
-        (None, None) => "all tasks".to_string(),
-    };
-    eprintln!(
-        "dcg: tracing {} function{} ({what}){}; Ctrl-C to stop",
-        roots.len(),
-        if roots.len() == 1 { "" } else { "s" },
-        if probes.is_empty() {
-            String::new()
-        } else {
-            format!(", {} probes", probes.len())
+        if self.want_entry {
+            if let Some(ev) = self
+                .probes
+                .add_entry(&mut self.sess, self.set, self.avail, f)
+            {
+                self.filter.add_event(&ev);
+            }
         }
-    );
-    if let Some(c) = child.as_mut() {
-        c.resume()?;
+        self.probes.len() > before
     }
 
-    // The trace loop.
-    let start = Instant::now();
-    let deadline = args
-        .duration
-        .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
-    let mut lines = Vec::new();
-    let mut completed = 0u64;
-    let mut lost_total: u64 = 0;
-    let mut lost_unknown = false;
-    let mut drain_until: Option<Instant> = None;
-    let mut drain_end: Option<Instant> = None;
-    let stop_reason = loop {
-        if let Some(sig) = tracefs::stop_requested() {
-            break format!("signal {sig}");
+    /// Register the roots in the graph filter, switch to function_graph.
+    fn start(&mut self) -> Result<()> {
+        self.registration = Some(
+            Registry::system(self.root)
+                .register(std::process::id(), &self.roots)
+                .map_err(KtraceError::Register)?,
+        );
+        debug(format_args!(
+            "{} probes; graph functions registered",
+            self.probes.len()
+        ));
+        self.sess.write("current_tracer", "function_graph")?;
+        debug(format_args!("function_graph on"));
+        self.sess.write("tracing_on", "1")?;
+        self.pipe = Some(self.sess.open_pipe()?);
+        Ok(())
+    }
+
+    /// The trace loop: read the pipe, keep this session's trees, decode them to `out`,
+    /// add lazy probes for callees seen; until a stop condition.
+    fn trace(&mut self, out: &mut dyn Write, notify: &mut dyn FnMut(Notice)) -> Result<Summary> {
+        let args = self.args;
+        let mut dec = Decoder::new(
+            self.set,
+            Options {
+                json: args.json,
+                errors_only: args.errors_only,
+                color: args.color,
+                hide_probe_events: true,
+                collapse_empty: true,
+            },
+        );
+        let saved = match &args.output {
+            Some(path) => {
+                let file = OutputFile::create(path)?;
+                dec.save_records(
+                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    &format!("dcg trace --func {}", args.func.join(" --func ")),
+                )?;
+                Some(file)
+            }
+            None => None,
+        };
+        let target = match (&self.child, args.pid) {
+            (Some(c), _) => format!("command pid {}", c.pid()),
+            (None, Some(p)) => format!("pid {p}"),
+            (None, None) => "all tasks".to_string(),
+        };
+        notify(Notice::Tracing {
+            functions: self.roots.len(),
+            target,
+            probes: self.probes.len(),
+        });
+        if let Some(c) = self.child.as_mut() {
+            c.resume()?;
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break "duration reached".into();
-        }
-        if drain_until.is_none() {
-            if let Some(c) = child.as_mut() {
-                if c.poll().is_some() {
-                    drain_until = Some(Instant::now() + Duration::from_millis(700));
-                    drain_end = Some(Instant::now() + DRAIN_MAX);
+        let mut summary = Summary::default();
+        let start = Instant::now();
+        let deadline = args
+            .duration
+            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+        let mut lines = Vec::new();
+        let mut drain_until: Option<Instant> = None;
+        let mut drain_end: Option<Instant> = None;
+        let mut pipe = self.pipe.take().expect("started");
+        let stop_reason = loop {
+            if let Some(sig) = tracefs::stop_requested() {
+                break format!("signal {sig}");
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break "duration reached".into();
+            }
+            if drain_until.is_none() {
+                if let Some(c) = self.child.as_mut() {
+                    if c.poll().is_some() {
+                        drain_until = Some(Instant::now() + Duration::from_millis(700));
+                        drain_end = Some(Instant::now() + DRAIN_MAX);
+                    }
                 }
             }
-        }
-        if drain_end.is_some_and(|d| Instant::now() >= d) {
-            break "command exited".into();
-        }
-        lines.clear();
-        // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
-        // which function_graph records inside the traced calls.
-        pipe.read_available(&mut lines)?;
-        if lines.is_empty() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if let Some(d) = drain_until {
-            if lines.is_empty() && Instant::now() >= d {
+            if drain_end.is_some_and(|d| Instant::now() >= d) {
                 break "command exited".into();
             }
+            lines.clear();
+            // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
+            // which function_graph records inside the traced calls.
+            pipe.read_available(&mut lines)?;
+            if lines.is_empty() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if let Some(d) = drain_until {
+                if lines.is_empty() && Instant::now() >= d {
+                    break "command exited".into();
+                }
+                if !lines.is_empty() {
+                    drain_until = Some(Instant::now() + Duration::from_millis(400));
+                }
+            }
             if !lines.is_empty() {
-                drain_until = Some(Instant::now() + Duration::from_millis(400));
+                debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
             }
-        }
-        if !lines.is_empty() {
-            debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
-        }
-        let mut fb = Feedback::default();
-        let mut done = false;
-        for l in &lines {
-            filter.feed(l, &mut dec, &mut fb)?;
-            if let Some(n) = args.count {
-                if completed + fb.completed >= n {
-                    done = true;
-                    break;
+            let mut fb = Feedback::default();
+            let mut done = false;
+            for l in &lines {
+                self.filter.feed(l, &mut dec, &mut fb)?;
+                if let Some(n) = args.count {
+                    if summary.completed + fb.completed >= n {
+                        done = true;
+                        break;
+                    }
                 }
             }
-        }
-        dec.flush_out(out)?;
-        completed += fb.completed;
+            dec.flush_out(out)?;
+            summary.completed += fb.completed;
+            out.flush()?;
+            for n in fb.lost {
+                match n {
+                    Some(n) => summary.lost_in_stream += n,
+                    None => summary.lost_unknown = true,
+                }
+            }
+            self.lazy_probes(fb.seen);
+            if done {
+                break format!("{} calls", summary.completed);
+            }
+        };
+        debug(format_args!("loop ended: {stop_reason}"));
+        let _ = self.sess.write("tracing_on", "0");
+        dec.finish(out)?;
         out.flush()?;
-        for n in fb.lost {
-            match n {
-                Some(n) => lost_total += n,
-                None => lost_unknown = true,
-            }
+        if let Some(c) = self.child.as_mut() {
+            c.terminate(Signal::SIGTERM);
         }
-        if want_exit || want_entry {
-            // Lazy probes for callees seen in the stream, as deep as static discovery
-            // goes, a few per round: each registration takes ~0.1 s under TCG, and the
-            // pipe must keep being read.
-            let mut budget = LAZY_PER_ROUND;
-            for (f, rel) in fb.seen {
-                if rel > lazy_depth || budget == 0 {
-                    continue;
-                }
-                let before = probes.len();
-                if want_exit {
-                    if let Some(ev) = probes.add_exit(&mut sess, &set, &avail, &f) {
-                        filter.add_event(&ev);
-                    }
-                }
-                if want_entry {
-                    if let Some(ev) = probes.add_entry(&mut sess, &set, &avail, &f) {
-                        filter.add_event(&ev);
-                    }
-                }
-                if probes.len() > before {
-                    budget -= 1;
-                }
-            }
+        drop(pipe);
+        (summary.overrun, summary.dropped) = buffer_stats(&self.sess);
+        if self.want_exit {
+            summary.valueless = dec
+                .valueless()
+                .into_iter()
+                .filter(|(f, _)| !funcs::returns_void(self.set, f))
+                .collect();
         }
-        if done {
-            break format!("{completed} calls");
+        summary.stop_reason = stop_reason;
+        summary.probes = self.probes.len();
+        summary.probes_capped = self.probes.capped;
+        summary.probes_failed = self.probes.failed.clone();
+        summary.undecoded = dec.summary();
+        drop(dec);
+        if let Some(file) = saved {
+            file.commit()?;
         }
-    };
-    debug(format_args!("loop ended: {stop_reason}"));
-    let _ = sess.write("tracing_on", "0");
-    dec.finish(out)?;
-    out.flush()?;
-    if let Some(c) = child.as_mut() {
-        c.terminate(Signal::SIGTERM);
+        Ok(summary)
     }
 
-    // Lost events and overruns: from the stream and from the per-CPU stats.
-    let (overrun, dropped) = buffer_stats(&sess);
-    if lost_total > 0 || lost_unknown || overrun > 0 || dropped > 0 {
-        eprintln!(
-            "dcg: warning: events were lost: {lost_total}{} reported in the stream, \
-             {overrun} overrun, {dropped} dropped (the output misses calls; trace fewer \
-             functions or use --depth)",
-            if lost_unknown { "+" } else { "" }
-        );
-    }
-    let unjoined: Vec<(String, u64)> = dec
-        .valueless()
-        .into_iter()
-        .filter(|(f, _)| !funcs::returns_void(&set, f))
-        .collect();
-    let missing: u64 = unjoined.iter().map(|(_, n)| n).sum();
-    if want_exit && missing > 0 {
-        let v = &unjoined;
-        let list: Vec<String> = v
-            .iter()
-            .take(8)
-            .map(|(f, n)| format!("{f} ({n})"))
-            .collect();
-        eprintln!(
-            "dcg: {missing} calls returned before their exit probe existed or without one, \
-             value unknown: {}{}",
-            list.join(", "),
-            if v.len() > 8 { ", ..." } else { "" }
-        );
-    }
-    if probes.capped > 0 {
-        eprintln!(
-            "dcg: probe limit {PROBE_CAP} reached: {} more functions got no probe",
-            probes.capped
-        );
-    }
-    if !probes.failed.is_empty() {
-        let names: Vec<&str> = probes
-            .failed
-            .iter()
-            .take(8)
-            .map(|(f, _)| f.as_str())
-            .collect();
-        eprintln!(
-            "dcg: {} probes could not be created ({}{}); first error: {}",
-            probes.failed.len(),
-            names.join(", "),
-            if probes.failed.len() > 8 { ", ..." } else { "" },
-            probes.failed[0].1
-        );
-    }
-    if let Some(summary) = dec.summary() {
-        eprintln!("{summary}");
-    }
-    drop(dec);
-    if let Some(file) = saved {
-        file.commit()?;
+    /// Lazy probes for callees seen in the stream, as deep as static discovery goes, a few
+    /// per round: each registration takes ~0.1 s under TCG, and the pipe must keep being
+    /// read.
+    fn lazy_probes(&mut self, seen: Vec<(String, u32)>) {
+        if !(self.want_exit || self.want_entry) {
+            return;
+        }
+        let mut budget = LAZY_PER_ROUND;
+        for (f, rel) in seen {
+            if rel > self.lazy_depth || budget == 0 {
+                continue;
+            }
+            if self.add_probes(&f) {
+                budget -= 1;
+            }
+        }
     }
 
-    // Cleanup: the pipe, the instance and the probes, then the graph functions.
-    drop(pipe);
-    debug(format_args!("closing the session"));
-    for f in sess.close() {
-        eprintln!("dcg: cleanup: {f}");
-    }
-    debug(format_args!("session closed"));
-    if let Some(mut r) = registration.take() {
-        r.unregister().context("restoring set_graph_function")?;
-    }
-    eprintln!(
-        "dcg: stopped ({stop_reason}), {completed} calls{}",
-        if probes.is_empty() {
-            String::new()
-        } else {
-            format!(", {} probes", probes.len())
+    /// Cleanup: the instance and the probes, then the graph functions.
+    fn close(&mut self, summary: &mut Summary) -> Result<()> {
+        debug(format_args!("closing the session"));
+        summary.cleanup_failures = self.sess.close();
+        debug(format_args!("session closed"));
+        if let Some(mut r) = self.registration.take() {
+            r.unregister().map_err(KtraceError::Unregister)?;
         }
-    );
-    Ok(ExitCode::SUCCESS)
+        Ok(())
+    }
 }
 
 /// Sum of `overrun` and `dropped events` over the instance's CPUs.

@@ -18,10 +18,7 @@ pub mod plan;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
-
-use anyhow::{bail, Context, Result};
 
 use dcg_calls::output::OutputFile;
 use dcg_fgraph::parse_event_line;
@@ -52,13 +49,54 @@ enum Stop {
     OutputClosed,
 }
 
-fn note(msg: &str) {
-    eprintln!("dcg: {msg}");
+/// Errors of a user-space trace session.
+#[derive(Debug, thiserror::Error)]
+pub enum UtraceError {
+    /// A `--func` that is not `PATH:PATTERN`.
+    #[error("--func {0}: not of the form PATH:PATTERN")]
+    Spec(String),
+    /// A binary that cannot be found or read.
+    #[error("{path}: {what}")]
+    Binary {
+        /// The path given or resolved.
+        path: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// No db for a binary.
+    #[error(transparent)]
+    Db(#[from] dcg_dbset::DbError),
+    /// The command could not be started, or `-p` names no process.
+    #[error(transparent)]
+    Process(#[from] dcg_live::process::ProcessError),
+    /// `-p PID` names no running process.
+    #[error("process {0}: no such process")]
+    NoProcess(i32),
+    /// The kernel has no uprobe events.
+    #[error("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)")]
+    NoUprobes,
+    /// A probe could not be created.
+    #[error("probing {what}: {error}")]
+    Probe {
+        /// Which function (and whether its return).
+        what: String,
+        /// tracefs's refusal.
+        error: dcg_live::tracefs::TraceFsError,
+    },
+    /// tracefs refused something.
+    #[error(transparent)]
+    TraceFs(#[from] dcg_live::tracefs::TraceFsError),
+    /// Reading the stream or writing the output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
-/// Run `dcg trace` for `PATH:PATTERN` functions; returns the exit code: the traced
-/// command's (128 + signal when it was killed), 2 when a pattern matches nothing.
-pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
+type Result<T> = std::result::Result<T, UtraceError>;
+
+/// Run `dcg trace` for `PATH:PATTERN` functions, notes for the user to `note` as they
+/// come; returns the exit code: the traced command's (128 + signal when it was killed), 2
+/// when a pattern matches nothing, 1 when dcg could not clean up.
+pub fn run(args: &TraceOptions, out: &mut dyn Write, note: &mut dyn FnMut(&str)) -> Result<u8> {
     // A stop signal before tracefs is touched ends dcg at once (see tracefs).
     tracefs::install_stop_handlers();
     let mut notes = Vec::new();
@@ -67,7 +105,7 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
     let mut specs: Vec<(usize, String)> = Vec::new();
     for f in &args.func {
         let Some((path, pattern)) = split_user_func(f) else {
-            bail!("--func {f}: not of the form PATH:PATTERN");
+            return Err(UtraceError::Spec(f.clone()));
         };
         let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
             // `dcg trace --func prog:main -- prog`: the command's own file.
@@ -108,20 +146,20 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         for f in &failed {
             note(f);
         }
-        return Ok(ExitCode::from(EXIT_NO_MATCH));
+        return Ok(EXIT_NO_MATCH);
     }
     if probes.is_empty() {
         note("nothing to probe");
-        return Ok(ExitCode::from(EXIT_NO_MATCH));
+        return Ok(EXIT_NO_MATCH);
     }
     if let Some(pid) = args.pid {
         if !process::is_alive(pid) {
-            bail!("process {pid}: no such process");
+            return Err(UtraceError::NoProcess(pid));
         }
     }
     let root = tracefs::mount_point()?;
     if !root.join("uprobe_events").exists() {
-        bail!("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)");
+        return Err(UtraceError::NoUprobes);
     }
     // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
     // one half removed, unreported (the stop is seen once the trace starts).
@@ -130,14 +168,14 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write) -> Result<ExitCode> {
         note(&format!("removed stale {r}"));
     }
     let mut tracer = Tracer::setup(&root, &targets, &probes, args)?;
-    let result = tracer.trace(&targets, &probes, args, out);
+    let result = tracer.trace(&targets, &probes, args, out, note);
     let failures = tracer.session.close();
     for f in &failures {
         note(&format!("cleanup: {f}"));
     }
     let code = result?;
     if !failures.is_empty() {
-        return Ok(ExitCode::from(1));
+        return Ok(1);
     }
     Ok(code)
 }
@@ -173,19 +211,19 @@ impl Tracer {
                     &p.entry_event,
                     &p.entry_def(&group, path),
                 )
-                .with_context(|| format!("probing {} in {}", p.func.symbol(), path.display()))?;
+                .map_err(|error| UtraceError::Probe {
+                    what: format!("{} in {}", p.func.symbol(), path.display()),
+                    error,
+                })?;
             session
                 .add_event(
                     EventFile::Uprobe,
                     &p.return_event,
                     &p.return_def(&group, path),
                 )
-                .with_context(|| {
-                    format!(
-                        "probing the return of {} in {}",
-                        p.func.symbol(),
-                        path.display()
-                    )
+                .map_err(|error| UtraceError::Probe {
+                    what: format!("the return of {} in {}", p.func.symbol(), path.display()),
+                    error,
                 })?;
             events.insert(p.entry_event.clone(), (i, false));
             events.insert(p.return_event.clone(), (i, true));
@@ -221,7 +259,8 @@ impl Tracer {
         probes: &[Probe<'_>],
         args: &TraceOptions,
         out: &mut dyn Write,
-    ) -> Result<ExitCode> {
+        note: &mut dyn FnMut(&str),
+    ) -> Result<u8> {
         let color = args.color;
         let opts = calls::Options {
             args: args.args,
@@ -342,7 +381,7 @@ impl Tracer {
                 stream.unparsed
             ));
         }
-        let mut code = ExitCode::SUCCESS;
+        let mut code = 0;
         match stop {
             Stop::Ended(e) => {
                 let c = self.child.as_ref().map_or(0, |c| c.pid());
@@ -350,7 +389,7 @@ impl Tracer {
                 if e != Ended::Exited(0) {
                     note(&format!("{cmd} (pid {c}) {}", e.describe()));
                 }
-                code = ExitCode::from(e.code());
+                code = e.code();
             }
             Stop::Gone => {
                 if let Some(p) = args.pid {

@@ -6,11 +6,21 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
 use object::{Object as _, ObjectSegment as _};
 use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
 
 use dcg_dbset::glob::glob_match;
+
+use crate::UtraceError;
+
+type Result<T> = std::result::Result<T, UtraceError>;
+
+fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> UtraceError {
+    UtraceError::Binary {
+        path: path.to_string(),
+        what: what.to_string(),
+    }
+}
 use dcg_render::{render, render_pointer, render_string, Role};
 
 pub use dcg_dbset::binary::DbSource;
@@ -36,8 +46,8 @@ pub fn file_offset(segments: &[Segment], vaddr: u64) -> Option<u64> {
 }
 
 /// The `PT_LOAD` segments of an ELF file.
-pub fn load_segments(bytes: &[u8]) -> Result<Vec<Segment>> {
-    let file = object::File::parse(bytes).map_err(|e| anyhow!("not a valid ELF file: {e}"))?;
+pub fn load_segments(bytes: &[u8]) -> std::result::Result<Vec<Segment>, String> {
+    let file = object::File::parse(bytes).map_err(|e| format!("not a valid ELF file: {e}"))?;
     Ok(file
         .segments()
         .map(|s| {
@@ -76,7 +86,7 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
     if p.is_file() {
         return p
             .canonicalize()
-            .with_context(|| format!("{given}: resolving the path"));
+            .map_err(|e| binary_error(given, format!("resolving the path: {e}")));
     }
     if let Some(pid) = pid {
         if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
@@ -108,7 +118,7 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
             return Ok(found);
         }
     }
-    bail!("{given}: no such file")
+    Err(binary_error(given, "no such file"))
 }
 
 /// Open the binary at `path` and find its db: `--db` files (the one with the binary's
@@ -120,8 +130,8 @@ pub fn load_target(
     dbs: &[PathBuf],
     notes: &mut Vec<String>,
 ) -> Result<Target> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: reading", path.display()))?;
-    let segments = load_segments(&bytes).with_context(|| path.display().to_string())?;
+    let bytes = std::fs::read(path).map_err(|e| binary_error(path.display(), e))?;
+    let segments = load_segments(&bytes).map_err(|e| binary_error(path.display(), e))?;
     let build_id = object::File::parse(&*bytes)
         .ok()
         .and_then(|f| f.build_id().ok().flatten().map(<[u8]>::to_vec))

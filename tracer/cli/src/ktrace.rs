@@ -1,0 +1,113 @@
+//! `dcg trace` on the kernel: what the session reports, printed on stderr.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
+use dcg_live::options::TraceOptions;
+
+/// Run the session; returns the exit code (2: no traceable function).
+pub fn run(opts: &TraceOptions, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let outcome = dcg_ktrace::run(opts, out, &mut |n| eprintln!("dcg: {}", notice(&n)))?;
+    match outcome {
+        Outcome::NothingToTrace => Ok(ExitCode::from(2)),
+        Outcome::Traced(s) => {
+            for line in summary(&s) {
+                eprintln!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn notice(n: &Notice) -> String {
+    match n {
+        Notice::RemovedStale(what) => format!("removed stale {what}"),
+        Notice::NoMatch(why) => why.clone(),
+        Notice::NoExitProbe { func, why } => format!("no exit probe for {func}: {why}"),
+        Notice::Tracing {
+            functions,
+            target,
+            probes,
+        } => format!(
+            "tracing {functions} function{} ({target}){}; Ctrl-C to stop",
+            if *functions == 1 { "" } else { "s" },
+            if *probes == 0 {
+                String::new()
+            } else {
+                format!(", {probes} probes")
+            }
+        ),
+    }
+}
+
+/// The closing lines.
+fn summary(s: &Summary) -> Vec<String> {
+    let mut v = Vec::new();
+    if s.lost_in_stream > 0 || s.lost_unknown || s.overrun > 0 || s.dropped > 0 {
+        v.push(format!(
+            "dcg: warning: events were lost: {}{} reported in the stream, {} overrun, {} \
+             dropped (the output misses calls; trace fewer functions or use --depth)",
+            s.lost_in_stream,
+            if s.lost_unknown { "+" } else { "" },
+            s.overrun,
+            s.dropped
+        ));
+    }
+    let missing: u64 = s.valueless.iter().map(|(_, n)| n).sum();
+    if missing > 0 {
+        let list: Vec<String> = s
+            .valueless
+            .iter()
+            .take(8)
+            .map(|(f, n)| format!("{f} ({n})"))
+            .collect();
+        v.push(format!(
+            "dcg: {missing} calls returned before their exit probe existed or without one, \
+             value unknown: {}{}",
+            list.join(", "),
+            if s.valueless.len() > 8 { ", ..." } else { "" }
+        ));
+    }
+    if s.probes_capped > 0 {
+        v.push(format!(
+            "dcg: probe limit {PROBE_CAP} reached: {} more functions got no probe",
+            s.probes_capped
+        ));
+    }
+    if let Some((_, first)) = s.probes_failed.first() {
+        let names: Vec<&str> = s
+            .probes_failed
+            .iter()
+            .take(8)
+            .map(|(f, _)| f.as_str())
+            .collect();
+        v.push(format!(
+            "dcg: {} probes could not be created ({}{}); first error: {first}",
+            s.probes_failed.len(),
+            names.join(", "),
+            if s.probes_failed.len() > 8 {
+                ", ..."
+            } else {
+                ""
+            },
+        ));
+    }
+    if let Some(u) = &s.undecoded {
+        v.push(u.clone());
+    }
+    for f in &s.cleanup_failures {
+        v.push(format!("dcg: cleanup: {f}"));
+    }
+    v.push(format!(
+        "dcg: stopped ({}), {} calls{}",
+        s.stop_reason,
+        s.completed,
+        if s.probes == 0 {
+            String::new()
+        } else {
+            format!(", {} probes", s.probes)
+        }
+    ));
+    v
+}
