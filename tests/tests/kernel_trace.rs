@@ -129,6 +129,20 @@ fn testkernel_scenarios() {
             "} /* putname */", // void: no value
         ],
     );
+    // 2 with --report: the report of the same calls, from the live engine.
+    let s2r = section(&text, "s2-report");
+    must(
+        s2r,
+        "s2-report",
+        &[
+            "rc=0",
+            "input: live trace",
+            "1 top-level",
+            "do_sys_openat2",
+            "-ENOENT",
+        ],
+    );
+    assert!(!s2r.contains("do_sys_openat2() {"), "{s2r}");
     // 3: inlined and unknown functions.
     let s3 = section(&text, "s3-inlined");
     must(

@@ -264,6 +264,45 @@ fn every_value_kind_o0() {
     assert!(text(&out.stderr).contains("built one from the DWARF"));
 }
 
+/// `dcg trace --report`: the call-graph report of the traced calls instead of the tree,
+/// counted from the same calls (33 calls of 15 functions, check_arg's 2 errors).
+#[test]
+fn live_report() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "values", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--show-retvals",
+        "--report",
+        "--func",
+        &format!("{b}:*"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout).replace("done 30\n", "");
+    assert!(
+        stdout.starts_with("dcg report: dcg trace --func "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("input: live trace\n"), "{stdout}");
+    assert!(
+        stdout.contains("calls: 33 of 15 functions, 1 top-level"),
+        "{stdout}"
+    );
+    let check_arg = stdout
+        .lines()
+        .find(|l| l.contains(" check_arg ["))
+        .unwrap_or_else(|| panic!("no check_arg row: {stdout}"));
+    let cols: Vec<&str> = check_arg.split_whitespace().collect();
+    assert_eq!((cols[0], cols[5]), ("4", "2"), "{check_arg}");
+    assert!(
+        !stdout.contains("main() {"),
+        "the tree is not printed: {stdout}"
+    );
+}
+
 #[test]
 fn every_value_kind_o2() {
     require_uprobes!();

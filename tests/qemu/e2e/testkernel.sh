@@ -9,6 +9,11 @@ begin s2-retvals
 run_trace s2 --db $DB --show-retvals --func do_sys_openat2 -- cat /nonexistent
 end s2-retvals
 
+begin s2-report
+# The same workload with --report: the call-graph report instead of the tree.
+dcg trace --db $DB --show-retvals --report --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
+end s2-report
+
 begin s3-inlined
 dcg trace --db $DB --show-retvals --func pidfd_create -- true; echo "rc=$?"
 end s3-inlined

@@ -16,12 +16,10 @@ use std::path::PathBuf;
 use dcg_dbset::DbSet;
 use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 
-use crate::errors::ErrorsOnly;
 use crate::funcs::FuncTable;
 use crate::output::OutputFile;
-use crate::records::{JsonLines, SavedCalls};
-use crate::sink::{ArgList, Layout, Note, Sink, Sinks, Task};
-use crate::text::{TextOptions, TextPrinter};
+use crate::records::SavedCalls;
+use crate::sink::{ArgList, Layout, Note, Output, Sink, Sinks, Task};
 use crate::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
 
 /// Output text collected before it is handed to the writer.
@@ -140,21 +138,14 @@ pub struct Decoder<'a> {
 impl<'a> Decoder<'a> {
     /// A decoder over `set` printing text (or JSON lines, per `opts`).
     pub fn new(set: &'a DbSet, opts: Options) -> Decoder<'a> {
-        let mut sinks = Sinks::new();
-        if opts.json {
-            sinks.push(Box::new(JsonLines));
-        } else {
-            let printer = TextPrinter::new(TextOptions {
-                color: opts.color,
-                cpu_width: 1,
-                probe_notes: !opts.hide_probe_events,
-            });
-            if opts.errors_only {
-                sinks.push(Box::new(ErrorsOnly::new(printer)));
-            } else {
-                sinks.push(Box::new(printer));
-            }
-        }
+        let (sinks, _) = Sinks::for_output(&Output {
+            json: opts.json,
+            errors_only: opts.errors_only,
+            color: opts.color,
+            cpu_width: 1,
+            probe_notes: !opts.hide_probe_events,
+            report: false,
+        });
         Decoder::with_sinks(set, opts, sinks)
     }
 

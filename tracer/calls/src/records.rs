@@ -1,7 +1,9 @@
 //! Sinks of completed calls as [`CallRecord`]s: JSON lines on the output (`--json`), the
 //! saved-calls file (`--output`), and an in-memory collection (reports).
 
+use std::cell::RefCell;
 use std::io::{self, Write};
+use std::rc::Rc;
 
 use crate::record::{self, ArgValue, CallRecord, RecordSink};
 use crate::sink::{CallView, Kind, Note, Sink};
@@ -105,17 +107,40 @@ impl Sink for SavedCalls<'_> {
     }
 }
 
-/// Completed calls collected in memory, in completion order (reports).
+/// Completed calls collected in memory, in completion order (reports). The records are
+/// taken through the [`Collected`] handle once the stream has ended.
 #[derive(Debug, Default)]
 pub struct Collect {
-    /// The records.
-    pub records: Vec<CallRecord>,
+    records: Rc<RefCell<Vec<CallRecord>>>,
 }
 
-impl Sink for &mut Collect {
+/// The handle to what a [`Collect`] sink gathered.
+#[derive(Debug, Clone)]
+pub struct Collected(Rc<RefCell<Vec<CallRecord>>>);
+
+impl Collect {
+    /// An empty collection.
+    pub fn new() -> Collect {
+        Collect::default()
+    }
+
+    /// The handle to take the records from.
+    pub fn handle(&self) -> Collected {
+        Collected(Rc::clone(&self.records))
+    }
+}
+
+impl Collected {
+    /// The records gathered so far (taken out).
+    pub fn take(&self) -> Vec<CallRecord> {
+        std::mem::take(&mut self.0.borrow_mut())
+    }
+}
+
+impl Sink for Collect {
     fn call(&mut self, c: &CallView<'_>, _: &mut Vec<u8>) -> io::Result<()> {
         if let Some(r) = record_of(c) {
-            self.records.push(r);
+            self.records.borrow_mut().push(r);
         }
         Ok(())
     }

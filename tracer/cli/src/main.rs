@@ -11,8 +11,8 @@ use dcg_dbset::DbSet;
 use dcg_render::describe;
 
 mod args;
-mod ktrace;
 mod report;
+mod trace;
 mod trace_args;
 
 use args::{ColorChoice, DecodeArgs, ReportArgs};
@@ -140,14 +140,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Trace(args) => {
-            let opts = args.options();
-            let code = if opts.is_user_space() {
-                ExitCode::from(dcg_utrace::run(&opts, &mut out, &mut |n| {
-                    eprintln!("dcg: {n}")
-                })?)
-            } else {
-                ktrace::run(&opts, &mut out)?
-            };
+            let code = trace::run(args, &mut out)?;
             out.flush()?;
             return Ok(code);
         }

@@ -40,6 +40,10 @@ pub struct TraceArgs {
     /// Also save the calls to FILE (saved-calls JSON lines, for `dcg report`).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Print the call-graph report of the traced calls when the trace ends, instead of
+    /// the calls (what `dcg report` prints for a saved trace).
+    #[arg(long, conflicts_with_all = ["json", "errors_only"])]
+    pub report: bool,
     /// Signature db of the traced code (sigdb file or ELF with `.dcg_sigdb`); default: the
     /// store's db (by build-id), else one built in memory from the binary's DWARF.
     #[arg(long = "db", value_name = "FILE")]
@@ -76,6 +80,7 @@ impl TraceArgs {
             json: self.json,
             errors_only: self.errors_only,
             output: self.output,
+            report: self.report,
             db: self.db,
             pid: self.pid,
             command: self.command,

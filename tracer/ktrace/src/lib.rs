@@ -19,6 +19,7 @@ use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::output::OutputFile;
+use dcg_calls::sink::{Output, Sinks};
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
 use dcg_live::options::TraceOptions;
@@ -139,7 +140,7 @@ pub enum Notice {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     /// Why it stopped (`signal 2`, `command exited`, `3 calls`, `duration reached`).
     pub stop_reason: String,
@@ -166,6 +167,8 @@ pub struct Summary {
     pub undecoded: Option<String>,
     /// What could not be restored on cleanup.
     pub cleanup_failures: Vec<String>,
+    /// The calls, when collected for a report (`--report`).
+    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
 }
 
 /// A session's result.
@@ -428,16 +431,22 @@ impl<'s> Setup<'s> {
     /// add lazy probes for callees seen; until a stop condition.
     fn trace(&mut self, out: &mut dyn Write, notify: &mut dyn FnMut(Notice)) -> Result<Summary> {
         let args = self.args;
-        let mut dec = Decoder::new(
-            self.set,
-            Options {
-                json: args.json,
-                errors_only: args.errors_only,
-                color: args.color,
-                hide_probe_events: true,
-                collapse_empty: true,
-            },
-        );
+        let opts = Options {
+            json: args.json,
+            errors_only: args.errors_only,
+            color: args.color,
+            hide_probe_events: true,
+            collapse_empty: true,
+        };
+        let (sinks, collected) = Sinks::for_output(&Output {
+            json: args.json,
+            errors_only: args.errors_only,
+            color: args.color,
+            cpu_width: 1,
+            probe_notes: false,
+            report: args.report,
+        });
+        let mut dec = Decoder::with_sinks(self.set, opts, sinks);
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;
@@ -553,6 +562,7 @@ impl<'s> Setup<'s> {
         summary.probes_capped = self.probes.capped;
         summary.probes_failed = self.probes.failed.clone();
         summary.undecoded = dec.summary();
+        summary.calls = collected.map(|c| c.take());
         drop(dec);
         if let Some(file) = saved {
             file.commit()?;

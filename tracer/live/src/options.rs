@@ -24,6 +24,8 @@ pub struct TraceOptions {
     pub errors_only: bool,
     /// Also save the calls to this file.
     pub output: Option<PathBuf>,
+    /// Collect the calls for a call-graph report instead of printing them.
+    pub report: bool,
     /// Signature dbs given explicitly.
     pub db: Vec<PathBuf>,
     /// Color error values (decided by the caller against the real output).

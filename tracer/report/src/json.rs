@@ -114,6 +114,7 @@ pub fn write(
     roots.sort_by(|a, b| (Reverse(a.calls), a.function).cmp(&(Reverse(b.calls), b.function)));
     let (kind, dbs) = match input.kind {
         InputKind::SavedCalls => ("calls", None),
+        InputKind::Live => ("live", None),
         InputKind::FtraceText { dbs } => ("ftrace", Some(dbs)),
     };
     let r = Report {

@@ -14,8 +14,7 @@ use std::io::{BufRead, Write};
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::record::{self, CallRecord};
-use dcg_calls::records::Collect;
-use dcg_calls::sink::Sinks;
+use dcg_calls::sink::{Output, Sinks};
 use dcg_dbset::DbSet;
 
 pub use model::{CallGraph, EdgeStats, FuncStats, Summary};
@@ -102,6 +101,8 @@ pub enum FoldedWeight {
 pub enum InputKind {
     /// A saved-calls file.
     SavedCalls,
+    /// A live trace (`dcg trace --report`).
+    Live,
     /// ftrace text, decoded with this many dbs (0: values left raw).
     FtraceText {
         /// Number of dbs used.
@@ -210,9 +211,11 @@ pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError
 /// Decode ftrace function_graph text into calls with the dbs of `set` (functions missing
 /// from them are named in the [`Loaded::note`]).
 pub fn load_ftrace(input: &[u8], source: &str, set: &DbSet) -> Result<Loaded, ReportError> {
-    let mut collect = Collect::default();
-    let mut dec = Decoder::with_sinks(set, Options::default(), Sinks::new());
-    dec.add_sink(Box::new(&mut collect));
+    let (sinks, collected) = Sinks::for_output(&Output {
+        report: true,
+        ..Output::default()
+    });
+    let mut dec = Decoder::with_sinks(set, Options::default(), sinks);
     dec.decode_stream(input, &mut std::io::sink())?;
     dec.finish(&mut std::io::sink())?;
     let note = dec.summary().filter(|_| !set.dbs().is_empty()).map(|s| {
@@ -226,7 +229,7 @@ pub fn load_ftrace(input: &[u8], source: &str, set: &DbSet) -> Result<Loaded, Re
         kind: InputKind::FtraceText {
             dbs: set.dbs().len(),
         },
-        records: collect.records,
+        records: collected.map(|c| c.take()).unwrap_or_default(),
         note,
     })
 }

@@ -18,6 +18,7 @@ pub fn write(
     writeln!(out, "dcg report: {}", input.source)?;
     let kind = match input.kind {
         InputKind::SavedCalls => "saved calls".to_string(),
+        InputKind::Live => "live trace".to_string(),
         InputKind::FtraceText { dbs: 0 } => "ftrace text, no signature db (raw values)".into(),
         InputKind::FtraceText { dbs: 1 } => "ftrace text, decoded with 1 db".into(),
         InputKind::FtraceText { dbs } => format!("ftrace text, decoded with {dbs} dbs"),

@@ -5,11 +5,9 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use dcg_calls::errors::ErrorsOnly;
 use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::records::{JsonLines, SavedCalls};
-use dcg_calls::sink::{ArgList, Note, Sinks, Task};
-use dcg_calls::text::{TextOptions, TextPrinter};
+use dcg_calls::records::{Collected, SavedCalls};
+use dcg_calls::sink::{ArgList, Note, Output, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
@@ -25,6 +23,8 @@ pub struct Options {
     pub retvals: bool,
     /// Print calls only down to this depth (0: all).
     pub max_depth: u32,
+    /// Collect the calls for a report instead of printing them.
+    pub report: bool,
     /// Records as JSON lines instead of text.
     pub json: bool,
     /// Only call paths with an error return.
@@ -69,6 +69,8 @@ const UNKNOWN_COMM: &str = "<...>";
 /// The uprobe source: probes' events into the call tree and its sinks.
 pub struct Calls<'a> {
     probes: &'a [Probe<'a>],
+    /// The calls, when collected for a report.
+    collected: Option<Collected>,
     tree: CallTree<'a>,
     sinks: Sinks<'a>,
     /// Each probe's function in the tree.
@@ -94,23 +96,17 @@ impl<'a> Calls<'a> {
             .iter()
             .map(|p| funcs.intern_function(p.func, Some(&targets[p.target].name)))
             .collect();
-        let mut sinks = Sinks::new();
-        if opts.json {
-            sinks.push(Box::new(JsonLines));
-        } else {
-            let printer = TextPrinter::new(TextOptions {
-                color: opts.color,
-                cpu_width: opts.cpu_width,
-                probe_notes: false,
-            });
-            if opts.errors_only {
-                sinks.push(Box::new(ErrorsOnly::new(printer)));
-            } else {
-                sinks.push(Box::new(printer));
-            }
-        }
+        let (sinks, collected) = Sinks::for_output(&Output {
+            json: opts.json,
+            errors_only: opts.errors_only,
+            color: opts.color,
+            cpu_width: opts.cpu_width,
+            probe_notes: false,
+            report: opts.report,
+        });
         Calls {
             probes,
+            collected,
             tree: CallTree::new(funcs, Shape::Flat, opts.max_depth),
             sinks,
             ids,
@@ -128,6 +124,11 @@ impl<'a> Calls<'a> {
     pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
         self.sinks.push(Box::new(SavedCalls::new(sink, source)?));
         Ok(())
+    }
+
+    /// The calls collected for a report (`--report`), taken out.
+    pub fn take_collected(&self) -> Option<Vec<dcg_calls::record::CallRecord>> {
+        self.collected.as_ref().map(Collected::take)
     }
 
     /// Counters so far.

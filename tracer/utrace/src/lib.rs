@@ -93,10 +93,23 @@ pub enum UtraceError {
 
 type Result<T> = std::result::Result<T, UtraceError>;
 
+/// How a session ended.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// The exit code: the traced command's (128 + signal when it was killed), 2 when a
+    /// pattern matches nothing, 1 when dcg could not clean up.
+    pub exit: u8,
+    /// The calls, when collected for a report (`--report`).
+    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
+}
+
 /// Run `dcg trace` for `PATH:PATTERN` functions, notes for the user to `note` as they
-/// come; returns the exit code: the traced command's (128 + signal when it was killed), 2
-/// when a pattern matches nothing, 1 when dcg could not clean up.
-pub fn run(args: &TraceOptions, out: &mut dyn Write, note: &mut dyn FnMut(&str)) -> Result<u8> {
+/// come.
+pub fn run(
+    args: &TraceOptions,
+    out: &mut dyn Write,
+    note: &mut dyn FnMut(&str),
+) -> Result<Finished> {
     // A stop signal before tracefs is touched ends dcg at once (see tracefs).
     tracefs::install_stop_handlers();
     let mut notes = Vec::new();
@@ -146,11 +159,17 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write, note: &mut dyn FnMut(&str))
         for f in &failed {
             note(f);
         }
-        return Ok(EXIT_NO_MATCH);
+        return Ok(Finished {
+            exit: EXIT_NO_MATCH,
+            calls: None,
+        });
     }
     if probes.is_empty() {
         note("nothing to probe");
-        return Ok(EXIT_NO_MATCH);
+        return Ok(Finished {
+            exit: EXIT_NO_MATCH,
+            calls: None,
+        });
     }
     if let Some(pid) = args.pid {
         if !process::is_alive(pid) {
@@ -173,11 +192,11 @@ pub fn run(args: &TraceOptions, out: &mut dyn Write, note: &mut dyn FnMut(&str))
     for f in &failures {
         note(&format!("cleanup: {f}"));
     }
-    let code = result?;
+    let mut finished = result?;
     if !failures.is_empty() {
-        return Ok(1);
+        finished.exit = 1;
     }
-    Ok(code)
+    Ok(finished)
 }
 
 /// A running trace: the session with its probes, and the traced process.
@@ -260,12 +279,13 @@ impl Tracer {
         args: &TraceOptions,
         out: &mut dyn Write,
         note: &mut dyn FnMut(&str),
-    ) -> Result<u8> {
+    ) -> Result<Finished> {
         let color = args.color;
         let opts = calls::Options {
             args: args.args,
             retvals: args.show_retvals,
             max_depth: args.depth,
+            report: args.report,
             json: args.json,
             errors_only: args.errors_only,
             color,
@@ -364,6 +384,7 @@ impl Tracer {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
             r => r?,
         }
+        let collected = calls.take_collected();
         drop(calls);
         if let Some(f) = saved {
             f.commit()?;
@@ -423,7 +444,10 @@ impl Tracer {
                 }
             }
         }
-        Ok(code)
+        Ok(Finished {
+            exit: code,
+            calls: collected,
+        })
     }
 }
 

@@ -1,21 +1,51 @@
-//! `dcg trace` on the kernel: what the session reports, printed on stderr.
+//! `dcg trace`: the kernel or the user-space tracer, what the session reports (printed on
+//! stderr), and with `--report` the call-graph report of the traced calls.
 
 use std::io::Write;
 use std::process::ExitCode;
 
+use dcg_calls::record::CallRecord;
 use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
 use dcg_live::options::TraceOptions;
+use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions};
 
-/// Run the session; returns the exit code (2: no traceable function).
-pub fn run(opts: &TraceOptions, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+use crate::trace_args::TraceArgs;
+
+/// Run `dcg trace`; returns the exit code (2: nothing to trace; user space: the traced
+/// command's).
+pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let opts = args.options();
+    let (code, calls) = if opts.is_user_space() {
+        let f = dcg_utrace::run(&opts, out, &mut |n| eprintln!("dcg: {n}"))?;
+        (ExitCode::from(f.exit), f.calls)
+    } else {
+        kernel(&opts, out)?
+    };
+    if let Some(calls) = calls {
+        let graph = CallGraph::new(calls)?;
+        let input = ReportInput {
+            source: format!("dcg trace --func {}", opts.func.join(" --func ")),
+            kind: InputKind::Live,
+            root: None,
+        };
+        write_report(&ReportOptions::default(), &input, &graph, out)?;
+    }
+    Ok(code)
+}
+
+/// The kernel session.
+fn kernel(
+    opts: &TraceOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<(ExitCode, Option<Vec<CallRecord>>)> {
     let outcome = dcg_ktrace::run(opts, out, &mut |n| eprintln!("dcg: {}", notice(&n)))?;
     match outcome {
-        Outcome::NothingToTrace => Ok(ExitCode::from(2)),
-        Outcome::Traced(s) => {
+        Outcome::NothingToTrace => Ok((ExitCode::from(2), None)),
+        Outcome::Traced(mut s) => {
             for line in summary(&s) {
                 eprintln!("{line}");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok((ExitCode::SUCCESS, s.calls.take()))
         }
     }
 }
