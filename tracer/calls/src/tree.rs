@@ -15,8 +15,13 @@ use std::io;
 
 use rustc_hash::FxHashMap;
 
+mod flat;
+mod shaped;
+
 use crate::funcs::{FuncId, FuncTable};
 use crate::sink::{ArgList, CallView, Kind, Layout, Note, Sink, Task};
+
+use shaped::Held;
 
 /// How a source shapes its calls (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,29 +150,6 @@ struct Frame {
     cpu: Option<u32>,
     /// Flat sources: printed as open (a visible child entered).
     opened: bool,
-}
-
-/// A shaped source's entry held back until the task's next event (see
-/// [`CallTree::hold_opens`]): what printing it needs, owned.
-#[derive(Debug, Default)]
-struct Held {
-    key: u64,
-    func: FuncId,
-    name: String,
-    module: Option<String>,
-    callsite: Option<String>,
-    comment: Option<String>,
-    head: String,
-    indent_start: usize,
-    shift: usize,
-    pid: Option<u32>,
-    comm: Option<String>,
-    cpu: Option<u32>,
-    args: ArgList,
-    /// Its entry-probe event was joined.
-    args_event: bool,
-    /// Its exit-probe event was joined.
-    ret_event: bool,
 }
 
 #[derive(Debug, Default)]
@@ -332,6 +314,51 @@ impl<'a> CallTree<'a> {
         }
     }
 
+    /// A view of a call of `func` with what is not given left empty (no id, args, value,
+    /// times or layout; visible, named).
+    fn view<'v>(&'v self, kind: Kind, func: FuncId, task: Task<'v>) -> CallView<'v> {
+        let info = self.funcs.get(func);
+        CallView {
+            kind,
+            id: u64::MAX,
+            parent: None,
+            depth: 0,
+            task,
+            func: info,
+            name: &info.name,
+            module: None,
+            args: &self.empty,
+            ret: None,
+            ret_raw: None,
+            error: false,
+            time_ns: None,
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+            open_after: 0,
+            visible: true,
+            unfinished: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks: self.tasks.len(),
+        }
+    }
+
+    /// The rendered return value and its raw text, as [`CallTree::render_ret`] left them.
+    fn ret_view(&self, shown: bool, raw_given: bool) -> (Option<&str>, Option<&str>) {
+        (
+            shown.then_some(self.ret.as_str()),
+            raw_given.then_some(self.raw.as_str()),
+        )
+    }
+
+    /// Whether a call at `depth` is within `--depth`.
+    fn visible(&self, depth: u32) -> bool {
+        self.max_depth == 0 || depth < self.max_depth
+    }
+
     /// A call entered (or a leaf, from a shaped source).
     pub fn enter(
         &mut self,
@@ -357,183 +384,6 @@ impl<'a> CallTree<'a> {
         }
     }
 
-    fn enter_shaped(
-        &mut self,
-        ti: usize,
-        id: u64,
-        e: &Entry<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let t = &mut self.tasks[ti];
-        let parent = t
-            .stack
-            .iter()
-            .rev()
-            .find(|f| f.depth < e.depth)
-            .map(|f| f.id);
-        let probe = match (e.leaf && e.ret.is_none(), t.pending_ret) {
-            (true, Some((f, v))) if f == e.func => {
-                t.pending_ret = None;
-                Some(v)
-            }
-            _ => None,
-        };
-        let (shown, error, raw_given) = if e.leaf {
-            self.render_ret(e.func, e.ret, probe)
-        } else {
-            (false, false, false)
-        };
-        if error {
-            self.counts.errors += 1;
-        }
-        let hold = self.hold && !e.leaf;
-        let t = &mut self.tasks[ti];
-        if e.leaf && !shown {
-            *self.counts.valueless.entry(e.func).or_default() += 1;
-        }
-        if !e.leaf {
-            while t.stack.last().is_some_and(|f| f.depth >= e.depth) {
-                t.stack.pop();
-            }
-            t.stack.push(Frame {
-                depth: e.depth,
-                func: e.func,
-                id,
-                parent,
-                args: if sink.wants_args_at_close() && !hold {
-                    self.args.clone()
-                } else {
-                    ArgList::default()
-                },
-                time_ns: e.time_ns,
-                cpu: e.task.cpu,
-                opened: !hold,
-            });
-        } else {
-            self.counts.calls += 1;
-        }
-        if hold {
-            let layout = e.layout.unwrap_or(Layout {
-                head: "",
-                indent_start: 0,
-                shift: 0,
-            });
-            t.held = Some(Held {
-                key: e.task.key,
-                func: e.func,
-                name: e.name.to_string(),
-                module: e.module.map(str::to_string),
-                callsite: e.callsite.map(str::to_string),
-                comment: e.comment.map(str::to_string),
-                head: layout.head.to_string(),
-                indent_start: layout.indent_start,
-                shift: layout.shift,
-                pid: e.task.pid,
-                comm: e.task.comm.map(str::to_string),
-                cpu: e.task.cpu,
-                args: std::mem::take(&mut self.args),
-                args_event: self.args_from_event,
-                ret_event: false,
-            });
-            return Ok(());
-        }
-        let open_after = self.tasks[ti].stack.len();
-        let view = CallView {
-            kind: if e.leaf { Kind::Leaf } else { Kind::Open },
-            id,
-            parent,
-            depth: e.depth,
-            task: e.task,
-            func: self.funcs.get(e.func),
-            name: e.name,
-            module: e.module,
-            args: &self.args,
-            ret: shown.then_some(self.ret.as_str()),
-            ret_raw: raw_given.then_some(self.raw.as_str()),
-            error,
-            time_ns: e.time_ns,
-            duration_ns: e.duration_ns,
-            callsite: e.callsite,
-            comment: e.comment,
-            layout: e.layout,
-            open_after,
-            visible: true,
-            unfinished: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: None,
-            tasks: self.tasks.len(),
-        };
-        sink.call(&view, out)
-    }
-
-    fn enter_flat(
-        &mut self,
-        ti: usize,
-        id: u64,
-        e: &Entry<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        remember_comm(&mut self.tasks[ti], e.task.comm);
-        let max = self.max_depth;
-        let ntasks = self.tasks.len();
-        let t = &mut self.tasks[ti];
-        let depth = t.stack.len() as u32;
-        let parent = t.stack.last().map(|f| f.id);
-        let visible = max == 0 || depth < max;
-        // The parent gets its `{` now that it has a visible child.
-        if visible && t.stack.last().is_some_and(|f| !f.opened) {
-            let top = t.stack.len() - 1;
-            t.stack[top].opened = true;
-            let f = &t.stack[top];
-            let task = Task {
-                cpu: f.cpu,
-                ..e.task
-            };
-            let view = CallView {
-                kind: Kind::Open,
-                id: f.id,
-                parent: f.parent,
-                depth: f.depth,
-                task,
-                func: self.funcs.get(f.func),
-                name: &self.funcs.get(f.func).name,
-                module: None,
-                args: &f.args,
-                ret: None,
-                ret_raw: None,
-                error: false,
-                time_ns: f.time_ns,
-                duration_ns: None,
-                callsite: None,
-                comment: None,
-                layout: None,
-                open_after: t.stack.len(),
-                visible: true,
-                unfinished: false,
-                entry_missing: false,
-                named: true,
-                entry_cpu: None,
-                tasks: ntasks,
-            };
-            sink.call(&view, out)?;
-        }
-        let t = &mut self.tasks[ti];
-        t.stack.push(Frame {
-            depth,
-            func: e.func,
-            id,
-            parent,
-            args: std::mem::take(&mut self.args),
-            time_ns: e.time_ns,
-            cpu: e.task.cpu,
-            opened: false,
-        });
-        Ok(())
-    }
-
     /// A call returned. False when a shaped source's `}` matched no call and names no
     /// function (the source passes its line through).
     pub fn exit(
@@ -546,336 +396,6 @@ impl<'a> CallTree<'a> {
             Shape::Shaped => self.exit_shaped(x, sink, out),
             Shape::Flat => self.exit_flat(x, sink, out).map(|()| true),
         }
-    }
-
-    /// False when the `}` matched no call and names no function (the caller passes the
-    /// line through).
-    fn exit_shaped(
-        &mut self,
-        x: &Exit<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<bool> {
-        let ti = self.task(x.task.key);
-        let held_returns = self.tasks[ti].held.is_some()
-            && self.tasks[ti]
-                .stack
-                .last()
-                .is_some_and(|f| f.depth <= x.depth);
-        if held_returns {
-            return self.held_leaf(ti, x, sink, out).map(|()| true);
-        }
-        self.release(ti, sink, out)?;
-        let t = &mut self.tasks[ti];
-        let mut frame = None;
-        while let Some(f) = t.stack.pop() {
-            if f.depth <= x.depth {
-                frame = Some(f);
-                break;
-            }
-        }
-        let func = match (x.func, &frame) {
-            (Some(named), _) => Some(named),
-            (None, Some(f)) => Some(f.func),
-            (None, None) => None,
-        };
-        let Some(func) = func else {
-            return Ok(false);
-        };
-        let t = &mut self.tasks[ti];
-        let probe = match t.pending_ret {
-            Some((f, v)) if f == func => {
-                t.pending_ret = None;
-                Some(v)
-            }
-            _ => None,
-        };
-        let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
-        if self.funcs.get(func).func.is_some() {
-            self.counts.decoded += 1;
-        }
-        if error {
-            self.counts.errors += 1;
-        }
-        if frame.is_some() {
-            self.counts.calls += 1;
-            if !shown {
-                *self.counts.valueless.entry(func).or_default() += 1;
-            }
-        }
-        let open_after = self.tasks[ti].stack.len();
-        let empty = &self.empty;
-        let view = CallView {
-            kind: Kind::Close,
-            id: frame.as_ref().map_or(u64::MAX, |f| f.id),
-            parent: frame.as_ref().and_then(|f| f.parent),
-            depth: x.depth,
-            task: x.task,
-            func: self.funcs.get(func),
-            name: &self.funcs.get(func).name,
-            module: None,
-            args: frame.as_ref().map_or(empty, |f| &f.args),
-            ret: shown.then_some(self.ret.as_str()),
-            ret_raw: raw_given.then_some(self.raw.as_str()),
-            error,
-            time_ns: frame.as_ref().and_then(|f| f.time_ns),
-            duration_ns: x.duration_ns,
-            callsite: None,
-            comment: None,
-            layout: x.layout,
-            open_after,
-            visible: true,
-            unfinished: false,
-            entry_missing: frame.is_none(),
-            // The `}` names its function when the source printed one or there is a value.
-            named: x.func.is_some() || shown,
-            entry_cpu: None,
-            tasks: self.tasks.len(),
-        };
-        sink.call(&view, out)?;
-        Ok(true)
-    }
-
-    fn exit_flat(
-        &mut self,
-        x: &Exit<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let ti = self.task(x.task.key);
-        remember_comm(&mut self.tasks[ti], x.task.comm);
-        let Some(func) = x.func else {
-            return Ok(());
-        };
-        let Some(pos) = self.tasks[ti].stack.iter().rposition(|f| f.func == func) else {
-            self.counts.lone_returns += 1;
-            let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
-            let view = CallView {
-                kind: Kind::Close,
-                id: u64::MAX,
-                parent: None,
-                depth: 0,
-                task: x.task,
-                func: self.funcs.get(func),
-                name: &self.funcs.get(func).name,
-                module: None,
-                args: &self.empty,
-                ret: shown.then_some(self.ret.as_str()),
-                ret_raw: raw_given.then_some(self.raw.as_str()),
-                error,
-                time_ns: None,
-                duration_ns: None,
-                callsite: None,
-                comment: None,
-                layout: None,
-                open_after: self.tasks[ti].stack.len(),
-                visible: true,
-                unfinished: false,
-                entry_missing: true,
-                named: true,
-                entry_cpu: None,
-                tasks: self.tasks.len(),
-            };
-            return sink.call(&view, out);
-        };
-        // Calls above it returned without an event (longjmp, lost events).
-        while self.tasks[ti].stack.len() > pos + 1 {
-            self.unfinished(ti, x.task, sink, out)?;
-        }
-        let f = self.tasks[ti].stack.pop().expect("frame at pos");
-        let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
-        if error {
-            self.counts.errors += 1;
-        }
-        self.counts.calls += 1;
-        if f.depth == 0 {
-            self.counts.top_level += 1;
-        }
-        let duration = match (x.time_ns, f.time_ns) {
-            (Some(b), Some(a)) => Some(b.saturating_sub(a)),
-            _ => None,
-        };
-        let view = CallView {
-            kind: if f.opened { Kind::Close } else { Kind::Leaf },
-            id: f.id,
-            parent: f.parent,
-            depth: f.depth,
-            task: x.task,
-            func: self.funcs.get(func),
-            name: &self.funcs.get(func).name,
-            module: None,
-            args: &f.args,
-            ret: shown.then_some(self.ret.as_str()),
-            ret_raw: raw_given.then_some(self.raw.as_str()),
-            error,
-            time_ns: f.time_ns,
-            duration_ns: duration,
-            callsite: None,
-            comment: None,
-            layout: None,
-            open_after: self.tasks[ti].stack.len(),
-            visible: self.max_depth == 0 || f.depth < self.max_depth,
-            unfinished: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: f.cpu,
-            tasks: self.tasks.len(),
-        };
-        sink.call(&view, out)
-    }
-
-    /// Pop the innermost open call of task `ti`, which never returned.
-    fn unfinished(
-        &mut self,
-        ti: usize,
-        task: Task<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let Some(f) = self.tasks[ti].stack.pop() else {
-            return Ok(());
-        };
-        self.counts.unfinished += 1;
-        let view = CallView {
-            kind: if f.opened { Kind::Close } else { Kind::Leaf },
-            id: f.id,
-            parent: f.parent,
-            depth: f.depth,
-            task: Task { cpu: f.cpu, ..task },
-            func: self.funcs.get(f.func),
-            name: &self.funcs.get(f.func).name,
-            module: None,
-            args: &f.args,
-            ret: None,
-            ret_raw: None,
-            error: false,
-            time_ns: f.time_ns,
-            duration_ns: None,
-            callsite: None,
-            comment: None,
-            layout: None,
-            open_after: self.tasks[ti].stack.len(),
-            visible: self.max_depth == 0 || f.depth < self.max_depth,
-            unfinished: true,
-            entry_missing: false,
-            named: true,
-            entry_cpu: f.cpu,
-            tasks: self.tasks.len(),
-        };
-        sink.call(&view, out)
-    }
-
-    /// Print the held entry of task `ti`, if any, as an open call.
-    fn release(&mut self, ti: usize, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
-        let Some(h) = self.tasks[ti].held.take() else {
-            return Ok(());
-        };
-        let keep_args = sink.wants_args_at_close();
-        let ntasks = self.tasks.len();
-        let t = &mut self.tasks[ti];
-        let Some(f) = t.stack.last_mut() else {
-            return Ok(());
-        };
-        f.opened = true;
-        if keep_args {
-            f.args = h.args.clone();
-        }
-        let f = t.stack.last().expect("frame");
-        let view = CallView {
-            kind: Kind::Open,
-            id: f.id,
-            parent: f.parent,
-            depth: f.depth,
-            task: Task {
-                key: h.key,
-                pid: h.pid,
-                comm: h.comm.as_deref(),
-                cpu: h.cpu,
-            },
-            func: self.funcs.get(h.func),
-            name: &h.name,
-            module: h.module.as_deref(),
-            args: &h.args,
-            ret: None,
-            ret_raw: None,
-            error: false,
-            time_ns: f.time_ns,
-            duration_ns: None,
-            callsite: h.callsite.as_deref(),
-            comment: h.comment.as_deref(),
-            layout: Some(Layout {
-                head: &h.head,
-                indent_start: h.indent_start,
-                shift: h.shift,
-            }),
-            open_after: t.stack.len(),
-            visible: true,
-            unfinished: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: None,
-            tasks: ntasks,
-        };
-        sink.call(&view, out)
-    }
-
-    /// The held entry of task `ti` returned with nothing printed in between: a leaf, laid
-    /// out on the return's line.
-    fn held_leaf(
-        &mut self,
-        ti: usize,
-        x: &Exit<'_>,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let h = self.tasks[ti].held.take().expect("held");
-        let f = self.tasks[ti].stack.pop().expect("held frame");
-        let t = &mut self.tasks[ti];
-        let probe = match t.pending_ret {
-            Some((func, v)) if func == h.func => {
-                t.pending_ret = None;
-                Some(v)
-            }
-            _ => None,
-        };
-        let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
-        if self.funcs.get(h.func).func.is_some() {
-            self.counts.decoded += 1;
-        }
-        if error {
-            self.counts.errors += 1;
-        }
-        if !shown {
-            *self.counts.valueless.entry(h.func).or_default() += 1;
-        }
-        self.counts.calls += 1;
-        let view = CallView {
-            kind: Kind::Leaf,
-            id: f.id,
-            parent: f.parent,
-            depth: x.depth,
-            task: x.task,
-            func: self.funcs.get(h.func),
-            name: &h.name,
-            module: h.module.as_deref(),
-            args: &h.args,
-            ret: shown.then_some(self.ret.as_str()),
-            ret_raw: raw_given.then_some(self.raw.as_str()),
-            error,
-            time_ns: f.time_ns,
-            duration_ns: x.duration_ns,
-            callsite: h.callsite.as_deref(),
-            comment: h.comment.as_deref(),
-            layout: x.layout,
-            open_after: self.tasks[ti].stack.len(),
-            visible: true,
-            unfinished: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: None,
-            tasks: self.tasks.len(),
-        };
-        sink.call(&view, out)
     }
 
     /// The return value of the next return of `func` in task `key`, delivered apart from
@@ -997,30 +517,8 @@ impl<'a> CallTree<'a> {
             self.release(ti, sink, out)?;
         }
         if self.shape == Shape::Flat {
-            let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
-            keys.sort_unstable();
-            for (k, ti) in keys {
-                let comm = std::mem::take(&mut self.tasks[ti].comm);
-                let task = Task {
-                    key: k,
-                    pid: u32::try_from(k).ok(),
-                    comm: Some(&comm),
-                    cpu: None,
-                };
-                while !self.tasks[ti].stack.is_empty() {
-                    self.unfinished(ti, task, sink, out)?;
-                }
-            }
+            self.finish_flat(sink, out)?;
         }
         sink.finish(out)
-    }
-}
-
-fn remember_comm(t: &mut TaskState, comm: Option<&str>) {
-    if let Some(c) = comm {
-        if t.comm != c {
-            t.comm.clear();
-            t.comm.push_str(c);
-        }
     }
 }

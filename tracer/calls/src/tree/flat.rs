@@ -1,0 +1,182 @@
+//! Flat sources (uprobes, BPF): entries and returns only. Each task's newest entry waits
+//! unprinted until the next event: a child entering opens it, its own return makes it a
+//! leaf. Returns are matched by function; calls above the returning one never returned.
+
+use std::io;
+
+use super::{CallTree, Entry, Exit, Frame, TaskState};
+use crate::sink::{Kind, Sink, Task};
+
+impl CallTree<'_> {
+    pub(super) fn enter_flat(
+        &mut self,
+        ti: usize,
+        id: u64,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        remember_comm(&mut self.tasks[ti], e.task.comm);
+        let t = &self.tasks[ti];
+        let depth = t.stack.len() as u32;
+        let parent = t.stack.last().map(|f| f.id);
+        // The parent gets its `{` now that it has a visible child.
+        if self.visible(depth) && t.stack.last().is_some_and(|f| !f.opened) {
+            let f = t.stack.last().expect("parent");
+            let view = self.view(
+                Kind::Open,
+                f.func,
+                Task {
+                    cpu: f.cpu,
+                    ..e.task
+                },
+            );
+            sink.call(
+                &crate::sink::CallView {
+                    id: f.id,
+                    parent: f.parent,
+                    depth: f.depth,
+                    args: &f.args,
+                    time_ns: f.time_ns,
+                    open_after: t.stack.len(),
+                    ..view
+                },
+                out,
+            )?;
+            let top = self.tasks[ti].stack.len() - 1;
+            self.tasks[ti].stack[top].opened = true;
+        }
+        self.tasks[ti].stack.push(Frame {
+            depth,
+            func: e.func,
+            id,
+            parent,
+            args: std::mem::take(&mut self.args),
+            time_ns: e.time_ns,
+            cpu: e.task.cpu,
+            opened: false,
+        });
+        Ok(())
+    }
+
+    pub(super) fn exit_flat(
+        &mut self,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(x.task.key);
+        remember_comm(&mut self.tasks[ti], x.task.comm);
+        let Some(func) = x.func else {
+            return Ok(());
+        };
+        let Some(pos) = self.tasks[ti].stack.iter().rposition(|f| f.func == func) else {
+            self.counts.lone_returns += 1;
+            let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
+            let (ret, ret_raw) = self.ret_view(shown, raw_given);
+            let view = crate::sink::CallView {
+                ret,
+                ret_raw,
+                error,
+                open_after: self.tasks[ti].stack.len(),
+                entry_missing: true,
+                ..self.view(Kind::Close, func, x.task)
+            };
+            return sink.call(&view, out);
+        };
+        // Calls above it returned without an event (longjmp, lost events).
+        while self.tasks[ti].stack.len() > pos + 1 {
+            self.unfinished(ti, x.task, sink, out)?;
+        }
+        let f = self.tasks[ti].stack.pop().expect("frame at pos");
+        let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
+        if error {
+            self.counts.errors += 1;
+        }
+        self.counts.calls += 1;
+        if f.depth == 0 {
+            self.counts.top_level += 1;
+        }
+        let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let view = crate::sink::CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            args: &f.args,
+            ret,
+            ret_raw,
+            error,
+            time_ns: f.time_ns,
+            duration_ns: x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
+            open_after: self.tasks[ti].stack.len(),
+            visible: self.visible(f.depth),
+            entry_cpu: f.cpu,
+            ..self.view(close_kind(&f), func, x.task)
+        };
+        sink.call(&view, out)
+    }
+
+    /// Pop the innermost open call of task `ti`, which never returned.
+    pub(super) fn unfinished(
+        &mut self,
+        ti: usize,
+        task: Task<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some(f) = self.tasks[ti].stack.pop() else {
+            return Ok(());
+        };
+        self.counts.unfinished += 1;
+        let view = crate::sink::CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            args: &f.args,
+            time_ns: f.time_ns,
+            open_after: self.tasks[ti].stack.len(),
+            visible: self.visible(f.depth),
+            unfinished: true,
+            entry_cpu: f.cpu,
+            ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
+        };
+        sink.call(&view, out)
+    }
+
+    /// End of a flat stream: every open call closes unfinished, task by task.
+    pub(super) fn finish_flat(&mut self, sink: &mut dyn Sink, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut keys: Vec<(u64, usize)> = self.task_ids.iter().map(|(&k, &i)| (k, i)).collect();
+        keys.sort_unstable();
+        for (k, ti) in keys {
+            let comm = std::mem::take(&mut self.tasks[ti].comm);
+            let task = Task {
+                key: k,
+                pid: u32::try_from(k).ok(),
+                comm: Some(&comm),
+                cpu: None,
+            };
+            while !self.tasks[ti].stack.is_empty() {
+                self.unfinished(ti, task, sink, out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A call that printed its `{` closes with `}`, else it is a leaf.
+fn close_kind(f: &Frame) -> Kind {
+    if f.opened {
+        Kind::Close
+    } else {
+        Kind::Leaf
+    }
+}
+
+fn remember_comm(t: &mut TaskState, comm: Option<&str>) {
+    if let Some(c) = comm {
+        if t.comm != c {
+            t.comm.clear();
+            t.comm.push_str(c);
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Shaped sources (function_graph text): the source says whether a call is a leaf or
+//! opens, and each `}` names its depth. Live tracing also holds each entry back until the
+//! task's next event ([`CallTree::hold_opens`]), so that a call whose only lines were its
+//! own probe events prints as the leaf it is, and a late entry event joins it.
+
+use std::io;
+
+use super::{CallTree, Entry, Exit, Frame};
+use crate::funcs::FuncId;
+use crate::sink::{ArgList, CallView, Kind, Layout, Sink, Task};
+
+/// An entry held back until the task's next event: what printing it needs, owned.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    key: u64,
+    pub(super) func: FuncId,
+    name: String,
+    module: Option<String>,
+    callsite: Option<String>,
+    comment: Option<String>,
+    head: String,
+    indent_start: usize,
+    shift: usize,
+    pid: Option<u32>,
+    comm: Option<String>,
+    cpu: Option<u32>,
+    pub(super) args: ArgList,
+    /// Its entry-probe event was joined.
+    pub(super) args_event: bool,
+    /// Its exit-probe event was joined.
+    pub(super) ret_event: bool,
+}
+
+impl Held {
+    fn task(&self) -> Task<'_> {
+        Task {
+            key: self.key,
+            pid: self.pid,
+            comm: self.comm.as_deref(),
+            cpu: self.cpu,
+        }
+    }
+}
+
+impl CallTree<'_> {
+    pub(super) fn enter_shaped(
+        &mut self,
+        ti: usize,
+        id: u64,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let t = &mut self.tasks[ti];
+        let parent = t
+            .stack
+            .iter()
+            .rev()
+            .find(|f| f.depth < e.depth)
+            .map(|f| f.id);
+        let probe = match (e.leaf && e.ret.is_none(), t.pending_ret) {
+            (true, Some((f, v))) if f == e.func => {
+                t.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        };
+        let (shown, error, raw_given) = if e.leaf {
+            self.render_ret(e.func, e.ret, probe)
+        } else {
+            (false, false, false)
+        };
+        if error {
+            self.counts.errors += 1;
+        }
+        if e.leaf {
+            self.counts.calls += 1;
+            if !shown {
+                *self.counts.valueless.entry(e.func).or_default() += 1;
+            }
+        } else {
+            let hold = self.hold;
+            let keep_args = sink.wants_args_at_close() && !hold;
+            let t = &mut self.tasks[ti];
+            while t.stack.last().is_some_and(|f| f.depth >= e.depth) {
+                t.stack.pop();
+            }
+            t.stack.push(Frame {
+                depth: e.depth,
+                func: e.func,
+                id,
+                parent,
+                args: if keep_args {
+                    self.args.clone()
+                } else {
+                    ArgList::default()
+                },
+                time_ns: e.time_ns,
+                cpu: e.task.cpu,
+                opened: !hold,
+            });
+            if hold {
+                let held = self.hold_entry(e);
+                self.tasks[ti].held = Some(held);
+                return Ok(());
+            }
+        }
+        let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let view = CallView {
+            id,
+            parent,
+            depth: e.depth,
+            name: e.name,
+            module: e.module,
+            args: &self.args,
+            ret,
+            ret_raw,
+            error,
+            time_ns: e.time_ns,
+            duration_ns: e.duration_ns,
+            callsite: e.callsite,
+            comment: e.comment,
+            layout: e.layout,
+            open_after: self.tasks[ti].stack.len(),
+            ..self.view(if e.leaf { Kind::Leaf } else { Kind::Open }, e.func, e.task)
+        };
+        sink.call(&view, out)
+    }
+
+    /// An owned copy of entry `e` to hold back.
+    fn hold_entry(&mut self, e: &Entry<'_>) -> Held {
+        let layout = e.layout.unwrap_or(Layout {
+            head: "",
+            indent_start: 0,
+            shift: 0,
+        });
+        Held {
+            key: e.task.key,
+            func: e.func,
+            name: e.name.to_string(),
+            module: e.module.map(str::to_string),
+            callsite: e.callsite.map(str::to_string),
+            comment: e.comment.map(str::to_string),
+            head: layout.head.to_string(),
+            indent_start: layout.indent_start,
+            shift: layout.shift,
+            pid: e.task.pid,
+            comm: e.task.comm.map(str::to_string),
+            cpu: e.task.cpu,
+            args: std::mem::take(&mut self.args),
+            args_event: self.args_from_event,
+            ret_event: false,
+        }
+    }
+
+    /// False when the `}` matched no call and names no function (the caller passes the
+    /// line through).
+    pub(super) fn exit_shaped(
+        &mut self,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        let ti = self.task(x.task.key);
+        let held_returns = self.tasks[ti].held.is_some()
+            && self.tasks[ti]
+                .stack
+                .last()
+                .is_some_and(|f| f.depth <= x.depth);
+        if held_returns {
+            return self.held_leaf(ti, x, sink, out).map(|()| true);
+        }
+        self.release(ti, sink, out)?;
+        let t = &mut self.tasks[ti];
+        let mut frame = None;
+        while let Some(f) = t.stack.pop() {
+            if f.depth <= x.depth {
+                frame = Some(f);
+                break;
+            }
+        }
+        let Some(func) = x.func.or(frame.as_ref().map(|f| f.func)) else {
+            return Ok(false);
+        };
+        let probe = self.take_pending_ret(ti, func);
+        let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
+        self.count_return(func, frame.is_some(), shown, error);
+        let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let mut view = CallView {
+            depth: x.depth,
+            ret,
+            ret_raw,
+            error,
+            duration_ns: x.duration_ns,
+            layout: x.layout,
+            open_after: self.tasks[ti].stack.len(),
+            entry_missing: frame.is_none(),
+            // The `}` names its function when the source printed one or there is a value.
+            named: x.func.is_some() || shown,
+            ..self.view(Kind::Close, func, x.task)
+        };
+        if let Some(f) = &frame {
+            view.id = f.id;
+            view.parent = f.parent;
+            view.args = &f.args;
+            view.time_ns = f.time_ns;
+        }
+        sink.call(&view, out)?;
+        Ok(true)
+    }
+
+    /// The value an exit probe delivered for the next return of `func` in task `ti`.
+    fn take_pending_ret(&mut self, ti: usize, func: FuncId) -> Option<u64> {
+        let t = &mut self.tasks[ti];
+        match t.pending_ret {
+            Some((f, v)) if f == func => {
+                t.pending_ret = None;
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+
+    /// Counters of a return of `func`: decoded, a completed call (when its entry was seen)
+    /// with or without a value, an error.
+    fn count_return(&mut self, func: FuncId, completed: bool, shown: bool, error: bool) {
+        if self.funcs.get(func).func.is_some() {
+            self.counts.decoded += 1;
+        }
+        if error {
+            self.counts.errors += 1;
+        }
+        if completed {
+            self.counts.calls += 1;
+            if !shown {
+                *self.counts.valueless.entry(func).or_default() += 1;
+            }
+        }
+    }
+
+    /// Print the held entry of task `ti`, if any, as an open call.
+    pub(super) fn release(
+        &mut self,
+        ti: usize,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some(h) = self.tasks[ti].held.take() else {
+            return Ok(());
+        };
+        let keep_args = sink.wants_args_at_close();
+        let Some(f) = self.tasks[ti].stack.last_mut() else {
+            return Ok(());
+        };
+        f.opened = true;
+        if keep_args {
+            f.args = h.args.clone();
+        }
+        let f = self.tasks[ti].stack.last().expect("frame");
+        let view = CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            name: &h.name,
+            module: h.module.as_deref(),
+            args: &h.args,
+            time_ns: f.time_ns,
+            callsite: h.callsite.as_deref(),
+            comment: h.comment.as_deref(),
+            layout: Some(Layout {
+                head: &h.head,
+                indent_start: h.indent_start,
+                shift: h.shift,
+            }),
+            open_after: self.tasks[ti].stack.len(),
+            ..self.view(Kind::Open, h.func, h.task())
+        };
+        sink.call(&view, out)
+    }
+
+    /// The held entry of task `ti` returned with nothing printed in between: a leaf, laid
+    /// out on the return's line.
+    fn held_leaf(
+        &mut self,
+        ti: usize,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let h = self.tasks[ti].held.take().expect("held");
+        let f = self.tasks[ti].stack.pop().expect("held frame");
+        let probe = self.take_pending_ret(ti, h.func);
+        let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
+        self.count_return(h.func, true, shown, error);
+        let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let view = CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: x.depth,
+            name: &h.name,
+            module: h.module.as_deref(),
+            args: &h.args,
+            ret,
+            ret_raw,
+            error,
+            time_ns: f.time_ns,
+            duration_ns: x.duration_ns,
+            callsite: h.callsite.as_deref(),
+            comment: h.comment.as_deref(),
+            layout: x.layout,
+            open_after: self.tasks[ti].stack.len(),
+            ..self.view(Kind::Leaf, h.func, x.task)
+        };
+        sink.call(&view, out)
+    }
+}
