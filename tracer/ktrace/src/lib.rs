@@ -549,7 +549,7 @@ impl<'s> Setup<'s> {
             c.terminate(Signal::SIGTERM);
         }
         drop(pipe);
-        (summary.overrun, summary.dropped) = buffer_stats(&self.sess);
+        (summary.overrun, summary.dropped) = self.sess.buffer_stats();
         if self.want_exit {
             summary.valueless = dec
                 .valueless()
@@ -598,29 +598,4 @@ impl<'s> Setup<'s> {
         }
         Ok(())
     }
-}
-
-/// Sum of `overrun` and `dropped events` over the instance's CPUs.
-fn buffer_stats(sess: &Session) -> (u64, u64) {
-    let (mut overrun, mut dropped) = (0, 0);
-    let Ok(rd) = std::fs::read_dir(sess.file("per_cpu")) else {
-        return (0, 0);
-    };
-    for e in rd.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path().join("stats")) else {
-            continue;
-        };
-        for line in text.lines() {
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let v: u64 = v.trim().parse().unwrap_or(0);
-            match k.trim() {
-                "overrun" => overrun += v,
-                "dropped events" => dropped += v,
-                _ => {}
-            }
-        }
-    }
-    (overrun, dropped)
 }

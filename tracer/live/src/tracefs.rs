@@ -263,6 +263,32 @@ impl Session {
         self.file(rel).exists()
     }
 
+    /// Events the instance's per-CPU ring buffers lost: (overwritten, dropped), summed
+    /// over the CPUs (`per_cpu/cpuN/stats`).
+    pub fn buffer_stats(&self) -> (u64, u64) {
+        let (mut overrun, mut dropped) = (0, 0);
+        let Ok(rd) = std::fs::read_dir(self.file("per_cpu")) else {
+            return (0, 0);
+        };
+        for e in rd.flatten() {
+            let Ok(text) = std::fs::read_to_string(e.path().join("stats")) else {
+                continue;
+            };
+            for line in text.lines() {
+                let Some((k, v)) = line.split_once(':') else {
+                    continue;
+                };
+                let v: u64 = v.trim().parse().unwrap_or(0);
+                match k.trim() {
+                    "overrun" => overrun += v,
+                    "dropped events" => dropped += v,
+                    _ => {}
+                }
+            }
+        }
+        (overrun, dropped)
+    }
+
     /// Create a dynamic event `def` (e.g. `p:dcg_123/check /bin/t:0x1190 x=%di:s32`)
     /// named `event` in this session's group; it is removed when the session ends.
     pub fn add_event(&mut self, file: EventFile, event: &str, def: &str) -> Result<()> {

@@ -198,12 +198,7 @@ impl<'a> Calls<'a> {
         }
         let comm = self.comm(m).to_string();
         let entry = Entry {
-            task: Task {
-                key: m.tid as u64,
-                pid: Some(m.tid),
-                comm: Some(&comm),
-                cpu: Some(m.cpu),
-            },
+            task: task_of(m, &comm),
             depth: 0,
             func: self.ids[probe],
             name: p.func.symbol(),
@@ -233,12 +228,7 @@ impl<'a> Calls<'a> {
         let value = ret_value(p, values);
         let comm = self.comm(m).to_string();
         let exit = Exit {
-            task: Task {
-                key: m.tid as u64,
-                pid: Some(m.tid),
-                comm: Some(&comm),
-                cpu: Some(m.cpu),
-            },
+            task: task_of(m, &comm),
             depth: 0,
             func: Some(self.ids[probe]),
             ret: value.as_ref().map(|(text, error, raw)| RetIn::Rendered {
@@ -270,6 +260,16 @@ impl<'a> Calls<'a> {
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         self.tree.finish(&mut self.sinks, &mut self.obuf)?;
         self.flush(out)
+    }
+}
+
+/// The task of an event.
+fn task_of<'c>(m: &Meta<'_>, comm: &'c str) -> Task<'c> {
+    Task {
+        key: m.tid as u64,
+        pid: Some(m.tid),
+        comm: Some(comm),
+        cpu: Some(m.cpu),
     }
 }
 

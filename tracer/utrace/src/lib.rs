@@ -374,7 +374,8 @@ impl Tracer {
             drain(&mut pipe, &mut stream, &mut calls, out, args.count)?;
         }
         stream.flush_carry(&mut calls, out)?;
-        let overruns = overruns(&self.session);
+        let (overrun, dropped) = self.session.buffer_stats();
+        let overruns = overrun + dropped;
         drop(pipe);
         match calls.finish(out) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -616,28 +617,6 @@ fn drain(
             Err(e) => return Err(e.into()),
         }
     }
-}
-
-/// Overrun and dropped events of the instance's per-CPU buffers.
-fn overruns(session: &Session) -> u64 {
-    let Ok(dir) = std::fs::read_dir(session.file("per_cpu")) else {
-        return 0;
-    };
-    let mut total = 0;
-    for e in dir.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path().join("stats")) else {
-            continue;
-        };
-        for l in text.lines() {
-            if let Some(v) = l
-                .strip_prefix("overrun:")
-                .or_else(|| l.strip_prefix("dropped events:"))
-            {
-                total += v.trim().parse::<u64>().unwrap_or(0);
-            }
-        }
-    }
-    total
 }
 
 /// Width of the CPU column: digits of the highest possible CPU number.
