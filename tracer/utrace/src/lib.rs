@@ -280,33 +280,9 @@ impl Tracer {
         out: &mut dyn Write,
         note: &mut dyn FnMut(&str),
     ) -> Result<Finished> {
-        let color = args.color;
-        let opts = calls::Options {
-            args: args.args,
-            retvals: args.show_retvals,
-            max_depth: args.depth,
-            report: args.report,
-            json: args.json,
-            errors_only: args.errors_only,
-            color,
-            cpu_width: cpu_width(),
-        };
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = Calls::new(&no_db, probes, targets, opts);
-        calls.set_default_comm(match (args.pid, args.command.first()) {
-            (Some(p), _) => Some(process::comm_of(p)),
-            // The kernel names a task after the first 15 bytes of the executable's name.
-            (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
-                let n = n.to_string_lossy();
-                let mut end = n.len().min(15);
-                while !n.is_char_boundary(end) {
-                    end -= 1;
-                }
-                n[..end].to_string()
-            }),
-            (None, None) => None,
-        });
+        let mut calls = calls_for(&no_db, probes, targets, args);
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;
@@ -322,49 +298,15 @@ impl Tracer {
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
         }
-        let start = Instant::now();
-        let deadline = args
-            .duration
-            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
         let mut stream = Stream::new(&self.events, probes);
-        let mut lines = Vec::new();
-        let stop = loop {
-            if let Some(sig) = tracefs::stop_requested() {
-                break Stop::Signal(sig);
-            }
-            // Check for the end before reading, so what the process did last is drained.
-            let ended = match self.child.as_mut() {
-                Some(c) => c.poll().map(Stop::Ended),
-                None => args
-                    .pid
-                    .filter(|&p| !process::is_alive(p))
-                    .map(|_| Stop::Gone),
-            };
-            let timeout = match deadline {
-                Some(d) => d
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(100)),
-                None => Duration::from_millis(100),
-            };
-            lines.clear();
-            pipe.read_lines(timeout, &mut lines)?;
-            match stream.feed(&lines, &mut calls, out, args.count) {
-                Ok(true) => break Stop::Count,
-                Ok(false) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
-                Err(e) => return Err(e.into()),
-            }
-            if let Some(s) = ended {
-                break s;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break Stop::Duration;
-            }
-            match out.flush() {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
-                r => r?,
-            }
-        };
+        let stop = read_until_stop(
+            &mut self.child,
+            &mut pipe,
+            &mut stream,
+            &mut calls,
+            args,
+            out,
+        )?;
         // Stop recording, then drain what is already in the buffer.
         let _ = self.session.write("tracing_on", "0");
         if matches!(
@@ -375,26 +317,18 @@ impl Tracer {
         }
         stream.flush_carry(&mut calls, out)?;
         let (overrun, dropped) = self.session.buffer_stats();
-        let overruns = overrun + dropped;
         drop(pipe);
-        match calls.finish(out) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            r => r?,
-        }
-        match out.flush() {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            r => r?,
-        }
+        ignore_closed(calls.finish(out))?;
+        ignore_closed(out.flush())?;
         let collected = calls.take_collected();
         drop(calls);
         if let Some(f) = saved {
             f.commit()?;
         }
-        // Report what happened.
-        let counts = stream.lost_seen.max(overruns);
-        if counts > 0 {
+        let lost = stream.lost_seen.max(overrun + dropped);
+        if lost > 0 {
             note(&format!(
-                "LOST {counts} events (ring buffer overrun): some calls are missing or incomplete"
+                "LOST {lost} events (ring buffer overrun): some calls are missing or incomplete"
             ));
         }
         if stream.unparsed > 0 {
@@ -403,7 +337,14 @@ impl Tracer {
                 stream.unparsed
             ));
         }
-        let mut code = 0;
+        Ok(Finished {
+            exit: self.end(stop, args, note),
+            calls: collected,
+        })
+    }
+
+    /// What became of the traced process, said in a note; the exit code.
+    fn end(&mut self, stop: Stop, args: &TraceOptions, note: &mut dyn FnMut(&str)) -> u8 {
         match stop {
             Stop::Ended(e) => {
                 let c = self.child.as_ref().map_or(0, |c| c.pid());
@@ -411,7 +352,7 @@ impl Tracer {
                 if e != Ended::Exited(0) {
                     note(&format!("{cmd} (pid {c}) {}", e.describe()));
                 }
-                code = e.code();
+                return e.code();
             }
             Stop::Gone => {
                 if let Some(p) = args.pid {
@@ -445,10 +386,102 @@ impl Tracer {
                 }
             }
         }
-        Ok(Finished {
-            exit: code,
-            calls: collected,
-        })
+        0
+    }
+}
+
+/// Read the pipe into the calls until a stop condition.
+fn read_until_stop(
+    child: &mut Option<Child>,
+    pipe: &mut TracePipe,
+    stream: &mut Stream<'_, '_>,
+    calls: &mut Calls<'_>,
+    args: &TraceOptions,
+    out: &mut dyn Write,
+) -> Result<Stop> {
+    let deadline = args
+        .duration
+        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let mut lines = Vec::new();
+    loop {
+        if let Some(sig) = tracefs::stop_requested() {
+            return Ok(Stop::Signal(sig));
+        }
+        // Check for the end before reading, so what the process did last is drained.
+        let ended = match child.as_mut() {
+            Some(c) => c.poll().map(Stop::Ended),
+            None => args
+                .pid
+                .filter(|&p| !process::is_alive(p))
+                .map(|_| Stop::Gone),
+        };
+        let timeout = match deadline {
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+            None => Duration::from_millis(100),
+        };
+        lines.clear();
+        pipe.read_lines(timeout, &mut lines)?;
+        match stream.feed(&lines, calls, out, args.count) {
+            Ok(true) => return Ok(Stop::Count),
+            Ok(false) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(s) = ended {
+            return Ok(s);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Stop::Duration);
+        }
+        match out.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),
+            r => r?,
+        }
+    }
+}
+
+/// The call pipeline of a session: its output options, and the name to show for tasks
+/// the trace lost the name of (the traced program's).
+fn calls_for<'a>(
+    no_db: &'a dcg_dbset::DbSet,
+    probes: &'a [Probe<'a>],
+    targets: &'a [Target],
+    args: &TraceOptions,
+) -> Calls<'a> {
+    let opts = calls::Options {
+        args: args.args,
+        retvals: args.show_retvals,
+        max_depth: args.depth,
+        report: args.report,
+        json: args.json,
+        errors_only: args.errors_only,
+        color: args.color,
+        cpu_width: cpu_width(),
+    };
+    let mut calls = Calls::new(no_db, probes, targets, opts);
+    calls.set_default_comm(match (args.pid, args.command.first()) {
+        (Some(p), _) => Some(process::comm_of(p)),
+        // The kernel names a task after the first 15 bytes of the executable's name.
+        (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
+            let n = n.to_string_lossy();
+            let mut end = n.len().min(15);
+            while !n.is_char_boundary(end) {
+                end -= 1;
+            }
+            n[..end].to_string()
+        }),
+        (None, None) => None,
+    });
+    calls
+}
+
+/// A closed standard output at the end is not an error.
+fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
     }
 }
 
