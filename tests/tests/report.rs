@@ -39,7 +39,7 @@ fn db_set() -> DbSet {
 /// Calls of a capture, decoded with the test-kernel db.
 fn load(name: &str) -> CallGraph {
     let bytes = std::fs::read(capture(name)).unwrap();
-    let loaded = dcg_report::load_ftrace(&bytes, name, &db_set()).unwrap();
+    let loaded = dcg_report::load_ftrace(&bytes[..], name, &db_set()).unwrap();
     CallGraph::new(loaded.records).unwrap()
 }
 

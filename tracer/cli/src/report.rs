@@ -1,7 +1,7 @@
 //! `dcg report`: read the input (saved calls or ftrace text), build the call graph, write
 //! the report (atomically when it goes to a file).
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Write};
 
 use anyhow::Context;
 use dcg_calls::output::OutputFile;
@@ -20,20 +20,19 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         Some(p) if p.as_os_str() == "-" => "stdin".to_string(),
         Some(p) => p.display().to_string(),
     };
-    let bytes = match args.input.as_deref() {
-        Some(p) if p.as_os_str() != "-" => {
-            std::fs::read(p).with_context(|| format!("{}", p.display()))?
-        }
-        _ => {
-            let mut v = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut v)?;
-            v
-        }
+    // Read as a stream: only the first line decides what the input is.
+    let mut input: Box<dyn BufRead> = match args.input.as_deref() {
+        Some(p) if p.as_os_str() != "-" => Box::new(BufReader::with_capacity(
+            1 << 18,
+            std::fs::File::open(p).with_context(|| format!("{}", p.display()))?,
+        )),
+        _ => Box::new(BufReader::with_capacity(1 << 18, std::io::stdin())),
     };
-    let loaded = if looks_like_saved_calls(&bytes) {
-        load_saved(&bytes[..], &name)?
-    } else if looks_like_records(&bytes) {
-        load_records(&bytes, &name)?
+    let first = first_line(&mut input)?;
+    let loaded = if looks_like_saved_calls(&first) {
+        load_saved(input, &name)?
+    } else if looks_like_records(&first) {
+        load_records(input, &name)?
     } else {
         let set = if args.db.is_empty() {
             DbSet::resolve(&[]).unwrap_or_else(|e| {
@@ -46,7 +45,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         } else {
             DbSet::resolve(&args.db)?
         };
-        load_ftrace(&bytes, &name, &set)?
+        load_ftrace(input, &name, &set)?
     };
     if let Some(note) = &loaded.note {
         eprintln!("dcg report: {note}");
@@ -76,4 +75,15 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         None => write_report(&opts, &input, &graph, out)?,
     }
     Ok(())
+}
+
+/// The first line of `input` (without consuming it): as much of it as the buffer holds.
+fn first_line(input: &mut dyn BufRead) -> std::io::Result<Vec<u8>> {
+    let buf = input.fill_buf()?;
+    let end = memchr_newline(buf).unwrap_or(buf.len());
+    Ok(buf[..end].to_vec())
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
 }

@@ -172,14 +172,15 @@ pub fn looks_like_records(bytes: &[u8]) -> bool {
 }
 
 /// Read call records without a header, one per line (`dcg decode --json` output).
-pub fn load_records(bytes: &[u8], source: &str) -> Result<Loaded, ReportError> {
+pub fn load_records(input: impl BufRead, source: &str) -> Result<Loaded, ReportError> {
     let mut records = Vec::new();
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+    for (i, line) in input.split(b'\n').enumerate() {
+        let line = line?;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         records.push(
-            serde_json::from_slice(line).map_err(|error| ReportError::Json {
+            serde_json::from_slice(&line).map_err(|error| ReportError::Json {
                 input: source.to_string(),
                 line: i + 1,
                 error,
@@ -210,7 +211,7 @@ pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError
 
 /// Decode ftrace function_graph text into calls with the dbs of `set` (functions missing
 /// from them are named in the [`Loaded::note`]).
-pub fn load_ftrace(input: &[u8], source: &str, set: &DbSet) -> Result<Loaded, ReportError> {
+pub fn load_ftrace(input: impl BufRead, source: &str, set: &DbSet) -> Result<Loaded, ReportError> {
     let (sinks, collected) = Sinks::for_output(&Output {
         report: true,
         ..Output::default()
