@@ -522,3 +522,166 @@ impl<'a> CallTree<'a> {
         sink.finish(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dcg_dbset::DbSet;
+
+    /// A sink that writes one line per event: kind, name, id, parent, depth, value.
+    struct Log;
+
+    impl Sink for Log {
+        fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+            use std::io::Write;
+            writeln!(
+                out,
+                "{:?} {} id={} parent={:?} depth={} ret={:?}{}{}",
+                c.kind,
+                c.func.name,
+                c.id as i64,
+                c.parent,
+                c.depth,
+                c.ret,
+                if c.unfinished { " unfinished" } else { "" },
+                if c.entry_missing {
+                    " entry-missing"
+                } else {
+                    ""
+                },
+            )
+        }
+
+        fn note(&mut self, _: &Note<'_>, _: &mut Vec<u8>) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn task(key: u64) -> Task<'static> {
+        Task {
+            key,
+            pid: Some(key as u32),
+            comm: Some("t"),
+            cpu: Some(0),
+        }
+    }
+
+    fn entry(tree: &mut CallTree<'_>, key: u64, name: &'static str, leaf: bool) -> Entry<'static> {
+        Entry {
+            task: task(key),
+            depth: 0,
+            func: tree.funcs.intern(name, None),
+            name,
+            module: None,
+            args: ArgsIn::None,
+            ret: None,
+            leaf,
+            time_ns: Some(100),
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+        }
+    }
+
+    fn exit(func: FuncId, key: u64, ret: Option<&'static str>) -> Exit<'static> {
+        Exit {
+            task: task(key),
+            depth: 0,
+            func: Some(func),
+            ret: ret.map(|r| RetIn::Rendered {
+                text: r,
+                raw: None,
+                error: false,
+            }),
+            time_ns: Some(150),
+            duration_ns: None,
+            layout: None,
+        }
+    }
+
+    #[test]
+    fn flat_calls_open_on_a_child_and_close_unfinished_at_the_end() {
+        let set = DbSet::new(Vec::new());
+        let mut t = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);
+        let mut out = Vec::new();
+        let (a, b, c) = (
+            entry(&mut t, 1, "a", false),
+            entry(&mut t, 1, "b", false),
+            entry(&mut t, 1, "c", false),
+        );
+        t.enter(&a, &mut Log, &mut out).unwrap();
+        t.enter(&b, &mut Log, &mut out).unwrap();
+        t.exit(&exit(b.func, 1, Some("1")), &mut Log, &mut out)
+            .unwrap();
+        t.enter(&c, &mut Log, &mut out).unwrap();
+        // A return whose entry was never seen, on another task.
+        t.exit(&exit(b.func, 2, Some("7")), &mut Log, &mut out)
+            .unwrap();
+        t.finish(&mut Log, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Open a id=0 parent=None depth=0 ret=None\n\
+             Leaf b id=1 parent=Some(0) depth=1 ret=Some(\"1\")\n\
+             Close b id=-1 parent=None depth=0 ret=Some(\"7\") entry-missing\n\
+             Leaf c id=2 parent=Some(0) depth=1 ret=None unfinished\n\
+             Close a id=0 parent=None depth=0 ret=None unfinished\n"
+        );
+        assert_eq!(t.counts().calls, 1);
+        assert_eq!(t.counts().unfinished, 2);
+        assert_eq!(t.counts().lone_returns, 1);
+    }
+
+    #[test]
+    fn flat_depth_limit_hides_deeper_calls_from_printers_only() {
+        let set = DbSet::new(Vec::new());
+        let mut t = CallTree::new(FuncTable::new(&set), Shape::Flat, 1);
+        let mut out = Vec::new();
+        let (a, b) = (entry(&mut t, 1, "a", false), entry(&mut t, 1, "b", false));
+        t.enter(&a, &mut Log, &mut out).unwrap();
+        t.enter(&b, &mut Log, &mut out).unwrap();
+        t.exit(&exit(b.func, 1, None), &mut Log, &mut out).unwrap();
+        t.exit(&exit(a.func, 1, None), &mut Log, &mut out).unwrap();
+        // b is deeper than --depth 1: a never opens, and prints as a leaf.
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Leaf b id=1 parent=Some(0) depth=1 ret=None\n\
+             Leaf a id=0 parent=None depth=0 ret=None\n"
+        );
+        assert_eq!(t.counts().top_level, 1);
+    }
+
+    #[test]
+    fn shaped_held_entry_returning_at_once_is_a_leaf_with_its_probe_value() {
+        let set = DbSet::new(Vec::new());
+        let mut t = CallTree::new(FuncTable::new(&set), Shape::Shaped, 0);
+        t.hold_opens(true);
+        let mut out = Vec::new();
+        let outer = entry(&mut t, 1, "outer", false);
+        let inner = Entry {
+            depth: 1,
+            ..entry(&mut t, 1, "inner", false)
+        };
+        t.enter(&outer, &mut Log, &mut out).unwrap();
+        t.enter(&inner, &mut Log, &mut out).unwrap();
+        // inner's exit-probe event, then its `}`.
+        t.pending_ret(1, inner.func, 5, &mut Log, &mut out).unwrap();
+        let close = |depth| Exit {
+            depth,
+            func: None,
+            ret: None,
+            ..exit(0, 1, None)
+        };
+        t.exit(&close(1), &mut Log, &mut out).unwrap();
+        t.exit(&close(0), &mut Log, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Open outer id=0 parent=None depth=0 ret=None\n\
+             Leaf inner id=1 parent=Some(0) depth=1 ret=Some(\"0x5 (raw)\")\n\
+             Close outer id=0 parent=None depth=0 ret=None\n"
+        );
+    }
+}
