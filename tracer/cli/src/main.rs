@@ -87,7 +87,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("dcg: {e:#}");
+            eprintln!("dcg: {}", one_line(&e));
             ExitCode::from(1)
         }
     }
@@ -220,6 +220,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
 fn parse_addr(s: &str) -> Option<u64> {
     let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
     u64::from_str_radix(hex, 16).ok()
+}
+
+/// The error and its causes on one line, each cause said once (library errors often
+/// include their cause's text already).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    msg
 }
 
 /// Whether the error is a closed output pipe, possibly wrapped.
