@@ -41,6 +41,8 @@ fuzz_target!(|data: &[u8]| {
         errors_only: first & 2 != 0,
         color: first & 4 != 0,
         hide_probe_events: first & 8 != 0,
+        // Live tracing's held entries (shares its bit with the block size's lowest).
+        collapse_empty: first & 0x10 != 0,
     };
     // A small buffer (1..=16 bytes) cuts lines everywhere; a big one reads all at once.
     let small = decode(data, usize::from(first >> 4) + 1, opts);
