@@ -55,6 +55,9 @@ fn notice(n: &Notice) -> String {
         Notice::RemovedStale(what) => format!("removed stale {what}"),
         Notice::NoMatch(why) => why.clone(),
         Notice::NoExitProbe { func, why } => format!("no exit probe for {func}: {why}"),
+        Notice::GraphRejected(names) => {
+            format!("set_graph_function rejected: {}", names.join(", "))
+        }
         Notice::Tracing {
             functions,
             target,

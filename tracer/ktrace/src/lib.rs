@@ -128,6 +128,8 @@ pub enum Notice {
         /// Why.
         why: String,
     },
+    /// `set_graph_function` refused these roots (they will not be traced).
+    GraphRejected(Vec<String>),
     /// Tracing has started.
     Tracing {
         /// Root functions.
@@ -256,7 +258,7 @@ pub fn run(
     }
     let mut s = Setup::new(args, &set, &root, &avail, roots)?;
     s.probe(notify)?;
-    s.start()?;
+    s.start(notify)?;
     let mut summary = s.trace(out, notify)?;
     s.close(&mut summary)?;
     Ok(Outcome::Traced(summary))
@@ -410,12 +412,14 @@ impl<'s> Setup<'s> {
     }
 
     /// Register the roots in the graph filter, switch to function_graph.
-    fn start(&mut self) -> Result<()> {
-        self.registration = Some(
-            Registry::system(self.root)
-                .register(std::process::id(), &self.roots)
-                .map_err(KtraceError::Register)?,
-        );
+    fn start(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        let registration = Registry::system(self.root)
+            .register(std::process::id(), &self.roots)
+            .map_err(KtraceError::Register)?;
+        if !registration.rejected.is_empty() {
+            notify(Notice::GraphRejected(registration.rejected.clone()));
+        }
+        self.registration = Some(registration);
         debug(format_args!(
             "{} probes; graph functions registered",
             self.probes.len()

@@ -56,6 +56,8 @@ pub struct Registration {
     registry: Registry,
     pid: u32,
     done: bool,
+    /// Functions the kernel rejected when the file was rewritten.
+    pub rejected: Vec<String>,
 }
 
 /// An exclusive `flock` on the registry, released on drop.
@@ -129,17 +131,19 @@ impl Registry {
         }
         let own = self.dir.join(pid.to_string());
         write_file(&own, &text)?;
-        let reg = Registration {
-            registry: self.clone(),
-            pid,
-            done: false,
-        };
-        if let Err(e) = self.apply() {
-            let _ = fs::remove_file(&own);
-            let _ = self.apply();
-            return Err(e);
+        match self.apply() {
+            Ok(rejected) => Ok(Registration {
+                registry: self.clone(),
+                pid,
+                done: false,
+                rejected,
+            }),
+            Err(e) => {
+                let _ = fs::remove_file(&own);
+                let _ = self.apply();
+                Err(e)
+            }
         }
-        Ok(reg)
     }
 
     /// Remove files of sessions whose process is gone.
@@ -166,8 +170,9 @@ impl Registry {
     }
 
     /// Write baseline ∪ live sessions to the top-level file; with no session left, restore
-    /// the baseline and forget it. Caller holds the lock.
-    fn apply(&self) -> Result<()> {
+    /// the baseline and forget it. Caller holds the lock. Returns the names the kernel
+    /// rejected.
+    fn apply(&self) -> Result<Vec<String>> {
         let baseline_path = self.dir.join("baseline");
         let baseline = fs::read_to_string(&baseline_path).unwrap_or_default();
         let sessions = self.sessions()?;
@@ -178,9 +183,9 @@ impl Registry {
         }
         if sessions.is_empty() {
             let base: Vec<&str> = baseline.lines().filter(|l| !l.is_empty()).collect();
-            write_graph_functions(&self.target, base.iter().copied())?;
+            let rejected = write_graph_functions(&self.target, base.iter().copied())?;
             let _ = fs::remove_file(&baseline_path);
-            return Ok(());
+            return Ok(rejected);
         }
         union.extend(
             baseline
@@ -213,7 +218,7 @@ impl Registration {
         let own = self.registry.dir.join(self.pid.to_string());
         let _ = fs::remove_file(own);
         self.registry.drop_dead()?;
-        self.registry.apply()
+        self.registry.apply().map(drop)
     }
 }
 
@@ -262,8 +267,11 @@ pub fn read_graph_functions(path: &Path) -> std::io::Result<Vec<String>> {
 
 /// Replace the content of a `set_graph_function`-style file: one open with truncation
 /// (the kernel swaps in the new set when the file is closed), one function per write.
-/// Names the kernel rejects are skipped and reported.
-pub fn write_graph_functions<'a>(path: &Path, funcs: impl Iterator<Item = &'a str>) -> Result<()> {
+/// Names the kernel rejects are skipped and returned.
+pub fn write_graph_functions<'a>(
+    path: &Path,
+    funcs: impl Iterator<Item = &'a str>,
+) -> Result<Vec<String>> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .truncate(true)
@@ -283,10 +291,7 @@ pub fn write_graph_functions<'a>(path: &Path, funcs: impl Iterator<Item = &'a st
         }
     }
     drop(f);
-    if !rejected.is_empty() {
-        eprintln!("dcg: set_graph_function rejected: {}", rejected.join(", "));
-    }
-    Ok(())
+    Ok(rejected)
 }
 
 #[cfg(test)]
