@@ -181,3 +181,106 @@ fn cli_decodes_and_reports_unknown_functions() {
         "{err}"
     );
 }
+
+/// The same run captured as text and as binary ring-buffer pages (`trace_pipe_raw`, g:
+/// retval; g2: retval + args + retaddr): `dcg decode --raw` finds the same calls with the
+/// same values as the text; its arguments agree with funcgraph-args' wherever the kernel
+/// printed some (the binary record gives dcg every parameter in a register, also of the
+/// clones BTF cannot describe), and its call sites with funcgraph-retaddr's.
+#[test]
+fn raw_pages_decode_like_their_text() {
+    let caps = testkernel_dir().join("captures");
+    let db = testkernel_db();
+    let json = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = Command::new(dcg_bin())
+            .arg("decode")
+            .arg("--db")
+            .arg(&db)
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    for run in ["g", "g2"] {
+        let text = json(&[caps.join(format!("{run}-text.txt")).to_str().unwrap()]);
+        let raw = json(&[
+            "--raw",
+            "--formats",
+            caps.join("f-all-ftrace-formats.txt").to_str().unwrap(),
+            "--kallsyms",
+            testkernel_dir().join("System.map").to_str().unwrap(),
+            caps.join(format!("{run}-raw-cpu0.bin")).to_str().unwrap(),
+        ]);
+        assert!(text.len() > 100, "{run}: {} calls in the text", text.len());
+        assert_eq!(raw.len(), text.len(), "{run}: calls");
+        let mut with_args = 0;
+        for (r, t) in raw.iter().zip(&text) {
+            for k in ["func", "depth", "ret", "error", "parent"] {
+                assert_eq!(r[k], t[k], "{run}: {k} of {t}\nraw: {r}");
+            }
+            let targs = t["args"].as_array().unwrap();
+            if !targs.is_empty() {
+                with_args += 1;
+                // Every argument the kernel printed, dcg read the same from the record
+                // (structs by value the kernel prints as `(STRUCT)`: dcg by their type).
+                let rargs = r["args"].as_array().unwrap();
+                for a in targs {
+                    let same = rargs.iter().any(|b| {
+                        b["name"] == a["name"]
+                            && (b["value"] == a["value"]
+                                || a["value"]
+                                    .as_str()
+                                    .is_some_and(|v| v.starts_with("(STRUCT)")))
+                    });
+                    assert!(same, "{run}: {a} missing in {r}");
+                }
+            }
+        }
+        if run == "g2" {
+            assert!(with_args > 100, "g2: {with_args} calls with arguments");
+        }
+    }
+    // Call sites: the text output of g2 names them exactly as the kernel does.
+    let out = Command::new(dcg_bin())
+        .args(["decode", "--raw", "--db"])
+        .arg(&db)
+        .arg("--formats")
+        .arg(caps.join("f-all-ftrace-formats.txt"))
+        .arg("--kallsyms")
+        .arg(testkernel_dir().join("System.map"))
+        .arg(caps.join("g2-raw-cpu0.bin"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("do_sys_openat2(dfd=-100, filename=0x7ffc1970cf96, how=0xffa0000000203f18) { /* <-__x64_sys_openat+0x60/0x80 */"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    // A truncated page is an error naming the file, not a panic.
+    let short = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(short.path(), [0u8; 100]).unwrap();
+    let out = Command::new(dcg_bin())
+        .args(["decode", "--raw", "--db"])
+        .arg(&db)
+        .arg("--formats")
+        .arg(caps.join("f-all-ftrace-formats.txt"))
+        .arg("--kallsyms")
+        .arg(testkernel_dir().join("System.map"))
+        .arg(short.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a whole page"), "{err}");
+}

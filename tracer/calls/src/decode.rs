@@ -8,6 +8,7 @@
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
 mod input;
+mod raw;
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -64,7 +64,7 @@ impl Sink for ErrorsOnly {
                 }
                 Ok(())
             }
-            Note::Line { task: None, .. } => Ok(()),
+            Note::Line { task: None, .. } | Note::Comment { .. } => Ok(()),
             Note::Probe { task, .. } => {
                 if let Some(text) = self.printer.note_line(n) {
                     let text = text.to_string();

@@ -38,6 +38,8 @@ fn recent_slot(name: &str) -> usize {
 struct ParamInfo<'a> {
     name: &'a str,
     render: Render<'a>,
+    /// Where the value is at entry.
+    loc: sigdb::Location,
     /// No earlier parameter has the same name (so a by-position match is the by-name one).
     first: bool,
 }
@@ -113,6 +115,7 @@ impl<'a> FuncInfo<'a> {
             params.push(ParamInfo {
                 name,
                 render: Render::new(p.ty()),
+                loc: p.loc(),
                 first,
             });
         }
@@ -160,6 +163,28 @@ impl<'a> FuncInfo<'a> {
             return false;
         };
         p.render.push(out, value, raw, Role::Arg)
+    }
+
+    /// Each parameter passed in an argument register, rendered by its type from `regs`,
+    /// the six integer argument registers at entry in System V order (what binary
+    /// function_graph records carry): `(name, value)` pushed through `push`. Parameters
+    /// elsewhere (stack, optimized out) are left out; a function the db does not know
+    /// has none.
+    pub fn reg_args(&self, regs: &[u64], mut push: impl FnMut(&str, &mut dyn FnMut(&mut String))) {
+        for p in &self.params {
+            let sigdb::Location::Reg(r) = p.loc else {
+                continue;
+            };
+            let Some(&raw) = sigdb::regs::sysv_arg_index(r).and_then(|i| regs.get(i)) else {
+                continue;
+            };
+            push(p.name, &mut |out: &mut String| {
+                let text = format!("{raw:#x}");
+                if !p.render.push(out, &text, raw, Role::Arg) {
+                    out.push_str(&text);
+                }
+            });
+        }
     }
 
     /// Render the return value from `raw` into `buf` (cleared first): whether it is an

@@ -174,6 +174,15 @@ pub enum Note<'v> {
         /// The first field is an error return value.
         error: bool,
     },
+    /// A comment of a source without text (a trace marker), laid out by printers.
+    Comment {
+        /// The task.
+        task: Task<'v>,
+        /// Its depth (indentation).
+        depth: u32,
+        /// The text inside `/* */`.
+        text: &'v str,
+    },
     /// Events were lost.
     Lost {
         /// CPU.

@@ -88,7 +88,31 @@ impl TextPrinter {
                 s.push_str(" */");
                 Some(&self.line)
             }
+            Note::Comment { task, depth, text } => {
+                let mut s = std::mem::take(&mut self.line);
+                s.clear();
+                self.comment_columns(&mut s, task, depth);
+                s.push_str("/* ");
+                s.push_str(text);
+                s.push_str(" */");
+                self.line = s;
+                Some(&self.line)
+            }
             Note::Lost { .. } => None,
+        }
+    }
+
+    /// The columns of a comment line of a source without text.
+    fn comment_columns(&self, s: &mut String, task: crate::sink::Task<'_>, depth: u32) {
+        let _ = write!(
+            s,
+            " {:>w$}) ",
+            task.cpu.unwrap_or(0),
+            w = self.opts.cpu_width.max(1)
+        );
+        s.push_str("              |  ");
+        for _ in 0..depth {
+            s.push_str("  ");
         }
     }
 
@@ -166,6 +190,7 @@ impl TextPrinter {
             (Kind::Open, _, _) => {
                 call_text(s, c);
                 s.push_str(" {");
+                self.comment_tail(s, c);
             }
             (Kind::Close, true, _) => {
                 s.push_str("} /* ");
@@ -187,11 +212,7 @@ impl TextPrinter {
             (Kind::Leaf, _, false) => {
                 call_text(s, c);
                 s.push(';');
-                if c.ret.is_some() {
-                    s.push_str(" /*");
-                    self.push_ret(s, c);
-                    s.push_str(" */");
-                }
+                self.comment_tail(s, c);
             }
             (Kind::Leaf, _, true) => {
                 call_text(s, c);

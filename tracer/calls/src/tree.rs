@@ -41,6 +41,9 @@ pub enum ArgsIn<'e> {
     Text(&'e str),
     /// Values already rendered by the source, in parameter order.
     Rendered(&'e ArgList),
+    /// The integer argument registers at entry, in System V order (binary records):
+    /// each parameter taken from its register and rendered by its type.
+    Words(&'e [u64]),
 }
 
 /// A return value as a source delivers it.
@@ -306,6 +309,11 @@ impl<'a> CallTree<'a> {
                 }
             }
             ArgsIn::Rendered(list) => self.args.clone_from(list),
+            ArgsIn::Words(words) => {
+                let info = self.funcs.get(id);
+                let args = &mut self.args;
+                info.reg_args(words, |name, value| args.push_with(name, |s| value(s)));
+            }
             _ => {
                 if let Some(p) = pending {
                     self.args = p;

@@ -49,6 +49,22 @@ pub struct DecodeArgs {
     /// Color error values: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
+    /// The input is binary ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw`), not text;
+    /// needs --formats and --kallsyms.
+    #[arg(long, requires_all = ["formats", "kallsyms"])]
+    pub raw: bool,
+    /// The kernel's `events/ftrace/*/format` files, one after the other (raw input).
+    #[arg(long, value_name = "FILE")]
+    pub formats: Option<PathBuf>,
+    /// The kernel's `/proc/kallsyms` or `System.map` (raw input).
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+    /// The CPU whose buffer the raw input is (for the CPU column).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub cpu: u32,
+    /// Ring-buffer page size of the raw input.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    pub page_size: usize,
 }
 
 impl DecodeArgs {

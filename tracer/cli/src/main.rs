@@ -1,7 +1,7 @@
 //! `dcg`: typed function tracing for Linux. A thin command line over the `tracer` and
 //! `loader` libraries.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,6 +11,7 @@ use dcg_dbset::DbSet;
 use dcg_render::describe;
 
 mod args;
+mod decode;
 mod report;
 mod trace;
 mod trace_args;
@@ -130,15 +131,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
-        Command::Decode(args) => {
-            let set = DbSet::resolve(&args.db)?;
-            let job = args.job(std::io::stdout().is_terminal());
-            let summary = dcg_calls::decode::run(&set, &job, &mut out)?;
-            out.flush()?;
-            if let Some(summary) = summary {
-                eprintln!("{summary}");
-            }
-        }
+        Command::Decode(args) => decode::run(&args, &mut out)?,
         Command::Trace(args) => {
             let code = trace::run(args, &mut out)?;
             out.flush()?;

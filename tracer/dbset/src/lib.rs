@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod glob;
+pub mod kallsyms;
 
 use std::path::{Path, PathBuf};
 

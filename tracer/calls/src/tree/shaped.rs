@@ -18,9 +18,8 @@ pub(super) struct Held {
     module: Option<String>,
     callsite: Option<String>,
     comment: Option<String>,
-    head: String,
-    indent_start: usize,
-    shift: usize,
+    /// The line's layout (head, indent start, shift), for text sources.
+    layout: Option<(String, usize, usize)>,
     pid: Option<u32>,
     comm: Option<String>,
     cpu: Option<u32>,
@@ -129,11 +128,6 @@ impl CallTree<'_> {
 
     /// An owned copy of entry `e` to hold back.
     fn hold_entry(&mut self, e: &Entry<'_>) -> Held {
-        let layout = e.layout.unwrap_or(Layout {
-            head: "",
-            indent_start: 0,
-            shift: 0,
-        });
         Held {
             key: e.task.key,
             func: e.func,
@@ -141,9 +135,9 @@ impl CallTree<'_> {
             module: e.module.map(str::to_string),
             callsite: e.callsite.map(str::to_string),
             comment: e.comment.map(str::to_string),
-            head: layout.head.to_string(),
-            indent_start: layout.indent_start,
-            shift: layout.shift,
+            layout: e
+                .layout
+                .map(|l| (l.head.to_string(), l.indent_start, l.shift)),
             pid: e.task.pid,
             comm: e.task.comm.map(str::to_string),
             cpu: e.task.cpu,
@@ -267,10 +261,10 @@ impl CallTree<'_> {
             time_ns: f.time_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
-            layout: Some(Layout {
-                head: &h.head,
-                indent_start: h.indent_start,
-                shift: h.shift,
+            layout: h.layout.as_ref().map(|(head, indent_start, shift)| Layout {
+                head,
+                indent_start: *indent_start,
+                shift: *shift,
             }),
             open_after: self.tasks[ti].stack.len(),
             ..self.view(Kind::Open, h.func, h.task())

@@ -1,0 +1,105 @@
+//! function_graph records read in binary (ring-buffer pages, `trace_pipe_raw`) into the
+//! same call tree as the text: functions named by address through kallsyms, return
+//! values and arguments as words, durations from the records' own call and return times.
+
+use std::io::Write;
+
+use dcg_dbset::kallsyms::Kallsyms;
+use dcg_ringbuf::graph::GraphRecord;
+
+use super::Decoder;
+use crate::sink::{Note, Task};
+use crate::tree::{ArgsIn, Entry, Exit, RetIn};
+
+impl Decoder<'_> {
+    /// Feed one record of CPU `cpu`'s buffer; functions are named by `syms`.
+    pub fn feed_record(
+        &mut self,
+        rec: &GraphRecord<'_>,
+        cpu: u32,
+        syms: &Kallsyms,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.lines += 1;
+        let task = |pid: u32| Task {
+            key: u64::from(pid),
+            pid: Some(pid),
+            comm: None,
+            cpu: Some(cpu),
+        };
+        // A function kallsyms does not know is named by its address.
+        let name_of = |addr: u64| -> (String, Option<String>) {
+            match syms.at(addr) {
+                Some((n, m)) => (n.to_string(), m.map(str::to_string)),
+                None => (format!("{addr:#x}"), None),
+            }
+        };
+        match rec {
+            GraphRecord::Entry {
+                pid,
+                ts,
+                func,
+                depth,
+                args,
+                retaddr,
+            } => {
+                let (name, module) = name_of(*func);
+                let callsite = retaddr.and_then(|a| syms.describe(a));
+                let id = self.tree.funcs.intern(&name, module.as_deref());
+                let entry = Entry {
+                    task: task(*pid),
+                    depth: *depth,
+                    func: id,
+                    name: &name,
+                    module: module.as_deref(),
+                    args: ArgsIn::Words(args),
+                    ret: None,
+                    leaf: false,
+                    time_ns: Some(*ts),
+                    duration_ns: None,
+                    callsite: callsite.as_deref(),
+                    comment: None,
+                    layout: None,
+                };
+                self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+            }
+            GraphRecord::Exit {
+                pid,
+                func,
+                depth,
+                retval,
+                calltime,
+                rettime,
+                ..
+            } => {
+                let (name, module) = name_of(*func);
+                let id = self.tree.funcs.intern(&name, module.as_deref());
+                let raw = retval.map(|v| format!("{v:#x}"));
+                let exit = Exit {
+                    task: task(*pid),
+                    depth: *depth,
+                    func: Some(id),
+                    ret: raw.as_deref().map(|r| RetIn::Text {
+                        raw: r,
+                        value: *retval,
+                    }),
+                    time_ns: Some(*rettime),
+                    duration_ns: Some(rettime.saturating_sub(*calltime)),
+                    layout: None,
+                };
+                self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+            }
+            GraphRecord::Print { pid, text, .. } => {
+                let depth = self.tree.depth_of(u64::from(*pid)) as u32;
+                let note = Note::Comment {
+                    task: task(*pid),
+                    depth,
+                    text,
+                };
+                self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+            }
+            GraphRecord::Other { .. } => {}
+        }
+        self.flush_out(out)
+    }
+}

@@ -1,0 +1,93 @@
+//! Kernel symbols by address, from `/proc/kallsyms` or a `System.map` (`ffffffff81000000 T
+//! _stext`, module symbols with `[module]`): what binary trace records name functions by.
+
+/// Text symbols sorted by address.
+#[derive(Debug, Default, Clone)]
+pub struct Kallsyms {
+    syms: Vec<(u64, String, Option<String>)>,
+}
+
+impl Kallsyms {
+    /// Parse kallsyms / System.map text; keeps text symbols (`t`/`T`/`W`/`w`).
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms: Vec<(u64, String, Option<String>)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                if !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                let name = it.next()?.to_string();
+                let module = it
+                    .next()
+                    .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+                    .map(str::to_string);
+                Some((addr, name, module))
+            })
+            .collect();
+        syms.sort_by_key(|s| s.0);
+        Kallsyms { syms }
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// The function containing `addr`, as `%ps` names it: the symbol with the highest
+    /// start not above it (function_graph records a function by its first traced
+    /// instruction, after `endbr64` on IBT kernels): (name, module).
+    pub fn at(&self, addr: u64) -> Option<(&str, Option<&str>)> {
+        let s = &self.syms[self.index(addr)?];
+        Some((s.1.as_str(), s.2.as_deref()))
+    }
+
+    /// `addr` as the kernel's `%pS` prints it: `caller+0x1c/0x90` (the size is the
+    /// distance to the next symbol).
+    pub fn describe(&self, addr: u64) -> Option<String> {
+        let i = self.index(addr)?;
+        let (start, name, _) = &self.syms[i];
+        let size = self.syms.get(i + 1).map_or(0, |n| n.0 - start);
+        Some(format!("{name}+{:#x}/{size:#x}", addr - start))
+    }
+
+    fn index(&self, addr: u64) -> Option<usize> {
+        let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        // Far past the symbol's start is not in a function (no sizes here: 1 MiB).
+        (addr - self.syms[i].0 < 1 << 20).then_some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_address() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81000010 t helper\n\
+             ffffffff82000000 D data\nffffffffc0001000 t bm_status_write\t[binfmt_misc]\n",
+        );
+        assert_eq!(k.len(), 3);
+        assert_eq!(k.at(0xffffffff81000010), Some(("helper", None)));
+        assert_eq!(
+            k.at(0xffffffffc0001000),
+            Some(("bm_status_write", Some("binfmt_misc")))
+        );
+        // After `endbr64`: still the function.
+        assert_eq!(k.at(0xffffffff81000014), Some(("helper", None)));
+        assert_eq!(k.at(0xffffffff80ffffff), None);
+        assert_eq!(k.at(0xffffffff91000000), None);
+        assert_eq!(
+            k.describe(0xffffffff81000004).as_deref(),
+            Some("_stext+0x4/0x10")
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! function_graph records in ring-buffer pages: `funcgraph_entry` (with `args[]` under
+//! `funcgraph-args`), `fgraph_retaddr_entry` (under `funcgraph-retaddr`), `funcgraph_exit`
+//! (with `retval` on kernels with `CONFIG_FUNCTION_GRAPH_RETVAL`), and `print` (trace
+//! markers). Layouts come from the event formats.
+
+use crate::format::{read_uint, Format};
+use crate::page::Record;
+use crate::RingError;
+
+/// A function_graph record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GraphRecord<'a> {
+    /// A function was entered.
+    Entry {
+        /// Task id.
+        pid: u32,
+        /// Time stamp (ns).
+        ts: u64,
+        /// Address of the function.
+        func: u64,
+        /// Call depth.
+        depth: u32,
+        /// Return address (`fgraph_retaddr_entry`).
+        retaddr: Option<u64>,
+        /// Argument words (`funcgraph-args`), in parameter order.
+        args: Vec<u64>,
+    },
+    /// A function returned.
+    Exit {
+        /// Task id.
+        pid: u32,
+        /// Time stamp (ns).
+        ts: u64,
+        /// Address of the function.
+        func: u64,
+        /// Call depth.
+        depth: u32,
+        /// Return value (kernels with `CONFIG_FUNCTION_GRAPH_RETVAL`).
+        retval: Option<u64>,
+        /// Entry time (ns).
+        calltime: u64,
+        /// Return time (ns).
+        rettime: u64,
+    },
+    /// A trace marker (`print`).
+    Print {
+        /// Task id.
+        pid: u32,
+        /// Time stamp (ns).
+        ts: u64,
+        /// Its text.
+        text: &'a str,
+    },
+    /// Any other event.
+    Other {
+        /// Event type id.
+        id: u16,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: u16,
+    func: usize,
+    depth: (usize, usize),
+    retaddr: Option<usize>,
+    args: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Exit {
+    id: u16,
+    func: usize,
+    retval: Option<usize>,
+    depth: (usize, usize),
+    calltime: usize,
+    rettime: usize,
+}
+
+/// The layouts of the function_graph events of one kernel.
+#[derive(Debug, Clone)]
+pub struct GraphFormats {
+    entry: Entry,
+    retaddr_entry: Option<Entry>,
+    exit: Exit,
+    print: Option<(u16, usize)>,
+    pid: usize,
+}
+
+impl GraphFormats {
+    /// From the kernel's `events/ftrace/*/format` files.
+    pub fn new(formats: &[Format]) -> Result<GraphFormats, RingError> {
+        let find = |name: &str| formats.iter().find(|f| f.name == name);
+        let missing = |name: &str| RingError::Format {
+            event: name.to_string(),
+            what: "no such event".into(),
+        };
+        let entry_of = |f: &Format| -> Result<Entry, RingError> {
+            let depth = f.require("depth")?;
+            Ok(Entry {
+                id: f.id,
+                func: f.require("func")?.offset,
+                depth: (depth.offset, depth.size),
+                retaddr: f.field("retaddr").map(|x| x.offset),
+                args: f.field("args").map(|x| x.offset),
+            })
+        };
+        let entry_format = find("funcgraph_entry").ok_or_else(|| missing("funcgraph_entry"))?;
+        let exit_format = find("funcgraph_exit").ok_or_else(|| missing("funcgraph_exit"))?;
+        let depth = exit_format.require("depth")?;
+        let exit = Exit {
+            id: exit_format.id,
+            func: exit_format.require("func")?.offset,
+            retval: exit_format.field("retval").map(|x| x.offset),
+            depth: (depth.offset, depth.size),
+            calltime: exit_format.require("calltime")?.offset,
+            rettime: exit_format.require("rettime")?.offset,
+        };
+        Ok(GraphFormats {
+            entry: entry_of(entry_format)?,
+            retaddr_entry: find("fgraph_retaddr_entry").map(entry_of).transpose()?,
+            exit,
+            print: find("print").and_then(|f| Some((f.id, f.field("buf")?.offset))),
+            pid: entry_format.require("common_pid")?.offset,
+        })
+    }
+
+    /// The function_graph record of `rec`, or `None` when it is too short for its event.
+    pub fn decode<'a>(&self, rec: &Record<'a>) -> Option<GraphRecord<'a>> {
+        let d = rec.data;
+        let id = read_uint(d, 0, 2)? as u16;
+        let pid = read_uint(d, self.pid, 4)? as u32;
+        let word = |at: usize| read_uint(d, at, 8);
+        let entry = match (&self.retaddr_entry, id) {
+            (_, i) if i == self.entry.id => Some(&self.entry),
+            (Some(r), i) if i == r.id => Some(r),
+            _ => None,
+        };
+        if let Some(e) = entry {
+            let args = match e.args {
+                Some(at) if d.len() > at => d[at..]
+                    .chunks_exact(8)
+                    .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            return Some(GraphRecord::Entry {
+                pid,
+                ts: rec.ts,
+                func: word(e.func)?,
+                depth: read_uint(d, e.depth.0, e.depth.1)? as u32,
+                retaddr: e.retaddr.and_then(word),
+                args,
+            });
+        }
+        if id == self.exit.id {
+            let x = &self.exit;
+            return Some(GraphRecord::Exit {
+                pid,
+                ts: rec.ts,
+                func: word(x.func)?,
+                depth: read_uint(d, x.depth.0, x.depth.1)? as u32,
+                retval: match x.retval {
+                    Some(at) => Some(word(at)?),
+                    None => None,
+                },
+                calltime: word(x.calltime)?,
+                rettime: word(x.rettime)?,
+            });
+        }
+        if let Some((_, buf)) = self.print.filter(|(i, _)| *i == id) {
+            let bytes = d.get(buf..)?;
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            let text = std::str::from_utf8(&bytes[..end]).ok()?;
+            return Some(GraphRecord::Print {
+                pid,
+                ts: rec.ts,
+                text: text.trim_end_matches('\n'),
+            });
+        }
+        Some(GraphRecord::Other { id })
+    }
+}
