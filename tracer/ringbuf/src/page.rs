@@ -103,7 +103,8 @@ pub fn parse_page(page: &[u8], offset: usize) -> Result<Page<'_>, RingError> {
             }
             TIME_EXTEND => {
                 let hi = u32_at(data, at + 4).ok_or_else(|| bad(at, "short time extend"))?;
-                ts += (u64::from(hi) << 27) | delta;
+                // Wrapping: a corrupt page must not panic.
+                ts = ts.wrapping_add((u64::from(hi) << 27) | delta);
                 at += 8;
             }
             TIME_STAMP => {
@@ -119,7 +120,7 @@ pub fn parse_page(page: &[u8], offset: usize) -> Result<Page<'_>, RingError> {
                     .checked_sub(4)
                     .and_then(|n| data.get(at + 8..at + 8 + n))
                     .ok_or_else(|| bad(at, "event past the end"))?;
-                ts += delta;
+                ts = ts.wrapping_add(delta);
                 records.push(Record { ts, data: rec });
                 at += 4 + n.max(4);
             }
@@ -128,7 +129,7 @@ pub fn parse_page(page: &[u8], offset: usize) -> Result<Page<'_>, RingError> {
                 let rec = data
                     .get(at + 4..at + 4 + n)
                     .ok_or_else(|| bad(at, "event past the end"))?;
-                ts += delta;
+                ts = ts.wrapping_add(delta);
                 records.push(Record { ts, data: rec });
                 at += 4 + n;
             }
@@ -182,6 +183,20 @@ mod tests {
         let mut d = Vec::new();
         d.extend(8u32.to_le_bytes());
         assert!(parse_page(&page(0, 4, &d), 0).is_err());
+        // Time stamps near the top of the range wrap, never overflow.
+        let mut d = Vec::new();
+        d.extend(((5u32 << 5) | TIME_EXTEND).to_le_bytes());
+        d.extend(u32::MAX.to_le_bytes());
+        d.extend(((3u32 << 5) | 2).to_le_bytes());
+        d.extend([0u8; 8]);
+        let n = d.len() as u64;
+        assert_eq!(
+            parse_page(&page(u64::MAX - 1, n, &d), 0)
+                .unwrap()
+                .records
+                .len(),
+            1
+        );
         // Every truncation and every byte of a real-looking page: no panic.
         let p = page(5, 12, &[2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0]);
         for i in 0..p.len() {
