@@ -1,0 +1,214 @@
+//! Issue 18 end to end on Debian's 6.12 cloud kernel in qemu (TCG): `dwarfscan
+//! --emit-module` on the kernel's vmlinux, `dcg_sigdb.ko` built with the kernel's own
+//! `linux-headers` (downloaded from Debian's package registry into the cache and extracted
+//! there by `tests/qemu/kernel-headers.sh`, nothing installed system-wide) and the host's
+//! gcc-12, then `e2e/module612.sh` in the guest: `dcg load` of the module, the sysfs file
+//! byte-identical to the db, `dcg sig` and `dcg trace` without `--db`, `dcg unload`, a
+//! module carrying a corrupted db refused by dcg, `dcg unload all`, no kernel warning.
+//! Runs only with `DCG_KERNEL_TESTS=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn enabled() -> bool {
+    if std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: set DCG_KERNEL_TESTS=1 to boot kernels in qemu (as .ci/run does)");
+    false
+}
+
+/// Run `cmd`, panicking with its output when it fails; returns its stdout.
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({:?}):\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `make -C BUILD M=DIR modules`; returns DIR/dcg_sigdb.ko.
+fn build_module(build: &Path, dir: &Path) -> PathBuf {
+    run(Command::new("make")
+        .arg("-C")
+        .arg(build)
+        .arg(format!("M={}", dir.display()))
+        .arg("modules"));
+    let ko = dir.join("dcg_sigdb.ko");
+    assert!(ko.is_file(), "no {}", ko.display());
+    ko
+}
+
+/// The text of section `name` (`=====BEGIN name=====` .. `=====END name=====`).
+fn section<'a>(text: &'a str, name: &str) -> &'a str {
+    let b = format!("=====BEGIN {name}=====");
+    let e = format!("=====END {name}=====");
+    let start = text
+        .find(&b)
+        .unwrap_or_else(|| panic!("no section {name}:\n{text}"))
+        + b.len();
+    let end = text[start..].find(&e).map_or(text.len(), |i| start + i);
+    &text[start..end]
+}
+
+fn must(text: &str, name: &str, what: &[&str]) {
+    let sec = section(text, name);
+    for w in what {
+        assert!(sec.contains(w), "section {name} lacks {w:?}:\n{sec}");
+    }
+}
+
+#[test]
+fn debian612_db_module() {
+    if !enabled() {
+        return;
+    }
+    let root = dcg_tests::repo_root();
+    let qemu = root.join("tests").join("qemu");
+    let kdir = PathBuf::from(
+        run(Command::new("bash")
+            .arg(
+                dcg_tests::shared_dir()
+                    .join("scripts")
+                    .join("fetch-debian-kernel.sh"),
+            )
+            .arg("6.12-cloud"))
+        .trim(),
+    );
+    let build = PathBuf::from(
+        run(Command::new("bash")
+            .arg(qemu.join("kernel-headers.sh"))
+            .arg(&kdir))
+        .trim(),
+    );
+
+    // The module directory from dwarfscan, and a copy whose db is corrupted.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("k.sigdb");
+    let good = tmp.path().join("good");
+    run(Command::new(dcg_tests::dwarfscan_bin())
+        .arg("-q")
+        .arg(kdir.join("vmlinux"))
+        .arg("-o")
+        .arg(&db)
+        .arg("--emit-module")
+        .arg(&good));
+    let bad = tmp.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    for e in std::fs::read_dir(&good).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), bad.join(e.file_name())).unwrap();
+    }
+    let blob = bad.join(loader::module::BLOB_FILE);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+    let good_ko = build_module(&build, &good);
+    let bad_ko = build_module(&build, &bad);
+
+    let initrd = tmp.path().join("guest.cpio.gz");
+    let add = |host: &Path, guest: &str| format!("{}:{guest}", host.display());
+    run(Command::new("bash")
+        .arg(qemu.join("mkinitramfs.sh"))
+        .arg(&initrd)
+        .args(["--add", &add(&dcg_tests::dcg_bin(), "/bin/dcg")])
+        .args(["--add", &add(&db, "/dcg/k.sigdb")])
+        .args(["--add", &add(&good_ko, "/dcg/dcg_sigdb.ko")])
+        .args(["--add", &add(&bad_ko, "/dcg/bad/dcg_sigdb.ko")])
+        .args(["--add", &add(&qemu.join("e2e/lib.sh"), "/dcg/lib.sh")])
+        .arg("--init")
+        .arg(qemu.join("e2e/module612.sh"))
+        .args(["--timeout", "600"]));
+    let out = Command::new("bash")
+        .arg(qemu.join("run-guest.sh"))
+        .arg("--kernel")
+        .arg(kdir.join("vmlinuz"))
+        .arg("--initrd")
+        .arg(&initrd)
+        .args(["--smp", "2", "--timeout", "660", "--append", "dcg.printk=1"])
+        .output()
+        .expect("running run-guest.sh");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let log = std::env::temp_dir().join("dcg-kernel-module-612.log");
+    let _ = std::fs::write(&log, &text);
+    assert!(
+        out.status.success(),
+        "guest failed ({:?}); console in {}:\n{text}",
+        out.status.code(),
+        log.display()
+    );
+
+    let build_id = std::fs::read_to_string(kdir.join("build-id")).unwrap();
+    must(
+        &text,
+        "mod-load",
+        &[
+            "inserted module dcg_sigdb",
+            "-> /sys/kernel/dcg/vmlinux",
+            "rc=0",
+            "-r--r--r--",
+            "sysfs identical: yes",
+            build_id.trim(),
+        ],
+    );
+    must(&text, "mod-sig", &["do_sys_openat2(", "rc=0"]);
+    must(
+        &text,
+        "mod-trace",
+        &[
+            "rc=0",
+            "do_sys_openat2() {",
+            "} /* do_sys_openat2 ret=-ENOENT */",
+            "dcg instances: 0",
+        ],
+    );
+    must(
+        &text,
+        "mod-twice",
+        &["the kernel refused module dcg_sigdb: EEXIST", "rc=1"],
+    );
+    must(
+        &text,
+        "mod-unload",
+        &[
+            "unloaded module dcg_sigdb",
+            "rc=0",
+            "sysfs file: gone",
+            "sysfs dir: gone",
+            "module: gone",
+            "proc/modules: 0",
+            "sig without db rc=1",
+            "cannot remove module dcg_sigdb: ENOENT",
+            "unload again rc=1",
+        ],
+    );
+    must(
+        &text,
+        "mod-corrupt",
+        &[
+            "/dcg/bad/dcg_sigdb.ko: refusing to load: checksum mismatch",
+            "rc=1",
+            "module: gone",
+        ],
+    );
+    let corrupt = section(&text, "mod-corrupt");
+    assert_eq!(
+        corrupt.lines().filter(|l| l.starts_with("dcg:")).count(),
+        1,
+        "one error line:\n{corrupt}"
+    );
+    must(
+        &text,
+        "mod-unload-all",
+        &["load rc=0", "rc=0", "module: gone", "sysfs dir: gone"],
+    );
+    must(&text, "mod-dmesg", &["kernel warnings: 0"]);
+    must(&text, "after", &["global state unchanged: yes"]);
+}
