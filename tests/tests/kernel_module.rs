@@ -64,14 +64,9 @@ fn must(text: &str, name: &str, what: &[&str]) {
     }
 }
 
-#[test]
-fn debian612_db_module() {
-    if !enabled() {
-        return;
-    }
-    let root = dcg_tests::repo_root();
-    let qemu = root.join("tests").join("qemu");
-    let kdir = PathBuf::from(
+/// The 6.12 cloud kernel's cache directory (fetched on first use).
+fn kernel_612() -> PathBuf {
+    PathBuf::from(
         run(Command::new("bash")
             .arg(
                 dcg_tests::shared_dir()
@@ -80,14 +75,26 @@ fn debian612_db_module() {
             )
             .arg("6.12-cloud"))
         .trim(),
-    );
+    )
+}
+
+/// What the tests boot with: a db of 6.12's vmlinux, `dcg_sigdb.ko` built from it with
+/// 6.12's headers, and the same module with one byte of its db flipped.
+struct Modules {
+    _tmp: tempfile::TempDir,
+    db: PathBuf,
+    good_ko: PathBuf,
+    bad_ko: PathBuf,
+}
+
+fn modules_612(kdir: &Path) -> Modules {
+    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
     let build = PathBuf::from(
         run(Command::new("bash")
             .arg(qemu.join("kernel-headers.sh"))
-            .arg(&kdir))
+            .arg(kdir))
         .trim(),
     );
-
     // The module directory from dwarfscan, and a copy whose db is corrupted.
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("k.sigdb");
@@ -110,33 +117,46 @@ fn debian612_db_module() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0xff;
     std::fs::write(&blob, bytes).unwrap();
-    let good_ko = build_module(&build, &good);
-    let bad_ko = build_module(&build, &bad);
+    Modules {
+        good_ko: build_module(&build, &good),
+        bad_ko: build_module(&build, &bad),
+        db,
+        _tmp: tmp,
+    }
+}
 
+/// Boot `kernel` with dcg, lib.sh, the modules and the db (`/dcg/dcg_sigdb.ko`,
+/// `/dcg/bad/dcg_sigdb.ko`, `/dcg/k.sigdb`) and guest script `script`; returns the console.
+fn boot(kernel: &Path, m: &Modules, script: &str) -> String {
+    // One qemu run at a time (the tests of this file run in parallel threads).
+    static QEMU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
+    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
+    let tmp = tempfile::tempdir().unwrap();
     let initrd = tmp.path().join("guest.cpio.gz");
     let add = |host: &Path, guest: &str| format!("{}:{guest}", host.display());
     run(Command::new("bash")
         .arg(qemu.join("mkinitramfs.sh"))
         .arg(&initrd)
         .args(["--add", &add(&dcg_tests::dcg_bin(), "/bin/dcg")])
-        .args(["--add", &add(&db, "/dcg/k.sigdb")])
-        .args(["--add", &add(&good_ko, "/dcg/dcg_sigdb.ko")])
-        .args(["--add", &add(&bad_ko, "/dcg/bad/dcg_sigdb.ko")])
+        .args(["--add", &add(&m.db, "/dcg/k.sigdb")])
+        .args(["--add", &add(&m.good_ko, "/dcg/dcg_sigdb.ko")])
+        .args(["--add", &add(&m.bad_ko, "/dcg/bad/dcg_sigdb.ko")])
         .args(["--add", &add(&qemu.join("e2e/lib.sh"), "/dcg/lib.sh")])
         .arg("--init")
-        .arg(qemu.join("e2e/module612.sh"))
+        .arg(qemu.join("e2e").join(script))
         .args(["--timeout", "600"]));
     let out = Command::new("bash")
         .arg(qemu.join("run-guest.sh"))
         .arg("--kernel")
-        .arg(kdir.join("vmlinuz"))
+        .arg(kernel)
         .arg("--initrd")
         .arg(&initrd)
         .args(["--smp", "2", "--timeout", "660", "--append", "dcg.printk=1"])
         .output()
         .expect("running run-guest.sh");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let log = std::env::temp_dir().join("dcg-kernel-module-612.log");
+    let log = std::env::temp_dir().join(format!("dcg-kernel-module-{script}.log"));
     let _ = std::fs::write(&log, &text);
     assert!(
         out.status.success(),
@@ -144,6 +164,17 @@ fn debian612_db_module() {
         out.status.code(),
         log.display()
     );
+    text
+}
+
+#[test]
+fn debian612_db_module() {
+    if !enabled() {
+        return;
+    }
+    let kdir = kernel_612();
+    let m = modules_612(&kdir);
+    let text = boot(&kdir.join("vmlinuz"), &m, "module612.sh");
 
     let build_id = std::fs::read_to_string(kdir.join("build-id")).unwrap();
     must(
@@ -211,4 +242,45 @@ fn debian612_db_module() {
     );
     must(&text, "mod-dmesg", &["kernel warnings: 0"]);
     must(&text, "after", &["global state unchanged: yes"]);
+}
+
+/// A module built for another kernel: 6.12's module on Debian's 7.2 kernel. dcg refuses
+/// it first because its db is for another build-id; with --force the kernel refuses it
+/// (ENOEXEC) and dcg names both releases.
+#[test]
+fn debian72_refuses_612_module() {
+    if !enabled() {
+        return;
+    }
+    let k612 = kernel_612();
+    let m = modules_612(&k612);
+    let k72 = PathBuf::from(
+        run(Command::new("bash")
+            .arg(
+                dcg_tests::shared_dir()
+                    .join("scripts")
+                    .join("fetch-debian-kernel.sh"),
+            )
+            .arg("7.2-cloud"))
+        .trim(),
+    );
+    let text = boot(&k72.join("vmlinuz"), &m, "module-foreign.sh");
+    let release = |k: &Path| std::fs::read_to_string(k.join("release")).unwrap();
+    let why = format!(
+        "it was built for kernel {}, this is {}",
+        release(&k612).trim(),
+        release(&k72).trim()
+    );
+    must(
+        &text,
+        "foreign",
+        &[
+            "/dcg/dcg_sigdb.ko: db is for kernel build-id 7f76f39f",
+            "rc=1",
+            "/dcg/dcg_sigdb.ko: the kernel refused module dcg_sigdb: ENOEXEC",
+            &why,
+            "module: gone",
+            "sysfs dir: gone",
+        ],
+    );
 }
