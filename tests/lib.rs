@@ -2,6 +2,8 @@
 //! (the test kernel in `../shared/testkernel`, Debian kernels in the download cache) and
 //! signature dbs built from them once per test run.
 
+pub mod guest;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 

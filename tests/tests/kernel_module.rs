@@ -10,13 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn enabled() -> bool {
-    if std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1") {
-        return true;
-    }
-    eprintln!("skipped: set DCG_KERNEL_TESTS=1 to boot kernels in qemu (as .ci/run does)");
-    false
-}
+use dcg_tests::guest::{self, debian_kernel, enabled, initramfs, must, section};
 
 /// Run `cmd`, panicking with its output when it fails; returns its stdout.
 fn run(cmd: &mut Command) -> String {
@@ -43,39 +37,6 @@ fn build_module(build: &Path, dir: &Path) -> PathBuf {
     let ko = dir.join("dcg_sigdb.ko");
     assert!(ko.is_file(), "no {}", ko.display());
     ko
-}
-
-/// The text of section `name` (`=====BEGIN name=====` .. `=====END name=====`).
-fn section<'a>(text: &'a str, name: &str) -> &'a str {
-    let b = format!("=====BEGIN {name}=====");
-    let e = format!("=====END {name}=====");
-    let start = text
-        .find(&b)
-        .unwrap_or_else(|| panic!("no section {name}:\n{text}"))
-        + b.len();
-    let end = text[start..].find(&e).map_or(text.len(), |i| start + i);
-    &text[start..end]
-}
-
-fn must(text: &str, name: &str, what: &[&str]) {
-    let sec = section(text, name);
-    for w in what {
-        assert!(sec.contains(w), "section {name} lacks {w:?}:\n{sec}");
-    }
-}
-
-/// The 6.12 cloud kernel's cache directory (fetched on first use).
-fn kernel_612() -> PathBuf {
-    PathBuf::from(
-        run(Command::new("bash")
-            .arg(
-                dcg_tests::shared_dir()
-                    .join("scripts")
-                    .join("fetch-debian-kernel.sh"),
-            )
-            .arg("6.12-cloud"))
-        .trim(),
-    )
 }
 
 /// What the tests boot with: a db of 6.12's vmlinux, `dcg_sigdb.ko` built from it with
@@ -125,46 +86,18 @@ fn modules_612(kdir: &Path) -> Modules {
     }
 }
 
-/// Boot `kernel` with dcg, lib.sh, the modules and the db (`/dcg/dcg_sigdb.ko`,
-/// `/dcg/bad/dcg_sigdb.ko`, `/dcg/k.sigdb`) and guest script `script`; returns the console.
+/// Boot `kernel` with the modules and the db (`/dcg/dcg_sigdb.ko`, `/dcg/bad/dcg_sigdb.ko`,
+/// `/dcg/k.sigdb`) and guest script `script`; returns the console.
 fn boot(kernel: &Path, m: &Modules, script: &str) -> String {
-    // One qemu run at a time (the tests of this file run in parallel threads).
-    static QEMU: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
-    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
     let tmp = tempfile::tempdir().unwrap();
     let initrd = tmp.path().join("guest.cpio.gz");
-    let add = |host: &Path, guest: &str| format!("{}:{guest}", host.display());
-    run(Command::new("bash")
-        .arg(qemu.join("mkinitramfs.sh"))
-        .arg(&initrd)
-        .args(["--add", &add(&dcg_tests::dcg_bin(), "/bin/dcg")])
-        .args(["--add", &add(&m.db, "/dcg/k.sigdb")])
-        .args(["--add", &add(&m.good_ko, "/dcg/dcg_sigdb.ko")])
-        .args(["--add", &add(&m.bad_ko, "/dcg/bad/dcg_sigdb.ko")])
-        .args(["--add", &add(&qemu.join("e2e/lib.sh"), "/dcg/lib.sh")])
-        .arg("--init")
-        .arg(qemu.join("e2e").join(script))
-        .args(["--timeout", "600"]));
-    let out = Command::new("bash")
-        .arg(qemu.join("run-guest.sh"))
-        .arg("--kernel")
-        .arg(kernel)
-        .arg("--initrd")
-        .arg(&initrd)
-        .args(["--smp", "2", "--timeout", "660", "--append", "dcg.printk=1"])
-        .output()
-        .expect("running run-guest.sh");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let log = std::env::temp_dir().join(format!("dcg-kernel-module-{script}.log"));
-    let _ = std::fs::write(&log, &text);
-    assert!(
-        out.status.success(),
-        "guest failed ({:?}); console in {}:\n{text}",
-        out.status.code(),
-        log.display()
-    );
-    text
+    let files = [
+        (m.db.as_path(), "/dcg/k.sigdb"),
+        (m.good_ko.as_path(), "/dcg/dcg_sigdb.ko"),
+        (m.bad_ko.as_path(), "/dcg/bad/dcg_sigdb.ko"),
+    ];
+    initramfs(&initrd, &files, script, 600);
+    guest::boot(kernel, &initrd, 660, "", &format!("kernel-module-{script}"))
 }
 
 #[test]
@@ -172,13 +105,13 @@ fn debian612_db_module() {
     if !enabled() {
         return;
     }
-    let kdir = kernel_612();
+    let kdir = debian_kernel("6.12-cloud");
     let m = modules_612(&kdir);
     let text = boot(&kdir.join("vmlinuz"), &m, "module612.sh");
 
     let build_id = std::fs::read_to_string(kdir.join("build-id")).unwrap();
     must(
-        &text,
+        section(&text, "mod-load"),
         "mod-load",
         &[
             "inserted module dcg_sigdb",
@@ -189,9 +122,13 @@ fn debian612_db_module() {
             build_id.trim(),
         ],
     );
-    must(&text, "mod-sig", &["do_sys_openat2(", "rc=0"]);
     must(
-        &text,
+        section(&text, "mod-sig"),
+        "mod-sig",
+        &["do_sys_openat2(", "rc=0"],
+    );
+    must(
+        section(&text, "mod-trace"),
         "mod-trace",
         &[
             "rc=0",
@@ -201,12 +138,12 @@ fn debian612_db_module() {
         ],
     );
     must(
-        &text,
+        section(&text, "mod-twice"),
         "mod-twice",
         &["the kernel refused module dcg_sigdb: EEXIST", "rc=1"],
     );
     must(
-        &text,
+        section(&text, "mod-unload"),
         "mod-unload",
         &[
             "unloaded module dcg_sigdb",
@@ -221,7 +158,7 @@ fn debian612_db_module() {
         ],
     );
     must(
-        &text,
+        section(&text, "mod-corrupt"),
         "mod-corrupt",
         &[
             "/dcg/bad/dcg_sigdb.ko: refusing to load: checksum mismatch",
@@ -236,12 +173,20 @@ fn debian612_db_module() {
         "one error line:\n{corrupt}"
     );
     must(
-        &text,
+        section(&text, "mod-unload-all"),
         "mod-unload-all",
         &["load rc=0", "rc=0", "module: gone", "sysfs dir: gone"],
     );
-    must(&text, "mod-dmesg", &["kernel warnings: 0"]);
-    must(&text, "after", &["global state unchanged: yes"]);
+    must(
+        section(&text, "mod-dmesg"),
+        "mod-dmesg",
+        &["kernel warnings: 0"],
+    );
+    must(
+        section(&text, "after"),
+        "after",
+        &["global state unchanged: yes"],
+    );
 }
 
 /// A module built for another kernel: 6.12's module on Debian's 7.2 kernel. dcg refuses
@@ -252,30 +197,26 @@ fn debian72_refuses_612_module() {
     if !enabled() {
         return;
     }
-    let k612 = kernel_612();
+    let k612 = debian_kernel("6.12-cloud");
     let m = modules_612(&k612);
-    let k72 = PathBuf::from(
-        run(Command::new("bash")
-            .arg(
-                dcg_tests::shared_dir()
-                    .join("scripts")
-                    .join("fetch-debian-kernel.sh"),
-            )
-            .arg("7.2-cloud"))
-        .trim(),
-    );
+    let k72 = debian_kernel("7.2-cloud");
     let text = boot(&k72.join("vmlinuz"), &m, "module-foreign.sh");
     let release = |k: &Path| std::fs::read_to_string(k.join("release")).unwrap();
+    let build_id = std::fs::read_to_string(k612.join("build-id")).unwrap();
+    let refused = format!(
+        "/dcg/dcg_sigdb.ko: db is for kernel build-id {}",
+        build_id.trim()
+    );
     let why = format!(
         "it was built for kernel {}, this is {}",
         release(&k612).trim(),
         release(&k72).trim()
     );
     must(
-        &text,
+        section(&text, "foreign"),
         "foreign",
         &[
-            "/dcg/dcg_sigdb.ko: db is for kernel build-id 7f76f39f",
+            &refused,
             "rc=1",
             "/dcg/dcg_sigdb.ko: the kernel refused module dcg_sigdb: ENOEXEC",
             &why,
