@@ -4,7 +4,8 @@
 //! there by `tests/qemu/kernel-headers.sh`, nothing installed system-wide) and the host's
 //! gcc-12, then `e2e/module612.sh` in the guest: `dcg load` of the module, the sysfs file
 //! byte-identical to the db, `dcg sig` and `dcg trace` without `--db`, `dcg unload`, a
-//! module carrying a corrupted db refused by dcg, `dcg unload all`, no kernel warning.
+//! module carrying a corrupted db refused by dcg, `dcg unload all`, no kernel warning;
+//! the same module refused on Debian's 7.2 kernel; the C template checkpatch-clean.
 //! Runs only with `DCG_KERNEL_TESTS=1`.
 
 use std::path::{Path, PathBuf};
@@ -224,4 +225,39 @@ fn debian72_refuses_612_module() {
             "sysfs dir: gone",
         ],
     );
+}
+
+/// The C module `--emit-module` writes is clean by the kernel's own checkpatch
+/// (`--strict`; 6.12's, from Debian's linux-source via `tests/qemu/kernel-checkpatch.sh`).
+#[test]
+fn module_template_is_checkpatch_clean() {
+    if !enabled() {
+        return;
+    }
+    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
+    let checkpatch =
+        PathBuf::from(run(Command::new("bash").arg(qemu.join("kernel-checkpatch.sh"))).trim());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    let db = std::fs::read(dcg_tests::testkernel_db()).unwrap();
+    loader::module::write_module_dir(&dir, &db).unwrap();
+    for f in [
+        "dcg_sigdb_main.c",
+        "dcg_sigdb.h",
+        "dcg_sigdb_blob.S",
+        "Kbuild",
+        "Makefile",
+    ] {
+        let out = Command::new("perl")
+            .arg(&checkpatch)
+            .args(["--no-tree", "--strict", "--show-types", "-f"])
+            .arg(dir.join(f))
+            .output()
+            .expect("running checkpatch.pl");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("total: 0 errors, 0 warnings, 0 checks"),
+            "checkpatch {f}:\n{text}"
+        );
+    }
 }
