@@ -2,6 +2,8 @@
 //! (the test kernel in `../shared/testkernel`, Debian kernels in the download cache) and
 //! signature dbs built from them once per test run.
 
+pub mod guest;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -159,4 +161,18 @@ fn bin(name: &str, package: &str) -> PathBuf {
         built.push(name.to_string());
     }
     path
+}
+
+/// A fake `/sys/kernel/notes` holding one GNU build-id note (for `DCG_KERNEL_NOTES`).
+pub fn kernel_notes_with(build_id: &[u8]) -> Vec<u8> {
+    let mut n = Vec::new();
+    n.extend_from_slice(&4u32.to_le_bytes());
+    n.extend_from_slice(&(build_id.len() as u32).to_le_bytes());
+    n.extend_from_slice(&3u32.to_le_bytes());
+    n.extend_from_slice(b"GNU\0");
+    n.extend_from_slice(build_id);
+    while n.len() % 4 != 0 {
+        n.push(0);
+    }
+    n
 }

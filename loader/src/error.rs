@@ -143,6 +143,9 @@ pub enum Error {
     /// A build-id argument is not hexadecimal.
     #[error("invalid build-id {0:?}: expected 2 to 80 hex digits")]
     BadBuildIdArg(String),
+    /// Inserting, removing or reading a db module failed.
+    #[error(transparent)]
+    Module(#[from] crate::module::ModuleError),
     /// Another sigdb error (opening an installed db).
     #[error(transparent)]
     Db(#[from] sigdb::Error),

@@ -8,12 +8,15 @@
 //! - [`kernel`] reads the running kernel's build-id from `/sys/kernel/notes`.
 //! - [`blob`] embeds a db in a linkable ELF object (`.dcg_sigdb`, `dcg_sigdb_start`,
 //!   `dcg_sigdb_end`) and extracts it from any ELF file carrying that section.
+//! - [`module`] writes the Kbuild directory of a module carrying a db, inserts and removes
+//!   it, and reads the dbs loaded modules expose in `/sys/kernel/dcg`.
 //! - [`binary`] reads a user-space ELF file's GNU build-id.
 
 pub mod binary;
 pub mod blob;
 mod error;
 pub mod kernel;
+pub mod module;
 mod store;
 
 pub use blob::{emit_object, extract_from_elf, write_object};

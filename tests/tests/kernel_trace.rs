@@ -13,88 +13,22 @@
 //!   SIGKILL at random moments; nothing may be left, stale sessions removed and reported).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn enabled() -> bool {
-    if std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1") {
-        return true;
-    }
-    eprintln!("skipped: set DCG_KERNEL_TESTS=1 to boot kernels in qemu (as .ci/run does)");
-    false
-}
+use dcg_tests::guest::{self, debian_kernel, enabled, initramfs, must, section};
 
 /// Pack an initramfs with dcg, the db and the guest script, boot it, return the console
 /// text between the markers.
 fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32, append: &str) -> String {
-    let root = dcg_tests::repo_root();
-    let qemu = root.join("tests").join("qemu");
     let dir = tempfile::tempdir().unwrap();
     let initrd = dir.path().join("guest.cpio.gz");
-    let dcg = dcg_tests::dcg_bin();
-    let st = Command::new("bash")
-        .arg(qemu.join("mkinitramfs.sh"))
-        .arg(&initrd)
-        .arg("--add")
-        .arg(format!("{}:/bin/dcg", dcg.display()))
-        .arg("--add")
-        .arg(format!("{}:/dcg/k.sigdb", db.display()))
-        .arg("--add")
-        .arg(format!("{}:/dcg/lib.sh", qemu.join("e2e/lib.sh").display()))
-        .arg("--init")
-        .arg(qemu.join("e2e").join(script))
-        .arg("--timeout")
-        .arg(timeout.to_string())
-        .status()
-        .expect("running mkinitramfs.sh");
-    assert!(st.success(), "mkinitramfs.sh failed");
-    let out = Command::new("bash")
-        .arg(qemu.join("run-guest.sh"))
-        .arg("--kernel")
-        .arg(kernel)
-        .arg("--initrd")
-        .arg(&initrd)
-        .arg("--smp")
-        .arg("2")
-        .arg("--timeout")
-        .arg((timeout + 60).to_string())
-        .arg("--append")
-        .arg(format!("dcg.printk=1 {append}"))
-        .output()
-        .expect("running run-guest.sh");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let log = std::env::temp_dir().join(format!("dcg-kernel-trace-{script}.log"));
-    let _ = std::fs::write(&log, &text);
-    assert!(
-        out.status.success(),
-        "guest {script} failed ({:?}); console in {}:\n{}",
-        out.status.code(),
-        log.display(),
-        tail(&text, 60)
-    );
-    text
-}
-
-fn tail(s: &str, n: usize) -> String {
-    let v: Vec<&str> = s.lines().collect();
-    v[v.len().saturating_sub(n)..].join("\n")
-}
-
-/// The text of section `name` (`=====BEGIN name=====` .. `=====END name=====`).
-fn section<'a>(text: &'a str, name: &str) -> &'a str {
-    let b = format!("=====BEGIN {name}=====");
-    let e = format!("=====END {name}=====");
-    let start = text
-        .find(&b)
-        .unwrap_or_else(|| panic!("no section {name}:\n{}", tail(text, 40)))
-        + b.len();
-    let end = text[start..].find(&e).map_or(text.len(), |i| start + i);
-    &text[start..end]
-}
-
-fn must(sec: &str, name: &str, what: &[&str]) {
-    for w in what {
-        assert!(sec.contains(w), "section {name} lacks {w:?}:\n{sec}");
-    }
+    initramfs(&initrd, &[(db, "/dcg/k.sigdb")], script, timeout);
+    guest::boot(
+        kernel,
+        &initrd,
+        timeout + 60,
+        append,
+        &format!("kernel-trace-{script}"),
+    )
 }
 
 fn count_line(sec: &str, prefix: &str) -> u64 {
@@ -258,20 +192,7 @@ fn testkernel_kill_runs() {
 /// A Debian cloud kernel (`fetch-debian-kernel.sh NAME`, e.g. `7.2-cloud`; downloaded on
 /// first use) and a db of its vmlinux: (vmlinuz, the db's directory, the db).
 fn debian(kernel_name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
-    let script = dcg_tests::shared_dir()
-        .join("scripts")
-        .join("fetch-debian-kernel.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(kernel_name)
-        .output()
-        .expect("running fetch-debian-kernel.sh");
-    assert!(
-        out.status.success(),
-        "fetch-debian-kernel.sh {kernel_name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let kdir = debian_kernel(kernel_name);
     let vmlinux = kdir.join("vmlinux");
     let mut result = dwarfscan::scan(
         &[dwarfscan::Input::new(&vmlinux)],

@@ -7,20 +7,6 @@ use dcg_tests::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// A fake `/sys/kernel/notes` holding one GNU build-id note.
-fn notes_with(build_id: &[u8]) -> Vec<u8> {
-    let mut n = Vec::new();
-    n.extend_from_slice(&4u32.to_le_bytes());
-    n.extend_from_slice(&(build_id.len() as u32).to_le_bytes());
-    n.extend_from_slice(&3u32.to_le_bytes());
-    n.extend_from_slice(b"GNU\0");
-    n.extend_from_slice(build_id);
-    while n.len() % 4 != 0 {
-        n.push(0);
-    }
-    n
-}
-
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("spawn");
     assert!(
@@ -62,7 +48,7 @@ fn load_base_and_modules_then_sig_without_db() {
 
     // The "running kernel" is the test kernel.
     let notes = dir.path().join("notes");
-    std::fs::write(&notes, notes_with(db.build_id())).unwrap();
+    std::fs::write(&notes, kernel_notes_with(db.build_id())).unwrap();
     let dcg = |args: &[&str]| {
         let mut c = Command::new(dcg_bin());
         c.args(args)
@@ -103,7 +89,7 @@ fn load_base_and_modules_then_sig_without_db() {
 
     // A db for another kernel is refused without --force, and the store is unchanged.
     let other = dir.path().join("notes-other");
-    std::fs::write(&other, notes_with(&[0x11; 20])).unwrap();
+    std::fs::write(&other, kernel_notes_with(&[0x11; 20])).unwrap();
     let out = Command::new(dcg_bin())
         .args(["load", base.to_str().unwrap()])
         .env("DCG_STORE", dir.path().join("store2"))

@@ -36,6 +36,11 @@ struct Args {
     /// (symbols `dcg_sigdb_start`/`dcg_sigdb_end`), to link into a module or program.
     #[arg(long, value_name = "FILE")]
     emit_object: Option<PathBuf>,
+    /// Also write a Kbuild module directory: `dcg_sigdb.ko` (`make -C KDIR M=DIR`) carries
+    /// the db and exposes it as /sys/kernel/dcg/vmlinux (`modules` for a db of kernel
+    /// modules alone); insert it with `dcg load DIR/dcg_sigdb.ko`.
+    #[arg(long, value_name = "DIR")]
+    emit_module: Option<PathBuf>,
     /// For a db of kernel modules alone: the build-id of the kernel they belong to (hex).
     #[arg(long, value_name = "HEX", conflicts_with = "base")]
     base_build_id: Option<String>,
@@ -105,6 +110,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
     sigdb::write_atomic(&args.output, &bytes)?;
     if let Some(obj) = &args.emit_object {
         loader::write_object(obj, &bytes)?;
+    }
+    if let Some(dir) = &args.emit_module {
+        loader::module::write_module_dir(dir, &bytes)?;
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();

@@ -32,7 +32,8 @@ impl ColorChoice {
 /// Command-line options of `dcg decode`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DecodeArgs {
-    /// Signature db (repeat for module dbs); default: the store's db for the running kernel.
+    /// Signature db (repeat for module dbs); default: /sys/kernel/dcg, else the store's db
+    /// for the running kernel.
     #[arg(long = "db", value_name = "FILE")]
     pub db: Vec<PathBuf>,
     /// Saved `trace` / `trace_pipe` text; `-` or nothing for standard input.
@@ -111,7 +112,8 @@ pub enum WeightArg {
 /// Command-line options of `dcg report`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Signature db for ftrace text input (repeat for module dbs); default: the store's db
+    /// Signature db for ftrace text input (repeat for module dbs); default: /sys/kernel/dcg,
+    /// else the store's db
     /// for the running kernel, else values stay raw.
     #[arg(long = "db", value_name = "FILE")]
     pub db: Vec<PathBuf>,

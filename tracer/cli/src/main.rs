@@ -28,7 +28,8 @@ struct Cli {
 
 #[derive(Args, Clone, Default)]
 struct DbArgs {
-    /// Signature db (repeat for module dbs); default: the store's db for the running kernel.
+    /// Signature db (repeat for module dbs); default: /sys/kernel/dcg, else the store's db
+    /// for the running kernel.
     #[arg(long = "db", value_name = "FILE")]
     db: Vec<PathBuf>,
 }
@@ -59,23 +60,24 @@ enum Command {
     /// Trace functions live, every value decoded by its type (`--func PATH:PATTERN`:
     /// user-space functions with uprobes).
     Trace(TraceArgs),
-    /// Validate a db and install it in the store, matched by build-id.
+    /// Validate a db and install it in the store, matched by build-id; or validate the db
+    /// a kernel module (`dwarfscan --emit-module`) carries and insert the module.
     Load {
-        /// A sigdb file, or an ELF file carrying a .dcg_sigdb section.
+        /// A sigdb file, an ELF file carrying a .dcg_sigdb section, or a dcg_sigdb .ko.
         file: PathBuf,
-        /// Install a kernel db even if its build-id is not the running kernel's.
+        /// Load a kernel db even if its build-id is not the running kernel's.
         #[arg(long)]
         force: bool,
         /// Check a kernel db against this build-id instead of the running kernel's.
         #[arg(long, value_name = "HEX")]
         kernel_build_id: Option<String>,
     },
-    /// List the installed dbs.
+    /// List the dbs of loaded modules (/sys/kernel/dcg) and of the store.
     List,
-    /// Remove installed dbs.
+    /// Remove the db module (no argument), store entries (a build-id), or both (`all`).
     Unload {
-        /// A build-id (or unique prefix), or `all`.
-        which: String,
+        /// A build-id (or unique prefix) in the store, or `all`; none: the dcg_sigdb module.
+        which: Option<String>,
     },
 }
 
@@ -145,6 +147,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             force,
             kernel_build_id,
         } => {
+            if is_module_file(&file)? {
+                let notes = loader::kernel::notes_path();
+                let m = loader::module::insert(&file, &notes, force)?;
+                writeln!(
+                    out,
+                    "{}: inserted module {}: {} functions, build-id {} -> {}",
+                    file.display(),
+                    m.name,
+                    m.function_count,
+                    m.build_id,
+                    m.sysfs_file.display()
+                )?;
+                out.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let store = loader::Store::from_env()?;
             let opts = loader::LoadOptions {
                 force,
@@ -169,6 +186,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             )?;
         }
         Command::List => {
+            list_module_dbs(&mut out)?;
             let store = loader::Store::from_env()?;
             let entries = store.list()?;
             if entries.is_empty() {
@@ -195,9 +213,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Unload { which } => {
-            let store = loader::Store::from_env()?;
-            let which: loader::Unload = which.parse()?;
-            let removed = store.unload(&which)?;
+            let module = loader::module::MODULE_NAME;
+            let which: Option<loader::Unload> = which.as_deref().map(str::parse).transpose()?;
+            let mut removed = Vec::new();
+            // No argument: the module (an error when it is not loaded); `all`: it too.
+            let module_too = match &which {
+                None => true,
+                Some(loader::Unload::All) => loader::module::is_loaded(module),
+                Some(_) => false,
+            };
+            if module_too {
+                loader::module::remove(module)?;
+                removed.push(format!("module {module}"));
+            }
+            if let Some(which) = &which {
+                removed.extend(loader::Store::from_env()?.unload(which)?);
+            }
             if removed.is_empty() {
                 bail!("nothing to unload");
             }
@@ -208,6 +239,38 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     out.flush().context("writing output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `file` is a kernel module (ELF with `.modinfo`), not a db for the store.
+fn is_module_file(file: &std::path::Path) -> Result<bool> {
+    let bytes = std::fs::read(file).with_context(|| file.display().to_string())?;
+    Ok(loader::module::is_module(&bytes))
+}
+
+/// `dcg list`: the dbs loaded modules expose, one line each, validated.
+fn list_module_dbs(out: &mut impl Write) -> Result<()> {
+    let notes = loader::kernel::notes_path();
+    for m in loader::module::sysfs_dbs(&loader::module::sysfs_dir())? {
+        let path = m.path.clone();
+        let size = m.bytes.len();
+        match loader::module::open_sysfs_db(m, &notes) {
+            Ok(db) => writeln!(
+                out,
+                "{}  module  {:>7} functions {:>9} bytes  {}  {}",
+                sigdb::hex(db.build_id()),
+                db.function_count(),
+                size,
+                path.display(),
+                if loader::module::is_loaded(loader::module::MODULE_NAME) {
+                    loader::module::MODULE_NAME
+                } else {
+                    "?"
+                }
+            )?,
+            Err(e) => writeln!(out, "{e}")?,
+        }
+    }
+    Ok(())
 }
 
 fn parse_addr(s: &str) -> Option<u64> {

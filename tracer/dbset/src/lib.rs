@@ -1,5 +1,6 @@
 //! The one db resolver: the databases a command works with, from `--db` files (sigdb files
-//! or ELF files carrying a `.dcg_sigdb` section), the store by build-id (the running
+//! or ELF files carrying a `.dcg_sigdb` section), the dbs loaded modules expose in
+//! `/sys/kernel/dcg/`, the store by build-id (the running
 //! kernel's base and module dbs, or a binary's), or built in memory from a binary's DWARF
 //! ([`binary`]). Lookups span all of them. Also the `--func` patterns ([`glob`]).
 
@@ -80,10 +81,21 @@ impl DbSet {
         Ok(DbSet { dbs })
     }
 
-    /// The given files, or when there are none the store's dbs for the running kernel.
+    /// The given files; when there are none, the dbs loaded modules expose in
+    /// `/sys/kernel/dcg/` (validated, and refused when not for the running kernel);
+    /// when there are none either, the store's dbs for the running kernel.
     pub fn resolve(paths: &[PathBuf]) -> Result<DbSet, DbError> {
         if !paths.is_empty() {
             return DbSet::open_paths(paths);
+        }
+        let notes = loader::kernel::notes_path();
+        let found = loader::module::sysfs_dbs(&loader::module::sysfs_dir())?;
+        if !found.is_empty() {
+            let dbs = found
+                .into_iter()
+                .map(|m| loader::module::open_sysfs_db(m, &notes))
+                .collect::<Result<_, _>>()?;
+            return Ok(DbSet { dbs });
         }
         let installed = loader::Store::from_env()?.find_for_kernel()?;
         Ok(DbSet {

@@ -1,0 +1,120 @@
+//! Booting real kernels in qemu for the end-to-end tests (`tests/qemu/`): whether they
+//! are enabled, the Debian kernels, the initramfs, one boot at a time, and the
+//! `=====BEGIN/END name=====` sections guest scripts print.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Whether kernel tests run (`DCG_KERNEL_TESTS=1`, set by `.ci/run`); says so when not.
+pub fn enabled() -> bool {
+    if std::env::var_os("DCG_KERNEL_TESTS").is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: set DCG_KERNEL_TESTS=1 to boot kernels in qemu (as .ci/run does)");
+    false
+}
+
+fn qemu_dir() -> PathBuf {
+    crate::repo_root().join("tests").join("qemu")
+}
+
+/// A Debian cloud kernel's cache directory (`fetch-debian-kernel.sh NAME`, e.g.
+/// `6.12-cloud`; downloaded on first use): `vmlinuz`, `vmlinux`, `release`, `build-id`.
+pub fn debian_kernel(name: &str) -> PathBuf {
+    let script = crate::shared_dir()
+        .join("scripts")
+        .join("fetch-debian-kernel.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(name)
+        .output()
+        .expect("running fetch-debian-kernel.sh");
+    assert!(
+        out.status.success(),
+        "fetch-debian-kernel.sh {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Pack `initrd` (mkinitramfs.sh): dcg as `/bin/dcg`, `e2e/lib.sh` as `/dcg/lib.sh`, each
+/// `(host, guest path)` of `files`, and `e2e/SCRIPT` as the guest script with a guest-side
+/// limit of `timeout` seconds.
+pub fn initramfs(initrd: &Path, files: &[(&Path, &str)], script: &str, timeout: u32) {
+    let qemu = qemu_dir();
+    let mut cmd = Command::new("bash");
+    cmd.arg(qemu.join("mkinitramfs.sh")).arg(initrd);
+    let lib = qemu.join("e2e").join("lib.sh");
+    let dcg = crate::dcg_bin();
+    let all = [(dcg.as_path(), "/bin/dcg"), (lib.as_path(), "/dcg/lib.sh")];
+    for (host, guest) in all.iter().chain(files) {
+        cmd.arg("--add").arg(format!("{}:{guest}", host.display()));
+    }
+    let st = cmd
+        .arg("--init")
+        .arg(qemu.join("e2e").join(script))
+        .arg("--timeout")
+        .arg(timeout.to_string())
+        .status()
+        .expect("running mkinitramfs.sh");
+    assert!(st.success(), "mkinitramfs.sh failed");
+}
+
+/// Boot `kernel` with `initrd` (`--smp 2`, host limit `timeout` seconds, `dcg.printk=1`
+/// and `append` on the command line), one qemu at a time per test process. The console
+/// goes to `$TMPDIR/dcg-LOG.log`; panics with its tail unless the guest script exits 0.
+pub fn boot(kernel: &Path, initrd: &Path, timeout: u32, append: &str, log: &str) -> String {
+    static QEMU: Mutex<()> = Mutex::new(());
+    let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("bash")
+        .arg(qemu_dir().join("run-guest.sh"))
+        .arg("--kernel")
+        .arg(kernel)
+        .arg("--initrd")
+        .arg(initrd)
+        .arg("--smp")
+        .arg("2")
+        .arg("--timeout")
+        .arg(timeout.to_string())
+        .arg("--append")
+        .arg(format!("dcg.printk=1 {append}"))
+        .output()
+        .expect("running run-guest.sh");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let path = std::env::temp_dir().join(format!("dcg-{log}.log"));
+    let _ = std::fs::write(&path, &text);
+    assert!(
+        out.status.success(),
+        "guest {log} failed ({:?}); console in {}:\n{}",
+        out.status.code(),
+        path.display(),
+        tail(&text, 60)
+    );
+    text
+}
+
+/// The last `n` lines of `s`.
+pub fn tail(s: &str, n: usize) -> String {
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// The text of section `name` (`=====BEGIN name=====` .. `=====END name=====`).
+pub fn section<'a>(text: &'a str, name: &str) -> &'a str {
+    let b = format!("=====BEGIN {name}=====");
+    let e = format!("=====END {name}=====");
+    let start = text
+        .find(&b)
+        .unwrap_or_else(|| panic!("no section {name}:\n{}", tail(text, 40)))
+        + b.len();
+    let end = text[start..].find(&e).map_or(text.len(), |i| start + i);
+    &text[start..end]
+}
+
+/// Assert that section text `sec` (named `name`) contains each of `what`.
+pub fn must(sec: &str, name: &str, what: &[&str]) {
+    for w in what {
+        assert!(sec.contains(w), "section {name} lacks {w:?}:\n{sec}");
+    }
+}
