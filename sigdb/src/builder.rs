@@ -506,6 +506,7 @@ impl<'b> Writer<'b> {
         }
 
         let mut functions = Vec::with_capacity(unique.len());
+        let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
         for (out, &i) in unique.iter().enumerate() {
             let f = &b.functions[i];
@@ -527,14 +528,17 @@ impl<'b> Writer<'b> {
                 None => {
                     let first = self.params.len() as u32;
                     for &(name, ty, (kind, reg, reg2, offset)) in &list {
+                        if ty > MAX_PARAM_TYPE {
+                            return Err(Error::TooLarge("types referenced by parameters"));
+                        }
+                        let value = match kind {
+                            1 | 2 => reg as u32 | (reg2 as u32) << 8,
+                            _ => offset as u32,
+                        };
                         self.params.push(ParamRecord {
                             name: name.into(),
-                            ty: ty.into(),
-                            loc_kind: kind,
-                            reg,
-                            reg2,
-                            reserved: 0,
-                            offset: offset.into(),
+                            ty_loc: (ty | (kind as u32) << 24).into(),
+                            value: value.into(),
                         });
                     }
                     self.param_lists.insert(list.clone(), first);
@@ -547,7 +551,6 @@ impl<'b> Writer<'b> {
                 addr: f.addr.into(),
                 size: f.size.into(),
                 name: name.into(),
-                symbol: symbol.into(),
                 ret: ret.into(),
                 params: params.into(),
                 param_count: param_count.into(),
@@ -556,6 +559,10 @@ impl<'b> Writer<'b> {
             names.push((name, out as u32));
             if symbol != 0 {
                 names.push((symbol, out as u32));
+                symbols.push(SymbolRecord {
+                    function: (out as u32).into(),
+                    symbol: symbol.into(),
+                });
             }
         }
 
@@ -564,20 +571,23 @@ impl<'b> Writer<'b> {
             s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
         };
         let sb = &self.strings.bytes;
-        let mut keyed: Vec<(u32, Vec<u8>, u32, u32)> = names
+        let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
             .into_iter()
             .map(|(n, f)| {
                 let bytes = str_at(sb, n);
-                (name_hash(&bytes), bytes, f, n)
+                (name_hash(&bytes), bytes, f)
             })
             .collect();
         keyed.sort();
         keyed.dedup();
-        let names: Vec<NameRecord> = keyed
+        let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
+        // A name and a symbol of one function with the same hash need one entry.
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|&e| seen.insert(e));
+        let names: Vec<NameRecord> = names
             .into_iter()
-            .map(|(h, _, f, n)| NameRecord {
+            .map(|(h, f)| NameRecord {
                 hash: h.into(),
-                name: n.into(),
                 function: f.into(),
             })
             .collect();
@@ -589,13 +599,17 @@ impl<'b> Writer<'b> {
             .collect();
         inlines.sort_unstable();
         inlines.dedup();
-        let inlines: Vec<InlineRecord> = inlines
-            .into_iter()
-            .map(|(callee, caller)| InlineRecord {
-                callee: callee.into(),
-                caller: caller.into(),
-            })
-            .collect();
+        let mut callees: Vec<InlineCalleeRecord> = Vec::new();
+        let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
+        for (callee, caller) in inlines {
+            if callees.last().map(|c| c.callee.get()) != Some(callee) {
+                callees.push(InlineCalleeRecord {
+                    callee: callee.into(),
+                    first: (callers.len() as u32).into(),
+                });
+            }
+            callers.push(caller);
+        }
 
         // Modules with their function ranges (functions are sorted by module first).
         let mut modules = Vec::with_capacity(b.modules.len());
@@ -626,9 +640,11 @@ impl<'b> Writer<'b> {
             self.enumerators.as_bytes(),
             self.proto_params.as_bytes(),
             functions.as_bytes(),
+            symbols.as_bytes(),
             self.params.as_bytes(),
             names.as_bytes(),
-            inlines.as_bytes(),
+            callees.as_bytes(),
+            callers.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -637,9 +653,11 @@ impl<'b> Writer<'b> {
             self.enumerators.len(),
             self.proto_params.len(),
             functions.len(),
+            symbols.len(),
             self.params.len(),
             names.len(),
-            inlines.len(),
+            callees.len(),
+            callers.len(),
         ];
         assemble(b, &sections, &counts)
     }

@@ -1,15 +1,15 @@
-//! The on-disk records of sigdb version 1, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 2, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
 
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
+use zerocopy::little_endian::{I64, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -31,16 +31,23 @@ pub enum SectionId {
     ProtoParams = 4,
     /// [`FunctionRecord`]s sorted by (module, address, name, symbol).
     Functions = 5,
+    /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
+    Symbols = 6,
     /// [`ParamRecord`]s, referenced by functions.
-    Params = 6,
+    Params = 7,
     /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
-    Names = 7,
-    /// [`InlineRecord`]s sorted by (callee, caller).
-    Inlines = 8,
+    Names = 8,
+    /// [`InlineCalleeRecord`]s sorted by callee: where each callee's caller list starts.
+    InlineCallees = 9,
+    /// `u32` function indices: the caller lists of the inlined functions.
+    InlineCallers = 10,
 }
 
-/// Number of sections in version 1.
-pub const SECTION_COUNT: usize = 9;
+/// Number of sections in version 2.
+pub const SECTION_COUNT: usize = 11;
+
+/// Size of the header, section table included.
+pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
 
 /// Record size of each section, indexed by [`SectionId`]; 1 for the byte-string section.
 pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
@@ -50,9 +57,11 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<EnumeratorRecord>(),
     4,
     core::mem::size_of::<FunctionRecord>(),
+    core::mem::size_of::<SymbolRecord>(),
     core::mem::size_of::<ParamRecord>(),
     core::mem::size_of::<NameRecord>(),
-    core::mem::size_of::<InlineRecord>(),
+    core::mem::size_of::<InlineCalleeRecord>(),
+    4,
 ];
 
 /// Human-readable section names, for error messages.
@@ -63,9 +72,11 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "enumerators",
     "proto_params",
     "functions",
+    "symbols",
     "params",
     "names",
-    "inlines",
+    "inline_callees",
+    "inline_callers",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -82,7 +93,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (304 bytes), at offset 0.
+/// The file header (352 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -90,11 +101,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 304.
+    /// Size of this header, section table included: 352.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 9.
+    /// Number of section table entries: 11.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -172,7 +183,7 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (32 bytes).
+/// A function with its signature (28 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
@@ -182,8 +193,6 @@ pub struct FunctionRecord {
     pub size: U32,
     /// String offset of the source-level name.
     pub name: U32,
-    /// String offset of the ELF symbol name when it differs from `name`, else 0.
-    pub symbol: U32,
     /// Type index of the return type.
     pub ret: U32,
     /// Index of the first parameter record.
@@ -194,35 +203,50 @@ pub struct FunctionRecord {
     pub flags: U16,
 }
 
-/// A parameter of a function (16 bytes).
+/// The ELF symbol of a function whose symbol differs from its name (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct SymbolRecord {
+    /// Function index.
+    pub function: U32,
+    /// String offset of the symbol name.
+    pub symbol: U32,
+}
+
+/// A parameter of a function (12 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct ParamRecord {
     /// String offset of the name (0: unnamed).
     pub name: U32,
-    /// Type index.
-    pub ty: U32,
-    /// [`crate::LocKind`] code: where the value is at function entry.
-    pub loc_kind: u8,
-    /// DWARF register number (x86-64: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
-    /// 7 rsp, 8..15 r8..r15, 17..32 xmm0..xmm15) for register locations.
-    pub reg: u8,
-    /// Second register of a register pair.
-    pub reg2: u8,
-    /// Reserved, zero.
-    pub reserved: u8,
-    /// Stack offset from the CFA (stack pointer at entry + 8) or a constant value.
-    pub offset: I32,
+    /// Type index in bits 0..24, location kind code ([`crate::Location::encode`]) in bits 24..32.
+    pub ty_loc: U32,
+    /// Location operand: register (bits 0..8) and second register (bits 8..16) for
+    /// register locations; the CFA offset or the constant (as `i32`) otherwise.
+    pub value: U32,
 }
 
-/// A name-index entry (12 bytes): `name` is a function's name or its symbol name.
+/// Largest type index a parameter record can hold.
+pub const MAX_PARAM_TYPE: u32 = (1 << 24) - 1;
+
+impl ParamRecord {
+    /// Type index.
+    pub fn ty(&self) -> u32 {
+        self.ty_loc.get() & MAX_PARAM_TYPE
+    }
+
+    /// Location kind code.
+    pub fn loc_kind(&self) -> u8 {
+        (self.ty_loc.get() >> 24) as u8
+    }
+}
+
+/// A name-index entry (8 bytes): the key is the function's name or its ELF symbol.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct NameRecord {
-    /// [`name_hash`] of the name's bytes.
+    /// [`name_hash`] of the key's bytes.
     pub hash: U32,
-    /// String offset of the name.
-    pub name: U32,
     /// Function index.
     pub function: U32,
 }
@@ -238,24 +262,26 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
     h
 }
 
-/// An inline edge (8 bytes): `callee` was inlined into `caller`.
+/// Where the caller list of one inlined function starts (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct InlineRecord {
+pub struct InlineCalleeRecord {
     /// Function index of the inlined function.
     pub callee: U32,
-    /// Function index of the function containing the inlined copy.
-    pub caller: U32,
+    /// Index of its first caller in the `inline_callers` section; the list runs to the
+    /// next record's `first` (the last one to the end of the section).
+    pub first: U32,
 }
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 304);
+    assert!(core::mem::size_of::<Header>() == 352);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
-    assert!(core::mem::size_of::<FunctionRecord>() == 32);
-    assert!(core::mem::size_of::<ParamRecord>() == 16);
-    assert!(core::mem::size_of::<NameRecord>() == 12);
-    assert!(core::mem::size_of::<InlineRecord>() == 8);
+    assert!(core::mem::size_of::<FunctionRecord>() == 28);
+    assert!(core::mem::size_of::<SymbolRecord>() == 8);
+    assert!(core::mem::size_of::<ParamRecord>() == 12);
+    assert!(core::mem::size_of::<NameRecord>() == 8);
+    assert!(core::mem::size_of::<InlineCalleeRecord>() == 8);
 };

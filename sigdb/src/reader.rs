@@ -146,8 +146,25 @@ impl Db {
     fn name_records(&self) -> &[NameRecord] {
         self.records(SectionId::Names)
     }
-    fn inline_records(&self) -> &[InlineRecord] {
-        self.records(SectionId::Inlines)
+    fn symbol_records(&self) -> &[SymbolRecord] {
+        self.records(SectionId::Symbols)
+    }
+    fn inline_callee_records(&self) -> &[InlineCalleeRecord] {
+        self.records(SectionId::InlineCallees)
+    }
+    fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
+        self.records(SectionId::InlineCallers)
+    }
+
+    /// String offset of the ELF symbol of function `index` when it differs from the
+    /// function's name, else 0.
+    pub(crate) fn symbol_of(&self, index: u32) -> u32 {
+        let syms = self.symbol_records();
+        let i = syms.partition_point(|s| s.function.get() < index);
+        match syms.get(i) {
+            Some(s) if s.function.get() == index => s.symbol.get(),
+            _ => 0,
+        }
     }
 
     /// The string at `offset` of the string table (empty when out of range or not on a
@@ -289,8 +306,15 @@ impl Db {
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
         let mut count = 0;
+        let funcs = self.function_records();
         for n in &names[lo..lo + len] {
-            if cmp_cstr(strings, n.name.get(), key) == Ordering::Equal {
+            let f = n.function.get();
+            let Some(rec) = funcs.get(f as usize) else {
+                continue;
+            };
+            if cmp_cstr(strings, rec.name.get(), key) == Ordering::Equal
+                || cmp_cstr(strings, self.symbol_of(f), key) == Ordering::Equal
+            {
                 match hits.get_mut(count) {
                     Some(slot) => *slot = n.function.get(),
                     None => extra.push(n.function.get()),
@@ -308,26 +332,39 @@ impl Db {
     /// order (by name hash).
     pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
         self.name_records().iter().filter_map(move |n| {
-            Some((
-                self.string(n.name.get()),
-                self.function(n.function.get() as usize)?,
-            ))
+            let f = self.function(n.function.get() as usize)?;
+            // The entry's key is whichever of the two names has the entry's hash.
+            let key = if name_hash(f.name().as_bytes()) == n.hash.get() {
+                f.name()
+            } else {
+                f.symbol()
+            };
+            Some((key, f))
         })
     }
 
-    /// Functions that `callee` was inlined into.
+    /// Functions that `callee` was inlined into, in function-index order.
     pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
-        let edges = self.inline_records();
-        let lo = edges.partition_point(|e| e.callee.get() < callee);
-        let hi = lo + edges[lo..].partition_point(|e| e.callee.get() == callee);
-        edges[lo..hi]
+        let callees = self.inline_callee_records();
+        let callers = self.inline_callers();
+        let i = callees.partition_point(|c| c.callee.get() < callee);
+        let range = match callees.get(i) {
+            Some(c) if c.callee.get() == callee => {
+                let end = callees
+                    .get(i + 1)
+                    .map_or(callers.len(), |n| n.first.get() as usize);
+                callers.get(c.first.get() as usize..end).unwrap_or(&[])
+            }
+            _ => &[],
+        };
+        range
             .iter()
-            .filter_map(move |e| self.function(e.caller.get() as usize))
+            .filter_map(move |c| self.function(c.get() as usize))
     }
 
-    /// Number of inline edges.
+    /// Number of inline edges (callee, caller).
     pub fn inline_count(&self) -> usize {
-        self.inline_records().len()
+        self.inline_callers().len()
     }
 }
 
@@ -398,10 +435,10 @@ fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 304"));
+        return fail(12, BadHeader("header size is not 352"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 9"));
+        return fail(20, BadHeader("section count is not 11"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -505,6 +542,7 @@ impl<'a> Validator<'a> {
         let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
         let functions: &[FunctionRecord] = self.recs(Functions);
         let params: &[ParamRecord] = self.recs(Params);
+        let symbols: &[SymbolRecord] = self.recs(Symbols);
         let within =
             |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
 
@@ -587,15 +625,15 @@ impl<'a> Validator<'a> {
             if !string_ok(p.name.get()) {
                 return self.err(Params, i, "name is not a string");
             }
-            if p.ty.get() as usize >= types.len() {
+            if p.ty() as usize >= types.len() {
                 return self.err(Params, i, "type out of bounds");
             }
-            if Location::decode(p.loc_kind, p.reg, p.reg2, p.offset.get()).is_none() {
+            if Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
                 return self.err(Params, i, "unknown location kind");
             }
         }
         for (i, f) in functions.iter().enumerate() {
-            if !string_ok(f.name.get()) || !string_ok(f.symbol.get()) {
+            if !string_ok(f.name.get()) {
                 return self.err(Functions, i, "name is not a string");
             }
             if f.ret.get() as usize >= types.len() {
@@ -615,37 +653,76 @@ impl<'a> Validator<'a> {
                 return self.err(Functions, first + j + 1, "not sorted by address");
             }
         }
+        for (i, sym) in symbols.iter().enumerate() {
+            if !string_ok(sym.symbol.get()) {
+                return self.err(Symbols, i, "symbol is not a string");
+            }
+            if sym.function.get() as usize >= functions.len() {
+                return self.err(Symbols, i, "function out of bounds");
+            }
+            if i > 0 && symbols[i - 1].function.get() >= sym.function.get() {
+                return fail(
+                    self.sections[Symbols as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("symbols"),
+                );
+            }
+        }
         let names: &[NameRecord] = self.recs(Names);
         for (i, n) in names.iter().enumerate() {
-            if !string_ok(n.name.get()) {
-                return self.err(Names, i, "name is not a string");
-            }
             if n.function.get() as usize >= functions.len() {
                 return self.err(Names, i, "function out of bounds");
             }
             if i > 0 && names[i - 1].hash.get() > n.hash.get() {
                 return fail(
-                    self.sections[Names as usize].0 + i * 12,
+                    self.sections[Names as usize].0 + i * 8,
                     FormatErrorKind::NotSorted("names"),
                 );
             }
         }
-        let inlines: &[InlineRecord] = self.recs(Inlines);
-        for (i, e) in inlines.iter().enumerate() {
-            if e.callee.get() as usize >= functions.len()
-                || e.caller.get() as usize >= functions.len()
-            {
-                return self.err(Inlines, i, "function out of bounds");
+        let callees: &[InlineCalleeRecord] = self.recs(InlineCallees);
+        let callers: &[zerocopy::little_endian::U32] = self.recs(InlineCallers);
+        for (i, c) in callees.iter().enumerate() {
+            if c.callee.get() as usize >= functions.len() {
+                return self.err(InlineCallees, i, "function out of bounds");
             }
-            if i > 0 {
-                let p = &inlines[i - 1];
-                if (p.callee.get(), p.caller.get()) > (e.callee.get(), e.caller.get()) {
+            let end = callees
+                .get(i + 1)
+                .map_or(callers.len() as u64, |n| n.first.get() as u64);
+            // Every list is non-empty and inside the caller section.
+            if c.first.get() as u64 >= end || end > callers.len() as u64 {
+                return self.err(InlineCallees, i, "caller range out of bounds");
+            }
+            if i == 0 && c.first.get() != 0 {
+                return self.err(InlineCallees, i, "caller lists do not start at 0");
+            }
+            if i > 0 && callees[i - 1].callee.get() >= c.callee.get() {
+                return fail(
+                    self.sections[InlineCallees as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("inline callees"),
+                );
+            }
+            let list = &callers[c.first.get() as usize..end as usize];
+            for (j, caller) in list.iter().enumerate() {
+                if caller.get() as usize >= functions.len() {
+                    return self.err(
+                        InlineCallers,
+                        c.first.get() as usize + j,
+                        "function out of bounds",
+                    );
+                }
+                if j > 0 && list[j - 1].get() >= caller.get() {
                     return fail(
-                        self.sections[Inlines as usize].0 + i * 8,
-                        FormatErrorKind::NotSorted("inline edges"),
+                        self.sections[InlineCallers as usize].0 + (c.first.get() as usize + j) * 4,
+                        FormatErrorKind::NotSorted("inline callers"),
                     );
                 }
             }
+        }
+        if callees.is_empty() && !callers.is_empty() {
+            return fail(
+                self.sections[InlineCallers as usize].0,
+                FormatErrorKind::BadSection("inline_callers (callers without a callee)"),
+            );
         }
         Ok(())
     }
@@ -705,7 +782,6 @@ mod tests {
             .iter()
             .map(|&h| NameRecord {
                 hash: U32::new(h),
-                name: U32::new(0),
                 function: U32::new(0),
             })
             .collect()
