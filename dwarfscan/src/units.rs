@@ -9,6 +9,7 @@ use sigdb::{FuncFlags, Location};
 use crate::abi;
 use crate::dwarf::{read_with_children, Die, FileDwarf, Units};
 use crate::elf::ElfKind;
+use crate::inlines::{LInstance, RawInstance};
 use crate::location::{self, EntryLoc};
 use crate::stats::{SkipReason, Stats};
 use crate::symbols::{suffix_flags, Symbols};
@@ -69,6 +70,8 @@ pub struct CuResult {
     pub inline_only: Vec<(Identity, LFunc)>,
     /// Inline edges: callee → caller (index into `funcs`).
     pub edges: Vec<(Callee, u32)>,
+    /// Inlined copies, parents before their children.
+    pub instances: Vec<LInstance>,
     /// Counters.
     pub stats: Stats,
 }
@@ -83,6 +86,8 @@ pub struct FileCtx<'a, 's> {
     pub mcount: Option<&'a [u64]>,
     /// Kind of file.
     pub kind: ElfKind,
+    /// Whether to collect inline instances.
+    pub instances: bool,
 }
 
 /// Why a unit could not be scanned.
@@ -100,9 +105,9 @@ impl From<gimli::Error> for UnitError {
     }
 }
 
-struct Sp<'s> {
-    die: Die<'s>,
-    params: Vec<Die<'s>>,
+pub(crate) struct Sp<'s> {
+    pub(crate) die: Die<'s>,
+    pub(crate) params: Vec<Die<'s>>,
     variadic: bool,
     /// A definition without code, inline attribute or declaration flag: GCC emits these
     /// for functions whose body became an alias of another (identical code folding);
@@ -116,8 +121,14 @@ enum Frame {
     Scope,
     /// A subprogram (arena index) and the function with code it belongs to.
     Sub { sp: usize, owner: Option<usize> },
-    /// A lexical block or inlined subroutine inside a function with code.
-    Body { owner: Option<usize> },
+    /// A lexical block or inlined subroutine inside a function with code, and the
+    /// innermost inline instance (index into the raw instances) around it.
+    Body {
+        owner: Option<usize>,
+        inst: Option<usize>,
+    },
+    /// An inline instance being collected (its parameters follow).
+    Inline { owner: usize, inst: usize },
     /// Nothing of interest below.
     Skip,
 }
@@ -144,6 +155,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     let mut sps: Vec<Sp<'_>> = Vec::new();
     let mut sp_index: HashMap<u64, usize> = HashMap::new();
     let mut inlined: Vec<(u64, usize)> = Vec::new();
+    let mut raw_instances: Vec<RawInstance<'_>> = Vec::new();
     let mut stack: Vec<Frame> = Vec::with_capacity(32);
     let mut raw = unit.entries_raw(None)?;
     // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
@@ -250,8 +262,52 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 sps[sp].variadic = true;
                 Frame::Skip
             }
+            (Some(Frame::Inline { inst, .. }), dw::DW_TAG_formal_parameter) => {
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                raw_instances[inst].params.push(die);
+                Frame::Skip
+            }
             (
-                Some(Frame::Sub { owner, .. } | Frame::Body { owner }),
+                Some(
+                    Frame::Sub {
+                        owner: Some(owner), ..
+                    }
+                    | Frame::Body {
+                        owner: Some(owner), ..
+                    },
+                ),
+                dw::DW_TAG_inlined_subroutine,
+            ) if ctx.instances => {
+                res.stats.inlined_instances += 1;
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                let parent = match parent {
+                    Some(Frame::Body { inst, .. }) => inst,
+                    _ => None,
+                };
+                if let Some(o) = die.origin {
+                    inlined.push((o, owner));
+                }
+                raw_instances.push(RawInstance {
+                    die,
+                    owner,
+                    parent,
+                    params: Vec::new(),
+                });
+                Frame::Inline {
+                    owner,
+                    inst: raw_instances.len() - 1,
+                }
+            }
+            (
+                Some(Frame::Sub { owner, .. } | Frame::Body { owner, .. }),
                 dw::DW_TAG_inlined_subroutine,
             ) => {
                 res.stats.inlined_instances += 1;
@@ -272,11 +328,44 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 if let (Some(o), Some(owner)) = (origin, owner) {
                     inlined.push((o, owner));
                 }
-                Frame::Body { owner }
+                Frame::Body { owner, inst: None }
             }
-            (Some(Frame::Sub { owner, .. } | Frame::Body { owner }), dw::DW_TAG_lexical_block) => {
+            (Some(Frame::Inline { owner, inst }), dw::DW_TAG_inlined_subroutine) => {
+                // Only reached with instances on: an inline inside an inline.
+                res.stats.inlined_instances += 1;
+                let mut die = Die::new(tag, off, abbrev.has_children());
+                for spec in abbrev.attributes() {
+                    let a = raw.read_attribute(*spec)?;
+                    die.apply(dwarf, &unit, a);
+                }
+                if let Some(o) = die.origin {
+                    inlined.push((o, owner));
+                }
+                raw_instances.push(RawInstance {
+                    die,
+                    owner,
+                    parent: Some(inst),
+                    params: Vec::new(),
+                });
+                Frame::Inline {
+                    owner,
+                    inst: raw_instances.len() - 1,
+                }
+            }
+            (Some(Frame::Sub { owner, .. }), dw::DW_TAG_lexical_block) => {
                 raw.skip_attributes(abbrev.attributes())?;
-                Frame::Body { owner }
+                Frame::Body { owner, inst: None }
+            }
+            (Some(Frame::Body { owner, inst }), dw::DW_TAG_lexical_block) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Body { owner, inst }
+            }
+            (Some(Frame::Inline { owner, inst }), dw::DW_TAG_lexical_block) => {
+                raw.skip_attributes(abbrev.attributes())?;
+                Frame::Body {
+                    owner: Some(owner),
+                    inst: Some(inst),
+                }
             }
             (Some(Frame::Scope), dw::DW_TAG_namespace) => {
                 raw.skip_attributes(abbrev.attributes())?;
@@ -329,26 +418,26 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         files: HashMap::new(),
         res,
     };
-    b.assemble(&inlined);
+    b.assemble(&inlined, &raw_instances);
     let Builder { mut res, types, .. } = b;
     res.stats.bad_type_refs += types.bad_refs;
     res.types = types.types;
     Ok(res)
 }
 
-struct Builder<'a, 's, 'c> {
+pub(crate) struct Builder<'a, 's, 'c> {
     ctx: &'c FileCtx<'a, 's>,
-    units: Units<'c, 's>,
-    sps: Vec<Sp<'s>>,
+    pub(crate) units: Units<'c, 's>,
+    pub(crate) sps: Vec<Sp<'s>>,
     sp_index: HashMap<u64, usize>,
     types: TypeGraph,
     files: HashMap<(u64, u64), String>,
-    res: CuResult,
+    pub(crate) res: CuResult,
 }
 
 impl<'s> Builder<'_, 's, '_> {
     /// The subprogram at global offset `off`, read on demand when outside this unit.
-    fn sp(&mut self, off: u64) -> Option<usize> {
+    pub(crate) fn sp(&mut self, off: u64) -> Option<usize> {
         if let Some(&i) = self.sp_index.get(&off) {
             return Some(i);
         }
@@ -392,7 +481,7 @@ impl<'s> Builder<'_, 's, '_> {
         chain
     }
 
-    fn file_name(&mut self, die_off: u64, file_idx: u64) -> String {
+    pub(crate) fn file_name(&mut self, die_off: u64, file_idx: u64) -> String {
         let file = self.units.file;
         let Ok((unit, _)) = self.units.locate(die_off) else {
             return String::new();
@@ -531,7 +620,7 @@ impl<'s> Builder<'_, 's, '_> {
         }
     }
 
-    fn assemble(&mut self, inlined: &[(u64, usize)]) {
+    fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
         let ctx = self.ctx;
         let n = self.sps.len();
         let mut func_of_sp: HashMap<usize, u32> = HashMap::new();
@@ -705,10 +794,11 @@ impl<'s> Builder<'_, 's, '_> {
             }
         }
         self.res.stats.inline_edges += self.res.edges.len() as u64;
+        self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
     }
 
     /// An inline-only record for the abstract subprogram at `origin`.
-    fn inline_only(&mut self, origin: u64) -> Option<u32> {
+    pub(crate) fn inline_only(&mut self, origin: u64) -> Option<u32> {
         let idx = self.sp(origin)?;
         let chain = self.chain(idx);
         let sig = self.signature(&chain);
@@ -748,31 +838,7 @@ impl<'s> Builder<'_, 's, '_> {
 
     /// The code ranges of subprogram `idx`, in DWARF order, empty ones dropped.
     fn ranges(&mut self, idx: usize) -> Vec<(u64, u64)> {
-        let die = &self.sps[idx].die;
-        let dwarf = &self.units.file.dwarf;
-        let unit = self.units.cur;
-        let mut out = Vec::new();
-        if let Some(r) = die.ranges {
-            if let Ok(mut it) = dwarf.ranges(unit, r) {
-                while let Ok(Some(r)) = it.next() {
-                    if r.end > r.begin {
-                        out.push((r.begin, r.end));
-                    }
-                }
-            }
-        } else if let Some(lo) = die.low_pc {
-            let hi = match die.high_pc {
-                crate::dwarf::HighPc::Addr(a) => a,
-                crate::dwarf::HighPc::Size(s) => lo.wrapping_add(s),
-                crate::dwarf::HighPc::None => lo,
-            };
-            if hi > lo {
-                out.push((lo, hi));
-            } else if hi == lo {
-                out.push((lo, lo + 1));
-            }
-        }
-        out
+        code_ranges(&self.units, &self.sps[idx].die)
     }
 
     /// Entry locations of the parameters, and whether they depart from the ABI.
@@ -840,4 +906,34 @@ struct Signature<'s> {
     params: Vec<(String, u32, Option<Die<'s>>)>,
     flags: FuncFlags,
     external: bool,
+}
+
+/// The code ranges of a DIE (`DW_AT_ranges` or low/high pc), in DWARF order, empty ones
+/// dropped.
+pub(crate) fn code_ranges(units: &Units<'_, '_>, die: &Die<'_>) -> Vec<(u64, u64)> {
+    let dwarf = &units.file.dwarf;
+    let unit = units.cur;
+    let mut out = Vec::new();
+
+    if let Some(r) = die.ranges {
+        if let Ok(mut it) = dwarf.ranges(unit, r) {
+            while let Ok(Some(r)) = it.next() {
+                if r.end > r.begin {
+                    out.push((r.begin, r.end));
+                }
+            }
+        }
+    } else if let Some(lo) = die.low_pc {
+        let hi = match die.high_pc {
+            crate::dwarf::HighPc::Addr(a) => a,
+            crate::dwarf::HighPc::Size(s) => lo.wrapping_add(s),
+            crate::dwarf::HighPc::None => lo,
+        };
+        if hi > lo {
+            out.push((lo, hi));
+        } else if hi == lo {
+            out.push((lo, lo + 1));
+        }
+    }
+    out
 }

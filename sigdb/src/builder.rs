@@ -14,6 +14,7 @@ use std::path::Path;
 
 use zerocopy::IntoBytes;
 
+use crate::instances::{self, InstanceDesc, InstanceId};
 use crate::layout::*;
 use crate::model::*;
 use crate::Error;
@@ -28,7 +29,7 @@ pub struct ModuleId(u32);
 
 /// A function added to a [`DbBuilder`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FuncId(u32);
+pub struct FuncId(pub(crate) u32);
 
 macro_rules! id_index {
     ($($t:ident),*) => {$(
@@ -197,6 +198,7 @@ pub struct DbBuilder {
     type_ids: HashMap<TypeDesc, TypeId>,
     functions: Vec<FunctionDesc>,
     inlines: Vec<(FuncId, FuncId)>,
+    instances: Vec<InstanceDesc>,
 }
 
 impl DbBuilder {
@@ -250,6 +252,12 @@ impl DbBuilder {
     /// Record that `callee` was inlined into `caller`.
     pub fn add_inline(&mut self, callee: FuncId, caller: FuncId) {
         self.inlines.push((callee, caller));
+    }
+
+    /// Record an inlined copy of a function. Its parent (if any) must already be added.
+    pub fn add_instance(&mut self, instance: InstanceDesc) -> InstanceId {
+        self.instances.push(instance);
+        InstanceId(self.instances.len() as u32 - 1)
     }
 
     /// Number of functions added so far.
@@ -321,7 +329,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result.map_err(io)
 }
 
-struct StringTable {
+pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: HashMap<String, u32>,
 }
@@ -334,7 +342,7 @@ impl StringTable {
         }
     }
 
-    fn add(&mut self, s: &str) -> Result<u32, Error> {
+    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
         if let Some(&o) = self.offsets.get(s) {
             return Ok(o);
         }
@@ -611,6 +619,8 @@ impl<'b> Writer<'b> {
             callers.push(caller);
         }
 
+        let inst = instances::encode(&b.instances, &new_index, &mut self.strings)?;
+
         // Modules with their function ranges (functions are sorted by module first).
         let mut modules = Vec::with_capacity(b.modules.len());
         let mut next = 0usize;
@@ -645,6 +655,9 @@ impl<'b> Writer<'b> {
             names.as_bytes(),
             callees.as_bytes(),
             callers.as_bytes(),
+            inst.instances.as_bytes(),
+            inst.ranges.as_bytes(),
+            inst.locs.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -658,6 +671,9 @@ impl<'b> Writer<'b> {
             names.len(),
             callees.len(),
             callers.len(),
+            inst.instances.len(),
+            inst.ranges.len(),
+            inst.locs.len(),
         ];
         assemble(b, &sections, &counts)
     }

@@ -3,7 +3,7 @@
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
 
-use zerocopy::little_endian::{I64, U16, U32, U64};
+use zerocopy::little_endian::{I32, I64, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
@@ -41,10 +41,16 @@ pub enum SectionId {
     InlineCallees = 9,
     /// `u32` function indices: the caller lists of the inlined functions.
     InlineCallers = 10,
+    /// [`InstanceRecord`]s: inlined copies, sorted by (caller, depth, entry pc, ...).
+    Instances = 11,
+    /// [`RangeRecord`]s: code ranges of the inlined copies.
+    InstanceRanges = 12,
+    /// [`LocRecord`]s: parameter locations at the entry of the inlined copies.
+    InstanceLocs = 13,
 }
 
 /// Number of sections in version 2.
-pub const SECTION_COUNT: usize = 11;
+pub const SECTION_COUNT: usize = 14;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -62,6 +68,9 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<NameRecord>(),
     core::mem::size_of::<InlineCalleeRecord>(),
     4,
+    core::mem::size_of::<InstanceRecord>(),
+    core::mem::size_of::<RangeRecord>(),
+    core::mem::size_of::<LocRecord>(),
 ];
 
 /// Human-readable section names, for error messages.
@@ -77,6 +86,9 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "names",
     "inline_callees",
     "inline_callers",
+    "instances",
+    "instance_ranges",
+    "instance_locs",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -93,7 +105,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (352 bytes), at offset 0.
+/// The file header (424 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -101,11 +113,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 352.
+    /// Size of this header, section table included: 424.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 11.
+    /// Number of section table entries: 14.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -273,9 +285,68 @@ pub struct InlineCalleeRecord {
     pub first: U32,
 }
 
+/// No parent: an instance inlined directly into its out-of-line caller.
+pub const NO_PARENT: u32 = u32::MAX;
+
+/// One inlined copy of a function (40 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct InstanceRecord {
+    /// Function index of the out-of-line function whose code holds the copy.
+    pub caller: U32,
+    /// Function index of the inlined function.
+    pub callee: U32,
+    /// Index of the enclosing instance when this copy sits inside another inlined copy,
+    /// else [`NO_PARENT`]. Always smaller than the record's own index.
+    pub parent: U32,
+    /// String offset of the call site's file.
+    pub call_file: U32,
+    /// Line of the call site (0: unknown).
+    pub call_line: U32,
+    /// First address executed in the copy (`DW_AT_entry_pc`, else the first range's start).
+    pub entry_pc: U64,
+    /// Index of the first range record.
+    pub ranges: U32,
+    /// Number of range records.
+    pub range_count: U16,
+    /// Number of location records (one per parameter of the callee, in its order).
+    pub loc_count: U16,
+    /// Index of the first location record.
+    pub locs: U32,
+}
+
+/// A code range `[start, end)` (16 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct RangeRecord {
+    /// First address.
+    pub start: U64,
+    /// One past the last address.
+    pub end: U64,
+}
+
+/// A parameter location (8 bytes): [`crate::Location::encode`] laid out in order.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct LocRecord {
+    /// Location kind code.
+    pub kind: u8,
+    /// Register.
+    pub reg: u8,
+    /// Second register.
+    pub reg2: u8,
+    /// Reserved, zero.
+    pub reserved: u8,
+    /// CFA offset or constant.
+    pub value: I32,
+}
+
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 352);
+    assert!(core::mem::size_of::<Header>() == 424);
+    assert!(core::mem::size_of::<InstanceRecord>() == 40);
+    assert!(core::mem::size_of::<RangeRecord>() == 16);
+    assert!(core::mem::size_of::<LocRecord>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);

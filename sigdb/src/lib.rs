@@ -11,6 +11,7 @@
 
 pub mod builder;
 mod error;
+mod instances;
 pub mod layout;
 mod model;
 mod reader;
@@ -21,6 +22,7 @@ pub use builder::{
     TypeId,
 };
 pub use error::{Error, FormatError, FormatErrorKind};
+pub use instances::{Instance, InstanceDesc, InstanceId};
 pub use model::{
     x86_64_reg_name, DbFlags, FuncFlags, Location, ModuleKind, Qualifiers, TypeFlags, TypeKind,
     SYSV_INT_ARG_REGS,

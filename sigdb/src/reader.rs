@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
+use crate::instances::Instance;
 use crate::layout::*;
 use crate::model::*;
 use crate::view::{Function, Module, Type};
@@ -154,6 +155,15 @@ impl Db {
     }
     fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
         self.records(SectionId::InlineCallers)
+    }
+    pub(crate) fn instance_records(&self) -> &[InstanceRecord] {
+        self.records(SectionId::Instances)
+    }
+    pub(crate) fn range_records(&self) -> &[RangeRecord] {
+        self.records(SectionId::InstanceRanges)
+    }
+    pub(crate) fn loc_records(&self) -> &[LocRecord] {
+        self.records(SectionId::InstanceLocs)
     }
 
     /// String offset of the ELF symbol of function `index` when it differs from the
@@ -362,6 +372,39 @@ impl Db {
             .filter_map(move |c| self.function(c.get() as usize))
     }
 
+    /// Number of inline instances.
+    pub fn instance_count(&self) -> usize {
+        self.instance_records().len()
+    }
+
+    /// Inline instance by index.
+    pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
+        self.instance_records()
+            .get(index)
+            .map(|rec| Instance::new(self, index as u32, rec))
+    }
+
+    /// All inline instances, in (caller, depth, entry pc) order.
+    pub fn instances(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
+        self.instance_records()
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| Instance::new(self, i as u32, rec))
+    }
+
+    /// The inline instances inside the code of function `caller` (binary search).
+    pub fn instances_in(&self, caller: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
+        let recs = self.instance_records();
+        let lo = recs.partition_point(|r| r.caller.get() < caller);
+        let hi = lo + recs[lo..].partition_point(|r| r.caller.get() == caller);
+        (lo..hi).filter_map(move |i| self.instance(i))
+    }
+
+    /// Every inlined copy of function `callee` (a scan of all instances).
+    pub fn instances_of(&self, callee: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
+        self.instances().filter(move |i| i.callee_index() == callee)
+    }
+
     /// Number of inline edges (callee, caller).
     pub fn inline_count(&self) -> usize {
         self.inline_callers().len()
@@ -435,10 +478,10 @@ fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 352"));
+        return fail(12, BadHeader("header size is not 424"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 11"));
+        return fail(20, BadHeader("section count is not 14"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -491,7 +534,7 @@ fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError
     Ok(sections)
 }
 
-struct Validator<'a> {
+pub(crate) struct Validator<'a> {
     bytes: &'a [u8],
     sections: [(usize, usize); SECTION_COUNT],
 }
@@ -502,14 +545,19 @@ impl<'a> Validator<'a> {
         &self.bytes[o..o + l]
     }
 
-    fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+    pub(crate) fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
         &self,
         id: SectionId,
     ) -> &'a [T] {
         <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
     }
 
-    fn err<T>(&self, id: SectionId, index: usize, what: &'static str) -> Result<T, FormatError> {
+    pub(crate) fn err<T>(
+        &self,
+        id: SectionId,
+        index: usize,
+        what: &'static str,
+    ) -> Result<T, FormatError> {
         let (o, _) = self.sections[id as usize];
         fail(
             o + index * RECORD_SIZES[id as usize],
@@ -718,6 +766,7 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        crate::instances::validate(self, functions.len(), &string_ok)?;
         if callees.is_empty() && !callers.is_empty() {
             return fail(
                 self.sections[InlineCallers as usize].0,

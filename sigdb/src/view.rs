@@ -96,6 +96,11 @@ impl<'a> Function<'a> {
     pub fn inlined_into(&self) -> impl Iterator<Item = Function<'a>> + 'a {
         self.db.inlined_into(self.index)
     }
+
+    /// The inlined copies of other functions inside this function's code.
+    pub fn inline_instances(&self) -> impl Iterator<Item = crate::Instance<'a>> + 'a {
+        self.db.instances_in(self.index)
+    }
 }
 
 /// A parameter of a [`Function`].

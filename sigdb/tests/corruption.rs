@@ -25,6 +25,19 @@ fn exercise(db: &Db) -> usize {
         n += f.inlined_into().count();
         n += db.by_name(f.name()).count();
         n += db.by_addr(f.module_index(), f.addr()).is_some() as usize;
+        for i in f.inline_instances() {
+            n += format!("{i:?}").len() + i.ranges().count() + i.call_file().len();
+            n += i
+                .params()
+                .map(|(p, l)| p.name().len() + l.to_string().len())
+                .sum::<usize>();
+            let mut up = i.parent();
+            while let Some(p) = up {
+                n += 1;
+                up = p.parent();
+            }
+        }
+        n += db.instances_of(f.index()).count();
     }
     for m in db.modules() {
         n += m.name().len() + m.functions().count() + m.build_id().len();
@@ -79,7 +92,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 352 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 424 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
