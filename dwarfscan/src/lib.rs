@@ -22,6 +22,7 @@ pub mod input;
 pub mod location;
 pub mod merge;
 pub mod render;
+mod signature;
 pub mod stats;
 pub mod symbols;
 pub mod types;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::builder::{FuncId, StringTable};
 use crate::layout::{InstanceRecord, LocRecord, RangeRecord, SectionId, NO_PARENT};
 use crate::model::Location;
-use crate::reader::Validator;
+use crate::validate::Validator;
 use crate::view::{Function, Param};
 use crate::{Db, Error, FormatError};
 

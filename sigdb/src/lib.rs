@@ -10,11 +10,13 @@
 //! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
 
 pub mod builder;
+mod desc;
 mod error;
 mod instances;
 pub mod layout;
 mod model;
 mod reader;
+mod validate;
 mod view;
 
 pub use builder::{
