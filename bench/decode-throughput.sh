@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p tracer -p dwarfscan
+cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p tracer -p dwarfscan-cli
 bin=$CARGO_TARGET_DIR/release
 vmlinux=$("$here/tests/qemu/testkernel-cache.sh")/vmlinux
 "$bin/dwarfscan" -q "$vmlinux" "$shared/testkernel/modules" -o "$work/tk.sigdb"

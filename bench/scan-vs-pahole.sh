@@ -18,7 +18,7 @@ fi
 command -v pahole >/dev/null || { echo "scan-vs-pahole: pahole not installed" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "scan-vs-pahole: /usr/bin/time not installed" >&2; exit 1; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-cargo build --release -q -p dwarfscan --manifest-path "$here/Cargo.toml"
+cargo build --release -q -p dwarfscan-cli --manifest-path "$here/Cargo.toml"
 scan=$CARGO_TARGET_DIR/release/dwarfscan
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat "$vmlinux" > /dev/null

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 flavor=${1:-7.2-cloud}
 dir=$("$here/../shared/scripts/fetch-debian-kernel.sh" "$flavor")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-cargo build --release -q -p dwarfscan -p tracer --manifest-path "$here/Cargo.toml"
+cargo build --release -q -p dwarfscan-cli -p tracer --manifest-path "$here/Cargo.toml"
 bin=$CARGO_TARGET_DIR/release
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mods=$(find -L "$dir/dbg-modules" -name '*.ko*' | wc -l)

@@ -12,7 +12,7 @@ mkdir -p "$out"
 step() { printf '\n== %s\n' "$*"; }
 
 step "build dcg and dwarfscan (release)"
-cargo build --release --quiet -p dwarfscan -p tracer
+cargo build --release --quiet -p dwarfscan-cli -p tracer
 bin=target/release
 
 step "compile examples/demo.c with gcc -O2 -g"

@@ -32,7 +32,7 @@ if [ -d "$caps" ]; then
 		done
 	done
 	vmlinux=$(../tests/qemu/testkernel-cache.sh)/vmlinux
-	cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan -- -q \
+	cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan-cli -- -q \
 		"$vmlinux" ../../shared/testkernel/modules -o decode.sigdb
 	for f in a0 a b c d e g2-text h; do
 		n=0

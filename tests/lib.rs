@@ -129,7 +129,7 @@ pub fn dcg_bin() -> PathBuf {
 
 /// The `dwarfscan` binary of this build profile.
 pub fn dwarfscan_bin() -> PathBuf {
-    bin("dwarfscan", "dwarfscan")
+    bin("dwarfscan", "dwarfscan-cli")
 }
 
 fn bin(name: &str, package: &str) -> PathBuf {
