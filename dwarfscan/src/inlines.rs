@@ -83,20 +83,7 @@ impl<'s> Builder<'_, 's, '_> {
     ) -> Option<LInstance> {
         let caller = *func_of_sp.get(&r.owner)?;
         let origin = r.die.origin?;
-        let callee = match by_origin.get(&origin) {
-            Some(&f) => Callee::Local(f),
-            None => {
-                let slot = match inline_of.get(&origin) {
-                    Some(&s) => s,
-                    None => {
-                        let s = self.inline_only(origin);
-                        inline_of.insert(origin, s);
-                        s
-                    }
-                };
-                Callee::Inline(slot?)
-            }
-        };
+        let callee = self.callee(origin, by_origin, inline_of)?;
         let ranges = code_ranges(&self.units, &r.die);
         let first = ranges.first().map(|&(lo, _)| lo)?;
         let entry_pc = r

@@ -462,180 +462,205 @@ impl<'s> Builder<'_, 's, '_> {
     }
 
     fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
-        let ctx = self.ctx;
-        let n = self.sps.len();
         let mut func_of_sp: HashMap<usize, u32> = HashMap::new();
         let mut by_origin: HashMap<u64, u32> = HashMap::new();
-        for idx in 0..n {
-            let die = &self.sps[idx].die;
-            if die.declaration {
-                self.res.stats.skip(SkipReason::Declaration);
-                continue;
-            }
-            let orphan = self.sps[idx].orphan;
-            let ranges = if orphan {
-                // The address comes from the unique ELF symbol of that name.
-                let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
-                let syms = name
-                    .as_deref()
-                    .map(|n| ctx.symbols.named(n))
-                    .unwrap_or_default();
-                match syms.as_slice() {
-                    [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
-                    _ => {
-                        self.res.stats.skip(SkipReason::NoCode);
-                        continue;
-                    }
-                }
-            } else if !die.has_code() {
-                self.res.stats.skip(SkipReason::NoCode);
-                continue;
-            } else {
-                self.ranges(idx)
-            };
-            let Some(&(lo, hi)) = ranges.first() else {
-                self.res.stats.skip(SkipReason::BadDwarf);
+        for idx in 0..self.sps.len() {
+            let Some(fi) = self.function(idx) else {
                 continue;
             };
-            let die = &self.sps[idx].die;
-            let entry = die
-                .entry_pc
-                .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
-                .unwrap_or(lo);
-            let (lo, hi) = ranges
-                .iter()
-                .copied()
-                .find(|&(a, b)| a <= entry && entry < b)
-                .unwrap_or((lo, hi));
-            if entry == 0 && !ctx.kind.is_relocatable() {
-                self.res.stats.skip(SkipReason::Discarded);
-                continue;
-            }
-            let origin = die.origin;
-            let chain = self.chain(idx);
-            let sig = self.signature(&chain);
-            let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
-            let Some(name) = sig.name.clone().or_else(|| sym.map(|s| s.name.to_string())) else {
-                self.res.stats.skip(SkipReason::NoName);
-                continue;
-            };
-            let mut flags = sig.flags;
-            match sym {
-                Some(s) => {
-                    flags |= suffix_flags(s.name);
-                    if s.local {
-                        flags |= FuncFlags::STATIC;
-                    }
-                }
-                None => {
-                    flags |= FuncFlags::NO_SYMBOL;
-                    if !sig.external {
-                        flags |= FuncFlags::STATIC;
-                    }
-                }
-            }
-            if let Some(mc) = ctx.mcount {
-                let end = entry + (hi - lo).min(16);
-                let i = mc.partition_point(|&a| a < entry);
-                if mc.get(i).is_none_or(|&a| a >= end) {
-                    flags |= FuncFlags::NOTRACE;
-                }
-            }
-            let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
-            let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
-            if abi_changed {
-                flags |= FuncFlags::ABI_CHANGED;
-            }
-            let identity = if origin.is_some() {
-                self.identity(&chain, &name)
-            } else {
-                None
-            };
-            let symbol = sym.map(|s| s.name.to_string()).filter(|s| *s != name);
-            let func = LFunc {
-                addr: entry,
-                size: (hi - lo).min(u64::from(u32::MAX)) as u32,
-                name: name.clone(),
-                symbol,
-                ret: sig.ret,
-                params: params.clone(),
-                flags,
-                identity,
-            };
-            self.res.stats.count_function(flags);
-            let fi = self.res.funcs.len() as u32;
-            self.res.funcs.push(func);
             func_of_sp.insert(idx, fi);
-            if let Some(o) = origin {
+            if let Some(o) = self.sps[idx].die.origin {
                 by_origin.entry(o).or_insert(fi);
             }
             by_origin.entry(self.sps[idx].die.off).or_insert(fi);
-            // Cold (and other) parts of a split function that carry their own symbol.
-            for &(a, b) in &ranges {
-                if a == lo {
-                    continue;
+        }
+        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
+        self.edges(inlined, &func_of_sp, &by_origin, &mut inline_of);
+        self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
+    }
+
+    /// The function record(s) of subprogram `idx` (and of its cold parts); the index of
+    /// its main record, or None when it is skipped (counted in the stats).
+    fn function(&mut self, idx: usize) -> Option<u32> {
+        let ctx = self.ctx;
+        let die = &self.sps[idx].die;
+        if die.declaration {
+            self.res.stats.skip(SkipReason::Declaration);
+            return None;
+        }
+        let orphan = self.sps[idx].orphan;
+        let ranges = if orphan {
+            // The address comes from the unique ELF symbol of that name.
+            let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
+            let syms = name
+                .as_deref()
+                .map(|n| ctx.symbols.named(n))
+                .unwrap_or_default();
+            match syms.as_slice() {
+                [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
+                _ => {
+                    self.res.stats.skip(SkipReason::NoCode);
+                    return None;
                 }
-                let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
-                    continue;
-                };
-                let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
-                    | suffix_flags(s.name)
-                    | FuncFlags::COLD;
-                cflags.set(
-                    FuncFlags::STATIC,
-                    s.local || flags.contains(FuncFlags::STATIC),
-                );
-                let cparams = params
-                    .iter()
-                    .map(|p| LParam {
-                        loc: Location::Unknown,
-                        ..p.clone()
-                    })
-                    .collect();
-                self.res.stats.count_function(cflags);
-                self.res.funcs.push(LFunc {
-                    addr: a,
-                    size: (b - a).min(u64::from(u32::MAX)) as u32,
-                    name: name.clone(),
-                    symbol: Some(s.name.to_string()),
-                    ret: sig.ret,
-                    params: cparams,
-                    flags: cflags,
-                    identity: None,
-                });
+            }
+        } else if !die.has_code() {
+            self.res.stats.skip(SkipReason::NoCode);
+            return None;
+        } else {
+            self.ranges(idx)
+        };
+        let Some(&(lo, hi)) = ranges.first() else {
+            self.res.stats.skip(SkipReason::BadDwarf);
+            return None;
+        };
+        let die = &self.sps[idx].die;
+        let entry = die
+            .entry_pc
+            .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
+            .unwrap_or(lo);
+        let (lo, hi) = ranges
+            .iter()
+            .copied()
+            .find(|&(a, b)| a <= entry && entry < b)
+            .unwrap_or((lo, hi));
+        if entry == 0 && !ctx.kind.is_relocatable() {
+            self.res.stats.skip(SkipReason::Discarded);
+            return None;
+        }
+        let origin = die.origin;
+        let chain = self.chain(idx);
+        let sig = self.signature(&chain);
+        let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
+        let Some(name) = sig.name.clone().or_else(|| sym.map(|s| s.name.to_string())) else {
+            self.res.stats.skip(SkipReason::NoName);
+            return None;
+        };
+        let mut flags = sig.flags;
+        match sym {
+            Some(s) => {
+                flags |= suffix_flags(s.name);
+                if s.local {
+                    flags |= FuncFlags::STATIC;
+                }
+            }
+            None => {
+                flags |= FuncFlags::NO_SYMBOL;
+                if !sig.external {
+                    flags |= FuncFlags::STATIC;
+                }
             }
         }
+        if let Some(mc) = ctx.mcount {
+            let end = entry + (hi - lo).min(16);
+            let i = mc.partition_point(|&a| a < entry);
+            if mc.get(i).is_none_or(|&a| a >= end) {
+                flags |= FuncFlags::NOTRACE;
+            }
+        }
+        let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
+        let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
+        if abi_changed {
+            flags |= FuncFlags::ABI_CHANGED;
+        }
+        let identity = if origin.is_some() {
+            self.identity(&chain, &name)
+        } else {
+            None
+        };
+        let symbol = sym.map(|s| s.name.to_string()).filter(|s| *s != name);
+        let func = LFunc {
+            addr: entry,
+            size: (hi - lo).min(u64::from(u32::MAX)) as u32,
+            name: name.clone(),
+            symbol,
+            ret: sig.ret,
+            params: params.clone(),
+            flags,
+            identity,
+        };
+        self.res.stats.count_function(flags);
+        let fi = self.res.funcs.len() as u32;
+        self.res.funcs.push(func);
+        // Cold (and other) parts of a split function that carry their own symbol.
+        for &(a, b) in &ranges {
+            if a == lo {
+                continue;
+            }
+            let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
+                continue;
+            };
+            let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
+                | suffix_flags(s.name)
+                | FuncFlags::COLD;
+            cflags.set(
+                FuncFlags::STATIC,
+                s.local || flags.contains(FuncFlags::STATIC),
+            );
+            let cparams = params
+                .iter()
+                .map(|p| LParam {
+                    loc: Location::Unknown,
+                    ..p.clone()
+                })
+                .collect();
+            self.res.stats.count_function(cflags);
+            self.res.funcs.push(LFunc {
+                addr: a,
+                size: (b - a).min(u64::from(u32::MAX)) as u32,
+                name: name.clone(),
+                symbol: Some(s.name.to_string()),
+                ret: sig.ret,
+                params: cparams,
+                flags: cflags,
+                identity: None,
+            });
+        }
+        Some(fi)
+    }
 
-        // Inline edges.
+    /// Inline edges (callee, caller), each once.
+    fn edges(
+        &mut self,
+        inlined: &[(u64, usize)],
+        func_of_sp: &HashMap<usize, u32>,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) {
         let mut seen: HashSet<(Callee, u32)> = HashSet::new();
-        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
         for &(origin, owner) in inlined {
             let Some(&caller) = func_of_sp.get(&owner) else {
                 continue;
             };
-            let callee = match by_origin.get(&origin) {
-                Some(&f) => Callee::Local(f),
-                None => {
-                    let slot = match inline_of.get(&origin) {
-                        Some(&s) => s,
-                        None => {
-                            let s = self.inline_only(origin);
-                            inline_of.insert(origin, s);
-                            s
-                        }
-                    };
-                    match slot {
-                        Some(s) => Callee::Inline(s),
-                        None => continue,
-                    }
-                }
+            let Some(callee) = self.callee(origin, by_origin, inline_of) else {
+                continue;
             };
             if seen.insert((callee, caller)) {
                 self.res.edges.push((callee, caller));
             }
         }
         self.res.stats.inline_edges += self.res.edges.len() as u64;
-        self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
+    }
+
+    /// The callee of an inlined copy whose abstract origin is at `origin`: a function of
+    /// this unit, or an inline-only record (made on first use).
+    pub(crate) fn callee(
+        &mut self,
+        origin: u64,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) -> Option<Callee> {
+        if let Some(&f) = by_origin.get(&origin) {
+            return Some(Callee::Local(f));
+        }
+        let slot = match inline_of.get(&origin) {
+            Some(&s) => s,
+            None => {
+                let s = self.inline_only(origin);
+                inline_of.insert(origin, s);
+                s
+            }
+        };
+        slot.map(Callee::Inline)
     }
 
     /// An inline-only record for the abstract subprogram at `origin`.
