@@ -27,6 +27,7 @@ pub mod stats;
 pub mod symbols;
 pub mod types;
 pub mod units;
+mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
