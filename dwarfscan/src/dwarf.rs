@@ -164,8 +164,14 @@ pub struct Die<'s> {
     pub low_pc: Option<u64>,
     /// `DW_AT_high_pc`.
     pub high_pc: HighPc,
-    /// `DW_AT_entry_pc`.
+    /// `DW_AT_entry_pc` of address class.
     pub entry_pc: Option<u64>,
+    /// `DW_AT_entry_pc` of constant class: an offset from the DIE's base address.
+    pub entry_pc_offset: Option<u64>,
+    /// `DW_AT_call_file` (inlined subroutines).
+    pub call_file: Option<u64>,
+    /// `DW_AT_call_line` (inlined subroutines).
+    pub call_line: Option<u64>,
     /// `DW_AT_ranges`.
     pub ranges: Option<gimli::RangeListsOffset>,
     /// `DW_AT_decl_file`.
@@ -214,6 +220,9 @@ impl<'s> Die<'s> {
             low_pc: None,
             high_pc: HighPc::None,
             entry_pc: None,
+            entry_pc_offset: None,
+            call_file: None,
+            call_line: None,
             ranges: None,
             decl_file: None,
             decl_line: None,
@@ -289,7 +298,17 @@ impl<'s> Die<'s> {
                 }
             }
             dw::DW_AT_low_pc => self.low_pc = dwarf.attr_address(unit, value).ok().flatten(),
-            dw::DW_AT_entry_pc => self.entry_pc = dwarf.attr_address(unit, value).ok().flatten(),
+            dw::DW_AT_entry_pc => match dwarf.attr_address(unit, value).ok().flatten() {
+                Some(a) => self.entry_pc = Some(a),
+                None => self.entry_pc_offset = value.udata_value(),
+            },
+            dw::DW_AT_call_file => {
+                self.call_file = match value {
+                    AttributeValue::FileIndex(i) => Some(i),
+                    v => v.udata_value(),
+                }
+            }
+            dw::DW_AT_call_line => self.call_line = value.udata_value(),
             dw::DW_AT_high_pc => {
                 self.high_pc = match dwarf.attr_address(unit, value).ok().flatten() {
                     Some(a) => HighPc::Addr(a),

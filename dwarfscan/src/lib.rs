@@ -17,14 +17,17 @@ pub mod abi;
 pub mod dwarf;
 pub mod elf;
 mod error;
+pub mod inlines;
 pub mod input;
 pub mod location;
 pub mod merge;
 pub mod render;
+mod signature;
 pub mod stats;
 pub mod symbols;
 pub mod types;
 pub mod units;
+mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,6 +61,9 @@ pub struct Options {
     pub progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
     /// Keep only inline edges whose callee has no out-of-line copy (smaller databases).
     pub inline_only_edges: bool,
+    /// Record every inlined copy (`DW_TAG_inlined_subroutine`): ranges, entry pc,
+    /// parameter locations at entry, call site.
+    pub inline_instances: bool,
 }
 
 impl std::fmt::Debug for Options {
@@ -65,6 +71,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("progress", &self.progress.is_some())
             .field("inline_only_edges", &self.inline_only_edges)
+            .field("inline_instances", &self.inline_instances)
             .finish()
     }
 }
@@ -359,6 +366,7 @@ fn scan_small(
         symbols: &elf.symbols,
         mcount: elf.mcount.as_deref(),
         kind: elf.kind,
+        instances: opts.inline_instances,
     };
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
@@ -406,6 +414,7 @@ fn scan_big(
         symbols: &elf.symbols,
         mcount: elf.mcount.as_deref(),
         kind: elf.kind,
+        instances: opts.inline_instances,
     };
     let n = fd.headers.len();
     let mut any_ok = false;

@@ -2,9 +2,17 @@
 
 use std::collections::HashMap;
 
-use sigdb::{DbBuilder, FuncFlags, FuncId, FunctionDesc, ModuleId, ParamDesc, TypeDesc, TypeId};
+use sigdb::{
+    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
+};
 
 use crate::units::{Callee, CuResult, Identity, LFunc};
+
+/// The callee of an instance while inline-only functions are still pending.
+enum PendingCallee {
+    Func(FuncId),
+    Pending(usize),
+}
 
 /// Accumulates unit results; inline-only functions are resolved at [`Merger::finish`].
 pub struct Merger {
@@ -19,6 +27,9 @@ pub struct Merger {
     pending_edges: Vec<(usize, FuncId)>,
     /// Whether to keep edges to callees that also have an out-of-line copy.
     pub all_edges: bool,
+    /// Inline instances, added at the end (their callee may be pending); parents are
+    /// indices into this list and precede their children.
+    instances: Vec<(PendingCallee, Option<usize>, InstanceDesc)>,
 }
 
 impl Merger {
@@ -31,6 +42,7 @@ impl Merger {
             pending_funcs: Vec::new(),
             pending_edges: Vec::new(),
             all_edges: true,
+            instances: Vec::new(),
         }
     }
 
@@ -109,12 +121,39 @@ impl Merger {
                 Callee::Inline(i) => self.pending_edges.push((inline_ids[i as usize], caller)),
             }
         }
+        let base = self.instances.len();
+        for inst in &cu.instances {
+            let callee = match inst.callee {
+                Callee::Local(f) => PendingCallee::Func(ids[f as usize]),
+                Callee::Inline(i) => PendingCallee::Pending(inline_ids[i as usize]),
+            };
+            let caller = ids[inst.caller as usize];
+            let desc = InstanceDesc {
+                callee: caller, // replaced in `finish`
+                caller,
+                parent: None,
+                ranges: inst.ranges.clone(),
+                entry_pc: inst.entry_pc,
+                call_file: inst.call_file.clone(),
+                call_line: inst.call_line,
+                params: inst.params.clone(),
+            };
+            let parent = inst.parent.map(|p| base + p as usize);
+            self.instances.push((callee, parent, desc));
+        }
     }
 
     /// Add the inline-only functions (those without an out-of-line copy in their module)
     /// and their edges; return the builder.
     pub fn finish(mut self) -> DbBuilder {
         let mut ids: Vec<Option<FuncId>> = Vec::with_capacity(self.pending_funcs.len());
+        // The out-of-line copy of each pending function, for instances (which name their
+        // callee even when edges to out-of-line callees are not kept).
+        let outlined_ids: Vec<Option<FuncId>> = self
+            .pending_funcs
+            .iter()
+            .map(|(key, _)| self.outlined.get(key).copied())
+            .collect();
         for (key, desc) in std::mem::take(&mut self.pending_funcs) {
             match self.outlined.get(&key) {
                 Some(&f) if self.all_edges => ids.push(Some(f)),
@@ -129,6 +168,30 @@ impl Merger {
             if let Some(callee) = ids[p] {
                 self.builder.add_inline(callee, caller);
             }
+        }
+        let mut added = Vec::with_capacity(self.instances.len());
+        for (callee, parent, mut desc) in std::mem::take(&mut self.instances) {
+            desc.callee = match callee {
+                PendingCallee::Func(f) => f,
+                PendingCallee::Pending(p) => match ids[p].or_else(|| outlined_ids[p]) {
+                    Some(f) => f,
+                    None => {
+                        added.push(None);
+                        continue;
+                    }
+                },
+            };
+            desc.parent = match parent {
+                Some(p) => match added.get(p).copied().flatten() {
+                    Some(id) => Some(id),
+                    None => {
+                        added.push(None);
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            added.push(Some(self.builder.add_instance(desc)));
         }
         self.builder
     }

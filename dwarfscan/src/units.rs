@@ -6,13 +6,14 @@ use std::collections::{HashMap, HashSet};
 use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
 
-use crate::abi;
 use crate::dwarf::{read_with_children, Die, FileDwarf, Units};
 use crate::elf::ElfKind;
-use crate::location::{self, EntryLoc};
+use crate::inlines::{LInstance, RawInstance};
+pub use crate::walk::scan_unit;
+
 use crate::stats::{SkipReason, Stats};
 use crate::symbols::{suffix_flags, Symbols};
-use crate::types::{text, TypeGraph};
+use crate::types::TypeGraph;
 
 /// Identity of an inline function across units: name, declaring file, line.
 pub type Identity = (String, String, u64);
@@ -69,6 +70,8 @@ pub struct CuResult {
     pub inline_only: Vec<(Identity, LFunc)>,
     /// Inline edges: callee → caller (index into `funcs`).
     pub edges: Vec<(Callee, u32)>,
+    /// Inlined copies, parents before their children.
+    pub instances: Vec<LInstance>,
     /// Counters.
     pub stats: Stats,
 }
@@ -83,6 +86,8 @@ pub struct FileCtx<'a, 's> {
     pub mcount: Option<&'a [u64]>,
     /// Kind of file.
     pub kind: ElfKind,
+    /// Whether to collect inline instances.
+    pub instances: bool,
 }
 
 /// Why a unit could not be scanned.
@@ -100,255 +105,29 @@ impl From<gimli::Error> for UnitError {
     }
 }
 
-struct Sp<'s> {
-    die: Die<'s>,
-    params: Vec<Die<'s>>,
-    variadic: bool,
+pub(crate) struct Sp<'s> {
+    pub(crate) die: Die<'s>,
+    pub(crate) params: Vec<Die<'s>>,
+    pub(crate) variadic: bool,
     /// A definition without code, inline attribute or declaration flag: GCC emits these
     /// for functions whose body became an alias of another (identical code folding);
     /// the ELF symbol of the same name gives the address.
-    orphan: bool,
+    pub(crate) orphan: bool,
 }
 
-#[derive(Clone, Copy)]
-enum Frame {
-    /// CU or namespace: subprograms may follow.
-    Scope,
-    /// A subprogram (arena index) and the function with code it belongs to.
-    Sub { sp: usize, owner: Option<usize> },
-    /// A lexical block or inlined subroutine inside a function with code.
-    Body { owner: Option<usize> },
-    /// Nothing of interest below.
-    Skip,
-}
-
-/// Scan unit `index` of `ctx`.
-pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitError> {
-    let file = ctx.dwarf;
-    let header = file.headers[index];
-    let mut res = CuResult::default();
-    match header.type_() {
-        gimli::UnitType::Compilation => {}
-        gimli::UnitType::Skeleton(_) | gimli::UnitType::SplitCompilation(_) => {
-            return Err(UnitError::SplitDwarf("split-DWARF skeleton unit".into()))
-        }
-        _ => {
-            res.stats.units_skipped += 1;
-            return Ok(res);
-        }
-    }
-    let unit = file.dwarf.unit(header)?;
-    let base = file.starts[index];
-    let dwarf = &file.dwarf;
-
-    let mut sps: Vec<Sp<'_>> = Vec::new();
-    let mut sp_index: HashMap<u64, usize> = HashMap::new();
-    let mut inlined: Vec<(u64, usize)> = Vec::new();
-    let mut stack: Vec<Frame> = Vec::with_capacity(32);
-    let mut raw = unit.entries_raw(None)?;
-    // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
-    let mut depth_base: isize = 0;
-    let mut dies = 0u64;
-    let unit_len = unit.header.length_including_self() as u64;
-    while !raw.is_empty() {
-        let depth = depth_base + raw.next_depth();
-        let off = base + raw.next_offset().0 as u64;
-        let Some(abbrev) = raw.read_abbreviation()? else {
-            if depth_base + raw.next_depth() <= 0 {
-                break;
-            }
-            continue;
-        };
-        dies += 1;
-        stack.truncate(depth.max(0) as usize);
-        let parent = stack.last().copied();
-        let tag = abbrev.tag();
-        let has_code = |a: &gimli::Abbreviation| {
-            let specs = a.attributes();
-            !specs.iter().any(|s| s.name() == dw::DW_AT_declaration)
-                && specs
-                    .iter()
-                    .any(|s| s.name() == dw::DW_AT_low_pc || s.name() == dw::DW_AT_ranges)
-        };
-        let mut consumed = true;
-        let is_orphan = |a: &gimli::Abbreviation| {
-            !a.attributes().iter().any(|s| {
-                matches!(
-                    s.name(),
-                    dw::DW_AT_declaration
-                        | dw::DW_AT_inline
-                        | dw::DW_AT_abstract_origin
-                        | dw::DW_AT_specification
-                )
-            })
-        };
-        let frame = match (parent, tag) {
-            (None, _) => {
-                let mut die = Die::new(tag, off, abbrev.has_children());
-                for spec in abbrev.attributes() {
-                    let a = raw.read_attribute(*spec)?;
-                    die.apply(dwarf, &unit, a);
-                }
-                if die.dwo {
-                    return Err(UnitError::SplitDwarf(
-                        "references a split-DWARF .dwo file".into(),
-                    ));
-                }
-                Frame::Scope
-            }
-            (Some(Frame::Skip), _) => {
-                raw.skip_attributes(abbrev.attributes())?;
-                Frame::Skip
-            }
-            (Some(_), dw::DW_TAG_subprogram) if has_code(abbrev) || is_orphan(abbrev) => {
-                let mut die = Die::new(tag, off, abbrev.has_children());
-                for spec in abbrev.attributes() {
-                    let a = raw.read_attribute(*spec)?;
-                    die.apply(dwarf, &unit, a);
-                }
-                let code = die.has_code();
-                let i = sps.len();
-                sp_index.insert(off, i);
-                sps.push(Sp {
-                    die,
-                    params: Vec::new(),
-                    variadic: false,
-                    orphan: !code,
-                });
-                Frame::Sub {
-                    sp: i,
-                    owner: code.then_some(i),
-                }
-            }
-            (Some(_), dw::DW_TAG_subprogram) => {
-                // No code: read on demand when something refers to it.
-                res.stats.skip(
-                    if abbrev
-                        .attributes()
-                        .iter()
-                        .any(|s| s.name() == dw::DW_AT_declaration)
-                    {
-                        SkipReason::Declaration
-                    } else {
-                        SkipReason::NoCode
-                    },
-                );
-                consumed = false;
-                Frame::Skip
-            }
-            (Some(Frame::Sub { sp, .. }), dw::DW_TAG_formal_parameter) => {
-                let mut die = Die::new(tag, off, abbrev.has_children());
-                for spec in abbrev.attributes() {
-                    let a = raw.read_attribute(*spec)?;
-                    die.apply(dwarf, &unit, a);
-                }
-                sps[sp].params.push(die);
-                Frame::Skip
-            }
-            (Some(Frame::Sub { sp, .. }), dw::DW_TAG_unspecified_parameters) => {
-                raw.skip_attributes(abbrev.attributes())?;
-                sps[sp].variadic = true;
-                Frame::Skip
-            }
-            (
-                Some(Frame::Sub { owner, .. } | Frame::Body { owner }),
-                dw::DW_TAG_inlined_subroutine,
-            ) => {
-                res.stats.inlined_instances += 1;
-                let specs = abbrev.attributes();
-                let mut origin = None;
-                for (i, spec) in specs.iter().enumerate() {
-                    if spec.name() == dw::DW_AT_abstract_origin {
-                        let a = raw.read_attribute(*spec)?;
-                        origin = match a.value() {
-                            gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
-                            gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
-                            _ => None,
-                        };
-                    } else {
-                        raw.skip_attributes(&specs[i..i + 1])?;
-                    }
-                }
-                if let (Some(o), Some(owner)) = (origin, owner) {
-                    inlined.push((o, owner));
-                }
-                Frame::Body { owner }
-            }
-            (Some(Frame::Sub { owner, .. } | Frame::Body { owner }), dw::DW_TAG_lexical_block) => {
-                raw.skip_attributes(abbrev.attributes())?;
-                Frame::Body { owner }
-            }
-            (Some(Frame::Scope), dw::DW_TAG_namespace) => {
-                raw.skip_attributes(abbrev.attributes())?;
-                Frame::Scope
-            }
-            _ => {
-                consumed = false;
-                Frame::Skip
-            }
-        };
-        if !consumed && abbrev.has_children() {
-            // Jump over the whole subtree when the DIE says where its sibling is.
-            let specs = abbrev.attributes();
-            let mut sibling = None;
-            for (i, spec) in specs.iter().enumerate() {
-                if spec.name() == dw::DW_AT_sibling {
-                    if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
-                        sibling = Some(o);
-                    }
-                } else {
-                    raw.skip_attributes(&specs[i..i + 1])?;
-                }
-            }
-            match sibling {
-                Some(sib) if (sib.0 as u64) + base > off && (sib.0 as u64) < unit_len => {
-                    raw = unit.entries_raw(Some(sib))?;
-                    depth_base = depth;
-                    continue;
-                }
-                _ => {}
-            }
-            stack.push(frame);
-            continue;
-        } else if !consumed {
-            raw.skip_attributes(abbrev.attributes())?;
-        }
-        if abbrev.has_children() {
-            stack.push(frame);
-        }
-    }
-    res.stats.dies = dies;
-    res.stats.units = 1;
-
-    let mut b = Builder {
-        ctx,
-        units: Units::new(file, index, &unit),
-        sps,
-        sp_index,
-        types: TypeGraph::default(),
-        files: HashMap::new(),
-        res,
-    };
-    b.assemble(&inlined);
-    let Builder { mut res, types, .. } = b;
-    res.stats.bad_type_refs += types.bad_refs;
-    res.types = types.types;
-    Ok(res)
-}
-
-struct Builder<'a, 's, 'c> {
-    ctx: &'c FileCtx<'a, 's>,
-    units: Units<'c, 's>,
-    sps: Vec<Sp<'s>>,
-    sp_index: HashMap<u64, usize>,
-    types: TypeGraph,
-    files: HashMap<(u64, u64), String>,
-    res: CuResult,
+pub(crate) struct Builder<'a, 's, 'c> {
+    pub(crate) ctx: &'c FileCtx<'a, 's>,
+    pub(crate) units: Units<'c, 's>,
+    pub(crate) sps: Vec<Sp<'s>>,
+    pub(crate) sp_index: HashMap<u64, usize>,
+    pub(crate) types: TypeGraph,
+    pub(crate) files: HashMap<(u64, u64), String>,
+    pub(crate) res: CuResult,
 }
 
 impl<'s> Builder<'_, 's, '_> {
     /// The subprogram at global offset `off`, read on demand when outside this unit.
-    fn sp(&mut self, off: u64) -> Option<usize> {
+    pub(crate) fn sp(&mut self, off: u64) -> Option<usize> {
         if let Some(&i) = self.sp_index.get(&off) {
             return Some(i);
         }
@@ -373,332 +152,178 @@ impl<'s> Builder<'_, 's, '_> {
         Some(i)
     }
 
-    /// `idx` followed by its abstract origins and specifications.
-    fn chain(&mut self, idx: usize) -> Vec<usize> {
-        let mut chain = vec![idx];
-        let mut cur = idx;
-        for _ in 0..8 {
-            let d = &self.sps[cur].die;
-            let Some(next) = d.origin.or(d.spec) else {
-                break;
-            };
-            let Some(n) = self.sp(next) else { break };
-            if chain.contains(&n) {
-                break;
-            }
-            chain.push(n);
-            cur = n;
-        }
-        chain
-    }
-
-    fn file_name(&mut self, die_off: u64, file_idx: u64) -> String {
-        let file = self.units.file;
-        let Ok((unit, _)) = self.units.locate(die_off) else {
-            return String::new();
-        };
-        let key = (
-            unit.header
-                .offset()
-                .as_debug_info_offset()
-                .map_or(0, |o| o.0 as u64),
-            file_idx,
-        );
-        if let Some(s) = self.files.get(&key) {
-            return s.clone();
-        }
-        let dwarf = &file.dwarf;
-        let mut name = String::new();
-        if let Some(lp) = &unit.line_program {
-            let header = lp.header();
-            if let Some(fe) = header.file(file_idx) {
-                if let Some(dir) = fe.directory(header) {
-                    if let Ok(d) = dwarf.attr_string(unit, dir) {
-                        name.push_str(&String::from_utf8_lossy(d.slice()));
-                        name.push('/');
-                    }
-                }
-                if let Ok(n) = dwarf.attr_string(unit, fe.path_name()) {
-                    name.push_str(&String::from_utf8_lossy(n.slice()));
-                }
-            }
-        }
-        self.files.insert(key, name.clone());
-        name
-    }
-
-    fn identity(&mut self, chain: &[usize], name: &str) -> Option<Identity> {
-        let d = chain
-            .iter()
-            .map(|&i| &self.sps[i].die)
-            .find(|d| d.decl_file.is_some())?;
-        let (off, file, line) = (d.off, d.decl_file?, d.decl_line.unwrap_or(0));
-        let file = self.file_name(off, file);
-        Some((name.to_string(), file, line))
-    }
-
-    /// Name, return type, parameters (name, type, concrete DIE index) and flags common to
-    /// the whole chain.
-    fn signature(&mut self, chain: &[usize]) -> Signature<'s> {
-        let first = |f: &dyn Fn(&Die<'s>) -> bool| {
-            chain
-                .iter()
-                .map(|&i| &self.sps[i].die)
-                .find(|d| f(d))
-                .cloned()
-        };
-        let name = first(&|d| d.name.is_some()).map(|d| text(d.name));
-        let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
-        let mut flags = FuncFlags::empty();
-        let external = chain.iter().any(|&i| self.sps[i].die.external);
-        if chain.iter().any(|&i| self.sps[i].variadic) {
-            flags |= FuncFlags::VARIADIC;
-        }
-        if chain
-            .iter()
-            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
-        {
-            flags |= FuncFlags::DECLARED_INLINE;
-        }
-        if chain
-            .iter()
-            .any(|&i| self.sps[i].die.cc == Some(dw::DW_CC_nocall.0))
-        {
-            flags |= FuncFlags::NOCALL;
-        }
-        let ret = self.types.convert(&mut self.units, ret_off);
-
-        // Parameters: the abstract list (names, types, order) when there is one, with the
-        // concrete parameters mapped onto it by their abstract origin.
-        let concrete = chain[0];
-        let abstract_idx = chain[1..]
-            .iter()
-            .copied()
-            .find(|&i| !self.sps[i].params.is_empty());
-        let mut params: Vec<(Die<'s>, Option<Die<'s>>)> = Vec::new();
-        match abstract_idx {
-            Some(a)
-                if self.sps[concrete].die.origin.is_some()
-                    || self.sps[concrete].params.is_empty() =>
-            {
-                let cparams = &self.sps[concrete].params;
-                let mut used = vec![false; cparams.len()];
-                for ap in &self.sps[a].params {
-                    let c = cparams.iter().position(|cp| cp.origin == Some(ap.off));
-                    if let Some(c) = c {
-                        used[c] = true;
-                    }
-                    params.push((ap.clone(), c.map(|c| cparams[c].clone())));
-                }
-                for (c, cp) in cparams.iter().enumerate() {
-                    if !used[c] && cp.origin.is_none() {
-                        params.push((cp.clone(), Some(cp.clone())));
-                    }
-                }
-            }
-            _ => {
-                let cparams = self.sps[concrete].params.clone();
-                for cp in cparams {
-                    let mut decl = cp.clone();
-                    if (decl.name.is_none() || decl.ty.is_none()) && cp.origin.is_some() {
-                        if let Some(o) = cp.origin {
-                            let file = self.units.file;
-                            if let Ok((unit, uoff)) = self.units.locate(o) {
-                                if let Ok(od) = Die::read(&file.dwarf, unit, uoff) {
-                                    decl.name = decl.name.or(od.name);
-                                    decl.ty = decl.ty.or(od.ty);
-                                }
-                            }
-                        }
-                    }
-                    params.push((decl, Some(cp)));
-                }
-            }
-        }
-        let params = params
-            .into_iter()
-            .map(|(decl, conc)| {
-                let ty = self.types.convert(&mut self.units, decl.ty);
-                (text(decl.name), ty, conc)
-            })
-            .collect();
-        Signature {
-            name,
-            ret,
-            params,
-            flags,
-            external,
-        }
-    }
-
-    fn assemble(&mut self, inlined: &[(u64, usize)]) {
-        let ctx = self.ctx;
-        let n = self.sps.len();
+    pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
         let mut func_of_sp: HashMap<usize, u32> = HashMap::new();
         let mut by_origin: HashMap<u64, u32> = HashMap::new();
-        for idx in 0..n {
-            let die = &self.sps[idx].die;
-            if die.declaration {
-                self.res.stats.skip(SkipReason::Declaration);
-                continue;
-            }
-            let orphan = self.sps[idx].orphan;
-            let ranges = if orphan {
-                // The address comes from the unique ELF symbol of that name.
-                let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
-                let syms = name
-                    .as_deref()
-                    .map(|n| ctx.symbols.named(n))
-                    .unwrap_or_default();
-                match syms.as_slice() {
-                    [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
-                    _ => {
-                        self.res.stats.skip(SkipReason::NoCode);
-                        continue;
-                    }
-                }
-            } else if !die.has_code() {
-                self.res.stats.skip(SkipReason::NoCode);
-                continue;
-            } else {
-                self.ranges(idx)
-            };
-            let Some(&(lo, hi)) = ranges.first() else {
-                self.res.stats.skip(SkipReason::BadDwarf);
+        for idx in 0..self.sps.len() {
+            let Some(fi) = self.function(idx) else {
                 continue;
             };
-            let die = &self.sps[idx].die;
-            let entry = die
-                .entry_pc
-                .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
-                .unwrap_or(lo);
-            let (lo, hi) = ranges
-                .iter()
-                .copied()
-                .find(|&(a, b)| a <= entry && entry < b)
-                .unwrap_or((lo, hi));
-            if entry == 0 && !ctx.kind.is_relocatable() {
-                self.res.stats.skip(SkipReason::Discarded);
-                continue;
-            }
-            let origin = die.origin;
-            let chain = self.chain(idx);
-            let sig = self.signature(&chain);
-            let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
-            let Some(name) = sig.name.clone().or_else(|| sym.map(|s| s.name.to_string())) else {
-                self.res.stats.skip(SkipReason::NoName);
-                continue;
-            };
-            let mut flags = sig.flags;
-            match sym {
-                Some(s) => {
-                    flags |= suffix_flags(s.name);
-                    if s.local {
-                        flags |= FuncFlags::STATIC;
-                    }
-                }
-                None => {
-                    flags |= FuncFlags::NO_SYMBOL;
-                    if !sig.external {
-                        flags |= FuncFlags::STATIC;
-                    }
-                }
-            }
-            if let Some(mc) = ctx.mcount {
-                let end = entry + (hi - lo).min(16);
-                let i = mc.partition_point(|&a| a < entry);
-                if mc.get(i).is_none_or(|&a| a >= end) {
-                    flags |= FuncFlags::NOTRACE;
-                }
-            }
-            let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
-            let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
-            if abi_changed {
-                flags |= FuncFlags::ABI_CHANGED;
-            }
-            let identity = if origin.is_some() {
-                self.identity(&chain, &name)
-            } else {
-                None
-            };
-            let symbol = sym.map(|s| s.name.to_string()).filter(|s| *s != name);
-            let func = LFunc {
-                addr: entry,
-                size: (hi - lo).min(u64::from(u32::MAX)) as u32,
-                name: name.clone(),
-                symbol,
-                ret: sig.ret,
-                params: params.clone(),
-                flags,
-                identity,
-            };
-            self.res.stats.count_function(flags);
-            let fi = self.res.funcs.len() as u32;
-            self.res.funcs.push(func);
             func_of_sp.insert(idx, fi);
-            if let Some(o) = origin {
+            if let Some(o) = self.sps[idx].die.origin {
                 by_origin.entry(o).or_insert(fi);
             }
             by_origin.entry(self.sps[idx].die.off).or_insert(fi);
-            // Cold (and other) parts of a split function that carry their own symbol.
-            for &(a, b) in &ranges {
-                if a == lo {
-                    continue;
+        }
+        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
+        self.edges(inlined, &func_of_sp, &by_origin, &mut inline_of);
+        self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
+    }
+
+    /// The function record(s) of subprogram `idx` (and of its cold parts); the index of
+    /// its main record, or None when it is skipped (counted in the stats).
+    fn function(&mut self, idx: usize) -> Option<u32> {
+        let ctx = self.ctx;
+        let die = &self.sps[idx].die;
+        if die.declaration {
+            self.res.stats.skip(SkipReason::Declaration);
+            return None;
+        }
+        let orphan = self.sps[idx].orphan;
+        let ranges = if orphan {
+            // The address comes from the unique ELF symbol of that name.
+            let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
+            let syms = name
+                .as_deref()
+                .map(|n| ctx.symbols.named(n))
+                .unwrap_or_default();
+            match syms.as_slice() {
+                [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
+                _ => {
+                    self.res.stats.skip(SkipReason::NoCode);
+                    return None;
                 }
-                let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
-                    continue;
-                };
-                let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
-                    | suffix_flags(s.name)
-                    | FuncFlags::COLD;
-                cflags.set(
-                    FuncFlags::STATIC,
-                    s.local || flags.contains(FuncFlags::STATIC),
-                );
-                let cparams = params
-                    .iter()
-                    .map(|p| LParam {
-                        loc: Location::Unknown,
-                        ..p.clone()
-                    })
-                    .collect();
-                self.res.stats.count_function(cflags);
-                self.res.funcs.push(LFunc {
-                    addr: a,
-                    size: (b - a).min(u64::from(u32::MAX)) as u32,
-                    name: name.clone(),
-                    symbol: Some(s.name.to_string()),
-                    ret: sig.ret,
-                    params: cparams,
-                    flags: cflags,
-                    identity: None,
-                });
+            }
+        } else if !die.has_code() {
+            self.res.stats.skip(SkipReason::NoCode);
+            return None;
+        } else {
+            self.ranges(idx)
+        };
+        let Some(&(lo, hi)) = ranges.first() else {
+            self.res.stats.skip(SkipReason::BadDwarf);
+            return None;
+        };
+        let die = &self.sps[idx].die;
+        let entry = die
+            .entry_pc
+            .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
+            .unwrap_or(lo);
+        let (lo, hi) = ranges
+            .iter()
+            .copied()
+            .find(|&(a, b)| a <= entry && entry < b)
+            .unwrap_or((lo, hi));
+        if entry == 0 && !ctx.kind.is_relocatable() {
+            self.res.stats.skip(SkipReason::Discarded);
+            return None;
+        }
+        let origin = die.origin;
+        let chain = self.chain(idx);
+        let sig = self.signature(&chain);
+        let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
+        let Some(name) = sig.name.clone().or_else(|| sym.map(|s| s.name.to_string())) else {
+            self.res.stats.skip(SkipReason::NoName);
+            return None;
+        };
+        let mut flags = sig.flags;
+        match sym {
+            Some(s) => {
+                flags |= suffix_flags(s.name);
+                if s.local {
+                    flags |= FuncFlags::STATIC;
+                }
+            }
+            None => {
+                flags |= FuncFlags::NO_SYMBOL;
+                if !sig.external {
+                    flags |= FuncFlags::STATIC;
+                }
             }
         }
+        if let Some(mc) = ctx.mcount {
+            let end = entry + (hi - lo).min(16);
+            let i = mc.partition_point(|&a| a < entry);
+            if mc.get(i).is_none_or(|&a| a >= end) {
+                flags |= FuncFlags::NOTRACE;
+            }
+        }
+        let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
+        let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
+        if abi_changed {
+            flags |= FuncFlags::ABI_CHANGED;
+        }
+        let identity = if origin.is_some() {
+            self.identity(&chain, &name)
+        } else {
+            None
+        };
+        let symbol = sym.map(|s| s.name.to_string()).filter(|s| *s != name);
+        let func = LFunc {
+            addr: entry,
+            size: (hi - lo).min(u64::from(u32::MAX)) as u32,
+            name: name.clone(),
+            symbol,
+            ret: sig.ret,
+            params: params.clone(),
+            flags,
+            identity,
+        };
+        self.res.stats.count_function(flags);
+        let fi = self.res.funcs.len() as u32;
+        self.res.funcs.push(func);
+        // Cold (and other) parts of a split function that carry their own symbol.
+        for &(a, b) in &ranges {
+            if a == lo {
+                continue;
+            }
+            let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
+                continue;
+            };
+            let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
+                | suffix_flags(s.name)
+                | FuncFlags::COLD;
+            cflags.set(
+                FuncFlags::STATIC,
+                s.local || flags.contains(FuncFlags::STATIC),
+            );
+            let cparams = params
+                .iter()
+                .map(|p| LParam {
+                    loc: Location::Unknown,
+                    ..p.clone()
+                })
+                .collect();
+            self.res.stats.count_function(cflags);
+            self.res.funcs.push(LFunc {
+                addr: a,
+                size: (b - a).min(u64::from(u32::MAX)) as u32,
+                name: name.clone(),
+                symbol: Some(s.name.to_string()),
+                ret: sig.ret,
+                params: cparams,
+                flags: cflags,
+                identity: None,
+            });
+        }
+        Some(fi)
+    }
 
-        // Inline edges.
+    /// Inline edges (callee, caller), each once.
+    fn edges(
+        &mut self,
+        inlined: &[(u64, usize)],
+        func_of_sp: &HashMap<usize, u32>,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) {
         let mut seen: HashSet<(Callee, u32)> = HashSet::new();
-        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
         for &(origin, owner) in inlined {
             let Some(&caller) = func_of_sp.get(&owner) else {
                 continue;
             };
-            let callee = match by_origin.get(&origin) {
-                Some(&f) => Callee::Local(f),
-                None => {
-                    let slot = match inline_of.get(&origin) {
-                        Some(&s) => s,
-                        None => {
-                            let s = self.inline_only(origin);
-                            inline_of.insert(origin, s);
-                            s
-                        }
-                    };
-                    match slot {
-                        Some(s) => Callee::Inline(s),
-                        None => continue,
-                    }
-                }
+            let Some(callee) = self.callee(origin, by_origin, inline_of) else {
+                continue;
             };
             if seen.insert((callee, caller)) {
                 self.res.edges.push((callee, caller));
@@ -707,8 +332,30 @@ impl<'s> Builder<'_, 's, '_> {
         self.res.stats.inline_edges += self.res.edges.len() as u64;
     }
 
+    /// The callee of an inlined copy whose abstract origin is at `origin`: a function of
+    /// this unit, or an inline-only record (made on first use).
+    pub(crate) fn callee(
+        &mut self,
+        origin: u64,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) -> Option<Callee> {
+        if let Some(&f) = by_origin.get(&origin) {
+            return Some(Callee::Local(f));
+        }
+        let slot = match inline_of.get(&origin) {
+            Some(&s) => s,
+            None => {
+                let s = self.inline_only(origin);
+                inline_of.insert(origin, s);
+                s
+            }
+        };
+        slot.map(Callee::Inline)
+    }
+
     /// An inline-only record for the abstract subprogram at `origin`.
-    fn inline_only(&mut self, origin: u64) -> Option<u32> {
+    pub(crate) fn inline_only(&mut self, origin: u64) -> Option<u32> {
         let idx = self.sp(origin)?;
         let chain = self.chain(idx);
         let sig = self.signature(&chain);
@@ -748,96 +395,36 @@ impl<'s> Builder<'_, 's, '_> {
 
     /// The code ranges of subprogram `idx`, in DWARF order, empty ones dropped.
     fn ranges(&mut self, idx: usize) -> Vec<(u64, u64)> {
-        let die = &self.sps[idx].die;
-        let dwarf = &self.units.file.dwarf;
-        let unit = self.units.cur;
-        let mut out = Vec::new();
-        if let Some(r) = die.ranges {
-            if let Ok(mut it) = dwarf.ranges(unit, r) {
-                while let Ok(Some(r)) = it.next() {
-                    if r.end > r.begin {
-                        out.push((r.begin, r.end));
-                    }
-                }
-            }
-        } else if let Some(lo) = die.low_pc {
-            let hi = match die.high_pc {
-                crate::dwarf::HighPc::Addr(a) => a,
-                crate::dwarf::HighPc::Size(s) => lo.wrapping_add(s),
-                crate::dwarf::HighPc::None => lo,
-            };
-            if hi > lo {
-                out.push((lo, hi));
-            } else if hi == lo {
-                out.push((lo, lo + 1));
-            }
-        }
-        out
-    }
-
-    /// Entry locations of the parameters, and whether they depart from the ABI.
-    fn locate_params(
-        &mut self,
-        sig: &Signature<'s>,
-        entry: u64,
-        frame_base_cfa: bool,
-        abi_only: bool,
-    ) -> (Vec<LParam>, bool) {
-        let class_of = |types: &TypeGraph, t: u32| {
-            let r = types.resolve(t);
-            abi::classify(r.kind, r.size)
-        };
-        let ret_class = class_of(&self.types, sig.ret);
-        let classes: Vec<_> = sig
-            .params
-            .iter()
-            .map(|(_, t, _)| class_of(&self.types, *t))
-            .collect();
-        let expected = abi::expected_locations(ret_class, &classes);
-        let dwarf = &self.units.file.dwarf;
-        let unit = self.units.cur;
-        let mut changed = false;
-        let params = sig
-            .params
-            .iter()
-            .zip(expected)
-            .map(|((name, ty, conc), exp)| {
-                let loc = match conc {
-                    _ if abi_only => exp,
-                    None => Location::OptimizedOut,
-                    Some(c) => match &c.location {
-                        Some(v) => {
-                            match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
-                                EntryLoc::At(l) => l,
-                                EntryLoc::Abi => exp,
-                            }
-                        }
-                        None => match c.const_value {
-                            Some((v, _)) => {
-                                i32::try_from(v).map_or(Location::Unknown, Location::Const)
-                            }
-                            None => Location::OptimizedOut,
-                        },
-                    },
-                };
-                if !abi::agrees(loc, exp) {
-                    changed = true;
-                }
-                LParam {
-                    name: name.clone(),
-                    ty: *ty,
-                    loc,
-                }
-            })
-            .collect();
-        (params, changed)
+        code_ranges(&self.units, &self.sps[idx].die)
     }
 }
 
-struct Signature<'s> {
-    name: Option<String>,
-    ret: u32,
-    params: Vec<(String, u32, Option<Die<'s>>)>,
-    flags: FuncFlags,
-    external: bool,
+/// The code ranges of a DIE (`DW_AT_ranges` or low/high pc), in DWARF order, empty ones
+/// dropped.
+pub(crate) fn code_ranges(units: &Units<'_, '_>, die: &Die<'_>) -> Vec<(u64, u64)> {
+    let dwarf = &units.file.dwarf;
+    let unit = units.cur;
+    let mut out = Vec::new();
+
+    if let Some(r) = die.ranges {
+        if let Ok(mut it) = dwarf.ranges(unit, r) {
+            while let Ok(Some(r)) = it.next() {
+                if r.end > r.begin {
+                    out.push((r.begin, r.end));
+                }
+            }
+        }
+    } else if let Some(lo) = die.low_pc {
+        let hi = match die.high_pc {
+            crate::dwarf::HighPc::Addr(a) => a,
+            crate::dwarf::HighPc::Size(s) => lo.wrapping_add(s),
+            crate::dwarf::HighPc::None => lo,
+        };
+        if hi > lo {
+            out.push((lo, hi));
+        } else if hi == lo {
+            out.push((lo, lo + 1));
+        }
+    }
+    out
 }

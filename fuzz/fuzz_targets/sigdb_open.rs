@@ -21,6 +21,17 @@ fuzz_target!(|data: &[u8]| {
         n += db.by_name(f.name()).count() + db.by_name(f.symbol()).count();
         n += db.by_addr(f.module_index(), f.addr()).is_some() as usize;
         n += f.module().map_or(0, |m| m.name().len());
+        n += f.inline_instances().count() + db.instances_of(f.index()).count();
+    }
+    for i in db.instances() {
+        n += i.callee().map_or(0, |f| f.name().len()) + i.caller().map_or(0, |f| f.name().len());
+        n += i.ranges().count() + i.call_file().len() + i.call_line() as usize;
+        n += i.params().map(|(p, l)| p.name().len() + l.to_string().len()).sum::<usize>();
+        let mut up = i.parent();
+        while let Some(p) = up {
+            n += p.entry_pc() as usize & 1;
+            up = p.parent();
+        }
     }
     for m in db.modules() {
         n += m.functions().count() + m.build_id().len();

@@ -706,7 +706,7 @@ fn read_input(path: &Path) -> Result<Vec<u8>> {
                 error: sigdb::FormatError {
                     offset: 0,
                     kind: sigdb::FormatErrorKind::Truncated {
-                        needed: 304,
+                        needed: sigdb::layout::HEADER_SIZE as u64,
                         len: map.len() as u64,
                     },
                 },
@@ -724,7 +724,7 @@ fn describe(build_id: &str, path: &Path, running: Option<&str>) -> Option<Entry>
     if !m.file_type().is_file() {
         return None;
     }
-    let mut head = vec![0u8; 304];
+    let mut head = vec![0u8; sigdb::layout::HEADER_SIZE];
     let n = read_prefix(path, &mut head).ok()?;
     head.truncate(n);
     let checksum = header_checksum(&head)?;

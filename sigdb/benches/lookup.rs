@@ -109,6 +109,44 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+
+    // A real db (e.g. Debian 6.12's vmlinux, built by dwarfscan), when given.
+    let Some(real) = std::env::var_os("DCG_BENCH_DB") else {
+        eprintln!("set DCG_BENCH_DB=FILE.sigdb to also time a real db");
+        return;
+    };
+    let len = std::fs::metadata(&real).unwrap().len();
+    c.bench_function(&format!("open (real db, {len} bytes)"), |b| {
+        b.iter(|| black_box(Db::open(&real).unwrap().function_count()))
+    });
+    let db = Db::open(&real).unwrap();
+    let n = db.function_count();
+    let mut k = 0usize;
+    c.bench_function("open + first params access (real db)", |b| {
+        b.iter(|| {
+            // A fresh open each time: nothing of the function is cached by the db.
+            let db = Db::open(&real).unwrap();
+            k = (k + 7919) % n;
+            let f = db.function(k).unwrap();
+            black_box(
+                f.params()
+                    .map(|p| p.name().len() + p.ty().display().len())
+                    .sum::<usize>(),
+            )
+        })
+    });
+    let mut m = 0usize;
+    c.bench_function("first params access (real db, open)", |b| {
+        b.iter(|| {
+            m = (m + 7919) % n;
+            let f = db.function(m).unwrap();
+            black_box(
+                f.params()
+                    .map(|p| p.name().len() + p.ty().display().len())
+                    .sum::<usize>(),
+            )
+        })
+    });
 }
 
 criterion_group!(benches, bench);

@@ -14,6 +14,8 @@ use std::path::Path;
 
 use zerocopy::IntoBytes;
 
+pub use crate::desc::{FunctionDesc, ModuleDesc, ParamDesc, TypeDesc};
+use crate::instances::{self, InstanceDesc, InstanceId};
 use crate::layout::*;
 use crate::model::*;
 use crate::Error;
@@ -28,7 +30,7 @@ pub struct ModuleId(u32);
 
 /// A function added to a [`DbBuilder`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FuncId(u32);
+pub struct FuncId(pub(crate) u32);
 
 macro_rules! id_index {
     ($($t:ident),*) => {$(
@@ -42,150 +44,6 @@ macro_rules! id_index {
 }
 id_index!(TypeId, ModuleId, FuncId);
 
-/// A type, described structurally; equal descriptions are stored once.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TypeDesc {
-    /// What it is.
-    pub kind: TypeKind,
-    /// Name: `int`, `size_t` (typedef), `file` (struct), enum tag; empty when anonymous.
-    pub name: String,
-    /// Size in bytes.
-    pub size: u32,
-    /// Signedness, variadic prototypes, incomplete declarations.
-    pub flags: TypeFlags,
-    /// Qualifiers of a [`TypeKind::Qualified`] type.
-    pub quals: Qualifiers,
-    /// Pointee, element, typedef/qualifier target or prototype return type.
-    pub target: Option<TypeId>,
-    /// Array element count (0 when unknown).
-    pub count: u32,
-    /// Enumerators of an enum: name and value (bit pattern for unsigned enums).
-    pub enumerators: Vec<(String, i64)>,
-    /// Parameter types of a function prototype.
-    pub params: Vec<TypeId>,
-}
-
-impl TypeDesc {
-    fn new(kind: TypeKind, name: &str, size: u32) -> TypeDesc {
-        TypeDesc {
-            kind,
-            name: name.to_string(),
-            size,
-            flags: TypeFlags::empty(),
-            quals: Qualifiers::empty(),
-            target: None,
-            count: 0,
-            enumerators: Vec::new(),
-            params: Vec::new(),
-        }
-    }
-
-    /// `void`.
-    pub fn void() -> TypeDesc {
-        TypeDesc::new(TypeKind::Void, "void", 0)
-    }
-
-    /// A base type of the given kind (`Bool`, `Int`, `Char`, `Float`).
-    pub fn base(kind: TypeKind, name: &str, size: u32, signed: bool) -> TypeDesc {
-        let mut t = TypeDesc::new(kind, name, size);
-        t.flags.set(TypeFlags::SIGNED, signed);
-        t
-    }
-
-    /// A pointer to `target`.
-    pub fn pointer(target: TypeId, size: u32) -> TypeDesc {
-        let mut t = TypeDesc::new(TypeKind::Pointer, "", size);
-        t.target = Some(target);
-        t
-    }
-
-    /// A struct, union or enum reference by name and size (enumerators added separately).
-    pub fn aggregate(kind: TypeKind, name: &str, size: u32) -> TypeDesc {
-        TypeDesc::new(kind, name, size)
-    }
-
-    /// A typedef `name` of `target`.
-    pub fn typedef(name: &str, target: TypeId, size: u32) -> TypeDesc {
-        let mut t = TypeDesc::new(TypeKind::Typedef, name, size);
-        t.target = Some(target);
-        t
-    }
-
-    /// `target` with qualifiers.
-    pub fn qualified(quals: Qualifiers, target: TypeId, size: u32) -> TypeDesc {
-        let mut t = TypeDesc::new(TypeKind::Qualified, "", size);
-        t.quals = quals;
-        t.target = Some(target);
-        t
-    }
-
-    /// An array of `count` elements.
-    pub fn array(element: TypeId, count: u32, size: u32) -> TypeDesc {
-        let mut t = TypeDesc::new(TypeKind::Array, "", size);
-        t.target = Some(element);
-        t.count = count;
-        t
-    }
-
-    /// A function prototype.
-    pub fn function(ret: TypeId, params: Vec<TypeId>, variadic: bool) -> TypeDesc {
-        let mut t = TypeDesc::new(TypeKind::Func, "", 0);
-        t.target = Some(ret);
-        t.params = params;
-        t.flags.set(TypeFlags::VARIADIC, variadic);
-        t
-    }
-
-    fn children(&self) -> impl Iterator<Item = TypeId> + '_ {
-        self.target.into_iter().chain(self.params.iter().copied())
-    }
-}
-
-/// A module (an ELF file) the functions come from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModuleDesc {
-    /// `vmlinux`, a kernel module name, or a file name.
-    pub name: String,
-    /// What it is.
-    pub kind: ModuleKind,
-    /// GNU build-id of the file (may be empty).
-    pub build_id: Vec<u8>,
-    /// Address bias (see [`ModuleRecord::base`]).
-    pub base: u64,
-}
-
-/// A parameter of a function being added.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ParamDesc {
-    /// Name (empty when unnamed).
-    pub name: String,
-    /// Type.
-    pub ty: TypeId,
-    /// Where the value is at entry.
-    pub loc: Location,
-}
-
-/// A function being added.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct FunctionDesc {
-    /// The module it belongs to.
-    pub module: ModuleId,
-    /// Start address (0 for inline-only functions).
-    pub addr: u64,
-    /// Code size (0 for inline-only functions).
-    pub size: u32,
-    /// Source-level name.
-    pub name: String,
-    /// ELF symbol name when it differs from `name` (clones: `foo.isra.0`).
-    pub symbol: Option<String>,
-    /// Return type.
-    pub ret: TypeId,
-    /// Parameters in declaration order.
-    pub params: Vec<ParamDesc>,
-    /// Flags.
-    pub flags: FuncFlags,
-}
-
 /// Collects a database and writes it.
 #[derive(Debug, Default)]
 pub struct DbBuilder {
@@ -197,6 +55,7 @@ pub struct DbBuilder {
     type_ids: HashMap<TypeDesc, TypeId>,
     functions: Vec<FunctionDesc>,
     inlines: Vec<(FuncId, FuncId)>,
+    instances: Vec<InstanceDesc>,
 }
 
 impl DbBuilder {
@@ -250,6 +109,12 @@ impl DbBuilder {
     /// Record that `callee` was inlined into `caller`.
     pub fn add_inline(&mut self, callee: FuncId, caller: FuncId) {
         self.inlines.push((callee, caller));
+    }
+
+    /// Record an inlined copy of a function. Its parent (if any) must already be added.
+    pub fn add_instance(&mut self, instance: InstanceDesc) -> InstanceId {
+        self.instances.push(instance);
+        InstanceId(self.instances.len() as u32 - 1)
     }
 
     /// Number of functions added so far.
@@ -321,7 +186,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result.map_err(io)
 }
 
-struct StringTable {
+pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: HashMap<String, u32>,
 }
@@ -334,7 +199,7 @@ impl StringTable {
         }
     }
 
-    fn add(&mut self, s: &str) -> Result<u32, Error> {
+    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
         if let Some(&o) = self.offsets.get(s) {
             return Ok(o);
         }
@@ -506,6 +371,7 @@ impl<'b> Writer<'b> {
         }
 
         let mut functions = Vec::with_capacity(unique.len());
+        let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
         for (out, &i) in unique.iter().enumerate() {
             let f = &b.functions[i];
@@ -527,14 +393,17 @@ impl<'b> Writer<'b> {
                 None => {
                     let first = self.params.len() as u32;
                     for &(name, ty, (kind, reg, reg2, offset)) in &list {
+                        if ty > MAX_PARAM_TYPE {
+                            return Err(Error::TooLarge("types referenced by parameters"));
+                        }
+                        let value = match kind {
+                            1 | 2 => reg as u32 | (reg2 as u32) << 8,
+                            _ => offset as u32,
+                        };
                         self.params.push(ParamRecord {
                             name: name.into(),
-                            ty: ty.into(),
-                            loc_kind: kind,
-                            reg,
-                            reg2,
-                            reserved: 0,
-                            offset: offset.into(),
+                            ty_loc: (ty | (kind as u32) << 24).into(),
+                            value: value.into(),
                         });
                     }
                     self.param_lists.insert(list.clone(), first);
@@ -547,7 +416,6 @@ impl<'b> Writer<'b> {
                 addr: f.addr.into(),
                 size: f.size.into(),
                 name: name.into(),
-                symbol: symbol.into(),
                 ret: ret.into(),
                 params: params.into(),
                 param_count: param_count.into(),
@@ -556,6 +424,10 @@ impl<'b> Writer<'b> {
             names.push((name, out as u32));
             if symbol != 0 {
                 names.push((symbol, out as u32));
+                symbols.push(SymbolRecord {
+                    function: (out as u32).into(),
+                    symbol: symbol.into(),
+                });
             }
         }
 
@@ -564,20 +436,23 @@ impl<'b> Writer<'b> {
             s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
         };
         let sb = &self.strings.bytes;
-        let mut keyed: Vec<(u32, Vec<u8>, u32, u32)> = names
+        let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
             .into_iter()
             .map(|(n, f)| {
                 let bytes = str_at(sb, n);
-                (name_hash(&bytes), bytes, f, n)
+                (name_hash(&bytes), bytes, f)
             })
             .collect();
         keyed.sort();
         keyed.dedup();
-        let names: Vec<NameRecord> = keyed
+        let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
+        // A name and a symbol of one function with the same hash need one entry.
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|&e| seen.insert(e));
+        let names: Vec<NameRecord> = names
             .into_iter()
-            .map(|(h, _, f, n)| NameRecord {
+            .map(|(h, f)| NameRecord {
                 hash: h.into(),
-                name: n.into(),
                 function: f.into(),
             })
             .collect();
@@ -589,13 +464,19 @@ impl<'b> Writer<'b> {
             .collect();
         inlines.sort_unstable();
         inlines.dedup();
-        let inlines: Vec<InlineRecord> = inlines
-            .into_iter()
-            .map(|(callee, caller)| InlineRecord {
-                callee: callee.into(),
-                caller: caller.into(),
-            })
-            .collect();
+        let mut callees: Vec<InlineCalleeRecord> = Vec::new();
+        let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
+        for (callee, caller) in inlines {
+            if callees.last().map(|c| c.callee.get()) != Some(callee) {
+                callees.push(InlineCalleeRecord {
+                    callee: callee.into(),
+                    first: (callers.len() as u32).into(),
+                });
+            }
+            callers.push(caller);
+        }
+
+        let inst = instances::encode(&b.instances, &new_index, &mut self.strings)?;
 
         // Modules with their function ranges (functions are sorted by module first).
         let mut modules = Vec::with_capacity(b.modules.len());
@@ -626,9 +507,14 @@ impl<'b> Writer<'b> {
             self.enumerators.as_bytes(),
             self.proto_params.as_bytes(),
             functions.as_bytes(),
+            symbols.as_bytes(),
             self.params.as_bytes(),
             names.as_bytes(),
-            inlines.as_bytes(),
+            callees.as_bytes(),
+            callers.as_bytes(),
+            inst.instances.as_bytes(),
+            inst.ranges.as_bytes(),
+            inst.locs.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -637,9 +523,14 @@ impl<'b> Writer<'b> {
             self.enumerators.len(),
             self.proto_params.len(),
             functions.len(),
+            symbols.len(),
             self.params.len(),
             names.len(),
-            inlines.len(),
+            callees.len(),
+            callers.len(),
+            inst.instances.len(),
+            inst.ranges.len(),
+            inst.locs.len(),
         ];
         assemble(b, &sections, &counts)
     }

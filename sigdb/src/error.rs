@@ -59,7 +59,8 @@ impl fmt::Display for FormatError {
             BadMagic => f.write_str("not a dcg signature database (bad magic)")?,
             UnsupportedVersion(v) => write!(
                 f,
-                "format version {v} is not supported (this dcg reads version {})",
+                "format version {v} is not supported (this dcg reads version {}); rebuild \
+                 the db from its ELF files: dwarfscan FILE... -o DB",
                 crate::layout::VERSION
             )?,
             BadHeader(what) => write!(f, "bad header: {what}")?,

@@ -1,4 +1,4 @@
-//! The on-disk records of sigdb version 1, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 2, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
@@ -9,7 +9,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -31,16 +31,29 @@ pub enum SectionId {
     ProtoParams = 4,
     /// [`FunctionRecord`]s sorted by (module, address, name, symbol).
     Functions = 5,
+    /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
+    Symbols = 6,
     /// [`ParamRecord`]s, referenced by functions.
-    Params = 6,
+    Params = 7,
     /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
-    Names = 7,
-    /// [`InlineRecord`]s sorted by (callee, caller).
-    Inlines = 8,
+    Names = 8,
+    /// [`InlineCalleeRecord`]s sorted by callee: where each callee's caller list starts.
+    InlineCallees = 9,
+    /// `u32` function indices: the caller lists of the inlined functions.
+    InlineCallers = 10,
+    /// [`InstanceRecord`]s: inlined copies, sorted by (caller, depth, entry pc, ...).
+    Instances = 11,
+    /// [`RangeRecord`]s: code ranges of the inlined copies.
+    InstanceRanges = 12,
+    /// [`LocRecord`]s: parameter locations at the entry of the inlined copies.
+    InstanceLocs = 13,
 }
 
-/// Number of sections in version 1.
-pub const SECTION_COUNT: usize = 9;
+/// Number of sections in version 2.
+pub const SECTION_COUNT: usize = 14;
+
+/// Size of the header, section table included.
+pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
 
 /// Record size of each section, indexed by [`SectionId`]; 1 for the byte-string section.
 pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
@@ -50,9 +63,14 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<EnumeratorRecord>(),
     4,
     core::mem::size_of::<FunctionRecord>(),
+    core::mem::size_of::<SymbolRecord>(),
     core::mem::size_of::<ParamRecord>(),
     core::mem::size_of::<NameRecord>(),
-    core::mem::size_of::<InlineRecord>(),
+    core::mem::size_of::<InlineCalleeRecord>(),
+    4,
+    core::mem::size_of::<InstanceRecord>(),
+    core::mem::size_of::<RangeRecord>(),
+    core::mem::size_of::<LocRecord>(),
 ];
 
 /// Human-readable section names, for error messages.
@@ -63,9 +81,14 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "enumerators",
     "proto_params",
     "functions",
+    "symbols",
     "params",
     "names",
-    "inlines",
+    "inline_callees",
+    "inline_callers",
+    "instances",
+    "instance_ranges",
+    "instance_locs",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -82,7 +105,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (304 bytes), at offset 0.
+/// The file header (424 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -90,11 +113,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 304.
+    /// Size of this header, section table included: 424.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 9.
+    /// Number of section table entries: 14.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -172,7 +195,7 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (32 bytes).
+/// A function with its signature (28 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
@@ -182,8 +205,6 @@ pub struct FunctionRecord {
     pub size: U32,
     /// String offset of the source-level name.
     pub name: U32,
-    /// String offset of the ELF symbol name when it differs from `name`, else 0.
-    pub symbol: U32,
     /// Type index of the return type.
     pub ret: U32,
     /// Index of the first parameter record.
@@ -194,35 +215,50 @@ pub struct FunctionRecord {
     pub flags: U16,
 }
 
-/// A parameter of a function (16 bytes).
+/// The ELF symbol of a function whose symbol differs from its name (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct SymbolRecord {
+    /// Function index.
+    pub function: U32,
+    /// String offset of the symbol name.
+    pub symbol: U32,
+}
+
+/// A parameter of a function (12 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct ParamRecord {
     /// String offset of the name (0: unnamed).
     pub name: U32,
-    /// Type index.
-    pub ty: U32,
-    /// [`crate::LocKind`] code: where the value is at function entry.
-    pub loc_kind: u8,
-    /// DWARF register number (x86-64: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp,
-    /// 7 rsp, 8..15 r8..r15, 17..32 xmm0..xmm15) for register locations.
-    pub reg: u8,
-    /// Second register of a register pair.
-    pub reg2: u8,
-    /// Reserved, zero.
-    pub reserved: u8,
-    /// Stack offset from the CFA (stack pointer at entry + 8) or a constant value.
-    pub offset: I32,
+    /// Type index in bits 0..24, location kind code ([`crate::Location::encode`]) in bits 24..32.
+    pub ty_loc: U32,
+    /// Location operand: register (bits 0..8) and second register (bits 8..16) for
+    /// register locations; the CFA offset or the constant (as `i32`) otherwise.
+    pub value: U32,
 }
 
-/// A name-index entry (12 bytes): `name` is a function's name or its symbol name.
+/// Largest type index a parameter record can hold.
+pub const MAX_PARAM_TYPE: u32 = (1 << 24) - 1;
+
+impl ParamRecord {
+    /// Type index.
+    pub fn ty(&self) -> u32 {
+        self.ty_loc.get() & MAX_PARAM_TYPE
+    }
+
+    /// Location kind code.
+    pub fn loc_kind(&self) -> u8 {
+        (self.ty_loc.get() >> 24) as u8
+    }
+}
+
+/// A name-index entry (8 bytes): the key is the function's name or its ELF symbol.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct NameRecord {
-    /// [`name_hash`] of the name's bytes.
+    /// [`name_hash`] of the key's bytes.
     pub hash: U32,
-    /// String offset of the name.
-    pub name: U32,
     /// Function index.
     pub function: U32,
 }
@@ -238,24 +274,85 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
     h
 }
 
-/// An inline edge (8 bytes): `callee` was inlined into `caller`.
+/// Where the caller list of one inlined function starts (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct InlineRecord {
+pub struct InlineCalleeRecord {
     /// Function index of the inlined function.
     pub callee: U32,
-    /// Function index of the function containing the inlined copy.
+    /// Index of its first caller in the `inline_callers` section; the list runs to the
+    /// next record's `first` (the last one to the end of the section).
+    pub first: U32,
+}
+
+/// No parent: an instance inlined directly into its out-of-line caller.
+pub const NO_PARENT: u32 = u32::MAX;
+
+/// One inlined copy of a function (40 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct InstanceRecord {
+    /// Function index of the out-of-line function whose code holds the copy.
     pub caller: U32,
+    /// Function index of the inlined function.
+    pub callee: U32,
+    /// Index of the enclosing instance when this copy sits inside another inlined copy,
+    /// else [`NO_PARENT`]. Always smaller than the record's own index.
+    pub parent: U32,
+    /// String offset of the call site's file.
+    pub call_file: U32,
+    /// Line of the call site (0: unknown).
+    pub call_line: U32,
+    /// First address executed in the copy (`DW_AT_entry_pc`, else the first range's start).
+    pub entry_pc: U64,
+    /// Index of the first range record.
+    pub ranges: U32,
+    /// Number of range records.
+    pub range_count: U16,
+    /// Number of location records (one per parameter of the callee, in its order).
+    pub loc_count: U16,
+    /// Index of the first location record.
+    pub locs: U32,
+}
+
+/// A code range `[start, end)` (16 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct RangeRecord {
+    /// First address.
+    pub start: U64,
+    /// One past the last address.
+    pub end: U64,
+}
+
+/// A parameter location (8 bytes): [`crate::Location::encode`] laid out in order.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct LocRecord {
+    /// Location kind code.
+    pub kind: u8,
+    /// Register.
+    pub reg: u8,
+    /// Second register.
+    pub reg2: u8,
+    /// Reserved, zero.
+    pub reserved: u8,
+    /// CFA offset or constant.
+    pub value: I32,
 }
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 304);
+    assert!(core::mem::size_of::<Header>() == 424);
+    assert!(core::mem::size_of::<InstanceRecord>() == 40);
+    assert!(core::mem::size_of::<RangeRecord>() == 16);
+    assert!(core::mem::size_of::<LocRecord>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
-    assert!(core::mem::size_of::<FunctionRecord>() == 32);
-    assert!(core::mem::size_of::<ParamRecord>() == 16);
-    assert!(core::mem::size_of::<NameRecord>() == 12);
-    assert!(core::mem::size_of::<InlineRecord>() == 8);
+    assert!(core::mem::size_of::<FunctionRecord>() == 28);
+    assert!(core::mem::size_of::<SymbolRecord>() == 8);
+    assert!(core::mem::size_of::<ParamRecord>() == 12);
+    assert!(core::mem::size_of::<NameRecord>() == 8);
+    assert!(core::mem::size_of::<InlineCalleeRecord>() == 8);
 };

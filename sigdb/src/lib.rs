@@ -10,11 +10,14 @@
 //! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
 
 pub mod builder;
+mod desc;
 mod error;
+mod instances;
 pub mod layout;
 mod model;
 mod reader;
 pub mod regs;
+mod validate;
 mod view;
 
 pub use builder::{
@@ -22,6 +25,7 @@ pub use builder::{
     TypeId,
 };
 pub use error::{Error, FormatError, FormatErrorKind};
+pub use instances::{Instance, InstanceDesc, InstanceId};
 pub use model::{
     x86_64_reg_name, DbFlags, FuncFlags, Location, ModuleKind, Qualifiers, TypeFlags, TypeKind,
 };

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
+use crate::instances::Instance;
 use crate::layout::*;
 use crate::model::*;
+use crate::validate::validate;
 use crate::view::{Function, Module, Type};
-use crate::{Error, FormatError, FormatErrorKind};
+use crate::Error;
 
 enum Storage {
     Mmap(memmap2::Mmap),
@@ -32,13 +34,6 @@ impl std::fmt::Debug for Db {
             .field("functions", &self.function_count())
             .finish()
     }
-}
-
-fn fail<T>(offset: usize, kind: FormatErrorKind) -> Result<T, FormatError> {
-    Err(FormatError {
-        offset: offset as u64,
-        kind,
-    })
 }
 
 impl Db {
@@ -146,8 +141,34 @@ impl Db {
     fn name_records(&self) -> &[NameRecord] {
         self.records(SectionId::Names)
     }
-    fn inline_records(&self) -> &[InlineRecord] {
-        self.records(SectionId::Inlines)
+    fn symbol_records(&self) -> &[SymbolRecord] {
+        self.records(SectionId::Symbols)
+    }
+    fn inline_callee_records(&self) -> &[InlineCalleeRecord] {
+        self.records(SectionId::InlineCallees)
+    }
+    fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
+        self.records(SectionId::InlineCallers)
+    }
+    pub(crate) fn instance_records(&self) -> &[InstanceRecord] {
+        self.records(SectionId::Instances)
+    }
+    pub(crate) fn range_records(&self) -> &[RangeRecord] {
+        self.records(SectionId::InstanceRanges)
+    }
+    pub(crate) fn loc_records(&self) -> &[LocRecord] {
+        self.records(SectionId::InstanceLocs)
+    }
+
+    /// String offset of the ELF symbol of function `index` when it differs from the
+    /// function's name, else 0.
+    pub(crate) fn symbol_of(&self, index: u32) -> u32 {
+        let syms = self.symbol_records();
+        let i = syms.partition_point(|s| s.function.get() < index);
+        match syms.get(i) {
+            Some(s) if s.function.get() == index => s.symbol.get(),
+            _ => 0,
+        }
     }
 
     /// The string at `offset` of the string table (empty when out of range or not on a
@@ -289,8 +310,15 @@ impl Db {
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
         let mut count = 0;
+        let funcs = self.function_records();
         for n in &names[lo..lo + len] {
-            if cmp_cstr(strings, n.name.get(), key) == Ordering::Equal {
+            let f = n.function.get();
+            let Some(rec) = funcs.get(f as usize) else {
+                continue;
+            };
+            if cmp_cstr(strings, rec.name.get(), key) == Ordering::Equal
+                || cmp_cstr(strings, self.symbol_of(f), key) == Ordering::Equal
+            {
                 match hits.get_mut(count) {
                     Some(slot) => *slot = n.function.get(),
                     None => extra.push(n.function.get()),
@@ -308,26 +336,72 @@ impl Db {
     /// order (by name hash).
     pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
         self.name_records().iter().filter_map(move |n| {
-            Some((
-                self.string(n.name.get()),
-                self.function(n.function.get() as usize)?,
-            ))
+            let f = self.function(n.function.get() as usize)?;
+            // The entry's key is whichever of the two names has the entry's hash.
+            let key = if name_hash(f.name().as_bytes()) == n.hash.get() {
+                f.name()
+            } else {
+                f.symbol()
+            };
+            Some((key, f))
         })
     }
 
-    /// Functions that `callee` was inlined into.
+    /// Functions that `callee` was inlined into, in function-index order.
     pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
-        let edges = self.inline_records();
-        let lo = edges.partition_point(|e| e.callee.get() < callee);
-        let hi = lo + edges[lo..].partition_point(|e| e.callee.get() == callee);
-        edges[lo..hi]
+        let callees = self.inline_callee_records();
+        let callers = self.inline_callers();
+        let i = callees.partition_point(|c| c.callee.get() < callee);
+        let range = match callees.get(i) {
+            Some(c) if c.callee.get() == callee => {
+                let end = callees
+                    .get(i + 1)
+                    .map_or(callers.len(), |n| n.first.get() as usize);
+                callers.get(c.first.get() as usize..end).unwrap_or(&[])
+            }
+            _ => &[],
+        };
+        range
             .iter()
-            .filter_map(move |e| self.function(e.caller.get() as usize))
+            .filter_map(move |c| self.function(c.get() as usize))
     }
 
-    /// Number of inline edges.
+    /// Number of inline instances.
+    pub fn instance_count(&self) -> usize {
+        self.instance_records().len()
+    }
+
+    /// Inline instance by index.
+    pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
+        self.instance_records()
+            .get(index)
+            .map(|rec| Instance::new(self, index as u32, rec))
+    }
+
+    /// All inline instances, in (caller, depth, entry pc) order.
+    pub fn instances(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
+        self.instance_records()
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| Instance::new(self, i as u32, rec))
+    }
+
+    /// The inline instances inside the code of function `caller` (binary search).
+    pub fn instances_in(&self, caller: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
+        let recs = self.instance_records();
+        let lo = recs.partition_point(|r| r.caller.get() < caller);
+        let hi = lo + recs[lo..].partition_point(|r| r.caller.get() == caller);
+        (lo..hi).filter_map(move |i| self.instance(i))
+    }
+
+    /// Every inlined copy of function `callee` (a scan of all instances).
+    pub fn instances_of(&self, callee: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
+        self.instances().filter(move |i| i.callee_index() == callee)
+    }
+
+    /// Number of inline edges (callee, caller).
     pub fn inline_count(&self) -> usize {
-        self.inline_records().len()
+        self.inline_callers().len()
     }
 }
 
@@ -363,291 +437,6 @@ fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
         },
         Ordering::Equal => Ordering::Less,
         other => other,
-    }
-}
-
-/// Check everything; return (offset, length) of each section.
-fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError> {
-    use FormatErrorKind::*;
-    let hsize = core::mem::size_of::<Header>();
-    // A file that does not even start like a sigdb is "not a sigdb", whatever its size.
-    let n = bytes.len().min(8);
-    if bytes[..n] != MAGIC[..n] {
-        return fail(0, BadMagic);
-    }
-    if bytes.len() < 12 {
-        return fail(
-            0,
-            Truncated {
-                needed: hsize as u64,
-                len: bytes.len() as u64,
-            },
-        );
-    }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version != VERSION {
-        return fail(8, UnsupportedVersion(version));
-    }
-    let Ok((h, _)) = Header::ref_from_prefix(bytes) else {
-        return fail(
-            0,
-            Truncated {
-                needed: hsize as u64,
-                len: bytes.len() as u64,
-            },
-        );
-    };
-    if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 304"));
-    }
-    if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 9"));
-    }
-    let file_size = h.file_size.get();
-    if file_size > bytes.len() as u64 {
-        return fail(
-            bytes.len(),
-            Truncated {
-                needed: file_size,
-                len: bytes.len() as u64,
-            },
-        );
-    }
-    if file_size < bytes.len() as u64 {
-        return fail(
-            file_size as usize,
-            BadHeader("bytes after the recorded file size"),
-        );
-    }
-    if h.build_id_len.get() as usize > MAX_BUILD_ID {
-        return fail(36, BadHeader("build-id longer than 40 bytes"));
-    }
-    let mut sections = [(0usize, 0usize); SECTION_COUNT];
-    let mut prev_end = hsize;
-    for (i, s) in h.sections.iter().enumerate() {
-        let at = 88 + i * 24;
-        let (off, len) = (s.offset.get(), s.length.get());
-        let ok = off % ALIGN as u64 == 0
-            && off >= prev_end as u64
-            && off
-                .checked_add(len)
-                .is_some_and(|e| e <= bytes.len() as u64)
-            && s.record_size.get() as usize == RECORD_SIZES[i]
-            && (s.count.get() as u64).checked_mul(RECORD_SIZES[i] as u64) == Some(len);
-        if !ok {
-            return fail(at, BadSection(SECTION_NAMES[i]));
-        }
-        sections[i] = (off as usize, len as usize);
-        prev_end = (off + len) as usize;
-    }
-    let actual = crc32fast::hash(&bytes[hsize..]);
-    if actual != h.body_crc32.get() {
-        return fail(
-            32,
-            Checksum {
-                expected: h.body_crc32.get(),
-                actual,
-            },
-        );
-    }
-    Validator { bytes, sections }.run()?;
-    Ok(sections)
-}
-
-struct Validator<'a> {
-    bytes: &'a [u8],
-    sections: [(usize, usize); SECTION_COUNT],
-}
-
-impl<'a> Validator<'a> {
-    fn sec(&self, id: SectionId) -> &'a [u8] {
-        let (o, l) = self.sections[id as usize];
-        &self.bytes[o..o + l]
-    }
-
-    fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
-        &self,
-        id: SectionId,
-    ) -> &'a [T] {
-        <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
-    }
-
-    fn err<T>(&self, id: SectionId, index: usize, what: &'static str) -> Result<T, FormatError> {
-        let (o, _) = self.sections[id as usize];
-        fail(
-            o + index * RECORD_SIZES[id as usize],
-            FormatErrorKind::BadRecord {
-                section: SECTION_NAMES[id as usize],
-                index: index as u64,
-                what,
-            },
-        )
-    }
-
-    fn run(&self) -> Result<(), FormatError> {
-        use SectionId::*;
-        let strings = self.sec(Strings);
-        let (str_off, _) = self.sections[Strings as usize];
-        let Ok(text) = std::str::from_utf8(strings) else {
-            return fail(str_off, FormatErrorKind::BadSection("strings (not UTF-8)"));
-        };
-        if strings.first() != Some(&0) || strings.last() != Some(&0) {
-            return fail(
-                str_off,
-                FormatErrorKind::BadSection("strings (must start and end with NUL)"),
-            );
-        }
-        let string_ok =
-            |off: u32| (off as usize) < strings.len() && text.is_char_boundary(off as usize);
-
-        let types: &[TypeRecord] = self.recs(Types);
-        let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
-        let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
-        let functions: &[FunctionRecord] = self.recs(Functions);
-        let params: &[ParamRecord] = self.recs(Params);
-        let within =
-            |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
-
-        let modules: &[ModuleRecord] = self.recs(Modules);
-        let mut next = 0u64;
-        for (i, m) in modules.iter().enumerate() {
-            if !string_ok(m.name.get()) {
-                return self.err(Modules, i, "name is not a string");
-            }
-            if ModuleKind::from_code(m.kind.get()).is_none() {
-                return self.err(Modules, i, "unknown module kind");
-            }
-            if m.build_id_len.get() as usize > MAX_BUILD_ID {
-                return self.err(Modules, i, "build-id longer than 40 bytes");
-            }
-            if m.first_function.get() as u64 != next {
-                return self.err(
-                    Modules,
-                    i,
-                    "function range does not follow the previous module",
-                );
-            }
-            next += m.function_count.get() as u64;
-        }
-        if next != functions.len() as u64 {
-            return fail(
-                self.sections[Modules as usize].0,
-                FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
-            );
-        }
-
-        if types.is_empty() {
-            return fail(
-                self.sections[Types as usize].0,
-                FormatErrorKind::BadSection("types (type 0 must be void)"),
-            );
-        }
-        for (i, t) in types.iter().enumerate() {
-            let Some(kind) = TypeKind::from_code(t.kind) else {
-                return self.err(Types, i, "unknown type kind");
-            };
-            if i == 0 && kind != TypeKind::Void {
-                return self.err(Types, i, "type 0 must be void");
-            }
-            if !string_ok(t.name.get()) {
-                return self.err(Types, i, "name is not a string");
-            }
-            if kind.has_target() && t.target.get() as usize >= i {
-                return self.err(Types, i, "refers to a type that does not precede it");
-            }
-            match kind {
-                TypeKind::Enum if !within(t.first.get(), t.count.get(), enumerators.len()) => {
-                    return self.err(Types, i, "enumerator range out of bounds");
-                }
-                TypeKind::Func => {
-                    if !within(t.first.get(), t.count.get(), protos.len()) {
-                        return self.err(Types, i, "parameter range out of bounds");
-                    }
-                    let first = t.first.get() as usize;
-                    for p in &protos[first..first + t.count.get() as usize] {
-                        if p.get() as usize >= i {
-                            return self.err(Types, i, "parameter type does not precede it");
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        for (i, e) in enumerators.iter().enumerate() {
-            if !string_ok(e.name.get()) {
-                return self.err(Enumerators, i, "name is not a string");
-            }
-        }
-        for (i, p) in protos.iter().enumerate() {
-            if p.get() as usize >= types.len() {
-                return self.err(ProtoParams, i, "type out of bounds");
-            }
-        }
-        for (i, p) in params.iter().enumerate() {
-            if !string_ok(p.name.get()) {
-                return self.err(Params, i, "name is not a string");
-            }
-            if p.ty.get() as usize >= types.len() {
-                return self.err(Params, i, "type out of bounds");
-            }
-            if Location::decode(p.loc_kind, p.reg, p.reg2, p.offset.get()).is_none() {
-                return self.err(Params, i, "unknown location kind");
-            }
-        }
-        for (i, f) in functions.iter().enumerate() {
-            if !string_ok(f.name.get()) || !string_ok(f.symbol.get()) {
-                return self.err(Functions, i, "name is not a string");
-            }
-            if f.ret.get() as usize >= types.len() {
-                return self.err(Functions, i, "return type out of bounds");
-            }
-            if !within(f.params.get(), f.param_count.get() as u32, params.len()) {
-                return self.err(Functions, i, "parameter range out of bounds");
-            }
-        }
-        for m in modules {
-            let first = m.first_function.get() as usize;
-            let range = &functions[first..first + m.function_count.get() as usize];
-            if let Some(j) = range
-                .windows(2)
-                .position(|w| w[0].addr.get() > w[1].addr.get())
-            {
-                return self.err(Functions, first + j + 1, "not sorted by address");
-            }
-        }
-        let names: &[NameRecord] = self.recs(Names);
-        for (i, n) in names.iter().enumerate() {
-            if !string_ok(n.name.get()) {
-                return self.err(Names, i, "name is not a string");
-            }
-            if n.function.get() as usize >= functions.len() {
-                return self.err(Names, i, "function out of bounds");
-            }
-            if i > 0 && names[i - 1].hash.get() > n.hash.get() {
-                return fail(
-                    self.sections[Names as usize].0 + i * 12,
-                    FormatErrorKind::NotSorted("names"),
-                );
-            }
-        }
-        let inlines: &[InlineRecord] = self.recs(Inlines);
-        for (i, e) in inlines.iter().enumerate() {
-            if e.callee.get() as usize >= functions.len()
-                || e.caller.get() as usize >= functions.len()
-            {
-                return self.err(Inlines, i, "function out of bounds");
-            }
-            if i > 0 {
-                let p = &inlines[i - 1];
-                if (p.callee.get(), p.caller.get()) > (e.callee.get(), e.caller.get()) {
-                    return fail(
-                        self.sections[Inlines as usize].0 + i * 8,
-                        FormatErrorKind::NotSorted("inline edges"),
-                    );
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -705,7 +494,6 @@ mod tests {
             .iter()
             .map(|&h| NameRecord {
                 hash: U32::new(h),
-                name: U32::new(0),
                 function: U32::new(0),
             })
             .collect()

@@ -41,7 +41,7 @@ impl<'a> Function<'a> {
 
     /// The ELF symbol name: differs from [`name`](Self::name) for clones (`foo.isra.0`).
     pub fn symbol(&self) -> &'a str {
-        match self.rec.symbol.get() {
+        match self.db.symbol_of(self.index) {
             0 => self.name(),
             s => self.db.string(s),
         }
@@ -96,6 +96,11 @@ impl<'a> Function<'a> {
     pub fn inlined_into(&self) -> impl Iterator<Item = Function<'a>> + 'a {
         self.db.inlined_into(self.index)
     }
+
+    /// The inlined copies of other functions inside this function's code.
+    pub fn inline_instances(&self) -> impl Iterator<Item = crate::Instance<'a>> + 'a {
+        self.db.instances_in(self.index)
+    }
 }
 
 /// A parameter of a [`Function`].
@@ -114,19 +119,15 @@ impl<'a> Param<'a> {
     /// Type.
     pub fn ty(&self) -> Type<'a> {
         self.db
-            .type_at(self.rec.ty.get())
+            .type_at(self.rec.ty())
             .unwrap_or_else(|| Type::void(self.db))
     }
 
     /// Where the value is at function entry.
     pub fn loc(&self) -> Location {
-        Location::decode(
-            self.rec.loc_kind,
-            self.rec.reg,
-            self.rec.reg2,
-            self.rec.offset.get(),
-        )
-        .unwrap_or(Location::Unknown)
+        let v = self.rec.value.get();
+        Location::decode(self.rec.loc_kind(), v as u8, (v >> 8) as u8, v as i32)
+            .unwrap_or(Location::Unknown)
     }
 }
 

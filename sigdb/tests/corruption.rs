@@ -25,6 +25,19 @@ fn exercise(db: &Db) -> usize {
         n += f.inlined_into().count();
         n += db.by_name(f.name()).count();
         n += db.by_addr(f.module_index(), f.addr()).is_some() as usize;
+        for i in f.inline_instances() {
+            n += format!("{i:?}").len() + i.ranges().count() + i.call_file().len();
+            n += i
+                .params()
+                .map(|(p, l)| p.name().len() + l.to_string().len())
+                .sum::<usize>();
+            let mut up = i.parent();
+            while let Some(p) = up {
+                n += 1;
+                up = p.parent();
+            }
+        }
+        n += db.instances_of(f.index()).count();
     }
     for m in db.modules() {
         n += m.name().len() + m.functions().count() + m.build_id().len();
@@ -62,8 +75,9 @@ fn clear_messages() {
             "not a dcg signature database (bad magic) (at offset 0x0)",
         ),
         (
-            Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads version 1) (at offset 0x8)",
+            Box::new(|b| b[8] = 1),
+            "format version 1 is not supported (this dcg reads version 2); rebuild the db \
+             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| {
@@ -78,7 +92,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 304 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 424 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -94,7 +108,7 @@ fn clear_messages() {
         h.sections[5].offset.get() as usize
     };
     drop(db);
-    bytes[funcs_at + 20..funcs_at + 24].copy_from_slice(&u32::MAX.to_le_bytes()); // ret type
+    bytes[funcs_at + 16..funcs_at + 20].copy_from_slice(&u32::MAX.to_le_bytes()); // ret type
     fix_checksum(&mut bytes);
     let msg = Db::from_bytes(bytes).unwrap_err().to_string();
     assert!(

@@ -18,10 +18,44 @@ fn modules_of(n: usize) -> Vec<ModuleDesc> {
 }
 
 #[test]
+fn sample_inline_instances() {
+    let db = Db::from_bytes(sample_builder().finish().unwrap()).unwrap();
+    assert_eq!(db.instance_count(), 2, "the duplicate is merged");
+    let open = db.by_name("do_sys_openat2").next().unwrap();
+    let inst: Vec<Instance> = open.inline_instances().collect();
+    assert_eq!(inst.len(), 2);
+    let (outer, inner) = (inst[0], inst[1]);
+    assert_eq!(outer.callee().unwrap().name(), "getname_inline");
+    assert_eq!(outer.caller().unwrap().index(), open.index());
+    assert!(outer.parent().is_none());
+    assert_eq!(outer.entry_pc(), 0xffff_ffff_8123_4584);
+    assert_eq!(
+        outer.ranges().collect::<Vec<_>>(),
+        [
+            (0xffff_ffff_8123_4580, 0xffff_ffff_8123_45a0),
+            (0xffff_ffff_8123_4600, 0xffff_ffff_8123_4610)
+        ]
+    );
+    assert_eq!((outer.call_file(), outer.call_line()), ("fs/open.c", 1400));
+    let params: Vec<_> = outer.params().map(|(p, l)| (p.name(), l)).collect();
+    assert_eq!(params, [("m", Location::Reg(3))]);
+    assert_eq!(inner.parent().unwrap().index(), outer.index());
+    assert_eq!(inner.entry_pc(), 0xffff_ffff_8123_4590);
+    assert_eq!(inner.locations().collect::<Vec<_>>(), [Location::Const(4)]);
+    assert_eq!(
+        (inner.call_file(), inner.call_line()),
+        ("include/linux/fs.h", 7)
+    );
+    let getname = db.by_name("getname_inline").next().unwrap();
+    assert_eq!(db.instances_of(getname.index()).count(), 2);
+    assert_eq!(getname.inline_instances().count(), 0);
+}
+
+#[test]
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 1);
+    assert_eq!(db.version(), 2);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -119,6 +153,21 @@ fn output_is_independent_of_insertion_order() {
         for caller in f.inlined_into() {
             b.add_inline(ids[&f.index()], ids[&caller.index()]);
         }
+    }
+    // Instances: inner ones first where the parent allows it (parents must precede).
+    let mut inst_ids = std::collections::HashMap::new();
+    for i in db.instances() {
+        let id = b.add_instance(InstanceDesc {
+            callee: ids[&i.callee_index()],
+            caller: ids[&i.caller().unwrap().index()],
+            parent: i.parent().map(|p| inst_ids[&p.index()]),
+            ranges: i.ranges().collect(),
+            entry_pc: i.entry_pc(),
+            call_file: i.call_file().into(),
+            call_line: i.call_line(),
+            params: i.locations().collect(),
+        });
+        inst_ids.insert(i.index(), id);
     }
     assert_eq!(b.finish().unwrap(), a);
 }
@@ -252,7 +301,7 @@ fn build(
     types: &[TypeRecipe],
     funcs: &[FuncRecipe],
     inlines: &[(usize, usize)],
-) -> (DbBuilder, Vec<ModuleDesc>, Vec<FunctionDesc>) {
+) -> (DbBuilder, Vec<ModuleDesc>, Vec<FunctionDesc>, Vec<FuncId>) {
     let mut b = DbBuilder::new(62);
     let modules = modules_of(3);
     let mod_ids: Vec<_> = modules.iter().map(|m| b.add_module(m.clone())).collect();
@@ -319,7 +368,7 @@ fn build(
             b.add_inline(fids[a % fids.len()], fids[c % fids.len()]);
         }
     }
-    (b, modules, descs)
+    (b, modules, descs, fids)
 }
 
 proptest! {
@@ -331,7 +380,7 @@ proptest! {
         funcs in prop::collection::vec(func_recipe(), 0..40),
         inlines in prop::collection::vec((any::<usize>(), any::<usize>()), 0..10),
     ) {
-        let (b, modules, descs) = build(&types, &funcs, &inlines);
+        let (b, modules, descs, _) = build(&types, &funcs, &inlines);
         let bytes = b.finish().unwrap();
         let db = Db::from_bytes(bytes.clone()).unwrap();
 
@@ -388,7 +437,106 @@ proptest! {
             }
         }
         // Deterministic: building the same content again gives the same bytes.
-        let (again, _, _) = build(&types, &funcs, &inlines);
+        let (again, _, _, _) = build(&types, &funcs, &inlines);
         prop_assert_eq!(again.finish().unwrap(), bytes);
+    }
+}
+
+/// A random inline instance: callee and caller picks, an optional parent pick among the
+/// earlier instances of the same caller, ranges, entry pc, call site and locations.
+type InstRecipe = (
+    usize,
+    usize,
+    Option<usize>,
+    Vec<(u64, u64)>,
+    u64,
+    String,
+    u32,
+    Vec<(u8, u8, u8, i32)>,
+);
+
+fn inst_recipe() -> impl Strategy<Value = InstRecipe> {
+    (
+        any::<usize>(),
+        0usize..4,
+        prop::option::of(any::<usize>()),
+        prop::collection::vec((0u64..0x100, 0u64..0x100), 0..3),
+        0u64..0x200,
+        prop_oneof![Just(String::new()), ident()],
+        0u32..100,
+        prop::collection::vec((0u8..6, any::<u8>(), any::<u8>(), any::<i32>()), 0..3),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_instances_round_trip(
+        funcs in prop::collection::vec(func_recipe(), 1..12),
+        insts in prop::collection::vec(inst_recipe(), 0..16),
+    ) {
+        let (mut b, modules, descs, fids) = build(&[], &funcs, &[]);
+        // Text of an instance and its ancestors, as added and as read back.
+        let mut want = Vec::new();
+        let mut added: Vec<(usize, String)> = Vec::new();
+        let mut inst_ids: Vec<InstanceId> = Vec::new();
+        for (callee, caller, parent, ranges, entry, file, line, locs) in &insts {
+            let caller = caller % descs.len();
+            let same: Vec<&(usize, String)> = added.iter().filter(|(c, _)| *c == caller).collect();
+            let parent = parent.and_then(|p| (!same.is_empty()).then(|| same[p % same.len()].1.clone()));
+            let parent_pos = parent.as_ref().and_then(|t| added.iter().position(|(_, s)| s == t));
+            let ranges: Vec<(u64, u64)> = ranges.iter().map(|&(a, l)| (a, a + l)).collect();
+            let locs: Vec<Location> = locs.iter().map(|&(k, r, r2, o)| Location::decode(k, r, r2, o).unwrap()).collect();
+            let callee = callee % descs.len();
+            let text = format!(
+                "{} in {} parent [{}] {:?} {:#x} {}:{} {:?}",
+                desc_function(&b, &modules, &descs[callee]),
+                desc_function(&b, &modules, &descs[caller]),
+                parent.clone().unwrap_or_default(),
+                ranges, entry, file, line, locs
+            );
+            let id = b.add_instance(InstanceDesc {
+                callee: fids[callee],
+                caller: fids[caller],
+                parent: parent_pos.map(|p| inst_ids[p]),
+                ranges,
+                entry_pc: *entry,
+                call_file: file.clone(),
+                call_line: *line,
+                params: locs,
+            });
+            inst_ids.push(id);
+            want.push(text.clone());
+            added.push((caller, text));
+        }
+        let db = Db::from_bytes(b.finish().unwrap()).unwrap();
+        fn text(i: &Instance<'_>) -> String {
+            format!(
+                "{} in {} parent [{}] {:?} {:#x} {}:{} {:?}",
+                db_function(i.callee().unwrap()),
+                db_function(i.caller().unwrap()),
+                i.parent().map(|p| text(&p)).unwrap_or_default(),
+                i.ranges().collect::<Vec<_>>(),
+                i.entry_pc(),
+                i.call_file(),
+                i.call_line(),
+                i.locations().collect::<Vec<_>>()
+            )
+        }
+        let mut got: Vec<String> = db.instances().map(|i| text(&i)).collect();
+        // Duplicate functions merge, so compare as sets.
+        want.sort();
+        want.dedup();
+        got.sort();
+        got.dedup();
+        prop_assert_eq!(got, want);
+        for i in db.instances() {
+            prop_assert!(i.parent().is_none_or(|p| p.index() < i.index()));
+            prop_assert!(db.function(i.caller().unwrap().index() as usize)
+                .unwrap()
+                .inline_instances()
+                .any(|j| j.index() == i.index()));
+        }
     }
 }

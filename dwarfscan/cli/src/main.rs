@@ -32,6 +32,10 @@ struct Args {
     /// Keep only inline edges whose callee has no out-of-line copy.
     #[arg(long)]
     inline_only_edges: bool,
+    /// Also record every inlined copy of a function: its code ranges, entry pc, call
+    /// site and where its parameters are at entry (a larger db).
+    #[arg(long)]
+    inline_instances: bool,
     /// Also write an ELF relocatable object carrying the db in section `.dcg_sigdb`
     /// (symbols `dcg_sigdb_start`/`dcg_sigdb_end`), to link into a module or program.
     #[arg(long, value_name = "FILE")]
@@ -77,6 +81,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     });
     let mut opts = dwarfscan::Options {
         inline_only_edges: args.inline_only_edges,
+        inline_instances: args.inline_instances,
         ..Default::default()
     };
     if let Some(bar) = &bar {

@@ -189,6 +189,32 @@ pub fn sample_builder() -> DbBuilder {
         flags: FuncFlags::INLINE_ONLY | FuncFlags::DECLARED_INLINE,
     });
     b.add_inline(getname, open);
+    // An inlined copy of getname_inline in do_sys_openat2, another copy nested inside it,
+    // and an exact duplicate of the outer one (merged by the writer).
+    let outer = InstanceDesc {
+        callee: getname,
+        caller: open,
+        parent: None,
+        ranges: vec![
+            (0xffff_ffff_8123_4580, 0xffff_ffff_8123_45a0),
+            (0xffff_ffff_8123_4600, 0xffff_ffff_8123_4610),
+        ],
+        entry_pc: 0xffff_ffff_8123_4584,
+        call_file: "fs/open.c".into(),
+        call_line: 1400,
+        params: vec![Location::Reg(3)],
+    };
+    let outer_id = b.add_instance(outer.clone());
+    b.add_instance(InstanceDesc {
+        parent: Some(outer_id),
+        ranges: vec![(0xffff_ffff_8123_4590, 0xffff_ffff_8123_4598)],
+        entry_pc: 0xffff_ffff_8123_4590,
+        call_file: "include/linux/fs.h".into(),
+        call_line: 7,
+        params: vec![Location::Const(4)],
+        ..outer.clone()
+    });
+    b.add_instance(outer);
     b.add_function(FunctionDesc {
         module: modx,
         addr: 0x10,

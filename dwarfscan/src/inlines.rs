@@ -1,0 +1,146 @@
+//! Inline instances: each `DW_TAG_inlined_subroutine` inside a function with code, with
+//! its code ranges, entry pc, call site and where the inlined function's parameters are
+//! at that entry pc.
+
+use std::collections::HashMap;
+
+use sigdb::Location;
+
+use crate::dwarf::Die;
+use crate::location::{self, EntryLoc};
+use crate::units::{code_ranges, Builder, Callee};
+
+/// An inlined subroutine as read during the DIE walk.
+pub(crate) struct RawInstance<'s> {
+    /// The `DW_TAG_inlined_subroutine` DIE.
+    pub die: Die<'s>,
+    /// The subprogram with code that holds it (arena index).
+    pub owner: usize,
+    /// The enclosing instance (index into the raw instances), for nested inlining.
+    pub parent: Option<usize>,
+    /// Its `DW_TAG_formal_parameter` children.
+    pub params: Vec<Die<'s>>,
+}
+
+/// An inlined copy, as a unit contributes it.
+#[derive(Clone, Debug)]
+pub struct LInstance {
+    /// The inlined function.
+    pub callee: Callee,
+    /// The function holding the copy (index into the unit's functions).
+    pub caller: u32,
+    /// The enclosing copy (index into the unit's instances, always smaller).
+    pub parent: Option<u32>,
+    /// Code ranges.
+    pub ranges: Vec<(u64, u64)>,
+    /// First address executed.
+    pub entry_pc: u64,
+    /// Call site file.
+    pub call_file: String,
+    /// Call site line.
+    pub call_line: u32,
+    /// Where each parameter of the inlined function's abstract list is at `entry_pc`.
+    pub params: Vec<Location>,
+}
+
+impl<'s> Builder<'_, 's, '_> {
+    /// Turn the raw instances into [`LInstance`]s; instances whose caller or callee has
+    /// no record are dropped together with everything nested in them.
+    pub(crate) fn assemble_instances(
+        &mut self,
+        raw: &[RawInstance<'s>],
+        func_of_sp: &HashMap<usize, u32>,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) {
+        let mut kept: Vec<Option<u32>> = Vec::with_capacity(raw.len());
+        for r in raw {
+            let parent = match r.parent {
+                Some(p) => match kept.get(p).copied().flatten() {
+                    Some(k) => Some(k),
+                    None => {
+                        kept.push(None);
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            let instance = self.instance(r, parent, func_of_sp, by_origin, inline_of);
+            kept.push(instance.map(|i| {
+                self.res.instances.push(i);
+                self.res.instances.len() as u32 - 1
+            }));
+        }
+    }
+
+    fn instance(
+        &mut self,
+        r: &RawInstance<'s>,
+        parent: Option<u32>,
+        func_of_sp: &HashMap<usize, u32>,
+        by_origin: &HashMap<u64, u32>,
+        inline_of: &mut HashMap<u64, Option<u32>>,
+    ) -> Option<LInstance> {
+        let caller = *func_of_sp.get(&r.owner)?;
+        let origin = r.die.origin?;
+        let callee = self.callee(origin, by_origin, inline_of)?;
+        let ranges = code_ranges(&self.units, &r.die);
+        let first = ranges.first().map(|&(lo, _)| lo)?;
+        let entry_pc = r
+            .die
+            .entry_pc
+            .or_else(|| r.die.entry_pc_offset.map(|o| first.wrapping_add(o)))
+            .unwrap_or(first);
+        let call_file = match r.die.call_file {
+            Some(f) => self.file_name(r.die.off, f),
+            None => String::new(),
+        };
+        let frame_base_cfa = self.sps[r.owner].die.frame_base_cfa.unwrap_or(true);
+        let params = self.instance_params(origin, r, entry_pc, frame_base_cfa);
+        Some(LInstance {
+            callee,
+            caller,
+            parent,
+            ranges,
+            entry_pc,
+            call_file,
+            call_line: r.die.call_line.unwrap_or(0).min(u64::from(u32::MAX)) as u32,
+            params,
+        })
+    }
+
+    /// For each formal parameter of the abstract function at `origin`, its location at
+    /// `pc` from the instance's own parameter DIE (optimized out when it has none).
+    fn instance_params(
+        &mut self,
+        origin: u64,
+        r: &RawInstance<'s>,
+        pc: u64,
+        frame_base_cfa: bool,
+    ) -> Vec<Location> {
+        let Some(sp) = self.sp(origin) else {
+            return Vec::new();
+        };
+        let abstract_params: Vec<u64> = self.sps[sp].params.iter().map(|p| p.off).collect();
+        let dwarf = &self.units.file.dwarf;
+        let unit = self.units.cur;
+        abstract_params
+            .iter()
+            .map(|&ap| {
+                let Some(c) = r.params.iter().find(|c| c.origin == Some(ap)) else {
+                    return Location::OptimizedOut;
+                };
+                match (&c.location, c.const_value) {
+                    (Some(v), _) => match location::at_entry(dwarf, unit, v, pc, frame_base_cfa) {
+                        EntryLoc::At(l) => l,
+                        EntryLoc::Abi => Location::Unknown,
+                    },
+                    (None, Some((v, _))) => {
+                        i32::try_from(v).map_or(Location::Unknown, Location::Const)
+                    }
+                    (None, None) => Location::OptimizedOut,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,238 @@
+//! The signature of a function with code: its name, return type and parameters from the
+//! chain of DIEs that describe it (concrete, abstract origin, specification), and where
+//! each parameter is at the entry pc.
+
+use gimli::constants as dw;
+use sigdb::{FuncFlags, Location};
+
+use crate::abi;
+use crate::dwarf::Die;
+use crate::location::{self, EntryLoc};
+use crate::types::{text, TypeGraph};
+use crate::units::{Builder, Identity, LParam};
+
+impl<'s> Builder<'_, 's, '_> {
+    /// `idx` followed by its abstract origins and specifications.
+    pub(crate) fn chain(&mut self, idx: usize) -> Vec<usize> {
+        let mut chain = vec![idx];
+        let mut cur = idx;
+        for _ in 0..8 {
+            let d = &self.sps[cur].die;
+            let Some(next) = d.origin.or(d.spec) else {
+                break;
+            };
+            let Some(n) = self.sp(next) else { break };
+            if chain.contains(&n) {
+                break;
+            }
+            chain.push(n);
+            cur = n;
+        }
+        chain
+    }
+
+    pub(crate) fn file_name(&mut self, die_off: u64, file_idx: u64) -> String {
+        let file = self.units.file;
+        let Ok((unit, _)) = self.units.locate(die_off) else {
+            return String::new();
+        };
+        let key = (
+            unit.header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(0, |o| o.0 as u64),
+            file_idx,
+        );
+        if let Some(s) = self.files.get(&key) {
+            return s.clone();
+        }
+        let dwarf = &file.dwarf;
+        let mut name = String::new();
+        if let Some(lp) = &unit.line_program {
+            let header = lp.header();
+            if let Some(fe) = header.file(file_idx) {
+                if let Some(dir) = fe.directory(header) {
+                    if let Ok(d) = dwarf.attr_string(unit, dir) {
+                        name.push_str(&String::from_utf8_lossy(d.slice()));
+                        name.push('/');
+                    }
+                }
+                if let Ok(n) = dwarf.attr_string(unit, fe.path_name()) {
+                    name.push_str(&String::from_utf8_lossy(n.slice()));
+                }
+            }
+        }
+        self.files.insert(key, name.clone());
+        name
+    }
+
+    pub(crate) fn identity(&mut self, chain: &[usize], name: &str) -> Option<Identity> {
+        let d = chain
+            .iter()
+            .map(|&i| &self.sps[i].die)
+            .find(|d| d.decl_file.is_some())?;
+        let (off, file, line) = (d.off, d.decl_file?, d.decl_line.unwrap_or(0));
+        let file = self.file_name(off, file);
+        Some((name.to_string(), file, line))
+    }
+
+    /// Name, return type, parameters (name, type, concrete DIE index) and flags common to
+    /// the whole chain.
+    pub(crate) fn signature(&mut self, chain: &[usize]) -> Signature<'s> {
+        let first = |f: &dyn Fn(&Die<'s>) -> bool| {
+            chain
+                .iter()
+                .map(|&i| &self.sps[i].die)
+                .find(|d| f(d))
+                .cloned()
+        };
+        let name = first(&|d| d.name.is_some()).map(|d| text(d.name));
+        let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
+        let mut flags = FuncFlags::empty();
+        let external = chain.iter().any(|&i| self.sps[i].die.external);
+        if chain.iter().any(|&i| self.sps[i].variadic) {
+            flags |= FuncFlags::VARIADIC;
+        }
+        if chain
+            .iter()
+            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
+        {
+            flags |= FuncFlags::DECLARED_INLINE;
+        }
+        if chain
+            .iter()
+            .any(|&i| self.sps[i].die.cc == Some(dw::DW_CC_nocall.0))
+        {
+            flags |= FuncFlags::NOCALL;
+        }
+        let ret = self.types.convert(&mut self.units, ret_off);
+
+        // Parameters: the abstract list (names, types, order) when there is one, with the
+        // concrete parameters mapped onto it by their abstract origin.
+        let concrete = chain[0];
+        let abstract_idx = chain[1..]
+            .iter()
+            .copied()
+            .find(|&i| !self.sps[i].params.is_empty());
+        let mut params: Vec<(Die<'s>, Option<Die<'s>>)> = Vec::new();
+        match abstract_idx {
+            Some(a)
+                if self.sps[concrete].die.origin.is_some()
+                    || self.sps[concrete].params.is_empty() =>
+            {
+                let cparams = &self.sps[concrete].params;
+                let mut used = vec![false; cparams.len()];
+                for ap in &self.sps[a].params {
+                    let c = cparams.iter().position(|cp| cp.origin == Some(ap.off));
+                    if let Some(c) = c {
+                        used[c] = true;
+                    }
+                    params.push((ap.clone(), c.map(|c| cparams[c].clone())));
+                }
+                for (c, cp) in cparams.iter().enumerate() {
+                    if !used[c] && cp.origin.is_none() {
+                        params.push((cp.clone(), Some(cp.clone())));
+                    }
+                }
+            }
+            _ => {
+                let cparams = self.sps[concrete].params.clone();
+                for cp in cparams {
+                    let mut decl = cp.clone();
+                    if (decl.name.is_none() || decl.ty.is_none()) && cp.origin.is_some() {
+                        if let Some(o) = cp.origin {
+                            let file = self.units.file;
+                            if let Ok((unit, uoff)) = self.units.locate(o) {
+                                if let Ok(od) = Die::read(&file.dwarf, unit, uoff) {
+                                    decl.name = decl.name.or(od.name);
+                                    decl.ty = decl.ty.or(od.ty);
+                                }
+                            }
+                        }
+                    }
+                    params.push((decl, Some(cp)));
+                }
+            }
+        }
+        let params = params
+            .into_iter()
+            .map(|(decl, conc)| {
+                let ty = self.types.convert(&mut self.units, decl.ty);
+                (text(decl.name), ty, conc)
+            })
+            .collect();
+        Signature {
+            name,
+            ret,
+            params,
+            flags,
+            external,
+        }
+    }
+
+    /// Entry locations of the parameters, and whether they depart from the ABI.
+    pub(crate) fn locate_params(
+        &mut self,
+        sig: &Signature<'s>,
+        entry: u64,
+        frame_base_cfa: bool,
+        abi_only: bool,
+    ) -> (Vec<LParam>, bool) {
+        let class_of = |types: &TypeGraph, t: u32| {
+            let r = types.resolve(t);
+            abi::classify(r.kind, r.size)
+        };
+        let ret_class = class_of(&self.types, sig.ret);
+        let classes: Vec<_> = sig
+            .params
+            .iter()
+            .map(|(_, t, _)| class_of(&self.types, *t))
+            .collect();
+        let expected = abi::expected_locations(ret_class, &classes);
+        let dwarf = &self.units.file.dwarf;
+        let unit = self.units.cur;
+        let mut changed = false;
+        let params = sig
+            .params
+            .iter()
+            .zip(expected)
+            .map(|((name, ty, conc), exp)| {
+                let loc = match conc {
+                    _ if abi_only => exp,
+                    None => Location::OptimizedOut,
+                    Some(c) => match &c.location {
+                        Some(v) => {
+                            match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
+                                EntryLoc::At(l) => l,
+                                EntryLoc::Abi => exp,
+                            }
+                        }
+                        None => match c.const_value {
+                            Some((v, _)) => {
+                                i32::try_from(v).map_or(Location::Unknown, Location::Const)
+                            }
+                            None => Location::OptimizedOut,
+                        },
+                    },
+                };
+                if !abi::agrees(loc, exp) {
+                    changed = true;
+                }
+                LParam {
+                    name: name.clone(),
+                    ty: *ty,
+                    loc,
+                }
+            })
+            .collect();
+        (params, changed)
+    }
+}
+
+pub(crate) struct Signature<'s> {
+    pub(crate) name: Option<String>,
+    pub(crate) ret: u32,
+    pub(crate) params: Vec<(String, u32, Option<Die<'s>>)>,
+    pub(crate) flags: FuncFlags,
+    pub(crate) external: bool,
+}

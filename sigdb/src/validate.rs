@@ -1,0 +1,346 @@
+//! Validation of a whole sigdb, once on open: header, section table, checksum, then every
+//! record's references, codes and sort orders. After it, readers need no checks.
+
+use zerocopy::FromBytes;
+
+use crate::layout::*;
+use crate::model::*;
+use crate::{FormatError, FormatErrorKind};
+
+pub(crate) fn fail<T>(offset: usize, kind: FormatErrorKind) -> Result<T, FormatError> {
+    Err(FormatError {
+        offset: offset as u64,
+        kind,
+    })
+}
+
+/// Check everything; return (offset, length) of each section.
+pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError> {
+    use FormatErrorKind::*;
+    let hsize = core::mem::size_of::<Header>();
+    // A file that does not even start like a sigdb is "not a sigdb", whatever its size.
+    let n = bytes.len().min(8);
+    if bytes[..n] != MAGIC[..n] {
+        return fail(0, BadMagic);
+    }
+    if bytes.len() < 12 {
+        return fail(
+            0,
+            Truncated {
+                needed: hsize as u64,
+                len: bytes.len() as u64,
+            },
+        );
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != VERSION {
+        return fail(8, UnsupportedVersion(version));
+    }
+    let Ok((h, _)) = Header::ref_from_prefix(bytes) else {
+        return fail(
+            0,
+            Truncated {
+                needed: hsize as u64,
+                len: bytes.len() as u64,
+            },
+        );
+    };
+    if h.header_size.get() as usize != hsize {
+        return fail(12, BadHeader("header size is not 424"));
+    }
+    if h.section_count.get() as usize != SECTION_COUNT {
+        return fail(20, BadHeader("section count is not 14"));
+    }
+    let file_size = h.file_size.get();
+    if file_size > bytes.len() as u64 {
+        return fail(
+            bytes.len(),
+            Truncated {
+                needed: file_size,
+                len: bytes.len() as u64,
+            },
+        );
+    }
+    if file_size < bytes.len() as u64 {
+        return fail(
+            file_size as usize,
+            BadHeader("bytes after the recorded file size"),
+        );
+    }
+    if h.build_id_len.get() as usize > MAX_BUILD_ID {
+        return fail(36, BadHeader("build-id longer than 40 bytes"));
+    }
+    let mut sections = [(0usize, 0usize); SECTION_COUNT];
+    let mut prev_end = hsize;
+    for (i, s) in h.sections.iter().enumerate() {
+        let at = 88 + i * 24;
+        let (off, len) = (s.offset.get(), s.length.get());
+        let ok = off % ALIGN as u64 == 0
+            && off >= prev_end as u64
+            && off
+                .checked_add(len)
+                .is_some_and(|e| e <= bytes.len() as u64)
+            && s.record_size.get() as usize == RECORD_SIZES[i]
+            && (s.count.get() as u64).checked_mul(RECORD_SIZES[i] as u64) == Some(len);
+        if !ok {
+            return fail(at, BadSection(SECTION_NAMES[i]));
+        }
+        sections[i] = (off as usize, len as usize);
+        prev_end = (off + len) as usize;
+    }
+    let actual = crc32fast::hash(&bytes[hsize..]);
+    if actual != h.body_crc32.get() {
+        return fail(
+            32,
+            Checksum {
+                expected: h.body_crc32.get(),
+                actual,
+            },
+        );
+    }
+    Validator { bytes, sections }.run()?;
+    Ok(sections)
+}
+
+pub(crate) struct Validator<'a> {
+    bytes: &'a [u8],
+    sections: [(usize, usize); SECTION_COUNT],
+}
+
+impl<'a> Validator<'a> {
+    fn sec(&self, id: SectionId) -> &'a [u8] {
+        let (o, l) = self.sections[id as usize];
+        &self.bytes[o..o + l]
+    }
+
+    pub(crate) fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+        &self,
+        id: SectionId,
+    ) -> &'a [T] {
+        <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
+    }
+
+    pub(crate) fn err<T>(
+        &self,
+        id: SectionId,
+        index: usize,
+        what: &'static str,
+    ) -> Result<T, FormatError> {
+        let (o, _) = self.sections[id as usize];
+        fail(
+            o + index * RECORD_SIZES[id as usize],
+            FormatErrorKind::BadRecord {
+                section: SECTION_NAMES[id as usize],
+                index: index as u64,
+                what,
+            },
+        )
+    }
+
+    fn run(&self) -> Result<(), FormatError> {
+        use SectionId::*;
+        let strings = self.sec(Strings);
+        let (str_off, _) = self.sections[Strings as usize];
+        let Ok(text) = std::str::from_utf8(strings) else {
+            return fail(str_off, FormatErrorKind::BadSection("strings (not UTF-8)"));
+        };
+        if strings.first() != Some(&0) || strings.last() != Some(&0) {
+            return fail(
+                str_off,
+                FormatErrorKind::BadSection("strings (must start and end with NUL)"),
+            );
+        }
+        let string_ok =
+            |off: u32| (off as usize) < strings.len() && text.is_char_boundary(off as usize);
+
+        let types: &[TypeRecord] = self.recs(Types);
+        let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
+        let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
+        let functions: &[FunctionRecord] = self.recs(Functions);
+        let params: &[ParamRecord] = self.recs(Params);
+        let symbols: &[SymbolRecord] = self.recs(Symbols);
+        let within =
+            |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
+
+        let modules: &[ModuleRecord] = self.recs(Modules);
+        let mut next = 0u64;
+        for (i, m) in modules.iter().enumerate() {
+            if !string_ok(m.name.get()) {
+                return self.err(Modules, i, "name is not a string");
+            }
+            if ModuleKind::from_code(m.kind.get()).is_none() {
+                return self.err(Modules, i, "unknown module kind");
+            }
+            if m.build_id_len.get() as usize > MAX_BUILD_ID {
+                return self.err(Modules, i, "build-id longer than 40 bytes");
+            }
+            if m.first_function.get() as u64 != next {
+                return self.err(
+                    Modules,
+                    i,
+                    "function range does not follow the previous module",
+                );
+            }
+            next += m.function_count.get() as u64;
+        }
+        if next != functions.len() as u64 {
+            return fail(
+                self.sections[Modules as usize].0,
+                FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
+            );
+        }
+
+        if types.is_empty() {
+            return fail(
+                self.sections[Types as usize].0,
+                FormatErrorKind::BadSection("types (type 0 must be void)"),
+            );
+        }
+        for (i, t) in types.iter().enumerate() {
+            let Some(kind) = TypeKind::from_code(t.kind) else {
+                return self.err(Types, i, "unknown type kind");
+            };
+            if i == 0 && kind != TypeKind::Void {
+                return self.err(Types, i, "type 0 must be void");
+            }
+            if !string_ok(t.name.get()) {
+                return self.err(Types, i, "name is not a string");
+            }
+            if kind.has_target() && t.target.get() as usize >= i {
+                return self.err(Types, i, "refers to a type that does not precede it");
+            }
+            match kind {
+                TypeKind::Enum if !within(t.first.get(), t.count.get(), enumerators.len()) => {
+                    return self.err(Types, i, "enumerator range out of bounds");
+                }
+                TypeKind::Func => {
+                    if !within(t.first.get(), t.count.get(), protos.len()) {
+                        return self.err(Types, i, "parameter range out of bounds");
+                    }
+                    let first = t.first.get() as usize;
+                    for p in &protos[first..first + t.count.get() as usize] {
+                        if p.get() as usize >= i {
+                            return self.err(Types, i, "parameter type does not precede it");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (i, e) in enumerators.iter().enumerate() {
+            if !string_ok(e.name.get()) {
+                return self.err(Enumerators, i, "name is not a string");
+            }
+        }
+        for (i, p) in protos.iter().enumerate() {
+            if p.get() as usize >= types.len() {
+                return self.err(ProtoParams, i, "type out of bounds");
+            }
+        }
+        for (i, p) in params.iter().enumerate() {
+            if !string_ok(p.name.get()) {
+                return self.err(Params, i, "name is not a string");
+            }
+            if p.ty() as usize >= types.len() {
+                return self.err(Params, i, "type out of bounds");
+            }
+            if Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
+                return self.err(Params, i, "unknown location kind");
+            }
+        }
+        for (i, f) in functions.iter().enumerate() {
+            if !string_ok(f.name.get()) {
+                return self.err(Functions, i, "name is not a string");
+            }
+            if f.ret.get() as usize >= types.len() {
+                return self.err(Functions, i, "return type out of bounds");
+            }
+            if !within(f.params.get(), f.param_count.get() as u32, params.len()) {
+                return self.err(Functions, i, "parameter range out of bounds");
+            }
+        }
+        for m in modules {
+            let first = m.first_function.get() as usize;
+            let range = &functions[first..first + m.function_count.get() as usize];
+            if let Some(j) = range
+                .windows(2)
+                .position(|w| w[0].addr.get() > w[1].addr.get())
+            {
+                return self.err(Functions, first + j + 1, "not sorted by address");
+            }
+        }
+        for (i, sym) in symbols.iter().enumerate() {
+            if !string_ok(sym.symbol.get()) {
+                return self.err(Symbols, i, "symbol is not a string");
+            }
+            if sym.function.get() as usize >= functions.len() {
+                return self.err(Symbols, i, "function out of bounds");
+            }
+            if i > 0 && symbols[i - 1].function.get() >= sym.function.get() {
+                return fail(
+                    self.sections[Symbols as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("symbols"),
+                );
+            }
+        }
+        let names: &[NameRecord] = self.recs(Names);
+        for (i, n) in names.iter().enumerate() {
+            if n.function.get() as usize >= functions.len() {
+                return self.err(Names, i, "function out of bounds");
+            }
+            if i > 0 && names[i - 1].hash.get() > n.hash.get() {
+                return fail(
+                    self.sections[Names as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("names"),
+                );
+            }
+        }
+        let callees: &[InlineCalleeRecord] = self.recs(InlineCallees);
+        let callers: &[zerocopy::little_endian::U32] = self.recs(InlineCallers);
+        for (i, c) in callees.iter().enumerate() {
+            if c.callee.get() as usize >= functions.len() {
+                return self.err(InlineCallees, i, "function out of bounds");
+            }
+            let end = callees
+                .get(i + 1)
+                .map_or(callers.len() as u64, |n| n.first.get() as u64);
+            // Every list is non-empty and inside the caller section.
+            if c.first.get() as u64 >= end || end > callers.len() as u64 {
+                return self.err(InlineCallees, i, "caller range out of bounds");
+            }
+            if i == 0 && c.first.get() != 0 {
+                return self.err(InlineCallees, i, "caller lists do not start at 0");
+            }
+            if i > 0 && callees[i - 1].callee.get() >= c.callee.get() {
+                return fail(
+                    self.sections[InlineCallees as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("inline callees"),
+                );
+            }
+            let list = &callers[c.first.get() as usize..end as usize];
+            for (j, caller) in list.iter().enumerate() {
+                if caller.get() as usize >= functions.len() {
+                    return self.err(
+                        InlineCallers,
+                        c.first.get() as usize + j,
+                        "function out of bounds",
+                    );
+                }
+                if j > 0 && list[j - 1].get() >= caller.get() {
+                    return fail(
+                        self.sections[InlineCallers as usize].0 + (c.first.get() as usize + j) * 4,
+                        FormatErrorKind::NotSorted("inline callers"),
+                    );
+                }
+            }
+        }
+        crate::instances::validate(self, functions.len(), &string_ok)?;
+        if callees.is_empty() && !callers.is_empty() {
+            return fail(
+                self.sections[InlineCallers as usize].0,
+                FormatErrorKind::BadSection("inline_callers (callers without a callee)"),
+            );
+        }
+        Ok(())
+    }
+}
