@@ -17,19 +17,25 @@
 //! and then delete it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nix::fcntl::{Flock, FlockArg, OFlag};
+use nix::fcntl::{Flock, FlockArg};
 use nix::sys::stat::Mode;
-use serde::{Deserialize, Serialize};
-use sigdb::{hex, Db, DbFlags};
+use sigdb::{hex, Db};
 
-use crate::blob::{db_error, extract_from_elf, is_elf};
+use crate::blob::db_error;
 use crate::error::{Error, Result};
 use crate::{binary, kernel};
+
+mod files;
+mod types;
+
+pub use files::format_utc;
+use files::*;
+pub use types::*;
 
 /// Store used when `$DCG_STORE` is not set.
 pub const DEFAULT_STORE: &str = "/var/lib/dcg";
@@ -45,201 +51,6 @@ const DB_EXT: &str = "sigdb";
 const META_EXT: &str = "json";
 const TMP_PREFIX: &str = ".tmp-";
 const TRASH_PREFIX: &str = ".trash-";
-
-/// What an installed db describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DbKind {
-    /// A kernel image (possibly with some of its modules).
-    Kernel,
-    /// Kernel modules only, used beside the base db of their kernel.
-    KernelModules,
-    /// A user-space program or library.
-    User,
-}
-
-impl DbKind {
-    /// The kind of a db, from its header flags.
-    pub fn of(flags: DbFlags) -> DbKind {
-        if flags.contains(DbFlags::MODULES_ONLY) {
-            DbKind::KernelModules
-        } else if flags.contains(DbFlags::KERNEL) {
-            DbKind::Kernel
-        } else {
-            DbKind::User
-        }
-    }
-
-    /// `kernel`, `kernel-modules` or `user`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DbKind::Kernel => "kernel",
-            DbKind::KernelModules => "kernel-modules",
-            DbKind::User => "user",
-        }
-    }
-
-    fn is_kernel(self) -> bool {
-        self != DbKind::User
-    }
-}
-
-impl std::fmt::Display for DbKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Options of [`Store::load`].
-#[derive(Clone, Debug, Default)]
-pub struct LoadOptions {
-    /// Install a kernel db even when its build-id differs from the kernel it is
-    /// installed for (the running kernel, or `kernel_build_id`).
-    pub force: bool,
-    /// Install a kernel db for this kernel instead of the running one. Without `force`
-    /// the db's build-id must equal it. Ignored for user-space dbs, which are always
-    /// keyed by their own build-id.
-    pub kernel_build_id: Option<Vec<u8>>,
-}
-
-/// What [`Store::load`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadStatus {
-    /// Newly installed.
-    Installed,
-    /// Replaced a different db installed under the same key.
-    Replaced {
-        /// Checksum of the db that was replaced.
-        previous_checksum: u32,
-    },
-    /// The identical db was already installed; nothing changed.
-    AlreadyLoaded,
-}
-
-/// The result of a successful [`Store::load`].
-#[derive(Clone, Debug)]
-pub struct LoadOutcome {
-    /// What happened.
-    pub status: LoadStatus,
-    /// The build-id the db is installed under (hex).
-    pub build_id: String,
-    /// The build-id recorded in the db (hex); differs from `build_id` only when forced.
-    pub db_build_id: String,
-    /// What the db describes.
-    pub kind: DbKind,
-    /// The installed file.
-    pub path: PathBuf,
-    /// Number of functions in the db.
-    pub function_count: u64,
-    /// Size of the db in bytes.
-    pub size: u64,
-    /// Module names, for a module-only db.
-    pub modules: Vec<String>,
-}
-
-/// One installed db, as [`Store::list`] reports it.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    /// The build-id it is installed under (hex): the kernel's or the binary's.
-    pub build_id: String,
-    /// What it describes.
-    pub kind: DbKind,
-    /// The installed file.
-    pub path: PathBuf,
-    /// The file it was loaded from (absolute), when recorded.
-    pub source: Option<String>,
-    /// Number of functions.
-    pub function_count: u64,
-    /// Size in bytes.
-    pub size: u64,
-    /// When it was loaded.
-    pub loaded_at: Option<SystemTime>,
-    /// Body checksum from the db header.
-    pub checksum: u32,
-    /// The build-id recorded in the db (hex); differs from `build_id` only when forced.
-    pub db_build_id: String,
-    /// Module names, for a module-only db.
-    pub modules: Vec<String>,
-    /// Whether it is a kernel db installed for the running kernel.
-    pub matches_running_kernel: bool,
-}
-
-/// The dbs installed for one build-id: what a lookup spans.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Installed {
-    /// The build-id (raw bytes).
-    pub build_id: Vec<u8>,
-    /// The base db (kernel image or binary), if loaded.
-    pub base: Option<PathBuf>,
-    /// Module-only dbs loaded for this kernel, sorted by file name.
-    pub modules: Vec<PathBuf>,
-}
-
-impl Installed {
-    /// Every db path, base first.
-    pub fn paths(&self) -> Vec<PathBuf> {
-        self.base.iter().chain(&self.modules).cloned().collect()
-    }
-
-    /// Open (map and validate) every db, base first.
-    pub fn open(&self) -> Result<Vec<Db>> {
-        self.paths()
-            .iter()
-            .map(|p| Db::open(p).map_err(Error::from))
-            .collect()
-    }
-}
-
-/// Which entries [`Store::unload`] removes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unload {
-    /// Every entry.
-    All,
-    /// The entry whose build-id is, or uniquely starts with, this hex string.
-    BuildId(String),
-}
-
-impl std::str::FromStr for Unload {
-    type Err = Error;
-
-    /// `all`, or a build-id (a unique hex prefix is enough).
-    fn from_str(s: &str) -> Result<Unload> {
-        if s == "all" {
-            return Ok(Unload::All);
-        }
-        let lower = s.to_ascii_lowercase();
-        if lower.len() < 2 || lower.len() > 80 || !lower.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::BadBuildIdArg(s.to_string()));
-        }
-        Ok(Unload::BuildId(lower))
-    }
-}
-
-/// Parse a hex build-id (`--kernel-build-id`): an even number of 2 to 80 hex digits.
-pub fn parse_build_id(s: &str) -> Result<Vec<u8>> {
-    let bad = || Error::BadBuildIdArg(s.to_string());
-    if !(2..=80).contains(&s.len()) || s.len() & 1 != 0 {
-        return Err(bad());
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2).ok_or_else(bad)?, 16).map_err(|_| bad()))
-        .collect()
-}
-
-/// The per-db metadata file.
-#[derive(Debug, Serialize, Deserialize)]
-struct Meta {
-    source: String,
-    loaded_at: u64,
-    checksum: u32,
-    function_count: u64,
-    size: u64,
-    kind: DbKind,
-    db_build_id: String,
-    #[serde(default)]
-    modules: Vec<String>,
-}
 
 /// A store directory.
 #[derive(Clone, Debug)]
@@ -677,47 +488,6 @@ impl Store {
     }
 }
 
-/// Read a sigdb or an ELF file carrying one.
-fn read_input(path: &Path) -> Result<Vec<u8>> {
-    let file = File::open(path).map_err(Error::io(path))?;
-    let meta = file.metadata().map_err(Error::io(path))?;
-    if !meta.is_file() {
-        return Err(Error::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::new(ErrorKind::InvalidInput, "not a regular file"),
-        });
-    }
-    if meta.len() == 0 {
-        return Err(Error::NotADb {
-            path: path.to_path_buf(),
-        });
-    }
-    // SAFETY: read-only mapping; the db is copied out before it is validated.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))?;
-    if map.starts_with(&sigdb::layout::MAGIC) {
-        Ok(map.to_vec())
-    } else if is_elf(&map) {
-        extract_from_elf(path, &map)
-    } else {
-        // A cut-off magic is a truncated db; anything else is not a db at all.
-        if map.len() < 8 && sigdb::layout::MAGIC.starts_with(&map) {
-            return Err(Error::InvalidDb {
-                path: path.to_path_buf(),
-                error: sigdb::FormatError {
-                    offset: 0,
-                    kind: sigdb::FormatErrorKind::Truncated {
-                        needed: sigdb::layout::HEADER_SIZE as u64,
-                        len: map.len() as u64,
-                    },
-                },
-            });
-        }
-        Err(Error::NotADb {
-            path: path.to_path_buf(),
-        })
-    }
-}
-
 /// Describe an installed db for `list`; `None` if it is missing or not a regular file.
 fn describe(build_id: &str, path: &Path, running: Option<&str>) -> Option<Entry> {
     let m = std::fs::symlink_metadata(path).ok()?;
@@ -772,21 +542,6 @@ fn describe(build_id: &str, path: &Path, running: Option<&str>) -> Option<Entry>
     })
 }
 
-/// `*.sigdb` files of a directory, sorted, without following anything.
-fn db_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for ent in std::fs::read_dir(dir).map_err(Error::io(dir))? {
-        let ent = ent.map_err(Error::io(dir))?;
-        let name = ent.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.starts_with('.') && name.ends_with(&format!(".{DB_EXT}")) {
-            out.push(dir.join(name));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// File name stem for a module-only db: the module's name, or `set-<hash>` of the sorted
 /// names when it holds several.
 fn module_set_stem(modules: &[String]) -> String {
@@ -814,191 +569,4 @@ fn module_set_stem(modules: &[String]) -> String {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
     }
     format!("set-{h:016x}")
-}
-
-fn is_hex_name(name: &str) -> bool {
-    name.len() >= 2
-        && name.len() <= 80
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-fn is_real_dir(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
-}
-
-fn refusal(m: &std::fs::Metadata) -> &'static str {
-    if m.file_type().is_symlink() {
-        "is a symbolic link inside the store; refusing to follow it (remove it)"
-    } else {
-        "has an unexpected file type inside the store (remove it)"
-    }
-}
-
-fn nofollow() -> i32 {
-    (OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits()
-}
-
-fn nofollow_error(path: &Path, e: std::io::Error) -> Error {
-    if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
-        Error::unsafe_store(
-            path,
-            "is a symbolic link inside the store; refusing to follow it (remove it)",
-        )
-    } else {
-        Error::io(path)(e)
-    }
-}
-
-/// Create directory `path` with mode 0755 regardless of the umask.
-fn make_dir(path: &Path) -> Result<()> {
-    match std::fs::DirBuilder::new().mode(0o755).create(path) {
-        Ok(()) => {
-            let dir = open_dir(path)?;
-            nix::sys::stat::fchmod(&dir, Mode::from_bits_truncate(0o755))
-                .map_err(Error::nix(path))?;
-            if let Some(parent) = path.parent() {
-                let _ = sync_dir(parent);
-            }
-            Ok(())
-        }
-        // A concurrent load created it; the caller checks what it is.
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(path)(e)),
-    }
-}
-
-fn open_dir(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
-        .open(path)
-        .map_err(|e| nofollow_error(path, e))
-}
-
-fn sync_dir(path: &Path) -> Result<()> {
-    open_dir(path)?.sync_all().map_err(Error::io(path))
-}
-
-/// Contents of a regular file, without following a symlink; `None` when absent.
-fn read_nofollow(path: &Path) -> Result<Option<Vec<u8>>> {
-    let mut f = match OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow())
-        .open(path)
-    {
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        // A symlink or other odd file where a db belongs: it is replaced by the rename.
-        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => return Ok(None),
-        r => r.map_err(Error::io(path))?,
-    };
-    if !f.metadata().map_err(Error::io(path))?.is_file() {
-        return Ok(None);
-    }
-    let mut v = Vec::new();
-    f.read_to_end(&mut v).map_err(Error::io(path))?;
-    Ok(Some(v))
-}
-
-fn read_prefix(path: &Path, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut f = OpenOptions::new()
-        .read(true)
-        .custom_flags(nofollow())
-        .open(path)?;
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
-}
-
-fn read_meta(path: &Path) -> Option<Meta> {
-    let bytes = read_nofollow(path).ok()??;
-    serde_json::from_slice(&bytes).ok()
-}
-
-/// The body checksum recorded in a sigdb header.
-fn header_checksum(bytes: &[u8]) -> Option<u32> {
-    if !bytes.starts_with(&sigdb::layout::MAGIC) {
-        return None;
-    }
-    let b = bytes.get(32..36)?;
-    Some(u32::from_le_bytes(b.try_into().ok()?))
-}
-
-/// Remove temporary files a crashed load left in `dir` (called under the lock).
-fn remove_stale_temps(dir: &Path) {
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for ent in rd.flatten() {
-            if ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                let _ = std::fs::remove_file(ent.path());
-            }
-        }
-    }
-}
-
-/// Remove entries an interrupted unload left renamed in `root` (called under the lock).
-fn remove_stale_trash(root: &Path) {
-    if let Ok(rd) = std::fs::read_dir(root) {
-        for ent in rd.flatten() {
-            if ent.file_name().to_string_lossy().starts_with(TRASH_PREFIX) {
-                // Neither call follows a symlink.
-                let _ = std::fs::remove_dir_all(ent.path())
-                    .or_else(|_| std::fs::remove_file(ent.path()));
-            }
-        }
-    }
-}
-
-/// Write `bytes` to `dest` (mode 0644) through a temporary file in `dir` and a rename.
-fn install_file(dir: &Path, dest: &Path, bytes: &[u8]) -> Result<()> {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!("{TMP_PREFIX}{name}-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(nofollow())
-            .open(&tmp)
-            .map_err(Error::io(&tmp))?;
-        nix::sys::stat::fchmod(&f, Mode::from_bits_truncate(0o644)).map_err(Error::nix(&tmp))?;
-        f.write_all(bytes).map_err(Error::io(&tmp))?;
-        f.sync_all().map_err(Error::io(&tmp))?;
-        std::fs::rename(&tmp, dest).map_err(Error::io(dest))?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// `t` as UTC `YYYY-MM-DD HH:MM:SS` (for `dcg list`).
-pub fn format_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
