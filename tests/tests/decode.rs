@@ -190,16 +190,23 @@ fn cli_decodes_and_reports_unknown_functions() {
 #[test]
 fn raw_pages_decode_like_their_text() {
     let caps = testkernel_dir().join("captures");
-    let db = testkernel_db();
-    let json = |args: &[&str]| -> Vec<serde_json::Value> {
-        let out = Command::new(dcg_bin())
-            .arg("decode")
-            .arg("--db")
-            .arg(&db)
-            .arg("--json")
-            .args(args)
-            .output()
-            .unwrap();
+    let formats = caps.join("f-all-ftrace-formats.txt");
+    let system_map = testkernel_dir().join("System.map");
+    // `dcg decode --db <test kernel db> ARGS...` (with `raw`: of binary pages).
+    let decode = |raw: bool, args: &[&std::ffi::OsStr]| {
+        let mut cmd = Command::new(dcg_bin());
+        cmd.arg("decode").arg("--db").arg(testkernel_db());
+        if raw {
+            cmd.arg("--raw")
+                .arg("--formats")
+                .arg(&formats)
+                .arg("--kallsyms")
+                .arg(&system_map);
+        }
+        cmd.args(args).output().unwrap()
+    };
+    let json = |raw: bool, file: std::path::PathBuf| -> Vec<serde_json::Value> {
+        let out = decode(raw, &["--json".as_ref(), file.as_os_str()]);
         assert!(
             out.status.success(),
             "{}",
@@ -212,15 +219,8 @@ fn raw_pages_decode_like_their_text() {
             .collect()
     };
     for run in ["g", "g2"] {
-        let text = json(&[caps.join(format!("{run}-text.txt")).to_str().unwrap()]);
-        let raw = json(&[
-            "--raw",
-            "--formats",
-            caps.join("f-all-ftrace-formats.txt").to_str().unwrap(),
-            "--kallsyms",
-            testkernel_dir().join("System.map").to_str().unwrap(),
-            caps.join(format!("{run}-raw-cpu0.bin")).to_str().unwrap(),
-        ]);
+        let text = json(false, caps.join(format!("{run}-text.txt")));
+        let raw = json(true, caps.join(format!("{run}-raw-cpu0.bin")));
         assert!(text.len() > 100, "{run}: {} calls in the text", text.len());
         assert_eq!(raw.len(), text.len(), "{run}: calls");
         let mut with_args = 0;
@@ -251,16 +251,7 @@ fn raw_pages_decode_like_their_text() {
         }
     }
     // Call sites: the text output of g2 names them exactly as the kernel does.
-    let out = Command::new(dcg_bin())
-        .args(["decode", "--raw", "--db"])
-        .arg(&db)
-        .arg("--formats")
-        .arg(caps.join("f-all-ftrace-formats.txt"))
-        .arg("--kallsyms")
-        .arg(testkernel_dir().join("System.map"))
-        .arg(caps.join("g2-raw-cpu0.bin"))
-        .output()
-        .unwrap();
+    let out = decode(true, &[caps.join("g2-raw-cpu0.bin").as_os_str()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("do_sys_openat2(dfd=-100, filename=0x7ffc1970cf96, how=0xffa0000000203f18) { /* <-__x64_sys_openat+0x60/0x80 */"),
@@ -270,16 +261,7 @@ fn raw_pages_decode_like_their_text() {
     // A truncated page is an error naming the file, not a panic.
     let short = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(short.path(), [0u8; 100]).unwrap();
-    let out = Command::new(dcg_bin())
-        .args(["decode", "--raw", "--db"])
-        .arg(&db)
-        .arg("--formats")
-        .arg(caps.join("f-all-ftrace-formats.txt"))
-        .arg("--kallsyms")
-        .arg(testkernel_dir().join("System.map"))
-        .arg(short.path())
-        .output()
-        .unwrap();
+    let out = decode(true, &[short.path().as_os_str()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("not a whole page"), "{err}");
