@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages the dcg tests need (compilers, pahole, bpftool, qemu,
-# busybox for guest initramfs images, compressors, graphviz, ELF tools).
+# busybox for guest initramfs images, compressors, graphviz, ELF tools, what the test
+# kernel's build needs, curl for Debian's package registry).
 #
 #   .ci/install-deps.sh            # as root; idempotent, non-interactive
 #
@@ -21,7 +22,8 @@ command -v apt-get >/dev/null || die "apt-get not found (Debian/Ubuntu only)"
 wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
-  binutils elfutils file
+  binutils elfutils file curl
+  make flex bison bc libelf-dev libssl-dev
 )
 # shellcheck disable=SC2206
 [ -n "${DCG_DEPS_EXTRA:-}" ] && wanted+=(${DCG_DEPS_EXTRA})

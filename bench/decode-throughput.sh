@@ -5,8 +5,7 @@
 #   bench/decode-throughput.sh [REPEATS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=${DCG_SHARED:-$here/../shared}
-caps=$shared/testkernel/captures
+caps=$here/tests/data/captures
 reps=${1:-200}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -14,8 +13,8 @@ trap 'rm -rf "$work"' EXIT
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p dcg -p dwarfscan-cli
 bin=$CARGO_TARGET_DIR/release
-vmlinux=$("$here/tests/qemu/testkernel-cache.sh")/vmlinux
-"$bin/dwarfscan" -q "$vmlinux" "$shared/testkernel/modules" -o "$work/tk.sigdb"
+kernel=$("$here/tests/kernels/testkernel/build.sh")
+"$bin/dwarfscan" -q "$kernel/vmlinux" "$kernel/dbg-modules" -o "$work/tk.sigdb"
 for _ in $(seq "$reps"); do cat "$caps/a.txt" "$caps/c.txt" "$caps/d.txt"; done > "$work/big.txt"
 lines=$(wc -l < "$work/big.txt")
 

@@ -3,7 +3,7 @@
 #
 #   bench/scan-vs-pahole.sh [VMLINUX] [-j N]
 #
-# Default VMLINUX: Debian's 6.12 cloud kernel (fetched with fetch-debian-kernel.sh).
+# Default VMLINUX: Debian's 6.12 cloud kernel (fetched by tests/kernels/fetch-debian-kernel.sh).
 # Runs `dwarfscan -j N` and `pahole -J -jN --btf_encode_detached` once each, after one
 # warm-up read of the file (so both see a warm page cache), and prints a table.
 set -euo pipefail
@@ -12,7 +12,7 @@ vmlinux=${1:-}
 jobs=2
 [ "${2:-}" = "-j" ] && jobs=${3:?}
 if [ -z "$vmlinux" ]; then
-  dir=$("$here/../shared/scripts/fetch-debian-kernel.sh" 6.12-cloud)
+  dir=$("$here/tests/kernels/fetch-debian-kernel.sh" 6.12-cloud)
   vmlinux=$dir/vmlinux
 fi
 command -v pahole >/dev/null || { echo "scan-vs-pahole: pahole not installed" >&2; exit 1; }

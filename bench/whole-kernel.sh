@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 flavor=${1:-7.2-cloud}
-dir=$("$here/../shared/scripts/fetch-debian-kernel.sh" "$flavor")
+dir=$("$here/tests/kernels/fetch-debian-kernel.sh" "$flavor")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 cargo build --release -q -p dwarfscan-cli -p dcg --manifest-path "$here/Cargo.toml"
 bin=$CARGO_TARGET_DIR/release

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The main job end to end on the bundled example (examples/demo.c):
-#   build dcg → compile the demo with DWARF → dwarfscan it into a signature db →
-#   show its signatures → trace it live with uprobes (root) → report the call graph.
+# The main job end to end:
+#   1. user space, on this host: build dcg → compile examples/demo.c with DWARF →
+#      dwarfscan it into a signature db → show its signatures → trace it live with uprobes
+#      (root) → report the call graph;
+#   2. the kernel, in qemu: the test kernel (tests/kernels/testkernel, built from Debian's
+#      linux-source-7.2 on the first run) → `dwarfscan vmlinux modules -o sigs.db` on the
+#      host → in the guest `dcg load sigs.db` and `dcg trace --show-retvals ...` (root).
 #
 #   bash examples/run.sh
+#
+# First run: ~10 min more for the kernel (a 157 MiB download and a kernel build, cached in
+# ~/.cache/dcg-kernels); afterwards about a minute for both parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/example
@@ -29,13 +36,38 @@ step "dcg dump --json (first 2 functions)"
 
 if [ "$(id -u)" = 0 ] && { [ -e /sys/kernel/tracing/uprobe_events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; } && [ -e /sys/kernel/tracing/uprobe_events ]; then
 	step "dcg trace: every demo function, live, with typed arguments and return values"
+	echo "(the demo's own output first; the call tree is written to $out/demo.tree)"
 	"$bin/dcg" trace --db "$out/demo.sigdb" --show-retvals --args \
 		--func "$out/demo:parse_line" --func "$out/demo:is_comment" --func "$out/demo:classify" \
 		--func "$out/demo:find_entry" --func "$out/demo:log_entry" \
-		--output "$out/demo.calls" -- "$out/demo"
+		--trace-output "$out/demo.tree" --output "$out/demo.calls" -- "$out/demo"
+	step "the call tree"
+	cat "$out/demo.tree"
 	step "dcg report: calls, errors by errno, caller → callee edges"
 	"$bin/dcg" report "$out/demo.calls"
 else
 	echo
 	echo "(skipping the live trace: it needs root and uprobes)"
 fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo
+	echo "(skipping the kernel part: it needs root to install qemu and build the test kernel)"
+	exit 0
+fi
+step "the kernel: packages (.ci/install-deps.sh), then the test kernel (first run: download + ~6 min build)"
+bash .ci/install-deps.sh
+kernel=$(bash tests/kernels/testkernel/build.sh)
+echo "test kernel: $kernel (release $(cat "$kernel/release"), build-id $(cat "$kernel/build-id"))"
+
+step "dwarfscan vmlinux and its modules -o $out/sigs.db"
+"$bin/dwarfscan" --stats "$kernel/vmlinux" "$kernel/dbg-modules" -o "$out/sigs.db"
+
+step "boot it in qemu (TCG): dcg load sigs.db, dcg trace --show-retvals --args --func do_sys_openat2"
+bash tests/qemu/mkinitramfs.sh "$out/guest.cpio.gz" --add "$bin/dcg:/bin/dcg" \
+	--add "$out/sigs.db:/dcg/sigs.db" --init examples/kernel-guest.sh --timeout 400
+rc=0
+bash tests/qemu/run-guest.sh --kernel "$kernel/vmlinuz" --initrd "$out/guest.cpio.gz" \
+	--smp 2 --timeout 600 --append dcg.printk=1 > "$out/guest.log" 2>&1 || rc=$?
+sed -n '/^DCG-GUEST-START/,/^DCG-GUEST-EXIT/p' "$out/guest.log" | sed '1d;$d'
+[ $rc = 0 ] || { echo "the guest failed (exit $rc); console log: $out/guest.log" >&2; exit 1; }

@@ -2,7 +2,7 @@
 # Create the seed corpora of the fuzz targets (corpus/ is not committed):
 #   sigdb_open     the sample db of sigdb's tests
 #   dwarfscan_elf  small gcc objects: DWARF 4 and 5, -O0/-O2, compressed sections
-#   fgraph_line    lines of the test kernel's real captures (../../shared)
+#   fgraph_line    lines of the test kernel's real captures (tests/data/captures)
 #   decode_stream  runs of 30 lines of those captures, each after an option byte; and
 #                  decode.sigdb, the test kernel's db the target decodes with
 set -euo pipefail
@@ -23,17 +23,17 @@ C
 for o in "-O0 -gdwarf-4" "-O2 -gdwarf-5" "-O1 -gdwarf-5 -gz=zlib"; do
 	gcc $o -c "$src" -o "corpus/dwarfscan_elf/seed$(echo "$o" | tr -d ' =-').o"
 done
-caps=../../shared/testkernel/captures
-if [ -d "$caps" ]; then
+caps=../tests/data/captures
+{
 	i=0
 	for f in a c d e h; do
 		grep -v '^$' "$caps/$f.txt" | shuf -n 40 --random-source=<(yes) | while IFS= read -r line; do
 			i=$((i + 1)); printf '%s\n' "$line" >"corpus/fgraph_line/$f-$i"
 		done
 	done
-	vmlinux=$(../tests/qemu/testkernel-cache.sh)/vmlinux
+	kernel=$(../tests/kernels/testkernel/build.sh)
 	cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan-cli -- -q \
-		"$vmlinux" ../../shared/testkernel/modules -o decode.sigdb
+		"$kernel/vmlinux" "$kernel/dbg-modules" -o decode.sigdb
 	for f in a0 a b c d e g2-text h; do
 		n=0
 		while [ $n -lt 5 ]; do
@@ -43,5 +43,5 @@ if [ -d "$caps" ]; then
 			n=$((n + 1))
 		done
 	done
-fi
+}
 echo "seeds in $(pwd)/corpus"

@@ -19,23 +19,11 @@ fn qemu_dir() -> PathBuf {
     crate::repo_root().join("tests").join("qemu")
 }
 
-/// A Debian cloud kernel's cache directory (`fetch-debian-kernel.sh NAME`, e.g.
-/// `6.12-cloud`; downloaded on first use): `vmlinuz`, `vmlinux`, `release`, `build-id`.
+/// A Debian cloud kernel's cache directory (`tests/kernels/fetch-debian-kernel.sh NAME`,
+/// `6.12-cloud` or `7.2-cloud`; downloaded on first use): `vmlinuz`, `vmlinux`, `release`,
+/// `build-id`.
 pub fn debian_kernel(name: &str) -> PathBuf {
-    let script = crate::shared_dir()
-        .join("scripts")
-        .join("fetch-debian-kernel.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(name)
-        .output()
-        .expect("running fetch-debian-kernel.sh");
-    assert!(
-        out.status.success(),
-        "fetch-debian-kernel.sh {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::kernel_script("fetch-debian-kernel.sh", &[name])
 }
 
 /// Pack `initrd` (mkinitramfs.sh): dcg as `/bin/dcg`, `e2e/lib.sh` as `/dcg/lib.sh`, each

@@ -1,11 +1,13 @@
-//! Shared helpers for workspace-level integration tests: where the real inputs are
-//! (the test kernel in `../shared/testkernel`, Debian kernels in the download cache) and
-//! signature dbs built from them once per test run.
+//! Shared helpers for workspace-level integration tests: where the real inputs are (the
+//! captures in `tests/data/captures`, the test kernel and the Debian kernels in the
+//! download cache, made by `tests/kernels/`) and signature dbs built from them once per
+//! test run.
 
 pub mod guest;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -15,19 +17,17 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `../shared` beside the repository (the test kernel, captures, scripts).
-pub fn shared_dir() -> PathBuf {
-    std::env::var_os("DCG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("..").join("shared"))
+/// The real traces taken on the test kernel (`tests/data/captures`, see its README).
+pub fn captures_dir() -> PathBuf {
+    repo_root().join("tests").join("data").join("captures")
 }
 
-/// The test kernel's directory (`bzImage`, `vmlinux.xz`, `modules/`, `captures/`).
-pub fn testkernel_dir() -> PathBuf {
-    shared_dir().join("testkernel")
+/// One capture by file name.
+pub fn capture(name: &str) -> PathBuf {
+    captures_dir().join(name)
 }
 
-/// A cache directory for derived test inputs (`$DCG_KCACHE` or ~/.cache/dcg-kernels).
+/// The download/build cache (`$DCG_KCACHE` or ~/.cache/dcg-kernels).
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("DCG_KCACHE")
         .map(PathBuf::from)
@@ -37,31 +37,42 @@ pub fn cache_dir() -> PathBuf {
         })
 }
 
-static LOCK: Mutex<()> = Mutex::new(());
+/// Run one of the `tests/kernels/` scripts and return the directory it prints.
+pub fn kernel_script(script: &str, args: &[&str]) -> PathBuf {
+    let path = repo_root().join("tests").join("kernels").join(script);
+    let out = Command::new("bash")
+        .arg(&path)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", path.display()));
+    assert!(out.status.success(), "{} {args:?} failed", path.display());
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
 
-/// The test kernel's vmlinux, decompressed from `vmlinux.xz` into the cache once.
+/// The test kernel's cache directory (`vmlinuz`, `vmlinux`, `System.map`, `config`,
+/// `release`, `build-id`, `dbg-modules/*.ko`), built from Debian's linux-source-7.2 by
+/// `tests/kernels/testkernel/build.sh` on first use (~6 min).
+pub fn testkernel_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| kernel_script("testkernel/build.sh", &[]))
+        .clone()
+}
+
+/// The test kernel's vmlinux (DWARF 5 + BTF).
 pub fn testkernel_vmlinux() -> PathBuf {
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let out = cache_dir().join("testkernel").join("vmlinux");
-    let src = testkernel_dir().join("vmlinux.xz");
-    let fresh = match (out.metadata(), src.metadata()) {
-        (Ok(o), Ok(s)) => o.modified().ok() >= s.modified().ok() && o.len() > 0,
-        _ => false,
-    };
-    if !fresh {
-        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-        let tmp = out.with_extension("tmp");
-        let file = std::fs::File::create(&tmp).unwrap();
-        let status = std::process::Command::new("xz")
-            .arg("-dc")
-            .arg(&src)
-            .stdout(file)
-            .status()
-            .expect("running xz (apt-get install xz-utils)");
-        assert!(status.success(), "xz -dc {} failed", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
+    testkernel_dir().join("vmlinux")
+}
+
+/// The test kernel's modules with DWARF, sorted.
+pub fn testkernel_modules() -> Vec<PathBuf> {
+    let dir = testkernel_dir().join("dbg-modules");
+    let mut mods: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    mods.sort();
+    mods
 }
 
 /// A sigdb of the test kernel (vmlinux plus its modules), built with the dwarfscan
@@ -74,12 +85,7 @@ pub fn testkernel_db() -> PathBuf {
         return p.clone();
     }
     let mut inputs = vec![dwarfscan::Input::new(&vmlinux)];
-    let mut mods: Vec<PathBuf> = std::fs::read_dir(testkernel_dir().join("modules"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    mods.sort();
-    inputs.extend(mods.into_iter().map(dwarfscan::Input::new));
+    inputs.extend(testkernel_modules().into_iter().map(dwarfscan::Input::new));
     let mut result = dwarfscan::scan(&inputs, &dwarfscan::Options::default())
         .unwrap_or_else(|e| panic!("scanning the test kernel: {e}"));
     let dir = tempfile::tempdir().unwrap();

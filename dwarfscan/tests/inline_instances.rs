@@ -152,15 +152,7 @@ fn corpus_instances_match_dwarfdump() {
 }
 
 fn debian_vmlinux(release: &str) -> PathBuf {
-    let shared = std::env::var_os("DCG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let out = Command::new(shared.join("scripts/fetch-debian-kernel.sh"))
-        .arg(release)
-        .output()
-        .expect("fetch-debian-kernel.sh");
-    assert!(out.status.success(), "fetch-debian-kernel.sh {release}");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("vmlinux")
+    common::kernel_script("fetch-debian-kernel.sh", &[release]).join("vmlinux")
 }
 
 /// The pidfd_create copy in `__x64_sys_pidfd_open`: its ranges, entry pc, call line and

@@ -1,42 +1,23 @@
-//! Real kernels. The test kernel (small, shipped in `../shared/testkernel` beside the
-//! repository) always runs; Debian's 6.12 cloud kernel runs with `DCG_KERNEL_TESTS=1` (`.ci/run`).
+//! Real kernels: the test kernel (built by `tests/kernels/testkernel/build.sh`) runs when it
+//! is in the cache or with `DCG_KERNEL_TESTS=1`, which builds it; Debian's 6.12 cloud kernel
+//! runs with `DCG_KERNEL_TESTS=1` (`.ci/run`).
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-/// `../shared` beside the repository (or `$DCG_SHARED`).
-fn shared() -> PathBuf {
-    std::env::var_os("DCG_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-}
-
-/// The decompressed test-kernel vmlinux, in the cache.
-fn testkernel_vmlinux() -> Option<PathBuf> {
-    let xz = shared().join("testkernel").join("vmlinux.xz");
-    if !xz.exists() {
+/// The test kernel's cache directory, or None (with a note) when it is not built and the
+/// kernel tests are off.
+fn testkernel() -> Option<PathBuf> {
+    let built = common::cache_dir()
+        .join("testkernel")
+        .join(".recipe")
+        .exists();
+    if !built && !common::kernel_tests_enabled() {
+        eprintln!("skipped: no test kernel in the cache; set DCG_KERNEL_TESTS=1 to build it");
         return None;
     }
-    let dir = common::cache_dir().join("testkernel");
-    let out = dir.join("vmlinux");
-    if out.exists() {
-        return Some(out);
-    }
-    std::fs::create_dir_all(&dir).ok()?;
-    let tmp = dir.join(format!(".vmlinux.{}", std::process::id()));
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("xz -dc '{}' > '{}'", xz.display(), tmp.display()))
-        .status()
-        .ok()?
-        .success();
-    if !ok {
-        return None;
-    }
-    std::fs::rename(&tmp, &out).ok()?;
-    Some(out)
+    Some(common::kernel_script("testkernel/build.sh", &[]))
 }
 
 fn sig(db: &sigdb::Db, name: &str) -> Vec<String> {
@@ -47,14 +28,9 @@ fn sig(db: &sigdb::Db, name: &str) -> Vec<String> {
 
 #[test]
 fn testkernel_vmlinux_and_modules() {
-    let vmlinux = testkernel_vmlinux().unwrap_or_else(|| {
-        panic!(
-            "no test kernel at {} (the repository expects ../shared beside it; set DCG_SHARED)",
-            shared().join("testkernel").display()
-        )
-    });
-    let mut inputs = vec![vmlinux.clone()];
-    inputs.push(shared().join("testkernel").join("modules"));
+    let Some(dir) = testkernel() else { return };
+    let vmlinux = dir.join("vmlinux");
+    let inputs = vec![vmlinux.clone(), dir.join("dbg-modules")];
     let (db, stats) = common::scan_to_db(&inputs);
     eprint!("{}", stats.report());
     assert!(db.flags().contains(sigdb::DbFlags::KERNEL));
@@ -82,26 +58,13 @@ fn testkernel_vmlinux_and_modules() {
     assert!(a.percent() >= 99.0, "{}", a.report());
 }
 
-fn debian_kernel() -> Option<PathBuf> {
-    let out = Command::new(shared().join("scripts/fetch-debian-kernel.sh"))
-        .arg("6.12-cloud")
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    Some(PathBuf::from(
-        String::from_utf8_lossy(&out.stdout).trim().to_string(),
-    ))
-}
-
 #[test]
 fn debian_612_cloud() {
     if !common::kernel_tests_enabled() {
         eprintln!("skipped: set DCG_KERNEL_TESTS=1");
         return;
     }
-    let dir = debian_kernel().expect("fetch-debian-kernel.sh 6.12-cloud");
+    let dir = common::kernel_script("fetch-debian-kernel.sh", &["6.12-cloud"]);
     let vmlinux = dir.join("vmlinux");
     let inputs = vec![vmlinux.clone(), dir.join("dbg-modules")];
     let (db, stats) = common::scan_to_db(&inputs);

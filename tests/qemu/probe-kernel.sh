@@ -4,7 +4,8 @@
 #
 #   probe-kernel.sh KERNEL_DIR OUT.txt [--smp N] [--title TEXT]
 #
-# KERNEL_DIR: a cache directory as printed by fetch-debian-kernel.sh or testkernel-cache.sh
+# KERNEL_DIR: a cache directory as printed by tests/kernels/fetch-debian-kernel.sh or
+# tests/kernels/testkernel/build.sh
 # (needs vmlinuz; release and build-id are put in the header when present).
 # Under TCG the probe takes ~2 min on the test kernel and ~6 min on a Debian cloud kernel
 # (each switch to function_graph patches ~50,000 functions: 10-20 s).

@@ -1,5 +1,5 @@
 //! `dcg decode` on real captures from the test kernel, with that kernel's DWARF: golden
-//! outputs for every format variant (REFERENCE.md §1).
+//! outputs for every format variant of function_graph text (`tests/data/captures/README.md`).
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_dbset::DbSet;
@@ -9,7 +9,7 @@ use std::process::Command;
 fn decode(capture: &str, opts: Options) -> (String, dcg_calls::decode::Stats) {
     let db = sigdb::Db::open(testkernel_db()).unwrap();
     let set = DbSet::new(vec![db]);
-    let input = std::fs::read(testkernel_dir().join("captures").join(capture)).unwrap();
+    let input = std::fs::read(dcg_tests::capture(capture)).unwrap();
     let mut out = Vec::new();
     let mut dec = Decoder::new(&set, opts);
     dec.decode_stream(&input[..], &mut out).unwrap();
@@ -119,7 +119,7 @@ fn json_and_errors_only() {
 fn cli_decodes_and_reports_unknown_functions() {
     let dcg = dcg_bin();
     let db = testkernel_db();
-    let capture = testkernel_dir().join("captures").join("a.txt");
+    let capture = dcg_tests::capture("a.txt");
     let out = Command::new(&dcg)
         .arg("decode")
         .arg("--db")
@@ -189,7 +189,7 @@ fn cli_decodes_and_reports_unknown_functions() {
 /// clones BTF cannot describe), and its call sites with funcgraph-retaddr's.
 #[test]
 fn raw_pages_decode_like_their_text() {
-    let caps = testkernel_dir().join("captures");
+    let caps = captures_dir();
     let formats = caps.join("f-all-ftrace-formats.txt");
     let system_map = testkernel_dir().join("System.map");
     // `dcg decode --db <test kernel db> ARGS...` (with `raw`: of binary pages).

@@ -1,7 +1,7 @@
 //! Issue 18 end to end on Debian's 6.12 cloud kernel in qemu (TCG): `dwarfscan
 //! --emit-module` on the kernel's vmlinux, `dcg_sigdb.ko` built with the kernel's own
 //! `linux-headers` (downloaded from Debian's package registry into the cache and extracted
-//! there by `tests/qemu/kernel-headers.sh`, nothing installed system-wide) and the host's
+//! there by `tests/kernels/kernel-headers.sh`, nothing installed system-wide) and the host's
 //! gcc-12, then `e2e/module612.sh` in the guest: `dcg load` of the module, the sysfs file
 //! byte-identical to the db, `dcg sig` and `dcg trace` without `--db`, `dcg unload`, a
 //! module carrying a corrupted db refused by dcg, `dcg unload all`, no kernel warning;
@@ -50,13 +50,7 @@ struct Modules {
 }
 
 fn modules_612(kdir: &Path) -> Modules {
-    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
-    let build = PathBuf::from(
-        run(Command::new("bash")
-            .arg(qemu.join("kernel-headers.sh"))
-            .arg(kdir))
-        .trim(),
-    );
+    let build = dcg_tests::kernel_script("kernel-headers.sh", &[kdir.to_str().unwrap()]);
     // The module directory from dwarfscan, and a copy whose db is corrupted.
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("k.sigdb");
@@ -228,15 +222,13 @@ fn debian72_refuses_612_module() {
 }
 
 /// The C module `--emit-module` writes is clean by the kernel's own checkpatch
-/// (`--strict`; 6.12's, from Debian's linux-source via `tests/qemu/kernel-checkpatch.sh`).
+/// (`--strict`; 6.12's, from Debian's linux-source via `tests/kernels/kernel-checkpatch.sh`).
 #[test]
 fn module_template_is_checkpatch_clean() {
     if !enabled() {
         return;
     }
-    let qemu = dcg_tests::repo_root().join("tests").join("qemu");
-    let checkpatch =
-        PathBuf::from(run(Command::new("bash").arg(qemu.join("kernel-checkpatch.sh"))).trim());
+    let checkpatch = dcg_tests::kernel_script("kernel-checkpatch.sh", &[]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("m");
     let db = std::fs::read(dcg_tests::testkernel_db()).unwrap();

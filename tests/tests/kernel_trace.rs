@@ -2,7 +2,7 @@
 //! the dcg binary, the kernel's db and a scenario script (`tests/qemu/e2e/*.sh`), one boot
 //! per kernel. Runs only with `DCG_KERNEL_TESTS=1` (set by `.ci/run`).
 //!
-//! - test kernel (`../shared/testkernel`, funcgraph-retval): scenarios 2-5 (typed return
+//! - test kernel (`tests/kernels/testkernel`, funcgraph-retval): scenarios 2-5 (typed return
 //!   values, inlined/unknown functions, two concurrent sessions, SIGINT/SIGTERM cleanup).
 //! - Debian 7.2 cloud (no funcgraph-retval): scenario 1 (values from fprobe exit events,
 //!   db from the store) and 3 (`pidfd_create` is inlined).
@@ -43,7 +43,7 @@ fn testkernel_scenarios() {
     if !enabled() {
         return;
     }
-    let kernel = dcg_tests::testkernel_dir().join("bzImage");
+    let kernel = dcg_tests::testkernel_dir().join("vmlinuz");
     let db = dcg_tests::testkernel_db();
     let text = boot(&kernel, &db, "testkernel.sh", 900, "");
 
@@ -140,7 +140,7 @@ fn testkernel_kill_runs() {
     let runs = std::env::var("DCG_KILL_RUNS").unwrap_or_else(|_| "50".into());
     let seed = std::env::var("DCG_KILL_SEED").unwrap_or_else(|_| "12345".into());
     let n: u32 = runs.parse().expect("DCG_KILL_RUNS must be a number");
-    let kernel = dcg_tests::testkernel_dir().join("bzImage");
+    let kernel = dcg_tests::testkernel_dir().join("vmlinuz");
     let db = dcg_tests::testkernel_db();
     let text = boot(
         &kernel,
@@ -194,7 +194,7 @@ fn testkernel_kill_runs() {
     );
 }
 
-/// A Debian cloud kernel (`fetch-debian-kernel.sh NAME`, e.g. `7.2-cloud`; downloaded on
+/// A Debian cloud kernel (`tests/kernels/fetch-debian-kernel.sh NAME`, e.g. `7.2-cloud`; downloaded on
 /// first use) and a db of its vmlinux: (vmlinuz, the db's directory, the db).
 fn debian(kernel_name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
     let kdir = debian_kernel(kernel_name);

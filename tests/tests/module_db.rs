@@ -43,7 +43,7 @@ fn dbs() -> Dbs {
         &p("mod-kernel"),
     ]);
     dwarfscan(&[
-        &testkernel_dir().join("modules"),
+        &testkernel_dir().join("dbg-modules"),
         "--base".as_ref(),
         &vmlinux,
         "-o".as_ref(),

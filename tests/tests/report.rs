@@ -1,4 +1,4 @@
-//! `dcg report` on real captures from the test kernel (`../shared/testkernel`) with a
+//! `dcg report` on real captures from the test kernel (`tests/data/captures`) with a
 //! signature db built from its DWARF: golden outputs for every format, Chrome slices
 //! parsed back and checked for nesting, the DOT rendered by Graphviz, folded counts
 //! adding up; plus hand-made call sets for the corner cases.
@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::Command;
 
 use dcg_calls::record::{self, CallRecord};
@@ -15,22 +14,9 @@ use dcg_dbset::DbSet;
 use dcg_report::{
     chrome, folded, CallGraph, FoldedWeight, Format, InputKind, ReportInput, ReportOptions,
 };
-use dcg_tests::{check_golden, dcg_bin, testkernel_db, testkernel_dir};
+use dcg_tests::{capture, check_golden, dcg_bin, testkernel_db};
 
 // ---- inputs ------------------------------------------------------------------------
-
-fn capture(name: &str) -> PathBuf {
-    testkernel_dir().join("captures").join(name)
-}
-
-/// The test kernel is there (else the real-input tests are skipped with a note).
-fn have_testkernel() -> bool {
-    let ok = testkernel_dir().join("vmlinux.xz").exists();
-    if !ok {
-        eprintln!("skipped: no test kernel in {}", testkernel_dir().display());
-    }
-    ok
-}
 
 fn db_set() -> DbSet {
     DbSet::open_paths(&[testkernel_db()]).unwrap()
@@ -81,9 +67,6 @@ const FORMATS: [(Format, &str); 5] = [
 /// and arguments.
 #[test]
 fn golden_every_format() {
-    if !have_testkernel() {
-        return;
-    }
     for cap in CAPTURES {
         let graph = load(cap);
         let stem = cap.trim_end_matches(".txt");
@@ -96,9 +79,6 @@ fn golden_every_format() {
 
 #[test]
 fn facts_of_a_txt() {
-    if !have_testkernel() {
-        return;
-    }
     let g = load("a.txt");
     let s = g.summarize();
     let f = |name: &str| {
@@ -140,9 +120,6 @@ fn facts_of_a_txt() {
 /// they came from report alike.
 #[test]
 fn saved_calls_and_ftrace_text_agree() {
-    if !have_testkernel() {
-        return;
-    }
     let set = db_set();
     let text = std::fs::read(capture("d.txt")).unwrap();
     let mut saved = Vec::new();
@@ -233,9 +210,6 @@ fn check_chrome(json: &str, calls: usize, what: &str) -> Vec<serde_json::Value> 
 
 #[test]
 fn chrome_slices_nest() {
-    if !have_testkernel() {
-        return;
-    }
     // a0: no return values; c: arguments; e: probe events; g2: raw companion text.
     for cap in [
         "a.txt",
@@ -274,9 +248,6 @@ fn chrome_slices_nest() {
 
 #[test]
 fn dot_renders_with_graphviz() {
-    if !have_testkernel() {
-        return;
-    }
     for (cap, want) in [
         ("a.txt", &["do_sys_openat2", "link_path_walk", "ENOENT"][..]),
         (
@@ -320,9 +291,6 @@ fn dot_renders_with_graphviz() {
 
 #[test]
 fn folded_counts_add_up() {
-    if !have_testkernel() {
-        return;
-    }
     for cap in ["a.txt", "a0.txt", "c.txt", "d.txt", "e.txt", "h.txt"] {
         let g = load(cap);
         let out = render(&g, &ftrace_input(cap), Format::Folded);
@@ -347,9 +315,6 @@ fn folded_counts_add_up() {
 
 #[test]
 fn command_line() {
-    if !have_testkernel() {
-        return;
-    }
     let dcg = dcg_bin();
     let tmp = tempfile::tempdir().unwrap();
     let db = testkernel_db();

@@ -32,7 +32,7 @@ fn load_base_and_modules_then_sig_without_db() {
         .arg(&base));
     run(Command::new(dwarfscan_bin())
         .arg("-q")
-        .arg(testkernel_dir().join("modules"))
+        .arg(testkernel_dir().join("dbg-modules"))
         .arg("--base")
         .arg(&vmlinux)
         .arg("-o")

@@ -303,6 +303,55 @@ fn live_report() {
     );
 }
 
+/// `--trace-output FILE`: the traced command's output stays on stdout, the trace goes to
+/// FILE (complete, no temporary left); an unwritable FILE is a one-line error before
+/// anything is traced.
+#[test]
+fn trace_output_keeps_the_command_output_apart() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "values", "-O0");
+    let b = bin.to_str().unwrap();
+    let tree = dir.path().join("tree.txt");
+    let func = format!("{b}:*");
+    let out = dcg(&[
+        "--show-retvals",
+        "--func",
+        &func,
+        "--trace-output",
+        tree.to_str().unwrap(),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "done 30\n", "only the command's output");
+    let written = std::fs::read_to_string(&tree).unwrap();
+    assert!(written.contains("main() {"), "{written}");
+    assert!(!written.contains("done 30"), "{written}");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.contains(".tmp")),
+        "temporary left: {names:?}"
+    );
+
+    let bad = dir.path().join("no-such-dir").join("tree.txt");
+    let out = dcg(&[
+        "--func",
+        &func,
+        "--trace-output",
+        bad.to_str().unwrap(),
+        "--",
+        b,
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("no-such-dir"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
 #[test]
 fn every_value_kind_o2() {
     require_uprobes!();

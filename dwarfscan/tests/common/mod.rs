@@ -23,13 +23,28 @@ pub fn btf_funcs_of(elf: &Path) -> Vec<btf::BtfFunc> {
     btf::Btf::parse(&b).expect("valid BTF").funcs()
 }
 
-/// The cache directory for decompressed test inputs (never under /work/shared).
+/// The download/build cache (`$DCG_KCACHE` or ~/.cache/dcg-kernels).
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("DCG_KCACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dcg-kernels")
         })
+}
+
+/// Run a `tests/kernels/` script of the repository; the directory it prints.
+pub fn kernel_script(script: &str, args: &[&str]) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/kernels")
+        .join(script);
+    let out = std::process::Command::new("bash")
+        .arg(&path)
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", path.display()));
+    assert!(out.status.success(), "{} {args:?} failed", path.display());
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Whether the opt-in kernel tests should run.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kill test of the kernel tracer (issue 9) on ../shared/testkernel: RUNS live traces of a
+# Kill test of the kernel tracer (issue 9) on the test kernel (tests/kernels/testkernel): RUNS live traces of a
 # command that never ends, each interrupted after a random delay by SIGINT, SIGTERM or
 # SIGKILL (in turn); every other pair of runs uses exit/entry probes (DCG_KTRACE_PROBES=1)
 # so probe removal is exercised too. After SIGINT/SIGTERM nothing of the session may

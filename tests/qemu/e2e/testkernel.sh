@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kernel e2e scenarios 2-5 on ../shared/testkernel (funcgraph-retval, funcgraph-args).
+# Kernel e2e scenarios 2-5 on the test kernel (tests/kernels/testkernel) (funcgraph-retval, funcgraph-args).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_KTRACE_DEBUG=1

@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context;
+use dcg_calls::output::OutputFile;
 use dcg_calls::record::CallRecord;
 use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
 use dcg_live::options::TraceOptions;
@@ -12,8 +14,22 @@ use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions}
 use crate::trace_args::TraceArgs;
 
 /// Run `dcg trace`; returns the exit code (2: nothing to trace; user space: the traced
-/// command's).
+/// command's). The trace goes to `out`, or with `--trace-output` to that file.
 pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let Some(path) = args.trace_output.clone() else {
+        return trace(args, out);
+    };
+    let file = OutputFile::create(&path)?;
+    let mut w = std::io::BufWriter::new(file.file()?);
+    let code = trace(args, &mut w)?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    drop(w);
+    file.commit()?;
+    Ok(code)
+}
+
+fn trace(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let opts = args.options();
     let (code, calls) = if opts.is_user_space() {
         let f = dcg_utrace::run(&opts, out, &mut |n| eprintln!("dcg: {n}"))?;

@@ -40,6 +40,11 @@ pub struct TraceArgs {
     /// Also save the calls to FILE (saved-calls JSON lines, for `dcg report`).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write the trace (the calls, their JSON or the report) to FILE instead of standard
+    /// output, so the traced command's own output stays apart from it. FILE appears when
+    /// the trace ends (written through a temporary file beside it).
+    #[arg(long, value_name = "FILE")]
+    pub trace_output: Option<PathBuf>,
     /// Print the call-graph report of the traced calls when the trace ends, instead of
     /// the calls (what `dcg report` prints for a saved trace).
     #[arg(long, conflicts_with_all = ["json", "errors_only"])]
@@ -65,12 +70,11 @@ pub struct TraceArgs {
 }
 
 impl TraceArgs {
-    /// The session options; colour decided against standard output, where the trace goes.
+    /// The session options; colour decided against where the trace goes.
     pub fn options(self) -> TraceOptions {
+        let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
-            color: self
-                .color
-                .decide(std::io::stdout().is_terminal() && !self.json),
+            color: self.color.decide(terminal && !self.json),
             func: self.func,
             show_retvals: self.show_retvals,
             args: self.args,

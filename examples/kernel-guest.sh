@@ -1,0 +1,22 @@
+#!/bin/sh
+# The guest half of examples/run.sh, inside the test kernel under qemu: the db dwarfscan
+# made on the host is /dcg/sigs.db. Each command is echoed before it runs.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+show() { echo; echo "guest\$ $*"; "$@"; }
+
+show dcg load /dcg/sigs.db || exit 1
+show dcg list || exit 1
+# Without --db, dcg trace finds the loaded db by the running kernel's build-id. The
+# command's own output goes to the console; the tree to /tmp/tree, printed after it.
+show dcg trace --show-retvals --args --func do_sys_openat2 --trace-output /tmp/tree \
+	-- cat /proc/sys/kernel/ostype /nonexistent /proc/self
+rc=$?
+echo; echo "--- the call tree under do_sys_openat2 (dcg exit $rc):"
+cat /tmp/tree || exit 1
+echo
+if dmesg | grep -q 'WARNING:\|BUG:'; then
+	echo "kernel log has a WARNING/BUG:"; dmesg | grep -A20 'WARNING:\|BUG:' | head -40
+	exit 1
+fi
+echo "kernel log: no WARNING or BUG"
+[ $rc = 0 ]
