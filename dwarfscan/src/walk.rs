@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use gimli::constants as dw;
 
-use crate::dwarf::{Die, Units};
+use crate::dwarf::{Die, Units, R};
 use crate::inlines::RawInstance;
 use crate::stats::SkipReason;
 use crate::types::TypeGraph;
@@ -32,10 +32,10 @@ enum Frame {
 
 /// Read every attribute of the DIE whose abbreviation was just read from `raw`.
 fn read_die<'s>(
-    raw: &mut gimli::EntriesRaw<'_, '_, crate::dwarf::R<'s>>,
+    raw: &mut Raw<'_, 's>,
     abbrev: &gimli::Abbreviation,
     off: u64,
-    dwarf: &gimli::Dwarf<crate::dwarf::R<'s>>,
+    dwarf: &gimli::Dwarf<R<'s>>,
     unit: &crate::dwarf::Unit<'s>,
 ) -> Result<Die<'s>, gimli::Error> {
     let mut die = Die::new(abbrev.tag(), off, abbrev.has_children());
@@ -44,6 +44,31 @@ fn read_die<'s>(
         die.apply(dwarf, unit, a);
     }
     Ok(die)
+}
+
+type Raw<'r, 's> = gimli::EntriesRaw<'r, 'r, R<'s>>;
+
+/// What the walk collects from one unit.
+struct Walk<'s> {
+    /// Subprograms with code (and orphan definitions), with their parameters.
+    sps: Vec<Sp<'s>>,
+    /// `.debug_info` offset of a subprogram → index into `sps`.
+    sp_index: HashMap<u64, usize>,
+    /// Inline edges: abstract origin offset → the subprogram with code holding the copy.
+    inlined: Vec<(u64, usize)>,
+    /// Inline instances with their parameters (when `ctx.instances`).
+    raw_instances: Vec<RawInstance<'s>>,
+    res: CuResult,
+}
+
+/// The unit being walked.
+struct UnitCx<'u, 's> {
+    dwarf: &'u gimli::Dwarf<R<'s>>,
+    unit: &'u crate::dwarf::Unit<'s>,
+    /// Global offset of the unit.
+    base: u64,
+    /// Whether inline instances are collected.
+    instances: bool,
 }
 
 /// Scan unit `index` of `ctx`.
@@ -62,55 +87,106 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         }
     }
     let unit = file.dwarf.unit(header)?;
-    let base = file.starts[index];
-    let dwarf = &file.dwarf;
+    let cx = UnitCx {
+        dwarf: &file.dwarf,
+        unit: &unit,
+        base: file.starts[index],
+        instances: ctx.instances,
+    };
+    let mut walk = Walk {
+        sps: Vec::new(),
+        sp_index: HashMap::new(),
+        inlined: Vec::new(),
+        raw_instances: Vec::new(),
+        res,
+    };
+    walk.run(&cx)?;
+    let Walk {
+        sps,
+        sp_index,
+        inlined,
+        raw_instances,
+        res,
+    } = walk;
 
-    let mut sps: Vec<Sp<'_>> = Vec::new();
-    let mut sp_index: HashMap<u64, usize> = HashMap::new();
-    let mut inlined: Vec<(u64, usize)> = Vec::new();
-    let mut raw_instances: Vec<RawInstance<'_>> = Vec::new();
-    let mut stack: Vec<Frame> = Vec::with_capacity(32);
-    let mut raw = unit.entries_raw(None)?;
-    // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
-    let mut depth_base: isize = 0;
-    let mut dies = 0u64;
-    let unit_len = unit.header.length_including_self() as u64;
-    while !raw.is_empty() {
-        let depth = depth_base + raw.next_depth();
-        let off = base + raw.next_offset().0 as u64;
-        let Some(abbrev) = raw.read_abbreviation()? else {
-            if depth_base + raw.next_depth() <= 0 {
-                break;
+    let mut b = Builder {
+        ctx,
+        units: Units::new(file, index, &unit),
+        sps,
+        sp_index,
+        types: TypeGraph::default(),
+        files: HashMap::new(),
+        res,
+    };
+    b.assemble(&inlined, &raw_instances);
+    let Builder { mut res, types, .. } = b;
+    res.stats.bad_type_refs += types.bad_refs;
+    res.types = types.types;
+    Ok(res)
+}
+
+impl<'s> Walk<'s> {
+    /// Every DIE of the unit, in order, keeping a stack of what each depth is inside.
+    fn run(&mut self, cx: &UnitCx<'_, 's>) -> Result<(), UnitError> {
+        let unit = cx.unit;
+        let mut stack: Vec<Frame> = Vec::with_capacity(32);
+        let mut raw = unit.entries_raw(None)?;
+        // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
+        let mut depth_base: isize = 0;
+        let mut dies = 0u64;
+        let unit_len = unit.header.length_including_self() as u64;
+        while !raw.is_empty() {
+            let depth = depth_base + raw.next_depth();
+            let off = cx.base + raw.next_offset().0 as u64;
+            let Some(abbrev) = raw.read_abbreviation()? else {
+                if depth_base + raw.next_depth() <= 0 {
+                    break;
+                }
+                continue;
+            };
+            dies += 1;
+            stack.truncate(depth.max(0) as usize);
+            let parent = stack.last().copied();
+            match self.die(cx, &mut raw, abbrev, off, parent)? {
+                Some(frame) => {
+                    if abbrev.has_children() {
+                        stack.push(frame);
+                    }
+                }
+                None if abbrev.has_children() => {
+                    // Jump over the whole subtree when the DIE says where its sibling is.
+                    match sibling(&mut raw, abbrev)? {
+                        Some(sib)
+                            if (sib.0 as u64) + cx.base > off && (sib.0 as u64) < unit_len =>
+                        {
+                            raw = unit.entries_raw(Some(sib))?;
+                            depth_base = depth;
+                        }
+                        _ => stack.push(Frame::Skip),
+                    }
+                }
+                None => raw.skip_attributes(abbrev.attributes())?,
             }
-            continue;
-        };
-        dies += 1;
-        stack.truncate(depth.max(0) as usize);
-        let parent = stack.last().copied();
-        let tag = abbrev.tag();
-        let has_code = |a: &gimli::Abbreviation| {
-            let specs = a.attributes();
-            !specs.iter().any(|s| s.name() == dw::DW_AT_declaration)
-                && specs
-                    .iter()
-                    .any(|s| s.name() == dw::DW_AT_low_pc || s.name() == dw::DW_AT_ranges)
-        };
-        let mut consumed = true;
-        let is_orphan = |a: &gimli::Abbreviation| {
-            !a.attributes().iter().any(|s| {
-                matches!(
-                    s.name(),
-                    dw::DW_AT_declaration
-                        | dw::DW_AT_inline
-                        | dw::DW_AT_abstract_origin
-                        | dw::DW_AT_specification
-                )
-            })
-        };
-        let frame = match (parent, tag) {
+        }
+        self.res.stats.dies = dies;
+        self.res.stats.units = 1;
+        Ok(())
+    }
+
+    /// One DIE under `parent`: its frame once its attributes are read or skipped, or None
+    /// when it is of no interest and its attributes are still to be skipped.
+    fn die(
+        &mut self,
+        cx: &UnitCx<'_, 's>,
+        raw: &mut Raw<'_, 's>,
+        abbrev: &gimli::Abbreviation,
+        off: u64,
+        parent: Option<Frame>,
+    ) -> Result<Option<Frame>, UnitError> {
+        let read = |raw: &mut Raw<'_, 's>| read_die(raw, abbrev, off, cx.dwarf, cx.unit);
+        let frame = match (parent, abbrev.tag()) {
             (None, _) => {
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
-                if die.dwo {
+                if read(raw)?.dwo {
                     return Err(UnitError::SplitDwarf(
                         "references a split-DWARF .dwo file".into(),
                     ));
@@ -122,11 +198,11 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 Frame::Skip
             }
             (Some(_), dw::DW_TAG_subprogram) if has_code(abbrev) || is_orphan(abbrev) => {
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
+                let die = read(raw)?;
                 let code = die.has_code();
-                let i = sps.len();
-                sp_index.insert(off, i);
-                sps.push(Sp {
+                let i = self.sps.len();
+                self.sp_index.insert(off, i);
+                self.sps.push(Sp {
                     die,
                     params: Vec::new(),
                     variadic: false,
@@ -139,33 +215,27 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
             }
             (Some(_), dw::DW_TAG_subprogram) => {
                 // No code: read on demand when something refers to it.
-                res.stats.skip(
-                    if abbrev
-                        .attributes()
-                        .iter()
-                        .any(|s| s.name() == dw::DW_AT_declaration)
-                    {
-                        SkipReason::Declaration
-                    } else {
-                        SkipReason::NoCode
-                    },
-                );
-                consumed = false;
-                Frame::Skip
+                let declaration = has_attr(abbrev, dw::DW_AT_declaration);
+                self.res.stats.skip(if declaration {
+                    SkipReason::Declaration
+                } else {
+                    SkipReason::NoCode
+                });
+                return Ok(None);
             }
             (Some(Frame::Sub { sp, .. }), dw::DW_TAG_formal_parameter) => {
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
-                sps[sp].params.push(die);
+                let die = read(raw)?;
+                self.sps[sp].params.push(die);
                 Frame::Skip
             }
             (Some(Frame::Sub { sp, .. }), dw::DW_TAG_unspecified_parameters) => {
                 raw.skip_attributes(abbrev.attributes())?;
-                sps[sp].variadic = true;
+                self.sps[sp].variadic = true;
                 Frame::Skip
             }
             (Some(Frame::Inline { inst, .. }), dw::DW_TAG_formal_parameter) => {
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
-                raw_instances[inst].params.push(die);
+                let die = read(raw)?;
+                self.raw_instances[inst].params.push(die);
                 Frame::Skip
             }
             (
@@ -178,68 +248,27 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                     },
                 ),
                 dw::DW_TAG_inlined_subroutine,
-            ) if ctx.instances => {
-                res.stats.inlined_instances += 1;
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
-                let parent = match parent {
+            ) if cx.instances => {
+                let enclosing = match parent {
                     Some(Frame::Body { inst, .. }) => inst,
                     _ => None,
                 };
-                if let Some(o) = die.origin {
-                    inlined.push((o, owner));
-                }
-                raw_instances.push(RawInstance {
-                    die,
-                    owner,
-                    parent,
-                    params: Vec::new(),
-                });
-                Frame::Inline {
-                    owner,
-                    inst: raw_instances.len() - 1,
-                }
+                self.instance(read(raw)?, owner, enclosing)
             }
             (
                 Some(Frame::Sub { owner, .. } | Frame::Body { owner, .. }),
                 dw::DW_TAG_inlined_subroutine,
             ) => {
-                res.stats.inlined_instances += 1;
-                let specs = abbrev.attributes();
-                let mut origin = None;
-                for (i, spec) in specs.iter().enumerate() {
-                    if spec.name() == dw::DW_AT_abstract_origin {
-                        let a = raw.read_attribute(*spec)?;
-                        origin = match a.value() {
-                            gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
-                            gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
-                            _ => None,
-                        };
-                    } else {
-                        raw.skip_attributes(&specs[i..i + 1])?;
-                    }
-                }
+                self.res.stats.inlined_instances += 1;
+                let origin = abstract_origin(raw, abbrev, cx.base)?;
                 if let (Some(o), Some(owner)) = (origin, owner) {
-                    inlined.push((o, owner));
+                    self.inlined.push((o, owner));
                 }
                 Frame::Body { owner, inst: None }
             }
             (Some(Frame::Inline { owner, inst }), dw::DW_TAG_inlined_subroutine) => {
                 // Only reached with instances on: an inline inside an inline.
-                res.stats.inlined_instances += 1;
-                let die = read_die(&mut raw, abbrev, off, dwarf, &unit)?;
-                if let Some(o) = die.origin {
-                    inlined.push((o, owner));
-                }
-                raw_instances.push(RawInstance {
-                    die,
-                    owner,
-                    parent: Some(inst),
-                    params: Vec::new(),
-                });
-                Frame::Inline {
-                    owner,
-                    inst: raw_instances.len() - 1,
-                }
+                self.instance(read(raw)?, owner, Some(inst))
             }
             (Some(Frame::Sub { owner, .. }), dw::DW_TAG_lexical_block) => {
                 raw.skip_attributes(abbrev.attributes())?;
@@ -260,56 +289,91 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
                 raw.skip_attributes(abbrev.attributes())?;
                 Frame::Scope
             }
-            _ => {
-                consumed = false;
-                Frame::Skip
-            }
+            _ => return Ok(None),
         };
-        if !consumed && abbrev.has_children() {
-            // Jump over the whole subtree when the DIE says where its sibling is.
-            let specs = abbrev.attributes();
-            let mut sibling = None;
-            for (i, spec) in specs.iter().enumerate() {
-                if spec.name() == dw::DW_AT_sibling {
-                    if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
-                        sibling = Some(o);
-                    }
-                } else {
-                    raw.skip_attributes(&specs[i..i + 1])?;
-                }
-            }
-            match sibling {
-                Some(sib) if (sib.0 as u64) + base > off && (sib.0 as u64) < unit_len => {
-                    raw = unit.entries_raw(Some(sib))?;
-                    depth_base = depth;
-                    continue;
-                }
-                _ => {}
-            }
-            stack.push(frame);
-            continue;
-        } else if !consumed {
-            raw.skip_attributes(abbrev.attributes())?;
+        Ok(Some(frame))
+    }
+
+    /// An inline instance collected with its parameters (they follow as children).
+    fn instance(&mut self, die: Die<'s>, owner: usize, parent: Option<usize>) -> Frame {
+        self.res.stats.inlined_instances += 1;
+        if let Some(o) = die.origin {
+            self.inlined.push((o, owner));
         }
-        if abbrev.has_children() {
-            stack.push(frame);
+        self.raw_instances.push(RawInstance {
+            die,
+            owner,
+            parent,
+            params: Vec::new(),
+        });
+        Frame::Inline {
+            owner,
+            inst: self.raw_instances.len() - 1,
         }
     }
-    res.stats.dies = dies;
-    res.stats.units = 1;
+}
 
-    let mut b = Builder {
-        ctx,
-        units: Units::new(file, index, &unit),
-        sps,
-        sp_index,
-        types: TypeGraph::default(),
-        files: HashMap::new(),
-        res,
-    };
-    b.assemble(&inlined, &raw_instances);
-    let Builder { mut res, types, .. } = b;
-    res.stats.bad_type_refs += types.bad_refs;
-    res.types = types.types;
-    Ok(res)
+fn has_attr(a: &gimli::Abbreviation, name: gimli::DwAt) -> bool {
+    a.attributes().iter().any(|s| s.name() == name)
+}
+
+/// A subprogram DIE with code: low_pc or ranges, and not a declaration.
+fn has_code(a: &gimli::Abbreviation) -> bool {
+    !has_attr(a, dw::DW_AT_declaration)
+        && (has_attr(a, dw::DW_AT_low_pc) || has_attr(a, dw::DW_AT_ranges))
+}
+
+/// A definition without code that is neither a declaration, nor inline, nor a reference
+/// to another DIE (see `Sp::orphan`).
+fn is_orphan(a: &gimli::Abbreviation) -> bool {
+    !a.attributes().iter().any(|s| {
+        matches!(
+            s.name(),
+            dw::DW_AT_declaration
+                | dw::DW_AT_inline
+                | dw::DW_AT_abstract_origin
+                | dw::DW_AT_specification
+        )
+    })
+}
+
+/// Read the DIE's attributes for its `DW_AT_abstract_origin` (global offset).
+fn abstract_origin(
+    raw: &mut Raw<'_, '_>,
+    abbrev: &gimli::Abbreviation,
+    base: u64,
+) -> Result<Option<u64>, gimli::Error> {
+    let specs = abbrev.attributes();
+    let mut origin = None;
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.name() == dw::DW_AT_abstract_origin {
+            origin = match raw.read_attribute(*spec)?.value() {
+                gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
+                gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
+                _ => None,
+            };
+        } else {
+            raw.skip_attributes(&specs[i..i + 1])?;
+        }
+    }
+    Ok(origin)
+}
+
+/// Read the DIE's attributes for its `DW_AT_sibling` (unit offset).
+fn sibling(
+    raw: &mut Raw<'_, '_>,
+    abbrev: &gimli::Abbreviation,
+) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
+    let specs = abbrev.attributes();
+    let mut sibling = None;
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.name() == dw::DW_AT_sibling {
+            if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
+                sibling = Some(o);
+            }
+        } else {
+            raw.skip_attributes(&specs[i..i + 1])?;
+        }
+    }
+    Ok(sibling)
 }

@@ -306,199 +306,19 @@ impl<'b> Writer<'b> {
         Ok(self.type_index[id.0 as usize])
     }
 
+    /// The whole db: types from void on, functions in canonical order with their
+    /// parameter lists, the name index, inline edges and instances, modules. Strings are
+    /// interned in this order, which makes the output deterministic.
     fn write(mut self) -> Result<Vec<u8>, Error> {
         let b = self.b;
-        for f in &b.functions {
-            if f.module.0 as usize >= b.modules.len() {
-                return Err(Error::Builder(format!(
-                    "function {} refers to module {} of {}",
-                    f.name,
-                    f.module.0,
-                    b.modules.len()
-                )));
-            }
-        }
-        // Type 0 is always void.
-        let void = b.type_ids.get(&TypeDesc::void()).copied();
-        if let Some(v) = void {
-            self.emit_type(v)?;
-        } else {
-            self.strings.add("void")?;
-            self.types.push(TypeRecord {
-                kind: TypeKind::Void as u8,
-                flags: 0,
-                quals: 0,
-                reserved: 0,
-                size: 0.into(),
-                name: self.strings.add("void")?.into(),
-                target: 0.into(),
-                first: 0.into(),
-                count: 0.into(),
-            });
-        }
-
-        // Canonical function order; exact duplicates merge.
-        let fp = b.fingerprints();
-        let key = |f: &FunctionDesc| {
-            (
-                f.module,
-                f.addr,
-                f.size,
-                f.name.clone(),
-                f.symbol.clone(),
-                f.flags,
-                fp[f.ret.0 as usize],
-                f.params
-                    .iter()
-                    .map(|p| (p.name.clone(), fp[p.ty.0 as usize], p.loc))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let keys: Vec<_> = b.functions.iter().map(key).collect();
-        let mut order: Vec<usize> = (0..b.functions.len()).collect();
-        order.sort_by(|&x, &y| keys[x].cmp(&keys[y]));
-        let mut new_index = vec![0u32; b.functions.len()];
-        let mut unique: Vec<usize> = Vec::with_capacity(order.len());
-        for &i in &order {
-            if let Some(&last) = unique.last() {
-                if keys[last] == keys[i] {
-                    new_index[i] = unique.len() as u32 - 1;
-                    continue;
-                }
-            }
-            new_index[i] = u32::try_from(unique.len()).map_err(|_| Error::TooLarge("functions"))?;
-            unique.push(i);
-        }
-
-        let mut functions = Vec::with_capacity(unique.len());
-        let mut symbols: Vec<SymbolRecord> = Vec::new();
-        let mut names: Vec<(u32, u32)> = Vec::new();
-        for (out, &i) in unique.iter().enumerate() {
-            let f = &b.functions[i];
-            let name = self.strings.add(&f.name)?;
-            let symbol = match &f.symbol {
-                Some(s) if *s != f.name => self.strings.add(s)?,
-                _ => 0,
-            };
-            let ret = self.emit_type(f.ret)?;
-            let mut list = Vec::with_capacity(f.params.len());
-            for p in &f.params {
-                let pname = self.strings.add(&p.name)?;
-                let ty = self.emit_type(p.ty)?;
-                list.push((pname, ty, p.loc.encode()));
-            }
-            let params = match self.param_lists.get(&list) {
-                Some(&first) => first,
-                None if list.is_empty() => 0,
-                None => {
-                    let first = self.params.len() as u32;
-                    for &(name, ty, (kind, reg, reg2, offset)) in &list {
-                        if ty > MAX_PARAM_TYPE {
-                            return Err(Error::TooLarge("types referenced by parameters"));
-                        }
-                        let value = match kind {
-                            1 | 2 => reg as u32 | (reg2 as u32) << 8,
-                            _ => offset as u32,
-                        };
-                        self.params.push(ParamRecord {
-                            name: name.into(),
-                            ty_loc: (ty | (kind as u32) << 24).into(),
-                            value: value.into(),
-                        });
-                    }
-                    self.param_lists.insert(list.clone(), first);
-                    first
-                }
-            };
-            let param_count = u16::try_from(list.len())
-                .map_err(|_| Error::TooLarge("parameters of one function"))?;
-            functions.push(FunctionRecord {
-                addr: f.addr.into(),
-                size: f.size.into(),
-                name: name.into(),
-                ret: ret.into(),
-                params: params.into(),
-                param_count: param_count.into(),
-                flags: f.flags.bits().into(),
-            });
-            names.push((name, out as u32));
-            if symbol != 0 {
-                names.push((symbol, out as u32));
-                symbols.push(SymbolRecord {
-                    function: (out as u32).into(),
-                    symbol: symbol.into(),
-                });
-            }
-        }
-
-        let str_at = |bytes: &[u8], off: u32| -> Vec<u8> {
-            let s = &bytes[off as usize..];
-            s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
-        };
-        let sb = &self.strings.bytes;
-        let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
-            .into_iter()
-            .map(|(n, f)| {
-                let bytes = str_at(sb, n);
-                (name_hash(&bytes), bytes, f)
-            })
-            .collect();
-        keyed.sort();
-        keyed.dedup();
-        let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
-        // A name and a symbol of one function with the same hash need one entry.
-        let mut seen = std::collections::HashSet::new();
-        names.retain(|&e| seen.insert(e));
-        let names: Vec<NameRecord> = names
-            .into_iter()
-            .map(|(h, f)| NameRecord {
-                hash: h.into(),
-                function: f.into(),
-            })
-            .collect();
-
-        let mut inlines: Vec<(u32, u32)> = b
-            .inlines
-            .iter()
-            .map(|&(callee, caller)| (new_index[callee.0 as usize], new_index[caller.0 as usize]))
-            .collect();
-        inlines.sort_unstable();
-        inlines.dedup();
-        let mut callees: Vec<InlineCalleeRecord> = Vec::new();
-        let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
-        for (callee, caller) in inlines {
-            if callees.last().map(|c| c.callee.get()) != Some(callee) {
-                callees.push(InlineCalleeRecord {
-                    callee: callee.into(),
-                    first: (callers.len() as u32).into(),
-                });
-            }
-            callers.push(caller);
-        }
-
+        self.check_modules()?;
+        self.emit_void()?;
+        let (unique, new_index) = canonical_order(b)?;
+        let (functions, symbols, names) = self.emit_functions(&unique)?;
+        let names = name_index(&self.strings.bytes, names);
+        let (callees, callers) = inline_edges(b, &new_index);
         let inst = instances::encode(&b.instances, &new_index, &mut self.strings)?;
-
-        // Modules with their function ranges (functions are sorted by module first).
-        let mut modules = Vec::with_capacity(b.modules.len());
-        let mut next = 0usize;
-        for (mi, m) in b.modules.iter().enumerate() {
-            let first = next;
-            while next < unique.len() && b.functions[unique[next]].module.0 as usize == mi {
-                next += 1;
-            }
-            let mut build_id = [0u8; MAX_BUILD_ID];
-            build_id[..m.build_id.len()].copy_from_slice(&m.build_id);
-            modules.push(ModuleRecord {
-                name: self.strings.add(&m.name)?.into(),
-                kind: (m.kind as u32).into(),
-                first_function: (first as u32).into(),
-                function_count: ((next - first) as u32).into(),
-                build_id_len: (m.build_id.len() as u32).into(),
-                reserved: 0.into(),
-                build_id,
-                base: m.base.into(),
-            });
-        }
+        let modules = self.module_records(&unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
             &self.strings.bytes,
@@ -534,6 +354,235 @@ impl<'b> Writer<'b> {
         ];
         assemble(b, &sections, &counts)
     }
+
+    /// Every function's module exists.
+    fn check_modules(&self) -> Result<(), Error> {
+        let b = self.b;
+        for f in &b.functions {
+            if f.module.0 as usize >= b.modules.len() {
+                return Err(Error::Builder(format!(
+                    "function {} refers to module {} of {}",
+                    f.name,
+                    f.module.0,
+                    b.modules.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Type 0 is always void.
+    fn emit_void(&mut self) -> Result<(), Error> {
+        if let Some(v) = self.b.type_ids.get(&TypeDesc::void()).copied() {
+            self.emit_type(v)?;
+            return Ok(());
+        }
+        self.strings.add("void")?;
+        self.types.push(TypeRecord {
+            kind: TypeKind::Void as u8,
+            flags: 0,
+            quals: 0,
+            reserved: 0,
+            size: 0.into(),
+            name: self.strings.add("void")?.into(),
+            target: 0.into(),
+            first: 0.into(),
+            count: 0.into(),
+        });
+        Ok(())
+    }
+
+    /// The function records of `unique` (builder indices in output order), their symbol
+    /// records, and (name string, function) pairs for the name index.
+    #[allow(clippy::type_complexity)]
+    fn emit_functions(
+        &mut self,
+        unique: &[usize],
+    ) -> Result<(Vec<FunctionRecord>, Vec<SymbolRecord>, Vec<(u32, u32)>), Error> {
+        let b = self.b;
+        let mut functions = Vec::with_capacity(unique.len());
+        let mut symbols: Vec<SymbolRecord> = Vec::new();
+        let mut names: Vec<(u32, u32)> = Vec::new();
+        for (out, &i) in unique.iter().enumerate() {
+            let f = &b.functions[i];
+            let name = self.strings.add(&f.name)?;
+            let symbol = match &f.symbol {
+                Some(s) if *s != f.name => self.strings.add(s)?,
+                _ => 0,
+            };
+            let ret = self.emit_type(f.ret)?;
+            let (params, param_count) = self.emit_params(f)?;
+            functions.push(FunctionRecord {
+                addr: f.addr.into(),
+                size: f.size.into(),
+                name: name.into(),
+                ret: ret.into(),
+                params: params.into(),
+                param_count: param_count.into(),
+                flags: f.flags.bits().into(),
+            });
+            names.push((name, out as u32));
+            if symbol != 0 {
+                names.push((symbol, out as u32));
+                symbols.push(SymbolRecord {
+                    function: (out as u32).into(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok((functions, symbols, names))
+    }
+
+    /// `f`'s parameter list: (index of its first record, count). Identical lists share
+    /// their records.
+    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u16), Error> {
+        let mut list = Vec::with_capacity(f.params.len());
+        for p in &f.params {
+            let pname = self.strings.add(&p.name)?;
+            let ty = self.emit_type(p.ty)?;
+            list.push((pname, ty, p.loc.encode()));
+        }
+        let count =
+            u16::try_from(list.len()).map_err(|_| Error::TooLarge("parameters of one function"))?;
+        if list.is_empty() {
+            return Ok((self.param_lists.get(&list).copied().unwrap_or(0), count));
+        }
+        if let Some(&first) = self.param_lists.get(&list) {
+            return Ok((first, count));
+        }
+        let first = self.params.len() as u32;
+        for &(name, ty, (kind, reg, reg2, offset)) in &list {
+            if ty > MAX_PARAM_TYPE {
+                return Err(Error::TooLarge("types referenced by parameters"));
+            }
+            let value = match kind {
+                1 | 2 => reg as u32 | (reg2 as u32) << 8,
+                _ => offset as u32,
+            };
+            self.params.push(ParamRecord {
+                name: name.into(),
+                ty_loc: (ty | (kind as u32) << 24).into(),
+                value: value.into(),
+            });
+        }
+        self.param_lists.insert(list, first);
+        Ok((first, count))
+    }
+
+    /// Module records with their function ranges (functions are sorted by module first).
+    fn module_records(&mut self, unique: &[usize]) -> Result<Vec<ModuleRecord>, Error> {
+        let b = self.b;
+        let mut modules = Vec::with_capacity(b.modules.len());
+        let mut next = 0usize;
+        for (mi, m) in b.modules.iter().enumerate() {
+            let first = next;
+            while next < unique.len() && b.functions[unique[next]].module.0 as usize == mi {
+                next += 1;
+            }
+            let mut build_id = [0u8; MAX_BUILD_ID];
+            build_id[..m.build_id.len()].copy_from_slice(&m.build_id);
+            modules.push(ModuleRecord {
+                name: self.strings.add(&m.name)?.into(),
+                kind: (m.kind as u32).into(),
+                first_function: (first as u32).into(),
+                function_count: ((next - first) as u32).into(),
+                build_id_len: (m.build_id.len() as u32).into(),
+                reserved: 0.into(),
+                build_id,
+                base: m.base.into(),
+            });
+        }
+        Ok(modules)
+    }
+}
+
+/// Canonical function order; exact duplicates merge. Returns the builder indices of the
+/// output functions in order, and each builder function's output index.
+fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
+    let fp = b.fingerprints();
+    let key = |f: &FunctionDesc| {
+        (
+            f.module,
+            f.addr,
+            f.size,
+            f.name.clone(),
+            f.symbol.clone(),
+            f.flags,
+            fp[f.ret.0 as usize],
+            f.params
+                .iter()
+                .map(|p| (p.name.clone(), fp[p.ty.0 as usize], p.loc))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let keys: Vec<_> = b.functions.iter().map(key).collect();
+    let mut order: Vec<usize> = (0..b.functions.len()).collect();
+    order.sort_by(|&x, &y| keys[x].cmp(&keys[y]));
+    let mut new_index = vec![0u32; b.functions.len()];
+    let mut unique: Vec<usize> = Vec::with_capacity(order.len());
+    for &i in &order {
+        if let Some(&last) = unique.last() {
+            if keys[last] == keys[i] {
+                new_index[i] = unique.len() as u32 - 1;
+                continue;
+            }
+        }
+        new_index[i] = u32::try_from(unique.len()).map_err(|_| Error::TooLarge("functions"))?;
+        unique.push(i);
+    }
+    Ok((unique, new_index))
+}
+
+/// The name index: (FNV-1a hash of the name, function) sorted by hash, then by name bytes,
+/// one entry per distinct pair.
+fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
+    let str_at = |off: u32| -> Vec<u8> {
+        let s = &strings[off as usize..];
+        s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
+    };
+    let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
+        .into_iter()
+        .map(|(n, f)| {
+            let bytes = str_at(n);
+            (name_hash(&bytes), bytes, f)
+        })
+        .collect();
+    keyed.sort();
+    keyed.dedup();
+    let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
+    // A name and a symbol of one function with the same hash need one entry.
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|&e| seen.insert(e));
+    names
+        .into_iter()
+        .map(|(h, f)| NameRecord {
+            hash: h.into(),
+            function: f.into(),
+        })
+        .collect()
+}
+
+/// Inline edges in output indices: per callee (sorted) the first of its callers.
+fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> (Vec<InlineCalleeRecord>, Vec<u32>) {
+    let mut inlines: Vec<(u32, u32)> = b
+        .inlines
+        .iter()
+        .map(|&(callee, caller)| (new_index[callee.0 as usize], new_index[caller.0 as usize]))
+        .collect();
+    inlines.sort_unstable();
+    inlines.dedup();
+    let mut callees: Vec<InlineCalleeRecord> = Vec::new();
+    let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
+    for (callee, caller) in inlines {
+        if callees.last().map(|c| c.callee.get()) != Some(callee) {
+            callees.push(InlineCalleeRecord {
+                callee: callee.into(),
+                first: (callers.len() as u32).into(),
+            });
+        }
+        callers.push(caller);
+    }
+    (callees, callers)
 }
 
 fn assemble(
