@@ -16,6 +16,8 @@ fn main() {
             "-mcpu=v3",
         ])
         .build_and_generate(&out)
-        .unwrap_or_else(|e| panic!("{src}: {e:#} (needs clang and libelf-dev: .ci/install-deps.sh)"));
+        .unwrap_or_else(|e| {
+            panic!("{src}: {e:#} (needs clang and libelf-dev: .ci/install-deps.sh)")
+        });
     println!("cargo:rerun-if-changed={src}");
 }

@@ -168,7 +168,9 @@ impl Capture {
             links.push(fork);
         }
         match mode {
-            Mode::Session => links.push(attach_multi(&skel.progs.dcg_call, targets, Kind::Session)?),
+            Mode::Session => {
+                links.push(attach_multi(&skel.progs.dcg_call, targets, Kind::Session)?)
+            }
             Mode::EntryReturn => {
                 // The return link first: attached after the entry link, it would have
                 // replaced the return address the entry program reads as the call site.
@@ -210,7 +212,9 @@ impl Capture {
 
     /// Take every record in the ring buffer now, in order, through `f`.
     pub fn consume(&mut self, mut f: impl FnMut(Record<'_>)) -> Result<(), BpfError> {
-        self.ring.consume().map_err(libbpf("reading the ring buffer"))?;
+        self.ring
+            .consume()
+            .map_err(libbpf("reading the ring buffer"))?;
         let batch = std::mem::take(&mut *self.queue.borrow_mut());
         for raw in &batch {
             if let Some(r) = Record::parse(raw) {
@@ -264,11 +268,7 @@ fn attach_multi(
     // SAFETY: prog is a loaded program of the skeleton; opts and its arrays outlive the
     // call (libbpf copies them into the attach syscall).
     let link = unsafe {
-        libbpf_sys::bpf_program__attach_kprobe_multi_opts(
-            prog.as_ptr(),
-            std::ptr::null(),
-            &opts,
-        )
+        libbpf_sys::bpf_program__attach_kprobe_multi_opts(prog.as_ptr(), std::ptr::null(), &opts)
     };
     match NonNull::new(link) {
         // SAFETY: a link libbpf just created, owned from here on.

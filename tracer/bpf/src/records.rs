@@ -139,7 +139,9 @@ mod tests {
         e[48..52].copy_from_slice(&1u32.to_ne_bytes());
         e[56..64].copy_from_slice(&7u64.to_ne_bytes());
         match Record::parse(&e) {
-            Some(Record::Entry { tid, ip, cpu, args, .. }) => {
+            Some(Record::Entry {
+                tid, ip, cpu, args, ..
+            }) => {
                 assert_eq!((tid, ip, cpu, args[0]), (42, 0xffff_ffff_8100_0000, 1, 7))
             }
             r => panic!("{r:?}"),
@@ -158,7 +160,10 @@ mod tests {
             })
         );
         s[12..16].copy_from_slice(&(-14i32).to_ne_bytes());
-        assert!(matches!(Record::parse(&s), Some(Record::Str { bytes: None, .. })));
+        assert!(matches!(
+            Record::parse(&s),
+            Some(Record::Str { bytes: None, .. })
+        ));
         assert_eq!(Record::parse(&[9, 0, 0, 0]), None);
         assert_eq!(Record::parse(&e[..40]), None, "truncated");
     }

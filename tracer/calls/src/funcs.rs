@@ -237,6 +237,11 @@ pub struct FuncTable<'a> {
 }
 
 impl<'a> FuncTable<'a> {
+    /// The dbs functions are looked up in.
+    pub fn set(&self) -> &'a DbSet {
+        self.set
+    }
+
     /// An empty table over `set`.
     pub fn new(set: &'a DbSet) -> FuncTable<'a> {
         FuncTable {

@@ -86,7 +86,7 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, strings: bool) -> Vec<
         .filter(|s| !NOT_ATTACHED.contains(&s.name.as_str()))
         .map(|s| Target {
             addr: s.addr,
-            root: roots.iter().any(|r| *r == s.name),
+            root: roots.contains(&s.name),
             strings: if strings {
                 *masks
                     .entry(s.name.as_str())
@@ -127,7 +127,14 @@ impl Feed<'_> {
         if let Some(v) = self.names.get(&ip) {
             return v.clone();
         }
-        let (name, module) = match self.kallsyms.at(ip) {
+        // Not a site of the file: the symbol at the address the db knows, else the one
+        // kallsyms resolves to (see `run` for why they can differ).
+        let set = self.tree.funcs.set();
+        let exact = self
+            .kallsyms
+            .all_at(ip)
+            .find(|(n, _)| set.by_name(n).next().is_some());
+        let (name, module) = match exact.or_else(|| self.kallsyms.at(ip)) {
             Some((n, m)) => (n.to_string(), m.map(str::to_string)),
             None => (format!("{ip:#x}"), None),
         };
@@ -432,7 +439,10 @@ mod tests {
             "ffffffff81001000 do_one_initcall\nffffffffc0001010 bm_status_write [binfmt_misc]\nbad\n",
         );
         assert_eq!(s.len(), 2);
-        assert_eq!((s[0].addr, s[0].name.as_str()), (0xffffffff81001000, "do_one_initcall"));
+        assert_eq!(
+            (s[0].addr, s[0].name.as_str()),
+            (0xffffffff81001000, "do_one_initcall")
+        );
         assert_eq!(s[1].module.as_deref(), Some("binfmt_misc"));
     }
 }

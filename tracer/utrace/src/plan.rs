@@ -240,7 +240,6 @@ pub fn uprobe_reg(dwarf: u8) -> Option<&'static str> {
     sigdb::regs::reg(dwarf).and_then(|r| r.fetch)
 }
 
-
 /// Most words fetched for one argument passed in memory (a struct by value).
 const MAX_STACK_WORDS: u32 = 4;
 
