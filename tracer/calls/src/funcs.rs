@@ -167,17 +167,34 @@ impl<'a> FuncInfo<'a> {
 
     /// Each parameter passed in an argument register, rendered by its type from `regs`,
     /// the six integer argument registers at entry in System V order (what binary
-    /// function_graph records carry): `(name, value)` pushed through `push`. Parameters
-    /// elsewhere (stack, optimized out) are left out; a function the db does not know
-    /// has none.
-    pub fn reg_args(&self, regs: &[u64], mut push: impl FnMut(&str, &mut dyn FnMut(&mut String))) {
+    /// function_graph records carry): `(name, value)` pushed through `push`. A register
+    /// with an entry in `strings` (read by the source) shows the string it points to.
+    /// Parameters elsewhere (stack, optimized out) are left out; a function the db does
+    /// not know has none.
+    pub fn reg_args(
+        &self,
+        regs: &[u64],
+        strings: &[(usize, Option<String>)],
+        mut push: impl FnMut(&str, &mut dyn FnMut(&mut String)),
+    ) {
         for p in &self.params {
             let sigdb::Location::Reg(r) = p.loc else {
                 continue;
             };
-            let Some(&raw) = sigdb::regs::sysv_arg_index(r).and_then(|i| regs.get(i)) else {
+            let Some(i) = sigdb::regs::sysv_arg_index(r) else {
                 continue;
             };
+            let Some(&raw) = regs.get(i) else {
+                continue;
+            };
+            if raw != 0 {
+                if let Some((_, Some(text))) = strings.iter().find(|(j, _)| *j == i) {
+                    push(p.name, &mut |out: &mut String| {
+                        out.push_str(&dcg_render::render_string(text))
+                    });
+                    continue;
+                }
+            }
             push(p.name, &mut |out: &mut String| {
                 let text = format!("{raw:#x}");
                 if !p.render.push(out, &text, raw, Role::Arg) {
@@ -220,6 +237,11 @@ pub struct FuncTable<'a> {
 }
 
 impl<'a> FuncTable<'a> {
+    /// The dbs functions are looked up in.
+    pub fn set(&self) -> &'a DbSet {
+        self.set
+    }
+
     /// An empty table over `set`.
     pub fn new(set: &'a DbSet) -> FuncTable<'a> {
         FuncTable {

@@ -44,6 +44,14 @@ pub enum ArgsIn<'e> {
     /// The integer argument registers at entry, in System V order (binary records):
     /// each parameter taken from its register and rendered by its type.
     Words(&'e [u64]),
+    /// The same, with the strings the source read for some of them: (register index,
+    /// the text, or None when reading it faulted).
+    Fetched {
+        /// The argument registers.
+        words: &'e [u64],
+        /// Strings by register index.
+        strings: &'e [(usize, Option<String>)],
+    },
 }
 
 /// A return value as a source delivers it.
@@ -312,7 +320,14 @@ impl<'a> CallTree<'a> {
             ArgsIn::Words(words) => {
                 let info = self.funcs.get(id);
                 let args = &mut self.args;
-                info.reg_args(words, |name, value| args.push_with(name, |s| value(s)));
+                info.reg_args(words, &[], |name, value| args.push_with(name, |s| value(s)));
+            }
+            ArgsIn::Fetched { words, strings } => {
+                let info = self.funcs.get(id);
+                let args = &mut self.args;
+                info.reg_args(words, strings, |name, value| {
+                    args.push_with(name, |s| value(s))
+                });
             }
             _ => {
                 if let Some(p) = pending {

@@ -5,9 +5,19 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::TraceOptions;
+use dcg_live::options::{Engine, TraceOptions};
 
 use crate::ColorChoice;
+
+/// `--engine`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EngineArg {
+    /// function_graph.
+    #[default]
+    Fgraph,
+    /// BPF kprobe.session.
+    Bpf,
+}
 
 /// Options of `dcg trace`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -56,6 +66,11 @@ pub struct TraceArgs {
     /// Color error values: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
+    /// How kernel calls are captured: fgraph (function_graph; values from
+    /// funcgraph-retval, or probe events where the kernel lacks it) or bpf (a BPF
+    /// kprobe.session program on every traceable function: every value and C strings).
+    #[arg(long, value_enum, default_value = "fgraph", value_name = "ENGINE")]
+    pub engine: EngineArg,
     /// Trace a running process (and its threads) instead of starting a command.
     #[arg(
         short = 'p',
@@ -75,6 +90,10 @@ impl TraceArgs {
         let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
             color: self.color.decide(terminal && !self.json),
+            engine: match self.engine {
+                EngineArg::Fgraph => Engine::Fgraph,
+                EngineArg::Bpf => Engine::Bpf,
+            },
             func: self.func,
             show_retvals: self.show_retvals,
             args: self.args,

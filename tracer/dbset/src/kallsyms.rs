@@ -58,6 +58,16 @@ impl Kallsyms {
         Some(format!("{name}+{:#x}/{size:#x}", addr - start))
     }
 
+    /// Every symbol that starts exactly at `addr` (a function and section labels can
+    /// share an address): (name, module).
+    pub fn all_at(&self, addr: u64) -> impl Iterator<Item = (&str, Option<&str>)> {
+        let start = self.syms.partition_point(|s| s.0 < addr);
+        self.syms[start..]
+            .iter()
+            .take_while(move |s| s.0 == addr)
+            .map(|s| (s.1.as_str(), s.2.as_deref()))
+    }
+
     fn index(&self, addr: u64) -> Option<usize> {
         let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
         // Far past the symbol's start is not in a function (no sizes here: 1 MiB).
@@ -84,6 +94,11 @@ mod tests {
         // After `endbr64`: still the function.
         assert_eq!(k.at(0xffffffff81000014), Some(("helper", None)));
         assert_eq!(k.at(0xffffffff80ffffff), None);
+        assert_eq!(
+            k.all_at(0xffffffff81000010).collect::<Vec<_>>(),
+            vec![("helper", None)]
+        );
+        assert_eq!(k.all_at(0xffffffff81000011).count(), 0);
         assert_eq!(k.at(0xffffffff91000000), None);
         assert_eq!(
             k.describe(0xffffffff81000004).as_deref(),

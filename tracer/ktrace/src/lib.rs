@@ -7,6 +7,7 @@
 //! values from exit / entry probe events ([`probes`]) joined to the calls. The design and
 //! its limits are described in `tracer/KTRACE.md`.
 
+pub mod bpf;
 pub mod callees;
 pub mod funcs;
 pub mod probes;
@@ -22,7 +23,7 @@ use dcg_calls::output::OutputFile;
 use dcg_calls::sink::{Output, Sinks};
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
-use dcg_live::options::TraceOptions;
+use dcg_live::options::{Engine, TraceOptions};
 use dcg_live::process::Child;
 use dcg_live::tracefs::{self, Session};
 
@@ -110,6 +111,9 @@ pub enum KtraceError {
     /// Reading the stream or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The BPF engine could not capture.
+    #[error(transparent)]
+    Bpf(#[from] dcg_bpf::BpfError),
 }
 
 type Result<T> = std::result::Result<T, KtraceError>;
@@ -255,6 +259,11 @@ pub fn run(
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(KtraceError::NoProcess(pid));
         }
+    }
+    if args.engine == Engine::Bpf {
+        return Ok(Outcome::Traced(bpf::run(
+            args, &set, &root, roots, out, notify,
+        )?));
     }
     let mut s = Setup::new(args, &set, &root, &avail, roots)?;
     s.probe(notify)?;

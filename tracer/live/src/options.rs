@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 /// Options of one `dcg trace` session.
 #[derive(Debug, Clone, Default)]
 pub struct TraceOptions {
+    /// The kernel capture engine.
+    pub engine: Engine,
     /// Function patterns: a glob over names (`vfs_*`), or `PATH:PATTERN` for user space.
     pub func: Vec<String>,
     /// Show return values.
@@ -34,6 +36,16 @@ pub struct TraceOptions {
     pub pid: Option<i32>,
     /// The command to start and trace.
     pub command: Vec<String>,
+}
+
+/// How kernel calls are captured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// function_graph in a private instance (values from funcgraph-retval or probes).
+    #[default]
+    Fgraph,
+    /// BPF kprobe.session on every traceable function (every value, any 6.10+ kernel).
+    Bpf,
 }
 
 impl TraceOptions {

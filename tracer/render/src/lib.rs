@@ -312,6 +312,16 @@ fn render_enum(out: &mut String, t: Type<'_>, raw: u64) {
     let _ = write!(out, "{v}");
 }
 
+/// Whether a type is a pointer to a character type (`char *`, `const char *`): its
+/// value is shown as the string it points to where a source can read it.
+pub fn is_c_string(ty: Type<'_>) -> bool {
+    let t = ty.resolve();
+    t.kind() == TypeKind::Pointer
+        && t.target()
+            .map(|p| p.resolve())
+            .is_some_and(|p| p.kind() == TypeKind::Char && p.size() == 1)
+}
+
 /// Render a string argument fetched by a probe (already unquoted): `"text"` with C escapes.
 pub fn render_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

@@ -21,7 +21,7 @@ fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> U
         what: what.to_string(),
     }
 }
-use dcg_render::{render, render_pointer, render_string, Role};
+use dcg_render::{is_c_string, render, render_pointer, render_string, Role};
 
 pub use dcg_dbset::binary::DbSource;
 
@@ -238,15 +238,6 @@ fn def(kind: char, group: &str, event: &str, path: &Path, offset: u64, fields: &
 /// The uprobe register name (`%di`) of a DWARF register, for general-purpose registers.
 pub fn uprobe_reg(dwarf: u8) -> Option<&'static str> {
     sigdb::regs::reg(dwarf).and_then(|r| r.fetch)
-}
-
-/// Whether a type is a pointer to a character type (`char *`, `const char *`).
-pub fn is_c_string(ty: Type<'_>) -> bool {
-    let t = ty.resolve();
-    t.kind() == TypeKind::Pointer
-        && t.target()
-            .map(|p| p.resolve())
-            .is_some_and(|p| p.kind() == TypeKind::Char && p.size() == 1)
 }
 
 /// Most words fetched for one argument passed in memory (a struct by value).

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The BPF engine (issue 14) on a Debian kernel without funcgraph-retval: every call of a
+# few syscalls' trees with its value, as JSON for the host to check against the db; C
+# strings; the text tree; no WARNING.
+. /dcg/lib.sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+begin values
+dcg trace --engine bpf --db $DB --show-retvals --args --json \
+	--func do_sys_openat2 \
+	-- sh -c 'cat /nonexistent; head -c 8 /proc/version; echo; cat /proc/version > /dev/null' \
+	> /tmp/v.json 2> /tmp/v.err
+echo "rc=$?"
+cat /tmp/v.err
+end values
+begin values-json
+cat /tmp/v.json
+end values-json
+
+begin tree
+dcg trace --engine bpf --db $DB --show-retvals --args --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
+end tree
+
+begin dmesg
+dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
+echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"
+end dmesg

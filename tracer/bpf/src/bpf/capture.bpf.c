@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dcg's kernel call capture: one kprobe.session program attached to many functions by
+ * address. A task starts being recorded when it enters a root function (cookie bit
+ * COOKIE_ROOT) and stops when its last root returns; every function it enters in between
+ * gives an entry record (function, call site, the six argument registers, strings the
+ * cookie asks for) and a return record (rax, rdx). Everything else returns at once and
+ * asks for no return call.
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* x86-64 struct pt_regs, the kprobe context (arch/x86/include/asm/ptrace.h). */
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+/* Only the fields read here; CO-RE finds them in the running kernel's BTF. */
+struct task_struct {
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+#define REC_ENTRY 1
+#define REC_EXIT 2
+#define REC_STRING 3
+#define STR_MAX 256
+
+/* Cookie of an attached function: bits 0-5 say which arguments are C strings. */
+#define COOKIE_ROOT (1ULL << 8)
+/* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
+#define USER_TOP 0x0100000000000000ULL
+
+/* Kept in sync with dcg-bpf's `CallRec` and `StrRec` (src/records.rs). */
+struct call_rec {
+	__u32 kind;
+	__u32 tid;
+	__u64 ts;
+	__u64 ip;
+	__u64 a;	/* entry: the return address (call site); exit: rax */
+	__u64 b;	/* exit: rdx */
+	__u32 cpu;
+	__u32 tgid;
+	__u64 args[6];
+};
+
+struct str_rec {
+	__u32 kind;
+	__u32 tid;
+	__u32 arg;
+	__s32 len;
+	char s[STR_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* tid -> how many roots the task is inside. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} active SEC(".maps");
+
+/* The traced processes (tgid) when filter_procs is set; forks of them join. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} procs SEC(".maps");
+
+/* Records the ring buffer had no room for. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Settings: [0] = whether `procs` filters. A map, not global data: libbpf probes global
+ * data support with a socket filter, which kernels without CONFIG_NET cannot load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} config SEC(".maps");
+
+static __always_inline bool filter_procs(void)
+{
+	__u32 k = 0;
+	__u32 *v = bpf_map_lookup_elem(&config, &k);
+
+	return v && *v;
+}
+
+/* bpf_session_is_return takes no argument on 6.12 and the context on newer kernels. */
+extern bool bpf_session_is_return___ctx(void *ctx) __ksym __weak;
+extern bool bpf_session_is_return___void(void) __ksym __weak;
+
+static __always_inline bool is_return(void *ctx)
+{
+	if (bpf_ksym_exists(bpf_session_is_return___ctx))
+		return bpf_session_is_return___ctx(ctx);
+	return bpf_session_is_return___void();
+}
+
+static __always_inline void count_lost(void)
+{
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&lost, &k);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline void emit_string(__u32 tid, __u32 arg, __u64 p)
+{
+	struct str_rec *s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
+
+	if (!s) {
+		count_lost();
+		return;
+	}
+	s->kind = REC_STRING;
+	s->tid = tid;
+	s->arg = arg;
+	if (p < USER_TOP)
+		s->len = bpf_probe_read_user_str(s->s, STR_MAX, (void *)p);
+	else
+		s->len = bpf_probe_read_kernel_str(s->s, STR_MAX, (void *)p);
+	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+}
+
+/* A return of a recorded call: its record; the task's root nesting when a root returns. */
+static __always_inline void on_exit(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct call_rec *r;
+
+	if (!depth)
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (r) {
+		r->kind = REC_EXIT;
+		r->tid = tid;
+		r->tgid = id >> 32;
+		r->cpu = bpf_get_smp_processor_id();
+		r->ts = bpf_ktime_get_ns();
+		r->ip = bpf_get_func_ip(ctx);
+		r->a = ctx->ax;
+		r->b = ctx->dx;
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	} else {
+		count_lost();
+	}
+	if ((cookie & COOKIE_ROOT) && __sync_fetch_and_add(depth, -1) == 1)
+		bpf_map_delete_elem(&active, &tid);
+}
+
+/* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
+static __always_inline int on_entry(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct call_rec *r;
+
+	if (!depth) {
+		__u32 one = 1;
+
+		if (!(cookie & COOKIE_ROOT))
+			return 1;
+		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
+			return 1;
+		bpf_map_update_elem(&active, &tid, &one, BPF_ANY);
+	} else if (cookie & COOKIE_ROOT) {
+		__sync_fetch_and_add(depth, 1);
+	}
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_lost();
+		return 0;
+	}
+	r->kind = REC_ENTRY;
+	r->tid = tid;
+	r->tgid = tgid;
+	r->cpu = bpf_get_smp_processor_id();
+	r->ts = bpf_ktime_get_ns();
+	r->ip = bpf_get_func_ip(ctx);
+	r->a = 0;
+	bpf_probe_read_kernel(&r->a, sizeof(r->a), (void *)ctx->sp);
+	r->b = 0;
+	r->args[0] = ctx->di;
+	r->args[1] = ctx->si;
+	r->args[2] = ctx->dx;
+	r->args[3] = ctx->cx;
+	r->args[4] = ctx->r8;
+	r->args[5] = ctx->r9;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+
+	if (cookie & 0x3f) {
+		if (cookie & 1)
+			emit_string(tid, 0, ctx->di);
+		if (cookie & 2)
+			emit_string(tid, 1, ctx->si);
+		if (cookie & 4)
+			emit_string(tid, 2, ctx->dx);
+		if (cookie & 8)
+			emit_string(tid, 3, ctx->cx);
+		if (cookie & 16)
+			emit_string(tid, 4, ctx->r8);
+		if (cookie & 32)
+			emit_string(tid, 5, ctx->r9);
+	}
+	return 0;
+}
+
+/* One link for entries and returns (kprobe.session, 6.10+); calling the kfunc needs the
+ * BPF JIT. */
+SEC("kprobe.session")
+int dcg_call(struct pt_regs *ctx)
+{
+	if (is_return(ctx)) {
+		on_exit(ctx);
+		return 0;
+	}
+	return on_entry(ctx);
+}
+
+/* Without the JIT: an entry link and a return link. */
+SEC("kprobe.multi")
+int dcg_entry(struct pt_regs *ctx)
+{
+	on_entry(ctx);
+	return 0;
+}
+
+SEC("kretprobe.multi")
+int dcg_exit(struct pt_regs *ctx)
+{
+	on_exit(ctx);
+	return 0;
+}
+
+/* A traced process's children are traced too. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(dcg_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (filter_procs() && bpf_map_lookup_elem(&procs, &ptgid))
+		bpf_map_update_elem(&procs, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

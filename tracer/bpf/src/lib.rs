@@ -1,0 +1,281 @@
+//! BPF capture of kernel calls: one `kprobe.session` program (`src/bpf/capture.bpf.c`,
+//! compiled by clang at build time, loaded through its libbpf skeleton) attached by
+//! address to many functions. Tasks are recorded while they are inside a root function;
+//! each call gives an entry record (function, call site, the six argument registers, the
+//! strings asked for) and a return record (rax, rdx), through a BPF ring buffer read by
+//! polling (no wakeups: a wakeup per record slows the traced calls several times).
+//!
+//! Everything attached is a file descriptor of this process: dropping the [`Capture`] (or
+//! the process ending, SIGKILL included) detaches it.
+
+mod records;
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::os::raw::c_ulong;
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder};
+
+pub use records::{Record, STR_MAX};
+
+mod skel {
+    #![allow(clippy::all, missing_docs, unused_imports, non_camel_case_types)]
+    include!(concat!(env!("OUT_DIR"), "/capture.skel.rs"));
+}
+use skel::{CaptureSkel, CaptureSkelBuilder};
+
+/// Cookie bit: the function is a root (entering it starts recording the task).
+const COOKIE_ROOT: u64 = 1 << 8;
+
+/// A function to attach to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// Its address (`available_filter_functions_addrs`).
+    pub addr: u64,
+    /// Entering it starts recording the task.
+    pub root: bool,
+    /// Bit i: argument register i (System V order) holds a C string to read.
+    pub strings: u8,
+}
+
+impl Target {
+    fn cookie(&self) -> u64 {
+        u64::from(self.strings & 0x3f) | if self.root { COOKIE_ROOT } else { 0 }
+    }
+}
+
+/// Errors of the capture.
+#[derive(Debug, thiserror::Error)]
+pub enum BpfError {
+    /// Loading or setting up the BPF objects failed.
+    #[error("BPF: {what}: {source}")]
+    Libbpf {
+        /// What was being done.
+        what: &'static str,
+        /// libbpf's error.
+        source: libbpf_rs::Error,
+    },
+    /// Attaching to the functions failed.
+    #[error("BPF: attaching to {count} functions: {source}")]
+    Attach {
+        /// How many functions.
+        count: usize,
+        /// The kernel's error.
+        source: std::io::Error,
+    },
+    /// Nothing to attach to.
+    #[error("BPF: no function to attach to")]
+    NoTargets,
+}
+
+fn libbpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> BpfError {
+    move |source| BpfError::Libbpf { what, source }
+}
+
+/// An attached capture session.
+pub struct Capture {
+    // Field order is drop order: the ring buffer and the links go before the skeleton.
+    ring: RingBuffer<'static>,
+    queue: Rc<RefCell<Vec<Vec<u8>>>>,
+    _links: Vec<Link>,
+    skel: CaptureSkel<'static>,
+    mode: Mode,
+}
+
+/// How the program is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One kprobe.session link: a return is only run for calls recorded at entry.
+    Session,
+    /// An entry link and a return link (kernels without the BPF JIT): every return of
+    /// every attached function runs the return program.
+    EntryReturn,
+}
+
+impl Mode {
+    /// Session where the BPF JIT is on (`net.core.bpf_jit_enable`; `DCG_BPF_MODE=pair`
+    /// forces two links, for tests).
+    pub fn detect() -> Mode {
+        if std::env::var_os("DCG_BPF_MODE").is_some_and(|m| m == "pair") {
+            return Mode::EntryReturn;
+        }
+        match std::fs::read_to_string("/proc/sys/net/core/bpf_jit_enable") {
+            Ok(v) if v.trim() != "0" => Mode::Session,
+            _ => Mode::EntryReturn,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Session,
+    Entry,
+    Return,
+}
+
+/// Open and load the skeleton with the programs of `mode`.
+fn load(mode: Mode) -> Result<CaptureSkel<'static>, BpfError> {
+    // The skeleton borrows its object storage for its whole life; one per load.
+    let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
+        Box::leak(Box::new(MaybeUninit::uninit()));
+    let mut open = CaptureSkelBuilder::default()
+        .open(storage)
+        .map_err(libbpf("opening the program"))?;
+    let session = mode == Mode::Session;
+    open.progs.dcg_call.set_autoload(session);
+    open.progs.dcg_entry.set_autoload(!session);
+    open.progs.dcg_exit.set_autoload(!session);
+    open.load().map_err(libbpf("loading the program"))
+}
+
+impl Capture {
+    /// Load the program and attach it to `targets`. With `procs`, only those processes
+    /// (and their children) are recorded; otherwise every task entering a root.
+    pub fn attach(targets: &[Target], procs: Option<&[u32]>) -> Result<Capture, BpfError> {
+        if targets.is_empty() {
+            return Err(BpfError::NoTargets);
+        }
+        // libbpf's own messages would go to stderr; its errors come back as values.
+        if std::env::var_os("DCG_BPF_DEBUG").is_some() {
+            libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_, m| eprint!("{m}"))));
+        } else {
+            libbpf_rs::set_print(None);
+        }
+        // One session link where the kernel can run it (the program calls a kfunc, which
+        // only the BPF JIT can); an entry link and a return link otherwise.
+        let mode = Mode::detect();
+        let skel = load(mode)?;
+        if let Some(procs) = procs {
+            skel.maps
+                .config
+                .update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+                .map_err(libbpf("setting the process filter"))?;
+            for p in procs {
+                add_proc(&skel, *p)?;
+            }
+        }
+        let mut links = Vec::new();
+        // Fork following: without it, only the processes given are recorded.
+        if procs.is_some() {
+            let fork = skel
+                .progs
+                .dcg_fork
+                .attach()
+                .map_err(libbpf("attaching to sched_process_fork"))?;
+            links.push(fork);
+        }
+        match mode {
+            Mode::Session => {
+                links.push(attach_multi(&skel.progs.dcg_call, targets, Kind::Session)?)
+            }
+            Mode::EntryReturn => {
+                // The return link first: attached after the entry link, it would have
+                // replaced the return address the entry program reads as the call site.
+                links.push(attach_multi(&skel.progs.dcg_exit, targets, Kind::Return)?);
+                links.push(attach_multi(&skel.progs.dcg_entry, targets, Kind::Entry)?);
+            }
+        }
+        let queue: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+        let q = Rc::clone(&queue);
+        let mut rb = RingBufferBuilder::new();
+        // SAFETY of 'static: the map lives in the skeleton, which outlives the ring buffer
+        // (declared first, dropped first).
+        let events: &'static libbpf_rs::MapMut<'static> =
+            unsafe { &*(&skel.maps.events as *const libbpf_rs::MapMut<'static>) };
+        rb.add(events, move |data: &[u8]| {
+            q.borrow_mut().push(data.to_vec());
+            0
+        })
+        .map_err(libbpf("the ring buffer"))?;
+        let ring = rb.build().map_err(libbpf("the ring buffer"))?;
+        Ok(Capture {
+            ring,
+            queue,
+            _links: links,
+            skel,
+            mode,
+        })
+    }
+
+    /// How the program is attached.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Add a process to record (with the process filter on).
+    pub fn add_process(&self, tgid: u32) -> Result<(), BpfError> {
+        add_proc(&self.skel, tgid)
+    }
+
+    /// Take every record in the ring buffer now, in order, through `f`.
+    pub fn consume(&mut self, mut f: impl FnMut(Record<'_>)) -> Result<(), BpfError> {
+        self.ring
+            .consume()
+            .map_err(libbpf("reading the ring buffer"))?;
+        let batch = std::mem::take(&mut *self.queue.borrow_mut());
+        for raw in &batch {
+            if let Some(r) = Record::parse(raw) {
+                f(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records dropped because the ring buffer was full, so far.
+    pub fn lost(&self) -> u64 {
+        let key = 0u32.to_ne_bytes();
+        match self.skel.maps.lost.lookup_percpu(&key, MapFlags::ANY) {
+            Ok(Some(per_cpu)) => per_cpu
+                .iter()
+                .filter_map(|v| v.get(..8))
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+                .sum(),
+            _ => 0,
+        }
+    }
+}
+
+fn add_proc(skel: &CaptureSkel<'_>, tgid: u32) -> Result<(), BpfError> {
+    skel.maps
+        .procs
+        .update(&tgid.to_ne_bytes(), &[1u8], MapFlags::ANY)
+        .map_err(libbpf("adding a process"))
+}
+
+/// One kprobe.multi link of `prog` on every target, by address, each with its cookie
+/// (libbpf-rs has no session or address option: libbpf's own call, then the link is
+/// owned).
+fn attach_multi(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    targets: &[Target],
+    kind: Kind,
+) -> Result<Link, BpfError> {
+    let addrs: Vec<c_ulong> = targets.iter().map(|t| t.addr as c_ulong).collect();
+    let cookies: Vec<u64> = targets.iter().map(Target::cookie).collect();
+    let opts = libbpf_sys::bpf_kprobe_multi_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_kprobe_multi_opts>() as libbpf_sys::size_t,
+        addrs: addrs.as_ptr(),
+        cookies: cookies.as_ptr(),
+        cnt: addrs.len() as libbpf_sys::size_t,
+        session: kind == Kind::Session,
+        retprobe: kind == Kind::Return,
+        ..Default::default()
+    };
+    let prog = prog.as_libbpf_object();
+    // SAFETY: prog is a loaded program of the skeleton; opts and its arrays outlive the
+    // call (libbpf copies them into the attach syscall).
+    let link = unsafe {
+        libbpf_sys::bpf_program__attach_kprobe_multi_opts(prog.as_ptr(), std::ptr::null(), &opts)
+    };
+    match NonNull::new(link) {
+        // SAFETY: a link libbpf just created, owned from here on.
+        Some(l) => Ok(unsafe { Link::from_ptr(l) }),
+        None => Err(BpfError::Attach {
+            count: targets.len(),
+            source: std::io::Error::last_os_error(),
+        }),
+    }
+}

@@ -1,0 +1,170 @@
+//! The records of `capture.bpf.c` (`struct call_rec`, `struct str_rec`), read from the
+//! ring buffer's bytes.
+
+use zerocopy::{FromBytes, Immutable, KnownLayout};
+
+/// Longest string read, terminating NUL included.
+pub const STR_MAX: usize = 256;
+
+const REC_ENTRY: u32 = 1;
+const REC_EXIT: u32 = 2;
+const REC_STRING: u32 = 3;
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct CallRec {
+    kind: u32,
+    tid: u32,
+    ts: u64,
+    ip: u64,
+    a: u64,
+    b: u64,
+    cpu: u32,
+    tgid: u32,
+    args: [u64; 6],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct StrRec {
+    kind: u32,
+    tid: u32,
+    arg: u32,
+    len: i32,
+    s: [u8; STR_MAX],
+}
+
+/// One record of the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// A recorded task entered a function.
+    Entry {
+        /// Thread id.
+        tid: u32,
+        /// Process id.
+        tgid: u32,
+        /// CPU.
+        cpu: u32,
+        /// Time (CLOCK_MONOTONIC ns).
+        ts: u64,
+        /// The function's address.
+        ip: u64,
+        /// The return address on the stack at entry: the call site.
+        callsite: u64,
+        /// rdi, rsi, rdx, rcx, r8, r9 at entry.
+        args: [u64; 6],
+    },
+    /// It returned.
+    Exit {
+        /// Thread id.
+        tid: u32,
+        /// CPU.
+        cpu: u32,
+        /// Time.
+        ts: u64,
+        /// The function's address.
+        ip: u64,
+        /// rax.
+        rax: u64,
+        /// rdx (the second word of a two-register return).
+        rdx: u64,
+    },
+    /// A string argument of the task's latest entry.
+    Str {
+        /// Thread id.
+        tid: u32,
+        /// Argument register index (System V order).
+        arg: u32,
+        /// The bytes read, without the NUL; None when the read faulted.
+        bytes: Option<&'a [u8]>,
+    },
+}
+
+impl<'a> Record<'a> {
+    /// Parse one ring-buffer record; None for anything that is not one.
+    pub fn parse(data: &'a [u8]) -> Option<Record<'a>> {
+        let kind = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
+        match kind {
+            REC_ENTRY | REC_EXIT => {
+                let (r, _) = CallRec::ref_from_prefix(data).ok()?;
+                Some(if kind == REC_ENTRY {
+                    Record::Entry {
+                        tid: r.tid,
+                        tgid: r.tgid,
+                        cpu: r.cpu,
+                        ts: r.ts,
+                        ip: r.ip,
+                        callsite: r.a,
+                        args: r.args,
+                    }
+                } else {
+                    Record::Exit {
+                        tid: r.tid,
+                        cpu: r.cpu,
+                        ts: r.ts,
+                        ip: r.ip,
+                        rax: r.a,
+                        rdx: r.b,
+                    }
+                })
+            }
+            REC_STRING => {
+                let (r, _) = StrRec::ref_from_prefix(data).ok()?;
+                let bytes = (r.len > 0).then(|| {
+                    let n = (r.len as usize).min(STR_MAX);
+                    let s = &data[16..16 + n];
+                    s.strip_suffix(&[0]).unwrap_or(s)
+                });
+                Some(Record::Str {
+                    tid: r.tid,
+                    arg: r.arg,
+                    bytes,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_exit_and_string_records() {
+        let mut e = vec![0u8; 96];
+        e[0..4].copy_from_slice(&1u32.to_ne_bytes());
+        e[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        e[16..24].copy_from_slice(&0xffff_ffff_8100_0000u64.to_ne_bytes());
+        e[48..52].copy_from_slice(&1u32.to_ne_bytes());
+        e[56..64].copy_from_slice(&7u64.to_ne_bytes());
+        match Record::parse(&e) {
+            Some(Record::Entry {
+                tid, ip, cpu, args, ..
+            }) => {
+                assert_eq!((tid, ip, cpu, args[0]), (42, 0xffff_ffff_8100_0000, 1, 7))
+            }
+            r => panic!("{r:?}"),
+        }
+        let mut s = vec![0u8; 16 + STR_MAX];
+        s[0..4].copy_from_slice(&3u32.to_ne_bytes());
+        s[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        s[12..16].copy_from_slice(&4i32.to_ne_bytes());
+        s[16..20].copy_from_slice(b"abc\0");
+        assert_eq!(
+            Record::parse(&s),
+            Some(Record::Str {
+                tid: 0,
+                arg: 1,
+                bytes: Some(b"abc")
+            })
+        );
+        s[12..16].copy_from_slice(&(-14i32).to_ne_bytes());
+        assert!(matches!(
+            Record::parse(&s),
+            Some(Record::Str { bytes: None, .. })
+        ));
+        assert_eq!(Record::parse(&[9, 0, 0, 0]), None);
+        assert_eq!(Record::parse(&e[..40]), None, "truncated");
+    }
+}

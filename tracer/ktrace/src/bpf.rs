@@ -1,0 +1,448 @@
+//! The BPF engine: every traceable kernel function gets one `kprobe.session` program
+//! ([`dcg_bpf::Capture`]); a task is recorded while it is inside a root, each call with its
+//! argument registers (and the C strings its parameters point to) at entry and its return
+//! registers. The records feed the call pipeline as a flat source: same tree, rendering,
+//! sinks and options as the function_graph engine, with every value, on kernels without
+//! `funcgraph-retval`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use dcg_bpf::{Capture, Record, Target};
+use dcg_calls::funcs::{FuncId, FuncTable};
+use dcg_calls::output::OutputFile;
+use dcg_calls::records::SavedCalls;
+use dcg_calls::sink::{Output, Sinks, Task};
+use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::DbSet;
+use dcg_live::options::TraceOptions;
+use dcg_live::process::Child;
+use dcg_live::tracefs;
+
+use crate::{debug, KtraceError, Notice, Result, Summary};
+
+/// Functions the BPF program itself runs through on every hit: attaching there only
+/// costs a recursion miss per call.
+const NOT_ATTACHED: &[&str] = &["is_endbr"];
+/// How often the ring buffer is read.
+const POLL: Duration = Duration::from_millis(50);
+
+/// One traceable site (`available_filter_functions_addrs`).
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// Address.
+    pub addr: u64,
+    /// Function name.
+    pub name: String,
+    /// Module, for module functions.
+    pub module: Option<String>,
+}
+
+/// Parse `available_filter_functions_addrs` (`ffffffff81001234 name [module]`).
+pub fn parse_sites(text: &str) -> Vec<Site> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let name = it.next()?.to_string();
+            let module = it
+                .next()
+                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+                .map(str::to_string);
+            Some(Site { addr, name, module })
+        })
+        .collect()
+}
+
+/// Which argument registers of `name` hold C strings, by the db (bit i: register i).
+fn string_mask(set: &DbSet, name: &str) -> u8 {
+    let Some(f) = set.by_name(name).next() else {
+        return 0;
+    };
+    let mut mask = 0u8;
+    for p in f.params() {
+        if let sigdb::Location::Reg(r) = p.loc() {
+            if let Some(i) = sigdb::regs::sysv_arg_index(r) {
+                if i < 6 && dcg_render::is_c_string(p.ty()) {
+                    mask |= 1 << i;
+                }
+            }
+        }
+    }
+    mask
+}
+
+/// The targets: every site but the excluded ones, roots marked, strings asked for when
+/// arguments are shown.
+fn targets(sites: &[Site], roots: &[String], set: &DbSet, strings: bool) -> Vec<Target> {
+    let mut masks: HashMap<&str, u8> = HashMap::new();
+    sites
+        .iter()
+        .filter(|s| !NOT_ATTACHED.contains(&s.name.as_str()))
+        .map(|s| Target {
+            addr: s.addr,
+            root: roots.contains(&s.name),
+            strings: if strings {
+                *masks
+                    .entry(s.name.as_str())
+                    .or_insert_with(|| string_mask(set, &s.name))
+            } else {
+                0
+            },
+        })
+        .collect()
+}
+
+/// An entry waiting for its string records (they follow it in the ring buffer).
+struct Pending {
+    tid: u32,
+    cpu: u32,
+    ts: u64,
+    ip: u64,
+    callsite: u64,
+    args: [u64; 6],
+    strings: Vec<(usize, Option<String>)>,
+}
+
+/// BPF records into the call tree.
+struct Feed<'a> {
+    tree: CallTree<'a>,
+    sinks: Sinks<'a>,
+    obuf: Vec<u8>,
+    names: HashMap<u64, (FuncId, String, Option<String>)>,
+    kallsyms: Kallsyms,
+    pending: HashMap<u32, Pending>,
+    comms: HashMap<u32, String>,
+    args: bool,
+    retvals: bool,
+}
+
+impl Feed<'_> {
+    fn func(&mut self, ip: u64) -> (FuncId, String, Option<String>) {
+        if let Some(v) = self.names.get(&ip) {
+            return v.clone();
+        }
+        // Not a site of the file: the symbol at the address the db knows, else the one
+        // kallsyms resolves to (see `run` for why they can differ).
+        let set = self.tree.funcs.set();
+        let exact = self
+            .kallsyms
+            .all_at(ip)
+            .find(|(n, _)| set.by_name(n).next().is_some());
+        let (name, module) = match exact.or_else(|| self.kallsyms.at(ip)) {
+            Some((n, m)) => (n.to_string(), m.map(str::to_string)),
+            None => (format!("{ip:#x}"), None),
+        };
+        let id = self.tree.funcs.intern(&name, module.as_deref());
+        let v = (id, name, module);
+        self.names.insert(ip, v.clone());
+        v
+    }
+
+    fn comm(&mut self, tid: u32) -> String {
+        self.comms
+            .entry(tid)
+            .or_insert_with(|| dcg_live::process::comm_of(tid as i32))
+            .clone()
+    }
+
+    fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
+        match r {
+            Record::Str { tid, arg, bytes } => {
+                if let Some(p) = self.pending.get_mut(&tid) {
+                    let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
+                    p.strings.push((arg as usize, text));
+                }
+            }
+            Record::Entry {
+                tid,
+                cpu,
+                ts,
+                ip,
+                callsite,
+                args,
+                ..
+            } => {
+                self.flush_pending(tid)?;
+                self.pending.insert(
+                    tid,
+                    Pending {
+                        tid,
+                        cpu,
+                        ts,
+                        ip,
+                        callsite,
+                        args,
+                        strings: Vec::new(),
+                    },
+                );
+            }
+            Record::Exit {
+                tid,
+                cpu,
+                ts,
+                ip,
+                rax,
+                ..
+            } => {
+                self.flush_pending(tid)?;
+                let (id, _, _) = self.func(ip);
+                let comm = self.comm(tid);
+                let raw = format!("{rax:#x}");
+                let exit = Exit {
+                    task: task(tid, cpu, &comm),
+                    depth: 0,
+                    func: Some(id),
+                    ret: self.retvals.then_some(RetIn::Text {
+                        raw: &raw,
+                        value: Some(rax),
+                    }),
+                    time_ns: Some(ts),
+                    duration_ns: None,
+                    layout: None,
+                };
+                self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
+        let Some(p) = self.pending.remove(&tid) else {
+            return Ok(());
+        };
+        let (id, name, module) = self.func(p.ip);
+        let comm = self.comm(p.tid);
+        let callsite = if self.retvals {
+            self.kallsyms.describe(p.callsite)
+        } else {
+            None
+        };
+        let args = if self.args {
+            ArgsIn::Fetched {
+                words: &p.args,
+                strings: &p.strings,
+            }
+        } else {
+            ArgsIn::None
+        };
+        let entry = Entry {
+            task: task(p.tid, p.cpu, &comm),
+            depth: 0,
+            func: id,
+            name: &name,
+            module: module.as_deref(),
+            args,
+            ret: None,
+            leaf: false,
+            time_ns: Some(p.ts),
+            duration_ns: None,
+            callsite: callsite.as_deref(),
+            comment: None,
+            layout: None,
+        };
+        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
+    }
+
+    fn flush_all(&mut self) -> std::io::Result<()> {
+        let tids: Vec<u32> = self.pending.keys().copied().collect();
+        for t in tids {
+            self.flush_pending(t)?;
+        }
+        Ok(())
+    }
+
+    fn write_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.obuf.is_empty() {
+            out.write_all(&self.obuf)?;
+            self.obuf.clear();
+        }
+        Ok(())
+    }
+}
+
+fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
+    Task {
+        key: u64::from(tid),
+        pid: Some(tid),
+        comm: Some(comm),
+        cpu: Some(cpu),
+    }
+}
+
+/// Run a BPF session for `roots` (already resolved): attach, start or follow the
+/// target, record until a stop condition, detach.
+pub fn run(
+    args: &TraceOptions,
+    set: &DbSet,
+    root: &Path,
+    roots: Vec<String>,
+    out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Summary> {
+    let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
+        .map_err(KtraceError::Available)?;
+    let sites = parse_sites(&sites_text);
+    let kallsyms = Kallsyms::parse(&std::fs::read_to_string("/proc/kallsyms")?);
+    let targets = targets(&sites, &roots, set, args.args);
+    let mut child = if args.command.is_empty() {
+        None
+    } else {
+        Some(Child::spawn_stopped(&args.command)?)
+    };
+    let procs: Option<Vec<u32>> = child
+        .as_ref()
+        .map(|c| c.pid())
+        .or(args.pid)
+        .map(|p| vec![p as u32]);
+    debug(format_args!("attaching to {} functions", targets.len()));
+    let mut capture = match Capture::attach(&targets, procs.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(c) = child.as_mut() {
+                c.terminate(Signal::SIGKILL);
+            }
+            return Err(KtraceError::Bpf(e));
+        }
+    };
+    debug(format_args!("attached"));
+
+    let mut funcs = FuncTable::new(set);
+    let mut names = HashMap::new();
+    for s in &sites {
+        // The file names an address by one of its symbols, which can be a section label
+        // (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and function_graph
+        // print it): the symbol there that the db knows wins.
+        let name = if set.by_name(&s.name).next().is_some() {
+            s.name.clone()
+        } else {
+            kallsyms
+                .all_at(s.addr)
+                .map(|(n, _)| n)
+                .find(|n| set.by_name(n).next().is_some())
+                .unwrap_or(&s.name)
+                .to_string()
+        };
+        let id = funcs.intern(&name, s.module.as_deref());
+        names.insert(s.addr, (id, name, s.module.clone()));
+    }
+    let (sinks, collected) = Sinks::for_output(&Output {
+        json: args.json,
+        errors_only: args.errors_only,
+        color: args.color,
+        cpu_width: 1,
+        probe_notes: false,
+        report: args.report,
+    });
+    let mut feed = Feed {
+        tree: CallTree::new(funcs, Shape::Flat, args.depth),
+        sinks,
+        obuf: Vec::with_capacity(1 << 16),
+        names,
+        kallsyms,
+        pending: HashMap::new(),
+        comms: HashMap::new(),
+        args: args.args,
+        retvals: args.show_retvals,
+    };
+    let saved = match &args.output {
+        Some(path) => {
+            let file = OutputFile::create(path)?;
+            feed.sinks.push(Box::new(SavedCalls::new(
+                Box::new(std::io::BufWriter::new(file.file()?)),
+                &format!("dcg trace --func {}", args.func.join(" --func ")),
+            )?));
+            Some(file)
+        }
+        None => None,
+    };
+    let target = match (&child, args.pid) {
+        (Some(c), _) => format!("command pid {}", c.pid()),
+        (None, Some(p)) => format!("pid {p}"),
+        (None, None) => "all tasks".to_string(),
+    };
+    notify(Notice::Tracing {
+        functions: roots.len(),
+        target,
+        probes: 0,
+    });
+    if let Some(c) = child.as_mut() {
+        c.resume()?;
+    }
+    let start = Instant::now();
+    let deadline = args
+        .duration
+        .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let mut summary = Summary::default();
+    let stop_reason = loop {
+        let exited = child.as_mut().is_some_and(|c| c.poll().is_some());
+        let mut err = None;
+        capture.consume(|r| {
+            if err.is_none() {
+                if let Err(e) = feed.record(r) {
+                    err = Some(e);
+                }
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        feed.write_out(out)?;
+        out.flush()?;
+        let done = feed.tree.counts().top_level;
+        if let Some(sig) = tracefs::stop_requested() {
+            break format!("signal {sig}");
+        }
+        if args.count.is_some_and(|n| done >= n) {
+            break format!("{done} calls");
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break "duration reached".into();
+        }
+        if exited {
+            break "command exited".into();
+        }
+        std::thread::sleep(POLL);
+    };
+    debug(format_args!("loop ended: {stop_reason}"));
+    feed.flush_all()?;
+    feed.tree.finish(&mut feed.sinks, &mut feed.obuf)?;
+    feed.write_out(out)?;
+    out.flush()?;
+    summary.lost_in_stream = capture.lost();
+    drop(capture);
+    if let Some(c) = child.as_mut() {
+        c.terminate(Signal::SIGTERM);
+    }
+    summary.completed = feed.tree.counts().top_level;
+    summary.stop_reason = stop_reason;
+    summary.calls = collected.map(|c| c.take());
+    drop(feed);
+    if let Some(file) = saved {
+        file.commit()?;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites_with_modules() {
+        let s = parse_sites(
+            "ffffffff81001000 do_one_initcall\nffffffffc0001010 bm_status_write [binfmt_misc]\nbad\n",
+        );
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (s[0].addr, s[0].name.as_str()),
+            (0xffffffff81001000, "do_one_initcall")
+        );
+        assert_eq!(s[1].module.as_deref(), Some("binfmt_misc"));
+    }
+}
