@@ -136,8 +136,9 @@ mod tests {
         e[0..4].copy_from_slice(&1u32.to_ne_bytes());
         e[4..8].copy_from_slice(&42u32.to_ne_bytes());
         e[16..24].copy_from_slice(&0xffff_ffff_8100_0000u64.to_ne_bytes());
-        e[48..52].copy_from_slice(&1u32.to_ne_bytes());
-        e[56..64].copy_from_slice(&7u64.to_ne_bytes());
+        // struct call_rec: kind, tid, ts@8, ip@16, a@24, b@32, cpu@40, tgid@44, args@48.
+        e[40..44].copy_from_slice(&1u32.to_ne_bytes());
+        e[48..56].copy_from_slice(&7u64.to_ne_bytes());
         match Record::parse(&e) {
             Some(Record::Entry {
                 tid, ip, cpu, args, ..
