@@ -132,6 +132,12 @@ fn debian612_db_module() {
             "dcg instances: 0",
         ],
     );
+    // The default engine there is BPF: no probe events.
+    let t = section(&text, "mod-trace");
+    assert!(
+        t.contains("dcg: tracing 1 function (command pid") && !t.contains("probes; Ctrl-C"),
+        "mod-trace did not use the BPF engine:\n{t}"
+    );
     must(
         section(&text, "mod-twice"),
         "mod-twice",

@@ -12,7 +12,7 @@ debian_scenarios
 
 begin s1-args
 # No funcgraph-args either: entry fprobes, which 6.12 prints after the call's `{`.
-LIMIT=120 run_trace s1a --show-retvals --args --func do_sys_openat2 -- cat /nonexistent
+LIMIT=120 run_trace s1a --engine fgraph --show-retvals --args --func do_sys_openat2 -- cat /nonexistent
 echo "--- after"
 leftovers
 end s1-args

@@ -99,7 +99,7 @@ debian_scenarios() {
 	end load
 
 	begin s1-exit-probes
-	LIMIT=120 run_trace s1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
+	LIMIT=120 run_trace s1 --engine fgraph --show-retvals --func do_sys_openat2 -- cat /nonexistent
 	echo "--- after"
 	leftovers
 	echo "--- kernel log (warnings)"

@@ -24,6 +24,7 @@ dcg sig do_sys_openat2; echo "rc=$?"
 end mod-sig
 
 begin mod-trace
+# The default engine on 6.12 (no funcgraph-retval): BPF, db from /sys/kernel/dcg.
 LIMIT=120 run_trace m1 --show-retvals --func do_sys_openat2 -- cat /nonexistent
 leftovers
 end mod-trace

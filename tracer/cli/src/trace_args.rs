@@ -12,8 +12,10 @@ use crate::ColorChoice;
 /// `--engine`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EngineArg {
-    /// function_graph.
+    /// Chosen by the kernel's features.
     #[default]
+    Auto,
+    /// function_graph.
     Fgraph,
     /// BPF kprobe.session.
     Bpf,
@@ -67,9 +69,10 @@ pub struct TraceArgs {
     #[arg(long, default_value = "auto", value_name = "WHEN")]
     pub color: ColorChoice,
     /// How kernel calls are captured: fgraph (function_graph; values from
-    /// funcgraph-retval, or probe events where the kernel lacks it) or bpf (a BPF
-    /// kprobe.session program on every traceable function: every value and C strings).
-    #[arg(long, value_enum, default_value = "fgraph", value_name = "ENGINE")]
+    /// funcgraph-retval, or probe events where the kernel lacks it), bpf (a BPF
+    /// kprobe.session program on every traceable function: every value and C strings), or
+    /// auto: bpf when values are asked for and the kernel lacks funcgraph-retval.
+    #[arg(long, value_enum, default_value = "auto", value_name = "ENGINE")]
     pub engine: EngineArg,
     /// Trace a running process (and its threads) instead of starting a command.
     #[arg(
@@ -91,6 +94,7 @@ impl TraceArgs {
         TraceOptions {
             color: self.color.decide(terminal && !self.json),
             engine: match self.engine {
+                EngineArg::Auto => Engine::Auto,
                 EngineArg::Fgraph => Engine::Fgraph,
                 EngineArg::Bpf => Engine::Bpf,
             },

@@ -260,7 +260,16 @@ pub fn run(
             return Err(KtraceError::NoProcess(pid));
         }
     }
-    if args.engine == Engine::Bpf {
+    // Automatic choice: function_graph prints every value itself where it has
+    // funcgraph-retval (and is the cheaper way to draw the tree); elsewhere only the BPF
+    // engine gets them all. The file test ignores DCG_KTRACE_PROBES on purpose.
+    let values = args.show_retvals || args.args;
+    let engine = match args.engine {
+        Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => Engine::Bpf,
+        Engine::Auto => Engine::Fgraph,
+        e => e,
+    };
+    if engine == Engine::Bpf {
         return Ok(Outcome::Traced(bpf::run(
             args, &set, &root, roots, out, notify,
         )?));

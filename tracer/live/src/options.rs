@@ -41,8 +41,11 @@ pub struct TraceOptions {
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Engine {
-    /// function_graph in a private instance (values from funcgraph-retval or probes).
+    /// BPF where values are wanted and the kernel lacks `funcgraph-retval`, else
+    /// function_graph.
     #[default]
+    Auto,
+    /// function_graph in a private instance (values from funcgraph-retval or probes).
     Fgraph,
     /// BPF kprobe.session on every traceable function (every value, any 6.10+ kernel).
     Bpf,
