@@ -303,17 +303,10 @@ fn json_calls(sec: &str) -> Vec<dcg_calls::record::CallRecord> {
 /// Interrupt entry points: what runs under them depends on the moment, and
 /// function_graph (with funcgraph-irqs off) and BPF see different parts of it.
 fn is_interrupt(func: &str) -> bool {
-    [
-        "sysvec_",
-        "__sysvec_",
-        "irq_",
-        "__irq_",
-        "asm_",
-        "handle_softirqs",
-        "__do_softirq",
-    ]
-    .iter()
-    .any(|p| func.starts_with(p))
+    ["sysvec_", "__sysvec_", "irq_", "__irq_", "asm_"]
+        .iter()
+        .any(|p| func.starts_with(p))
+        || func.contains("softirq")
 }
 
 /// Each call as `depth func value` in tree order (children by id, top-level trees by their
