@@ -23,7 +23,7 @@ wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
   binutils elfutils file curl
-  make flex bison bc libelf-dev libssl-dev
+  make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config
 )
 # shellcheck disable=SC2206
 [ -n "${DCG_DEPS_EXTRA:-}" ] && wanted+=(${DCG_DEPS_EXTRA})

@@ -18,6 +18,13 @@ mkdir -p "$out"
 
 step() { printf '\n== %s\n' "$*"; }
 
+# dcg's BPF program is compiled by clang against libelf at build time: packages first
+# (root; without root, what is installed is used).
+if [ "$(id -u)" = 0 ]; then
+	step "packages (.ci/install-deps.sh)"
+	bash .ci/install-deps.sh
+fi
+
 step "build dcg and dwarfscan (release)"
 cargo build --release --quiet -p dwarfscan-cli -p dcg
 bin=target/release
@@ -55,8 +62,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "(skipping the kernel part: it needs root to install qemu and build the test kernel)"
 	exit 0
 fi
-step "the kernel: packages (.ci/install-deps.sh), then the test kernel (first run: download + ~6 min build)"
-bash .ci/install-deps.sh
+step "the kernel: the test kernel (first run: download + ~6 min build)"
 kernel=$(bash tests/kernels/testkernel/build.sh)
 echo "test kernel: $kernel (release $(cat "$kernel/release"), build-id $(cat "$kernel/build-id"))"
 

@@ -223,6 +223,7 @@ fn debian72_refuses_612_module() {
             &why,
             "module: gone",
             "sysfs dir: gone",
+            "kernel warnings: 0",
         ],
     );
 }

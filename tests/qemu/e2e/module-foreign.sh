@@ -11,4 +11,5 @@ dcg load --force /dcg/dcg_sigdb.ko; echo "rc=$?"
 gone /sys/module/dcg_sigdb "module"
 gone /sys/kernel/dcg "sysfs dir"
 dmesg | grep dcg_sigdb | head -5
+echo "kernel warnings: $(dmesg | grep -c 'cut here\|BUG:')"
 end foreign
