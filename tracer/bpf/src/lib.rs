@@ -79,7 +79,9 @@ fn libbpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> BpfError {
 pub struct Capture {
     // Field order is drop order: the ring buffer and the links go before the skeleton.
     ring: RingBuffer<'static>,
-    queue: Rc<RefCell<Vec<Vec<u8>>>>,
+    queue: Rc<RefCell<Vec<u8>>>,
+    /// The batch being handed out (kept to reuse its allocation).
+    batch: Vec<u8>,
     _links: Vec<Link>,
     skel: CaptureSkel<'static>,
     mode: Mode,
@@ -178,7 +180,9 @@ impl Capture {
                 links.push(attach_multi(&skel.progs.dcg_entry, targets, Kind::Entry)?);
             }
         }
-        let queue: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+        // Records are copied into one growing buffer (each after its u32 length), taken
+        // out in a batch by `consume`: no allocation per record.
+        let queue: Rc<RefCell<Vec<u8>>> = Rc::default();
         let q = Rc::clone(&queue);
         let mut rb = RingBufferBuilder::new();
         // SAFETY of 'static: the map lives in the skeleton, which outlives the ring buffer
@@ -186,7 +190,9 @@ impl Capture {
         let events: &'static libbpf_rs::MapMut<'static> =
             unsafe { &*(&skel.maps.events as *const libbpf_rs::MapMut<'static>) };
         rb.add(events, move |data: &[u8]| {
-            q.borrow_mut().push(data.to_vec());
+            let mut q = q.borrow_mut();
+            q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+            q.extend_from_slice(data);
             0
         })
         .map_err(libbpf("the ring buffer"))?;
@@ -194,6 +200,7 @@ impl Capture {
         Ok(Capture {
             ring,
             queue,
+            batch: Vec::new(),
             _links: links,
             skel,
             mode,
@@ -215,11 +222,16 @@ impl Capture {
         self.ring
             .consume()
             .map_err(libbpf("reading the ring buffer"))?;
-        let batch = std::mem::take(&mut *self.queue.borrow_mut());
-        for raw in &batch {
+        self.batch.clear();
+        std::mem::swap(&mut self.batch, &mut *self.queue.borrow_mut());
+        let mut rest = &self.batch[..];
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let len = u32::from_ne_bytes(*len) as usize;
+            let (raw, next) = tail.split_at(len.min(tail.len()));
             if let Some(r) = Record::parse(raw) {
                 f(r);
             }
+            rest = next;
         }
         Ok(())
     }

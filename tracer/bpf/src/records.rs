@@ -86,7 +86,8 @@ impl<'a> Record<'a> {
         let kind = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
         match kind {
             REC_ENTRY | REC_EXIT => {
-                let (r, _) = CallRec::ref_from_prefix(data).ok()?;
+                // Copied out: the bytes need not be 8-byte aligned.
+                let (r, _) = CallRec::read_from_prefix(data).ok()?;
                 Some(if kind == REC_ENTRY {
                     Record::Entry {
                         tid: r.tid,
@@ -109,7 +110,7 @@ impl<'a> Record<'a> {
                 })
             }
             REC_STRING => {
-                let (r, _) = StrRec::ref_from_prefix(data).ok()?;
+                let (r, _) = StrRec::read_from_prefix(data).ok()?;
                 let bytes = (r.len > 0).then(|| {
                     let n = (r.len as usize).min(STR_MAX);
                     let s = &data[16..16 + n];
@@ -165,6 +166,10 @@ mod tests {
             Record::parse(&s),
             Some(Record::Str { bytes: None, .. })
         ));
+        // Records need no alignment (the capture queues them after a 4-byte length).
+        let mut shifted = vec![0u8; 4];
+        shifted.extend_from_slice(&e);
+        assert_eq!(Record::parse(&shifted[4..]), Record::parse(&e));
         assert_eq!(Record::parse(&[9, 0, 0, 0]), None);
         assert_eq!(Record::parse(&e[..40]), None, "truncated");
     }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -109,21 +110,25 @@ struct Pending {
     strings: Vec<(usize, Option<String>)>,
 }
 
+/// A function's id in the tree, name and module.
+type Named = (FuncId, Rc<str>, Option<Rc<str>>);
+
 /// BPF records into the call tree.
 struct Feed<'a> {
     tree: CallTree<'a>,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
-    names: HashMap<u64, (FuncId, String, Option<String>)>,
+    /// Function by address: its id, name and module (shared, cloned per record).
+    names: HashMap<u64, Named>,
     kallsyms: Kallsyms,
     pending: HashMap<u32, Pending>,
-    comms: HashMap<u32, String>,
+    comms: HashMap<u32, Rc<str>>,
     args: bool,
     retvals: bool,
 }
 
 impl Feed<'_> {
-    fn func(&mut self, ip: u64) -> (FuncId, String, Option<String>) {
+    fn func(&mut self, ip: u64) -> Named {
         if let Some(v) = self.names.get(&ip) {
             return v.clone();
         }
@@ -139,16 +144,17 @@ impl Feed<'_> {
             None => (format!("{ip:#x}"), None),
         };
         let id = self.tree.funcs.intern(&name, module.as_deref());
-        let v = (id, name, module);
+        let v = (id, Rc::from(name), module.map(Rc::from));
         self.names.insert(ip, v.clone());
         v
     }
 
-    fn comm(&mut self, tid: u32) -> String {
-        self.comms
-            .entry(tid)
-            .or_insert_with(|| dcg_live::process::comm_of(tid as i32))
-            .clone()
+    fn comm(&mut self, tid: u32) -> Rc<str> {
+        Rc::clone(
+            self.comms
+                .entry(tid)
+                .or_insert_with(|| dcg_live::process::comm_of(tid as i32).into()),
+        )
     }
 
     fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
@@ -329,7 +335,10 @@ pub fn run(
                 .to_string()
         };
         let id = funcs.intern(&name, s.module.as_deref());
-        names.insert(s.addr, (id, name, s.module.clone()));
+        names.insert(
+            s.addr,
+            (id, Rc::from(name), s.module.as_deref().map(Rc::from)),
+        );
     }
     let (sinks, collected) = Sinks::for_output(&Output {
         json: args.json,
