@@ -26,6 +26,22 @@ pub fn debian_kernel(name: &str) -> PathBuf {
     crate::kernel_script("fetch-debian-kernel.sh", &[name])
 }
 
+/// A Debian cloud kernel (as [`debian_kernel`]) and a db of its vmlinux built with the
+/// dwarfscan library: (`vmlinuz`, the db's temporary directory, the db).
+pub fn debian_with_db(name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
+    let kdir = debian_kernel(name);
+    let vmlinux = kdir.join("vmlinux");
+    let mut result = dwarfscan::scan(
+        &[dwarfscan::Input::new(&vmlinux)],
+        &dwarfscan::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("scanning {}: {e}", vmlinux.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(format!("debian-{name}.sigdb"));
+    result.write(&db).unwrap();
+    (kdir.join("vmlinuz"), dir, db)
+}
+
 /// Pack `initrd` (mkinitramfs.sh): dcg as `/bin/dcg`, `e2e/lib.sh` as `/dcg/lib.sh`, each
 /// `(host, guest path)` of `files`, and `e2e/SCRIPT` as the guest script with a guest-side
 /// limit of `timeout` seconds.

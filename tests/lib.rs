@@ -182,3 +182,23 @@ pub fn kernel_notes_with(build_id: &[u8]) -> Vec<u8> {
     }
     n
 }
+
+/// `tests/qemu/load/syscall-loop.c` built static (for guests without a libc), once per
+/// process; the load of the kernel engines' load test and benchmark.
+pub fn syscall_loop() -> PathBuf {
+    static EXE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, exe) = EXE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("syscall-loop");
+        let src = repo_root().join("tests/qemu/load/syscall-loop.c");
+        let st = std::process::Command::new("gcc")
+            .args(["-O2", "-static", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .expect("running gcc");
+        assert!(st.success(), "gcc -static {} failed", src.display());
+        (dir, exe)
+    });
+    exe.clone()
+}

@@ -12,7 +12,8 @@ begin oracle
 rm -f /tmp/go
 sh -c "while [ ! -e /tmp/go ]; do sleep 0.1; done; $WORK" > /tmp/work.out 2>&1 &
 w=$!
-dcg trace --engine bpf --db $DB --show-retvals --json $ROOTS -p $w > /tmp/bpf.json 2> /tmp/bpf.err &
+# (Debug output: the list of functions the engine does not attach to.)
+DCG_KTRACE_DEBUG=1 dcg trace --engine bpf --db $DB --show-retvals --json $ROOTS -p $w > /tmp/bpf.json 2> /tmp/bpf.err &
 b=$!
 dcg trace --engine fgraph --db $DB --show-retvals --json $ROOTS -p $w > /tmp/fg.json 2> /tmp/fg.err &
 f=$!

@@ -27,6 +27,9 @@ mod skel {
 }
 use skel::{CaptureSkel, CaptureSkelBuilder};
 
+/// The ring buffer's size (a power of two).
+const RING_BYTES: u32 = 64 << 20;
+
 /// Cookie bit: the function is a root (entering it starts recording the task).
 const COOKIE_ROOT: u64 = 1 << 8;
 
@@ -118,6 +121,15 @@ enum Kind {
     Return,
 }
 
+/// The kernel's largest thread id plus one (`kernel.pid_max`, at most 2^22).
+fn pid_max() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(1 << 22)
+        .clamp(1024, 1 << 22)
+}
+
 /// Open and load the skeleton with the programs of `mode`.
 fn load(mode: Mode) -> Result<CaptureSkel<'static>, BpfError> {
     // The skeleton borrows its object storage for its whole life; one per load.
@@ -126,6 +138,17 @@ fn load(mode: Mode) -> Result<CaptureSkel<'static>, BpfError> {
     let mut open = CaptureSkelBuilder::default()
         .open(storage)
         .map_err(libbpf("opening the program"))?;
+    // The ring holds ~700 k calls (96 + 56 bytes each with headers): the reader polls
+    // every 50 ms but shares the CPU with the traced load, and may fall behind for a while.
+    open.maps
+        .events
+        .set_max_entries(RING_BYTES)
+        .map_err(libbpf("sizing the ring buffer"))?;
+    // Task state is an array indexed by thread id.
+    open.maps
+        .active
+        .set_max_entries(pid_max())
+        .map_err(libbpf("sizing the task map"))?;
     let session = mode == Mode::Session;
     open.progs.dcg_call.set_autoload(session);
     open.progs.dcg_entry.set_autoload(!session);
@@ -217,11 +240,22 @@ impl Capture {
         add_proc(&self.skel, tgid)
     }
 
-    /// Take every record in the ring buffer now, in order, through `f`.
-    pub fn consume(&mut self, mut f: impl FnMut(Record<'_>)) -> Result<(), BpfError> {
+    /// Copy every record in the ring buffer into this process's queue without decoding
+    /// it (the next [`Capture::consume`] hands it out): frees the ring at the least cost.
+    pub fn drain(&mut self) -> Result<(), BpfError> {
         self.ring
             .consume()
-            .map_err(libbpf("reading the ring buffer"))?;
+            .map_err(libbpf("reading the ring buffer"))
+    }
+
+    /// Bytes queued by [`Capture::drain`] and not yet consumed.
+    pub fn queued(&self) -> usize {
+        self.queue.borrow().len()
+    }
+
+    /// Take every record in the ring buffer (and the queue) now, in order, through `f`.
+    pub fn consume(&mut self, mut f: impl FnMut(Record<'_>)) -> Result<(), BpfError> {
+        self.drain()?;
         self.batch.clear();
         std::mem::swap(&mut self.batch, &mut *self.queue.borrow_mut());
         let mut rest = &self.batch[..];
@@ -247,6 +281,35 @@ impl Capture {
                 .sum(),
             _ => 0,
         }
+    }
+}
+
+impl Capture {
+    /// Runs of the programs the kernel skipped, so far: a hit while a BPF program already
+    /// ran on that CPU (an interrupt arriving during a record) is not run, and that call
+    /// (entry or return) is missing from the records.
+    pub fn missed(&self) -> u64 {
+        let progs = [
+            &self.skel.progs.dcg_call,
+            &self.skel.progs.dcg_entry,
+            &self.skel.progs.dcg_exit,
+        ];
+        progs
+            .iter()
+            .filter_map(|p| {
+                // SAFETY: a program of the skeleton; negative when it was not loaded.
+                let fd = unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+                if fd < 0 {
+                    return None;
+                }
+                let mut info = libbpf_sys::bpf_prog_info::default();
+                let mut len = std::mem::size_of_val(&info) as u32;
+                let ptr: *mut libbpf_sys::bpf_prog_info = &mut info;
+                // SAFETY: info is a plain struct of len bytes the kernel fills.
+                let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, ptr, &mut len) };
+                (rc == 0).then_some(info.recursion_misses)
+            })
+            .sum()
     }
 }
 

@@ -21,8 +21,13 @@ struct CallRec {
     b: u64,
     cpu: u32,
     tgid: u32,
-    args: [u64; 6],
 }
+
+/// The argument registers that follow a `CallRec` in an entry record (a return record
+/// ends before them).
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct ArgRegs([u64; 6]);
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -87,8 +92,9 @@ impl<'a> Record<'a> {
         match kind {
             REC_ENTRY | REC_EXIT => {
                 // Copied out: the bytes need not be 8-byte aligned.
-                let (r, _) = CallRec::read_from_prefix(data).ok()?;
+                let (r, rest) = CallRec::read_from_prefix(data).ok()?;
                 Some(if kind == REC_ENTRY {
+                    let (ArgRegs(args), _) = ArgRegs::read_from_prefix(rest).ok()?;
                     Record::Entry {
                         tid: r.tid,
                         tgid: r.tgid,
@@ -96,7 +102,7 @@ impl<'a> Record<'a> {
                         ts: r.ts,
                         ip: r.ip,
                         callsite: r.a,
-                        args: r.args,
+                        args,
                     }
                 } else {
                     Record::Exit {
@@ -148,6 +154,18 @@ mod tests {
             }
             r => panic!("{r:?}"),
         }
+        // A return record is the 48-byte head alone: rax at 24, rdx at 32.
+        let mut x = e[..48].to_vec();
+        x[0..4].copy_from_slice(&2u32.to_ne_bytes());
+        x[24..32].copy_from_slice(&(-2i64).to_ne_bytes());
+        x[32..40].copy_from_slice(&5u64.to_ne_bytes());
+        match Record::parse(&x) {
+            Some(Record::Exit { tid, rax, rdx, .. }) => {
+                assert_eq!((tid, rax as i64, rdx), (42, -2, 5))
+            }
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(Record::parse(&e[..60]), None, "entry without its arguments");
         let mut s = vec![0u8; 16 + STR_MAX];
         s[0..4].copy_from_slice(&3u32.to_ne_bytes());
         s[8..12].copy_from_slice(&1u32.to_ne_bytes());

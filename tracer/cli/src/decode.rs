@@ -77,7 +77,7 @@ fn raw(
         }
         for rec in &page.records {
             if let Some(g) = formats.decode(rec) {
-                dec.feed_record(&g, args.cpu, &syms, out)?;
+                dec.feed_record(&g, args.cpu, 0, &syms, out)?;
             }
         }
     }

@@ -103,6 +103,14 @@ fn summary(s: &Summary) -> Vec<String> {
             s.dropped
         ));
     }
+    if s.bpf_missed > 0 {
+        v.push(format!(
+            "dcg: note: the kernel skipped the BPF program {} times: functions hit while \
+             it already ran on that CPU (interrupts arriving during a record, any task); \
+             such interrupt calls are missing from the trees",
+            s.bpf_missed
+        ));
+    }
     let missing: u64 = s.valueless.iter().map(|(_, n)| n).sum();
     if missing > 0 {
         let list: Vec<String> = s

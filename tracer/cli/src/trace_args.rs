@@ -108,6 +108,7 @@ impl TraceArgs {
             errors_only: self.errors_only,
             output: self.output,
             report: self.report,
+            shown_at_end: self.report || self.trace_output.is_some(),
             db: self.db,
             pid: self.pid,
             command: self.command,

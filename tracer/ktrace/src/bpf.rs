@@ -5,7 +5,7 @@
 //! sinks and options as the function_graph engine, with every value, on kernels without
 //! `funcgraph-retval`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::rc::Rc;
@@ -27,11 +27,74 @@ use dcg_live::tracefs;
 
 use crate::{debug, KtraceError, Notice, Result, Summary};
 
-/// Functions the BPF program itself runs through on every hit: attaching there only
-/// costs a recursion miss per call.
-const NOT_ATTACHED: &[&str] = &["is_endbr"];
+/// What the kernel runs for every hit of the BPF program, and the helpers the program
+/// calls (kprobe_multi/fprobe handlers, rethook, map, ring-buffer and read helpers, RCU and
+/// migration guards, the cookie search). A traced function called from there is hit
+/// again while the program runs: the kernel skips that run (a recursion miss) but only
+/// after the whole fprobe entry path, on every call, which made traced calls several
+/// times slower. These functions and their direct callees (three levels, from the
+/// running kernel's text) are not attached; they never show in the BPF engine's trees.
+const OWN_PATH: &[&str] = &[
+    "kprobe_multi_link_handler",
+    "kprobe_multi_link_exit_handler",
+    "kprobe_multi_link_prog_run",
+    "bpf_kprobe_multi_cookie",
+    "bpf_kprobe_multi_cookie_cmp",
+    "bsearch",
+    "is_endbr",
+    "fprobe_handler",
+    "fprobe_exit_handler",
+    "fprobe_entry",
+    "fprobe_fgraph_entry",
+    "fprobe_return",
+    "rethook_try_get",
+    "rethook_hook",
+    "rethook_recycle",
+    "rethook_trampoline_handler",
+    "arch_rethook_trampoline_callback",
+    "arch_rethook_prepare",
+    "arch_rethook_fixup_return",
+    "function_graph_enter_regs",
+    "ftrace_return_to_handler",
+    "migrate_disable",
+    "migrate_enable",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+    "bpf_prog_inc_misses_counter",
+    "bpf_get_current_pid_tgid",
+    "bpf_get_smp_processor_id",
+    "bpf_ktime_get_ns",
+    "bpf_map_lookup_elem",
+    "bpf_map_update_elem",
+    "bpf_map_delete_elem",
+    "htab_map_lookup_elem",
+    "__htab_map_lookup_elem",
+    "htab_map_update_elem",
+    "htab_map_delete_elem",
+    "array_map_lookup_elem",
+    "percpu_array_map_lookup_elem",
+    "bpf_ringbuf_reserve",
+    "__bpf_ringbuf_reserve",
+    "bpf_ringbuf_submit",
+    "bpf_ringbuf_commit",
+    "bpf_probe_read_kernel",
+    "bpf_probe_read_kernel_str",
+    "bpf_probe_read_user_str",
+    "copy_from_kernel_nofault",
+    "copy_from_kernel_nofault_allowed",
+    "strncpy_from_kernel_nofault",
+    "strncpy_from_user_nofault",
+    "bpf_get_func_ip_kprobe_multi",
+    "bpf_get_attach_cookie_kprobe_multi",
+    "bpf_session_is_return",
+];
+/// How deep below [`OWN_PATH`] callees are left out, and at most how many.
+const OWN_PATH_DEPTH: u32 = 3;
+const OWN_PATH_CAP: usize = 600;
 /// How often the ring buffer is read.
 const POLL: Duration = Duration::from_millis(50);
+/// At most this many bytes of records wait undecoded (about 3 M calls).
+const DEFER_MAX: usize = 256 << 20;
 
 /// One traceable site (`available_filter_functions_addrs`).
 #[derive(Debug, Clone)]
@@ -80,11 +143,17 @@ fn string_mask(set: &DbSet, name: &str) -> u8 {
 
 /// The targets: every site but the excluded ones, roots marked, strings asked for when
 /// arguments are shown.
-fn targets(sites: &[Site], roots: &[String], set: &DbSet, strings: bool) -> Vec<Target> {
+fn targets(
+    sites: &[Site],
+    roots: &[String],
+    set: &DbSet,
+    strings: bool,
+    skip: &HashSet<String>,
+) -> Vec<Target> {
     let mut masks: HashMap<&str, u8> = HashMap::new();
     sites
         .iter()
-        .filter(|s| !NOT_ATTACHED.contains(&s.name.as_str()))
+        .filter(|s| roots.contains(&s.name) || !skip.contains(&s.name))
         .map(|s| Target {
             addr: s.addr,
             root: roots.contains(&s.name),
@@ -97,6 +166,17 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, strings: bool) -> Vec<
             },
         })
         .collect()
+}
+
+/// [`OWN_PATH`] and its direct callees in the running kernel (the names alone when its
+/// text cannot be read).
+fn own_path() -> HashSet<String> {
+    let mut own: HashSet<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
+    if let Some(kt) = crate::callees::KernelText::open() {
+        let seeds: Vec<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
+        own.extend(kt.closure(&seeds, OWN_PATH_DEPTH, OWN_PATH_CAP, &|_| true));
+    }
+    own
 }
 
 /// An entry waiting for its string records (they follow it in the ring buffer).
@@ -295,7 +375,15 @@ pub fn run(
         .map_err(KtraceError::Available)?;
     let sites = parse_sites(&sites_text);
     let kallsyms = Kallsyms::parse(&std::fs::read_to_string("/proc/kallsyms")?);
-    let targets = targets(&sites, &roots, set, args.args);
+    let own = own_path();
+    let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
+    listed.sort_unstable();
+    debug(format_args!(
+        "not attached (the program's own path, {}): {}",
+        own.len(),
+        listed.join(" ")
+    ));
+    let targets = targets(&sites, &roots, set, args.args, &own);
     let mut child = if args.command.is_empty() {
         None
     } else {
@@ -390,6 +478,20 @@ pub fn run(
     let mut summary = Summary::default();
     let stop_reason = loop {
         let exited = child.as_mut().is_some_and(|c| c.poll().is_some());
+        // Nothing shown before the end and nothing to count: while the command runs, the
+        // records are only copied out of the ring (decoding them competes with the traced
+        // load for the CPU); they are decoded once it ends, or when too many wait.
+        if args.shown_at_end
+            && args.count.is_none()
+            && !exited
+            && tracefs::stop_requested().is_none()
+            && capture.queued() < DEFER_MAX
+            && deadline.is_none_or(|d| Instant::now() < d)
+        {
+            capture.drain()?;
+            std::thread::sleep(POLL);
+            continue;
+        }
         let mut err = None;
         capture.consume(|r| {
             if err.is_none() {
@@ -419,11 +521,20 @@ pub fn run(
         std::thread::sleep(POLL);
     };
     debug(format_args!("loop ended: {stop_reason}"));
+    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
+        debug(format_args!(
+            "dcg's own CPU time: user {} ms, system {} ms",
+            ms(u.user_time()),
+            ms(u.system_time())
+        ));
+    }
     feed.flush_all()?;
     feed.tree.finish(&mut feed.sinks, &mut feed.obuf)?;
     feed.write_out(out)?;
     out.flush()?;
     summary.lost_in_stream = capture.lost();
+    summary.bpf_missed = capture.missed();
     drop(capture);
     if let Some(c) = child.as_mut() {
         c.terminate(Signal::SIGTERM);

@@ -11,6 +11,7 @@ pub mod bpf;
 pub mod callees;
 pub mod funcs;
 pub mod probes;
+pub mod rawtree;
 pub mod tree;
 
 use std::io::Write;
@@ -160,6 +161,10 @@ pub struct Summary {
     pub lost_unknown: bool,
     /// Events overwritten in the per-CPU buffers.
     pub overrun: u64,
+    /// BPF engine: runs of the program the kernel skipped because one already ran on that
+    /// CPU (a traced function hit inside an interrupt that arrived during a record); they
+    /// may be any task's, so they are reported apart from lost records.
+    pub bpf_missed: u64,
     /// Events dropped by the per-CPU buffers.
     pub dropped: u64,
     /// Non-void calls that closed without a value (no exit probe, or it came too late), by
@@ -183,7 +188,7 @@ pub enum Outcome {
     /// No pattern matched a traceable function (the notices said why).
     NothingToTrace,
     /// Traced; how it ended.
-    Traced(Summary),
+    Traced(Box<Summary>),
 }
 
 /// Expand `--func` patterns against the traceable functions; explain every pattern that
@@ -270,16 +275,15 @@ pub fn run(
         e => e,
     };
     if engine == Engine::Bpf {
-        return Ok(Outcome::Traced(bpf::run(
-            args, &set, &root, roots, out, notify,
-        )?));
+        let summary = bpf::run(args, &set, &root, roots, out, notify)?;
+        return Ok(Outcome::Traced(Box::new(summary)));
     }
     let mut s = Setup::new(args, &set, &root, &avail, roots)?;
     s.probe(notify)?;
     s.start(notify)?;
     let mut summary = s.trace(out, notify)?;
     s.close(&mut summary)?;
-    Ok(Outcome::Traced(summary))
+    Ok(Outcome::Traced(Box::new(summary)))
 }
 
 /// A session being set up and run.
@@ -301,6 +305,8 @@ struct Setup<'s> {
     /// Callees this many levels below a root get probes (static discovery and lazily).
     lazy_depth: u32,
     pipe: Option<tracefs::TracePipe>,
+    /// The binary source, when the session needs no probe events.
+    raw: Option<rawtree::RawSource>,
 }
 
 impl<'s> Setup<'s> {
@@ -366,6 +372,7 @@ impl<'s> Setup<'s> {
             want_entry: args.args && !feat.args,
             lazy_depth,
             pipe: None,
+            raw: None,
         })
     }
 
@@ -445,6 +452,19 @@ impl<'s> Setup<'s> {
         self.sess.write("current_tracer", "function_graph")?;
         debug(format_args!("function_graph on"));
         self.sess.write("tracing_on", "1")?;
+        // Binary pages where no probe events are needed (probe events are decoded from
+        // their text); the text pipe otherwise, or when the binary layout is unusable.
+        if !(self.want_exit || self.want_entry) && std::env::var_os("DCG_FGRAPH_TEXT").is_none() {
+            let filter = rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
+            match rawtree::RawSource::open(&self.sess, self.root, filter) {
+                Ok(raw) => {
+                    debug(format_args!("reading trace_pipe_raw"));
+                    self.raw = Some(raw);
+                    return Ok(());
+                }
+                Err(e) => debug(format_args!("trace_pipe_raw unusable ({e}): reading text")),
+            }
+        }
         self.pipe = Some(self.sess.open_pipe()?);
         Ok(())
     }
@@ -501,7 +521,8 @@ impl<'s> Setup<'s> {
         let mut lines = Vec::new();
         let mut drain_until: Option<Instant> = None;
         let mut drain_end: Option<Instant> = None;
-        let mut pipe = self.pipe.take().expect("started");
+        let mut pipe = self.pipe.take();
+        let mut raw = self.raw.take();
         let stop_reason = loop {
             if let Some(sig) = tracefs::stop_requested() {
                 break format!("signal {sig}");
@@ -521,32 +542,44 @@ impl<'s> Setup<'s> {
                 break "command exited".into();
             }
             lines.clear();
+            let mut fb = Feedback::default();
+            let mut done = false;
             // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
             // which function_graph records inside the traced calls.
-            pipe.read_available(&mut lines)?;
-            if lines.is_empty() {
+            let got = if let Some(raw) = raw.as_mut() {
+                let left = args.count.map(|n| n.saturating_sub(summary.completed));
+                let r = raw.read(&mut dec, out, left)?;
+                fb.completed = r.completed;
+                fb.lost = r.lost;
+                done = left.is_some_and(|n| r.completed >= n);
+                r.pages
+            } else if let Some(pipe) = pipe.as_mut() {
+                pipe.read_available(&mut lines)?;
+                if !lines.is_empty() {
+                    debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
+                }
+                for l in &lines {
+                    self.filter.feed(l, &mut dec, &mut fb)?;
+                    if let Some(n) = args.count {
+                        if summary.completed + fb.completed >= n {
+                            done = true;
+                            break;
+                        }
+                    }
+                }
+                lines.len()
+            } else {
+                0
+            };
+            if got == 0 {
                 std::thread::sleep(Duration::from_millis(50));
             }
             if let Some(d) = drain_until {
-                if lines.is_empty() && Instant::now() >= d {
+                if got == 0 && Instant::now() >= d {
                     break "command exited".into();
                 }
-                if !lines.is_empty() {
+                if got > 0 {
                     drain_until = Some(Instant::now() + Duration::from_millis(400));
-                }
-            }
-            if !lines.is_empty() {
-                debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
-            }
-            let mut fb = Feedback::default();
-            let mut done = false;
-            for l in &lines {
-                self.filter.feed(l, &mut dec, &mut fb)?;
-                if let Some(n) = args.count {
-                    if summary.completed + fb.completed >= n {
-                        done = true;
-                        break;
-                    }
                 }
             }
             dec.flush_out(out)?;
@@ -571,6 +604,7 @@ impl<'s> Setup<'s> {
             c.terminate(Signal::SIGTERM);
         }
         drop(pipe);
+        drop(raw);
         (summary.overrun, summary.dropped) = self.sess.buffer_stats();
         if self.want_exit {
             summary.valueless = dec

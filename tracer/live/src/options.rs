@@ -28,6 +28,10 @@ pub struct TraceOptions {
     pub output: Option<PathBuf>,
     /// Collect the calls for a call-graph report instead of printing them.
     pub report: bool,
+    /// Nothing of the trace is shown before it ends (the output goes to a file that
+    /// appears at the end, or a report is printed): a source may keep its raw records
+    /// while the traced command runs and decode them afterwards, leaving the CPU to it.
+    pub shown_at_end: bool,
     /// Signature dbs given explicitly.
     pub db: Vec<PathBuf>,
     /// Color error values (decided by the caller against the real output).

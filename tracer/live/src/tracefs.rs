@@ -318,6 +318,37 @@ impl Session {
         })
     }
 
+    /// Open every CPU's `per_cpu/cpuN/trace_pipe_raw` of the instance (binary ring-buffer
+    /// pages; see [`RawPipes`]).
+    pub fn open_raw_pipes(&self) -> Result<RawPipes> {
+        let dir = self.file("per_cpu");
+        let entries = fs::read_dir(&dir).map_err(io_err(&dir, "listing"))?;
+        let mut cpus = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(cpu) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("cpu"))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let path = e.path().join("trace_pipe_raw");
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags_nonblock()
+                .open(&path)
+                .map_err(io_err(&path, "opening"))?;
+            cpus.push((cpu, file, path));
+        }
+        cpus.sort_by_key(|c| c.0);
+        let page_size = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .map_or(4096, |v| v as usize);
+        Ok(RawPipes { cpus, page_size })
+    }
+
     /// Remove the instance and every event this session created. Idempotent; also run
     /// on drop. Returns what could not be removed.
     pub fn close(&mut self) -> Vec<String> {
@@ -374,6 +405,53 @@ impl NonBlock for fs::OpenOptions {
     fn custom_flags_nonblock(&mut self) -> &mut Self {
         use std::os::unix::fs::OpenOptionsExt;
         self.custom_flags(nix::libc::O_NONBLOCK)
+    }
+}
+
+/// An instance's per-CPU `trace_pipe_raw` files: the ring buffer's pages as the kernel
+/// keeps them (a page header, then records with time deltas), read without waiting and
+/// without the kernel formatting any text.
+pub struct RawPipes {
+    cpus: Vec<(u32, fs::File, PathBuf)>,
+    page_size: usize,
+}
+
+impl RawPipes {
+    /// The ring buffer's page size.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Append every page readable now to `pages`, each as (CPU, the page's bytes: one
+    /// page size, a partly filled page included). Never waits (see
+    /// [`TracePipe::read_available`]); at most `max` pages per CPU per call.
+    pub fn read_available(&mut self, max: usize, pages: &mut Vec<(u32, Vec<u8>)>) -> Result<()> {
+        use std::io::Read;
+        for (cpu, file, path) in &mut self.cpus {
+            for _ in 0..max {
+                let mut page = vec![0u8; self.page_size];
+                match file.read(&mut page) {
+                    Ok(0) => break,
+                    Ok(n) if n < self.page_size => {
+                        // Not a whole page: the kernel gives pages whole; keep what came.
+                        page.truncate(n);
+                        page.resize(self.page_size, 0);
+                        pages.push((*cpu, page));
+                    }
+                    Ok(_) => pages.push((*cpu, page)),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => break,
+                    Err(e) => {
+                        return Err(TraceFsError::Io {
+                            path: path.clone(),
+                            what: "reading".into(),
+                            source: e,
+                        })
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

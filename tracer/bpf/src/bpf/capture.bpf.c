@@ -35,7 +35,8 @@ struct task_struct {
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
-/* Kept in sync with dcg-bpf's `CallRec` and `StrRec` (src/records.rs). */
+/* Kept in sync with dcg-bpf's `CallRec` and `StrRec` (src/records.rs). A return record
+ * is the first EXIT_SIZE bytes of a call_rec (no arguments). */
 struct call_rec {
 	__u32 kind;
 	__u32 tid;
@@ -47,6 +48,7 @@ struct call_rec {
 	__u32 tgid;
 	__u64 args[6];
 };
+#define EXIT_SIZE __builtin_offsetof(struct call_rec, args)
 
 struct str_rec {
 	__u32 kind;
@@ -58,13 +60,15 @@ struct str_rec {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, 16 << 20);	/* resized by dcg before loading */
 } events SEC(".maps");
 
-/* tid -> how many roots the task is inside. */
+/* tid -> how many roots the task is inside (0: not recorded). An array, sized by dcg to
+ * the kernel's pid_max before loading: its lookup is inlined by the verifier, where a
+ * hash map's would be a call on every hit. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, __u32);
 } active SEC(".maps");
@@ -145,13 +149,12 @@ static __always_inline void on_exit(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
 	struct call_rec *r;
 
-	if (!depth)
+	if (!depth || !*depth)
 		return;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = bpf_ringbuf_reserve(&events, EXIT_SIZE, 0);
 	if (r) {
 		r->kind = REC_EXIT;
 		r->tid = tid;
@@ -165,8 +168,8 @@ static __always_inline void on_exit(struct pt_regs *ctx)
 	} else {
 		count_lost();
 	}
-	if ((cookie & COOKIE_ROOT) && __sync_fetch_and_add(depth, -1) == 1)
-		bpf_map_delete_elem(&active, &tid);
+	if (bpf_get_attach_cookie(ctx) & COOKIE_ROOT)
+		__sync_fetch_and_add(depth, -1);
 }
 
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
@@ -174,20 +177,25 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	__u64 cookie;
 	struct call_rec *r;
 
-	if (!depth) {
-		__u32 one = 1;
-
+	if (!depth)
+		return 1;	/* a tid beyond pid_max: not recorded */
+	if (!*depth) {
+		/* Most hits: a task not recorded. The cookie is a search in the link's
+		 * addresses, so it is only looked up when needed. */
+		cookie = bpf_get_attach_cookie(ctx);
 		if (!(cookie & COOKIE_ROOT))
 			return 1;
 		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
 			return 1;
-		bpf_map_update_elem(&active, &tid, &one, BPF_ANY);
-	} else if (cookie & COOKIE_ROOT) {
 		__sync_fetch_and_add(depth, 1);
+	} else {
+		cookie = bpf_get_attach_cookie(ctx);
+		if (cookie & COOKIE_ROOT)
+			__sync_fetch_and_add(depth, 1);
 	}
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);

@@ -12,11 +12,13 @@ use crate::sink::{Note, Task};
 use crate::tree::{ArgsIn, Entry, Exit, RetIn};
 
 impl Decoder<'_> {
-    /// Feed one record of CPU `cpu`'s buffer; functions are named by `syms`.
+    /// Feed one record of CPU `cpu`'s buffer, its depth less `shift` (a live session's
+    /// root depth); functions are named by `syms`.
     pub fn feed_record(
         &mut self,
         rec: &GraphRecord<'_>,
         cpu: u32,
+        shift: u32,
         syms: &Kallsyms,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
@@ -48,7 +50,7 @@ impl Decoder<'_> {
                 let id = self.tree.funcs.intern(&name, module.as_deref());
                 let entry = Entry {
                     task: task(*pid),
-                    depth: *depth,
+                    depth: depth.saturating_sub(shift),
                     func: id,
                     name: &name,
                     module: module.as_deref(),
@@ -77,7 +79,7 @@ impl Decoder<'_> {
                 let raw = retval.map(|v| format!("{v:#x}"));
                 let exit = Exit {
                     task: task(*pid),
-                    depth: *depth,
+                    depth: depth.saturating_sub(shift),
                     func: Some(id),
                     ret: raw.as_deref().map(|r| RetIn::Text {
                         raw: r,

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The kernel engines under load, in qemu (TCG), one boot: a loop of failing access(2)
+# calls (tests/qemu/load/syscall-loop.c) untraced, and for each engine: under raw
+# function_graph with set_graph_function=do_faccessat, under `dcg trace --show-retvals
+# --func do_faccessat --json --trace-output F -- loop N`, and under raw function_graph
+# again (the guest script is the load test's, tests/qemu/e2e/load.sh). Prints per engine:
+# the loop's time per call, its ratio to the mean of the two raw function_graph runs
+# around it, session start (dcg launched -> loop starts) and stop (loop ends -> dcg
+# exits) times against function_graph's own switch times, and records lost.
+#
+#   bench/kernel-engines.sh [7.2-cloud|6.12-cloud|testkernel] [N]   (default 7.2-cloud 3000)
+#
+# Engines: bpf and fgraph on every kernel (fgraph on the Debian kernels adds probe events
+# for values, on the test kernel it reads funcgraph-retval).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+kernel=${1:-7.2-cloud}
+n=${2:-3000}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
+cargo build --release -q -p dcg --bin dcg -p dwarfscan-cli --bin dwarfscan \
+	--manifest-path "$here/Cargo.toml"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+case $kernel in
+testkernel)
+	kdir=$(bash "$here/tests/kernels/testkernel/build.sh")
+	engines=fgraph,bpf ;;
+*)
+	kdir=$(bash "$here/tests/kernels/fetch-debian-kernel.sh" "$kernel")
+	engines=bpf,fgraph ;;
+esac
+"$CARGO_TARGET_DIR/release/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k.sigdb"
+gcc -O2 -static -o "$tmp/syscall-loop" "$here/tests/qemu/load/syscall-loop.c"
+bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
+	--add "$CARGO_TARGET_DIR/release/dcg:/bin/dcg" \
+	--add "$here/tests/qemu/e2e/lib.sh:/dcg/lib.sh" \
+	--add "$tmp/k.sigdb:/dcg/k.sigdb" \
+	--add "$tmp/syscall-loop:/dcg/syscall-loop" \
+	--init "$here/tests/qemu/e2e/load.sh" --timeout 1500 >/dev/null
+bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
+	--smp 2 --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
+	>"$tmp/console.txt"
+
+sec() { # NAME: the section's text
+	awk -v b="=====BEGIN $1=====" -v e="=====END $1=====" \
+		'$0 == b {on = 1; next} $0 == e {on = 0} on' "$tmp/console.txt"
+}
+val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -1; } # KEY < text
+untraced=$(sec untraced | val per_call_ns)
+echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, 2 vCPUs;"
+echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call."
+echo
+printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s fg_on_s fg_off_s lost
+for e in ${engines//,/ }; do
+	d=$(sec "dcg-$e")
+	rb=$(sec "raw-$e-before")
+	ra=$(sec "raw-$e-after")
+	raw=$(( ($(echo "$rb" | val per_call_ns) + $(echo "$ra" | val per_call_ns)) / 2 ))
+	mine=$(echo "$d" | val per_call_ns)
+	lost=$(echo "$d" | sed -n 's/.*events were lost: \([0-9]*\).*/\1/p' | head -1)
+	printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
+		"$(awk -v a="$mine" -v b="$raw" 'BEGIN {printf "%.2fx", a / b}')" \
+		"$(awk -v a="$(echo "$d" | val start_ms)" 'BEGIN {printf "%.1f", a / 1000}')" \
+		"$(awk -v a="$(echo "$d" | val stop_ms)" 'BEGIN {printf "%.1f", a / 1000}')" \
+		"$(awk -v a="$(echo "$rb" | val start_ms)" 'BEGIN {printf "%.1f", a / 1000}')" \
+		"$(awk -v a="$(echo "$rb" | val stop_ms)" 'BEGIN {printf "%.1f", a / 1000}')" \
+		"${lost:-0}"
+done
+echo
+echo "ratio: the loop's time per call under dcg over raw function_graph's (same boot, same"
+echo "graph filter, mean of the runs before and after); start_s/stop_s: dcg launched to the"
+echo "loop's first call, and the loop's end to dcg's exit; fg_on_s/fg_off_s: switching"
+echo "current_tracer to function_graph and back."
+grep -q 'warnings: 0' <(sec dmesg) || { echo "kernel WARNING or BUG during the run" >&2; exit 1; }

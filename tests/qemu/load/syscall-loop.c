@@ -1,0 +1,51 @@
+/*
+ * A load for the kernel engines' load test and benchmark: N failing access(2) calls in a
+ * loop, timed by the program itself.
+ *
+ *   syscall-loop now        print CLOCK_MONOTONIC in ns (the guest script's clock)
+ *   syscall-loop N [PATH]   call access(PATH, F_OK) N times (PATH defaults to a file that
+ *                           does not exist, so every call fails with ENOENT) and print
+ *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X"
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = argc > 2 ? argv[2] : "/dcg-load-nonexistent";
+	long n, i, failed = 0;
+	long long start, end;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s now | N [PATH]\n", argv[0]);
+		return 2;
+	}
+	if (argv[1][0] == 'n') {
+		printf("%lld\n", now_ns());
+		return 0;
+	}
+	n = strtol(argv[1], NULL, 10);
+	if (n <= 0) {
+		fprintf(stderr, "%s: bad count %s\n", argv[0], argv[1]);
+		return 2;
+	}
+	start = now_ns();
+	for (i = 0; i < n; i++)
+		if (access(path, F_OK) != 0 && errno == ENOENT)
+			failed++;
+	end = now_ns();
+	printf("loop start=%lld end=%lld calls=%ld failed=%ld per_call_ns=%lld\n", start, end, n,
+	       failed, (end - start) / n);
+	return 0;
+}
