@@ -431,6 +431,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         ret: None,
         ret_raw: None,
         error: false,
+        origin: None,
         decoded: true,
     }
 }
