@@ -29,6 +29,24 @@ fn load(name: &str) -> CallGraph {
     CallGraph::new(loaded.records).unwrap()
 }
 
+/// A capture decoded into a saved-calls file, as `dcg decode --output` writes it.
+fn saved_calls(name: &str) -> Vec<u8> {
+    let set = db_set();
+    let text = std::fs::read(capture(name)).unwrap();
+    let mut saved = Vec::new();
+    record::write_header(&mut saved, name).unwrap();
+    let mut dec = dcg_calls::decode::Decoder::new(
+        &set,
+        dcg_calls::decode::Options {
+            json: true,
+            ..Default::default()
+        },
+    );
+    dec.decode_stream(&text[..], &mut saved).unwrap();
+    dec.finish(&mut saved).unwrap();
+    saved
+}
+
 fn render(graph: &CallGraph, input: &ReportInput, format: Format) -> String {
     let args = ReportOptions {
         format,
@@ -120,19 +138,8 @@ fn facts_of_a_txt() {
 /// they came from report alike.
 #[test]
 fn saved_calls_and_ftrace_text_agree() {
-    let set = db_set();
     let text = std::fs::read(capture("d.txt")).unwrap();
-    let mut saved = Vec::new();
-    record::write_header(&mut saved, "d.txt").unwrap();
-    let mut dec = dcg_calls::decode::Decoder::new(
-        &set,
-        dcg_calls::decode::Options {
-            json: true,
-            ..Default::default()
-        },
-    );
-    dec.decode_stream(&text[..], &mut saved).unwrap();
-    dec.finish(&mut saved).unwrap();
+    let saved = saved_calls("d.txt");
     assert!(dcg_report::looks_like_saved_calls(&saved));
     assert!(!dcg_report::looks_like_saved_calls(&text));
     let loaded = dcg_report::load_saved(&saved[..], "saved").unwrap();
@@ -161,19 +168,7 @@ fn saved_calls_and_ftrace_text_agree() {
 /// before the field existed report the same.
 #[test]
 fn error_origins_from_saved_calls_and_text_agree() {
-    let set = db_set();
-    let text = std::fs::read(capture("a.txt")).unwrap();
-    let mut saved = Vec::new();
-    record::write_header(&mut saved, "a.txt").unwrap();
-    let mut dec = dcg_calls::decode::Decoder::new(
-        &set,
-        dcg_calls::decode::Options {
-            json: true,
-            ..Default::default()
-        },
-    );
-    dec.decode_stream(&text[..], &mut saved).unwrap();
-    dec.finish(&mut saved).unwrap();
+    let saved = saved_calls("a.txt");
     let records = dcg_report::load_saved(&saved[..], "saved").unwrap().records;
     let from_saved = CallGraph::new(records.clone()).unwrap();
     let from_text = load("a.txt");

@@ -142,37 +142,34 @@ mod tests {
         assert_eq!(origin_of(&t), Some("deep"));
     }
 
+    /// `top { mid { deep } }`, each (name, value).
+    fn chain(
+        top: (&'static str, &'static str),
+        mid: (&'static str, &'static str),
+        deep: (&'static str, &'static str),
+    ) -> Call {
+        Call(
+            top.0,
+            Some(top.1),
+            vec![Call(mid.0, Some(mid.1), vec![leaf(deep.0, Some(deep.1))])],
+        )
+    }
+
     #[test]
     fn a_different_errno_in_between_ends_the_chain() {
-        let t = Call(
-            "root",
-            Some("-ENOENT"),
-            vec![Call(
-                "mid",
-                Some("-EINVAL"),
-                vec![leaf("deep", Some("-ENOENT"))],
-            )],
-        );
+        let t = chain(("root", "-ENOENT"), ("mid", "-EINVAL"), ("deep", "-ENOENT"));
         assert_eq!(origin_of(&t), Some("root"));
         // The same error below a call that returned something else is not followed.
-        let t = Call(
-            "root",
-            Some("-ENOENT"),
-            vec![Call("mid", Some("0"), vec![leaf("deep", Some("-ENOENT"))])],
-        );
+        let t = chain(("root", "-ENOENT"), ("mid", "0"), ("deep", "-ENOENT"));
         assert_eq!(origin_of(&t), Some("root"));
     }
 
     #[test]
     fn err_ptr_and_int_are_the_same_error() {
-        let t = Call(
-            "do_sys_openat2",
-            Some("-ENOENT"),
-            vec![Call(
-                "do_file_open",
-                Some("ERR_PTR(-ENOENT)"),
-                vec![leaf("lookup", Some("-ENOENT"))],
-            )],
+        let t = chain(
+            ("do_sys_openat2", "-ENOENT"),
+            ("do_file_open", "ERR_PTR(-ENOENT)"),
+            ("lookup", "-ENOENT"),
         );
         assert_eq!(origin_of(&t), Some("lookup"));
     }
