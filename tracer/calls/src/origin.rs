@@ -43,15 +43,19 @@ pub fn error_value(ret: Option<&str>, error: bool) -> Option<&str> {
 
 /// The origin candidates of one open call: for each error value its children returned,
 /// the origin of the first child that returned it. `T` identifies a call (an id, an
-/// index, an id with its function). Empty — and allocation-free — until a child fails.
+/// index, an id with its function). One word, allocation-free until a child fails: every
+/// open call of the tree has one.
 #[derive(Debug, Clone)]
 pub struct Origins<T> {
-    first: Vec<(Box<str>, T)>,
+    first: Option<Box<[Candidate<T>]>>,
 }
+
+/// An error value and the origin of the first child that returned it.
+type Candidate<T> = (Box<str>, T);
 
 impl<T> Default for Origins<T> {
     fn default() -> Self {
-        Origins { first: Vec::new() }
+        Origins { first: None }
     }
 }
 
@@ -65,9 +69,13 @@ impl<T: Copy> Origins<T> {
     /// itself or a call below it). Children must be given in the order they completed:
     /// only the first one with a given error counts.
     pub fn child(&mut self, error: &str, origin: T) {
-        if !self.first.iter().any(|(e, _)| &**e == error) {
-            self.first.push((error.into(), origin));
+        if self.first.iter().flatten().any(|(e, _)| &**e == error) {
+            return;
         }
+        // Rare (a new error value among one call's children): grown one at a time.
+        let mut v = self.first.take().map_or_else(Vec::new, <[_]>::into_vec);
+        v.push((error.into(), origin));
+        self.first = Some(v.into_boxed_slice());
     }
 
     /// The origin of the call itself, `own`, returning `error`: the first child's origin
@@ -75,13 +83,14 @@ impl<T: Copy> Origins<T> {
     pub fn origin(&self, error: &str, own: T) -> T {
         self.first
             .iter()
+            .flatten()
             .find(|(e, _)| &**e == error)
             .map_or(own, |&(_, o)| o)
     }
 
     /// Whether no child returned an error.
     pub fn is_empty(&self) -> bool {
-        self.first.is_empty()
+        self.first.is_none()
     }
 }
 

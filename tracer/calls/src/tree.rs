@@ -384,15 +384,33 @@ impl<'a> CallTree<'a> {
     /// Call `id` of `func` in task `ti` completed with the value [`CallTree::render_ret`]
     /// left (`shown`, `error`), its children's error origins in `below`. Offers its error's
     /// origin to its parent's frame; for a top-level call, returns it.
+    #[inline]
     fn settle_origin(
+        &mut self,
+        ti: usize,
+        call: (u64, FuncId),
+        parent: Option<u64>,
+        below: &Origins<(u64, FuncId)>,
+        (shown, error): (bool, bool),
+    ) -> Option<(u64, FuncId)> {
+        // The tree renders its values: a value with an errno name has the flag. Most calls
+        // do not fail; the rest is kept out of the hot path.
+        if !(shown && error) {
+            return None;
+        }
+        self.settle_error_origin(ti, call, parent, below)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_error_origin(
         &mut self,
         ti: usize,
         (id, func): (u64, FuncId),
         parent: Option<u64>,
         below: &Origins<(u64, FuncId)>,
-        (shown, error): (bool, bool),
     ) -> Option<(u64, FuncId)> {
-        let e = error_value(shown.then_some(self.ret.as_str()), error)?;
+        let e = error_value(Some(self.ret.as_str()), true)?;
         let origin = below.origin(e, (id, func));
         let Some(p) = parent else {
             return Some(origin);
