@@ -805,9 +805,24 @@ mod tests {
         t.enter(&x, &mut Log, &mut out).unwrap();
         t.exit(&close(1, "-ENOENT"), &mut Log, &mut out).unwrap();
         t.exit(&close(0, "-ENOENT"), &mut Log, &mut out).unwrap();
+        // Live tracing holds entries back: a held call that returns at once is a leaf, and
+        // its error still reaches the top-level call.
+        t.hold_opens(true);
+        t.enter(&outer, &mut Log, &mut out).unwrap();
+        t.enter(&inner, &mut Log, &mut out).unwrap();
+        t.exit(&close(1, "ERR_PTR(-EIO)"), &mut Log, &mut out)
+            .unwrap();
+        t.exit(&close(0, "-EIO"), &mut Log, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.ends_with(
+                "Leaf inner id=4 parent=Some(3) depth=1 ret=Some(\"ERR_PTR(-EIO)\")\n\
+                 Close outer id=3 parent=None depth=0 ret=Some(\"-EIO\") origin=4:inner\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
                 "Close outer id=0 parent=None depth=0 ret=Some(\"-ENOENT\") origin=1:inner\n"
             ),
             "{text}"
