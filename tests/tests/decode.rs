@@ -36,7 +36,7 @@ fn typed_values_in_the_captures() {
     // void callees print no value at all.
     assert!(a.contains("_raw_spin_unlock_irqrestore();\n"));
     // errno names for int returns, ERR_PTR for pointer returns, bool as true/false.
-    assert!(a.contains("} /* do_sys_openat2 ret=-ENOENT */"));
+    assert!(a.contains("} /* do_sys_openat2 ret=-ENOENT from step_into_slowpath */"));
     assert!(a.contains("ret=ERR_PTR(-ENOENT)"));
     assert!(a.contains("ret=true") || a.contains("ret=false"));
     assert!(a.contains("ret=NULL"));
@@ -50,7 +50,7 @@ fn typed_values_in_the_captures() {
 
     // Hex output (retval-hex) decodes to the same values as decimal output.
     let (b, _) = decode("b.txt", Options::default());
-    assert!(b.contains("} /* do_sys_openat2 ret=-ENOENT */"));
+    assert!(b.contains("} /* do_sys_openat2 ret=-ENOENT from step_into_slowpath */"));
 
     // funcgraph-args: AT_FDCWD printed as unsigned by the kernel is -100 for an int.
     let (c, _) = decode("c.txt", Options::default());
@@ -113,6 +113,100 @@ fn json_and_errors_only() {
         );
     }
     assert!(!errs.contains("_raw_spin_lock"), "error paths only");
+}
+
+/// Error origins marked on the closing line of failing top-level calls: the workload's
+/// failing opens of a.txt (see the trace markers in the capture), checked against what the
+/// tree shows, and the saved records' `origin` ids checked against the rule walked by hand
+/// over the records.
+#[test]
+fn error_origins_of_failing_opens() {
+    let (a, _) = decode("a.txt", Options::default());
+    for mark in [
+        // cat /nonexistent: the lookup fails in step_into_slowpath; link_path_walk, called
+        // after it with the error pointer, only passes it on.
+        "} /* do_sys_openat2 ret=-ENOENT from step_into_slowpath */",
+        "} /* do_sys_openat2 ret=-ENOTDIR from link_path_walk */",
+        // The symlink loop: pick_link gives up (ERR_PTR(-ELOOP)) inside step_into_slowpath.
+        "} /* do_sys_openat2 ret=-ELOOP from pick_link */",
+        "} /* do_sys_openat2 ret=-EROFS from mnt_get_write_access */",
+        "} /* do_sys_openat2 ret=-EACCES from generic_permission */",
+        // No callee of path_openat returned -EISDIR: it is made there.
+        "} /* do_sys_openat2 ret=-EISDIR from path_openat */",
+    ] {
+        assert!(a.contains(mark), "{mark}");
+    }
+    // Only top-level calls carry a mark, and only after an error value.
+    for line in a.lines().filter(|l| l.contains(" from ")) {
+        assert!(line.contains("|  } /* "), "{line}");
+        assert!(line.contains(" ret=-E"), "{line}");
+    }
+    // Module functions are named with their module.
+    let (h, _) = decode("h.txt", Options::default());
+    assert!(h.contains("} /* vfs_write ret=-EINVAL from bm_register_write [binfmt_misc] */"));
+
+    // Saved records (funcgraph-args + retaddr capture): the origin of every failing
+    // top-level call is reached from it through children returning the same error, the
+    // first such child at each step, and returns that error with no child returning it.
+    let (json, _) = decode(
+        "c.txt",
+        Options {
+            json: true,
+            ..Options::default()
+        },
+    );
+    let recs: Vec<dcg_calls::record::CallRecord> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id: std::collections::HashMap<u64, &dcg_calls::record::CallRecord> =
+        recs.iter().map(|r| (r.id, r)).collect();
+    let err = |r: &dcg_calls::record::CallRecord| {
+        r.ret
+            .as_deref()
+            .map(|v| {
+                v.trim_start_matches("ERR_PTR(")
+                    .trim_end_matches(')')
+                    .to_string()
+            })
+            .filter(|_| r.error)
+    };
+    // Children in entry order (ids are given at entry).
+    let mut children: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for r in &recs {
+        if let Some(p) = r.parent {
+            children.entry(p).or_default().push(r.id);
+        }
+    }
+    for v in children.values_mut() {
+        v.sort_unstable();
+    }
+    let first_child_with = |id: u64, e: &str| {
+        children.get(&id).and_then(|k| {
+            k.iter()
+                .copied()
+                .find(|c| err(by_id[c]).as_deref() == Some(e))
+        })
+    };
+    let mut checked = 0;
+    for r in &recs {
+        let failing_root = r.parent.is_none() && err(r).is_some();
+        assert_eq!(r.origin.is_some(), failing_root, "call {}", r.id);
+        let Some(o) = r.origin else { continue };
+        let e = err(r).unwrap();
+        let mut at = r.id;
+        while let Some(c) = first_child_with(at, &e) {
+            at = c;
+        }
+        assert_eq!(o, at, "call {} ({e})", r.id);
+        assert_eq!(err(by_id[&o]).as_deref(), Some(e.as_str()));
+        checked += 1;
+        if e == "-ELOOP" {
+            assert_eq!(by_id[&o].func, "pick_link");
+            assert_ne!(o, r.id);
+        }
+    }
+    assert!(checked >= 9, "{checked} failing opens");
 }
 
 #[test]

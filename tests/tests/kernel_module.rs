@@ -128,7 +128,7 @@ fn debian612_db_module() {
         &[
             "rc=0",
             "do_sys_openat2() {",
-            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* do_sys_openat2 ret=-ENOENT",
             "dcg instances: 0",
         ],
     );

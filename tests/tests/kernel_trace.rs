@@ -54,7 +54,7 @@ fn testkernel_scenarios() {
         "s2",
         &[
             "rc=0",
-            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* do_sys_openat2 ret=-ENOENT",
             "ret=ERR_PTR(-ENOENT)",
             "ret=NULL",
             "ret=0xff",
@@ -215,7 +215,7 @@ fn debian_checks(text: &str, getname: &str) {
         &[
             "rc=0",
             "do_sys_openat2() {",
-            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* do_sys_openat2 ret=-ENOENT",
             &getname_ret,
             "ret=ERR_PTR(-ENOENT)",
             "dcg instances: 0",
@@ -268,7 +268,7 @@ fn debian612_scenarios() {
             "getname(filename=0x",
             // A void callee: its entry probe exists from the start.
             "putname(name=0x",
-            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* do_sys_openat2 ret=-ENOENT",
             "dcg instances: 0",
             "dcg events: 0",
         ],
@@ -531,7 +531,7 @@ fn bpf_on_debian(kernel_name: &str) {
         &[
             "rc=0",
             "do_sys_openat2(dfd=-100, filename=\"/nonexistent\"",
-            "} /* do_sys_openat2 ret=-ENOENT */",
+            "} /* do_sys_openat2 ret=-ENOENT",
         ],
     );
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);

@@ -29,6 +29,24 @@ fn load(name: &str) -> CallGraph {
     CallGraph::new(loaded.records).unwrap()
 }
 
+/// A capture decoded into a saved-calls file, as `dcg decode --output` writes it.
+fn saved_calls(name: &str) -> Vec<u8> {
+    let set = db_set();
+    let text = std::fs::read(capture(name)).unwrap();
+    let mut saved = Vec::new();
+    record::write_header(&mut saved, name).unwrap();
+    let mut dec = dcg_calls::decode::Decoder::new(
+        &set,
+        dcg_calls::decode::Options {
+            json: true,
+            ..Default::default()
+        },
+    );
+    dec.decode_stream(&text[..], &mut saved).unwrap();
+    dec.finish(&mut saved).unwrap();
+    saved
+}
+
 fn render(graph: &CallGraph, input: &ReportInput, format: Format) -> String {
     let args = ReportOptions {
         format,
@@ -120,19 +138,8 @@ fn facts_of_a_txt() {
 /// they came from report alike.
 #[test]
 fn saved_calls_and_ftrace_text_agree() {
-    let set = db_set();
     let text = std::fs::read(capture("d.txt")).unwrap();
-    let mut saved = Vec::new();
-    record::write_header(&mut saved, "d.txt").unwrap();
-    let mut dec = dcg_calls::decode::Decoder::new(
-        &set,
-        dcg_calls::decode::Options {
-            json: true,
-            ..Default::default()
-        },
-    );
-    dec.decode_stream(&text[..], &mut saved).unwrap();
-    dec.finish(&mut saved).unwrap();
+    let saved = saved_calls("d.txt");
     assert!(dcg_report::looks_like_saved_calls(&saved));
     assert!(!dcg_report::looks_like_saved_calls(&text));
     let loaded = dcg_report::load_saved(&saved[..], "saved").unwrap();
@@ -154,6 +161,154 @@ fn saved_calls_and_ftrace_text_agree() {
         assert_eq!(render(&from_saved, &input, format), want, "{format:?}");
         assert_eq!(render(&from_json, &input, format), want, "{format:?}");
     }
+}
+
+/// Error origins: the table from saved calls equals the one from the ftrace text they came
+/// from, the saved records' `origin` ids are the calls the report finds, and files written
+/// before the field existed report the same.
+#[test]
+fn error_origins_from_saved_calls_and_text_agree() {
+    let saved = saved_calls("a.txt");
+    let records = dcg_report::load_saved(&saved[..], "saved").unwrap().records;
+    let from_saved = CallGraph::new(records.clone()).unwrap();
+    let from_text = load("a.txt");
+    let table = from_text.summarize().origins;
+    assert_eq!(from_saved.summarize().origins, table);
+
+    // Each saved origin id is the call the report's rule finds for that top-level call.
+    let origins = from_saved.origins();
+    let mut failing = 0;
+    for (i, r) in from_saved.calls.iter().enumerate() {
+        if r.parent.is_none() {
+            assert_eq!(
+                r.origin,
+                origins[i].map(|o| from_saved.calls[o].id),
+                "{}",
+                r.id
+            );
+            failing += usize::from(r.origin.is_some());
+        } else {
+            assert_eq!(r.origin, None);
+        }
+    }
+    assert_eq!(failing, 11);
+
+    // The table of a.txt: the workload's failing opens.
+    let row = |e: &str| table.iter().find(|t| t.error == e).unwrap();
+    let enoent = row("-ENOENT");
+    assert_eq!(enoent.calls, 3);
+    assert_eq!(enoent.origins[0].function, "step_into_slowpath");
+    assert_eq!(enoent.origins[0].calls, 2);
+    assert_eq!(
+        enoent.origins[0].roots,
+        vec![("do_sys_openat2".to_string(), 2)]
+    );
+    assert_eq!(row("-ELOOP").origins[0].function, "pick_link");
+    assert_eq!(row("-EISDIR").origins[0].function, "path_openat");
+    assert_eq!(table.iter().map(|t| t.calls).sum::<u64>(), 11);
+
+    // Records without the field (files of an older dcg) give the same report.
+    let old: Vec<CallRecord> = records
+        .into_iter()
+        .map(|mut r| {
+            r.origin = None;
+            r
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    for r in &old {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("origin");
+        serde_json::to_writer(&mut bytes, &v).unwrap();
+        bytes.push(b'\n');
+    }
+    let old = dcg_report::load_records(&bytes[..], "old").unwrap().records;
+    assert!(old.iter().all(|r| r.origin.is_none()));
+    assert_eq!(CallGraph::new(old).unwrap().summarize().origins, table);
+}
+
+/// Origins in the report: chains through ERR_PTR and int returns, a different error in
+/// between, orphans (top-level in the report), `--root`.
+#[test]
+fn error_origins_hand_made() {
+    let failing = |mut r: CallRecord, ret: &str| {
+        r.ret = Some(ret.into());
+        r.error = true;
+        r
+    };
+    // root0 { mid1 { leaf2 -ENOENT, leaf3 -ENOENT } ERR_PTR(-ENOENT) } -ENOENT
+    // root4 { mid5 { leaf6 -ENOENT } -EINVAL } -ENOENT
+    // orphan8 (parent 7 missing) { leaf9 -EIO } -EIO
+    // root10 -EPERM
+    let recs = vec![
+        failing(call(2, Some(1), "leaf", None), "-ENOENT"),
+        failing(call(3, Some(1), "other", None), "-ENOENT"),
+        failing(call(1, Some(0), "mid", None), "ERR_PTR(-ENOENT)"),
+        failing(call(0, None, "root", None), "-ENOENT"),
+        failing(call(6, Some(5), "leaf", None), "-ENOENT"),
+        failing(call(5, Some(4), "mid", None), "-EINVAL"),
+        failing(call(4, None, "root", None), "-ENOENT"),
+        failing(call(9, Some(8), "leaf", None), "-EIO"),
+        failing(call(8, Some(7), "orphan", None), "-EIO"),
+        failing(call(10, None, "alone", None), "-EPERM"),
+    ];
+    let g = CallGraph::new(recs).unwrap();
+    let o = g.origins();
+    let id = |i: Option<usize>| i.map(|i| g.calls[i].id);
+    assert_eq!(id(o[0]), Some(2));
+    assert_eq!(id(o[4]), Some(4));
+    assert_eq!(id(o[5]), Some(5));
+    let t = g.summarize().origins;
+    let names = |e: &str| -> Vec<(String, u64)> {
+        t.iter()
+            .find(|r| r.error == e)
+            .unwrap()
+            .origins
+            .iter()
+            .map(|o| (o.function.clone(), o.calls))
+            .collect()
+    };
+    assert_eq!(t[0].error, "-ENOENT");
+    assert_eq!(
+        names("-ENOENT"),
+        vec![("leaf".to_string(), 1), ("root".to_string(), 1)]
+    );
+    assert_eq!(names("-EIO"), vec![("leaf".to_string(), 1)]);
+    assert_eq!(names("-EPERM"), vec![("alone".to_string(), 1)]);
+    let input = ReportInput {
+        source: "hand-made".into(),
+        kind: InputKind::SavedCalls,
+        root: None,
+    };
+    let text = render(&g, &input, Format::Text);
+    assert!(
+        text.contains(
+            "Top 20 error origins by errno\n  \
+             calls error   origin failing top-level functions\n      \
+             1 -ENOENT leaf   root (1)\n      \
+             1 -ENOENT root   root (1)\n      \
+             1 -EIO    leaf   orphan (1)\n      \
+             1 -EPERM  alone  alone (1)\n"
+        ),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render(&g, &input, Format::Json)).unwrap();
+    assert_eq!(json["error_origins"][0]["error"], "-ENOENT");
+    assert_eq!(json["error_origins"][0]["calls"], 2);
+    assert_eq!(json["error_origins"][0]["origins"][0]["function"], "leaf");
+    assert_eq!(
+        json["error_origins"][0]["origins"][0]["roots"][0]["function"],
+        "root"
+    );
+    // --root mid: mid's own error, from the first child returning it.
+    let r = CallGraph::new(g.calls.clone()).unwrap().restrict_to("mid");
+    let t = r.summarize().origins;
+    assert_eq!(t.len(), 2);
+    let e = t.iter().find(|e| e.error == "-ENOENT").unwrap();
+    assert_eq!(e.origins[0].function, "leaf");
+    assert_eq!(e.origins[0].roots, vec![("mid".to_string(), 1)]);
+    let e = t.iter().find(|e| e.error == "-EINVAL").unwrap();
+    assert_eq!(e.origins[0].function, "mid");
 }
 
 // ---- Chrome trace-event JSON --------------------------------------------------------
@@ -431,6 +586,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         ret: None,
         ret_raw: None,
         error: false,
+        origin: None,
         decoded: true,
     }
 }

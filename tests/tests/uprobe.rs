@@ -588,7 +588,7 @@ fn depth_errors_only_json_and_output() {
 check_arg(x=7); /* ret=7 */
 outer(x=3) {
   inner(x=3); /* ret=-EINVAL */
-} /* outer ret=-EINVAL */
+} /* outer ret=-EINVAL from check_arg */
 outer(x=12) {
   inner(x=12); /* ret=2 */
 } /* outer ret=2 */
@@ -606,7 +606,7 @@ outer(x=3) {
   inner(x=3) {
     check_arg(x=-7); /* ret=-EINVAL */
   } /* inner ret=-EINVAL */
-} /* outer ret=-EINVAL */
+} /* outer ret=-EINVAL from check_arg */
 "
     );
     // --json and --output: the same records.
@@ -642,24 +642,25 @@ outer(x=3) {
                 .map(|a| format!("{}={}", a.name, a.value))
                 .collect();
             format!(
-                "{} parent={:?} depth={} {}({}) ret={} error={}",
+                "{} parent={:?} depth={} {}({}) ret={} error={} origin={:?}",
                 r.id,
                 r.parent,
                 r.depth,
                 r.func,
                 args.join(", "),
                 r.ret.as_deref().unwrap_or("-"),
-                r.error
+                r.error,
+                r.origin
             )
         })
         .collect();
     assert_eq!(
         summary,
         [
-            "1 parent=Some(0) depth=1 inner(x=3) ret=-EINVAL error=true",
-            "0 parent=None depth=0 outer(x=3) ret=-EINVAL error=true",
-            "3 parent=Some(2) depth=1 inner(x=12) ret=2 error=false",
-            "2 parent=None depth=0 outer(x=12) ret=2 error=false",
+            "1 parent=Some(0) depth=1 inner(x=3) ret=-EINVAL error=true origin=None",
+            "0 parent=None depth=0 outer(x=3) ret=-EINVAL error=true origin=Some(1)",
+            "3 parent=Some(2) depth=1 inner(x=12) ret=2 error=false origin=None",
+            "2 parent=None depth=0 outer(x=12) ret=2 error=false origin=None",
         ]
     );
     assert!(recs.iter().all(|r| r.duration_ns.is_some() && r.decoded));

@@ -3,11 +3,13 @@
 //! per stream turns them into calls (ids, parents, depth, durations, values that arrive
 //! apart joined to their call) and hands each to the [`sink::Sink`]s: the function_graph
 //! text printer ([`text`]), JSON lines and saved calls ([`records`]), the `--errors-only`
-//! filter ([`errors`]), the report collector.
+//! filter ([`errors`]), the report collector. Every top-level call that fails is given the
+//! call where its error first appeared ([`origin`]).
 
 pub mod decode;
 pub mod errors;
 pub mod funcs;
+pub mod origin;
 pub mod output;
 pub mod record;
 pub mod records;

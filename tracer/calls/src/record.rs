@@ -65,6 +65,11 @@ pub struct CallRecord {
     pub ret_raw: Option<String>,
     /// The return value is an error code or `ERR_PTR`.
     pub error: bool,
+    /// A top-level call that returned an error: id of the call where the error first
+    /// appeared ([`crate::origin`]; its own id when no callee returned it). Files written
+    /// before this field read as `None`.
+    #[serde(default)]
+    pub origin: Option<u64>,
     /// The function's signature was found in the db.
     pub decoded: bool,
 }

@@ -47,6 +47,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         ret: c.ret.map(str::to_string),
         ret_raw: c.ret_raw.map(str::to_string),
         error: c.error,
+        origin: c.origin.map(|o| o.id),
         decoded: info.func.is_some(),
     })
 }

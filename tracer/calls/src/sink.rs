@@ -122,6 +122,9 @@ pub struct CallView<'v> {
     pub ret_raw: Option<&'v str>,
     /// The return value is an error (`-E...`, `ERR_PTR(...)`).
     pub error: bool,
+    /// A top-level call that returned an error (close and leaf): the call where that
+    /// error first appeared ([`crate::origin`]); the call itself when no callee returned it.
+    pub origin: Option<Origin<'v>>,
     /// Entry time in ns.
     pub time_ns: Option<u64>,
     /// Duration in ns (close and leaf).
@@ -147,6 +150,15 @@ pub struct CallView<'v> {
     pub entry_cpu: Option<u32>,
     /// Tasks seen in the stream so far.
     pub tasks: usize,
+}
+
+/// The call where a top-level call's error first appeared.
+#[derive(Clone, Copy)]
+pub struct Origin<'v> {
+    /// Its call id.
+    pub id: u64,
+    /// Its function.
+    pub func: &'v FuncInfo<'v>,
 }
 
 /// A line of the stream that is not a call.

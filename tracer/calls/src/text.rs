@@ -5,8 +5,12 @@
 //! ```text
 //!  1)               |  outer(x=3) {
 //!  1)   2.000 us    |    inner(x=3); /* ret=-EINVAL */
-//!  1) + 14.000 us   |  } /* outer ret=-EINVAL */
+//!  1) + 14.000 us   |  } /* outer ret=-EINVAL from inner */
 //! ```
+//!
+//! A top-level call that returned an error names the call where that error first appeared
+//! after its value, `ret=-EINVAL from inner` ([`crate::origin`]), unless it is the call
+//! itself.
 //!
 //! The `comm-tid` column appears once a second task has been seen.
 
@@ -165,6 +169,7 @@ impl TextPrinter {
         if let Some(v) = c.ret {
             s.push_str("ret=");
             dcg_render::push_value(s, v, c.error && self.opts.color);
+            push_origin(s, c);
         }
         s.push_str(" */");
     }
@@ -173,6 +178,7 @@ impl TextPrinter {
         if let Some(v) = c.ret {
             s.push_str(" ret=");
             dcg_render::push_value(s, v, c.error && self.opts.color);
+            push_origin(s, c);
         }
     }
 
@@ -280,6 +286,14 @@ impl TextPrinter {
     fn line_buf(&mut self) -> &mut String {
         self.line.clear();
         &mut self.line
+    }
+}
+
+/// ` from FUNC`: where a top-level call's error first appeared, when not in the call itself.
+fn push_origin(s: &mut String, c: &CallView<'_>) {
+    if let Some(o) = c.origin.filter(|o| o.id != c.id) {
+        s.push_str(" from ");
+        s.push_str(&o.func.name);
     }
 }
 

@@ -19,7 +19,8 @@ mod flat;
 mod shaped;
 
 use crate::funcs::{FuncId, FuncTable};
-use crate::sink::{ArgList, CallView, Kind, Layout, Note, Sink, Task};
+use crate::origin::{error_value, Origins};
+use crate::sink::{ArgList, CallView, Kind, Layout, Note, Origin, Sink, Task};
 
 use shaped::Held;
 
@@ -161,6 +162,8 @@ struct Frame {
     cpu: Option<u32>,
     /// Flat sources: printed as open (a visible child entered).
     opened: bool,
+    /// Where the errors its completed children returned first appeared: (id, function).
+    origins: Origins<(u64, FuncId)>,
 }
 
 #[derive(Debug, Default)]
@@ -354,6 +357,7 @@ impl<'a> CallTree<'a> {
             ret: None,
             ret_raw: None,
             error: false,
+            origin: None,
             time_ns: None,
             duration_ns: None,
             callsite: None,
@@ -375,6 +379,54 @@ impl<'a> CallTree<'a> {
             shown.then_some(self.ret.as_str()),
             raw_given.then_some(self.raw.as_str()),
         )
+    }
+
+    /// Call `id` of `func` in task `ti` completed with the value [`CallTree::render_ret`]
+    /// left (`shown`, `error`), its children's error origins in `below`. Offers its error's
+    /// origin to its parent's frame; for a top-level call, returns it.
+    #[inline]
+    fn settle_origin(
+        &mut self,
+        ti: usize,
+        call: (u64, FuncId),
+        parent: Option<u64>,
+        below: &Origins<(u64, FuncId)>,
+        (shown, error): (bool, bool),
+    ) -> Option<(u64, FuncId)> {
+        // The tree renders its values: a value with an errno name has the flag. Most calls
+        // do not fail; the rest is kept out of the hot path.
+        if !(shown && error) {
+            return None;
+        }
+        self.settle_error_origin(ti, call, parent, below)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_error_origin(
+        &mut self,
+        ti: usize,
+        (id, func): (u64, FuncId),
+        parent: Option<u64>,
+        below: &Origins<(u64, FuncId)>,
+    ) -> Option<(u64, FuncId)> {
+        let e = error_value(Some(self.ret.as_str()), true)?;
+        let origin = below.origin(e, (id, func));
+        let Some(p) = parent else {
+            return Some(origin);
+        };
+        if let Some(f) = self.tasks[ti].stack.iter_mut().rev().find(|f| f.id == p) {
+            f.origins.child(e, origin);
+        }
+        None
+    }
+
+    /// The view of an origin [`CallTree::settle_origin`] returned.
+    fn origin_view(&self, o: Option<(u64, FuncId)>) -> Option<Origin<'_>> {
+        o.map(|(id, f)| Origin {
+            id,
+            func: self.funcs.get(f),
+        })
     }
 
     /// Whether a call at `depth` is within `--depth`.
@@ -559,13 +611,17 @@ mod tests {
             use std::io::Write;
             writeln!(
                 out,
-                "{:?} {} id={} parent={:?} depth={} ret={:?}{}{}",
+                "{:?} {} id={} parent={:?} depth={} ret={:?}{}{}{}",
                 c.kind,
                 c.func.name,
                 c.id as i64,
                 c.parent,
                 c.depth,
                 c.ret,
+                match c.origin {
+                    Some(o) => format!(" origin={}:{}", o.id, o.func.name),
+                    None => String::new(),
+                },
                 if c.unfinished { " unfinished" } else { "" },
                 if c.entry_missing {
                     " entry-missing"
@@ -654,6 +710,123 @@ mod tests {
         assert_eq!(t.counts().calls, 1);
         assert_eq!(t.counts().unfinished, 2);
         assert_eq!(t.counts().lone_returns, 1);
+    }
+
+    fn failing(func: FuncId, key: u64, ret: &'static str) -> Exit<'static> {
+        Exit {
+            ret: Some(RetIn::Rendered {
+                text: ret,
+                raw: None,
+                error: true,
+            }),
+            ..exit(func, key, None)
+        }
+    }
+
+    #[test]
+    fn flat_error_origins_reach_the_top_level_call() {
+        let set = DbSet::new(Vec::new());
+        let mut t = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);
+        let mut out = Vec::new();
+        let call = |t: &mut CallTree<'_>, name| entry(t, 1, name, false);
+        let (a, b, c, d, e) = (
+            call(&mut t, "a"),
+            call(&mut t, "b"),
+            call(&mut t, "c"),
+            call(&mut t, "d"),
+            call(&mut t, "e"),
+        );
+        // a { b { c = -EIO; d = -ENOENT } = ERR_PTR(-ENOENT); e = -ENOENT } = -ENOENT
+        t.enter(&a, &mut Log, &mut out).unwrap();
+        t.enter(&b, &mut Log, &mut out).unwrap();
+        t.enter(&c, &mut Log, &mut out).unwrap();
+        t.exit(&failing(c.func, 1, "-EIO"), &mut Log, &mut out)
+            .unwrap();
+        t.enter(&d, &mut Log, &mut out).unwrap();
+        t.exit(&failing(d.func, 1, "-ENOENT"), &mut Log, &mut out)
+            .unwrap();
+        t.exit(&failing(b.func, 1, "ERR_PTR(-ENOENT)"), &mut Log, &mut out)
+            .unwrap();
+        t.enter(&e, &mut Log, &mut out).unwrap();
+        t.exit(&failing(e.func, 1, "-ENOENT"), &mut Log, &mut out)
+            .unwrap();
+        t.exit(&failing(a.func, 1, "-ENOENT"), &mut Log, &mut out)
+            .unwrap();
+        // A top-level leaf that fails is its own origin; one that succeeds has none.
+        let f = call(&mut t, "f");
+        t.enter(&f, &mut Log, &mut out).unwrap();
+        t.exit(&failing(f.func, 1, "-EPERM"), &mut Log, &mut out)
+            .unwrap();
+        t.enter(&f, &mut Log, &mut out).unwrap();
+        t.exit(&exit(f.func, 1, Some("0")), &mut Log, &mut out)
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Open a id=0 parent=None depth=0 ret=None\n\
+             Open b id=1 parent=Some(0) depth=1 ret=None\n\
+             Leaf c id=2 parent=Some(1) depth=2 ret=Some(\"-EIO\")\n\
+             Leaf d id=3 parent=Some(1) depth=2 ret=Some(\"-ENOENT\")\n\
+             Close b id=1 parent=Some(0) depth=1 ret=Some(\"ERR_PTR(-ENOENT)\")\n\
+             Leaf e id=4 parent=Some(0) depth=1 ret=Some(\"-ENOENT\")\n\
+             Close a id=0 parent=None depth=0 ret=Some(\"-ENOENT\") origin=3:d\n\
+             Leaf f id=5 parent=None depth=0 ret=Some(\"-EPERM\") origin=5:f\n\
+             Leaf f id=6 parent=None depth=0 ret=Some(\"0\")\n"
+        );
+    }
+
+    #[test]
+    fn shaped_error_origins_follow_depths() {
+        let set = DbSet::new(Vec::new());
+        let mut t = CallTree::new(FuncTable::new(&set), Shape::Shaped, 0);
+        let mut out = Vec::new();
+        let at = |t: &mut CallTree<'_>, name, depth, leaf| Entry {
+            depth,
+            ..entry(t, 1, name, leaf)
+        };
+        let close = |depth, ret| Exit {
+            depth,
+            func: None,
+            ..failing(0, 1, ret)
+        };
+        // outer { inner { x = -EINVAL } = -ENOENT } = -ENOENT: the error changed in inner.
+        let outer = at(&mut t, "outer", 0, false);
+        let inner = at(&mut t, "inner", 1, false);
+        let x = Entry {
+            ret: Some(RetIn::Rendered {
+                text: "-EINVAL",
+                raw: None,
+                error: true,
+            }),
+            ..at(&mut t, "x", 2, true)
+        };
+        t.enter(&outer, &mut Log, &mut out).unwrap();
+        t.enter(&inner, &mut Log, &mut out).unwrap();
+        t.enter(&x, &mut Log, &mut out).unwrap();
+        t.exit(&close(1, "-ENOENT"), &mut Log, &mut out).unwrap();
+        t.exit(&close(0, "-ENOENT"), &mut Log, &mut out).unwrap();
+        // Live tracing holds entries back: a held call that returns at once is a leaf, and
+        // its error still reaches the top-level call.
+        t.hold_opens(true);
+        t.enter(&outer, &mut Log, &mut out).unwrap();
+        t.enter(&inner, &mut Log, &mut out).unwrap();
+        t.exit(&close(1, "ERR_PTR(-EIO)"), &mut Log, &mut out)
+            .unwrap();
+        t.exit(&close(0, "-EIO"), &mut Log, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with(
+                "Leaf inner id=4 parent=Some(3) depth=1 ret=Some(\"ERR_PTR(-EIO)\")\n\
+                 Close outer id=3 parent=None depth=0 ret=Some(\"-EIO\") origin=4:inner\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Close outer id=0 parent=None depth=0 ret=Some(\"-ENOENT\") origin=1:inner\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The JSON report: one object with every function and edge (schema in `REPORT.md`).
+//! The JSON report: one object with every function, edge, top-level function and error
+//! origin (schema in `REPORT.md`).
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -51,6 +52,20 @@ struct Edge<'a> {
     caller_calls: u64,
     per_caller_call: f64,
     max_per_caller_call: u64,
+}
+
+#[derive(Serialize)]
+struct ErrorOrigins<'a> {
+    error: &'a str,
+    calls: u64,
+    origins: Vec<Origin<'a>>,
+}
+
+#[derive(Serialize)]
+struct Origin<'a> {
+    function: &'a str,
+    calls: u64,
+    roots: Vec<Root<'a>>,
 }
 
 #[derive(Serialize)]
@@ -112,6 +127,30 @@ pub fn write(
         })
         .collect();
     roots.sort_by(|a, b| (Reverse(a.calls), a.function).cmp(&(Reverse(b.calls), b.function)));
+    let origins: Vec<ErrorOrigins<'_>> = s
+        .origins
+        .iter()
+        .map(|e| ErrorOrigins {
+            error: &e.error,
+            calls: e.calls,
+            origins: e
+                .origins
+                .iter()
+                .map(|o| Origin {
+                    function: &o.function,
+                    calls: o.calls,
+                    roots: o
+                        .roots
+                        .iter()
+                        .map(|(n, c)| Root {
+                            function: n,
+                            calls: *c,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
     let (kind, dbs) = match input.kind {
         InputKind::SavedCalls => ("calls", None),
         InputKind::Live => ("live", None),
@@ -135,6 +174,7 @@ pub fn write(
     array(out, "functions", &functions)?;
     array(out, "edges", &edges)?;
     array(out, "roots", &roots)?;
+    array(out, "error_origins", &origins)?;
     out.write_all(b"\n}\n")
 }
 

@@ -1,6 +1,6 @@
 //! `dcg report`: the dynamic call graph of saved calls or saved ftrace text — per
-//! function calls, total and self time, error returns, caller → callee edges, the
-//! "called way too often" view — as text, JSON, Graphviz DOT, folded stacks or Chrome
+//! function calls, total and self time, error returns, where the errors of failing
+//! top-level calls first appeared, caller → callee edges, the "called way too often" view — as text, JSON, Graphviz DOT, folded stacks or Chrome
 //! trace-event JSON. Formats are described in `tracer/REPORT.md`.
 
 pub mod chrome;
@@ -17,7 +17,7 @@ use dcg_calls::record::{self, CallRecord};
 use dcg_calls::sink::{Output, Sinks};
 use dcg_dbset::DbSet;
 
-pub use model::{CallGraph, EdgeStats, FuncStats, Summary};
+pub use model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, OriginStats, Summary};
 
 /// How to write a report.
 #[derive(Debug, Clone, Copy)]

@@ -1,8 +1,10 @@
 //! The dynamic call graph of a set of saved calls: the call tree (parent links), per
 //! function statistics, caller → callee edges and calls per caller call.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
+use dcg_calls::origin::{error_value, Origins};
 use dcg_calls::record::CallRecord;
 
 /// Calls arranged as trees, with every call's function interned.
@@ -88,6 +90,29 @@ impl EdgeStats {
     }
 }
 
+/// Failing top-level calls of one error value, by where the error first appeared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrnoOrigins {
+    /// The error value (`-ENOENT`; `ERR_PTR(-ENOENT)` counts as `-ENOENT`).
+    pub error: String,
+    /// Top-level calls that returned it.
+    pub calls: u64,
+    /// Where it first appeared, most calls first, then by name.
+    pub origins: Vec<OriginStats>,
+}
+
+/// One function where an error of failing top-level calls first appeared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OriginStats {
+    /// Display name of the origin function (the top-level function itself when none of
+    /// its callees returned the error).
+    pub function: String,
+    /// Failing top-level calls whose error appeared there.
+    pub calls: u64,
+    /// Those top-level calls by function: (display name, calls), most first, then by name.
+    pub roots: Vec<(String, u64)>,
+}
+
 /// Everything a report shows, computed once.
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -105,6 +130,9 @@ pub struct Summary {
     pub timestamped: u64,
     /// Error returns.
     pub errors: u64,
+    /// Error origins of failing top-level calls, by error value: most calls first, then
+    /// by value.
+    pub origins: Vec<ErrnoOrigins>,
 }
 
 /// Errors building a call graph.
@@ -124,19 +152,9 @@ pub fn display_name(r: &CallRecord) -> String {
 }
 
 /// The error value of a call's return, `-ENOENT` (also for `ERR_PTR(-ENOENT)`), when the
-/// call returned an error.
+/// call returned an error ([`dcg_calls::origin::error_value`]).
 pub fn error_of(r: &CallRecord) -> Option<String> {
-    let ret = r.ret.as_deref()?;
-    let v = ret
-        .strip_prefix("ERR_PTR(")
-        .and_then(|s| s.strip_suffix(')'))
-        .unwrap_or(ret);
-    let named = v.starts_with("-E")
-        && v.len() > 2
-        && v[2..]
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-    (named || r.error).then(|| v.to_string())
+    error_value(r.ret.as_deref(), r.error).map(str::to_string)
 }
 
 impl CallGraph {
@@ -243,6 +261,82 @@ impl CallGraph {
         v
     }
 
+    /// For each call that returned an error: the index of the call where that error first
+    /// appeared ([`dcg_calls::origin`]: down through the first child returning the same
+    /// error, as deep as it goes; the call itself when no child returned it).
+    pub fn origins(&self) -> Vec<Option<usize>> {
+        let mut origin = vec![None; self.calls.len()];
+        // Children have larger indexes than their parent: each call's children are
+        // settled before it.
+        for i in (0..self.calls.len()).rev() {
+            let Some(e) = error_value(self.calls[i].ret.as_deref(), self.calls[i].error) else {
+                continue;
+            };
+            let mut below = Origins::new();
+            for &c in &self.children[i] {
+                let call = &self.calls[c];
+                if let (Some(o), Some(ce)) =
+                    (origin[c], error_value(call.ret.as_deref(), call.error))
+                {
+                    below.child(ce, o);
+                }
+            }
+            origin[i] = Some(below.origin(e, i));
+        }
+        origin
+    }
+
+    /// The error-origins table: every top-level call that returned an error, grouped by
+    /// error value, then by the function where the error first appeared.
+    pub fn error_origins(&self) -> Vec<ErrnoOrigins> {
+        let origin = self.origins();
+        let name = |i: usize| &self.names[self.func[i] as usize];
+        let mut by_error: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, u64>>> = BTreeMap::new();
+        for &r in &self.roots {
+            let call = &self.calls[r];
+            let (Some(e), Some(o)) = (error_value(call.ret.as_deref(), call.error), origin[r])
+            else {
+                continue;
+            };
+            *by_error
+                .entry(e)
+                .or_default()
+                .entry(name(o))
+                .or_default()
+                .entry(name(r))
+                .or_default() += 1;
+        }
+        let by_count = |v: BTreeMap<&str, u64>| {
+            let mut v: Vec<(String, u64)> =
+                v.into_iter().map(|(n, c)| (n.to_string(), c)).collect();
+            v.sort_by(|a, b| (Reverse(a.1), &a.0).cmp(&(Reverse(b.1), &b.0)));
+            v
+        };
+        let mut table: Vec<ErrnoOrigins> = by_error
+            .into_iter()
+            .map(|(error, origins)| {
+                let mut origins: Vec<OriginStats> = origins
+                    .into_iter()
+                    .map(|(function, roots)| OriginStats {
+                        function: function.to_string(),
+                        calls: roots.values().sum(),
+                        roots: by_count(roots),
+                    })
+                    .collect();
+                origins.sort_by(|a, b| {
+                    (Reverse(a.calls), &a.function).cmp(&(Reverse(b.calls), &b.function))
+                });
+                ErrnoOrigins {
+                    error: error.to_string(),
+                    calls: origins.iter().map(|o| o.calls).sum(),
+                    origins,
+                }
+            })
+            .collect();
+        table.sort_by(|a, b| (Reverse(a.calls), &a.error).cmp(&(Reverse(b.calls), &b.error)));
+        table
+    }
+
     /// Compute every statistic.
     pub fn summarize(&self) -> Summary {
         let n = self.calls.len();
@@ -338,6 +432,7 @@ impl CallGraph {
         });
         s.functions = functions;
         s.edges = edges;
+        s.origins = self.error_origins();
         s
     }
 

@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::io::Write;
 
-use super::model::{CallGraph, EdgeStats, FuncStats, Summary};
+use super::model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, Summary};
 use super::{us, InputKind, ReportInput};
 
 /// Write the text report, `top` rows per table.
@@ -112,6 +112,8 @@ pub fn write(
         table(out, &["count", "error", "function"], &rows, 1)?;
     }
 
+    origins_table(out, &s.origins, top)?;
+
     let name = |f: u32| graph.names[f as usize].as_str();
     let edge_name = |e: &EdgeStats| format!("{} -> {}", name(e.caller), name(e.callee));
     let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
@@ -203,6 +205,41 @@ pub fn write(
         .map(|(n, c)| vec![c.to_string(), n.to_string()])
         .collect();
     table(out, &["calls", "function"], &rows, 1)
+}
+
+/// Error origins by errno: one row per error value and function where it first appeared,
+/// with how many failing top-level calls it explains and their functions.
+fn origins_table(out: &mut dyn Write, origins: &[ErrnoOrigins], top: usize) -> std::io::Result<()> {
+    let rows: Vec<Vec<String>> = origins
+        .iter()
+        .flat_map(|e| {
+            e.origins.iter().map(|o| {
+                let roots: Vec<String> =
+                    o.roots.iter().map(|(n, c)| format!("{n} ({c})")).collect();
+                vec![
+                    o.calls.to_string(),
+                    e.error.clone(),
+                    o.function.clone(),
+                    roots.join(", "),
+                ]
+            })
+        })
+        .collect();
+    section(
+        out,
+        &format!("Top {top} error origins by errno"),
+        rows.len(),
+        top,
+    )?;
+    if rows.is_empty() {
+        return writeln!(out, "  (none)");
+    }
+    table(
+        out,
+        &["calls", "error", "origin", "failing top-level functions"],
+        &rows[..top.min(rows.len())],
+        1,
+    )
 }
 
 fn section(out: &mut dyn Write, title: &str, len: usize, top: usize) -> std::io::Result<()> {

@@ -5,6 +5,7 @@
 use std::io;
 
 use super::{CallTree, Entry, Exit, Frame, TaskState};
+use crate::origin::Origins;
 use crate::sink::{Kind, Sink, Task};
 
 impl CallTree<'_> {
@@ -55,6 +56,7 @@ impl CallTree<'_> {
             time_ns: e.time_ns,
             cpu: e.task.cpu,
             opened: false,
+            origins: Origins::new(),
         });
         Ok(())
     }
@@ -97,6 +99,7 @@ impl CallTree<'_> {
         if f.depth == 0 {
             self.counts.top_level += 1;
         }
+        let origin = self.settle_origin(ti, (f.id, func), f.parent, &f.origins, (shown, error));
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
         let view = crate::sink::CallView {
             id: f.id,
@@ -106,6 +109,7 @@ impl CallTree<'_> {
             ret,
             ret_raw,
             error,
+            origin: self.origin_view(origin),
             time_ns: f.time_ns,
             duration_ns: x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
             open_after: self.tasks[ti].stack.len(),

@@ -7,6 +7,7 @@ use std::io;
 
 use super::{CallTree, Entry, Exit, Frame};
 use crate::funcs::FuncId;
+use crate::origin::Origins;
 use crate::sink::{ArgList, CallView, Kind, Layout, Sink, Task};
 
 /// An entry held back until the task's next event: what printing it needs, owned.
@@ -69,6 +70,12 @@ impl CallTree<'_> {
         } else {
             (false, false, false)
         };
+        let origin = if e.leaf {
+            let none = Origins::new();
+            self.settle_origin(ti, (id, e.func), parent, &none, (shown, error))
+        } else {
+            None
+        };
         if error {
             self.counts.errors += 1;
         }
@@ -97,6 +104,7 @@ impl CallTree<'_> {
                 time_ns: e.time_ns,
                 cpu: e.task.cpu,
                 opened: !hold,
+                origins: Origins::new(),
             });
             if hold {
                 let held = self.hold_entry(e);
@@ -115,6 +123,7 @@ impl CallTree<'_> {
             ret,
             ret_raw,
             error,
+            origin: self.origin_view(origin),
             time_ns: e.time_ns,
             duration_ns: e.duration_ns,
             callsite: e.callsite,
@@ -179,12 +188,16 @@ impl CallTree<'_> {
         let probe = self.take_pending_ret(ti, func);
         let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
         self.count_return(func, frame.is_some(), shown, error);
+        let origin = frame.as_ref().and_then(|f| {
+            self.settle_origin(ti, (f.id, func), f.parent, &f.origins, (shown, error))
+        });
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
         let mut view = CallView {
             depth: x.depth,
             ret,
             ret_raw,
             error,
+            origin: self.origin_view(origin),
             duration_ns: x.duration_ns,
             layout: x.layout,
             open_after: self.tasks[ti].stack.len(),
@@ -286,6 +299,7 @@ impl CallTree<'_> {
         let probe = self.take_pending_ret(ti, h.func);
         let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
         self.count_return(h.func, true, shown, error);
+        let origin = self.settle_origin(ti, (f.id, h.func), f.parent, &f.origins, (shown, error));
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
         let view = CallView {
             id: f.id,
@@ -297,6 +311,7 @@ impl CallTree<'_> {
             ret,
             ret_raw,
             error,
+            origin: self.origin_view(origin),
             time_ns: f.time_ns,
             duration_ns: x.duration_ns,
             callsite: h.callsite.as_deref(),
