@@ -38,6 +38,8 @@ pub const PROBE_CAP: usize = 500;
 const STATIC_DEPTH: u32 = 2;
 /// Most functions given lazy probes per read of the pipe.
 const LAZY_PER_ROUND: usize = 8;
+/// At most this many bytes of binary pages wait undecoded.
+const DEFER_MAX: usize = 256 << 20;
 /// Longest drain of the pipe after the command exited.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
@@ -546,6 +548,21 @@ impl<'s> Setup<'s> {
             let mut done = false;
             // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
             // which function_graph records inside the traced calls.
+            // Nothing shown before the end and nothing to count: while the command
+            // runs, pages are only copied out (decoding them competes with the traced
+            // load for the CPU), and decoded once it ends or too many wait.
+            if let Some(raw) = raw.as_mut() {
+                if args.shown_at_end
+                    && args.count.is_none()
+                    && drain_until.is_none()
+                    && raw.pending() < DEFER_MAX
+                {
+                    if raw.drain()? == 0 {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    continue;
+                }
+            }
             let got = if let Some(raw) = raw.as_mut() {
                 let left = args.count.map(|n| n.saturating_sub(summary.completed));
                 let r = raw.read(&mut dec, out, left)?;

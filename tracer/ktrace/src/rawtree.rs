@@ -160,20 +160,34 @@ impl RawSource {
         })
     }
 
-    /// Read every page there is now, merge the CPUs' records by time, and feed this
-    /// session's trees to `dec`; stop feeding once `limit` roots completed.
+    /// Copy every page there is now out of the kernel's buffers without decoding it (the
+    /// next [`RawSource::read`] decodes it); returns how many pages.
+    pub fn drain(&mut self) -> std::io::Result<usize> {
+        let before = self.pages.len();
+        self.pipes
+            .read_available(PAGES_PER_ROUND, &mut self.pages)
+            .map_err(std::io::Error::other)?;
+        Ok(self.pages.len() - before)
+    }
+
+    /// Bytes of pages drained and not decoded yet.
+    pub fn pending(&self) -> usize {
+        self.pages.len() * self.pipes.page_size()
+    }
+
+    /// Read every page there is now (after those drained), merge the CPUs' records by
+    /// time, and feed this session's trees to `dec`; stop feeding once `limit` roots
+    /// completed.
     pub fn read(
         &mut self,
         dec: &mut Decoder<'_>,
         out: &mut dyn Write,
         limit: Option<u64>,
     ) -> std::io::Result<RawRead> {
-        let mut got = RawRead::default();
-        self.pages.clear();
-        self.pipes
-            .read_available(PAGES_PER_ROUND, &mut self.pages)
-            .map_err(std::io::Error::other)?;
-        got.pages = self.pages.len();
+        let mut got = RawRead {
+            pages: self.drain()?,
+            ..RawRead::default()
+        };
         let mut recs = Vec::new();
         for (cpu, bytes) in &self.pages {
             let page = match parse_page(bytes, 0) {
@@ -199,6 +213,8 @@ impl RawSource {
                 got.completed += 1;
             }
         }
+        drop(recs);
+        self.pages.clear();
         Ok(got)
     }
 }
