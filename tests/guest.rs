@@ -46,6 +46,17 @@ pub fn debian_with_db(name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
 /// `(host, guest path)` of `files`, and `e2e/SCRIPT` as the guest script with a guest-side
 /// limit of `timeout` seconds.
 pub fn initramfs(initrd: &Path, files: &[(&Path, &str)], script: &str, timeout: u32) {
+    initramfs_with_modules(initrd, files, &[], script, timeout)
+}
+
+/// [`initramfs`] with kernel modules the guest loads (`insmod`) before its script.
+pub fn initramfs_with_modules(
+    initrd: &Path,
+    files: &[(&Path, &str)],
+    modules: &[&Path],
+    script: &str,
+    timeout: u32,
+) {
     let qemu = qemu_dir();
     let mut cmd = Command::new("bash");
     cmd.arg(qemu.join("mkinitramfs.sh")).arg(initrd);
@@ -54,6 +65,9 @@ pub fn initramfs(initrd: &Path, files: &[(&Path, &str)], script: &str, timeout: 
     let all = [(dcg.as_path(), "/bin/dcg"), (lib.as_path(), "/dcg/lib.sh")];
     for (host, guest) in all.iter().chain(files) {
         cmd.arg("--add").arg(format!("{}:{guest}", host.display()));
+    }
+    for m in modules {
+        cmd.arg("--module").arg(m);
     }
     let st = cmd
         .arg("--init")

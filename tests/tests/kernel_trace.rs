@@ -484,8 +484,34 @@ fn bpf_on_debian(kernel_name: &str) {
     if !enabled() {
         return;
     }
-    let (kernel, _dir, db_path) = guest::debian_with_db(kernel_name);
-    let text = boot(&kernel, &db_path, "bpf-debian.sh", 900, "");
+    // The db knows the kernel and binfmt_misc, the debug package's module the guest loads.
+    let kdir = guest::debian_kernel(kernel_name);
+    let module = kdir.join("dbg-modules/kernel/fs/binfmt_misc.ko");
+    let inputs = [
+        dwarfscan::Input::new(kdir.join("vmlinux")),
+        dwarfscan::Input::new(&module),
+    ];
+    let mut result = dwarfscan::scan(&inputs, &dwarfscan::Options::default())
+        .unwrap_or_else(|e| panic!("scanning {}: {e}", kdir.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("k.sigdb");
+    result.write(&db_path).unwrap();
+    let initrd = dir.path().join("guest.cpio.gz");
+    let lp = dcg_tests::syscall_loop();
+    guest::initramfs_with_modules(
+        &initrd,
+        &[(&db_path, "/dcg/k.sigdb"), (&lp, "/dcg/syscall-loop")],
+        &[&module],
+        "bpf-debian.sh",
+        900,
+    );
+    let text = guest::boot(
+        &kdir.join("vmlinuz"),
+        &initrd,
+        960,
+        "",
+        &format!("bpf-debian-{kernel_name}"),
+    );
     must(section(&text, "values"), "values", &["rc=0"]);
     let calls = json_calls(section(&text, "values-json"));
     let db = sigdb::Db::open(&db_path).unwrap();
@@ -532,6 +558,24 @@ fn bpf_on_debian(kernel_name: &str) {
             "rc=0",
             "do_sys_openat2(dfd=-100, filename=\"/nonexistent\"",
             "} /* do_sys_openat2 ret=-ENOENT",
+        ],
+    );
+    // Parameters passed on the stack, read from the stack words at entry.
+    must(
+        section(&text, "stack"),
+        "stack",
+        &["rc=0", "pgoff=0, populate=0x", "} /* do_mmap ret=0x"],
+    );
+    // A module function: arguments (a user string), its value, and its error.
+    must(
+        section(&text, "module"),
+        "module",
+        &[
+            "rc=0",
+            "bm_register_write [binfmt_misc](",
+            "buffer=\":dcgtest:E::dcgx::/bin/true:\\n\"",
+            "ret=29 */",
+            "ret=-EINVAL",
         ],
     );
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);

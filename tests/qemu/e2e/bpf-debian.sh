@@ -22,6 +22,24 @@ begin tree
 dcg trace --db $DB --show-retvals --args --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
 end tree
 
+begin stack
+# do_mmap's last three parameters are passed on the stack.
+dcg trace --db $DB --show-retvals --args --func do_mmap -- /dcg/syscall-loop mmap; echo "rc=$?"
+end stack
+
+begin module
+# A module function (binfmt_misc, loaded from the debug package by the initramfs): its
+# arguments and values, a registration that works and one that fails.
+if grep -q '^binfmt_misc ' /proc/modules; then
+	mount -t binfmt_misc none /proc/sys/fs/binfmt_misc
+	dcg trace --db $DB --show-retvals --args --func bm_register_write -- sh -c \
+		"echo ':dcgtest:E::dcgx::/bin/true:' > /proc/sys/fs/binfmt_misc/register; echo bogus > /proc/sys/fs/binfmt_misc/register"
+	echo "rc=$?"
+else
+	echo "binfmt_misc not loaded"
+fi
+end module
+
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
 echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"

@@ -3,6 +3,8 @@
  * loop, timed by the program itself.
  *
  *   syscall-loop now        print CLOCK_MONOTONIC in ns (the guest script's clock)
+ *   syscall-loop mmap       one anonymous mmap(2) of 8 KiB, its address printed (do_mmap
+ *                           has parameters passed on the stack)
  *   syscall-loop N [PATH]   call access(PATH, F_OK) N times (PATH defaults to a file that
  *                           does not exist, so every call fails with ENOENT) and print
  *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X"
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static long long now_ns(void)
@@ -28,12 +31,18 @@ int main(int argc, char **argv)
 	long long start, end;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s now | N [PATH]\n", argv[0]);
+		fprintf(stderr, "usage: %s now | mmap | N [PATH]\n", argv[0]);
 		return 2;
 	}
 	if (argv[1][0] == 'n') {
 		printf("%lld\n", now_ns());
 		return 0;
+	}
+	if (argv[1][0] == 'm') {
+		void *p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		printf("mmap %p\n", p);
+		return p == MAP_FAILED;
 	}
 	n = strtol(argv[1], NULL, 10);
 	if (n <= 0) {

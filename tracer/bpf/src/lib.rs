@@ -19,7 +19,7 @@ use std::rc::Rc;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder};
 
-pub use records::{Record, STR_MAX};
+pub use records::{Record, STACK_WORDS, STR_MAX};
 
 mod skel {
     #![allow(clippy::all, missing_docs, unused_imports, non_camel_case_types)]
@@ -30,8 +30,13 @@ use skel::{CaptureSkel, CaptureSkelBuilder};
 /// The ring buffer's size (a power of two).
 const RING_BYTES: u32 = 64 << 20;
 
-/// Cookie bit: the function is a root (entering it starts recording the task).
-const COOKIE_ROOT: u64 = 1 << 8;
+/// Plan bit: the function is a root (entering it starts recording the task).
+const PLAN_ROOT: u32 = 1 << 8;
+/// Plan bit: some parameters are passed on the stack (a stack record follows entries).
+const PLAN_STACK: u32 = 1 << 9;
+/// Length of `endbr64`: a function's entry address as the program sees it is its start
+/// where IBT left the instruction live, its ftrace site after it where IBT sealed it.
+pub const ENDBR_LEN: u64 = 4;
 
 /// A function to attach to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +47,15 @@ pub struct Target {
     pub root: bool,
     /// Bit i: argument register i (System V order) holds a C string to read.
     pub strings: u8,
+    /// Some parameters are on the stack: its words are read at entry.
+    pub stack: bool,
 }
 
 impl Target {
-    fn cookie(&self) -> u64 {
-        u64::from(self.strings & 0x3f) | if self.root { COOKIE_ROOT } else { 0 }
+    fn plan(&self) -> u32 {
+        u32::from(self.strings & 0x3f)
+            | if self.root { PLAN_ROOT } else { 0 }
+            | if self.stack { PLAN_STACK } else { 0 }
     }
 }
 
@@ -131,7 +140,7 @@ fn pid_max() -> u32 {
 }
 
 /// Open and load the skeleton with the programs of `mode`.
-fn load(mode: Mode) -> Result<CaptureSkel<'static>, BpfError> {
+fn load(mode: Mode, targets: &[Target]) -> Result<CaptureSkel<'static>, BpfError> {
     // The skeleton borrows its object storage for its whole life; one per load.
     let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
         Box::leak(Box::new(MaybeUninit::uninit()));
@@ -144,6 +153,12 @@ fn load(mode: Mode) -> Result<CaptureSkel<'static>, BpfError> {
         .events
         .set_max_entries(RING_BYTES)
         .map_err(libbpf("sizing the ring buffer"))?;
+    // Plans for both entry addresses of each function that has one.
+    let planned = targets.iter().filter(|t| t.plan() != 0).count() as u32;
+    open.maps
+        .plans
+        .set_max_entries((2 * planned).max(16))
+        .map_err(libbpf("sizing the plan map"))?;
     // Task state is an array indexed by thread id.
     open.maps
         .active
@@ -172,7 +187,15 @@ impl Capture {
         // One session link where the kernel can run it (the program calls a kfunc, which
         // only the BPF JIT can); an entry link and a return link otherwise.
         let mode = Mode::detect();
-        let skel = load(mode)?;
+        let skel = load(mode, targets)?;
+        for t in targets.iter().filter(|t| t.plan() != 0) {
+            for addr in [t.addr, t.addr - ENDBR_LEN] {
+                skel.maps
+                    .plans
+                    .update(&addr.to_ne_bytes(), &t.plan().to_ne_bytes(), MapFlags::ANY)
+                    .map_err(libbpf("filling the plan map"))?;
+            }
+        }
         if let Some(procs) = procs {
             skel.maps
                 .config
@@ -320,20 +343,17 @@ fn add_proc(skel: &CaptureSkel<'_>, tgid: u32) -> Result<(), BpfError> {
         .map_err(libbpf("adding a process"))
 }
 
-/// One kprobe.multi link of `prog` on every target, by address, each with its cookie
-/// (libbpf-rs has no session or address option: libbpf's own call, then the link is
-/// owned).
+/// One kprobe.multi link of `prog` on every target, by address (libbpf-rs has no
+/// session or address option: libbpf's own call, then the link is owned).
 fn attach_multi(
     prog: &libbpf_rs::ProgramMut<'_>,
     targets: &[Target],
     kind: Kind,
 ) -> Result<Link, BpfError> {
     let addrs: Vec<c_ulong> = targets.iter().map(|t| t.addr as c_ulong).collect();
-    let cookies: Vec<u64> = targets.iter().map(Target::cookie).collect();
     let opts = libbpf_sys::bpf_kprobe_multi_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_kprobe_multi_opts>() as libbpf_sys::size_t,
         addrs: addrs.as_ptr(),
-        cookies: cookies.as_ptr(),
         cnt: addrs.len() as libbpf_sys::size_t,
         session: kind == Kind::Session,
         retprobe: kind == Kind::Return,

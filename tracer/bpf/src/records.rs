@@ -9,6 +9,9 @@ pub const STR_MAX: usize = 256;
 const REC_ENTRY: u32 = 1;
 const REC_EXIT: u32 = 2;
 const REC_STRING: u32 = 3;
+const REC_STACK: u32 = 4;
+/// Words of a stack record.
+pub const STACK_WORDS: usize = 8;
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -28,6 +31,14 @@ struct CallRec {
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
 struct ArgRegs([u64; 6]);
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct StackRec {
+    kind: u32,
+    tid: u32,
+    words: [u64; STACK_WORDS],
+}
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -83,6 +94,14 @@ pub enum Record<'a> {
         /// The bytes read, without the NUL; None when the read faulted.
         bytes: Option<&'a [u8]>,
     },
+    /// The stack words of the task's latest entry, from the first stack-passed argument
+    /// (the stack pointer at entry + 8) up; zeros when the read faulted.
+    Stack {
+        /// Thread id.
+        tid: u32,
+        /// The words.
+        words: [u64; STACK_WORDS],
+    },
 }
 
 impl<'a> Record<'a> {
@@ -113,6 +132,13 @@ impl<'a> Record<'a> {
                         rax: r.a,
                         rdx: r.b,
                     }
+                })
+            }
+            REC_STACK => {
+                let (r, _) = StackRec::read_from_prefix(data).ok()?;
+                Some(Record::Stack {
+                    tid: r.tid,
+                    words: r.words,
                 })
             }
             REC_STRING => {
@@ -166,6 +192,15 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert_eq!(Record::parse(&e[..60]), None, "entry without its arguments");
+        // A stack record: kind 4, tid, eight words.
+        let mut k = vec![0u8; 8 + 8 * STACK_WORDS];
+        k[0..4].copy_from_slice(&4u32.to_ne_bytes());
+        k[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        k[16..24].copy_from_slice(&9u64.to_ne_bytes());
+        match Record::parse(&k) {
+            Some(Record::Stack { tid, words }) => assert_eq!((tid, words[1]), (42, 9)),
+            r => panic!("{r:?}"),
+        }
         let mut s = vec![0u8; 16 + STR_MAX];
         s[0..4].copy_from_slice(&3u32.to_ne_bytes());
         s[8..12].copy_from_slice(&1u32.to_ne_bytes());

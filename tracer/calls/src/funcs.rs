@@ -168,26 +168,39 @@ impl<'a> FuncInfo<'a> {
     /// Each parameter passed in an argument register, rendered by its type from `regs`,
     /// the six integer argument registers at entry in System V order (what binary
     /// function_graph records carry): `(name, value)` pushed through `push`. A register
-    /// with an entry in `strings` (read by the source) shows the string it points to.
-    /// Parameters elsewhere (stack, optimized out) are left out; a function the db does
-    /// not know has none.
+    /// with an entry in `strings` (read by the source) shows the string it points to; a
+    /// parameter on the stack is read from `stack` (the words from the CFA up, when the
+    /// source read them). Parameters elsewhere (optimized out, register pairs) are left
+    /// out; a function the db does not know has none.
     pub fn reg_args(
         &self,
         regs: &[u64],
         strings: &[(usize, Option<String>)],
+        stack: &[u64],
         mut push: impl FnMut(&str, &mut dyn FnMut(&mut String)),
     ) {
         for p in &self.params {
-            let sigdb::Location::Reg(r) = p.loc else {
-                continue;
+            let (raw, i) = match p.loc {
+                sigdb::Location::Reg(r) => {
+                    let Some(i) = sigdb::regs::sysv_arg_index(r) else {
+                        continue;
+                    };
+                    let Some(&raw) = regs.get(i) else {
+                        continue;
+                    };
+                    (raw, Some(i))
+                }
+                // One word on the stack, CFA-relative (the CFA is the stack pointer at
+                // entry + 8, where the first stack word was read).
+                sigdb::Location::Stack(off) if off >= 0 && off % 8 == 0 => {
+                    let Some(&raw) = stack.get(off as usize / 8) else {
+                        continue;
+                    };
+                    (raw, None)
+                }
+                _ => continue,
             };
-            let Some(i) = sigdb::regs::sysv_arg_index(r) else {
-                continue;
-            };
-            let Some(&raw) = regs.get(i) else {
-                continue;
-            };
-            if raw != 0 {
+            if let (true, Some(i)) = (raw != 0, i) {
                 if let Some((_, Some(text))) = strings.iter().find(|(j, _)| *j == i) {
                     push(p.name, &mut |out: &mut String| {
                         out.push_str(&dcg_render::render_string(text))

@@ -46,12 +46,15 @@ pub enum ArgsIn<'e> {
     /// each parameter taken from its register and rendered by its type.
     Words(&'e [u64]),
     /// The same, with the strings the source read for some of them: (register index,
-    /// the text, or None when reading it faulted).
+    /// the text, or None when reading it faulted), and the stack words above the return
+    /// address (the first at the CFA) for parameters passed on the stack.
     Fetched {
         /// The argument registers.
         words: &'e [u64],
         /// Strings by register index.
         strings: &'e [(usize, Option<String>)],
+        /// Stack words from the CFA up (empty when not read).
+        stack: &'e [u64],
     },
 }
 
@@ -323,12 +326,18 @@ impl<'a> CallTree<'a> {
             ArgsIn::Words(words) => {
                 let info = self.funcs.get(id);
                 let args = &mut self.args;
-                info.reg_args(words, &[], |name, value| args.push_with(name, |s| value(s)));
+                info.reg_args(words, &[], &[], |name, value| {
+                    args.push_with(name, |s| value(s))
+                });
             }
-            ArgsIn::Fetched { words, strings } => {
+            ArgsIn::Fetched {
+                words,
+                strings,
+                stack,
+            } => {
                 let info = self.funcs.get(id);
                 let args = &mut self.args;
-                info.reg_args(words, strings, |name, value| {
+                info.reg_args(words, strings, stack, |name, value| {
                     args.push_with(name, |s| value(s))
                 });
             }

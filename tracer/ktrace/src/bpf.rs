@@ -123,47 +123,58 @@ pub fn parse_sites(text: &str) -> Vec<Site> {
         .collect()
 }
 
-/// Which argument registers of `name` hold C strings, by the db (bit i: register i).
-fn string_mask(set: &DbSet, name: &str) -> u8 {
+/// What the program reads at `name`'s entry besides the argument registers, by the db:
+/// which registers hold C strings (bit i: register i), and whether some parameter is on
+/// the stack.
+fn fetch_plan(set: &DbSet, name: &str) -> (u8, bool) {
     let Some(f) = set.by_name(name).next() else {
-        return 0;
+        return (0, false);
     };
     let mut mask = 0u8;
+    let mut stack = false;
     for p in f.params() {
-        if let sigdb::Location::Reg(r) = p.loc() {
-            if let Some(i) = sigdb::regs::sysv_arg_index(r) {
-                if i < 6 && dcg_render::is_c_string(p.ty()) {
-                    mask |= 1 << i;
+        match p.loc() {
+            sigdb::Location::Reg(r) => {
+                if let Some(i) = sigdb::regs::sysv_arg_index(r) {
+                    if i < 6 && dcg_render::is_c_string(p.ty()) {
+                        mask |= 1 << i;
+                    }
                 }
             }
+            sigdb::Location::Stack(_) => stack = true,
+            _ => {}
         }
     }
-    mask
+    (mask, stack)
 }
 
-/// The targets: every site but the excluded ones, roots marked, strings asked for when
-/// arguments are shown.
+/// The targets: every site but the excluded ones, roots marked; strings and stack words
+/// asked for when arguments are shown.
 fn targets(
     sites: &[Site],
     roots: &[String],
     set: &DbSet,
-    strings: bool,
+    args: bool,
     skip: &HashSet<String>,
 ) -> Vec<Target> {
-    let mut masks: HashMap<&str, u8> = HashMap::new();
+    let mut plans: HashMap<&str, (u8, bool)> = HashMap::new();
     sites
         .iter()
         .filter(|s| roots.contains(&s.name) || !skip.contains(&s.name))
-        .map(|s| Target {
-            addr: s.addr,
-            root: roots.contains(&s.name),
-            strings: if strings {
-                *masks
+        .map(|s| {
+            let (strings, stack) = if args {
+                *plans
                     .entry(s.name.as_str())
-                    .or_insert_with(|| string_mask(set, &s.name))
+                    .or_insert_with(|| fetch_plan(set, &s.name))
             } else {
-                0
-            },
+                (0, false)
+            };
+            Target {
+                addr: s.addr,
+                root: roots.contains(&s.name),
+                strings,
+                stack,
+            }
         })
         .collect()
 }
@@ -188,6 +199,7 @@ struct Pending {
     callsite: u64,
     args: [u64; 6],
     strings: Vec<(usize, Option<String>)>,
+    stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
 }
 
 /// A function's id in the tree, name and module.
@@ -245,6 +257,11 @@ impl Feed<'_> {
                     p.strings.push((arg as usize, text));
                 }
             }
+            Record::Stack { tid, words } => {
+                if let Some(p) = self.pending.get_mut(&tid) {
+                    p.stack = Some(words);
+                }
+            }
             Record::Entry {
                 tid,
                 cpu,
@@ -265,6 +282,7 @@ impl Feed<'_> {
                         callsite,
                         args,
                         strings: Vec::new(),
+                        stack: None,
                     },
                 );
             }
@@ -313,6 +331,7 @@ impl Feed<'_> {
             ArgsIn::Fetched {
                 words: &p.args,
                 strings: &p.strings,
+                stack: p.stack.as_ref().map_or(&[], |w| &w[..]),
             }
         } else {
             ArgsIn::None
@@ -423,10 +442,13 @@ pub fn run(
                 .to_string()
         };
         let id = funcs.intern(&name, s.module.as_deref());
-        names.insert(
-            s.addr,
-            (id, Rc::from(name), s.module.as_deref().map(Rc::from)),
-        );
+        let named: Named = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
+        // The program names a function by its start where IBT left its endbr64 live,
+        // by the site after it where IBT sealed it.
+        names
+            .entry(s.addr - dcg_bpf::ENDBR_LEN)
+            .or_insert_with(|| named.clone());
+        names.insert(s.addr, named);
     }
     let (sinks, collected) = Sinks::for_output(&Output {
         json: args.json,

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dcg's kernel call capture: one kprobe.session program attached to many functions by
- * address. A task starts being recorded when it enters a root function (cookie bit
- * COOKIE_ROOT) and stops when its last root returns; every function it enters in between
- * gives an entry record (function, call site, the six argument registers, strings the
- * cookie asks for) and a return record (rax, rdx). Everything else returns at once and
- * asks for no return call.
+ * address. A task starts being recorded when it enters a root function (plan bit
+ * PLAN_ROOT) and stops when its last root returns; every function it enters in between
+ * gives an entry record (function, call site, the six argument registers, the strings
+ * and stack words its plan asks for) and a return record (rax, rdx). Everything else
+ * returns at once and asks for no return call.
  */
 #include <stdbool.h>
 #include <linux/types.h>
@@ -28,14 +28,19 @@ struct task_struct {
 #define REC_ENTRY 1
 #define REC_EXIT 2
 #define REC_STRING 3
+#define REC_STACK 4
 #define STR_MAX 256
+/* Words read above the return address for parameters passed on the stack. */
+#define STACK_WORDS 8
 
-/* Cookie of an attached function: bits 0-5 say which arguments are C strings. */
-#define COOKIE_ROOT (1ULL << 8)
+/* Plan of a function: bits 0-5 say which arguments are C strings. */
+#define PLAN_ROOT (1U << 8)
+/* Some parameters are on the stack: a stack record follows the entry. */
+#define PLAN_STACK (1U << 9)
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
-/* Kept in sync with dcg-bpf's `CallRec` and `StrRec` (src/records.rs). A return record
+/* Kept in sync with dcg-bpf's `CallRec`, `StackRec` and `StrRec` (src/records.rs). A return record
  * is the first EXIT_SIZE bytes of a call_rec (no arguments). */
 struct call_rec {
 	__u32 kind;
@@ -49,6 +54,13 @@ struct call_rec {
 	__u64 args[6];
 };
 #define EXIT_SIZE __builtin_offsetof(struct call_rec, args)
+
+/* The words at the stack pointer + 8 (the first stack-passed argument) on. */
+struct stack_rec {
+	__u32 kind;
+	__u32 tid;
+	__u64 words[STACK_WORDS];
+};
 
 struct str_rec {
 	__u32 kind;
@@ -72,6 +84,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } active SEC(".maps");
+
+/* Function entry address (as bpf_get_func_ip gives it) -> plan, for the functions with
+ * one (roots, C strings, stack parameters). Not the link's cookies: the kernel looks a
+ * cookie up by the function's start when its endbr64 is live but by the address after
+ * it when IBT sealed it, so dcg enters both addresses here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);	/* resized by dcg before loading */
+	__type(key, __u64);
+	__type(value, __u32);
+} plans SEC(".maps");
 
 /* The traced processes (tgid) when filter_procs is set; forks of them join. */
 struct {
@@ -115,6 +138,14 @@ static __always_inline bool is_return(void *ctx)
 	if (bpf_ksym_exists(bpf_session_is_return___ctx))
 		return bpf_session_is_return___ctx(ctx);
 	return bpf_session_is_return___void();
+}
+
+static __always_inline __u32 plan_of(void *ctx)
+{
+	__u64 ip = bpf_get_func_ip(ctx);
+	__u32 *v = bpf_map_lookup_elem(&plans, &ip);
+
+	return v ? *v : 0;
 }
 
 static __always_inline void count_lost(void)
@@ -168,7 +199,7 @@ static __always_inline void on_exit(struct pt_regs *ctx)
 	} else {
 		count_lost();
 	}
-	if (bpf_get_attach_cookie(ctx) & COOKIE_ROOT)
+	if (plan_of(ctx) & PLAN_ROOT)
 		__sync_fetch_and_add(depth, -1);
 }
 
@@ -178,23 +209,22 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
-	__u64 cookie;
+	__u32 plan;
 	struct call_rec *r;
 
 	if (!depth)
 		return 1;	/* a tid beyond pid_max: not recorded */
 	if (!*depth) {
-		/* Most hits: a task not recorded. The cookie is a search in the link's
-		 * addresses, so it is only looked up when needed. */
-		cookie = bpf_get_attach_cookie(ctx);
-		if (!(cookie & COOKIE_ROOT))
+		/* Most hits: a task not recorded; only a root starts recording. */
+		plan = plan_of(ctx);
+		if (!(plan & PLAN_ROOT))
 			return 1;
 		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
 			return 1;
 		__sync_fetch_and_add(depth, 1);
 	} else {
-		cookie = bpf_get_attach_cookie(ctx);
-		if (cookie & COOKIE_ROOT)
+		plan = plan_of(ctx);
+		if (plan & PLAN_ROOT)
 			__sync_fetch_and_add(depth, 1);
 	}
 
@@ -220,18 +250,31 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	r->args[5] = ctx->r9;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 
-	if (cookie & 0x3f) {
-		if (cookie & 1)
+	if (plan & PLAN_STACK) {
+		struct stack_rec *k = bpf_ringbuf_reserve(&events, sizeof(*k), 0);
+
+		if (k) {
+			k->kind = REC_STACK;
+			k->tid = tid;
+			if (bpf_probe_read_kernel(k->words, sizeof(k->words), (void *)(ctx->sp + 8)))
+				__builtin_memset(k->words, 0, sizeof(k->words));
+			bpf_ringbuf_submit(k, BPF_RB_NO_WAKEUP);
+		} else {
+			count_lost();
+		}
+	}
+	if (plan & 0x3f) {
+		if (plan & 1)
 			emit_string(tid, 0, ctx->di);
-		if (cookie & 2)
+		if (plan & 2)
 			emit_string(tid, 1, ctx->si);
-		if (cookie & 4)
+		if (plan & 4)
 			emit_string(tid, 2, ctx->dx);
-		if (cookie & 8)
+		if (plan & 8)
 			emit_string(tid, 3, ctx->cx);
-		if (cookie & 16)
+		if (plan & 16)
 			emit_string(tid, 4, ctx->r8);
-		if (cookie & 32)
+		if (plan & 32)
 			emit_string(tid, 5, ctx->r9);
 	}
 	return 0;
