@@ -557,7 +557,8 @@ fn bpf_on_debian(kernel_name: &str) {
         &[
             "rc=0",
             "do_sys_openat2(dfd=-100, filename=\"/nonexistent\"",
-            "} /* do_sys_openat2 ret=-ENOENT",
+            // With every value known, the error's origin is named.
+            "} /* do_sys_openat2 ret=-ENOENT from ",
         ],
     );
     // Parameters passed on the stack, read from the stack words at entry.
@@ -589,4 +590,75 @@ fn debian72_bpf_engine() {
 #[test]
 fn debian612_bpf_engine() {
     bpf_on_debian("6.12-cloud");
+}
+
+/// The BPF engine's sessions on Debian 7.2 (`bpf-sessions.sh`): two concurrent sessions
+/// over all tasks with different roots see only their own trees; after SIGINT, SIGTERM
+/// and SIGKILL no dcg program or link is left (bpftool), and a rerun works.
+#[test]
+fn debian72_bpf_sessions_and_cleanup() {
+    if !enabled() {
+        return;
+    }
+    let (kernel, dir, db) = guest::debian_with_db("7.2-cloud");
+    let initrd = dir.path().join("guest.cpio.gz");
+    let lp = dcg_tests::syscall_loop();
+    let bpftool = which("bpftool");
+    initramfs(
+        &initrd,
+        &[
+            (&db, "/dcg/k.sigdb"),
+            (&lp, "/dcg/syscall-loop"),
+            (&bpftool, "/bin/bpftool"),
+        ],
+        "bpf-sessions.sh",
+        900,
+    );
+    let text = guest::boot(&kernel, &initrd, 960, "", "bpf-sessions-7.2");
+    let c = section(&text, "concurrent");
+    must(
+        c,
+        "concurrent",
+        &[
+            "a rc=0",
+            "b rc=0",
+            "a foreign roots: 0",
+            "b foreign roots: 0",
+            "dcg programs: 0",
+            "links: 0",
+        ],
+    );
+    assert!(count_line(c, "a access roots: ") >= 5, "{c}");
+    assert!(count_line(c, "b nonexistent: ") >= 1, "{c}");
+    for sig in ["INT", "TERM", "KILL"] {
+        let s = section(&text, &format!("kill-{sig}"));
+        must(s, sig, &["dcg programs: 0", "links: 0"]);
+        assert!(
+            !s.contains("while tracing: 0 "),
+            "{sig}: no dcg program while tracing:\n{s}"
+        );
+    }
+    must(section(&text, "kill-INT"), "INT", &["rc=0"]);
+    must(
+        section(&text, "rerun"),
+        "rerun",
+        &[
+            "rc=0",
+            "} /* do_sys_openat2 ret=-ENOENT",
+            "dcg programs: 0",
+            "links: 0",
+        ],
+    );
+    must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
+}
+
+/// A host program's path (`which`).
+fn which(name: &str) -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
 }

@@ -1,0 +1,71 @@
+#!/bin/sh
+# The BPF engine's sessions (issue 14) on a Debian kernel: two concurrent sessions over
+# all tasks with different roots each see only their own trees; after SIGINT, SIGTERM and
+# SIGKILL nothing of dcg stays attached (bpftool: no dcg program or link), and a rerun
+# after SIGKILL works.
+. /dcg/lib.sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+# dcg's BPF objects the kernel still holds: programs named dcg_*, and links (nothing
+# else in this guest creates any).
+bpf_left() {
+	echo "dcg programs: $(bpftool prog show 2>/dev/null | grep -c ' name dcg_')"
+	echo "links: $(bpftool link show 2>/dev/null | grep -c '^[0-9]*:')"
+}
+
+begin concurrent
+dcg trace --engine bpf --db $DB --show-retvals --func do_faccessat --json --duration 25 \
+	> /tmp/a.json 2> /tmp/a.err &
+a=$!
+dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 --json --duration 25 \
+	> /tmp/b.json 2> /tmp/b.err &
+b=$!
+wait_for /tmp/a.err 'dcg: tracing' 240
+wait_for /tmp/b.err 'dcg: tracing' 240
+/dcg/syscall-loop 5
+cat /nonexistent 2>/dev/null
+head -c 4 /proc/version > /dev/null
+wait $a; echo "a rc=$?"
+wait $b; echo "b rc=$?"
+cat /tmp/a.err /tmp/b.err
+echo "a roots: $(grep -c '"parent":null' /tmp/a.json)"
+echo "a foreign roots: $(grep '"parent":null' /tmp/a.json | grep -vc '"func":"do_faccessat"')"
+echo "a access roots: $(grep '"parent":null,"func":"do_faccessat"' /tmp/a.json | grep -c '"ret":"-ENOENT"')"
+echo "b roots: $(grep -c '"parent":null' /tmp/b.json)"
+echo "b foreign roots: $(grep '"parent":null' /tmp/b.json | grep -vc '"func":"do_sys_openat2"')"
+echo "b nonexistent: $(grep '"parent":null,"func":"do_sys_openat2"' /tmp/b.json | grep -c '"ret":"-ENOENT"')"
+bpf_left
+end concurrent
+
+for sig in INT TERM KILL; do
+	begin "kill-$sig"
+	dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 -- \
+		sh -c 'while :; do cat /proc/version > /dev/null; done' > /tmp/k.out 2> /tmp/k.err &
+	k=$!
+	wait_for /tmp/k.err 'dcg: tracing' 240
+	wait_for /tmp/k.out 'do_sys_openat2' 60
+	echo "while tracing: $(bpftool prog show 2>/dev/null | grep -c ' name dcg_') dcg programs"
+	kill -$sig $k
+	wait $k 2>/dev/null
+	echo "rc=$?"
+	# After SIGKILL dcg's command is not ended by dcg.
+	pkill -f 'while :' 2>/dev/null
+	# The kernel frees the objects when their last fd closes (for a link, after the
+	# detach completes): give it a moment.
+	n=0
+	while [ "$(bpftool prog show 2>/dev/null | grep -c ' name dcg_')" != 0 ] && [ $n -lt 100 ]; do
+		sleep 0.2; n=$((n + 1))
+	done
+	bpf_left
+	end "kill-$sig"
+done
+
+begin rerun
+dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
+bpf_left
+end rerun
+
+begin dmesg
+dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
+echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"
+end dmesg
