@@ -69,6 +69,9 @@ fn kernel(
 fn notice(n: &Notice) -> String {
     match n {
         Notice::RemovedStale(what) => format!("removed stale {what}"),
+        Notice::BpfFallback(why) => {
+            format!("{why}; tracing with function_graph instead (--engine bpf to insist)")
+        }
         Notice::NoMatch(why) => why.clone(),
         Notice::NoExitProbe { func, why } => format!("no exit probe for {func}: {why}"),
         Notice::GraphRejected(names) => {

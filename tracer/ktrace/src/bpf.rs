@@ -420,7 +420,7 @@ pub fn run(
             if let Some(c) = child.as_mut() {
                 c.terminate(Signal::SIGKILL);
             }
-            return Err(KtraceError::Bpf(e));
+            return Err(KtraceError::BpfUnavailable(e));
         }
     };
     debug(format_args!("attached"));

@@ -117,6 +117,9 @@ pub enum KtraceError {
     /// The BPF engine could not capture.
     #[error(transparent)]
     Bpf(#[from] dcg_bpf::BpfError),
+    /// The BPF engine could not be loaded or attached (nothing was traced yet).
+    #[error("{0}")]
+    BpfUnavailable(dcg_bpf::BpfError),
 }
 
 type Result<T> = std::result::Result<T, KtraceError>;
@@ -137,6 +140,8 @@ pub enum Notice {
     },
     /// `set_graph_function` refused these roots (they will not be traced).
     GraphRejected(Vec<String>),
+    /// The automatic engine choice fell back to function_graph: BPF could not be used.
+    BpfFallback(String),
     /// Tracing has started.
     Tracing {
         /// Root functions.
@@ -277,8 +282,15 @@ pub fn run(
         e => e,
     };
     if engine == Engine::Bpf {
-        let summary = bpf::run(args, &set, &root, roots, out, notify)?;
-        return Ok(Outcome::Traced(Box::new(summary)));
+        match bpf::run(args, &set, &root, roots.clone(), out, notify) {
+            Ok(summary) => return Ok(Outcome::Traced(Box::new(summary))),
+            // Chosen automatically and unusable here (no kprobe.multi, no BTF, locked
+            // down): function_graph still draws the tree, with the values it can get.
+            Err(KtraceError::BpfUnavailable(e)) if args.engine == Engine::Auto => {
+                notify(Notice::BpfFallback(e.to_string()));
+            }
+            Err(e) => return Err(e),
+        }
     }
     let mut s = Setup::new(args, &set, &root, &avail, roots)?;
     s.probe(notify)?;
