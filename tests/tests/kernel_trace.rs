@@ -567,6 +567,16 @@ fn bpf_on_debian(kernel_name: &str) {
         "stack",
         &["rc=0", "pgoff=0, populate=0x", "} /* do_mmap ret=0x"],
     );
+    // 16-byte structs in register pairs: as arguments and as return values.
+    let pairs = section(&text, "pairs");
+    must(pairs, "pairs", &["rc=0"]);
+    assert!(
+        pairs
+            .lines()
+            .any(|l| l.contains("(struct timespec64){0x")
+                && l.contains("ret=(struct timespec64){0x")),
+        "no struct timespec64 argument and return value in a register pair:\n{pairs}"
+    );
     // A module function: arguments (a user string), its value, and its error.
     must(
         section(&text, "module"),

@@ -27,6 +27,12 @@ begin stack
 dcg trace --db $DB --show-retvals --args --func do_mmap -- /dcg/syscall-loop mmap; echo "rc=$?"
 end stack
 
+begin pairs
+# Creating a file stamps it: struct timespec64 (16 bytes) passed and returned in register
+# pairs (inode_set_ctime_current, timestamp_truncate, ...).
+dcg trace --db $DB --show-retvals --args --func do_sys_openat2 -- touch /tmp/dcg-new-file; echo "rc=$?"
+end pairs
+
 begin module
 # A module function (binfmt_misc, loaded from the debug package by the initramfs): its
 # arguments and values, a registration that works and one that fails.

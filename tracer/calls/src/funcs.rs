@@ -84,6 +84,22 @@ impl<'a> Render<'a> {
         }
     }
 
+    /// Append a value held in two words (`lo` first): a struct as `(struct s){0x1, 0x2}`,
+    /// anything else (a 128-bit integer) as one hex number.
+    fn push_pair(&self, out: &mut String, lo: u64, hi: u64) {
+        match &self.label {
+            Some(l) => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "({l}){{{lo:#x}, {hi:#x}}}");
+            }
+            None => {
+                let v = (u128::from(hi) << 64) | u128::from(lo);
+                use std::fmt::Write as _;
+                let _ = write!(out, "{v:#x}");
+            }
+        }
+    }
+
     /// Append `raw` (printed as `text`) rendered by the type: what [`render_resolved`]
     /// writes; false (nothing appended) for void.
     // `always`: since this moved out of decode.rs the compiler no longer inlines it into
@@ -170,8 +186,8 @@ impl<'a> FuncInfo<'a> {
     /// function_graph records carry): `(name, value)` pushed through `push`. A register
     /// with an entry in `strings` (read by the source) shows the string it points to; a
     /// parameter on the stack is read from `stack` (the words from the CFA up, when the
-    /// source read them). Parameters elsewhere (optimized out, register pairs) are left
-    /// out; a function the db does not know has none.
+    /// source read them), one in a register pair from both registers. Parameters
+    /// elsewhere (optimized out) are left out; a function the db does not know has none.
     pub fn reg_args(
         &self,
         regs: &[u64],
@@ -189,6 +205,22 @@ impl<'a> FuncInfo<'a> {
                         continue;
                     };
                     (raw, Some(i))
+                }
+                // Two registers (a 9- to 16-byte struct): rendered whole.
+                sigdb::Location::RegPair(a, b) => {
+                    let (Some(ia), Some(ib)) = (
+                        sigdb::regs::sysv_arg_index(a),
+                        sigdb::regs::sysv_arg_index(b),
+                    ) else {
+                        continue;
+                    };
+                    let (Some(&lo), Some(&hi)) = (regs.get(ia), regs.get(ib)) else {
+                        continue;
+                    };
+                    push(p.name, &mut |out: &mut String| {
+                        p.render.push_pair(out, lo, hi)
+                    });
+                    continue;
                 }
                 // One word on the stack, CFA-relative (the CFA is the stack pointer at
                 // entry + 8, where the first stack word was read).
@@ -215,6 +247,26 @@ impl<'a> FuncInfo<'a> {
                 }
             });
         }
+    }
+
+    /// How many return registers the return type takes: 0 (void or unknown), 1, or 2 (9
+    /// to 16 bytes: rax and rdx).
+    pub fn ret_words(&self) -> usize {
+        match &self.ret {
+            None => 0,
+            Some(r) if r.resolved.kind() == TypeKind::Void => 0,
+            Some(r) if (9..=16).contains(&r.resolved.size()) => 2,
+            Some(_) => 1,
+        }
+    }
+
+    /// Render a two-register return value (low word `lo` in rax, `hi` in rdx) into `buf`
+    /// (cleared first); never an error.
+    pub fn ret_pair_into(&self, lo: u64, hi: u64, buf: &mut String) -> Option<bool> {
+        buf.clear();
+        let r = self.ret.as_ref()?;
+        r.push_pair(buf, lo, hi);
+        Some(false)
     }
 
     /// Render the return value from `raw` into `buf` (cleared first): whether it is an

@@ -68,6 +68,15 @@ pub enum RetIn<'e> {
         /// Its value.
         value: Option<u64>,
     },
+    /// The two return registers (rax, rdx) as a binary source read them: rendered from
+    /// rax by the return type, or from both when the type is 9 to 16 bytes (a struct
+    /// returned in a register pair).
+    Regs {
+        /// rax.
+        rax: u64,
+        /// rdx.
+        rdx: u64,
+    },
     /// Rendered by the source.
     Rendered {
         /// The rendered value.
@@ -286,6 +295,18 @@ impl<'a> CallTree<'a> {
             (Some(RetIn::Text { raw, value }), _) => {
                 self.raw.push_str(raw);
                 match info.ret_into(raw, value, &mut self.ret) {
+                    Some(e) => (true, e, true),
+                    None => (false, false, true),
+                }
+            }
+            (Some(RetIn::Regs { rax, rdx }), _) => {
+                let raw = format!("{rax:#x}");
+                self.raw.push_str(&raw);
+                let r = match info.ret_words() {
+                    2 => info.ret_pair_into(rax, rdx, &mut self.ret),
+                    _ => info.ret_into(&raw, Some(rax), &mut self.ret),
+                };
+                match r {
                     Some(e) => (true, e, true),
                     None => (false, false, true),
                 }

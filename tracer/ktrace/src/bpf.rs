@@ -292,20 +292,16 @@ impl Feed<'_> {
                 ts,
                 ip,
                 rax,
-                ..
+                rdx,
             } => {
                 self.flush_pending(tid)?;
                 let (id, _, _) = self.func(ip);
                 let comm = self.comm(tid);
-                let raw = format!("{rax:#x}");
                 let exit = Exit {
                     task: task(tid, cpu, &comm),
                     depth: 0,
                     func: Some(id),
-                    ret: self.retvals.then_some(RetIn::Text {
-                        raw: &raw,
-                        value: Some(rax),
-                    }),
+                    ret: self.retvals.then_some(RetIn::Regs { rax, rdx }),
                     time_ns: Some(ts),
                     duration_ns: None,
                     layout: None,
