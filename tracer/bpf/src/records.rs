@@ -10,6 +10,7 @@ const REC_ENTRY: u32 = 1;
 const REC_EXIT: u32 = 2;
 const REC_STRING: u32 = 3;
 const REC_STACK: u32 = 4;
+const REC_COMM: u32 = 5;
 /// Words of a stack record.
 pub const STACK_WORDS: usize = 8;
 
@@ -38,6 +39,14 @@ struct StackRec {
     kind: u32,
     tid: u32,
     words: [u64; STACK_WORDS],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct CommRec {
+    kind: u32,
+    tid: u32,
+    comm: [u8; 16],
 }
 
 #[derive(FromBytes, KnownLayout, Immutable)]
@@ -94,6 +103,13 @@ pub enum Record<'a> {
         /// The bytes read, without the NUL; None when the read faulted.
         bytes: Option<&'a [u8]>,
     },
+    /// A task's name, when it started being recorded.
+    Comm {
+        /// Thread id.
+        tid: u32,
+        /// The name's bytes (no NUL).
+        comm: &'a [u8],
+    },
     /// The stack words of the task's latest entry, from the first stack-passed argument
     /// (the stack pointer at entry + 8) up; zeros when the read faulted.
     Stack {
@@ -139,6 +155,15 @@ impl<'a> Record<'a> {
                 Some(Record::Stack {
                     tid: r.tid,
                     words: r.words,
+                })
+            }
+            REC_COMM => {
+                let (r, _) = CommRec::read_from_prefix(data).ok()?;
+                let comm = &data[8..24];
+                let n = r.comm.iter().position(|&b| b == 0).unwrap_or(16);
+                Some(Record::Comm {
+                    tid: r.tid,
+                    comm: &comm[..n],
                 })
             }
             REC_STRING => {
@@ -192,6 +217,17 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert_eq!(Record::parse(&e[..60]), None, "entry without its arguments");
+        let mut c = vec![0u8; 24];
+        c[0..4].copy_from_slice(&5u32.to_ne_bytes());
+        c[4..8].copy_from_slice(&7u32.to_ne_bytes());
+        c[8..11].copy_from_slice(b"cat");
+        assert_eq!(
+            Record::parse(&c),
+            Some(Record::Comm {
+                tid: 7,
+                comm: b"cat"
+            })
+        );
         // A stack record: kind 4, tid, eight words.
         let mut k = vec![0u8; 8 + 8 * STACK_WORDS];
         k[0..4].copy_from_slice(&4u32.to_ne_bytes());

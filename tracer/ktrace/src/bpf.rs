@@ -257,6 +257,10 @@ impl Feed<'_> {
                     p.strings.push((arg as usize, text));
                 }
             }
+            Record::Comm { tid, comm } => {
+                self.comms
+                    .insert(tid, Rc::from(String::from_utf8_lossy(comm).as_ref()));
+            }
             Record::Stack { tid, words } => {
                 if let Some(p) = self.pending.get_mut(&tid) {
                     p.stack = Some(words);
@@ -495,7 +499,12 @@ pub fn run(
         .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     let mut summary = Summary::default();
     let stop_reason = loop {
-        let exited = child.as_mut().is_some_and(|c| c.poll().is_some());
+        // The command ended, or the process given with -p is gone.
+        let exited = match (child.as_mut(), args.pid) {
+            (Some(c), _) => c.poll().is_some(),
+            (None, Some(p)) => !dcg_live::process::is_alive(p),
+            (None, None) => false,
+        };
         // Nothing shown before the end and nothing to count: while the command runs, the
         // records are only copied out of the ring (decoding them competes with the traced
         // load for the CPU); they are decoded once it ends, or when too many wait.
@@ -534,7 +543,11 @@ pub fn run(
             break "duration reached".into();
         }
         if exited {
-            break "command exited".into();
+            break if child.is_some() {
+                "command exited".into()
+            } else {
+                "process exited".into()
+            };
         }
         std::thread::sleep(POLL);
     };

@@ -545,11 +545,16 @@ impl<'s> Setup<'s> {
                 break "duration reached".into();
             }
             if drain_until.is_none() {
-                if let Some(c) = self.child.as_mut() {
-                    if c.poll().is_some() {
-                        drain_until = Some(Instant::now() + Duration::from_millis(700));
-                        drain_end = Some(Instant::now() + DRAIN_MAX);
-                    }
+                // The command ended, or the process given with -p is gone: what is left
+                // in the buffers is read, then the session stops.
+                let ended = match (self.child.as_mut(), args.pid) {
+                    (Some(c), _) => c.poll().is_some(),
+                    (None, Some(p)) => !dcg_live::process::is_alive(p),
+                    (None, None) => false,
+                };
+                if ended {
+                    drain_until = Some(Instant::now() + Duration::from_millis(700));
+                    drain_end = Some(Instant::now() + DRAIN_MAX);
                 }
             }
             if drain_end.is_some_and(|d| Instant::now() >= d) {

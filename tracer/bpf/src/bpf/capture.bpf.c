@@ -29,6 +29,7 @@ struct task_struct {
 #define REC_EXIT 2
 #define REC_STRING 3
 #define REC_STACK 4
+#define REC_COMM 5
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
@@ -40,7 +41,8 @@ struct task_struct {
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
-/* Kept in sync with dcg-bpf's `CallRec`, `StackRec` and `StrRec` (src/records.rs). A return record
+/* Kept in sync with dcg-bpf's `CallRec`, `StackRec`, `CommRec` and `StrRec`
+ * (src/records.rs). A return record
  * is the first EXIT_SIZE bytes of a call_rec (no arguments). */
 struct call_rec {
 	__u32 kind;
@@ -60,6 +62,14 @@ struct stack_rec {
 	__u32 kind;
 	__u32 tid;
 	__u64 words[STACK_WORDS];
+};
+
+/* A task's name, when it starts being recorded (its /proc entry may be gone by the time
+ * the records are decoded). */
+struct comm_rec {
+	__u32 kind;
+	__u32 tid;
+	char comm[16];
 };
 
 struct str_rec {
@@ -222,6 +232,18 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
 			return 1;
 		__sync_fetch_and_add(depth, 1);
+		{
+			struct comm_rec *c = bpf_ringbuf_reserve(&events, sizeof(*c), 0);
+
+			if (c) {
+				c->kind = REC_COMM;
+				c->tid = tid;
+				bpf_get_current_comm(c->comm, sizeof(c->comm));
+				bpf_ringbuf_submit(c, BPF_RB_NO_WAKEUP);
+			} else {
+				count_lost();
+			}
+		}
 	} else {
 		plan = plan_of(ctx);
 		if (plan & PLAN_ROOT)
