@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
 
-use crate::dwarf::{read_with_children, Die, FileDwarf, Units};
+use crate::dwarf::{read_with_children, Die, FileDwarf, FrameBase, Units};
 use crate::elf::ElfKind;
 use crate::inlines::{LInstance, RawInstance};
 pub use crate::walk::scan_unit;
@@ -88,6 +88,8 @@ pub struct FileCtx<'a, 's> {
     pub kind: ElfKind,
     /// Whether to collect inline instances.
     pub instances: bool,
+    /// The file, for its code bytes (frame-pointer prologues).
+    pub elf: &'s crate::elf::ElfInfo<'s>,
 }
 
 /// Why a unit could not be scanned.
@@ -123,6 +125,8 @@ pub(crate) struct Builder<'a, 's, 'c> {
     pub(crate) types: TypeGraph,
     pub(crate) files: HashMap<(u64, u64), String>,
     pub(crate) res: CuResult,
+    /// The unit's line rows, read when a function needs its prologue's end.
+    pub(crate) line_rows: Option<Vec<(u64, bool)>>,
 }
 
 impl<'s> Builder<'_, 's, '_> {
@@ -248,8 +252,8 @@ impl<'s> Builder<'_, 's, '_> {
                 flags |= FuncFlags::NOTRACE;
             }
         }
-        let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
-        let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
+        let frame_base = self.sps[idx].die.frame_base.unwrap_or(FrameBase::Cfa);
+        let (params, abi_changed) = self.locate_params(&sig, (entry, hi), frame_base, orphan);
         if abi_changed {
             flags |= FuncFlags::ABI_CHANGED;
         }

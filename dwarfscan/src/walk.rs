@@ -117,6 +117,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         types: TypeGraph::default(),
         files: HashMap::new(),
         res,
+        line_rows: None,
     };
     b.assemble(&inlined, &raw_instances);
     let Builder { mut res, types, .. } = b;

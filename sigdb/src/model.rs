@@ -99,6 +99,15 @@ bitflags! {
         const VARIADIC = 2;
         /// Declaration only (incomplete struct/union/enum).
         const DECLARATION = 4;
+        /// A struct/union of at most 16 bytes whose System V classes were computed from
+        /// its members (the three flags below are meaningful).
+        const CLASSIFIED = 8;
+        /// Its first eightbyte is of class SSE (travels in an xmm register).
+        const SSE_LO = 16;
+        /// Its second eightbyte is of class SSE.
+        const SSE_HI = 32;
+        /// Of class MEMORY although small (unaligned members: `packed`).
+        const MEMORY = 64;
     }
 }
 
@@ -244,6 +253,15 @@ pub enum Location {
     OptimizedOut,
     /// A compile-time constant (constant-propagation clones).
     Const(i32),
+    /// In memory at CFA + `off` once the prologue has run, `body` bytes after the entry
+    /// (unoptimized code, `-O0`, which spills every parameter to its frame: the one place
+    /// a probe can read values that arrive in registers it cannot fetch, such as xmm).
+    Frame {
+        /// Offset from the CFA.
+        off: i16,
+        /// Bytes from the function's entry to the first instruction after the prologue.
+        body: u16,
+    },
 }
 
 impl Location {
@@ -256,6 +274,9 @@ impl Location {
             Location::Stack(o) => (3, 0, 0, o),
             Location::OptimizedOut => (4, 0, 0, 0),
             Location::Const(v) => (5, 0, 0, v),
+            Location::Frame { off, body } => {
+                (6, 0, 0, (off as u16 as u32 | u32::from(body) << 16) as i32)
+            }
         }
     }
 
@@ -268,6 +289,10 @@ impl Location {
             3 => Location::Stack(offset),
             4 => Location::OptimizedOut,
             5 => Location::Const(offset),
+            6 => Location::Frame {
+                off: offset as u16 as i16,
+                body: (offset as u32 >> 16) as u16,
+            },
             _ => return None,
         })
     }
@@ -288,6 +313,7 @@ impl std::fmt::Display for Location {
             Location::Stack(o) => write!(f, "stack+{o}"),
             Location::OptimizedOut => f.write_str("optimized out"),
             Location::Const(v) => write!(f, "const {v}"),
+            Location::Frame { off, body } => write!(f, "frame{off:+}@+{body:#x}"),
         }
     }
 }

@@ -33,6 +33,19 @@ pub struct Options {
     pub color: bool,
     /// Width of the CPU column (digits of the highest CPU number).
     pub cpu_width: usize,
+    /// Read values by the kernel's error conventions (`-EINVAL`, `ERR_PTR`): off for user
+    /// space unless asked (`--errno`).
+    pub errno: bool,
+}
+
+impl Options {
+    fn role(&self, ret: bool) -> Role {
+        match (self.errno, ret) {
+            (false, _) => Role::Plain,
+            (true, false) => Role::Arg,
+            (true, true) => Role::Return,
+        }
+    }
 }
 
 /// Where and when an event happened.
@@ -192,8 +205,14 @@ impl<'a> Calls<'a> {
         let p = &self.probes[probe];
         self.args.clear();
         if self.opts.args {
+            let role = self.opts.role(false);
             for ((name, plan), param) in p.args.iter().zip(p.func.params()) {
-                self.args.push(name, &render_arg(param.ty(), plan, values));
+                self.args
+                    .push(name, &render_arg(param.ty(), plan, values, role));
+            }
+            if p.func.flags().contains(sigdb::FuncFlags::VARIADIC) {
+                // The variadic arguments: their number and types are the callee's secret.
+                self.args.push("", dcg_calls::sink::VARIADIC);
             }
         }
         let comm = self.comm(m).to_string();
@@ -225,7 +244,7 @@ impl<'a> Calls<'a> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let p = &self.probes[probe];
-        let value = ret_value(p, values);
+        let value = ret_value(p, values, self.opts.role(true));
         let comm = self.comm(m).to_string();
         let exit = Exit {
             task: task_of(m, &comm),
@@ -275,18 +294,31 @@ fn task_of<'c>(m: &Meta<'_>, comm: &'c str) -> Task<'c> {
 
 /// The rendered return value: (text, is_error, raw text); `None` for void or when return
 /// values are not shown.
-fn ret_value(p: &Probe<'_>, values: &[Value]) -> Option<(String, bool, Option<String>)> {
+fn ret_value(
+    p: &Probe<'_>,
+    values: &[Value],
+    role: Role,
+) -> Option<(String, bool, Option<String>)> {
+    if let Some(t) = &p.ret_text {
+        return Some((t.clone(), false, None));
+    }
     if p.ret_fields.is_empty() {
         return None;
     }
     let words: Vec<u64> = values
         .iter()
-        .map(|v| match v {
-            Value::Num(n) => *n,
-            _ => 0,
+        .filter_map(|v| match v {
+            Value::Num(n) => Some(*n),
+            _ => None,
         })
         .collect();
-    let text = render_words(p.func.ret(), &words, Role::Return);
+    let text = match values.iter().find(|v| !matches!(v, Value::Num(_))) {
+        // A `char *` return with the string it points to.
+        Some(Value::Str(s)) if words.first().is_some_and(|&w| w != 0) => {
+            super::plan::render_text(s)
+        }
+        _ => render_words(p.func.ret(), &words, role),
+    };
     let raw = words.first().map(|w| format!("{w:#x}"));
     let error = text.starts_with("-E") || text.starts_with("ERR_PTR(");
     Some((text, error, raw))

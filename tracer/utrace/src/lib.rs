@@ -459,6 +459,7 @@ fn calls_for<'a>(
         errors_only: args.errors_only,
         color: args.color,
         cpu_width: cpu_width(),
+        errno: args.errno,
     };
     let mut calls = Calls::new(no_db, probes, targets, opts);
     calls.set_default_comm(match (args.pid, args.command.first()) {

@@ -21,7 +21,7 @@ fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> U
         what: what.to_string(),
     }
 }
-use dcg_render::{is_c_string, render, render_pointer, render_string, Role};
+use dcg_render::{is_c_string, render, render_string, Role};
 
 pub use dcg_dbset::binary::DbSource;
 
@@ -176,8 +176,20 @@ pub enum ArgPlan {
         /// The `ustring` field.
         string: Option<usize>,
     },
-    /// Known without fetching: a constant, `?` (optimized out or unknown), `?float`.
+    /// Known without fetching: a constant, `?` (optimized out or unknown), or `?LOC` for
+    /// a value in a register no uprobe can read (`?xmm0`, `?rdi:xmm0`, `?st0`).
     Text(String),
+}
+
+/// The marker of a value in `loc` that no uprobe can read (uprobes fetch general-purpose
+/// registers and memory only): `?xmm0`.
+pub fn unreadable(loc: sigdb::Location) -> String {
+    format!("?{loc}")
+}
+
+/// Whether a shown value is an unreadable-value marker (`?`, `?xmm0`).
+pub fn is_unreadable(text: &str) -> bool {
+    text.starts_with('?')
 }
 
 /// A function to probe and its two events.
@@ -189,6 +201,9 @@ pub struct Probe<'a> {
     pub target: usize,
     /// File offset of its entry.
     pub offset: u64,
+    /// Where the entry probe sits, in bytes after the entry: 0, or the prologue's length
+    /// when arguments are read from their frame slots (`-O0`).
+    pub body: u64,
     /// Entry event name.
     pub entry_event: String,
     /// Return event name.
@@ -199,6 +214,8 @@ pub struct Probe<'a> {
     pub args: Vec<(String, ArgPlan)>,
     /// Return event fields (empty for void, or without `--show-retvals`).
     pub ret_fields: Vec<Field>,
+    /// A return value no uprobe can read (`?xmm0`), shown instead of fields.
+    pub ret_text: Option<String>,
 }
 
 impl Probe<'_> {
@@ -209,7 +226,7 @@ impl Probe<'_> {
             group,
             &self.entry_event,
             path,
-            self.offset,
+            self.offset + self.body,
             &self.entry_fields,
         )
     }
@@ -252,6 +269,7 @@ fn plan_param(
     fields: &mut Vec<Field>,
     strings: &mut Vec<(usize, Field)>,
     pname: &mut dyn FnMut(&mut Vec<Field>, String, String) -> usize,
+    at_body: bool,
 ) -> ArgPlan {
     let t = ty.resolve();
     let float = t.kind() == TypeKind::Float;
@@ -266,35 +284,9 @@ fn plan_param(
             },
         ));
     };
-    match loc {
-        Location::Reg(r) => match uprobe_reg(r) {
-            Some(reg) => {
-                let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
-                if want_string {
-                    string_of(reg.to_string(), strings);
-                }
-                ArgPlan::Fetched {
-                    words: vec![w],
-                    string: None,
-                }
-            }
-            // xmm registers cannot be fetched by uprobes.
-            None => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
-        },
-        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
-            (Some(ra), Some(rb)) => {
-                let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
-                let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
-                ArgPlan::Fetched {
-                    words: vec![w0, w1],
-                    string: None,
-                }
-            }
-            _ => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
-        },
-        Location::Stack(off) => {
-            // CFA = %sp at entry + 8, so CFA+off is %sp + 8 + off.
-            let base = i64::from(off) + 8;
+    // Words of a value in memory at `base(reg)`, `+8`, ...
+    let mut in_memory =
+        |fields: &mut Vec<Field>, strings: &mut Vec<(usize, Field)>, reg: &str, base: i64| {
             let n = t.size().div_ceil(8).clamp(1, MAX_STACK_WORDS);
             let mut words = Vec::new();
             for k in 0..n {
@@ -306,20 +298,56 @@ fn plan_param(
                 words.push(pname(
                     fields,
                     name,
-                    format!("{:+}(%sp):x64", base + 8 * i64::from(k)),
+                    format!("{:+}({reg}):x64", base + 8 * i64::from(k)),
                 ));
             }
             if want_string {
-                string_of(format!("{base:+}(%sp)"), strings);
-            }
-            if float {
-                return ArgPlan::Text("?float".into());
+                string_of(format!("{base:+}({reg})"), strings);
             }
             ArgPlan::Fetched {
                 words,
                 string: None,
             }
-        }
+        };
+    let aggregate = matches!(t.kind(), TypeKind::Struct | TypeKind::Union);
+    if aggregate && t.size() == 0 {
+        // An empty struct takes no register and no memory: nothing to read.
+        return ArgPlan::Text(format!("({}){{}}", dcg_render::aggregate_label(ty, t)));
+    }
+    match loc {
+        // After the prologue (the probe sits there when any argument is in a frame slot)
+        // registers no longer hold the arguments; the CFA is rbp + 16.
+        Location::Reg(_) | Location::RegPair(..) if at_body => ArgPlan::Text(unreadable(loc)),
+        Location::Reg(r) => match uprobe_reg(r) {
+            Some(reg) if !float => {
+                let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
+                if want_string {
+                    string_of(reg.to_string(), strings);
+                }
+                ArgPlan::Fetched {
+                    words: vec![w],
+                    string: None,
+                }
+            }
+            // xmm registers cannot be fetched by uprobes.
+            _ => ArgPlan::Text(unreadable(loc)),
+        },
+        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
+            (Some(ra), Some(rb)) if !float => {
+                let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
+                let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
+                ArgPlan::Fetched {
+                    words: vec![w0, w1],
+                    string: None,
+                }
+            }
+            _ => ArgPlan::Text(unreadable(loc)),
+        },
+        // CFA = %sp at entry + 8, so CFA+off is %sp + 8 + off at entry, %bp + 16 + off
+        // after the prologue.
+        Location::Stack(off) if at_body => in_memory(fields, strings, "%bp", i64::from(off) + 16),
+        Location::Stack(off) => in_memory(fields, strings, "%sp", i64::from(off) + 8),
+        Location::Frame { off, .. } => in_memory(fields, strings, "%bp", i64::from(off) + 16),
         Location::Const(v) => ArgPlan::Text(
             render(ty, i64::from(v) as u64, Role::Arg).unwrap_or_else(|| v.to_string()),
         ),
@@ -327,8 +355,20 @@ fn plan_param(
     }
 }
 
+/// Where the entry probe of `f` sits, in bytes after its entry: after the prologue when
+/// an argument is in a frame slot (unoptimized code), else at the entry.
+pub fn body_offset(f: Function<'_>) -> u64 {
+    f.params()
+        .find_map(|p| match p.loc() {
+            Location::Frame { body, .. } => Some(u64::from(body)),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
 /// The fields and argument plans of a function's entry event.
 pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
+    let at_body = body_offset(f) != 0;
     let mut fields = Vec::new();
     let mut strings = Vec::new();
     let mut args = Vec::new();
@@ -341,7 +381,15 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
         fields.len() - 1
     };
     for (i, p) in f.params().enumerate() {
-        let plan = plan_param(i, p.ty(), p.loc(), &mut fields, &mut strings, &mut push);
+        let plan = plan_param(
+            i,
+            p.ty(),
+            p.loc(),
+            &mut fields,
+            &mut strings,
+            &mut push,
+            at_body,
+        );
         let name = if p.name().is_empty() {
             format!("arg{}", i + 1)
         } else {
@@ -360,20 +408,73 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
 }
 
 /// The fields of a function's return event: none for void, `$retval` (and `%dx` for a
-/// struct returned in two registers).
-pub fn plan_return(f: Function<'_>) -> Vec<Field> {
+/// struct returned in two registers, the words `$retval` points to for one returned in
+/// memory, the string of a `char *`); or the marker of a value no uprobe can read (in
+/// xmm0 or the x87 stack).
+pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
     let t = f.ret().resolve();
-    let field = |name: &str, fetch: &str| Field {
+    let field = |name: &str, fetch: String| Field {
         name: name.into(),
-        fetch: fetch.into(),
+        fetch,
         string: false,
     };
+    let words = |n: u32| -> Vec<Field> {
+        (0..n)
+            .map(|k| {
+                let name = if k == 0 {
+                    "ret".to_string()
+                } else {
+                    format!("ret_{k}")
+                };
+                field(&name, format!("+{}($retval):x64", 8 * k))
+            })
+            .collect()
+    };
     match t.kind() {
-        TypeKind::Void => Vec::new(),
-        TypeKind::Struct | TypeKind::Union if (9..=16).contains(&t.size()) => {
-            vec![field("ret", "$retval:x64"), field("ret_1", "%dx:x64")]
-        }
-        _ => vec![field("ret", "$retval:x64")],
+        TypeKind::Void => (Vec::new(), None),
+        TypeKind::Float if t.size() > 8 => (Vec::new(), Some("?st0".into())),
+        TypeKind::Float => (Vec::new(), Some("?xmm0".into())),
+        TypeKind::Struct | TypeKind::Union if t.size() == 0 => (Vec::new(), None),
+        TypeKind::Struct | TypeKind::Union => match dcg_render::ret_class(t) {
+            dcg_render::RetClass::Regs(false, false) if t.size() <= 8 => {
+                (vec![field("ret", "$retval:x64".into())], None)
+            }
+            dcg_render::RetClass::Regs(false, false) => (
+                vec![
+                    field("ret", "$retval:x64".into()),
+                    field("ret_1", "%dx:x64".into()),
+                ],
+                None,
+            ),
+            dcg_render::RetClass::Regs(lo, hi) => (
+                Vec::new(),
+                Some(
+                    match (lo, hi, t.size() > 8) {
+                        (true, false, true) => "?rax:xmm0",
+                        (false, true, _) => "?xmm0:rdx",
+                        (true, true, true) => "?xmm0:xmm1",
+                        _ => "?xmm0",
+                    }
+                    .into(),
+                ),
+            ),
+            dcg_render::RetClass::Memory => {
+                (words(t.size().div_ceil(8).clamp(1, MAX_STACK_WORDS)), None)
+            }
+            dcg_render::RetClass::Unknown => (Vec::new(), Some("?rax".into())),
+        },
+        _ if is_c_string(f.ret()) => (
+            vec![
+                field("ret", "$retval:x64".into()),
+                Field {
+                    name: "sret".into(),
+                    fetch: "+0($retval):ustring".into(),
+                    string: true,
+                },
+            ],
+            None,
+        ),
+        _ => (vec![field("ret", "$retval:x64".into())], None),
     }
 }
 
@@ -423,8 +524,18 @@ pub fn parse_fields(raw: &str, fields: &[Field]) -> Option<Vec<Value>> {
 /// Longest shown string argument, in characters.
 pub const MAX_STRING: usize = 256;
 
-/// Render argument `plan` of type `ty` from the entry event's `values`.
-pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value]) -> String {
+/// A fetched string, quoted, cut after [`MAX_STRING`] characters.
+pub fn render_text(s: &str) -> String {
+    if s.chars().count() > MAX_STRING {
+        let cut: String = s.chars().take(MAX_STRING).collect();
+        return format!("{}...", render_string(&cut));
+    }
+    render_string(s)
+}
+
+/// Render argument `plan` of type `ty` from the entry event's `values`, as `role` says
+/// (`Role::Arg` with the kernel's error conventions, else `Role::Plain`).
+pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value], role: Role) -> String {
     let (words, string) = match plan {
         ArgPlan::Text(t) => return t.clone(),
         ArgPlan::Fetched { words, string } => (words, string),
@@ -439,36 +550,35 @@ pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value]) -> String {
     if let Some(si) = string {
         let p = nums.first().copied().unwrap_or(0);
         match values.get(*si) {
-            Some(Value::Str(s)) if p != 0 => {
-                if s.chars().count() > MAX_STRING {
-                    let cut: String = s.chars().take(MAX_STRING).collect();
-                    return format!("{}...", render_string(&cut));
-                }
-                return render_string(s);
-            }
-            _ => {
-                let mut out = String::new();
-                render_pointer(&mut out, p);
-                return out;
-            }
+            Some(Value::Str(s)) if p != 0 => return render_text(s),
+            _ => return render_words(ty, &[p], role),
         }
     }
-    render_words(ty, &nums, Role::Arg)
+    render_words(ty, &nums, role)
 }
 
-/// Render a value held in one or more 64-bit words (a struct in two registers or on the
-/// stack: `(struct wide){0x3, 0x4}`).
+/// Render a value held in one or more 64-bit words (a struct in two registers or in
+/// memory: `(struct wide){0x3, 0x4}`; a float read from memory). Bytes past the type's
+/// size are not part of the value and are cleared.
 pub fn render_words(ty: Type<'_>, words: &[u64], role: Role) -> String {
-    match words {
+    let t = ty.resolve();
+    if t.kind() == TypeKind::Float {
+        return dcg_render::render_float_words(words, t.size()).unwrap_or_else(|| "?".into());
+    }
+    let aggregate = matches!(t.kind(), TypeKind::Struct | TypeKind::Union);
+    let mut words = words.to_vec();
+    if aggregate && t.size() > 0 {
+        words.truncate(t.size().div_ceil(8) as usize);
+        let tail = t.size() % 8;
+        if let (Some(last), true) = (words.last_mut(), tail != 0) {
+            *last &= (1u64 << (8 * tail)) - 1;
+        }
+    }
+    match words.as_slice() {
         [] => "?".into(),
         [one] => render(ty, *one, role).unwrap_or_default(),
         many => {
-            let t = ty.resolve();
-            let label = if t.name().is_empty() {
-                ty.display()
-            } else {
-                t.base_name()
-            };
+            let label = dcg_render::aggregate_label(ty, t);
             let list: Vec<String> = many.iter().map(|w| format!("{w:#x}")).collect();
             format!("({label}){{{}}}", list.join(", "))
         }
@@ -623,16 +733,22 @@ pub fn plan_probes<'a>(
         } else {
             (Vec::new(), Vec::new())
         };
-        let ret_fields = if with_ret { plan_return(f) } else { Vec::new() };
+        let (ret_fields, ret_text) = if with_ret {
+            plan_return(f)
+        } else {
+            (Vec::new(), None)
+        };
         probes.push(Probe {
             func: f,
             target: s.target,
             offset,
+            body: if with_args { body_offset(f) } else { 0 },
             entry_event: entry,
             return_event: ret,
             entry_fields,
             args,
             ret_fields,
+            ret_text,
         });
     }
     probes
