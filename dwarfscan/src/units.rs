@@ -127,6 +127,8 @@ pub(crate) struct Builder<'a, 's, 'c> {
     pub(crate) res: CuResult,
     /// The unit's line rows, read when a function needs its prologue's end.
     pub(crate) line_rows: Option<Vec<(u64, bool)>>,
+    /// The unit is assembly (its functions have no types).
+    pub(crate) asm_unit: bool,
 }
 
 impl<'s> Builder<'_, 's, '_> {
@@ -231,6 +233,9 @@ impl<'s> Builder<'_, 's, '_> {
             return None;
         };
         let mut flags = sig.flags;
+        if self.asm_unit {
+            flags |= FuncFlags::NO_TYPES;
+        }
         match sym {
             Some(s) => {
                 flags |= suffix_flags(s.name);

@@ -156,12 +156,15 @@ bitflags! {
         const NOTRACE = 1 << 11;
         /// Declared `inline` in the source.
         const DECLARED_INLINE = 1 << 12;
+        /// Described by an assembly unit (`.S`): DWARF gives its name and code only; the
+        /// return type and parameters are not known (shown as `void f(void)`).
+        const NO_TYPES = 1 << 13;
     }
 }
 
 impl FuncFlags {
     /// The flag names used by `dcg dump` and `dcg sig`, in bit order.
-    pub const NAMES: [(FuncFlags, &'static str); 13] = [
+    pub const NAMES: [(FuncFlags, &'static str); 14] = [
         (FuncFlags::STATIC, "static"),
         (FuncFlags::CLONE_ISRA, "clone:isra"),
         (FuncFlags::CLONE_CONSTPROP, "clone:constprop"),
@@ -175,6 +178,7 @@ impl FuncFlags {
         (FuncFlags::NO_SYMBOL, "no-symbol"),
         (FuncFlags::NOTRACE, "notrace"),
         (FuncFlags::DECLARED_INLINE, "declared-inline"),
+        (FuncFlags::NO_TYPES, "no-types"),
     ];
 
     /// The names of the set flags, in bit order.

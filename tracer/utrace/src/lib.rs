@@ -15,6 +15,7 @@
 
 pub mod calls;
 pub mod plan;
+pub mod symbolize;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -231,7 +232,7 @@ impl Tracer {
                     &p.entry_def(&group, path),
                 )
                 .map_err(|error| UtraceError::Probe {
-                    what: format!("{} in {}", p.func.symbol(), path.display()),
+                    what: format!("{} in {}", p.symbol, path.display()),
                     error,
                 })?;
             session
@@ -241,7 +242,7 @@ impl Tracer {
                     &p.return_def(&group, path),
                 )
                 .map_err(|error| UtraceError::Probe {
-                    what: format!("the return of {} in {}", p.func.symbol(), path.display()),
+                    what: format!("the return of {} in {}", p.symbol, path.display()),
                     error,
                 })?;
             events.insert(p.entry_event.clone(), (i, false));
@@ -608,6 +609,9 @@ impl<'e, 'p> Stream<'e, 'p> {
             tid: ev.pid,
             cpu: ev.cpu,
             ts: ev.timestamp_ns().unwrap_or(0),
+            ip: (!is_return)
+                .then(|| pe.func.and_then(dcg_fgraph::parse_number))
+                .flatten(),
         };
         if is_return {
             calls.ret(&m, probe, &values, out)

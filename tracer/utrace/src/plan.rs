@@ -10,6 +10,7 @@ use object::{Object as _, ObjectSegment as _};
 use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
 
 use dcg_dbset::glob::glob_match;
+use dcg_dbset::symbols::SymbolMap;
 
 use crate::UtraceError;
 
@@ -77,6 +78,9 @@ pub struct Target {
     pub source: DbSource,
     /// GNU build-id (empty when none).
     pub build_id: Vec<u8>,
+    /// Its ELF symbols (`.symtab`, `.dynsym`, and its debug file's): aliases of
+    /// functions, functions without DWARF, what pointers land on.
+    pub symbols: SymbolMap,
 }
 
 /// Find the file `given` names: an existing path, a file mapped by process `pid` with that
@@ -143,6 +147,14 @@ pub fn load_target(
     let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs)?;
     notes.extend(found.notes);
     let (db, source) = (found.db, found.source);
+    let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
+    if let Some(debug) = loader::binary::debug_file(path, &bytes, &build_id) {
+        if let Ok(dbytes) = std::fs::read(&debug) {
+            if let Ok(more) = SymbolMap::from_elf(&dbytes) {
+                symbols.merge(more);
+            }
+        }
+    }
     Ok(Target {
         given: given.to_string(),
         path: path.to_path_buf(),
@@ -151,6 +163,7 @@ pub fn load_target(
         db,
         source,
         build_id,
+        symbols,
     })
 }
 
@@ -195,8 +208,10 @@ pub fn is_unreadable(text: &str) -> bool {
 /// A function to probe and its two events.
 #[derive(Debug, Clone)]
 pub struct Probe<'a> {
-    /// The function.
-    pub func: Function<'a>,
+    /// The function, when DWARF describes it.
+    pub func: Option<Function<'a>>,
+    /// Its symbol.
+    pub symbol: String,
     /// Index of its [`Target`].
     pub target: usize,
     /// File offset of its entry.
@@ -535,7 +550,13 @@ pub fn render_text(s: &str) -> String {
 
 /// Render argument `plan` of type `ty` from the entry event's `values`, as `role` says
 /// (`Role::Arg` with the kernel's error conventions, else `Role::Plain`).
-pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value], role: Role) -> String {
+pub fn render_arg(
+    ty: Type<'_>,
+    plan: &ArgPlan,
+    values: &[Value],
+    role: Role,
+    sym: &dyn Fn(u64) -> Option<String>,
+) -> String {
     let (words, string) = match plan {
         ArgPlan::Text(t) => return t.clone(),
         ArgPlan::Fetched { words, string } => (words, string),
@@ -551,10 +572,28 @@ pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value], role: Role) ->
         let p = nums.first().copied().unwrap_or(0);
         match values.get(*si) {
             Some(Value::Str(s)) if p != 0 => return render_text(s),
-            _ => return render_words(ty, &[p], role),
+            _ => return render_pointer_or(ty, &[p], role, sym),
         }
     }
-    render_words(ty, &nums, role)
+    render_pointer_or(ty, &nums, role, sym)
+}
+
+/// [`render_words`], except that a pointer landing on a symbol is named by `sym`
+/// (`&static_var`, `&_IO_2_1_stdout_`, a function's name).
+pub fn render_pointer_or(
+    ty: Type<'_>,
+    words: &[u64],
+    role: Role,
+    sym: &dyn Fn(u64) -> Option<String>,
+) -> String {
+    if let ([w], TypeKind::Pointer) = (words, ty.resolve().kind()) {
+        if *w != 0 {
+            if let Some(name) = sym(*w) {
+                return name;
+            }
+        }
+    }
+    render_words(ty, words, role)
 }
 
 /// Render a value held in one or more 64-bit words (a struct in two registers or in
@@ -600,10 +639,15 @@ pub fn event_base(symbol: &str) -> String {
 }
 
 /// A function selected by a pattern, before its probe is planned.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Selected<'a> {
-    /// The function.
-    pub func: Function<'a>,
+    /// The function, when DWARF describes it (else an ELF function symbol, traced
+    /// without arguments).
+    pub func: Option<Function<'a>>,
+    /// Its symbol.
+    pub symbol: String,
+    /// Its address.
+    pub addr: u64,
     /// Index of its target.
     pub target: usize,
 }
@@ -622,19 +666,86 @@ pub fn select<'a>(
     let mut found = Vec::new();
     let mut inline_only = Vec::new();
     let mut cold = Vec::new();
+    let mut with_dwarf = HashSet::new();
+    let mut no_dwarf: Vec<(String, u64)> = Vec::new();
     for f in t.db.functions() {
-        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) {
+        if f.addr() != 0 && !f.flags().contains(FuncFlags::NO_TYPES) {
+            with_dwarf.insert(f.addr());
+        }
+        // By its DWARF name, its symbol, or any ELF symbol at its address (`free` is
+        // `__libc_free` in libc's DWARF).
+        let alias = || {
+            f.addr() != 0
+                && t.symbols
+                    .at(f.addr())
+                    .iter()
+                    .any(|s| s.func && glob_match(pattern, &s.name))
+        };
+        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) && !alias() {
             continue;
         }
         let flags = f.flags();
         if flags.contains(FuncFlags::INLINE_ONLY) || f.addr() == 0 {
             inline_only.push(f);
+        } else if flags.contains(FuncFlags::NO_TYPES) {
+            // Named by an assembly unit: no types, as if it had no DWARF.
+            with_dwarf.remove(&f.addr());
+            let named = glob_match(pattern, f.name());
+            match no_dwarf.iter_mut().find(|(_, a)| *a == f.addr()) {
+                // Shown by the name asked for (`kill`, not `__GI___kill`).
+                Some((n, _)) if named && !glob_match(pattern, n) => *n = f.name().to_string(),
+                Some(_) => {}
+                None => no_dwarf.push((f.name().to_string(), f.addr())),
+            }
         } else if flags.contains(FuncFlags::COLD) {
             cold.push(f);
         } else {
-            found.push(Selected { func: f, target });
+            found.push(Selected {
+                func: Some(f),
+                symbol: f.symbol().to_string(),
+                addr: f.addr(),
+                target,
+            });
         }
     }
+    // Function symbols no DWARF describes (assembly: libc's syscall wrappers `kill`,
+    // `chmod`), by name only: traced without arguments, the return value raw.
+    for s in t.symbols.functions() {
+        if !with_dwarf.contains(&s.addr)
+            && glob_match(pattern, &s.name)
+            && !no_dwarf.iter().any(|(_, a)| *a == s.addr)
+        {
+            no_dwarf.push((s.name.clone(), s.addr));
+        }
+    }
+    no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
+    if !wild {
+        for (name, addr) in no_dwarf {
+            notes.push(format!(
+                "{name}: no DWARF gives its types (written in assembly, or built without -g): \
+                 traced without arguments, its return value raw"
+            ));
+            found.push(Selected {
+                func: None,
+                symbol: name,
+                addr,
+                target,
+            });
+        }
+    } else if !no_dwarf.is_empty() {
+        notes.push(format!(
+            "{}:{pattern}: {} matching functions have no DWARF and are not traced (name one \
+             to trace it without arguments)",
+            t.given,
+            no_dwarf.len()
+        ));
+    }
+    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
+    inline_only.retain(|f| {
+        !found
+            .iter()
+            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
+    });
     for f in &cold {
         let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
         notes.push(format!(
@@ -698,21 +809,20 @@ pub fn plan_probes<'a>(
     let mut names = HashSet::new();
     let mut probes = Vec::new();
     for s in selected {
-        let f = s.func;
-        if !seen_addr.insert((s.target, f.addr())) {
+        if !seen_addr.insert((s.target, s.addr)) {
             continue;
         }
         let t = &targets[s.target];
-        let Some(offset) = file_offset(&t.segments, f.addr()) else {
+        let Some(offset) = file_offset(&t.segments, s.addr) else {
             notes.push(format!(
                 "{}: address {:#x} is in no loadable segment of {}: not probed",
-                f.symbol(),
-                f.addr(),
+                s.symbol,
+                s.addr,
                 t.path.display()
             ));
             continue;
         };
-        let base = event_base(f.symbol());
+        let base = event_base(&s.symbol);
         let mut n = 1;
         let (entry, ret) = loop {
             let b = if n == 1 {
@@ -728,21 +838,32 @@ pub fn plan_probes<'a>(
         };
         names.insert(entry.clone());
         names.insert(ret.clone());
-        let (entry_fields, args) = if with_args {
-            plan_entry(f)
-        } else {
-            (Vec::new(), Vec::new())
+        let (entry_fields, args) = match s.func {
+            Some(f) if with_args => plan_entry(f),
+            _ => (Vec::new(), Vec::new()),
         };
-        let (ret_fields, ret_text) = if with_ret {
-            plan_return(f)
-        } else {
-            (Vec::new(), None)
+        let (ret_fields, ret_text) = match s.func {
+            Some(f) if with_ret => plan_return(f),
+            // No type: the raw register.
+            None if with_ret => (
+                vec![Field {
+                    name: "ret".into(),
+                    fetch: "$retval:x64".into(),
+                    string: false,
+                }],
+                None,
+            ),
+            _ => (Vec::new(), None),
         };
         probes.push(Probe {
-            func: f,
+            func: s.func,
+            symbol: s.symbol.clone(),
             target: s.target,
             offset,
-            body: if with_args { body_offset(f) } else { 0 },
+            body: match s.func {
+                Some(f) if with_args => body_offset(f),
+                _ => 0,
+            },
             entry_event: entry,
             return_event: ret,
             entry_fields,
