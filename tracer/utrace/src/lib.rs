@@ -252,7 +252,7 @@ impl Tracer {
         let pids: Vec<i32> = if let Some(pid) = args.pid {
             process::threads_of(pid)?
         } else if !args.command.is_empty() {
-            let c = Child::spawn_stopped(&args.command)?;
+            let c = Child::spawn_at_exec(&args.command)?;
             let pid = c.pid();
             child = Some(c);
             vec![pid]
