@@ -153,6 +153,9 @@ pub fn run(
         args.show_retvals,
         &mut notes,
     );
+    if let Some(why) = plan::unreadable_note(&probes) {
+        notes.push(why);
+    }
     for n in notes.drain(..) {
         note(&n);
     }
@@ -491,7 +494,7 @@ fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
 struct Stream<'e, 'p> {
     events: &'e HashMap<String, (usize, bool)>,
     probes: &'e [Probe<'p>],
-    /// An entry event whose string field continues on the next line (a `\n` in it).
+    /// An event whose string field continues on the next line (a `\n` in it).
     carry: Option<String>,
     /// `[LOST N EVENTS]` totals.
     lost_seen: u64,
@@ -589,11 +592,7 @@ impl<'e, 'p> Stream<'e, 'p> {
         } else {
             &p.entry_fields
         };
-        if !joined
-            && !is_return
-            && fields.last().is_some_and(|f| f.string)
-            && !self.entry_complete(line)
-        {
+        if !joined && fields.last().is_some_and(|f| f.string) && !self.entry_complete(line) {
             self.carry = Some(line.to_string());
             return Ok(());
         }

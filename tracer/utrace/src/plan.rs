@@ -200,9 +200,29 @@ pub fn unreadable(loc: sigdb::Location) -> String {
     format!("?{loc}")
 }
 
-/// Whether a shown value is an unreadable-value marker (`?`, `?xmm0`).
-pub fn is_unreadable(text: &str) -> bool {
-    text.starts_with('?')
+/// Why some values of `probes` will show as `?xmm0`, `?st0` (said once), if any will.
+pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
+    let mut funcs: Vec<&str> = probes
+        .iter()
+        .filter(|p| {
+            p.ret_text.is_some()
+                || p.args.iter().any(
+                    |(_, a)| matches!(a, ArgPlan::Text(t) if t.len() > 1 && t.starts_with('?')),
+                )
+        })
+        .map(|p| p.symbol.as_str())
+        .collect();
+    if funcs.is_empty() {
+        return None;
+    }
+    funcs.sort_unstable();
+    funcs.dedup();
+    Some(format!(
+        "values in xmm and x87 registers cannot be read by uprobes (they fetch general-purpose \
+         registers and memory only), shown as ?xmm0, ?st0, ?rdi:xmm0 (where the value is); \
+         arguments of unoptimized (-O0) code are read from their frame slots instead: {}",
+        shorten_list(&funcs, 8)
+    ))
 }
 
 /// A function to probe and its two events.
