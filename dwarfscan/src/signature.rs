@@ -170,18 +170,33 @@ impl<'s> Builder<'_, 's, '_> {
         }
     }
 
-    /// Entry locations of the parameters, and whether they depart from the ABI.
+    /// Entry locations of the parameters, and whether they depart from the ABI. With
+    /// `abi_holds` (a global function's entry), a parameter DWARF leaves without a
+    /// location at the entry is where the ABI puts it, when its class is known.
     pub(crate) fn locate_params(
         &mut self,
         sig: &Signature<'s>,
         (entry, hi): (u64, u64),
         frame_base: FrameBase,
         abi_only: bool,
+        abi_holds: bool,
     ) -> (Vec<LParam>, bool) {
         let class_of = |types: &TypeGraph, t: u32| {
             let r = types.resolve(t);
             abi::classify(r.kind, r.size, r.flags)
         };
+        // Small aggregates whose members could not be classified: no ABI fallback.
+        let class_known = |types: &TypeGraph, t: u32| {
+            let r = types.resolve(t);
+            !matches!(r.kind, sigdb::TypeKind::Struct | sigdb::TypeKind::Union)
+                || r.size > 16
+                || r.flags.contains(sigdb::TypeFlags::CLASSIFIED)
+        };
+        let known: Vec<bool> = sig
+            .params
+            .iter()
+            .map(|(_, t, _)| class_known(&self.types, *t))
+            .collect();
         let ret_class = {
             let r = self.types.resolve(sig.ret);
             abi::classify_ret(r.kind, r.size, r.flags)
@@ -226,17 +241,26 @@ impl<'s> Builder<'_, 's, '_> {
             .iter()
             .zip(expected)
             .zip(located)
-            .map(|(((name, ty, conc), exp), at)| {
+            .zip(known)
+            .map(|((((name, ty, conc), exp), at), known)| {
+                let fallback = abi_holds && known && exp != Location::Unknown;
                 let loc = match conc {
                     _ if abi_only => exp,
+                    None if fallback => exp,
                     None => Location::OptimizedOut,
                     Some(c) => match at {
+                        Some(EntryLoc::At(Location::OptimizedOut | Location::Unknown))
+                            if fallback =>
+                        {
+                            exp
+                        }
                         Some(EntryLoc::At(l)) => l,
                         Some(EntryLoc::Abi | EntryLoc::Frame(_)) => exp,
                         None => match c.const_value {
                             Some((v, _)) => {
                                 i32::try_from(v).map_or(Location::Unknown, Location::Const)
                             }
+                            None if fallback => exp,
                             None => Location::OptimizedOut,
                         },
                     },

@@ -258,7 +258,19 @@ impl<'s> Builder<'_, 's, '_> {
             }
         }
         let frame_base = self.sps[idx].die.frame_base.unwrap_or(FrameBase::Cfa);
-        let (params, abi_changed) = self.locate_params(&sig, (entry, hi), frame_base, orphan);
+        // At the entry of a function other code can call (global, not a clone), every
+        // parameter is where the ABI puts it, whatever DWARF says of later code.
+        let abi_holds = !ctx.kind.is_kernel()
+            && !flags.intersects(
+                FuncFlags::STATIC
+                    | FuncFlags::CLONE_ISRA
+                    | FuncFlags::CLONE_CONSTPROP
+                    | FuncFlags::PART
+                    | FuncFlags::CLONE_OTHER
+                    | FuncFlags::NOCALL,
+            );
+        let (params, abi_changed) =
+            self.locate_params(&sig, (entry, hi), frame_base, orphan, abi_holds);
         if abi_changed {
             flags |= FuncFlags::ABI_CHANGED;
         }
