@@ -1181,13 +1181,14 @@ fn libc_by_public_names() {
     let bin = compile_with(dir.path(), "gcc", "libc", "-O2").unwrap();
     let b = bin.to_str().unwrap();
     let f = |name: &str| format!("{libc}:{name}");
-    let (calloc, free, puts, kill, chmod, malloc) = (
+    let (calloc, free, puts, kill, chmod, malloc, atoi) = (
         f("calloc"),
         f("free"),
         f("puts"),
         f("kill"),
         f("chmod"),
         f("malloc"),
+        f("atoi"),
     );
     let trace = dir.path().join("trace.txt");
     let out = dcg(&[
@@ -1205,6 +1206,8 @@ fn libc_by_public_names() {
         &chmod,
         "--func",
         &malloc,
+        "--func",
+        &atoi,
         "--trace-output",
         trace.to_str().unwrap(),
         "--",
@@ -1273,4 +1276,10 @@ fn libc_by_public_names() {
             "{err}"
         );
     }
+    // atoi is inlined in libc too, but its out-of-line calls are traced: no such note.
+    assert!(
+        lines.contains(&format!("atoi(nptr=\"42\"); /* ret={} */", said("atoi"))),
+        "{traced}"
+    );
+    assert!(!err.contains("atoi: inlined into"), "{err}");
 }

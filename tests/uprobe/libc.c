@@ -8,6 +8,8 @@
 
 int main(void)
 {
+	/* Called through a pointer: out of line although <stdlib.h> inlines atoi. */
+	int (*volatile to_int)(const char *) = atoi;
 	void *p = malloc(100);
 	void *q = calloc(3, 8);
 	int k, c;
@@ -17,6 +19,7 @@ int main(void)
 	k = kill(getpid(), 0);
 	c = chmod("/nonexistent/dcg-test", 0644);
 	printf("kill=%d\nchmod=%d\n", k, c);
+	printf("atoi=%d\n", to_int("42"));
 	puts("done");
 	return 0;
 }
