@@ -10,7 +10,7 @@ use crate::dwarf::{read_with_children, Die, Units};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Class {
-    NoClass,
+    Unused,
     Integer,
     Sse,
 }
@@ -30,7 +30,7 @@ pub fn aggregate_flags<'s>(
     if !(1..=16).contains(&size) {
         return TypeFlags::empty();
     }
-    let mut eb = [Class::NoClass; 2];
+    let mut eb = [Class::Unused; 2];
     match members(
         units,
         die.tag == dw::DW_TAG_union_type,
@@ -125,7 +125,7 @@ fn place<'s>(
                 Class::Integer
             };
             // An unaligned scalar, or one across an eightbyte: memory.
-            if size == 0 || off % size.min(8) != 0 || off / 8 != (off + size - 1) / 8 {
+            if size == 0 || !off.is_multiple_of(size.min(8)) || off / 8 != (off + size - 1) / 8 {
                 return Some(false);
             }
             let slot = eb.get_mut(usize::try_from(off / 8).ok()?)?;

@@ -219,10 +219,10 @@ impl<'s> Builder<'_, 's, '_> {
         let mut located = Vec::with_capacity(sig.params.len());
         for (_, _, conc) in &sig.params {
             let at = match conc {
-                Some(c) if !abi_only => match &c.location {
-                    Some(v) => Some(location::at_entry(dwarf, unit, v, entry, frame_base)),
-                    None => None,
-                },
+                Some(c) if !abi_only => c
+                    .location
+                    .as_ref()
+                    .map(|v| location::at_entry(dwarf, unit, v, entry, frame_base)),
                 _ => None,
             };
             located.push(at);
@@ -231,7 +231,7 @@ impl<'s> Builder<'_, 's, '_> {
             .into_iter()
             .map(|at| match at {
                 Some(EntryLoc::Frame(off)) => {
-                    Some(frame_slot(self, off).map_or(EntryLoc::Abi, |l| EntryLoc::At(l)))
+                    Some(frame_slot(self, off).map_or(EntryLoc::Abi, EntryLoc::At))
                 }
                 other => other,
             })

@@ -58,7 +58,7 @@ impl<'a> Symbolizer<'a> {
             let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
                 continue;
             };
-            if offset.trim_start_matches('0') != "" {
+            if !offset.trim_start_matches('0').is_empty() {
                 continue;
             }
             let Some(start) = range
