@@ -1276,6 +1276,50 @@ fn libc_by_public_names() {
             "{err}"
         );
     }
+    // Only the exec'd program is recorded: every call is its own (pid, name), none of
+    // dcg's forked child before its exec.
+    let json = dir.path().join("trace.jsonl");
+    let out = dcg(&[
+        "--show-retvals",
+        "--json",
+        "--func",
+        &malloc,
+        "--trace-output",
+        json.to_str().unwrap(),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let program = text(&out.stdout);
+    let pid: u32 = program
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let first: String = program
+        .lines()
+        .find_map(|l| l.strip_prefix("malloc="))
+        .unwrap()
+        .to_string();
+    let recs: Vec<dcg_calls::record::CallRecord> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!recs.is_empty());
+    let comm: String = bin
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .take(15)
+        .collect();
+    for r in &recs {
+        assert_eq!(r.pid, Some(pid), "{r:?}");
+        assert_eq!(r.comm.as_deref(), Some(comm.as_str()), "{r:?}");
+    }
+    assert_eq!(recs[0].ret.as_deref(), Some(first.as_str()), "{recs:?}");
     // atoi is inlined in libc too, but its out-of-line calls are traced: no such note.
     assert!(
         lines.contains(&format!("atoi(nptr=\"42\"); /* ret={} */", said("atoi"))),

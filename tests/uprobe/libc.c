@@ -13,7 +13,7 @@ int main(void)
 	void *p = malloc(100);
 	void *q = calloc(3, 8);
 	int k, c;
-	printf("malloc=%p\ncalloc=%p\n", p, q);
+	printf("pid=%d\nmalloc=%p\ncalloc=%p\n", (int)getpid(), p, q);
 	free(p);
 	free(q);
 	k = kill(getpid(), 0);
