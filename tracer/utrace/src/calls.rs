@@ -80,7 +80,7 @@ pub struct Counts {
 }
 
 /// What trace_pipe prints for a task whose name it no longer knows.
-const UNKNOWN_COMM: &str = "<...>";
+pub const UNKNOWN_COMM: &str = "<...>";
 
 /// The uprobe source: probes' events into the call tree and its sinks.
 pub struct Calls<'a> {

@@ -603,8 +603,14 @@ impl<'e, 'p> Stream<'e, 'p> {
                 Vec::new()
             }
         };
+        // The name the entry probe fetched; a return takes its call's (`<...>`: known).
+        let comm = match (is_return, values.last()) {
+            (false, Some(Value::Str(c))) => c.as_str(),
+            (true, _) => calls::UNKNOWN_COMM,
+            _ => ev.comm,
+        };
         let m = Meta {
-            comm: ev.comm,
+            comm,
             tid: ev.pid,
             cpu: ev.cpu,
             ts: ev.timestamp_ns().unwrap_or(0),

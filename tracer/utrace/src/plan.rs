@@ -513,6 +513,9 @@ pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
     }
 }
 
+/// The entry field holding the task's name (`$comm`), always last.
+pub const COMM_FIELD: &str = "comm";
+
 /// A field value parsed from an event line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
@@ -858,10 +861,17 @@ pub fn plan_probes<'a>(
         };
         names.insert(entry.clone());
         names.insert(ret.clone());
-        let (entry_fields, args) = match s.func {
+        let (mut entry_fields, args) = match s.func {
             Some(f) if with_args => plan_entry(f),
             _ => (Vec::new(), Vec::new()),
         };
+        // The task's name as the probe hits: trace_pipe names a pid from a cache that
+        // can hold a previous owner's name (dcg's, before the exec; a dead process's).
+        entry_fields.push(Field {
+            name: COMM_FIELD.into(),
+            fetch: "$comm".into(),
+            string: true,
+        });
         let (ret_fields, ret_text) = match s.func {
             Some(f) if with_ret => plan_return(f),
             // No type: the raw register.
