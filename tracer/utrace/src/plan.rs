@@ -220,7 +220,8 @@ pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
     Some(format!(
         "values in xmm and x87 registers cannot be read by uprobes (they fetch general-purpose \
          registers and memory only), shown as ?xmm0, ?st0, ?rdi:xmm0 (where the value is); \
-         arguments of unoptimized (-O0) code are read from their frame slots instead: {}",
+         arguments unoptimized code spills to a frame (-O0 with a frame pointer) are read \
+         from there: {}",
         shorten_list(&funcs, 8)
     ))
 }
