@@ -321,3 +321,37 @@ impl std::fmt::Display for Location {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_locations_round_trip() {
+        for loc in [
+            Location::Frame {
+                off: -20,
+                body: 0x12,
+            },
+            Location::Frame {
+                off: i16::MIN,
+                body: u16::MAX,
+            },
+            Location::Frame { off: 16, body: 0 },
+        ] {
+            let (kind, reg, reg2, value) = loc.encode();
+            assert_eq!(kind, 6);
+            assert_eq!(Location::decode(kind, reg, reg2, value), Some(loc));
+        }
+        assert_eq!(
+            Location::Frame {
+                off: -20,
+                body: 0x12
+            }
+            .to_string(),
+            "frame-20@+0x12"
+        );
+        assert_eq!(Location::decode(7, 0, 0, 0), None);
+        assert!(FuncFlags::NO_TYPES.names().eq(["no-types"]));
+    }
+}
