@@ -1,7 +1,7 @@
 //! System V AMD64 parameter passing: where each parameter arrives, to tell functions
 //! whose DWARF locations follow the ABI from those the compiler changed.
 
-use sigdb::{Location, TypeFlags, TypeKind, SYSV_INT_ARG_REGS};
+use sigdb::{float_format, FloatFormat, Location, TypeFlags, TypeKind, SYSV_INT_ARG_REGS};
 
 /// DWARF register numbers of xmm0..xmm7.
 const SSE_REGS: [u8; 8] = [17, 18, 19, 20, 21, 22, 23, 24];
@@ -21,9 +21,10 @@ pub enum ArgClass {
     None,
 }
 
-/// Classify a resolved type of `kind`, `size` and `flags` as a parameter (aggregates by
-/// the classes their flags record, see [`TypeFlags::CLASSIFIED`]).
-pub fn classify(kind: TypeKind, size: u32, flags: TypeFlags) -> ArgClass {
+/// Classify a resolved type of `kind`, `size`, `flags` and `name` as a parameter
+/// (aggregates by the classes their flags record, see [`TypeFlags::CLASSIFIED`]; floats by
+/// their format).
+pub fn classify(kind: TypeKind, size: u32, flags: TypeFlags, name: &str) -> ArgClass {
     let aggregate = matches!(kind, TypeKind::Struct | TypeKind::Union);
     if aggregate && (1..=16).contains(&size) && flags.contains(TypeFlags::CLASSIFIED) {
         if flags.contains(TypeFlags::MEMORY) {
@@ -41,26 +42,30 @@ pub fn classify(kind: TypeKind, size: u32, flags: TypeFlags) -> ArgClass {
             (true, lo, _) => ArgClass::Mixed(lo),
         };
     }
+    if kind == TypeKind::Float {
+        return match float_format(size, name) {
+            FloatFormat::Single | FloatFormat::Double | FloatFormat::Quad => ArgClass::Sse(1),
+            FloatFormat::Complex(8) => ArgClass::Sse(1),
+            FloatFormat::Complex(16) => ArgClass::Sse(2),
+            // x87 values (and complex ones) go in memory.
+            FloatFormat::X87 | FloatFormat::Complex(_) => ArgClass::Memory(size),
+        };
+    }
     classify_kind(kind, size)
 }
 
-/// Classify a return type: as a parameter, except that a `long double` comes back on the
-/// x87 stack (no hidden result pointer).
-pub fn classify_ret(kind: TypeKind, size: u32, flags: TypeFlags) -> ArgClass {
-    match kind {
-        TypeKind::Float if size > 8 => ArgClass::None,
-        _ => classify(kind, size, flags),
+/// Classify a return type: as a parameter, except that a `long double` (and a complex
+/// one) comes back on the x87 stack (no hidden result pointer).
+pub fn classify_ret(kind: TypeKind, size: u32, flags: TypeFlags, name: &str) -> ArgClass {
+    match (kind, float_format(size, name)) {
+        (TypeKind::Float, FloatFormat::X87 | FloatFormat::Complex(32)) => ArgClass::None,
+        _ => classify(kind, size, flags, name),
     }
 }
 
 fn classify_kind(kind: TypeKind, size: u32) -> ArgClass {
     match kind {
         TypeKind::Void | TypeKind::Func => ArgClass::None,
-        // long double (x87, 16 bytes) and larger go in memory.
-        TypeKind::Float => match size {
-            0..=8 => ArgClass::Sse(1),
-            _ => ArgClass::Memory(size),
-        },
         TypeKind::Struct | TypeKind::Union | TypeKind::Array => match size {
             0 => ArgClass::None,
             1..=8 => ArgClass::Integer(1),
@@ -190,10 +195,25 @@ mod tests {
             ]
         );
         let none = TypeFlags::empty();
-        assert_eq!(classify(TypeKind::Float, 16, none), ArgClass::Memory(16));
-        assert_eq!(classify(TypeKind::Struct, 16, none), ArgClass::Integer(2));
+        let ld = "long double";
+        assert_eq!(
+            classify(TypeKind::Float, 16, none, ld),
+            ArgClass::Memory(16)
+        );
+        assert_eq!(
+            classify(TypeKind::Float, 16, none, "_Float128"),
+            ArgClass::Sse(1)
+        );
+        assert_eq!(
+            classify(TypeKind::Float, 16, none, "complex double"),
+            ArgClass::Sse(2)
+        );
+        assert_eq!(
+            classify(TypeKind::Struct, 16, none, "x"),
+            ArgClass::Integer(2)
+        );
         // long double returns on the x87 stack: no hidden pointer, rdi stays first.
-        let ret = classify_ret(TypeKind::Float, 16, none);
+        let ret = classify_ret(TypeKind::Float, 16, none, ld);
         assert_eq!(
             expected_locations(ret, &[int, int]),
             vec![Location::Reg(5), Location::Reg(4)]
@@ -201,12 +221,12 @@ mod tests {
         // struct { double }: xmm0; struct { long; double }: rdi and xmm0; packed: memory.
         let c = TypeFlags::CLASSIFIED;
         assert_eq!(
-            classify(TypeKind::Struct, 8, c | TypeFlags::SSE_LO),
+            classify(TypeKind::Struct, 8, c | TypeFlags::SSE_LO, "sd"),
             ArgClass::Sse(1)
         );
-        let mixed = classify(TypeKind::Struct, 16, c | TypeFlags::SSE_HI);
+        let mixed = classify(TypeKind::Struct, 16, c | TypeFlags::SSE_HI, "ld");
         assert_eq!(mixed, ArgClass::Mixed(false));
-        let packed = classify(TypeKind::Struct, 5, c | TypeFlags::MEMORY);
+        let packed = classify(TypeKind::Struct, 5, c | TypeFlags::MEMORY, "pk");
         assert_eq!(
             expected_locations(ArgClass::None, &[mixed, packed, int]),
             vec![

@@ -183,7 +183,7 @@ impl<'s> Builder<'_, 's, '_> {
     ) -> (Vec<LParam>, bool) {
         let class_of = |types: &TypeGraph, t: u32| {
             let r = types.resolve(t);
-            abi::classify(r.kind, r.size, r.flags)
+            abi::classify(r.kind, r.size, r.flags, &r.name)
         };
         // Small aggregates whose members could not be classified: no ABI fallback.
         let class_known = |types: &TypeGraph, t: u32| {
@@ -199,7 +199,7 @@ impl<'s> Builder<'_, 's, '_> {
             .collect();
         let ret_class = {
             let r = self.types.resolve(sig.ret);
-            abi::classify_ret(r.kind, r.size, r.flags)
+            abi::classify_ret(r.kind, r.size, r.flags, &r.name)
         };
         let classes: Vec<_> = sig
             .params

@@ -302,6 +302,36 @@ impl Location {
     }
 }
 
+/// The storage format of a floating-point type ([`TypeKind::Float`]), from its size and
+/// DWARF name: what its bytes mean and how the System V ABI passes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatFormat {
+    /// IEEE single (`float`).
+    Single,
+    /// IEEE double (`double`, `_Float64`).
+    Double,
+    /// x87 80-bit extended in 16 bytes (`long double`): in memory as a parameter, on the
+    /// x87 stack as a return.
+    X87,
+    /// IEEE quad (`_Float128`, `__float128`): one xmm register.
+    Quad,
+    /// A complex number of `size` bytes (two parts of the matching format).
+    Complex(u32),
+}
+
+/// The format of a floating-point type of `size` bytes named `name`.
+pub fn float_format(size: u32, name: &str) -> FloatFormat {
+    if name.to_ascii_lowercase().contains("complex") {
+        return FloatFormat::Complex(size);
+    }
+    match size {
+        0..=4 => FloatFormat::Single,
+        5..=8 => FloatFormat::Double,
+        16 if name.contains("128") => FloatFormat::Quad,
+        _ => FloatFormat::X87,
+    }
+}
+
 /// x86-64 name of a DWARF register number (`rdi`, `xmm0`, ...), if it has one.
 pub fn x86_64_reg_name(reg: u8) -> Option<&'static str> {
     crate::regs::reg(reg).map(|r| r.name)

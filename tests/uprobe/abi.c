@@ -4,6 +4,7 @@
  *   = NAME ret=value            before it returns
  * and the uprobe tests assert that each value dcg prints equals the oracle's (a value dcg
  * says it cannot read, `?…`, is counted apart and never compared). */
+#include <complex.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,12 +31,12 @@ static void words(const char *label, const void *p, size_t n)
 	uint64_t w[4] = { 0 };
 	memcpy(w, p, n);
 	if (n <= 8) {
-		printf("(%s)%#llx", label, (unsigned long long)w[0]);
+		printf("(%s)0x%llx", label, (unsigned long long)w[0]);
 		return;
 	}
 	printf("(%s){", label);
 	for (size_t i = 0; i < (n + 7) / 8; i++)
-		printf("%s%#llx", i ? ", " : "", (unsigned long long)w[i]);
+		printf("%s0x%llx", i ? ", " : "", (unsigned long long)w[i]);
 	printf("}");
 }
 #define RET_INT(name, v) printf("= %s ret=%d\n", name, (int)(v))
@@ -187,6 +188,32 @@ NOINLINE int var_sum(int n, ...)
 	return s;
 }
 
+/* Complex and quad floats: shown by their bytes (their labels as each compiler's DWARF
+ * names the types). */
+#ifdef __clang__
+#define COMPLEX_DOUBLE "complex"
+#define QUAD "__float128"
+#else
+#define COMPLEX_DOUBLE "complex double"
+#define QUAD "_Float128"
+#endif
+
+NOINLINE double cx_re(double complex z, int k)
+{
+	printf("= cx_re(z=");
+	words(COMPLEX_DOUBLE, &z, sizeof z);
+	printf(", k=%d)\n= cx_re ret=%g\n", k, creal(z) * k);
+	return creal(z) * k;
+}
+
+NOINLINE __float128 quad_id(__float128 x, int k)
+{
+	printf("= quad_id(x=");
+	words(QUAD, &x, sizeof x);
+	printf(", k=%d)\n= quad_id ret=?\n", k);
+	return x * k;
+}
+
 NOINLINE const int *where(const int *p, FILE *f)
 {
 	printf("= where(p=&static_var, f=&_IO_2_1_stdout_)\n");
@@ -225,6 +252,8 @@ int main(void)
 	packed_get(pk, 55);
 	empty_get(e, 44);
 	var_sum(3, 10, 20, 30);
+	cx_re(1.5 + 2.25 * I, 2);
+	quad_id(1, 3);
 	where(&static_var, stdout);
 	return 0;
 }

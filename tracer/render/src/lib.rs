@@ -214,13 +214,25 @@ pub fn render_pointer(out: &mut String, raw: u64) {
     }
 }
 
-/// Render a floating-point value from its bits in memory (`words`, little-endian, low
-/// first) by its size: 4 `float`, 8 `double`, 16 (or 10) the x87 `long double`. The
-/// shortest decimal that reads back to the same value (`1.5`, `2.25`, `0.1`), in
-/// exponent form outside 1e-5..1e16 (`1e20`), as C's `%g` shows such values; a long
-/// double that no double holds exactly in C's exact hex form (`0x1.8p+1`). `None` for
-/// another size.
-pub fn render_float_words(words: &[u64], size: u32) -> Option<String> {
+/// Render a value of floating-point type `t` (resolved) from its bits in memory (`words`,
+/// little-endian, low first): `float`, `double`, the x87 `long double`. The shortest
+/// decimal that reads back to the same value (`1.5`, `2.25`, `0.1`), in exponent form
+/// outside 1e-5..1e16 (`1e20`), as C's `%g` shows such values; a long double that no
+/// double holds exactly in C's exact hex form (`0x1.8p+1`). `None` for the formats it does
+/// not decode (complex, quad): their bytes are shown instead.
+pub fn render_float_words(words: &[u64], t: Type<'_>) -> Option<String> {
+    use sigdb::FloatFormat;
+    let size = match sigdb::float_format(t.size(), t.name()) {
+        FloatFormat::Single => 4,
+        FloatFormat::Double => 8,
+        FloatFormat::X87 => 16,
+        FloatFormat::Quad | FloatFormat::Complex(_) => return None,
+    };
+    float_bits_text(words, size)
+}
+
+/// [`render_float_words`] by size: 4, 8, or 16 (x87).
+fn float_bits_text(words: &[u64], size: u32) -> Option<String> {
     let w0 = words.first().copied()?;
     let shortest = |v: f64| -> String {
         if v.is_nan() {
@@ -486,7 +498,7 @@ mod tests {
 
     #[test]
     fn floats() {
-        let f = |w: &[u64], n| render_float_words(w, n).unwrap();
+        let f = |w: &[u64], n| float_bits_text(w, n).unwrap();
         assert_eq!(f(&[1.5f32.to_bits() as u64 | 0xdead_0000_0000], 4), "1.5");
         assert_eq!(f(&[2.25f64.to_bits()], 8), "2.25");
         assert_eq!(f(&[0.1f64.to_bits()], 8), "0.1");
@@ -501,7 +513,7 @@ mod tests {
             f(&[0xaaaa_aaaa_aaaa_aaab, 0x3ffd], 16),
             "0x1.5555555555555556p-2"
         );
-        assert_eq!(render_float_words(&[0], 2), None);
+        assert_eq!(float_bits_text(&[0], 2), None);
     }
 
     fn db() -> Db {

@@ -468,8 +468,17 @@ pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
     };
     match t.kind() {
         TypeKind::Void => (Vec::new(), None),
-        TypeKind::Float if t.size() > 8 => (Vec::new(), Some("?st0".into())),
-        TypeKind::Float => (Vec::new(), Some("?xmm0".into())),
+        TypeKind::Float => (
+            Vec::new(),
+            Some(
+                match sigdb::float_format(t.size(), t.name()) {
+                    sigdb::FloatFormat::X87 | sigdb::FloatFormat::Complex(32) => "?st0",
+                    sigdb::FloatFormat::Complex(16) => "?xmm0:xmm1",
+                    _ => "?xmm0",
+                }
+                .into(),
+            ),
+        ),
         TypeKind::Struct | TypeKind::Union if t.size() == 0 => (Vec::new(), None),
         TypeKind::Struct | TypeKind::Union => match dcg_render::ret_class(t) {
             dcg_render::RetClass::Regs(false, false) if t.size() <= 8 => {
@@ -626,9 +635,15 @@ pub fn render_pointer_or(
 pub fn render_words(ty: Type<'_>, words: &[u64], role: Role) -> String {
     let t = ty.resolve();
     if t.kind() == TypeKind::Float {
-        return dcg_render::render_float_words(words, t.size()).unwrap_or_else(|| "?".into());
+        if let Some(text) = dcg_render::render_float_words(words, t) {
+            return text;
+        }
     }
-    let aggregate = matches!(t.kind(), TypeKind::Struct | TypeKind::Union);
+    // Aggregates, and floats shown by their bytes (complex, quad).
+    let aggregate = matches!(
+        t.kind(),
+        TypeKind::Struct | TypeKind::Union | TypeKind::Float
+    );
     let mut words = words.to_vec();
     if aggregate && t.size() > 0 {
         words.truncate(t.size().div_ceil(8) as usize);
