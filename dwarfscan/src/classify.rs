@@ -111,6 +111,23 @@ fn place<'s>(
             }
             Some(true)
         }
+        dw::DW_TAG_base_type
+            if die.encoding.map(gimli::DwAte) == Some(dw::DW_ATE_complex_float) =>
+        {
+            // Two float parts: each eightbyte SSE (complex long double: x87, not
+            // modelled).
+            let size = die.byte_size?;
+            if size > 16 || !off.is_multiple_of(size.min(16) / 2) {
+                return if size > 16 { None } else { Some(false) };
+            }
+            for k in 0..size.div_ceil(8) {
+                let slot = eb.get_mut(usize::try_from(off / 8 + k).ok()?)?;
+                if *slot != Class::Integer {
+                    *slot = Class::Sse;
+                }
+            }
+            Some(true)
+        }
         _ => {
             let size = resolved_size(units, die.clone(), depth)?;
             let class = if die.tag == dw::DW_TAG_base_type
