@@ -1079,6 +1079,7 @@ fn abi_values_agree_with_the_program() {
         "sd_get.ret=?xmm0",
         "cx_re.ret=?xmm0",
         "quad_id.ret=?xmm0",
+        "make_cz.ret=?xmm0:xmm1",
     ];
     let o2_unreadable = [
         "ld_ret.ret=?st0",
@@ -1094,6 +1095,8 @@ fn abi_values_agree_with_the_program() {
         "cx_re.ret=?xmm0",
         "quad_id.x=?xmm0",
         "quad_id.ret=?xmm0",
+        "make_cz.a=?xmm0",
+        "make_cz.ret=?xmm0:xmm1",
     ];
     for cc in ["gcc", "clang"] {
         if cc == "clang" && !have_clang {
@@ -1124,7 +1127,7 @@ fn abi_values_agree_with_the_program() {
             assert!(out.status.success(), "{err}");
             let traced = std::fs::read_to_string(&trace).unwrap();
             let oracle = oracle_calls(&text(&out.stdout));
-            assert_eq!(oracle.len(), 23, "{}", text(&out.stdout));
+            assert_eq!(oracle.len(), 24, "{}", text(&out.stdout));
             let a = agreement(&oracle, &dcg_calls(&traced));
             eprintln!(
                 "{cc} {opt}: {} values, {} agree, {} unreadable {:?}, {} wrong",

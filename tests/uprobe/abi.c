@@ -214,6 +214,17 @@ NOINLINE __float128 quad_id(__float128 x, int k)
 	return x * k;
 }
 
+struct cz { double complex z; };       /* two SSE eightbytes: returned in xmm0:xmm1 */
+
+NOINLINE struct cz make_cz(double a)
+{
+	struct cz r = { a + a * I };
+	printf("= make_cz(a=%g)\n= make_cz ret=", a);
+	words("struct cz", &r, sizeof r);
+	printf("\n");
+	return r;
+}
+
 NOINLINE const int *where(const int *p, FILE *f)
 {
 	printf("= where(p=&static_var, f=&_IO_2_1_stdout_)\n");
@@ -254,6 +265,7 @@ int main(void)
 	var_sum(3, 10, 20, 30);
 	cx_re(1.5 + 2.25 * I, 2);
 	quad_id(1, 3);
+	make_cz(0.5);
 	where(&static_var, stdout);
 	return 0;
 }
