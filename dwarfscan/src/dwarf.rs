@@ -146,6 +146,10 @@ pub struct Die<'s> {
     pub encoding: Option<u8>,
     /// `DW_AT_count` or `DW_AT_upper_bound` + 1.
     pub count: Option<u64>,
+    /// `DW_AT_data_member_location` as a constant (members).
+    pub member_offset: Option<u64>,
+    /// `DW_AT_bit_size` or `DW_AT_data_bit_offset` present (a bit-field member).
+    pub bitfield: bool,
     /// `DW_AT_const_value`, as (value, came signed).
     pub const_value: Option<(i64, bool)>,
     /// `DW_AT_declaration`.
@@ -178,12 +182,23 @@ pub struct Die<'s> {
     pub decl_file: Option<u64>,
     /// `DW_AT_decl_line`.
     pub decl_line: Option<u64>,
-    /// `DW_AT_frame_base` is `DW_OP_call_frame_cfa`.
-    pub frame_base_cfa: Option<bool>,
+    /// What `DW_AT_frame_base` is.
+    pub frame_base: Option<FrameBase>,
     /// `DW_AT_location`.
     pub location: Option<AttributeValue<R<'s>>>,
     /// `DW_AT_dwo_name` / `DW_AT_GNU_dwo_name` present.
     pub dwo: bool,
+}
+
+/// What a subprogram's `DW_AT_frame_base` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameBase {
+    /// `DW_OP_call_frame_cfa` (gcc).
+    Cfa,
+    /// `DW_OP_reg6`: rbp, which is CFA - 16 once the prologue has set it up (clang).
+    Rbp,
+    /// Anything else.
+    Other,
 }
 
 fn global_ref(unit: &Unit<'_>, v: &AttributeValue<R<'_>>) -> Option<u64> {
@@ -210,6 +225,8 @@ impl<'s> Die<'s> {
             byte_size: None,
             encoding: None,
             count: None,
+            member_offset: None,
+            bitfield: false,
             const_value: None,
             declaration: false,
             external: false,
@@ -226,7 +243,7 @@ impl<'s> Die<'s> {
             ranges: None,
             decl_file: None,
             decl_line: None,
-            frame_base_cfa: None,
+            frame_base: None,
             location: None,
             dwo: false,
         }
@@ -258,6 +275,8 @@ impl<'s> Die<'s> {
                 }
             }
             dw::DW_AT_count => self.count = value.udata_value(),
+            dw::DW_AT_data_member_location => self.member_offset = value.udata_value(),
+            dw::DW_AT_bit_size | dw::DW_AT_data_bit_offset => self.bitfield = true,
             dw::DW_AT_upper_bound => {
                 // An upper bound of -1 (sdata, or all-ones data8) means "unknown";
                 // data1 255 is a real bound (GCC: `u32 [256]`).
@@ -324,10 +343,17 @@ impl<'s> Die<'s> {
             }
             dw::DW_AT_decl_line => self.decl_line = value.udata_value(),
             dw::DW_AT_frame_base => {
-                self.frame_base_cfa = Some(matches!(
-                    value,
-                    AttributeValue::Exprloc(ref e) if e.0.slice() == [dw::DW_OP_call_frame_cfa.0]
-                ))
+                self.frame_base = Some(match value {
+                    AttributeValue::Exprloc(ref e)
+                        if e.0.slice() == [dw::DW_OP_call_frame_cfa.0] =>
+                    {
+                        FrameBase::Cfa
+                    }
+                    AttributeValue::Exprloc(ref e) if e.0.slice() == [dw::DW_OP_reg6.0] => {
+                        FrameBase::Rbp
+                    }
+                    _ => FrameBase::Other,
+                })
             }
             dw::DW_AT_location => self.location = Some(value),
             dw::DW_AT_dwo_name | dw::DW_AT_GNU_dwo_name => self.dwo = true,

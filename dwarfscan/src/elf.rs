@@ -85,9 +85,20 @@ pub struct ElfInfo<'a> {
     pub mcount: Option<Vec<u64>>,
     /// Relocations that could not be applied (unsupported types), counted.
     pub skipped_relocations: u64,
+    /// Code sections with bytes in the file (not in a separate debug file, whose code
+    /// sections are `NOBITS`): (address, bytes), of linked files only.
+    pub code: Vec<(u64, &'a [u8])>,
 }
 
-impl ElfInfo<'_> {
+impl<'a> ElfInfo<'a> {
+    /// The code bytes from `addr` to the end of its section, when the file has them.
+    pub fn code_at(&self, addr: u64) -> Option<&'a [u8]> {
+        self.code.iter().find_map(|&(a, b)| {
+            let off = usize::try_from(addr.checked_sub(a)?).ok()?;
+            b.get(off..).filter(|r| !r.is_empty())
+        })
+    }
+
     /// The bytes of a DWARF section (empty when absent).
     pub fn section(&self, id: gimli::SectionId) -> &[u8] {
         self.sections.get(&id).map_or(&[], |c| c)
@@ -251,6 +262,16 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
         None
     };
 
+    let code = if kind.is_relocatable() {
+        Vec::new()
+    } else {
+        file.sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .filter(|(_, d)| !d.is_empty())
+            .collect()
+    };
+
     Ok(ElfInfo {
         kind,
         machine,
@@ -260,6 +281,7 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
         sections,
         mcount,
         skipped_relocations,
+        code,
     })
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use sigdb::Location;
 
-use crate::dwarf::Die;
+use crate::dwarf::{Die, FrameBase};
 use crate::location::{self, EntryLoc};
 use crate::units::{code_ranges, Builder, Callee};
 
@@ -95,8 +95,8 @@ impl<'s> Builder<'_, 's, '_> {
             Some(f) => self.file_name(r.die.off, f),
             None => String::new(),
         };
-        let frame_base_cfa = self.sps[r.owner].die.frame_base_cfa.unwrap_or(true);
-        let params = self.instance_params(origin, r, entry_pc, frame_base_cfa);
+        let frame_base = self.sps[r.owner].die.frame_base.unwrap_or(FrameBase::Cfa);
+        let params = self.instance_params(origin, r, entry_pc, frame_base);
         Some(LInstance {
             callee,
             caller,
@@ -116,7 +116,7 @@ impl<'s> Builder<'_, 's, '_> {
         origin: u64,
         r: &RawInstance<'s>,
         pc: u64,
-        frame_base_cfa: bool,
+        frame_base: FrameBase,
     ) -> Vec<Location> {
         let Some(sp) = self.sp(origin) else {
             return Vec::new();
@@ -131,9 +131,9 @@ impl<'s> Builder<'_, 's, '_> {
                     return Location::OptimizedOut;
                 };
                 match (&c.location, c.const_value) {
-                    (Some(v), _) => match location::at_entry(dwarf, unit, v, pc, frame_base_cfa) {
+                    (Some(v), _) => match location::at_entry(dwarf, unit, v, pc, frame_base) {
                         EntryLoc::At(l) => l,
-                        EntryLoc::Abi => Location::Unknown,
+                        EntryLoc::Abi | EntryLoc::Frame(_) => Location::Unknown,
                     },
                     (None, Some((v, _))) => {
                         i32::try_from(v).map_or(Location::Unknown, Location::Const)

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod abi;
+mod classify;
 pub mod dwarf;
 pub mod elf;
 mod error;
@@ -21,6 +22,7 @@ pub mod inlines;
 pub mod input;
 pub mod location;
 pub mod merge;
+mod prologue;
 pub mod render;
 mod signature;
 pub mod stats;
@@ -367,6 +369,7 @@ fn scan_small(
         mcount: elf.mcount.as_deref(),
         kind: elf.kind,
         instances: opts.inline_instances,
+        elf: &elf,
     };
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
@@ -415,6 +418,7 @@ fn scan_big(
         mcount: elf.mcount.as_deref(),
         kind: elf.kind,
         instances: opts.inline_instances,
+        elf: &elf,
     };
     let n = fd.headers.len();
     let mut any_ok = false;

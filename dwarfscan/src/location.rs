@@ -4,15 +4,18 @@
 use gimli::{AttributeValue, Operation};
 use sigdb::Location;
 
-use crate::dwarf::{Unit, R};
+use crate::dwarf::{FrameBase, Unit, R};
 
 /// What DWARF says about a parameter at entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryLoc {
     /// A definite location.
     At(Location),
-    /// A spill slot or a frame-base-relative slot valid only after the prologue (`-O0`):
-    /// the value arrived where the ABI puts it.
+    /// A frame slot at CFA + offset, valid only after the prologue (`-O0`): at entry the
+    /// value is where the ABI puts it.
+    Frame(i64),
+    /// A slot relative to a frame base dcg does not model: the value arrived where the
+    /// ABI puts it.
     Abi,
 }
 
@@ -25,10 +28,10 @@ pub fn at_entry<'s>(
     unit: &Unit<'s>,
     value: &AttributeValue<R<'s>>,
     pc: u64,
-    frame_base_cfa: bool,
+    frame_base: FrameBase,
 ) -> EntryLoc {
     match value {
-        AttributeValue::Exprloc(e) => expression(unit.encoding(), e, frame_base_cfa),
+        AttributeValue::Exprloc(e) => expression(unit.encoding(), e, frame_base),
         _ => {
             let Ok(Some(mut iter)) = dwarf.attr_locations(unit, *value) else {
                 return EntryLoc::At(Location::Unknown);
@@ -37,7 +40,7 @@ pub fn at_entry<'s>(
                 match iter.next() {
                     Ok(Some(entry)) => {
                         if entry.range.begin <= pc && pc < entry.range.end {
-                            return expression(unit.encoding(), &entry.data, frame_base_cfa);
+                            return expression(unit.encoding(), &entry.data, frame_base);
                         }
                     }
                     Ok(None) => return EntryLoc::At(Location::OptimizedOut),
@@ -52,7 +55,7 @@ pub fn at_entry<'s>(
 pub fn expression(
     encoding: gimli::Encoding,
     expr: &gimli::Expression<R<'_>>,
-    frame_base_cfa: bool,
+    frame_base: FrameBase,
 ) -> EntryLoc {
     // Empty, or DW_OP_GNU_parameter_ref: the value is not passed to this copy.
     if expr.0.is_empty() || expr.0.slice()[0] == 0xfa {
@@ -81,20 +84,21 @@ pub fn expression(
                 _ => Location::Unknown,
             }
         }
-        [Operation::FrameOffset { offset }] => {
-            if frame_base_cfa && *offset >= 0 {
-                stack(*offset)
-            } else {
-                return EntryLoc::Abi;
-            }
-        }
+        [Operation::FrameOffset { offset }] => match frame_base {
+            FrameBase::Cfa if *offset >= 0 => stack(*offset),
+            FrameBase::Cfa => return EntryLoc::Frame(*offset),
+            FrameBase::Rbp => return EntryLoc::Frame(*offset - 16),
+            FrameBase::Other => return EntryLoc::Abi,
+        },
         [Operation::RegisterOffset {
             register, offset, ..
         }] if register.0 == RSP => {
             // At entry the CFA is rsp + 8.
             stack(offset - 8)
         }
-        [Operation::RegisterOffset { register, .. }] if register.0 == 6 => return EntryLoc::Abi,
+        [Operation::RegisterOffset {
+            register, offset, ..
+        }] if register.0 == 6 => return EntryLoc::Frame(*offset - 16),
         [Operation::EntryValue { expression }, Operation::StackValue] => {
             let mut inner = gimli::Expression(*expression).operations(encoding);
             match (inner.next(), inner.next()) {

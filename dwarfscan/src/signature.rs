@@ -6,7 +6,7 @@ use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
 
 use crate::abi;
-use crate::dwarf::Die;
+use crate::dwarf::{Die, FrameBase};
 use crate::location::{self, EntryLoc};
 use crate::types::{text, TypeGraph};
 use crate::units::{Builder, Identity, LParam};
@@ -170,47 +170,97 @@ impl<'s> Builder<'_, 's, '_> {
         }
     }
 
-    /// Entry locations of the parameters, and whether they depart from the ABI.
+    /// Entry locations of the parameters, and whether they depart from the ABI. With
+    /// `abi_holds` (a global function's entry), a parameter DWARF leaves without a
+    /// location at the entry is where the ABI puts it, when its class is known.
     pub(crate) fn locate_params(
         &mut self,
         sig: &Signature<'s>,
-        entry: u64,
-        frame_base_cfa: bool,
+        (entry, hi): (u64, u64),
+        frame_base: FrameBase,
         abi_only: bool,
+        abi_holds: bool,
     ) -> (Vec<LParam>, bool) {
         let class_of = |types: &TypeGraph, t: u32| {
             let r = types.resolve(t);
-            abi::classify(r.kind, r.size)
+            abi::classify(r.kind, r.size, r.flags, &r.name)
         };
-        let ret_class = class_of(&self.types, sig.ret);
+        // Small aggregates whose members could not be classified: no ABI fallback.
+        let class_known = |types: &TypeGraph, t: u32| {
+            let r = types.resolve(t);
+            !matches!(r.kind, sigdb::TypeKind::Struct | sigdb::TypeKind::Union)
+                || r.size > 16
+                || r.flags.contains(sigdb::TypeFlags::CLASSIFIED)
+        };
+        let known: Vec<bool> = sig
+            .params
+            .iter()
+            .map(|(_, t, _)| class_known(&self.types, *t))
+            .collect();
+        let ret_class = {
+            let r = self.types.resolve(sig.ret);
+            abi::classify_ret(r.kind, r.size, r.flags, &r.name)
+        };
         let classes: Vec<_> = sig
             .params
             .iter()
             .map(|(_, t, _)| class_of(&self.types, *t))
             .collect();
         let expected = abi::expected_locations(ret_class, &classes);
-        let dwarf = &self.units.file.dwarf;
+        let file = self.units.file;
+        let dwarf = &file.dwarf;
         let unit = self.units.cur;
         let mut changed = false;
+        let frame_slot = |b: &mut Self, off: i64| -> Option<Location> {
+            let body = b.prologue_len(entry, hi)?;
+            let off = i16::try_from(off).ok()?;
+            Some(Location::Frame { off, body })
+        };
+        let mut located = Vec::with_capacity(sig.params.len());
+        for (_, _, conc) in &sig.params {
+            let at = match conc {
+                Some(c) if !abi_only => c
+                    .location
+                    .as_ref()
+                    .map(|v| location::at_entry(dwarf, unit, v, entry, frame_base)),
+                _ => None,
+            };
+            located.push(at);
+        }
+        let located: Vec<Option<EntryLoc>> = located
+            .into_iter()
+            .map(|at| match at {
+                Some(EntryLoc::Frame(off)) => {
+                    Some(frame_slot(self, off).map_or(EntryLoc::Abi, EntryLoc::At))
+                }
+                other => other,
+            })
+            .collect();
         let params = sig
             .params
             .iter()
             .zip(expected)
-            .map(|((name, ty, conc), exp)| {
+            .zip(located)
+            .zip(known)
+            .map(|((((name, ty, conc), exp), at), known)| {
+                let fallback = abi_holds && known && exp != Location::Unknown;
                 let loc = match conc {
                     _ if abi_only => exp,
+                    None if fallback => exp,
                     None => Location::OptimizedOut,
-                    Some(c) => match &c.location {
-                        Some(v) => {
-                            match location::at_entry(dwarf, unit, v, entry, frame_base_cfa) {
-                                EntryLoc::At(l) => l,
-                                EntryLoc::Abi => exp,
-                            }
+                    Some(c) => match at {
+                        Some(EntryLoc::At(Location::OptimizedOut | Location::Unknown))
+                            if fallback =>
+                        {
+                            exp
                         }
+                        Some(EntryLoc::At(l)) => l,
+                        Some(EntryLoc::Abi | EntryLoc::Frame(_)) => exp,
                         None => match c.const_value {
                             Some((v, _)) => {
                                 i32::try_from(v).map_or(Location::Unknown, Location::Const)
                             }
+                            None if fallback => exp,
                             None => Location::OptimizedOut,
                         },
                     },

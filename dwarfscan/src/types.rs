@@ -140,11 +140,19 @@ impl TypeGraph {
                 dw::DW_TAG_enumeration_type | dw::DW_TAG_array_type | dw::DW_TAG_subroutine_type
             )
         };
+        // Small aggregates: their members give their ABI classes.
+        let small_aggregate = |d: &Die<'_>| {
+            matches!(
+                d.tag,
+                dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type
+            ) && !d.declaration
+                && d.byte_size.is_some_and(|s| (1..=16).contains(&s))
+        };
         let (die, children) = {
             let file = units.file;
             let (unit, uoff) = units.locate(off).ok()?;
             let die = Die::read(&file.dwarf, unit, uoff).ok()?;
-            if needs_children(die.tag) && die.has_children {
+            if (needs_children(die.tag) || small_aggregate(&die)) && die.has_children {
                 read_with_children(units, off).ok()?
             } else {
                 (die, Vec::new())
@@ -210,6 +218,9 @@ impl TypeGraph {
                 };
                 let mut t = LType::new(kind, &name, size);
                 t.flags.set(TypeFlags::DECLARATION, die.declaration);
+                if small_aggregate(&die) {
+                    t.flags |= crate::classify::aggregate_flags(units, &die, &children);
+                }
                 t
             }
             dw::DW_TAG_enumeration_type => {

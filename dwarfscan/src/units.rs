@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
 
-use crate::dwarf::{read_with_children, Die, FileDwarf, Units};
+use crate::dwarf::{read_with_children, Die, FileDwarf, FrameBase, Units};
 use crate::elf::ElfKind;
 use crate::inlines::{LInstance, RawInstance};
 pub use crate::walk::scan_unit;
@@ -88,6 +88,8 @@ pub struct FileCtx<'a, 's> {
     pub kind: ElfKind,
     /// Whether to collect inline instances.
     pub instances: bool,
+    /// The file, for its code bytes (frame-pointer prologues).
+    pub elf: &'s crate::elf::ElfInfo<'s>,
 }
 
 /// Why a unit could not be scanned.
@@ -123,6 +125,10 @@ pub(crate) struct Builder<'a, 's, 'c> {
     pub(crate) types: TypeGraph,
     pub(crate) files: HashMap<(u64, u64), String>,
     pub(crate) res: CuResult,
+    /// The unit's line rows, read when a function needs its prologue's end.
+    pub(crate) line_rows: Option<Vec<(u64, bool)>>,
+    /// The unit is assembly (its functions have no types).
+    pub(crate) asm_unit: bool,
 }
 
 impl<'s> Builder<'_, 's, '_> {
@@ -227,6 +233,9 @@ impl<'s> Builder<'_, 's, '_> {
             return None;
         };
         let mut flags = sig.flags;
+        if self.asm_unit {
+            flags |= FuncFlags::NO_TYPES;
+        }
         match sym {
             Some(s) => {
                 flags |= suffix_flags(s.name);
@@ -248,8 +257,20 @@ impl<'s> Builder<'_, 's, '_> {
                 flags |= FuncFlags::NOTRACE;
             }
         }
-        let frame_base_cfa = self.sps[idx].die.frame_base_cfa.unwrap_or(true);
-        let (params, abi_changed) = self.locate_params(&sig, entry, frame_base_cfa, orphan);
+        let frame_base = self.sps[idx].die.frame_base.unwrap_or(FrameBase::Cfa);
+        // At the entry of a function other code can call (global, not a clone), every
+        // parameter is where the ABI puts it, whatever DWARF says of later code.
+        let abi_holds = !ctx.kind.is_kernel()
+            && !flags.intersects(
+                FuncFlags::STATIC
+                    | FuncFlags::CLONE_ISRA
+                    | FuncFlags::CLONE_CONSTPROP
+                    | FuncFlags::PART
+                    | FuncFlags::CLONE_OTHER
+                    | FuncFlags::NOCALL,
+            );
+        let (params, abi_changed) =
+            self.locate_params(&sig, (entry, hi), frame_base, orphan, abi_holds);
         if abi_changed {
             flags |= FuncFlags::ABI_CHANGED;
         }

@@ -87,6 +87,17 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         }
     }
     let unit = file.dwarf.unit(header)?;
+    // An assembly unit names functions without their types.
+    let asm_unit = {
+        let mut e = unit.entries();
+        matches!(
+            e.next_dfs()?
+                .map(|(_, d)| d.attr_value(gimli::DW_AT_language)),
+            Some(Ok(Some(gimli::AttributeValue::Language(
+                gimli::DW_LANG_Mips_Assembler
+            ))))
+        )
+    };
     let cx = UnitCx {
         dwarf: &file.dwarf,
         unit: &unit,
@@ -117,6 +128,8 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         types: TypeGraph::default(),
         files: HashMap::new(),
         res,
+        line_rows: None,
+        asm_unit,
     };
     b.assemble(&inlined, &raw_instances);
     let Builder { mut res, types, .. } = b;

@@ -43,6 +43,27 @@ pub fn debug_file_for(id: &[u8]) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// The separate debug file of the binary at `path` (contents `bytes`): by its build-id
+/// under `/usr/lib/debug/.build-id`, else by its `.gnu_debuglink` name (with a matching
+/// CRC) in `/usr/lib/debug/DIR`, `DIR/.debug` or `DIR`, as gdb looks.
+pub fn debug_file(path: &Path, bytes: &[u8], id: &[u8]) -> Option<PathBuf> {
+    if let Some(p) = debug_file_for(id) {
+        return Some(p);
+    }
+    let file = object::File::parse(bytes).ok()?;
+    let (name, crc) = file.gnu_debuglink().ok().flatten()?;
+    let name = Path::new(std::str::from_utf8(name).ok()?);
+    let dir = path.canonicalize().ok()?.parent()?.to_path_buf();
+    let rel = dir.strip_prefix("/").unwrap_or(&dir);
+    [
+        Path::new("/usr/lib/debug").join(rel).join(name),
+        dir.join(".debug").join(name),
+        dir.join(name),
+    ]
+    .into_iter()
+    .find(|c| c.as_path() != path && std::fs::read(c).is_ok_and(|b| crc32fast::hash(&b) == crc))
+}
+
 /// The commands that create and load a db for `binary` (build-id `id`), one per line,
 /// indented by two spaces.
 pub fn next_steps(binary: &Path, id: &[u8]) -> String {

@@ -27,7 +27,8 @@ pub use builder::{
 pub use error::{Error, FormatError, FormatErrorKind};
 pub use instances::{Instance, InstanceDesc, InstanceId};
 pub use model::{
-    x86_64_reg_name, DbFlags, FuncFlags, Location, ModuleKind, Qualifiers, TypeFlags, TypeKind,
+    float_format, x86_64_reg_name, DbFlags, FloatFormat, FuncFlags, Location, ModuleKind,
+    Qualifiers, TypeFlags, TypeKind,
 };
 pub use reader::Db;
 pub use regs::SYSV_INT_ARG_REGS;

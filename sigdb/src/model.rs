@@ -99,6 +99,15 @@ bitflags! {
         const VARIADIC = 2;
         /// Declaration only (incomplete struct/union/enum).
         const DECLARATION = 4;
+        /// A struct/union of at most 16 bytes whose System V classes were computed from
+        /// its members (the three flags below are meaningful).
+        const CLASSIFIED = 8;
+        /// Its first eightbyte is of class SSE (travels in an xmm register).
+        const SSE_LO = 16;
+        /// Its second eightbyte is of class SSE.
+        const SSE_HI = 32;
+        /// Of class MEMORY although small (unaligned members: `packed`).
+        const MEMORY = 64;
     }
 }
 
@@ -147,12 +156,15 @@ bitflags! {
         const NOTRACE = 1 << 11;
         /// Declared `inline` in the source.
         const DECLARED_INLINE = 1 << 12;
+        /// Described by an assembly unit (`.S`): DWARF gives its name and code only; the
+        /// return type and parameters are not known (shown as `void f(void)`).
+        const NO_TYPES = 1 << 13;
     }
 }
 
 impl FuncFlags {
     /// The flag names used by `dcg dump` and `dcg sig`, in bit order.
-    pub const NAMES: [(FuncFlags, &'static str); 13] = [
+    pub const NAMES: [(FuncFlags, &'static str); 14] = [
         (FuncFlags::STATIC, "static"),
         (FuncFlags::CLONE_ISRA, "clone:isra"),
         (FuncFlags::CLONE_CONSTPROP, "clone:constprop"),
@@ -166,6 +178,7 @@ impl FuncFlags {
         (FuncFlags::NO_SYMBOL, "no-symbol"),
         (FuncFlags::NOTRACE, "notrace"),
         (FuncFlags::DECLARED_INLINE, "declared-inline"),
+        (FuncFlags::NO_TYPES, "no-types"),
     ];
 
     /// The names of the set flags, in bit order.
@@ -244,6 +257,15 @@ pub enum Location {
     OptimizedOut,
     /// A compile-time constant (constant-propagation clones).
     Const(i32),
+    /// In memory at CFA + `off` once the prologue has run, `body` bytes after the entry
+    /// (unoptimized code, `-O0`, which spills every parameter to its frame: the one place
+    /// a probe can read values that arrive in registers it cannot fetch, such as xmm).
+    Frame {
+        /// Offset from the CFA.
+        off: i16,
+        /// Bytes from the function's entry to the first instruction after the prologue.
+        body: u16,
+    },
 }
 
 impl Location {
@@ -256,6 +278,9 @@ impl Location {
             Location::Stack(o) => (3, 0, 0, o),
             Location::OptimizedOut => (4, 0, 0, 0),
             Location::Const(v) => (5, 0, 0, v),
+            Location::Frame { off, body } => {
+                (6, 0, 0, (off as u16 as u32 | u32::from(body) << 16) as i32)
+            }
         }
     }
 
@@ -268,8 +293,42 @@ impl Location {
             3 => Location::Stack(offset),
             4 => Location::OptimizedOut,
             5 => Location::Const(offset),
+            6 => Location::Frame {
+                off: offset as u16 as i16,
+                body: (offset as u32 >> 16) as u16,
+            },
             _ => return None,
         })
+    }
+}
+
+/// The storage format of a floating-point type ([`TypeKind::Float`]), from its size and
+/// DWARF name: what its bytes mean and how the System V ABI passes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatFormat {
+    /// IEEE single (`float`).
+    Single,
+    /// IEEE double (`double`, `_Float64`).
+    Double,
+    /// x87 80-bit extended in 16 bytes (`long double`): in memory as a parameter, on the
+    /// x87 stack as a return.
+    X87,
+    /// IEEE quad (`_Float128`, `__float128`): one xmm register.
+    Quad,
+    /// A complex number of `size` bytes (two parts of the matching format).
+    Complex(u32),
+}
+
+/// The format of a floating-point type of `size` bytes named `name`.
+pub fn float_format(size: u32, name: &str) -> FloatFormat {
+    if name.to_ascii_lowercase().contains("complex") {
+        return FloatFormat::Complex(size);
+    }
+    match size {
+        0..=4 => FloatFormat::Single,
+        5..=8 => FloatFormat::Double,
+        16 if name.contains("128") => FloatFormat::Quad,
+        _ => FloatFormat::X87,
     }
 }
 
@@ -288,6 +347,41 @@ impl std::fmt::Display for Location {
             Location::Stack(o) => write!(f, "stack+{o}"),
             Location::OptimizedOut => f.write_str("optimized out"),
             Location::Const(v) => write!(f, "const {v}"),
+            Location::Frame { off, body } => write!(f, "frame{off:+}@+{body:#x}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_locations_round_trip() {
+        for loc in [
+            Location::Frame {
+                off: -20,
+                body: 0x12,
+            },
+            Location::Frame {
+                off: i16::MIN,
+                body: u16::MAX,
+            },
+            Location::Frame { off: 16, body: 0 },
+        ] {
+            let (kind, reg, reg2, value) = loc.encode();
+            assert_eq!(kind, 6);
+            assert_eq!(Location::decode(kind, reg, reg2, value), Some(loc));
+        }
+        assert_eq!(
+            Location::Frame {
+                off: -20,
+                body: 0x12
+            }
+            .to_string(),
+            "frame-20@+0x12"
+        );
+        assert_eq!(Location::decode(7, 0, 0, 0), None);
+        assert!(FuncFlags::NO_TYPES.names().eq(["no-types"]));
     }
 }

@@ -289,13 +289,15 @@ fn raw_pages_decode_like_their_text() {
     // `dcg decode --db <test kernel db> ARGS...` (with `raw`: of binary pages).
     let decode = |raw: bool, args: &[&std::ffi::OsStr]| {
         let mut cmd = Command::new(dcg_bin());
-        cmd.arg("decode").arg("--db").arg(testkernel_db());
+        // The same symbols for both: they name raw records' functions and, in both,
+        // pointers that land on a symbol (`ret=&noop_backing_dev_info`).
+        cmd.arg("decode")
+            .arg("--db")
+            .arg(testkernel_db())
+            .arg("--kallsyms")
+            .arg(&system_map);
         if raw {
-            cmd.arg("--raw")
-                .arg("--formats")
-                .arg(&formats)
-                .arg("--kallsyms")
-                .arg(&system_map);
+            cmd.arg("--raw").arg("--formats").arg(&formats);
         }
         cmd.args(args).output().unwrap()
     };

@@ -202,27 +202,27 @@ const VALUES_COMMON: &str = r#"main() {
   is_even(n=4); /* ret=true */
   next_byte(b=65); /* ret=66 */
   next_byte(b=255); /* ret=0 */
-  check_arg(x=-5); /* ret=-EINVAL */
+  check_arg(x=-5); /* ret=-22 */
   check_arg(x=7); /* ret=7 */
   twice(u=4000000000); /* ret=3705032704 */
   pick(c=RED); /* ret=BLUE */
   pick(c=GREEN); /* ret=GREEN */
   lookup(kind=0); /* ret=NULL */
-  lookup(kind=1); /* ret=ERR_PTR(-ENOMEM) */
-  lookup(kind=2); /* ret=0x… */
-  greet(name="world", len=5); /* ret=0x… */
+  lookup(kind=1); /* ret=0x… */
+  lookup(kind=2); /* ret=&global_value */
+  greet(name="world", len=5); /* ret="world" */
   greet(name=NULL, len=0); /* ret=NULL */
-  greet(name="two\nlines \"quoted\"", len=9); /* ret=0x… */
+  greet(name="two\nlines \"quoted\"", len=9); /* ret="two\nlines \"quoted\"" */
   swap(p=(struct pair)0x200000001); /* ret=(struct pair)0x100000002 */
   sum_wide(w=(struct wide){0x3, 0x4}); /* ret=7 */
   many(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8); /* ret=36 */
   outer(x=3) {
     inner(x=3) {
-      check_arg(x=-7); /* ret=-EINVAL */
-    } /* inner ret=-EINVAL */
+      check_arg(x=-7); /* ret=-22 */
+    } /* inner ret=-22 */
     is_even(n=-22); /* ret=true */
     do_nothing();
-  } /* outer ret=-EINVAL */
+  } /* outer ret=-22 */
   outer(x=12) {
     inner(x=12) {
       check_arg(x=2); /* ret=2 */
@@ -274,6 +274,7 @@ fn live_report() {
     let b = bin.to_str().unwrap();
     let out = dcg(&[
         "--show-retvals",
+        "--errno",
         "--report",
         "--func",
         &format!("{b}:*"),
@@ -391,6 +392,7 @@ fn cold_split_and_constprop_clone() {
     let b = bin.to_str().unwrap();
     let out = dcg(&[
         "--show-retvals",
+        "--errno",
         "--args",
         "--func",
         &format!("{b}:*"),
@@ -577,7 +579,8 @@ fn depth_errors_only_json_and_output() {
     let funcs = ["--func", f_outer.as_str(), "--func", f_inner.as_str()];
     let funcs2 = [&funcs[..], &["--func", f_check.as_str()]].concat();
     // --depth 2: check_arg (depth 2) is hidden, inner becomes a leaf.
-    let mut a = vec!["--show-retvals", "--args", "--depth", "2"];
+    // The program returns -errno values as the kernel does: read them so (--errno).
+    let mut a = vec!["--show-retvals", "--errno", "--args", "--depth", "2"];
     a.extend(funcs2.iter().copied());
     a.extend(["--", b]);
     let out = dcg(&a);
@@ -595,7 +598,7 @@ outer(x=12) {
 "
     );
     // --errors-only: only the paths to error returns.
-    let mut a = vec!["--show-retvals", "--args", "--errors-only"];
+    let mut a = vec!["--show-retvals", "--errno", "--args", "--errors-only"];
     a.extend(funcs2.iter().copied());
     a.extend(["--", b]);
     let out = dcg(&a);
@@ -613,6 +616,7 @@ outer(x=3) {
     let saved = dir.path().join("calls.jsonl");
     let mut a = vec![
         "--show-retvals",
+        "--errno",
         "--args",
         "--json",
         "--output",
@@ -884,4 +888,458 @@ fn stale_session_of_a_killed_dcg_is_removed() {
             .count(),
         3
     );
+}
+
+/// Compile `tests/uprobe/<name>.c` with `cc` (gcc or clang) and `opts`, with -g.
+fn compile_with(dir: &Path, cc: &str, name: &str, opts: &[&str]) -> Option<PathBuf> {
+    let out = dir.join(format!("{name}-{cc}{}", opts.join("")));
+    let st = Command::new(cc)
+        .args(opts)
+        .args(["-g", "-o"])
+        .arg(&out)
+        .arg(src(&format!("{name}.c")))
+        .status()
+        .ok()?;
+    assert!(st.success(), "{cc} failed for {name}.c");
+    Some(out)
+}
+
+/// The host's libc, as the traced programs load it.
+fn host_libc() -> String {
+    let out = Command::new("gcc")
+        .arg("-print-file-name=libc.so.6")
+        .output()
+        .expect("running gcc");
+    let p = PathBuf::from(text(&out.stdout).trim());
+    p.canonicalize().unwrap_or(p).display().to_string()
+}
+
+/// Split `a=1, b=(struct x){0x1, 0x2}, s="x, y"` at the commas between arguments.
+fn split_args(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth, mut quoted, mut escaped) =
+        (Vec::new(), String::new(), 0i32, false, false);
+    for c in s.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '{' | '(' if !quoted => depth += 1,
+            '}' | ')' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Where the `)` closing a call's argument list is in `s` (after its `(`).
+fn matching_paren(s: &str) -> Option<usize> {
+    let (mut depth, mut quoted, mut escaped) = (0i32, false, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '(' | '{' if !quoted => depth += 1,
+            ')' if !quoted && depth == 0 => return Some(i),
+            ')' | '}' if !quoted => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One call's values: (function, [(name, value)]), arguments then `ret`.
+type CallValues = (String, Vec<(String, String)>);
+
+/// The oracle lines the program printed: `= f(a=1, b=2)` and `= f ret=3`.
+fn oracle_calls(stdout: &str) -> Vec<CallValues> {
+    let mut calls: Vec<CallValues> = Vec::new();
+    for l in stdout.lines().filter_map(|l| l.strip_prefix("= ")) {
+        let is_ret = l
+            .split_once(' ')
+            .is_some_and(|(f, r)| !f.contains('(') && r.starts_with("ret="));
+        if let (false, Some((f, args))) = (is_ret, l.split_once('(')) {
+            let args = args.strip_suffix(')').expect("oracle line ends with )");
+            let vals = split_args(args)
+                .into_iter()
+                .map(|a| match a.split_once('=') {
+                    Some((n, v)) => (n.to_string(), v.to_string()),
+                    None => (String::new(), a),
+                })
+                .collect();
+            calls.push((f.to_string(), vals));
+        } else if let Some((f, ret)) = l.split_once(" ret=") {
+            let c = calls
+                .iter_mut()
+                .rev()
+                .find(|(g, _)| g == f)
+                .expect("oracle return after its entry");
+            c.1.push(("ret".into(), ret.to_string()));
+        }
+    }
+    calls
+}
+
+/// The calls dcg printed, in the same form (entries `f(args) {` get the `ret` of their
+/// `} /* f ret=V */`).
+fn dcg_calls(trace: &str) -> Vec<CallValues> {
+    let mut calls: Vec<CallValues> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for l in trace.lines().filter(|l| l.starts_with(' ')) {
+        let (_, rest) = l.split_once("|  ").expect("function_graph line");
+        let t = rest.trim();
+        if let Some(c) = t.strip_prefix("} /* ") {
+            let i = open.pop().expect("exit after entry");
+            if let Some((_, ret)) = c.strip_suffix(" */").and_then(|c| c.split_once(" ret=")) {
+                calls[i].1.push(("ret".into(), ret.to_string()));
+            }
+            continue;
+        }
+        let (f, rest) = t.split_once('(').expect("call line");
+        let end = matching_paren(rest).expect("call line");
+        let (args, tail) = (&rest[..end], &rest[end + 1..]);
+        let mut vals: Vec<(String, String)> = split_args(args)
+            .into_iter()
+            .map(|a| match a.split_once('=') {
+                Some((n, v)) if !a.starts_with('.') => (n.to_string(), v.to_string()),
+                _ => (String::new(), a),
+            })
+            .collect();
+        if let Some((_, ret)) = tail.split_once("/* ret=") {
+            vals.push(("ret".into(), ret.trim_end_matches(" */").to_string()));
+        }
+        calls.push((f.to_string(), vals));
+        if tail.trim_end().ends_with('{') {
+            open.push(calls.len() - 1);
+        }
+    }
+    calls
+}
+
+/// Values compared: (checked, agreeing, unreadable markers `?…` as `f.name=?loc`).
+#[derive(Debug, Default)]
+struct Agreement {
+    checked: usize,
+    agree: usize,
+    unreadable: Vec<String>,
+    wrong: Vec<String>,
+}
+
+/// Every value the program printed for itself against dcg's, call by call in order.
+fn agreement(oracle: &[CallValues], traced: &[CallValues]) -> Agreement {
+    let mut a = Agreement::default();
+    let mut used = vec![false; traced.len()];
+    for (f, want) in oracle {
+        let i = (0..traced.len())
+            .find(|&i| !used[i] && traced[i].0 == *f)
+            .unwrap_or_else(|| panic!("dcg did not show the call of {f}: {traced:#?}"));
+        used[i] = true;
+        let got = &traced[i].1;
+        assert_eq!(got.len(), want.len(), "{f}: {got:?} vs {want:?}");
+        for ((wn, wv), (gn, gv)) in want.iter().zip(got) {
+            assert_eq!(wn, gn, "{f}: argument names");
+            a.checked += 1;
+            if gv.starts_with('?') {
+                a.unreadable.push(format!("{f}.{wn}={gv}"));
+            } else if gv == wv {
+                a.agree += 1;
+            } else {
+                a.wrong.push(format!("{f}.{wn}: dcg {gv}, program {wv}"));
+            }
+        }
+    }
+    a
+}
+
+/// tests/uprobe/abi.c at -O0 and -O2 with gcc and clang: every value the program prints
+/// for itself (arguments and returns of every ABI class) equals dcg's, or dcg says it
+/// cannot read it (`?xmm0`), only where no uprobe can: xmm and x87 registers. (The
+/// oracle prints `?` for a quad return, which C's printf cannot show: dcg must not show
+/// one either.)
+#[test]
+fn abi_values_agree_with_the_program() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let libc = host_libc();
+    let have_clang = Command::new("clang").arg("--version").output().is_ok();
+    // Returns that no uprobe can read, whatever the optimization: in xmm0 and st0.
+    let float_returns = [
+        "ld_ret.ret=?st0",
+        "dsum.ret=?xmm0",
+        "fhalf.ret=?xmm0",
+        "sd_get.ret=?xmm0",
+        "cx_re.ret=?xmm0",
+        "quad_id.ret=?xmm0",
+        "make_cz.ret=?xmm0:xmm1",
+    ];
+    let o2_unreadable = [
+        "ld_ret.ret=?st0",
+        "dsum.x=?xmm0",
+        "dsum.y=?xmm1",
+        "dsum.ret=?xmm0",
+        "fhalf.f=?xmm0",
+        "fhalf.ret=?xmm0",
+        "sd_get.s=?xmm0",
+        "sd_get.ret=?xmm0",
+        "ld_get.s=?rdi:xmm0",
+        "cx_re.z=?xmm0:xmm1",
+        "cx_re.ret=?xmm0",
+        "quad_id.x=?xmm0",
+        "quad_id.ret=?xmm0",
+        "make_cz.a=?xmm0",
+        "make_cz.ret=?xmm0:xmm1",
+    ];
+    for cc in ["gcc", "clang"] {
+        if cc == "clang" && !have_clang {
+            eprintln!("clang is missing: only gcc");
+            continue;
+        }
+        // -O0 without a frame pointer: no frame slots to read after the prologue, every
+        // argument where the System V ABI puts it at the entry (the classes of long
+        // double returns, SSE, mixed, packed and empty structs).
+        for opts in [&["-O0"][..], &["-O2"], &["-O0", "-fomit-frame-pointer"]] {
+            let opt = opts.join(" ");
+            let bin = compile_with(dir.path(), cc, "abi", opts).unwrap();
+            let b = bin.to_str().unwrap();
+            let trace = dir.path().join(format!("trace-{cc}{}.txt", opts.join("")));
+            let out = dcg(&[
+                "--args",
+                "--show-retvals",
+                "--func",
+                &format!("{b}:*"),
+                "--func",
+                &format!("{libc}:setvbuf"),
+                "--trace-output",
+                trace.to_str().unwrap(),
+                "--",
+                b,
+            ]);
+            let err = text(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            let traced = std::fs::read_to_string(&trace).unwrap();
+            let oracle = oracle_calls(&text(&out.stdout));
+            assert_eq!(oracle.len(), 24, "{}", text(&out.stdout));
+            let a = agreement(&oracle, &dcg_calls(&traced));
+            eprintln!(
+                "{cc} {opt}: {} values, {} agree, {} unreadable {:?}, {} wrong",
+                a.checked,
+                a.agree,
+                a.unreadable.len(),
+                a.unreadable,
+                a.wrong.len()
+            );
+            assert!(a.wrong.is_empty(), "{cc} {opt}: {:#?}\n{traced}", a.wrong);
+            if opt == "-O0" {
+                // Unoptimized code spills every argument to its frame: all are read.
+                assert_eq!(a.unreadable, float_returns, "{cc} {opt}\n{traced}");
+            } else {
+                // Without frame slots (optimized code, or no frame pointer) floats stay
+                // in xmm registers, where no uprobe reads; everything else is read (at a
+                // global function's entry by the ABI where DWARF has no location there).
+                assert_eq!(a.unreadable, o2_unreadable, "{cc} {opt}\n{traced}");
+            }
+            assert_eq!(a.agree + a.unreadable.len(), a.checked, "{a:?}");
+            if a.unreadable.iter().any(|u| u.contains("xmm")) {
+                assert!(
+                    err.contains("xmm") && err.contains("cannot be read"),
+                    "the reason once on stderr: {err}"
+                );
+            }
+        }
+    }
+}
+
+/// The kernel's -errno reading of user-space returns only when asked: `minus` returns
+/// -1 and -2 as numbers, and as `-EPERM`/`-ENOENT` errors with `--errno`.
+#[test]
+fn errno_names_only_when_asked() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile_with(dir.path(), "gcc", "abi", &["-O2"]).unwrap();
+    let b = bin.to_str().unwrap();
+    let func = format!("{b}:minus");
+    let plain = dcg(&["--show-retvals", "--func", &func, "--", b]);
+    let c = calls(&text(&plain.stdout));
+    assert_eq!(c, "minus(); /* ret=-1 */\nminus(); /* ret=-2 */\n");
+    let errno = dcg(&["--show-retvals", "--errno", "--func", &func, "--", b]);
+    let c = calls(&text(&errno.stdout));
+    assert_eq!(c, "minus(); /* ret=-EPERM */\nminus(); /* ret=-ENOENT */\n");
+    let errors = dcg(&["--show-retvals", "--errors-only", "--func", &func, "--", b]);
+    assert_eq!(
+        calls(&text(&errors.stdout)),
+        "",
+        "not errors without --errno"
+    );
+}
+
+/// libc traced by its public names with its debug file (Debian's libc6-dbg): `calloc`,
+/// `free`, `puts` are `__libc_calloc`, `__libc_free`, `_IO_puts` in DWARF; `kill` and
+/// `chmod` are assembly (traced without arguments, said why); only the exec'd program is
+/// recorded (the first malloc is the program's own).
+#[test]
+fn libc_by_public_names() {
+    require_uprobes!();
+    let libc = host_libc();
+    if !Path::new("/usr/lib/debug/.build-id").is_dir() {
+        eprintln!("skipping: no debug files (install libc6-dbg)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile_with(dir.path(), "gcc", "libc", &["-O2"]).unwrap();
+    let b = bin.to_str().unwrap();
+    let f = |name: &str| format!("{libc}:{name}");
+    let (calloc, free, puts, kill, chmod, malloc, atoi) = (
+        f("calloc"),
+        f("free"),
+        f("puts"),
+        f("kill"),
+        f("chmod"),
+        f("malloc"),
+        f("atoi"),
+    );
+    let trace = dir.path().join("trace.txt");
+    let out = dcg(&[
+        "--args",
+        "--show-retvals",
+        "--func",
+        &calloc,
+        "--func",
+        &free,
+        "--func",
+        &puts,
+        "--func",
+        &kill,
+        "--func",
+        &chmod,
+        "--func",
+        &malloc,
+        "--func",
+        &atoi,
+        "--trace-output",
+        trace.to_str().unwrap(),
+        "--",
+        b,
+    ]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let program = text(&out.stdout);
+    let said = |key: &str| -> String {
+        program
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("{key} in {program}"))
+            .to_string()
+    };
+    let traced = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<String> = traced
+        .lines()
+        .filter(|l| l.starts_with(' '))
+        .map(|l| row(l).text.trim().to_string())
+        .collect();
+    let raw: Vec<&str> = traced
+        .lines()
+        .filter_map(|l| l.split_once("|  ").map(|(_, t)| t.trim()))
+        .collect();
+    // The program's first allocation is the first malloc recorded.
+    let first_malloc = raw
+        .iter()
+        .find(|t| t.starts_with("__libc_malloc("))
+        .unwrap_or_else(|| panic!("{traced}"));
+    assert!(
+        first_malloc.contains(&format!("ret={} */", said("malloc"))),
+        "{first_malloc} vs the program's {}",
+        said("malloc")
+    );
+    assert!(
+        raw.contains(
+            &format!(
+                "__libc_calloc(n=3, elem_size=8); /* ret={} */",
+                said("calloc")
+            )
+            .as_str()
+        ),
+        "{traced}"
+    );
+    assert!(
+        raw.contains(&format!("__libc_free(mem={});", said("malloc")).as_str()),
+        "{traced}"
+    );
+    assert!(
+        lines.contains(&"_IO_puts(str=\"done\"); /* ret=5 */".to_string()),
+        "{traced}"
+    );
+    assert!(
+        lines.contains(&"kill(); /* ret=0x0 (raw) */".to_string()),
+        "{traced}"
+    );
+    let chmod_ret = said("chmod").parse::<i64>().unwrap() as u64;
+    assert!(
+        raw.contains(&format!("chmod(); /* ret={chmod_ret:#x} (raw) */").as_str()),
+        "{traced}"
+    );
+    for name in ["kill", "chmod"] {
+        assert!(
+            err.contains(&format!("{name}: no DWARF gives its types")),
+            "{err}"
+        );
+    }
+    // Only the exec'd program is recorded: every call is its own (pid, name), none of
+    // dcg's forked child before its exec.
+    let json = dir.path().join("trace.jsonl");
+    let out = dcg(&[
+        "--show-retvals",
+        "--json",
+        "--func",
+        &malloc,
+        "--trace-output",
+        json.to_str().unwrap(),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let program = text(&out.stdout);
+    let pid: u32 = program
+        .lines()
+        .find_map(|l| l.strip_prefix("pid="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let first: String = program
+        .lines()
+        .find_map(|l| l.strip_prefix("malloc="))
+        .unwrap()
+        .to_string();
+    let recs: Vec<dcg_calls::record::CallRecord> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!recs.is_empty());
+    let comm: String = bin
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .chars()
+        .take(15)
+        .collect();
+    for r in &recs {
+        assert_eq!(r.pid, Some(pid), "{r:?}");
+        assert_eq!(r.comm.as_deref(), Some(comm.as_str()), "{r:?}");
+    }
+    assert_eq!(recs[0].ret.as_deref(), Some(first.as_str()), "{recs:?}");
+    // atoi is inlined in libc too, but its out-of-line calls are traced: no such note.
+    assert!(
+        lines.contains(&format!("atoi(nptr=\"42\"); /* ret={} */", said("atoi"))),
+        "{traced}"
+    );
+    assert!(!err.contains("atoi: inlined into"), "{err}");
 }

@@ -71,9 +71,13 @@ pub struct Stats {
 pub fn run(
     set: &DbSet,
     args: &DecodeJob,
+    names: Option<&dcg_dbset::symbols::SymbolMap>,
     out: &mut dyn Write,
 ) -> Result<Option<String>, DecodeError> {
     let mut dec = Decoder::new(set, args.opts);
+    if let Some(n) = names {
+        dec.set_pointer_names(n);
+    }
     let saved = match &args.output {
         Some(path) => {
             let file = OutputFile::create(path)?;
@@ -163,6 +167,12 @@ impl<'a> Decoder<'a> {
             shift: 0,
             fields: ArgList::default(),
         }
+    }
+
+    /// Name pointers that land on a symbol of `names` (kallsyms, `System.map`):
+    /// `idmap=&nop_mnt_idmap`, `actor=filldir64`.
+    pub fn set_pointer_names(&mut self, names: &'a dcg_dbset::symbols::SymbolMap) {
+        self.tree.funcs.set_pointer_names(names);
     }
 
     /// Also feed `sink`.

@@ -5,6 +5,7 @@
 
 use sigdb::{Function, Type, TypeKind};
 
+use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_fgraph as fgraph;
 use dcg_render::{
@@ -67,10 +68,12 @@ struct Render<'a> {
     pointer: bool,
     /// For a struct or union passed by value, its label.
     label: Option<String>,
+    /// Names of what pointers land on (`&init_user_ns`, `filldir64`), when known.
+    names: Option<&'a SymbolMap>,
 }
 
 impl<'a> Render<'a> {
-    fn new(ty: Type<'a>) -> Render<'a> {
+    fn new(ty: Type<'a>, names: Option<&'a SymbolMap>) -> Render<'a> {
         let resolved = ty.resolve();
         Render {
             ty,
@@ -81,6 +84,7 @@ impl<'a> Render<'a> {
             ),
             label: matches!(resolved.kind(), TypeKind::Struct | TypeKind::Union)
                 .then(|| aggregate_label(ty, resolved)),
+            names,
         }
     }
 
@@ -106,6 +110,12 @@ impl<'a> Render<'a> {
     // `push_arg` / `ret_into`, a call per rendered value (about 1% more instructions).
     #[inline(always)]
     fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
+        if let (true, Some(names)) = (self.pointer && pointer_is_hex(raw), self.names) {
+            if let Some(name) = names.pointer_text(raw) {
+                out.push_str(&name);
+                return true;
+            }
+        }
         if self.pointer && pointer_is_hex(raw) && is_hex_of(text, raw) {
             // Already printed the way it would be rendered.
             out.push_str(text);
@@ -122,15 +132,15 @@ impl<'a> Render<'a> {
 }
 
 impl<'a> FuncInfo<'a> {
-    fn new(name: String, func: Option<Function<'a>>) -> FuncInfo<'a> {
-        let ret = func.map(|f| Render::new(f.ret()));
+    fn new(name: String, func: Option<Function<'a>>, names: Option<&'a SymbolMap>) -> FuncInfo<'a> {
+        let ret = func.map(|f| Render::new(f.ret(), names));
         let mut params: Vec<ParamInfo<'a>> = Vec::new();
         for p in func.iter().flat_map(|f| f.params()) {
             let name = p.name();
             let first = !params.iter().any(|q| q.name == name);
             params.push(ParamInfo {
                 name,
-                render: Render::new(p.ty()),
+                render: Render::new(p.ty(), names),
                 loc: p.loc(),
                 first,
             });
@@ -299,6 +309,7 @@ pub struct FuncTable<'a> {
     /// A direct-mapped cache of `ids` for names without a module (checked by name).
     recent: Box<[FuncId; RECENT]>,
     funcs: Vec<FuncInfo<'a>>,
+    names: Option<&'a SymbolMap>,
 }
 
 impl<'a> FuncTable<'a> {
@@ -314,7 +325,14 @@ impl<'a> FuncTable<'a> {
             ids: FxHashMap::default(),
             recent: Box::new([FuncId::MAX; RECENT]),
             funcs: Vec::new(),
+            names: None,
         }
+    }
+
+    /// Name pointers that land on a symbol of `names` (kallsyms: `&init_user_ns`,
+    /// `__d_free`) in the functions interned from now on.
+    pub fn set_pointer_names(&mut self, names: &'a SymbolMap) {
+        self.names = Some(names);
     }
 
     /// The function of `id`.
@@ -331,7 +349,7 @@ impl<'a> FuncTable<'a> {
             return id;
         }
         let id = self.funcs.len() as FuncId;
-        let mut info = FuncInfo::new(key.to_string(), Some(func));
+        let mut info = FuncInfo::new(key.to_string(), Some(func), self.names);
         info.module_label = module.map(str::to_string);
         self.funcs.push(info);
         self.ids.insert(key.to_string(), id);
@@ -367,7 +385,8 @@ impl<'a> FuncTable<'a> {
         }
         let id = self.funcs.len() as u32;
         let func = self.set.find(name, module);
-        self.funcs.push(FuncInfo::new(key.to_string(), func));
+        self.funcs
+            .push(FuncInfo::new(key.to_string(), func, self.names));
         self.ids.insert(key.to_string(), id);
         id
     }

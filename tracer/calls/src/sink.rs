@@ -45,6 +45,10 @@ pub enum Kind {
     Leaf,
 }
 
+/// The value of the nameless argument that stands for the variadic arguments of a call
+/// (`printf(fmt="%d\n", ...)`): which there are and their types only the callee knows.
+pub const VARIADIC: &str = "...";
+
 /// Arguments rendered by type: names and values in one buffer.
 #[derive(Clone, Debug, Default)]
 pub struct ArgList {

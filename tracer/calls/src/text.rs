@@ -317,7 +317,8 @@ fn push_args(s: &mut String, c: &CallView<'_>, always_named: bool) {
         if i > 0 {
             s.push_str(", ");
         }
-        if always_named || !n.is_empty() {
+        // The variadic marker `...` stands alone.
+        if (always_named && v != crate::sink::VARIADIC) || !n.is_empty() {
             s.push_str(n);
             s.push('=');
         }

@@ -57,7 +57,8 @@ pub struct DecodeArgs {
     /// The kernel's `events/ftrace/*/format` files, one after the other (raw input).
     #[arg(long, value_name = "FILE")]
     pub formats: Option<PathBuf>,
-    /// The kernel's `/proc/kallsyms` or `System.map` (raw input).
+    /// The kernel's `/proc/kallsyms` or `System.map`: names functions of raw input, and
+    /// pointers that land on a symbol (`idmap=&nop_mnt_idmap`) in any input.
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
     /// The CPU whose buffer the raw input is (for the CPU column).

@@ -7,6 +7,7 @@ use anyhow::Context;
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::output::OutputFile;
 use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_ringbuf::format::Format;
 use dcg_ringbuf::graph::GraphFormats;
@@ -20,7 +21,13 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let summary = if args.raw {
         raw(args, &set, job.opts, out)?
     } else {
-        dcg_calls::decode::run(&set, &job, out)?
+        let names = match &args.kallsyms {
+            Some(p) => Some(SymbolMap::from_kallsyms(&String::from_utf8_lossy(
+                &std::fs::read(p).with_context(|| format!("{}", p.display()))?,
+            ))),
+            None => None,
+        };
+        dcg_calls::decode::run(&set, &job, names.as_ref(), out)?
     };
     out.flush()?;
     if let Some(summary) = summary {
@@ -47,7 +54,9 @@ fn raw(
         &Format::parse_all(&formats_text).with_context(|| format!("{}", formats.display()))?,
     )
     .with_context(|| format!("{}", formats.display()))?;
-    let syms = Kallsyms::parse(&String::from_utf8_lossy(&read(kallsyms)?));
+    let kallsyms_text = String::from_utf8_lossy(&read(kallsyms)?).into_owned();
+    let syms = Kallsyms::parse(&kallsyms_text);
+    let names = SymbolMap::from_kallsyms(&kallsyms_text);
     let bytes = read(input)?;
     let pages = dcg_ringbuf::page::pages(&bytes, args.page_size)
         .with_context(|| format!("{}", input.display()))?;
@@ -59,6 +68,7 @@ fn raw(
             ..opts
         },
     );
+    dec.set_pointer_names(&names);
     let saved = match &args.output {
         Some(path) => {
             let file = OutputFile::create(path)?;

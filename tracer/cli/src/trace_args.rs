@@ -49,6 +49,11 @@ pub struct TraceArgs {
     /// Only call paths that contain an error return.
     #[arg(long)]
     pub errors_only: bool,
+    /// User space: read returns in -4095..-1 as -errno (`-ENOENT`, `ERR_PTR(-ENOMEM)`) and
+    /// count them as errors, as for the kernel, whose functions follow that convention
+    /// (always on there). Off by default: user-space code mostly returns -1, -2 as numbers.
+    #[arg(long)]
+    pub errno: bool,
     /// Also save the calls to FILE (saved-calls JSON lines, for `dcg report`).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -106,6 +111,7 @@ impl TraceArgs {
             duration: self.duration,
             json: self.json,
             errors_only: self.errors_only,
+            errno: self.errno,
             output: self.output,
             report: self.report,
             shown_at_end: self.report || self.trace_output.is_some(),

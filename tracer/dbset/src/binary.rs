@@ -116,7 +116,7 @@ fn built(
     };
     let (db, src) = match scan(path, bytes) {
         Ok(db) => (db, path.to_path_buf()),
-        Err(e) => match loader::binary::debug_file_for(build_id) {
+        Err(e) => match loader::binary::debug_file(path, bytes, build_id) {
             Some(d) => {
                 let dbytes = std::fs::read(&d).map_err(|source| DbError::Io {
                     path: d.clone(),

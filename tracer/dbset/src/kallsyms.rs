@@ -1,6 +1,22 @@
 //! Kernel symbols by address, from `/proc/kallsyms` or a `System.map` (`ffffffff81000000 T
 //! _stext`, module symbols with `[module]`): what binary trace records name functions by.
 
+/// One kallsyms / System.map line: (address, type letter, name, module).
+pub fn parse_line(l: &str) -> Option<(u64, char, &str, Option<&str>)> {
+    let mut it = l.split_whitespace();
+    let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+    let mut kind = it.next()?.chars();
+    let k = kind.next()?;
+    if kind.next().is_some() {
+        return None;
+    }
+    let name = it.next()?;
+    let module = it
+        .next()
+        .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'));
+    Some((addr, k, name, module))
+}
+
 /// Text symbols sorted by address.
 #[derive(Debug, Default, Clone)]
 pub struct Kallsyms {
@@ -13,18 +29,9 @@ impl Kallsyms {
         let mut syms: Vec<(u64, String, Option<String>)> = text
             .lines()
             .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-                let kind = it.next()?;
-                if !matches!(kind, "t" | "T" | "w" | "W") {
-                    return None;
-                }
-                let name = it.next()?.to_string();
-                let module = it
-                    .next()
-                    .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                    .map(str::to_string);
-                Some((addr, name, module))
+                let (addr, kind, name, module) = parse_line(l)?;
+                matches!(kind, 't' | 'T' | 'w' | 'W')
+                    .then(|| (addr, name.to_string(), module.map(str::to_string)))
             })
             .collect();
         syms.sort_by_key(|s| s.0);

@@ -7,6 +7,7 @@
 pub mod binary;
 pub mod glob;
 pub mod kallsyms;
+pub mod symbols;
 
 use std::path::{Path, PathBuf};
 

@@ -20,6 +20,7 @@ use dcg_calls::records::SavedCalls;
 use dcg_calls::sink::{Output, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
@@ -393,7 +394,11 @@ pub fn run(
     let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
         .map_err(KtraceError::Available)?;
     let sites = parse_sites(&sites_text);
-    let kallsyms = Kallsyms::parse(&std::fs::read_to_string("/proc/kallsyms")?);
+    let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
+    let kallsyms = Kallsyms::parse(&kallsyms_text);
+    // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+    let pointer_names = SymbolMap::from_kallsyms(&kallsyms_text);
+    drop(kallsyms_text);
     let own = own_path();
     let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
     listed.sort_unstable();
@@ -426,6 +431,7 @@ pub fn run(
     debug(format_args!("attached"));
 
     let mut funcs = FuncTable::new(set);
+    funcs.set_pointer_names(&pointer_names);
     let mut names = HashMap::new();
     for s in &sites {
         // The file names an address by one of its symbols, which can be a section label

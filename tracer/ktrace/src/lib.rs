@@ -22,6 +22,7 @@ use nix::sys::signal::Signal;
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::output::OutputFile;
 use dcg_calls::sink::{Output, Sinks};
+use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
 use dcg_live::options::{Engine, TraceOptions};
@@ -502,7 +503,12 @@ impl<'s> Setup<'s> {
             probe_notes: false,
             report: args.report,
         });
+        // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+        let pointer_names = std::fs::read_to_string("/proc/kallsyms")
+            .map(|t| SymbolMap::from_kallsyms(&t))
+            .unwrap_or_default();
         let mut dec = Decoder::with_sinks(self.set, opts, sinks);
+        dec.set_pointer_names(&pointer_names);
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;

@@ -24,6 +24,8 @@ pub struct TraceOptions {
     pub json: bool,
     /// Only call paths that contain an error return.
     pub errors_only: bool,
+    /// User space: read values by the kernel's -errno convention (the kernel always is).
+    pub errno: bool,
     /// Also save the calls to this file.
     pub output: Option<PathBuf>,
     /// Collect the calls for a call-graph report instead of printing them.

@@ -79,13 +79,16 @@ impl Ended {
     }
 }
 
-/// A command started by dcg, stopped before `exec` until [`Child::resume`]. Killed when
+/// A command started by dcg, stopped until [`Child::resume`]: before `exec`
+/// ([`Child::spawn_stopped`]) or just after it ([`Child::spawn_at_exec`]). Killed when
 /// dropped before it was resumed (setup failed).
 #[derive(Debug)]
 pub struct Child {
     pid: Pid,
     resumed: bool,
     reaped: bool,
+    /// Held by ptrace at its `exec` (resumed by detaching).
+    ptraced: bool,
 }
 
 /// The executable `cmd` runs: a path, or a name found in `$PATH`.
@@ -102,8 +105,20 @@ pub fn command_path(cmd: &str) -> Result<PathBuf> {
 
 impl Child {
     /// Fork; the child stops itself (SIGSTOP) and then execs `argv` once continued. Returns
-    /// after the child has stopped.
+    /// after the child has stopped. (The kernel tracer sees the `exec` itself.)
     pub fn spawn_stopped(argv: &[String]) -> Result<Child> {
+        Child::spawn(argv, false)
+    }
+
+    /// Fork and exec `argv` under ptrace, which stops the child just after its `exec`,
+    /// before the program's first instruction; [`Child::resume`] detaches. Nothing the
+    /// child runs as dcg (between fork and exec) happens while it is traced, and its
+    /// name is the program's from the first event on.
+    pub fn spawn_at_exec(argv: &[String]) -> Result<Child> {
+        Child::spawn(argv, true)
+    }
+
+    fn spawn(argv: &[String], at_exec: bool) -> Result<Child> {
         let Some(cmd) = argv.first() else {
             return Err(ProcessError::NoCommand);
         };
@@ -116,19 +131,33 @@ impl Child {
             .collect::<std::result::Result<_, _>>()
             .map_err(|_| ProcessError::Nul(cmd.clone()))?;
         let msg = format!("dcg: cannot execute {cmd}\n");
-        // SAFETY: the child only calls async-signal-safe functions (raise, execv, write,
-        // _exit) on data prepared before the fork.
+        // The argv array execv takes, built before the fork: the child allocates nothing.
+        let mut c_argv: Vec<*const nix::libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+        c_argv.push(std::ptr::null());
+        // SAFETY: the child only calls async-signal-safe functions (ptrace, raise, execv,
+        // write, _exit) on data prepared before the fork.
         let fork = unsafe { nix::unistd::fork() }.map_err(|errno| ProcessError::Sys {
             what: "fork".into(),
             errno,
         })?;
         match fork {
             nix::unistd::ForkResult::Child => {
-                let _ = nix::sys::signal::raise(Signal::SIGSTOP);
-                let _ = nix::unistd::execv(&c_exe, &c_args);
-                // SAFETY: writing a prepared buffer to stderr and exiting without running
+                // SAFETY: PTRACE_TRACEME takes no pointers; execv gets NUL-terminated
+                // strings and a NULL-terminated array that outlive the call; on failure
+                // the child writes a prepared buffer to stderr and exits without running
                 // the parent's atexit handlers.
                 unsafe {
+                    if at_exec {
+                        nix::libc::ptrace(
+                            nix::libc::PTRACE_TRACEME,
+                            0,
+                            std::ptr::null_mut::<nix::libc::c_void>(),
+                            std::ptr::null_mut::<nix::libc::c_void>(),
+                        );
+                    } else {
+                        nix::libc::raise(nix::libc::SIGSTOP);
+                    }
+                    nix::libc::execv(c_exe.as_ptr(), c_argv.as_ptr());
                     nix::libc::write(2, msg.as_ptr().cast(), msg.len());
                     nix::libc::_exit(127);
                 }
@@ -138,6 +167,7 @@ impl Child {
                     pid: child,
                     resumed: false,
                     reaped: false,
+                    ptraced: at_exec,
                 };
                 loop {
                     match waitpid(child, Some(WaitPidFlag::WUNTRACED)) {
@@ -145,9 +175,16 @@ impl Child {
                         Err(nix::errno::Errno::EINTR) => continue,
                         Ok(other) => {
                             c.reaped = true;
+                            let status = match other {
+                                WaitStatus::Exited(_, code) => Ended::Exited(code).describe(),
+                                WaitStatus::Signaled(_, s, core) => {
+                                    Ended::Signaled(s, core).describe()
+                                }
+                                other => format!("{other:?}"),
+                            };
                             return Err(ProcessError::DidNotStart {
                                 cmd: cmd.clone(),
-                                status: format!("{other:?}"),
+                                status,
                             });
                         }
                         Err(errno) => {
@@ -168,9 +205,14 @@ impl Child {
         self.pid.as_raw()
     }
 
-    /// Let it run (exec the command).
+    /// Let it run (exec the command, or run it from its first instruction).
     pub fn resume(&mut self) -> Result<()> {
-        kill(self.pid, Signal::SIGCONT).map_err(|errno| ProcessError::Sys {
+        let r = if self.ptraced {
+            nix::sys::ptrace::detach(self.pid, None)
+        } else {
+            kill(self.pid, Signal::SIGCONT)
+        };
+        r.map_err(|errno| ProcessError::Sys {
             what: "continuing the command".into(),
             errno,
         })?;
@@ -183,6 +225,11 @@ impl Child {
     pub fn terminate(&mut self, sig: Signal) -> Option<Ended> {
         if self.reaped {
             return None;
+        }
+        if self.ptraced && !self.resumed {
+            // Still held at its exec: let go of it with the signal.
+            let _ = nix::sys::ptrace::detach(self.pid, Some(sig));
+            self.resumed = true;
         }
         let _ = kill(self.pid, sig);
         // A command never continued gets the signal once it runs.

@@ -24,6 +24,16 @@ pub enum Role {
     Return,
     /// A function argument.
     Arg,
+    /// A value of code that does not follow the kernel's error conventions (user space,
+    /// unless asked): no errno names, no `ERR_PTR`.
+    Plain,
+}
+
+impl Role {
+    /// Whether values in -4095..-1 are read as error codes (`-EINVAL`, `ERR_PTR(…)`).
+    pub fn errno(self) -> bool {
+        self != Role::Plain
+    }
 }
 
 /// Kernel-internal error codes from `include/linux/errno.h` (512..530), which no
@@ -133,7 +143,13 @@ pub fn render_resolved(out: &mut String, ty: Type<'_>, t: Type<'_>, raw: u64, ro
         }
         TypeKind::Char => render_int(out, raw, t.size().max(1), t.is_signed(), role),
         TypeKind::Float => out.push_str("?float"),
-        TypeKind::Pointer | TypeKind::Array | TypeKind::Func => render_pointer(out, raw),
+        TypeKind::Pointer | TypeKind::Array | TypeKind::Func if role.errno() => {
+            render_pointer(out, raw)
+        }
+        TypeKind::Pointer | TypeKind::Array | TypeKind::Func => match raw {
+            0 => out.push_str("NULL"),
+            _ => push_hex(out, raw),
+        },
         TypeKind::Enum => render_enum(out, t, raw),
         TypeKind::Struct | TypeKind::Union => {
             let label = aggregate_label(ty, t);
@@ -154,6 +170,31 @@ pub fn aggregate_label(ty: Type<'_>, t: Type<'_>) -> String {
     }
 }
 
+/// Where a struct or union returned by value is (System V), from its type's flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetClass {
+    /// In registers: whether the first and the second eightbyte are SSE (xmm0/xmm1)
+    /// rather than INTEGER (rax/rdx).
+    Regs(bool, bool),
+    /// In memory the caller provides; rax holds its address on return.
+    Memory,
+    /// Not known (a db without the aggregate's classes).
+    Unknown,
+}
+
+/// The return class of resolved aggregate type `t`.
+pub fn ret_class(t: Type<'_>) -> RetClass {
+    use sigdb::TypeFlags as F;
+    let f = t.flags();
+    if t.size() > 16 || f.contains(F::MEMORY) {
+        RetClass::Memory
+    } else if f.contains(F::CLASSIFIED) {
+        RetClass::Regs(f.contains(F::SSE_LO), f.contains(F::SSE_HI))
+    } else {
+        RetClass::Unknown
+    }
+}
+
 /// Render a struct or union passed by value: `(label)0x…`.
 pub fn push_aggregate(out: &mut String, label: &str, raw: u64) {
     out.push('(');
@@ -170,6 +211,101 @@ pub fn render_pointer(out: &mut String, raw: u64) {
         let _ = write!(out, "ERR_PTR({})", errno_text(raw as i64));
     } else {
         push_hex(out, raw);
+    }
+}
+
+/// Render a value of floating-point type `t` (resolved) from its bits in memory (`words`,
+/// little-endian, low first): `float`, `double`, the x87 `long double`. The shortest
+/// decimal that reads back to the same value (`1.5`, `2.25`, `0.1`), in exponent form
+/// outside 1e-5..1e16 (`1e20`), as C's `%g` shows such values; a long double that no
+/// double holds exactly in C's exact hex form (`0x1.8p+1`). `None` for the formats it does
+/// not decode (complex, quad): their bytes are shown instead.
+pub fn render_float_words(words: &[u64], t: Type<'_>) -> Option<String> {
+    use sigdb::FloatFormat;
+    let size = match sigdb::float_format(t.size(), t.name()) {
+        FloatFormat::Single => 4,
+        FloatFormat::Double => 8,
+        FloatFormat::X87 => 16,
+        FloatFormat::Quad | FloatFormat::Complex(_) => return None,
+    };
+    float_bits_text(words, size)
+}
+
+/// [`render_float_words`] by size: 4, 8, or 16 (x87).
+fn float_bits_text(words: &[u64], size: u32) -> Option<String> {
+    let w0 = words.first().copied()?;
+    let shortest = |v: f64| -> String {
+        if v.is_nan() {
+            return "nan".into();
+        }
+        if v.is_infinite() {
+            return if v < 0.0 { "-inf" } else { "inf" }.into();
+        }
+        let a = v.abs();
+        if a == 0.0 || (1e-5..1e16).contains(&a) {
+            format!("{v}")
+        } else {
+            format!("{v:e}")
+        }
+    };
+    match size {
+        4 => Some(shortest(f64::from(f32::from_bits(w0 as u32)))),
+        8 => Some(shortest(f64::from_bits(w0))),
+        10 | 16 => {
+            let se = *words.get(1)? as u16;
+            Some(match x87_to_f64(w0, se) {
+                Some(v) => shortest(v),
+                None => x87_hex(w0, se),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// An x87 80-bit value (64-bit mantissa with its explicit integer bit, sign and 15-bit
+/// exponent) as the `f64` equal to it, when one is.
+fn x87_to_f64(mant: u64, se: u16) -> Option<f64> {
+    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from(se & 0x7fff);
+    if exp == 0x7fff {
+        return Some(if mant << 1 == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        });
+    }
+    if mant == 0 {
+        return Some(sign * 0.0);
+    }
+    // value = mant * 2^(exp - 16383 - 63); exact in f64 when mant fits 53 bits after
+    // dropping trailing zeros and the exponent stays in the normal range.
+    let tz = mant.trailing_zeros();
+    let m = mant >> tz;
+    let e = exp - 16383 - 63 + tz as i32;
+    if m >= 1 << 53 {
+        return None;
+    }
+    let top = e + (64 - m.leading_zeros() as i32) - 1;
+    if !(-1022..=1023).contains(&top) {
+        return None;
+    }
+    Some(sign * (m as f64) * 2f64.powi(e))
+}
+
+/// C's `%La` form of an x87 value: `0x1.8p+1`.
+fn x87_hex(mant: u64, se: u16) -> String {
+    let sign = if se & 0x8000 != 0 { "-" } else { "" };
+    let exp = i32::from(se & 0x7fff) - 16383;
+    let frac = mant << 1;
+    let mut digits = format!("{frac:016x}");
+    while digits.ends_with('0') {
+        digits.pop();
+    }
+    let int = mant >> 63;
+    if digits.is_empty() {
+        format!("{sign}0x{int}p{exp:+}")
+    } else {
+        format!("{sign}0x{int}.{digits}p{exp:+}")
     }
 }
 
@@ -255,6 +391,7 @@ fn render_int(out: &mut String, raw: u64, size: u32, signed: bool, role: Role) {
     if signed {
         let s = v as i64;
         if role == Role::Return && (-(MAX_ERRNO as i64)..0).contains(&s) {
+            // (Role::Plain never names errnos.)
             if let Some(name) = errno_name(-s) {
                 out.push('-');
                 out.push_str(name);
@@ -358,6 +495,26 @@ pub fn push_value(s: &mut String, v: &str, red: bool) {
 mod tests {
     use super::*;
     use sigdb::*;
+
+    #[test]
+    fn floats() {
+        let f = |w: &[u64], n| float_bits_text(w, n).unwrap();
+        assert_eq!(f(&[1.5f32.to_bits() as u64 | 0xdead_0000_0000], 4), "1.5");
+        assert_eq!(f(&[2.25f64.to_bits()], 8), "2.25");
+        assert_eq!(f(&[0.1f64.to_bits()], 8), "0.1");
+        assert_eq!(f(&[1e20f64.to_bits()], 8), "1e20");
+        assert_eq!(f(&[(-0.125f64).to_bits()], 8), "-0.125");
+        assert_eq!(f(&[f64::INFINITY.to_bits()], 8), "inf");
+        // long double 2.5: mantissa 0xa000000000000000, exponent 16384.
+        assert_eq!(f(&[0xa000_0000_0000_0000, 0x4000], 16), "2.5");
+        assert_eq!(f(&[0xc000_0000_0000_0000, 0xbffe], 16), "-0.75");
+        // 1/3 as a long double: no double holds it; exact hex instead.
+        assert_eq!(
+            f(&[0xaaaa_aaaa_aaaa_aaab, 0x3ffd], 16),
+            "0x1.5555555555555556p-2"
+        );
+        assert_eq!(float_bits_text(&[0], 2), None);
+    }
 
     fn db() -> Db {
         let mut b = DbBuilder::new(62);

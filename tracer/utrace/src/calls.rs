@@ -12,7 +12,8 @@ use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
 
-use super::plan::{render_arg, render_words, Probe, Target, Value};
+use super::plan::{render_arg, Probe, Target, Value};
+use super::symbolize::Symbolizer;
 
 /// Output options.
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,6 +34,19 @@ pub struct Options {
     pub color: bool,
     /// Width of the CPU column (digits of the highest CPU number).
     pub cpu_width: usize,
+    /// Read values by the kernel's error conventions (`-EINVAL`, `ERR_PTR`): off for user
+    /// space unless asked (`--errno`).
+    pub errno: bool,
+}
+
+impl Options {
+    fn role(&self, ret: bool) -> Role {
+        match (self.errno, ret) {
+            (false, _) => Role::Plain,
+            (true, false) => Role::Arg,
+            (true, true) => Role::Return,
+        }
+    }
 }
 
 /// Where and when an event happened.
@@ -46,6 +60,8 @@ pub struct Meta<'e> {
     pub cpu: u32,
     /// Timestamp in ns.
     pub ts: u64,
+    /// Where the probe hit (run-time address), when the event says.
+    pub ip: Option<u64>,
 }
 
 /// Counters of a run.
@@ -64,7 +80,7 @@ pub struct Counts {
 }
 
 /// What trace_pipe prints for a task whose name it no longer knows.
-const UNKNOWN_COMM: &str = "<...>";
+pub const UNKNOWN_COMM: &str = "<...>";
 
 /// The uprobe source: probes' events into the call tree and its sinks.
 pub struct Calls<'a> {
@@ -81,6 +97,7 @@ pub struct Calls<'a> {
     lost: u64,
     obuf: Vec<u8>,
     args: ArgList,
+    symbolizer: Symbolizer<'a>,
 }
 
 impl<'a> Calls<'a> {
@@ -94,7 +111,10 @@ impl<'a> Calls<'a> {
         let mut funcs = FuncTable::new(set);
         let ids = probes
             .iter()
-            .map(|p| funcs.intern_function(p.func, Some(&targets[p.target].name)))
+            .map(|p| match p.func {
+                Some(f) => funcs.intern_function(f, Some(&targets[p.target].name)),
+                None => funcs.intern(&p.symbol, None),
+            })
             .collect();
         let (sinks, collected) = Sinks::for_output(&Output {
             json: opts.json,
@@ -116,6 +136,7 @@ impl<'a> Calls<'a> {
             lost: 0,
             obuf: Vec::with_capacity(4096),
             args: ArgList::default(),
+            symbolizer: Symbolizer::new(targets),
         }
     }
 
@@ -192,8 +213,24 @@ impl<'a> Calls<'a> {
         let p = &self.probes[probe];
         self.args.clear();
         if self.opts.args {
-            for ((name, plan), param) in p.args.iter().zip(p.func.params()) {
-                self.args.push(name, &render_arg(param.ty(), plan, values));
+            let role = self.opts.role(false);
+            if let (Some(ip), Some(f)) = (m.ip, p.func) {
+                // Where the probe hit tells where its binary is loaded.
+                self.symbolizer
+                    .learn_bias(p.target, ip.wrapping_sub(f.addr() + p.body));
+            }
+            self.symbolizer.learn_process(m.tid);
+            let params = p.func.into_iter().flat_map(|f| f.params());
+            let sym = |v: u64| self.symbolizer.pointer_text(v);
+            for ((name, plan), param) in p.args.iter().zip(params) {
+                self.args
+                    .push(name, &render_arg(param.ty(), plan, values, role, &sym));
+            }
+            if p.func
+                .is_some_and(|f| f.flags().contains(sigdb::FuncFlags::VARIADIC))
+            {
+                // The variadic arguments: their number and types are the callee's secret.
+                self.args.push("", dcg_calls::sink::VARIADIC);
             }
         }
         let comm = self.comm(m).to_string();
@@ -201,7 +238,7 @@ impl<'a> Calls<'a> {
             task: task_of(m, &comm),
             depth: 0,
             func: self.ids[probe],
-            name: p.func.symbol(),
+            name: &p.symbol,
             module: None,
             args: ArgsIn::Rendered(&self.args),
             ret: None,
@@ -225,7 +262,8 @@ impl<'a> Calls<'a> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let p = &self.probes[probe];
-        let value = ret_value(p, values);
+        let sym = |v: u64| self.symbolizer.pointer_text(v);
+        let value = ret_value(p, values, self.opts.role(true), &sym);
         let comm = self.comm(m).to_string();
         let exit = Exit {
             task: task_of(m, &comm),
@@ -275,18 +313,36 @@ fn task_of<'c>(m: &Meta<'_>, comm: &'c str) -> Task<'c> {
 
 /// The rendered return value: (text, is_error, raw text); `None` for void or when return
 /// values are not shown.
-fn ret_value(p: &Probe<'_>, values: &[Value]) -> Option<(String, bool, Option<String>)> {
+fn ret_value(
+    p: &Probe<'_>,
+    values: &[Value],
+    role: Role,
+    sym: &dyn Fn(u64) -> Option<String>,
+) -> Option<(String, bool, Option<String>)> {
+    if let Some(t) = &p.ret_text {
+        return Some((t.clone(), false, None));
+    }
     if p.ret_fields.is_empty() {
         return None;
     }
     let words: Vec<u64> = values
         .iter()
-        .map(|v| match v {
-            Value::Num(n) => *n,
-            _ => 0,
+        .filter_map(|v| match v {
+            Value::Num(n) => Some(*n),
+            _ => None,
         })
         .collect();
-    let text = render_words(p.func.ret(), &words, Role::Return);
+    let text = match values.iter().find(|v| !matches!(v, Value::Num(_))) {
+        // A `char *` return with the string it points to.
+        Some(Value::Str(s)) if words.first().is_some_and(|&w| w != 0) => {
+            super::plan::render_text(s)
+        }
+        _ => match p.func {
+            Some(f) => super::plan::render_pointer_or(f.ret(), &words, role, sym),
+            // No DWARF: the register as it is.
+            None => format!("{:#x} (raw)", words.first().copied().unwrap_or(0)),
+        },
+    };
     let raw = words.first().map(|w| format!("{w:#x}"));
     let error = text.starts_with("-E") || text.starts_with("ERR_PTR(");
     Some((text, error, raw))

@@ -15,6 +15,7 @@
 
 pub mod calls;
 pub mod plan;
+pub mod symbolize;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -152,6 +153,9 @@ pub fn run(
         args.show_retvals,
         &mut notes,
     );
+    if let Some(why) = plan::unreadable_note(&probes) {
+        notes.push(why);
+    }
     for n in notes.drain(..) {
         note(&n);
     }
@@ -231,7 +235,7 @@ impl Tracer {
                     &p.entry_def(&group, path),
                 )
                 .map_err(|error| UtraceError::Probe {
-                    what: format!("{} in {}", p.func.symbol(), path.display()),
+                    what: format!("{} in {}", p.symbol, path.display()),
                     error,
                 })?;
             session
@@ -241,7 +245,7 @@ impl Tracer {
                     &p.return_def(&group, path),
                 )
                 .map_err(|error| UtraceError::Probe {
-                    what: format!("the return of {} in {}", p.func.symbol(), path.display()),
+                    what: format!("the return of {} in {}", p.symbol, path.display()),
                     error,
                 })?;
             events.insert(p.entry_event.clone(), (i, false));
@@ -251,7 +255,7 @@ impl Tracer {
         let pids: Vec<i32> = if let Some(pid) = args.pid {
             process::threads_of(pid)?
         } else if !args.command.is_empty() {
-            let c = Child::spawn_stopped(&args.command)?;
+            let c = Child::spawn_at_exec(&args.command)?;
             let pid = c.pid();
             child = Some(c);
             vec![pid]
@@ -459,6 +463,7 @@ fn calls_for<'a>(
         errors_only: args.errors_only,
         color: args.color,
         cpu_width: cpu_width(),
+        errno: args.errno,
     };
     let mut calls = Calls::new(no_db, probes, targets, opts);
     calls.set_default_comm(match (args.pid, args.command.first()) {
@@ -489,7 +494,7 @@ fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
 struct Stream<'e, 'p> {
     events: &'e HashMap<String, (usize, bool)>,
     probes: &'e [Probe<'p>],
-    /// An entry event whose string field continues on the next line (a `\n` in it).
+    /// An event whose string field continues on the next line (a `\n` in it).
     carry: Option<String>,
     /// `[LOST N EVENTS]` totals.
     lost_seen: u64,
@@ -587,11 +592,7 @@ impl<'e, 'p> Stream<'e, 'p> {
         } else {
             &p.entry_fields
         };
-        if !joined
-            && !is_return
-            && fields.last().is_some_and(|f| f.string)
-            && !self.entry_complete(line)
-        {
+        if !joined && fields.last().is_some_and(|f| f.string) && !self.entry_complete(line) {
             self.carry = Some(line.to_string());
             return Ok(());
         }
@@ -602,11 +603,20 @@ impl<'e, 'p> Stream<'e, 'p> {
                 Vec::new()
             }
         };
+        // The name the entry probe fetched; a return takes its call's (`<...>`: known).
+        let comm = match (is_return, values.last()) {
+            (false, Some(Value::Str(c))) => c.as_str(),
+            (true, _) => calls::UNKNOWN_COMM,
+            _ => ev.comm,
+        };
         let m = Meta {
-            comm: ev.comm,
+            comm,
             tid: ev.pid,
             cpu: ev.cpu,
             ts: ev.timestamp_ns().unwrap_or(0),
+            ip: (!is_return)
+                .then(|| pe.func.and_then(dcg_fgraph::parse_number))
+                .flatten(),
         };
         if is_return {
             calls.ret(&m, probe, &values, out)

@@ -10,6 +10,7 @@ use object::{Object as _, ObjectSegment as _};
 use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
 
 use dcg_dbset::glob::glob_match;
+use dcg_dbset::symbols::SymbolMap;
 
 use crate::UtraceError;
 
@@ -21,7 +22,7 @@ fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> U
         what: what.to_string(),
     }
 }
-use dcg_render::{is_c_string, render, render_pointer, render_string, Role};
+use dcg_render::{is_c_string, render, render_string, Role};
 
 pub use dcg_dbset::binary::DbSource;
 
@@ -77,6 +78,9 @@ pub struct Target {
     pub source: DbSource,
     /// GNU build-id (empty when none).
     pub build_id: Vec<u8>,
+    /// Its ELF symbols (`.symtab`, `.dynsym`, and its debug file's): aliases of
+    /// functions, functions without DWARF, what pointers land on.
+    pub symbols: SymbolMap,
 }
 
 /// Find the file `given` names: an existing path, a file mapped by process `pid` with that
@@ -143,6 +147,14 @@ pub fn load_target(
     let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs)?;
     notes.extend(found.notes);
     let (db, source) = (found.db, found.source);
+    let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
+    if let Some(debug) = loader::binary::debug_file(path, &bytes, &build_id) {
+        if let Ok(dbytes) = std::fs::read(&debug) {
+            if let Ok(more) = SymbolMap::from_elf(&dbytes) {
+                symbols.merge(more);
+            }
+        }
+    }
     Ok(Target {
         given: given.to_string(),
         path: path.to_path_buf(),
@@ -151,6 +163,7 @@ pub fn load_target(
         db,
         source,
         build_id,
+        symbols,
     })
 }
 
@@ -176,19 +189,57 @@ pub enum ArgPlan {
         /// The `ustring` field.
         string: Option<usize>,
     },
-    /// Known without fetching: a constant, `?` (optimized out or unknown), `?float`.
+    /// Known without fetching: a constant, `?` (optimized out or unknown), or `?LOC` for
+    /// a value in a register no uprobe can read (`?xmm0`, `?rdi:xmm0`, `?st0`).
     Text(String),
+}
+
+/// The marker of a value in `loc` that no uprobe can read (uprobes fetch general-purpose
+/// registers and memory only): `?xmm0`.
+pub fn unreadable(loc: sigdb::Location) -> String {
+    format!("?{loc}")
+}
+
+/// Why some values of `probes` will show as `?xmm0`, `?st0` (said once), if any will.
+pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
+    let mut funcs: Vec<&str> = probes
+        .iter()
+        .filter(|p| {
+            p.ret_text.is_some()
+                || p.args.iter().any(
+                    |(_, a)| matches!(a, ArgPlan::Text(t) if t.len() > 1 && t.starts_with('?')),
+                )
+        })
+        .map(|p| p.symbol.as_str())
+        .collect();
+    if funcs.is_empty() {
+        return None;
+    }
+    funcs.sort_unstable();
+    funcs.dedup();
+    Some(format!(
+        "values in xmm and x87 registers cannot be read by uprobes (they fetch general-purpose \
+         registers and memory only), shown as ?xmm0, ?st0, ?rdi:xmm0 (where the value is); \
+         arguments unoptimized code spills to a frame (-O0 with a frame pointer) are read \
+         from there: {}",
+        shorten_list(&funcs, 8)
+    ))
 }
 
 /// A function to probe and its two events.
 #[derive(Debug, Clone)]
 pub struct Probe<'a> {
-    /// The function.
-    pub func: Function<'a>,
+    /// The function, when DWARF describes it.
+    pub func: Option<Function<'a>>,
+    /// Its symbol.
+    pub symbol: String,
     /// Index of its [`Target`].
     pub target: usize,
     /// File offset of its entry.
     pub offset: u64,
+    /// Where the entry probe sits, in bytes after the entry: 0, or the prologue's length
+    /// when arguments are read from their frame slots (`-O0`).
+    pub body: u64,
     /// Entry event name.
     pub entry_event: String,
     /// Return event name.
@@ -199,6 +250,8 @@ pub struct Probe<'a> {
     pub args: Vec<(String, ArgPlan)>,
     /// Return event fields (empty for void, or without `--show-retvals`).
     pub ret_fields: Vec<Field>,
+    /// A return value no uprobe can read (`?xmm0`), shown instead of fields.
+    pub ret_text: Option<String>,
 }
 
 impl Probe<'_> {
@@ -209,7 +262,7 @@ impl Probe<'_> {
             group,
             &self.entry_event,
             path,
-            self.offset,
+            self.offset + self.body,
             &self.entry_fields,
         )
     }
@@ -252,6 +305,7 @@ fn plan_param(
     fields: &mut Vec<Field>,
     strings: &mut Vec<(usize, Field)>,
     pname: &mut dyn FnMut(&mut Vec<Field>, String, String) -> usize,
+    at_body: bool,
 ) -> ArgPlan {
     let t = ty.resolve();
     let float = t.kind() == TypeKind::Float;
@@ -266,35 +320,9 @@ fn plan_param(
             },
         ));
     };
-    match loc {
-        Location::Reg(r) => match uprobe_reg(r) {
-            Some(reg) => {
-                let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
-                if want_string {
-                    string_of(reg.to_string(), strings);
-                }
-                ArgPlan::Fetched {
-                    words: vec![w],
-                    string: None,
-                }
-            }
-            // xmm registers cannot be fetched by uprobes.
-            None => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
-        },
-        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
-            (Some(ra), Some(rb)) => {
-                let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
-                let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
-                ArgPlan::Fetched {
-                    words: vec![w0, w1],
-                    string: None,
-                }
-            }
-            _ => ArgPlan::Text(if float { "?float" } else { "?" }.into()),
-        },
-        Location::Stack(off) => {
-            // CFA = %sp at entry + 8, so CFA+off is %sp + 8 + off.
-            let base = i64::from(off) + 8;
+    // Words of a value in memory at `base(reg)`, `+8`, ...
+    let mut in_memory =
+        |fields: &mut Vec<Field>, strings: &mut Vec<(usize, Field)>, reg: &str, base: i64| {
             let n = t.size().div_ceil(8).clamp(1, MAX_STACK_WORDS);
             let mut words = Vec::new();
             for k in 0..n {
@@ -306,20 +334,56 @@ fn plan_param(
                 words.push(pname(
                     fields,
                     name,
-                    format!("{:+}(%sp):x64", base + 8 * i64::from(k)),
+                    format!("{:+}({reg}):x64", base + 8 * i64::from(k)),
                 ));
             }
             if want_string {
-                string_of(format!("{base:+}(%sp)"), strings);
-            }
-            if float {
-                return ArgPlan::Text("?float".into());
+                string_of(format!("{base:+}({reg})"), strings);
             }
             ArgPlan::Fetched {
                 words,
                 string: None,
             }
-        }
+        };
+    let aggregate = matches!(t.kind(), TypeKind::Struct | TypeKind::Union);
+    if aggregate && t.size() == 0 {
+        // An empty struct takes no register and no memory: nothing to read.
+        return ArgPlan::Text(format!("({}){{}}", dcg_render::aggregate_label(ty, t)));
+    }
+    match loc {
+        // After the prologue (the probe sits there when any argument is in a frame slot)
+        // registers no longer hold the arguments; the CFA is rbp + 16.
+        Location::Reg(_) | Location::RegPair(..) if at_body => ArgPlan::Text(unreadable(loc)),
+        Location::Reg(r) => match uprobe_reg(r) {
+            Some(reg) if !float => {
+                let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
+                if want_string {
+                    string_of(reg.to_string(), strings);
+                }
+                ArgPlan::Fetched {
+                    words: vec![w],
+                    string: None,
+                }
+            }
+            // xmm registers cannot be fetched by uprobes.
+            _ => ArgPlan::Text(unreadable(loc)),
+        },
+        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
+            (Some(ra), Some(rb)) if !float => {
+                let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
+                let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
+                ArgPlan::Fetched {
+                    words: vec![w0, w1],
+                    string: None,
+                }
+            }
+            _ => ArgPlan::Text(unreadable(loc)),
+        },
+        // CFA = %sp at entry + 8, so CFA+off is %sp + 8 + off at entry, %bp + 16 + off
+        // after the prologue.
+        Location::Stack(off) if at_body => in_memory(fields, strings, "%bp", i64::from(off) + 16),
+        Location::Stack(off) => in_memory(fields, strings, "%sp", i64::from(off) + 8),
+        Location::Frame { off, .. } => in_memory(fields, strings, "%bp", i64::from(off) + 16),
         Location::Const(v) => ArgPlan::Text(
             render(ty, i64::from(v) as u64, Role::Arg).unwrap_or_else(|| v.to_string()),
         ),
@@ -327,8 +391,20 @@ fn plan_param(
     }
 }
 
+/// Where the entry probe of `f` sits, in bytes after its entry: after the prologue when
+/// an argument is in a frame slot (unoptimized code), else at the entry.
+pub fn body_offset(f: Function<'_>) -> u64 {
+    f.params()
+        .find_map(|p| match p.loc() {
+            Location::Frame { body, .. } => Some(u64::from(body)),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
 /// The fields and argument plans of a function's entry event.
 pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
+    let at_body = body_offset(f) != 0;
     let mut fields = Vec::new();
     let mut strings = Vec::new();
     let mut args = Vec::new();
@@ -341,7 +417,15 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
         fields.len() - 1
     };
     for (i, p) in f.params().enumerate() {
-        let plan = plan_param(i, p.ty(), p.loc(), &mut fields, &mut strings, &mut push);
+        let plan = plan_param(
+            i,
+            p.ty(),
+            p.loc(),
+            &mut fields,
+            &mut strings,
+            &mut push,
+            at_body,
+        );
         let name = if p.name().is_empty() {
             format!("arg{}", i + 1)
         } else {
@@ -360,22 +444,87 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
 }
 
 /// The fields of a function's return event: none for void, `$retval` (and `%dx` for a
-/// struct returned in two registers).
-pub fn plan_return(f: Function<'_>) -> Vec<Field> {
+/// struct returned in two registers, the words `$retval` points to for one returned in
+/// memory, the string of a `char *`); or the marker of a value no uprobe can read (in
+/// xmm0 or the x87 stack).
+pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
     let t = f.ret().resolve();
-    let field = |name: &str, fetch: &str| Field {
+    let field = |name: &str, fetch: String| Field {
         name: name.into(),
-        fetch: fetch.into(),
+        fetch,
         string: false,
     };
+    let words = |n: u32| -> Vec<Field> {
+        (0..n)
+            .map(|k| {
+                let name = if k == 0 {
+                    "ret".to_string()
+                } else {
+                    format!("ret_{k}")
+                };
+                field(&name, format!("+{}($retval):x64", 8 * k))
+            })
+            .collect()
+    };
     match t.kind() {
-        TypeKind::Void => Vec::new(),
-        TypeKind::Struct | TypeKind::Union if (9..=16).contains(&t.size()) => {
-            vec![field("ret", "$retval:x64"), field("ret_1", "%dx:x64")]
-        }
-        _ => vec![field("ret", "$retval:x64")],
+        TypeKind::Void => (Vec::new(), None),
+        TypeKind::Float => (
+            Vec::new(),
+            Some(
+                match sigdb::float_format(t.size(), t.name()) {
+                    sigdb::FloatFormat::X87 | sigdb::FloatFormat::Complex(32) => "?st0",
+                    sigdb::FloatFormat::Complex(16) => "?xmm0:xmm1",
+                    _ => "?xmm0",
+                }
+                .into(),
+            ),
+        ),
+        TypeKind::Struct | TypeKind::Union if t.size() == 0 => (Vec::new(), None),
+        TypeKind::Struct | TypeKind::Union => match dcg_render::ret_class(t) {
+            dcg_render::RetClass::Regs(false, false) if t.size() <= 8 => {
+                (vec![field("ret", "$retval:x64".into())], None)
+            }
+            dcg_render::RetClass::Regs(false, false) => (
+                vec![
+                    field("ret", "$retval:x64".into()),
+                    field("ret_1", "%dx:x64".into()),
+                ],
+                None,
+            ),
+            dcg_render::RetClass::Regs(lo, hi) => (
+                Vec::new(),
+                Some(
+                    match (lo, hi, t.size() > 8) {
+                        (true, false, true) => "?rax:xmm0",
+                        (false, true, _) => "?xmm0:rdx",
+                        (true, true, true) => "?xmm0:xmm1",
+                        _ => "?xmm0",
+                    }
+                    .into(),
+                ),
+            ),
+            dcg_render::RetClass::Memory => {
+                (words(t.size().div_ceil(8).clamp(1, MAX_STACK_WORDS)), None)
+            }
+            dcg_render::RetClass::Unknown => (Vec::new(), Some("?rax".into())),
+        },
+        _ if is_c_string(f.ret()) => (
+            vec![
+                field("ret", "$retval:x64".into()),
+                Field {
+                    name: "sret".into(),
+                    fetch: "+0($retval):ustring".into(),
+                    string: true,
+                },
+            ],
+            None,
+        ),
+        _ => (vec![field("ret", "$retval:x64".into())], None),
     }
 }
+
+/// The entry field holding the task's name (`$comm`), always last.
+pub const COMM_FIELD: &str = "comm";
 
 /// A field value parsed from an event line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -423,8 +572,24 @@ pub fn parse_fields(raw: &str, fields: &[Field]) -> Option<Vec<Value>> {
 /// Longest shown string argument, in characters.
 pub const MAX_STRING: usize = 256;
 
-/// Render argument `plan` of type `ty` from the entry event's `values`.
-pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value]) -> String {
+/// A fetched string, quoted, cut after [`MAX_STRING`] characters.
+pub fn render_text(s: &str) -> String {
+    if s.chars().count() > MAX_STRING {
+        let cut: String = s.chars().take(MAX_STRING).collect();
+        return format!("{}...", render_string(&cut));
+    }
+    render_string(s)
+}
+
+/// Render argument `plan` of type `ty` from the entry event's `values`, as `role` says
+/// (`Role::Arg` with the kernel's error conventions, else `Role::Plain`).
+pub fn render_arg(
+    ty: Type<'_>,
+    plan: &ArgPlan,
+    values: &[Value],
+    role: Role,
+    sym: &dyn Fn(u64) -> Option<String>,
+) -> String {
     let (words, string) = match plan {
         ArgPlan::Text(t) => return t.clone(),
         ArgPlan::Fetched { words, string } => (words, string),
@@ -439,36 +604,59 @@ pub fn render_arg(ty: Type<'_>, plan: &ArgPlan, values: &[Value]) -> String {
     if let Some(si) = string {
         let p = nums.first().copied().unwrap_or(0);
         match values.get(*si) {
-            Some(Value::Str(s)) if p != 0 => {
-                if s.chars().count() > MAX_STRING {
-                    let cut: String = s.chars().take(MAX_STRING).collect();
-                    return format!("{}...", render_string(&cut));
-                }
-                return render_string(s);
-            }
-            _ => {
-                let mut out = String::new();
-                render_pointer(&mut out, p);
-                return out;
+            Some(Value::Str(s)) if p != 0 => return render_text(s),
+            _ => return render_pointer_or(ty, &[p], role, sym),
+        }
+    }
+    render_pointer_or(ty, &nums, role, sym)
+}
+
+/// [`render_words`], except that a pointer landing on a symbol is named by `sym`
+/// (`&static_var`, `&_IO_2_1_stdout_`, a function's name).
+pub fn render_pointer_or(
+    ty: Type<'_>,
+    words: &[u64],
+    role: Role,
+    sym: &dyn Fn(u64) -> Option<String>,
+) -> String {
+    if let ([w], TypeKind::Pointer) = (words, ty.resolve().kind()) {
+        if *w != 0 {
+            if let Some(name) = sym(*w) {
+                return name;
             }
         }
     }
-    render_words(ty, &nums, Role::Arg)
+    render_words(ty, words, role)
 }
 
-/// Render a value held in one or more 64-bit words (a struct in two registers or on the
-/// stack: `(struct wide){0x3, 0x4}`).
+/// Render a value held in one or more 64-bit words (a struct in two registers or in
+/// memory: `(struct wide){0x3, 0x4}`; a float read from memory). Bytes past the type's
+/// size are not part of the value and are cleared.
 pub fn render_words(ty: Type<'_>, words: &[u64], role: Role) -> String {
-    match words {
+    let t = ty.resolve();
+    if t.kind() == TypeKind::Float {
+        if let Some(text) = dcg_render::render_float_words(words, t) {
+            return text;
+        }
+    }
+    // Aggregates, and floats shown by their bytes (complex, quad).
+    let aggregate = matches!(
+        t.kind(),
+        TypeKind::Struct | TypeKind::Union | TypeKind::Float
+    );
+    let mut words = words.to_vec();
+    if aggregate && t.size() > 0 {
+        words.truncate(t.size().div_ceil(8) as usize);
+        let tail = t.size() % 8;
+        if let (Some(last), true) = (words.last_mut(), tail != 0) {
+            *last &= (1u64 << (8 * tail)) - 1;
+        }
+    }
+    match words.as_slice() {
         [] => "?".into(),
         [one] => render(ty, *one, role).unwrap_or_default(),
         many => {
-            let t = ty.resolve();
-            let label = if t.name().is_empty() {
-                ty.display()
-            } else {
-                t.base_name()
-            };
+            let label = dcg_render::aggregate_label(ty, t);
             let list: Vec<String> = many.iter().map(|w| format!("{w:#x}")).collect();
             format!("({label}){{{}}}", list.join(", "))
         }
@@ -490,10 +678,15 @@ pub fn event_base(symbol: &str) -> String {
 }
 
 /// A function selected by a pattern, before its probe is planned.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Selected<'a> {
-    /// The function.
-    pub func: Function<'a>,
+    /// The function, when DWARF describes it (else an ELF function symbol, traced
+    /// without arguments).
+    pub func: Option<Function<'a>>,
+    /// Its symbol.
+    pub symbol: String,
+    /// Its address.
+    pub addr: u64,
     /// Index of its target.
     pub target: usize,
 }
@@ -512,19 +705,86 @@ pub fn select<'a>(
     let mut found = Vec::new();
     let mut inline_only = Vec::new();
     let mut cold = Vec::new();
+    let mut with_dwarf = HashSet::new();
+    let mut no_dwarf: Vec<(String, u64)> = Vec::new();
     for f in t.db.functions() {
-        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) {
+        if f.addr() != 0 && !f.flags().contains(FuncFlags::NO_TYPES) {
+            with_dwarf.insert(f.addr());
+        }
+        // By its DWARF name, its symbol, or any ELF symbol at its address (`free` is
+        // `__libc_free` in libc's DWARF).
+        let alias = || {
+            f.addr() != 0
+                && t.symbols
+                    .at(f.addr())
+                    .iter()
+                    .any(|s| s.func && glob_match(pattern, &s.name))
+        };
+        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) && !alias() {
             continue;
         }
         let flags = f.flags();
         if flags.contains(FuncFlags::INLINE_ONLY) || f.addr() == 0 {
             inline_only.push(f);
+        } else if flags.contains(FuncFlags::NO_TYPES) {
+            // Named by an assembly unit: no types, as if it had no DWARF.
+            with_dwarf.remove(&f.addr());
+            let named = glob_match(pattern, f.name());
+            match no_dwarf.iter_mut().find(|(_, a)| *a == f.addr()) {
+                // Shown by the name asked for (`kill`, not `__GI___kill`).
+                Some((n, _)) if named && !glob_match(pattern, n) => *n = f.name().to_string(),
+                Some(_) => {}
+                None => no_dwarf.push((f.name().to_string(), f.addr())),
+            }
         } else if flags.contains(FuncFlags::COLD) {
             cold.push(f);
         } else {
-            found.push(Selected { func: f, target });
+            found.push(Selected {
+                func: Some(f),
+                symbol: f.symbol().to_string(),
+                addr: f.addr(),
+                target,
+            });
         }
     }
+    // Function symbols no DWARF describes (assembly: libc's syscall wrappers `kill`,
+    // `chmod`), by name only: traced without arguments, the return value raw.
+    for s in t.symbols.functions() {
+        if !with_dwarf.contains(&s.addr)
+            && glob_match(pattern, &s.name)
+            && !no_dwarf.iter().any(|(_, a)| *a == s.addr)
+        {
+            no_dwarf.push((s.name.clone(), s.addr));
+        }
+    }
+    no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
+    if !wild {
+        for (name, addr) in no_dwarf {
+            notes.push(format!(
+                "{name}: no DWARF gives its types (written in assembly, or built without -g): \
+                 traced without arguments, its return value raw"
+            ));
+            found.push(Selected {
+                func: None,
+                symbol: name,
+                addr,
+                target,
+            });
+        }
+    } else if !no_dwarf.is_empty() {
+        notes.push(format!(
+            "{}:{pattern}: {} matching functions have no DWARF and are not traced (name one \
+             to trace it without arguments)",
+            t.given,
+            no_dwarf.len()
+        ));
+    }
+    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
+    inline_only.retain(|f| {
+        !found
+            .iter()
+            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
+    });
     for f in &cold {
         let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
         notes.push(format!(
@@ -588,21 +848,20 @@ pub fn plan_probes<'a>(
     let mut names = HashSet::new();
     let mut probes = Vec::new();
     for s in selected {
-        let f = s.func;
-        if !seen_addr.insert((s.target, f.addr())) {
+        if !seen_addr.insert((s.target, s.addr)) {
             continue;
         }
         let t = &targets[s.target];
-        let Some(offset) = file_offset(&t.segments, f.addr()) else {
+        let Some(offset) = file_offset(&t.segments, s.addr) else {
             notes.push(format!(
                 "{}: address {:#x} is in no loadable segment of {}: not probed",
-                f.symbol(),
-                f.addr(),
+                s.symbol,
+                s.addr,
                 t.path.display()
             ));
             continue;
         };
-        let base = event_base(f.symbol());
+        let base = event_base(&s.symbol);
         let mut n = 1;
         let (entry, ret) = loop {
             let b = if n == 1 {
@@ -618,21 +877,45 @@ pub fn plan_probes<'a>(
         };
         names.insert(entry.clone());
         names.insert(ret.clone());
-        let (entry_fields, args) = if with_args {
-            plan_entry(f)
-        } else {
-            (Vec::new(), Vec::new())
+        let (mut entry_fields, args) = match s.func {
+            Some(f) if with_args => plan_entry(f),
+            _ => (Vec::new(), Vec::new()),
         };
-        let ret_fields = if with_ret { plan_return(f) } else { Vec::new() };
+        // The task's name as the probe hits: trace_pipe names a pid from a cache that
+        // can hold a previous owner's name (dcg's, before the exec; a dead process's).
+        entry_fields.push(Field {
+            name: COMM_FIELD.into(),
+            fetch: "$comm".into(),
+            string: true,
+        });
+        let (ret_fields, ret_text) = match s.func {
+            Some(f) if with_ret => plan_return(f),
+            // No type: the raw register.
+            None if with_ret => (
+                vec![Field {
+                    name: "ret".into(),
+                    fetch: "$retval:x64".into(),
+                    string: false,
+                }],
+                None,
+            ),
+            _ => (Vec::new(), None),
+        };
         probes.push(Probe {
-            func: f,
+            func: s.func,
+            symbol: s.symbol.clone(),
             target: s.target,
             offset,
+            body: match s.func {
+                Some(f) if with_args => body_offset(f),
+                _ => 0,
+            },
             entry_event: entry,
             return_event: ret,
             entry_fields,
             args,
             ret_fields,
+            ret_text,
         });
     }
     probes

@@ -1,0 +1,111 @@
+//! Pointers of a traced process named by the symbol they land on (`&static_var`,
+//! `&_IO_2_1_stdout_`): the ELF symbols of each binary, placed where the process has it
+//! loaded. A traced binary's load address comes from its own probe hits (the event's
+//! address less the function's); the other files mapped by the process (libraries) from
+//! `/proc/PID/maps`, read once per process while it runs. Unplaced, a pointer stays hex.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use dcg_dbset::symbols::SymbolMap;
+
+use crate::plan::{load_segments, Target};
+
+/// Names pointers of the traced processes.
+pub struct Symbolizer<'a> {
+    targets: &'a [Target],
+    /// Load bias of each target, once known.
+    bias: Vec<Option<u64>>,
+    /// Other mapped files: their symbols and load bias.
+    others: Vec<(u64, SymbolMap)>,
+    files_seen: HashSet<PathBuf>,
+    pids_seen: HashSet<u32>,
+}
+
+impl<'a> Symbolizer<'a> {
+    /// A symbolizer over the traced binaries.
+    pub fn new(targets: &'a [Target]) -> Symbolizer<'a> {
+        Symbolizer {
+            targets,
+            bias: vec![None; targets.len()],
+            others: Vec::new(),
+            files_seen: HashSet::new(),
+            pids_seen: HashSet::new(),
+        }
+    }
+
+    /// Target `target` is loaded at `bias` (run-time address − ELF address).
+    pub fn learn_bias(&mut self, target: usize, bias: u64) {
+        if let Some(b) = self.bias.get_mut(target) {
+            b.get_or_insert(bias);
+        }
+    }
+
+    /// Read the mappings of process `pid` (once): where its other files are.
+    pub fn learn_process(&mut self, pid: u32) {
+        if !self.pids_seen.insert(pid) {
+            return;
+        }
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        for line in maps.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(range), Some(_perms), Some(offset)) = (it.next(), it.next(), it.next())
+            else {
+                continue;
+            };
+            let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
+                continue;
+            };
+            if !offset.trim_start_matches('0').is_empty() {
+                continue;
+            }
+            let Some(start) = range
+                .split('-')
+                .next()
+                .and_then(|s| u64::from_str_radix(s, 16).ok())
+            else {
+                continue;
+            };
+            let path = PathBuf::from(path);
+            if let Some(t) = self.targets.iter().position(|t| t.path == path) {
+                let lowest = self.targets[t].segments.iter().map(|s| s.vaddr).min();
+                if let Some(v) = lowest {
+                    self.learn_bias(t, start.wrapping_sub(v & !0xfff));
+                }
+                continue;
+            }
+            if !self.files_seen.insert(path.clone()) {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let (Ok(segs), Ok(syms)) = (load_segments(&bytes), SymbolMap::from_elf(&bytes)) else {
+                continue;
+            };
+            let Some(lowest) = segs.iter().map(|s| s.vaddr).min() else {
+                continue;
+            };
+            let bias = start.wrapping_sub(lowest & !0xfff);
+            self.others.push((bias, syms));
+        }
+    }
+
+    /// The symbol run-time address `addr` lands on, as C writes a pointer to it.
+    pub fn pointer_text(&self, addr: u64) -> Option<String> {
+        let placed = self
+            .targets
+            .iter()
+            .zip(&self.bias)
+            .filter_map(|(t, b)| Some((b.as_ref()?, &t.symbols)))
+            .chain(self.others.iter().map(|(b, s)| (b, s)));
+        for (bias, syms) in placed {
+            if let Some(text) = syms.pointer_text(addr.wrapping_sub(*bias)) {
+                return Some(text);
+            }
+        }
+        None
+    }
+}
