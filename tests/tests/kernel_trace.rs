@@ -559,6 +559,8 @@ fn bpf_on_debian(kernel_name: &str) {
             "do_sys_openat2(dfd=-100, filename=\"/nonexistent\"",
             // With every value known, the error's origin is named.
             "} /* do_sys_openat2 ret=-ENOENT from ",
+            // A pointer to a kernel symbol is named (kallsyms).
+            "idmap=&nop_mnt_idmap",
         ],
     );
     // Parameters passed on the stack, read from the stack words at entry.
