@@ -349,7 +349,12 @@ impl<'s> Setup<'s> {
         opt(&sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
         let kernel_args = args.args && feat.args;
         opt(&sess, "funcgraph-args", kernel_args)?;
-        let _ = sess.write("buffer_size_kb", "4096");
+        // Binary reading (no probe events: see `start`) copies pages out faster than the
+        // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
+        // traced loop under TCG: give it 16 MiB.
+        let raw = !(args.show_retvals && !feat.retval || args.args && !feat.args)
+            && std::env::var_os("DCG_FGRAPH_TEXT").is_none();
+        let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
             opt(&sess, "function-fork", true)?;
@@ -581,7 +586,7 @@ impl<'s> Setup<'s> {
                     && raw.pending() < DEFER_MAX
                 {
                     if raw.drain()? == 0 {
-                        std::thread::sleep(Duration::from_millis(50));
+                        std::thread::sleep(Duration::from_millis(20));
                     }
                     continue;
                 }
