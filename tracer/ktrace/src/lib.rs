@@ -352,8 +352,8 @@ impl<'s> Setup<'s> {
         // Binary reading (no probe events: see `start`) copies pages out faster than the
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
-        let raw = !(args.show_retvals && !feat.retval || args.args && !feat.args)
-            && std::env::var_os("DCG_FGRAPH_TEXT").is_none();
+        let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
+        let raw = !probes_needed && std::env::var_os("DCG_FGRAPH_TEXT").is_none();
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
