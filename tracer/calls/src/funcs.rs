@@ -70,6 +70,9 @@ struct Render<'a> {
     label: Option<String>,
     /// Names of what pointers land on (`&init_user_ns`, `filldir64`), when known.
     names: Option<&'a SymbolMap>,
+    /// Whether a pointer of this type points to a function (`None`: not known from the
+    /// type, e.g. `void *`): decides `name` against `&name`.
+    to_func: Option<bool>,
 }
 
 impl<'a> Render<'a> {
@@ -85,6 +88,15 @@ impl<'a> Render<'a> {
             label: matches!(resolved.kind(), TypeKind::Struct | TypeKind::Union)
                 .then(|| aggregate_label(ty, resolved)),
             names,
+            to_func: match resolved.kind() {
+                TypeKind::Func => Some(true),
+                TypeKind::Pointer => resolved
+                    .target()
+                    .map(|t| t.resolve().kind())
+                    .filter(|k| *k != TypeKind::Void)
+                    .map(|k| k == TypeKind::Func),
+                _ => None,
+            },
         }
     }
 
@@ -111,7 +123,7 @@ impl<'a> Render<'a> {
     #[inline(always)]
     fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
         if let (true, Some(names)) = (self.pointer && pointer_is_hex(raw), self.names) {
-            if let Some(name) = names.pointer_text(raw) {
+            if let Some(name) = names.pointer_text_as(raw, self.to_func) {
                 out.push_str(&name);
                 return true;
             }

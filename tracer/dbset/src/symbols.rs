@@ -148,8 +148,15 @@ impl SymbolMap {
     /// A pointer that lands on a symbol, as C would write it: `&name` (`&name+0x10`
     /// inside it) for data, `name` for a function's start.
     pub fn pointer_text(&self, addr: u64) -> Option<String> {
+        self.pointer_text_as(addr, None)
+    }
+
+    /// [`SymbolMap::pointer_text`], with whether the pointer points to a function known
+    /// from its type (`Some`), which wins over the symbol's own kind: kallsyms types are
+    /// not reliable (Debian 7.2's marks `init_user_ns` and `nop_mnt_idmap` `T`).
+    pub fn pointer_text_as(&self, addr: u64, to_func: Option<bool>) -> Option<String> {
         let (s, off) = self.lookup(addr)?;
-        Some(match (s.func, off) {
+        Some(match (to_func.unwrap_or(s.func), off) {
             (true, 0) => s.name.clone(),
             (_, 0) => format!("&{}", s.name),
             (_, off) => format!("&{}+{off:#x}", s.name),
@@ -200,5 +207,7 @@ mod tests {
         assert_eq!(m.pointer_text(0x1004).as_deref(), Some("&_x+0x4"));
         assert_eq!(m.at(0x1000).len(), 3);
         assert_eq!(m.pointer_text(0x1010), None);
+        // The pointer's type wins over the symbol's kind.
+        assert_eq!(m.pointer_text_as(0x1000, Some(true)).as_deref(), Some("_x"));
     }
 }
