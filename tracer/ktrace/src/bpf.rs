@@ -182,9 +182,9 @@ fn targets(
 
 /// [`OWN_PATH`] and its direct callees in the running kernel (the names alone when its
 /// text cannot be read).
-fn own_path() -> HashSet<String> {
+fn own_path(kallsyms: &str) -> HashSet<String> {
     let mut own: HashSet<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
-    if let Some(kt) = crate::callees::KernelText::open() {
+    if let Some(kt) = crate::callees::KernelText::with_kallsyms(kallsyms) {
         let seeds: Vec<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
         own.extend(kt.closure(&seeds, OWN_PATH_DEPTH, OWN_PATH_CAP, &|_| true));
     }
@@ -398,8 +398,8 @@ pub fn run(
     let kallsyms = Kallsyms::parse(&kallsyms_text);
     // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
     let pointer_names = SymbolMap::from_kallsyms(&kallsyms_text);
+    let own = own_path(&kallsyms_text);
     drop(kallsyms_text);
-    let own = own_path();
     let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
     listed.sort_unstable();
     debug(format_args!(

@@ -23,6 +23,11 @@ impl KernelText {
     /// CONFIG_PROC_KCORE, addresses hidden).
     pub fn open() -> Option<KernelText> {
         let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+        KernelText::with_kallsyms(&text)
+    }
+
+    /// [`KernelText::open`] with `/proc/kallsyms` already read into `text`.
+    pub fn with_kallsyms(text: &str) -> Option<KernelText> {
         let mut syms = Vec::new();
         for line in text.lines() {
             let mut it = line.split_whitespace();

@@ -322,6 +322,8 @@ struct Setup<'s> {
     pipe: Option<tracefs::TracePipe>,
     /// The binary source, when the session needs no probe events.
     raw: Option<rawtree::RawSource>,
+    /// `/proc/kallsyms`, read once (names of functions in binary records, of pointers).
+    kallsyms: String,
 }
 
 impl<'s> Setup<'s> {
@@ -393,6 +395,7 @@ impl<'s> Setup<'s> {
             lazy_depth,
             pipe: None,
             raw: None,
+            kallsyms: std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
         })
     }
 
@@ -476,7 +479,7 @@ impl<'s> Setup<'s> {
         // their text); the text pipe otherwise, or when the binary layout is unusable.
         if !(self.want_exit || self.want_entry) && std::env::var_os("DCG_FGRAPH_TEXT").is_none() {
             let filter = rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
-            match rawtree::RawSource::open(&self.sess, self.root, filter) {
+            match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
                 Ok(raw) => {
                     debug(format_args!("reading trace_pipe_raw"));
                     self.raw = Some(raw);
@@ -509,9 +512,7 @@ impl<'s> Setup<'s> {
             report: args.report,
         });
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-        let pointer_names = std::fs::read_to_string("/proc/kallsyms")
-            .map(|t| SymbolMap::from_kallsyms(&t))
-            .unwrap_or_default();
+        let pointer_names = SymbolMap::from_kallsyms(&self.kallsyms);
         let mut dec = Decoder::with_sinks(self.set, opts, sinks);
         dec.set_pointer_names(&pointer_names);
         let saved = match &args.output {

@@ -124,10 +124,12 @@ pub struct RawRead {
 const PAGES_PER_ROUND: usize = 1024;
 
 impl RawSource {
-    /// Open the session's pipes; formats from `tracefs`'s `events/ftrace/*/format`.
+    /// Open the session's pipes; formats from `tracefs`'s `events/ftrace/*/format`,
+    /// function names from `kallsyms` (`/proc/kallsyms`' text).
     pub fn open(
         sess: &Session,
         tracefs: &Path,
+        kallsyms: &str,
         filter: RawTreeFilter,
     ) -> Result<RawSource, String> {
         let mut formats = Vec::new();
@@ -144,9 +146,7 @@ impl RawSource {
             formats.push(Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
         }
         let formats = GraphFormats::new(&formats).map_err(|e| e.to_string())?;
-        let syms = std::fs::read_to_string("/proc/kallsyms")
-            .map(|t| Kallsyms::parse(&t))
-            .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+        let syms = Kallsyms::parse(kallsyms);
         if syms.is_empty() {
             return Err("/proc/kallsyms has no addresses".into());
         }
