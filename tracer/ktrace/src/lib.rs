@@ -41,7 +41,8 @@ const STATIC_DEPTH: u32 = 2;
 const LAZY_PER_ROUND: usize = 8;
 /// At most this many bytes of binary pages wait undecoded.
 const DEFER_MAX: usize = 256 << 20;
-/// Longest drain of the pipe after the command exited.
+/// Longest the session keeps recording after the command exited (children it forked may
+/// still run); what was recorded is then read whole.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
 /// `DCG_KTRACE_DEBUG=1`: progress with timestamps on stderr.
@@ -586,7 +587,10 @@ impl<'s> Setup<'s> {
                     && drain_until.is_none()
                     && raw.pending() < DEFER_MAX
                 {
-                    if raw.drain()? == 0 {
+                    // A short pause whatever was read: the per-CPU buffers hold far
+                    // more than one, and spinning on partly filled pages takes the CPU
+                    // from the traced load.
+                    if raw.drain()? < rawtree::PAGES_PER_ROUND {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     continue;
@@ -644,6 +648,44 @@ impl<'s> Setup<'s> {
         };
         debug(format_args!("loop ended: {stop_reason}"));
         let _ = self.sess.write("tracing_on", "0");
+        // What was recorded before tracing stopped is read whole (a time limit here
+        // silently lost the last calls of a long capture), unless the count is reached.
+        while args.count.is_none_or(|n| summary.completed < n) {
+            let mut fb = Feedback::default();
+            let got = if let Some(raw) = raw.as_mut() {
+                let left = args.count.map(|n| n.saturating_sub(summary.completed));
+                let r = raw.read(&mut dec, out, left)?;
+                fb.completed = r.completed;
+                fb.lost = r.lost;
+                r.pages
+            } else if let Some(pipe) = pipe.as_mut() {
+                lines.clear();
+                pipe.read_available(&mut lines)?;
+                for l in &lines {
+                    self.filter.feed(l, &mut dec, &mut fb)?;
+                    if args
+                        .count
+                        .is_some_and(|n| summary.completed + fb.completed >= n)
+                    {
+                        break;
+                    }
+                }
+                lines.len()
+            } else {
+                0
+            };
+            summary.completed += fb.completed;
+            for n in fb.lost {
+                match n {
+                    Some(n) => summary.lost_in_stream += n,
+                    None => summary.lost_unknown = true,
+                }
+            }
+            dec.flush_out(out)?;
+            if got == 0 {
+                break;
+            }
+        }
         dec.finish(out)?;
         out.flush()?;
         if let Some(c) = self.child.as_mut() {

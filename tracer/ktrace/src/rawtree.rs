@@ -24,6 +24,9 @@ pub struct RawTreeFilter {
     depth: u32,
     /// Per task: the depth of its kept tree's root.
     tasks: HashMap<u32, u32>,
+    /// Roots entered, and trees given up (a new root began before the old one's exit).
+    pub started: u64,
+    pub abandoned: u64,
 }
 
 impl RawTreeFilter {
@@ -34,6 +37,8 @@ impl RawTreeFilter {
             is_root: HashMap::new(),
             depth,
             tasks: HashMap::new(),
+            started: 0,
+            abandoned: 0,
         }
     }
 
@@ -59,9 +64,15 @@ impl RawTreeFilter {
             GraphRecord::Entry {
                 pid, depth, func, ..
             } => {
-                let kept = self.tasks.get(pid).copied();
+                let open = self.tasks.get(pid).copied();
                 // A tree that ended without its exit (lost records) is given up.
-                let kept = kept.filter(|r| depth > r);
+                let kept = open.filter(|r| depth > r);
+                if open.is_some() && kept.is_none() {
+                    self.abandoned += 1;
+                }
+                if kept.is_none() && self.root_at(*func, syms) {
+                    self.started += 1;
+                }
                 let Some(root) = kept.or_else(|| self.root_at(*func, syms).then_some(*depth))
                 else {
                     self.tasks.remove(pid);
@@ -121,7 +132,7 @@ pub struct RawRead {
 }
 
 /// Most pages read per CPU in one round (the rest waits for the next).
-const PAGES_PER_ROUND: usize = 1024;
+pub const PAGES_PER_ROUND: usize = 1024;
 
 impl RawSource {
     /// Open the session's pipes; formats from `tracefs`'s `events/ftrace/*/format`,
@@ -213,7 +224,18 @@ impl RawSource {
                 got.completed += 1;
             }
         }
+        let recs_len = recs.len();
         drop(recs);
+        crate::debug(format_args!(
+            "raw read: {} pages, {} records, {} roots completed; in all {} roots started, \
+             {} given up; lost {:?}",
+            self.pages.len(),
+            recs_len,
+            got.completed,
+            self.filter.started,
+            self.filter.abandoned,
+            got.lost
+        ));
         self.pages.clear();
         Ok(got)
     }
