@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kernel engines under load, in qemu (TCG), one boot: a loop of failing access(2)
-# calls (tests/qemu/load/syscall-loop.c) untraced, and for each engine: under raw
+# calls (tests/qemu/progs/syscall-loop.c) untraced, and for each engine: under raw
 # function_graph with set_graph_function=do_faccessat, under `dcg trace --show-retvals
 # --func do_faccessat --json --trace-output F -- loop N`, and under raw function_graph
 # again (the guest script is the load test's, tests/qemu/e2e/load.sh). Prints per engine:
@@ -30,7 +30,7 @@ testkernel)
 	engines=bpf,fgraph ;;
 esac
 "$CARGO_TARGET_DIR/release/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k.sigdb"
-gcc -O2 -static -o "$tmp/syscall-loop" "$here/tests/qemu/load/syscall-loop.c"
+gcc -O2 -static -o "$tmp/syscall-loop" "$here/tests/qemu/progs/syscall-loop.c"
 bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 	--add "$CARGO_TARGET_DIR/release/dcg:/bin/dcg" \
 	--add "$here/tests/qemu/e2e/lib.sh:/dcg/lib.sh" \

@@ -6,8 +6,17 @@ show() { echo; echo "guest\$ $*"; "$@"; }
 
 show dcg load /dcg/sigs.db || exit 1
 show dcg list || exit 1
-# Without --db, dcg trace finds the loaded db by the running kernel's build-id. The
-# command's own output goes to the console; the tree to /tmp/tree, printed after it.
+# Without --db, dcg trace finds the loaded db by the running kernel's build-id.
+# pidfd_create is inlined into the pidfd_open syscall: dcg traces the syscall and shows
+# the inlined code as a frame of its own. The program opens a pidfd on itself (works),
+# on a pid that does not exist (-ESRCH) and with bad flags (-EINVAL).
+show dcg trace --show-retvals --func pidfd_create --trace-output /tmp/pidfd -- \
+	/dcg/inline-calls pidfd
+rc=$?
+echo; echo "--- the calls under pidfd_create's container (dcg exit $rc):"
+cat /tmp/pidfd || exit 1
+[ $rc = 0 ] || exit 1
+# The command's own output goes to the console; the tree to /tmp/tree, printed after it.
 show dcg trace --show-retvals --args --func do_sys_openat2 --trace-output /tmp/tree \
 	-- cat /proc/sys/kernel/ostype /nonexistent
 rc=$?

@@ -4,8 +4,10 @@
 #      dwarfscan it into a signature db → show its signatures → trace it live with uprobes
 #      (root) → report the call graph;
 #   2. the kernel, in qemu: the test kernel (tests/kernels/testkernel, built from Debian's
-#      linux-source-7.2 on the first run) → `dwarfscan vmlinux modules -o sigs.db` on the
-#      host → in the guest `dcg load sigs.db` and `dcg trace --show-retvals ...` (root).
+#      linux-source-7.2 on the first run) → `dwarfscan vmlinux -o sigs.db` on the host →
+#      in the guest `dcg load sigs.db` and `dcg trace --show-retvals --func pidfd_create
+#      -- inline-calls pidfd` (pidfd_create is inlined into the pidfd_open syscall), then
+#      a tree with arguments under do_sys_openat2 (root).
 #
 #   bash examples/run.sh
 #
@@ -66,14 +68,16 @@ step "the kernel: the test kernel (first run: download + ~6 min build)"
 kernel=$(bash tests/kernels/testkernel/build.sh)
 echo "test kernel: $kernel (release $(cat "$kernel/release"), build-id $(cat "$kernel/build-id"))"
 
-step "dwarfscan vmlinux and its modules -o $out/sigs.db"
-"$bin/dwarfscan" --stats "$kernel/vmlinux" "$kernel/dbg-modules" -o "$out/sigs.db"
+step "dwarfscan vmlinux -o sigs.db"
+"$bin/dwarfscan" "$kernel/vmlinux" -o "$out/sigs.db"
+gcc -O2 -static -o "$out/inline-calls" tests/qemu/progs/inline-calls.c
 
-step "boot it in qemu (TCG): dcg load sigs.db, dcg trace --show-retvals --args --func do_sys_openat2"
+step "boot it in qemu (TCG): dcg load sigs.db, dcg trace --show-retvals --func pidfd_create"
 bash tests/qemu/mkinitramfs.sh "$out/guest.cpio.gz" --add "$bin/dcg:/bin/dcg" \
-	--add "$out/sigs.db:/dcg/sigs.db" --init examples/kernel-guest.sh --timeout 400
+	--add "$out/sigs.db:/dcg/sigs.db" --add "$out/inline-calls:/dcg/inline-calls" \
+	--init examples/kernel-guest.sh --timeout 500
 rc=0
 bash tests/qemu/run-guest.sh --kernel "$kernel/vmlinuz" --initrd "$out/guest.cpio.gz" \
-	--smp 2 --timeout 600 --append dcg.printk=1 > "$out/guest.log" 2>&1 || rc=$?
+	--smp 2 --timeout 700 --append dcg.printk=1 > "$out/guest.log" 2>&1 || rc=$?
 sed -n '/^DCG-GUEST-START/,/^DCG-GUEST-EXIT/p' "$out/guest.log" | sed '1d;$d'
 [ $rc = 0 ] || { echo "the guest failed (exit $rc); console log: $out/guest.log" >&2; exit 1; }

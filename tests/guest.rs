@@ -29,13 +29,18 @@ pub fn debian_kernel(name: &str) -> PathBuf {
 /// A Debian cloud kernel (as [`debian_kernel`]) and a db of its vmlinux built with the
 /// dwarfscan library: (`vmlinuz`, the db's temporary directory, the db).
 pub fn debian_with_db(name: &str) -> (PathBuf, tempfile::TempDir, PathBuf) {
+    debian_with_db_opts(name, &dwarfscan::Options::default())
+}
+
+/// [`debian_with_db`] with the db built with `opts`.
+pub fn debian_with_db_opts(
+    name: &str,
+    opts: &dwarfscan::Options,
+) -> (PathBuf, tempfile::TempDir, PathBuf) {
     let kdir = debian_kernel(name);
     let vmlinux = kdir.join("vmlinux");
-    let mut result = dwarfscan::scan(
-        &[dwarfscan::Input::new(&vmlinux)],
-        &dwarfscan::Options::default(),
-    )
-    .unwrap_or_else(|e| panic!("scanning {}: {e}", vmlinux.display()));
+    let mut result = dwarfscan::scan(&[dwarfscan::Input::new(&vmlinux)], opts)
+        .unwrap_or_else(|e| panic!("scanning {}: {e}", vmlinux.display()));
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join(format!("debian-{name}.sigdb"));
     result.write(&db).unwrap();

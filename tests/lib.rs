@@ -183,22 +183,30 @@ pub fn kernel_notes_with(build_id: &[u8]) -> Vec<u8> {
     n
 }
 
-/// `tests/qemu/load/syscall-loop.c` built static (for guests without a libc), once per
-/// process; the load of the kernel engines' load test and benchmark.
+/// `tests/qemu/progs/NAME.c` built static (for guests without a libc), once per process
+/// and name.
+pub fn guest_prog(name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, tempfile::TempDir, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, exe)) = built.iter().find(|(n, _, _)| n == name) {
+        return exe.clone();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join(name);
+    let src = repo_root().join(format!("tests/qemu/progs/{name}.c"));
+    let st = std::process::Command::new("gcc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc -static {} failed", src.display());
+    built.push((name.to_string(), dir, exe.clone()));
+    exe
+}
+
+/// `tests/qemu/progs/syscall-loop.c` built static: the load of the kernel engines' load
+/// test and benchmark.
 pub fn syscall_loop() -> PathBuf {
-    static EXE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, exe) = EXE.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("syscall-loop");
-        let src = repo_root().join("tests/qemu/load/syscall-loop.c");
-        let st = std::process::Command::new("gcc")
-            .args(["-O2", "-static", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .expect("running gcc");
-        assert!(st.success(), "gcc -static {} failed", src.display());
-        (dir, exe)
-    });
-    exe.clone()
+    guest_prog("syscall-loop")
 }

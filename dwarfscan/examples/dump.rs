@@ -18,6 +18,23 @@ fn main() {
             for c in f.inlined_into().take(10) {
                 println!("    inlined into {}", c.name());
             }
+            for i in f.inlined_copies().take(20) {
+                let ranges: Vec<String> =
+                    i.ranges().map(|(s, e)| format!("{s:#x}-{e:#x}")).collect();
+                let locs: Vec<String> = i
+                    .params()
+                    .map(|(p, l)| format!("{}={l:?}", p.name()))
+                    .collect();
+                println!(
+                    "    copy in {} at {:#x} [{}] {}:{} ({})",
+                    i.caller().map_or("?", |c| c.symbol()),
+                    i.entry_pc(),
+                    ranges.join(" "),
+                    i.call_file(),
+                    i.call_line(),
+                    locs.join(", ")
+                );
+            }
         }
     }
 }

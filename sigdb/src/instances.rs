@@ -200,6 +200,11 @@ impl<'a> Instance<'a> {
         Instance { db, index, rec }
     }
 
+    /// The db it is in.
+    pub fn db(&self) -> &'a Db {
+        self.db
+    }
+
     /// Index in the instance table.
     pub fn index(&self) -> u32 {
         self.index

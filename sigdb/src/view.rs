@@ -101,6 +101,11 @@ impl<'a> Function<'a> {
     pub fn inline_instances(&self) -> impl Iterator<Item = crate::Instance<'a>> + 'a {
         self.db.instances_in(self.index)
     }
+
+    /// The inlined copies of this function in other functions' code.
+    pub fn inlined_copies(&self) -> impl Iterator<Item = crate::Instance<'a>> + 'a {
+        self.db.instances_of(self.index)
+    }
 }
 
 /// A parameter of a [`Function`].

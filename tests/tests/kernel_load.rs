@@ -1,5 +1,5 @@
 //! Issue 14's load test, in qemu: a loop of a few thousand failing `access(2)` calls under
-//! the traced root `do_faccessat` (`tests/qemu/e2e/load.sh`, `tests/qemu/load/syscall-loop.c`),
+//! the traced root `do_faccessat` (`tests/qemu/e2e/load.sh`, `tests/qemu/progs/syscall-loop.c`),
 //! run untraced, and under a dcg engine between two runs under raw function_graph with
 //! the same graph filter (their mean is the baseline), in one boot. Every root call must be recorded with its value, nothing lost, and
 //! every other call either carries a value or is void by the db. The per-call times are

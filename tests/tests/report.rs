@@ -588,6 +588,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         error: false,
         origin: None,
         decoded: true,
+        inline: None,
     }
 }
 

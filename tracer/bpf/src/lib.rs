@@ -19,7 +19,7 @@ use std::rc::Rc;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder};
 
-pub use records::{Record, STACK_WORDS, STR_MAX};
+pub use records::{Record, INLINE_STACK, STACK_WORDS, STR_MAX};
 
 mod skel {
     #![allow(clippy::all, missing_docs, unused_imports, non_camel_case_types)]
@@ -97,6 +97,7 @@ pub struct Capture {
     _links: Vec<Link>,
     skel: CaptureSkel<'static>,
     mode: Mode,
+    inline_failed: Vec<(usize, std::io::Error)>,
 }
 
 /// How the program is attached.
@@ -140,7 +141,7 @@ fn pid_max() -> u32 {
 }
 
 /// Open and load the skeleton with the programs of `mode`.
-fn load(mode: Mode, targets: &[Target]) -> Result<CaptureSkel<'static>, BpfError> {
+fn load(mode: Mode, targets: &[Target], inlines: bool) -> Result<CaptureSkel<'static>, BpfError> {
     // The skeleton borrows its object storage for its whole life; one per load.
     let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
         Box::leak(Box::new(MaybeUninit::uninit()));
@@ -168,13 +169,20 @@ fn load(mode: Mode, targets: &[Target]) -> Result<CaptureSkel<'static>, BpfError
     open.progs.dcg_call.set_autoload(session);
     open.progs.dcg_entry.set_autoload(!session);
     open.progs.dcg_exit.set_autoload(!session);
+    open.progs.dcg_inline.set_autoload(inlines);
     open.load().map_err(libbpf("loading the program"))
 }
 
 impl Capture {
-    /// Load the program and attach it to `targets`. With `procs`, only those processes
-    /// (and their children) are recorded; otherwise every task entering a root.
-    pub fn attach(targets: &[Target], procs: Option<&[u32]>) -> Result<Capture, BpfError> {
+    /// Load the program and attach it to `targets`, and a probe to each address of
+    /// `inlines` (the first instruction of an inlined copy; its records carry the index
+    /// as cookie). With `procs`, only those processes (and their children) are recorded;
+    /// otherwise every task entering a root.
+    pub fn attach(
+        targets: &[Target],
+        inlines: &[u64],
+        procs: Option<&[u32]>,
+    ) -> Result<Capture, BpfError> {
         if targets.is_empty() {
             return Err(BpfError::NoTargets);
         }
@@ -187,7 +195,7 @@ impl Capture {
         // One session link where the kernel can run it (the program calls a kfunc, which
         // only the BPF JIT can); an entry link and a return link otherwise.
         let mode = Mode::detect();
-        let skel = load(mode, targets)?;
+        let skel = load(mode, targets, !inlines.is_empty())?;
         for t in targets.iter().filter(|t| t.plan() != 0) {
             for addr in [t.addr, t.addr - ENDBR_LEN] {
                 skel.maps
@@ -226,6 +234,13 @@ impl Capture {
                 links.push(attach_multi(&skel.progs.dcg_entry, targets, Kind::Entry)?);
             }
         }
+        let mut inline_failed = Vec::new();
+        for (i, &addr) in inlines.iter().enumerate() {
+            match attach_at(&skel.progs.dcg_inline, addr, i as u64) {
+                Ok(l) => links.push(l),
+                Err(e) => inline_failed.push((i, e)),
+            }
+        }
         // Records are copied into one growing buffer (each after its u32 length), taken
         // out in a batch by `consume`: no allocation per record.
         let queue: Rc<RefCell<Vec<u8>>> = Rc::default();
@@ -250,7 +265,14 @@ impl Capture {
             _links: links,
             skel,
             mode,
+            inline_failed,
         })
+    }
+
+    /// The inline probes that could not be placed: (index in `inlines`, the kernel's
+    /// error).
+    pub fn inline_failures(&self) -> &[(usize, std::io::Error)] {
+        &self.inline_failed
     }
 
     /// How the program is attached.
@@ -341,6 +363,32 @@ fn add_proc(skel: &CaptureSkel<'_>, tgid: u32) -> Result<(), BpfError> {
         .procs
         .update(&tgid.to_ne_bytes(), &[1u8], MapFlags::ANY)
         .map_err(libbpf("adding a process"))
+}
+
+/// A kprobe of `prog` at the kernel address `addr` (any instruction, not only a
+/// function's entry) with `cookie`: libbpf's call with no symbol name, so the offset is
+/// the address.
+fn attach_at(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    addr: u64,
+    cookie: u64,
+) -> Result<Link, std::io::Error> {
+    let opts = libbpf_sys::bpf_kprobe_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_kprobe_opts>() as libbpf_sys::size_t,
+        bpf_cookie: cookie,
+        offset: addr as libbpf_sys::size_t,
+        ..Default::default()
+    };
+    let prog = prog.as_libbpf_object();
+    // SAFETY: prog is a loaded program of the skeleton; opts outlives the call.
+    let link = unsafe {
+        libbpf_sys::bpf_program__attach_kprobe_opts(prog.as_ptr(), std::ptr::null(), &opts)
+    };
+    match NonNull::new(link) {
+        // SAFETY: a link libbpf just created, owned from here on.
+        Some(l) => Ok(unsafe { Link::from_ptr(l) }),
+        None => Err(std::io::Error::last_os_error()),
+    }
 }
 
 /// One kprobe.multi link of `prog` on every target, by address (libbpf-rs has no

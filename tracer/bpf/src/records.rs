@@ -11,8 +11,11 @@ const REC_EXIT: u32 = 2;
 const REC_STRING: u32 = 3;
 const REC_STACK: u32 = 4;
 const REC_COMM: u32 = 5;
+const REC_INLINE: u32 = 6;
 /// Words of a stack record.
 pub const STACK_WORDS: usize = 8;
+/// Stack words of an inline record (from the stack pointer up).
+pub const INLINE_STACK: usize = 16;
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -47,6 +50,19 @@ struct CommRec {
     kind: u32,
     tid: u32,
     comm: [u8; 16],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct InlineRec {
+    kind: u32,
+    tid: u32,
+    ts: u64,
+    cookie: u64,
+    cpu: u32,
+    pad: u32,
+    regs: [u64; 16],
+    stack: [u64; INLINE_STACK],
 }
 
 #[derive(FromBytes, KnownLayout, Immutable)]
@@ -110,6 +126,22 @@ pub enum Record<'a> {
         /// The name's bytes (no NUL).
         comm: &'a [u8],
     },
+    /// The first instruction of an inlined copy ran (a probe there).
+    Inline {
+        /// Thread id.
+        tid: u32,
+        /// CPU.
+        cpu: u32,
+        /// Time.
+        ts: u64,
+        /// The probe's cookie: which copy.
+        cookie: u64,
+        /// The general registers by DWARF number (rax, rdx, rcx, rbx, rsi, rdi, rbp,
+        /// rsp, r8..r15).
+        regs: [u64; 16],
+        /// Stack words from the stack pointer up (zeros when the read faulted).
+        stack: [u64; INLINE_STACK],
+    },
     /// The stack words of the task's latest entry, from the first stack-passed argument
     /// (the stack pointer at entry + 8) up; zeros when the read faulted.
     Stack {
@@ -148,6 +180,17 @@ impl<'a> Record<'a> {
                         rax: r.a,
                         rdx: r.b,
                     }
+                })
+            }
+            REC_INLINE => {
+                let (r, _) = InlineRec::read_from_prefix(data).ok()?;
+                Some(Record::Inline {
+                    tid: r.tid,
+                    cpu: r.cpu,
+                    ts: r.ts,
+                    cookie: r.cookie,
+                    regs: r.regs,
+                    stack: r.stack,
                 })
             }
             REC_STACK => {
@@ -237,6 +280,24 @@ mod tests {
             Some(Record::Stack { tid, words }) => assert_eq!((tid, words[1]), (42, 9)),
             r => panic!("{r:?}"),
         }
+        // An inline record: kind 6, tid, ts, cookie, cpu, pad, 16 registers, 16 words.
+        let mut n = vec![0u8; 32 + 8 * 16 + 8 * INLINE_STACK];
+        n[0..4].copy_from_slice(&6u32.to_ne_bytes());
+        n[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        n[16..24].copy_from_slice(&3u64.to_ne_bytes());
+        n[32 + 8 * 5..32 + 8 * 6].copy_from_slice(&0x1234u64.to_ne_bytes());
+        n[32 + 128 + 8..32 + 128 + 16].copy_from_slice(&77u64.to_ne_bytes());
+        match Record::parse(&n) {
+            Some(Record::Inline {
+                tid,
+                cookie,
+                regs,
+                stack,
+                ..
+            }) => assert_eq!((tid, cookie, regs[5], stack[1]), (42, 3, 0x1234, 77)),
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(Record::parse(&n[..200]), None, "truncated inline record");
         let mut s = vec![0u8; 16 + STR_MAX];
         s[0..4].copy_from_slice(&3u32.to_ne_bytes());
         s[8..12].copy_from_slice(&1u32.to_ne_bytes());

@@ -309,6 +309,7 @@ impl<'a> Decoder<'a> {
             time_ns: c.prefix.abstime.and(c.prefix.abstime_ns()),
             duration_ns: c.prefix.duration_ns,
             callsite: c.retaddr,
+            site: None,
             comment: c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
             layout: Some(self.layout(line, &c.prefix)),
         };

@@ -271,6 +271,52 @@ impl<'a> FuncInfo<'a> {
         }
     }
 
+    /// Arguments where an inlined copy of this function has its parameters at its
+    /// first instruction (`locs`, in parameter order): read from `regs` (general
+    /// registers by DWARF number) and `stack` (words from the stack pointer up), or
+    /// constants. Parameters elsewhere are shown as `?`.
+    pub fn located_args(
+        &self,
+        locs: impl Iterator<Item = sigdb::Location>,
+        regs: &[u64],
+        stack: &[u64],
+        mut push: impl FnMut(&str, &mut dyn FnMut(&mut String)),
+    ) {
+        use sigdb::Location;
+        for (p, loc) in self.params.iter().zip(locs) {
+            let raw = match loc {
+                Location::Reg(r) => regs.get(usize::from(r)).copied(),
+                Location::RegPair(a, b) => {
+                    if let (Some(&lo), Some(&hi)) =
+                        (regs.get(usize::from(a)), regs.get(usize::from(b)))
+                    {
+                        push(p.name, &mut |out: &mut String| {
+                            p.render.push_pair(out, lo, hi)
+                        });
+                        continue;
+                    }
+                    None
+                }
+                // `DW_OP_breg7` inside a function: the stack pointer there (the db keeps
+                // it as an offset from the stack pointer + 8).
+                Location::Stack(off) if off >= -8 && (off + 8) % 8 == 0 => {
+                    stack.get((off + 8) as usize / 8).copied()
+                }
+                Location::Const(v) => Some(i64::from(v) as u64),
+                _ => None,
+            };
+            match raw {
+                Some(raw) => push(p.name, &mut |out: &mut String| {
+                    let text = format!("{raw:#x}");
+                    if !p.render.push(out, &text, raw, Role::Arg) {
+                        out.push_str(&text);
+                    }
+                }),
+                None => push(p.name, &mut |out: &mut String| out.push('?')),
+            }
+        }
+    }
+
     /// How many return registers the return type takes: 0 (void or unknown), 1, or 2 (9
     /// to 16 bytes: rax and rdx).
     pub fn ret_words(&self) -> usize {

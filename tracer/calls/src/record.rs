@@ -72,6 +72,22 @@ pub struct CallRecord {
     pub origin: Option<u64>,
     /// The function's signature was found in the db.
     pub decoded: bool,
+    /// An inline frame: the code of `func` inlined into another function, and where.
+    /// Files written before this field read as `None`.
+    #[serde(default)]
+    pub inline: Option<InlineSite>,
+}
+
+/// Where an inline frame's code is.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct InlineSite {
+    /// The function whose code holds the inlined copy.
+    #[serde(rename = "in")]
+    pub container: String,
+    /// Source file of the call site (empty when unknown).
+    pub file: String,
+    /// Its line (0 when unknown).
+    pub line: u32,
 }
 
 /// Errors reading a saved-calls file.

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::record::{self, ArgValue, CallRecord, RecordSink};
+use crate::record::{self, ArgValue, CallRecord, InlineSite, RecordSink};
 use crate::sink::{CallView, Kind, Note, Sink};
 
 /// The record of a completed call (a close with its entry, or a leaf); `None` otherwise.
@@ -49,6 +49,11 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         error: c.error,
         origin: c.origin.map(|o| o.id),
         decoded: info.func.is_some(),
+        inline: c.inlined.map(|i| InlineSite {
+            container: i.container.to_string(),
+            file: i.file.to_string(),
+            line: i.line,
+        }),
     })
 }
 

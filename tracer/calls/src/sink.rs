@@ -154,6 +154,20 @@ pub struct CallView<'v> {
     pub entry_cpu: Option<u32>,
     /// Tasks seen in the stream so far.
     pub tasks: usize,
+    /// An inline frame: the code of this function inlined into another.
+    pub inlined: Option<Inlined<'v>>,
+}
+
+/// Where an inline frame's code is: the function it was inlined into and the call site
+/// in the source.
+#[derive(Clone, Copy, Debug)]
+pub struct Inlined<'v> {
+    /// The function whose code holds the inlined copy.
+    pub container: &'v str,
+    /// Source file of the call site (empty when unknown).
+    pub file: &'v str,
+    /// Its line (0 when unknown).
+    pub line: u32,
 }
 
 /// The call where a top-level call's error first appeared.

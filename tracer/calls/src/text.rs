@@ -195,6 +195,7 @@ impl TextPrinter {
         match (c.kind, c.entry_missing, c.unfinished) {
             (Kind::Open, _, _) => {
                 call_text(s, c);
+                push_inlined(s, c);
                 s.push_str(" {");
                 self.comment_tail(s, c);
             }
@@ -218,6 +219,7 @@ impl TextPrinter {
             (Kind::Leaf, _, false) => {
                 call_text(s, c);
                 s.push(';');
+                push_inlined(s, c);
                 self.comment_tail(s, c);
             }
             (Kind::Leaf, _, true) => {
@@ -286,6 +288,15 @@ impl TextPrinter {
     fn line_buf(&mut self) -> &mut String {
         self.line.clear();
         &mut self.line
+    }
+}
+
+/// ` /* inlined in FUNC */` for an inline frame.
+fn push_inlined(s: &mut String, c: &CallView<'_>) {
+    if let Some(i) = c.inlined {
+        s.push_str(" /* inlined in ");
+        s.push_str(i.container);
+        s.push_str(" */");
     }
 }
 

@@ -16,13 +16,25 @@ use std::io;
 use rustc_hash::FxHashMap;
 
 mod flat;
+mod inline;
 mod shaped;
 
 use crate::funcs::{FuncId, FuncTable};
 use crate::origin::{error_value, Origins};
 use crate::sink::{ArgList, CallView, Kind, Layout, Note, Origin, Sink, Task};
 
+use inline::Inlines;
 use shaped::Held;
+
+/// Where in its caller a call was made: the caller and the offset of the call's return
+/// address in it (flat sources that read it; inline frames are found from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CodeSite {
+    /// The calling function.
+    pub func: FuncId,
+    /// Offset of the return address from the function's start.
+    pub offset: u64,
+}
 
 /// How a source shapes its calls (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +125,9 @@ pub struct Entry<'e> {
     pub duration_ns: Option<u64>,
     /// The call site as printed (`caller+0x1c/0x90`).
     pub callsite: Option<&'e str>,
+    /// The call site as code (flat sources): places the call under the inline frames
+    /// of its caller's code it was made from.
+    pub site: Option<CodeSite>,
     /// Another comment on the line, kept when there is no value to show.
     pub comment: Option<&'e str>,
     /// The line's layout (text sources).
@@ -176,6 +191,8 @@ struct Frame {
     opened: bool,
     /// Where the errors its completed children returned first appeared: (id, function).
     origins: Origins<(u64, FuncId)>,
+    /// An inline frame: the inlined copy (index in the tree's [`Inlines`]).
+    inline: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +226,8 @@ pub struct CallTree<'a> {
     ret: String,
     raw: String,
     empty: ArgList,
+    /// Inline frames (flat sources), when shown.
+    inlines: Option<Inlines<'a>>,
 }
 
 impl<'a> CallTree<'a> {
@@ -230,7 +249,15 @@ impl<'a> CallTree<'a> {
             ret: String::with_capacity(64),
             raw: String::with_capacity(32),
             empty: ArgList::default(),
+            inlines: None,
         }
+    }
+
+    /// Flat sources: show the code a function inlined as frames of their own (the db's
+    /// inline instances), from each call's [`CodeSite`] and from
+    /// [`CallTree::enter_inline`].
+    pub fn show_inline_frames(&mut self, on: bool) {
+        self.inlines = on.then(Inlines::default);
     }
 
     /// Shaped sources: hold each entry back until the task's next event, so that a call
@@ -400,6 +427,7 @@ impl<'a> CallTree<'a> {
             named: true,
             entry_cpu: None,
             tasks: self.tasks.len(),
+            inlined: None,
         }
     }
 
@@ -445,8 +473,13 @@ impl<'a> CallTree<'a> {
         let Some(p) = parent else {
             return Some(origin);
         };
-        if let Some(f) = self.tasks[ti].stack.iter_mut().rev().find(|f| f.id == p) {
-            f.origins.child(e, origin);
+        // An inline frame has no value of its own: its callees' errors are its
+        // container's candidates.
+        let stack = &mut self.tasks[ti].stack;
+        if let Some(at) = stack.iter().rposition(|f| f.id == p) {
+            if let Some(f) = stack[..=at].iter_mut().rev().find(|f| f.inline.is_none()) {
+                f.origins.child(e, origin);
+            }
         }
         None
     }
@@ -473,6 +506,9 @@ impl<'a> CallTree<'a> {
     ) -> io::Result<()> {
         let ti = self.task(e.task.key);
         self.release(ti, sink, out)?;
+        if let (Some(site), Shape::Flat, true) = (e.site, self.shape, self.inlines.is_some()) {
+            self.place_in_inlines(ti, site, e.task, e.time_ns, sink, out)?;
+        }
         self.note_known(e.func);
         let t = &mut self.tasks[ti];
         let pending = match &t.pending_args {
@@ -688,6 +724,7 @@ mod tests {
             time_ns: Some(100),
             duration_ns: None,
             callsite: None,
+            site: None,
             comment: None,
             layout: None,
         }

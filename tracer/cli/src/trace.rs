@@ -73,6 +73,33 @@ fn notice(n: &Notice) -> String {
             format!("{why}; tracing with function_graph instead (--engine bpf to insist)")
         }
         Notice::NoMatch(why) => why.clone(),
+        Notice::Inlined {
+            funcs,
+            copies,
+            containers,
+            more,
+        } => format!(
+            "{} inlined: tracing the function{} holding {} ({}), {copies} cop{} shown as \
+             frames with the arguments at their first instruction and no return value \
+             (DWARF does not say where an inlined copy leaves it){}",
+            funcs.join(", "),
+            if containers.len() == 1 { "" } else { "s" },
+            if *copies == 1 { "it" } else { "them" },
+            containers.join(", "),
+            if *copies == 1 { "y" } else { "ies" },
+            if *more > 0 {
+                format!("; {more} more copies left out (limit {})", dcg_ktrace::funcs::INLINE_MAX)
+            } else {
+                String::new()
+            }
+        ),
+        Notice::InlineProbeFailed {
+            func,
+            container,
+            why,
+        } => format!(
+            "no probe on {func} inlined in {container} ({why}): its frame opens at its first              call, without arguments"
+        ),
         Notice::NoExitProbe { func, why } => format!("no exit probe for {func}: {why}"),
         Notice::GraphRejected(names) => {
             format!("set_graph_function rejected: {}", names.join(", "))

@@ -56,6 +56,21 @@ impl Kallsyms {
         Some((s.1.as_str(), s.2.as_deref()))
     }
 
+    /// The function containing `addr` with its start: (start, name, module).
+    pub fn locate(&self, addr: u64) -> Option<(u64, &str, Option<&str>)> {
+        let s = &self.syms[self.index(addr)?];
+        Some((s.0, s.1.as_str(), s.2.as_deref()))
+    }
+
+    /// The start of the function `name` (in `module`; `None`: the kernel image), the
+    /// first one when several share the name.
+    pub fn addr_of(&self, name: &str, module: Option<&str>) -> Option<u64> {
+        self.syms
+            .iter()
+            .find(|s| s.1 == name && s.2.as_deref() == module)
+            .map(|s| s.0)
+    }
+
     /// `addr` as the kernel's `%pS` prints it: `caller+0x1c/0x90` (the size is the
     /// distance to the next symbol).
     pub fn describe(&self, addr: u64) -> Option<String> {
@@ -94,6 +109,12 @@ mod tests {
         );
         assert_eq!(k.len(), 3);
         assert_eq!(k.at(0xffffffff81000010), Some(("helper", None)));
+        assert_eq!(
+            k.locate(0xffffffff81000020),
+            Some((0xffffffff81000010, "helper", None))
+        );
+        assert_eq!(k.addr_of("helper", None), Some(0xffffffff81000010));
+        assert_eq!(k.addr_of("helper", Some("binfmt_misc")), None);
         assert_eq!(
             k.at(0xffffffffc0001000),
             Some(("bm_status_write", Some("binfmt_misc")))

@@ -18,7 +18,7 @@ use dcg_calls::funcs::{FuncId, FuncTable};
 use dcg_calls::output::OutputFile;
 use dcg_calls::records::SavedCalls;
 use dcg_calls::sink::{Output, Sinks, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
@@ -88,6 +88,19 @@ const OWN_PATH: &[&str] = &[
     "bpf_get_func_ip_kprobe_multi",
     "bpf_get_attach_cookie_kprobe_multi",
     "bpf_session_is_return",
+    // The probes on inlined copies (kprobes, jump-optimized or int3).
+    "optimized_callback",
+    "opt_pre_handler",
+    "aggr_pre_handler",
+    "kprobe_dispatcher",
+    "kprobe_perf_func",
+    "kprobe_int3_handler",
+    "kprobe_post_process",
+    "kprobe_ftrace_handler",
+    "get_kprobe",
+    "trace_call_bpf",
+    "bpf_get_attach_cookie_trace",
+    "bpf_get_attach_cookie_pe",
 ];
 /// How deep below [`OWN_PATH`] callees are left out, and at most how many.
 const OWN_PATH_DEPTH: u32 = 3;
@@ -209,6 +222,10 @@ type Named = (FuncId, Rc<str>, Option<Rc<str>>);
 /// BPF records into the call tree.
 struct Feed<'a> {
     tree: CallTree<'a>,
+    /// The probed inlined copies, by cookie.
+    inlines: Vec<sigdb::Instance<'a>>,
+    /// Calls are placed under inline frames by their call sites.
+    inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
     /// Function by address: its id, name and module (shared, cloned per record).
@@ -261,6 +278,29 @@ impl Feed<'_> {
             Record::Comm { tid, comm } => {
                 self.comms
                     .insert(tid, Rc::from(String::from_utf8_lossy(comm).as_ref()));
+            }
+            Record::Inline {
+                tid,
+                cpu,
+                ts,
+                cookie,
+                regs,
+                stack,
+            } => {
+                self.flush_pending(tid)?;
+                let Some(&instance) = self.inlines.get(cookie as usize) else {
+                    return Ok(());
+                };
+                let comm = self.comm(tid);
+                let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
+                self.tree.enter_inline(
+                    task(tid, cpu, &comm),
+                    instance,
+                    values,
+                    Some(ts),
+                    &mut self.sinks,
+                    &mut self.obuf,
+                )?;
             }
             Record::Stack { tid, words } => {
                 if let Some(p) = self.pending.get_mut(&tid) {
@@ -337,6 +377,18 @@ impl Feed<'_> {
         } else {
             ArgsIn::None
         };
+        // Where in its caller the call was made: places it under inline frames.
+        let site = if self.inline_frames {
+            self.kallsyms
+                .locate(p.callsite)
+                .map(|(start, _, _)| (start, p.callsite - start))
+        } else {
+            None
+        };
+        let site = site.map(|(start, offset)| CodeSite {
+            func: self.func(start).0,
+            offset,
+        });
         let entry = Entry {
             task: task(p.tid, p.cpu, &comm),
             depth: 0,
@@ -349,6 +401,7 @@ impl Feed<'_> {
             time_ns: Some(p.ts),
             duration_ns: None,
             callsite: callsite.as_deref(),
+            site,
             comment: None,
             layout: None,
         };
@@ -388,6 +441,7 @@ pub fn run(
     set: &DbSet,
     root: &Path,
     roots: Vec<String>,
+    inlines: &[sigdb::Instance<'_>],
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
@@ -418,8 +472,35 @@ pub fn run(
         .map(|c| c.pid())
         .or(args.pid)
         .map(|p| vec![p as u32]);
-    debug(format_args!("attaching to {} functions", targets.len()));
-    let mut capture = match Capture::attach(&targets, procs.as_deref()) {
+    // Each inlined copy's first instruction, where the running kernel has its container.
+    let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
+    let mut probe_addrs = Vec::new();
+    for i in inlines {
+        let Some(c) = i.caller() else { continue };
+        let module = c
+            .module()
+            .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+            .map(|m| m.name());
+        match kallsyms.addr_of(c.symbol(), module) {
+            Some(start) if i.entry_pc() >= c.addr() => {
+                probed.push(*i);
+                probe_addrs.push(start + (i.entry_pc() - c.addr()));
+            }
+            _ => notify(Notice::InlineProbeFailed {
+                func: i
+                    .callee()
+                    .map_or_else(String::new, |f| f.name().to_string()),
+                container: c.symbol().to_string(),
+                why: "its container is not in /proc/kallsyms".into(),
+            }),
+        }
+    }
+    debug(format_args!(
+        "attaching to {} functions, {} inlined copies",
+        targets.len(),
+        probe_addrs.len()
+    ));
+    let mut capture = match Capture::attach(&targets, &probe_addrs, procs.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             if let Some(c) = child.as_mut() {
@@ -429,6 +510,18 @@ pub fn run(
         }
     };
     debug(format_args!("attached"));
+    for (i, e) in capture.inline_failures() {
+        let inst = probed[*i];
+        notify(Notice::InlineProbeFailed {
+            func: inst
+                .callee()
+                .map_or_else(String::new, |f| f.name().to_string()),
+            container: inst
+                .caller()
+                .map_or_else(String::new, |f| f.symbol().to_string()),
+            why: e.to_string(),
+        });
+    }
 
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
@@ -464,8 +557,12 @@ pub fn run(
         probe_notes: false,
         report: args.report,
     });
+    let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
+    tree.show_inline_frames(!args.no_inline_frames);
     let mut feed = Feed {
-        tree: CallTree::new(funcs, Shape::Flat, args.depth),
+        tree,
+        inlines: probed,
+        inline_frames: !args.no_inline_frames,
         sinks,
         obuf: Vec::with_capacity(1 << 16),
         names,

@@ -60,6 +60,52 @@ impl Available {
     }
 }
 
+/// Most inlined copies one session probes.
+pub const INLINE_MAX: usize = 64;
+
+/// The inlined copies of the functions `pattern` names (a glob over the db's
+/// functions), in traceable containers, by the db's inline instances (`dwarfscan
+/// --inline-instances`); at most [`INLINE_MAX`], and how many more there were.
+pub fn inline_copies<'a>(
+    pattern: &str,
+    set: &'a DbSet,
+    avail: &Available,
+) -> (Vec<sigdb::Instance<'a>>, usize) {
+    let mut found = Vec::new();
+    let mut more = 0;
+    for db in set.dbs() {
+        if db.instance_count() == 0 {
+            continue;
+        }
+        let funcs: Vec<sigdb::Function<'a>> = if is_glob(pattern) {
+            db.functions()
+                .filter(|f| glob_match(pattern, f.name()))
+                .collect()
+        } else {
+            db.by_name(pattern).collect()
+        };
+        let wanted: HashSet<u32> = funcs.iter().map(|f| f.index()).collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        for i in db.instances() {
+            if !wanted.contains(&i.callee_index()) {
+                continue;
+            }
+            // Copies inside another inlined copy are found through their own entry.
+            if !i.caller().is_some_and(|c| avail.contains(c.symbol())) {
+                continue;
+            }
+            if found.len() < INLINE_MAX {
+                found.push(i);
+            } else {
+                more += 1;
+            }
+        }
+    }
+    (found, more)
+}
+
 /// Why `pattern` matches no traceable function, from the db: inlined (and where to),
 /// notrace, or unknown.
 pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {

@@ -144,6 +144,28 @@ pub enum Notice {
     GraphRejected(Vec<String>),
     /// The automatic engine choice fell back to function_graph: BPF could not be used.
     BpfFallback(String),
+    /// A pattern names inlined code: the functions holding the copies are traced, each
+    /// copy shown as a frame of its own.
+    Inlined {
+        /// The inlined functions.
+        funcs: Vec<String>,
+        /// Copies probed.
+        copies: usize,
+        /// The functions holding them.
+        containers: Vec<String>,
+        /// Copies left out (over the limit).
+        more: usize,
+    },
+    /// An inlined copy's probe could not be placed (its frame still opens at the first
+    /// call made from it, without arguments).
+    InlineProbeFailed {
+        /// The inlined function.
+        func: String,
+        /// Where its copy is.
+        container: String,
+        /// The kernel's error.
+        why: String,
+    },
     /// Tracing has started.
     Tracing {
         /// Root functions.
@@ -200,28 +222,71 @@ pub enum Outcome {
     Traced(Box<Summary>),
 }
 
-/// Expand `--func` patterns against the traceable functions; explain every pattern that
-/// matches nothing.
-fn resolve_roots(
+/// What `--func` asks for: the traceable functions, and inlined copies of functions
+/// (their containers are among the roots).
+struct Resolved<'a> {
+    roots: Vec<String>,
+    inlines: Vec<sigdb::Instance<'a>>,
+    /// Inlined functions asked for, and copies over the limit.
+    inline_funcs: Vec<String>,
+    inline_more: usize,
+}
+
+/// Expand `--func` patterns against the traceable functions and the db's inlined copies
+/// (`with_inlines`); explain every pattern that matches nothing.
+fn resolve_roots<'a>(
     patterns: &[String],
     avail: &Available,
-    set: &DbSet,
-) -> std::result::Result<Vec<String>, Vec<String>> {
-    let mut roots = Vec::new();
+    set: &'a DbSet,
+    with_inlines: bool,
+) -> std::result::Result<Resolved<'a>, Vec<String>> {
+    let mut r = Resolved {
+        roots: Vec::new(),
+        inlines: Vec::new(),
+        inline_funcs: Vec::new(),
+        inline_more: 0,
+    };
     let mut errors = Vec::new();
     for p in patterns {
         let m = avail.matching(p);
-        if m.is_empty() {
+        let (copies, more) = if with_inlines {
+            funcs::inline_copies(p, set, avail)
+        } else {
+            (Vec::new(), 0)
+        };
+        if m.is_empty() && copies.is_empty() {
             errors.push(funcs::explain(p, set, avail));
         }
         for f in m {
-            if !roots.contains(&f) {
-                roots.push(f);
+            if !r.roots.contains(&f) {
+                r.roots.push(f);
+            }
+        }
+        r.inline_more += more;
+        for i in copies {
+            let (Some(callee), Some(caller)) = (i.callee(), i.caller()) else {
+                continue;
+            };
+            let c = caller.symbol().to_string();
+            if !r.roots.contains(&c) {
+                r.roots.push(c);
+            }
+            let f = callee.name().to_string();
+            if !r.inline_funcs.contains(&f) {
+                r.inline_funcs.push(f);
+            }
+            let k = (i.db() as *const sigdb::Db, i.index());
+            if !r
+                .inlines
+                .iter()
+                .any(|j| (j.db() as *const sigdb::Db, j.index()) == k)
+            {
+                r.inlines.push(i);
             }
         }
     }
     if errors.is_empty() {
-        Ok(roots)
+        Ok(r)
     } else {
         Err(errors)
     }
@@ -260,7 +325,9 @@ pub fn run(
         notify(Notice::RemovedStale(r));
     }
     let avail = Available::read(&root).map_err(KtraceError::Available)?;
-    let roots = match resolve_roots(&args.func, &avail, &set) {
+    // Inlined copies are probed by the BPF engine only.
+    let with_inlines = args.engine != Engine::Fgraph;
+    let resolved = match resolve_roots(&args.func, &avail, &set, with_inlines) {
         Ok(r) => r,
         Err(errors) => {
             for e in errors {
@@ -278,13 +345,40 @@ pub fn run(
     // funcgraph-retval (and is the cheaper way to draw the tree); elsewhere only the BPF
     // engine gets them all. The file test ignores DCG_KTRACE_PROBES on purpose.
     let values = args.show_retvals || args.args;
+    let inlined = !resolved.inlines.is_empty();
+    if inlined {
+        let mut containers: Vec<String> = Vec::new();
+        for i in &resolved.inlines {
+            if let Some(c) = i.caller() {
+                if !containers.iter().any(|x| x == c.symbol()) {
+                    containers.push(c.symbol().to_string());
+                }
+            }
+        }
+        notify(Notice::Inlined {
+            funcs: resolved.inline_funcs.clone(),
+            copies: resolved.inlines.len(),
+            containers,
+            more: resolved.inline_more,
+        });
+    }
+    let roots = resolved.roots;
     let engine = match args.engine {
+        Engine::Auto if inlined => Engine::Bpf,
         Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => Engine::Bpf,
         Engine::Auto => Engine::Fgraph,
         e => e,
     };
     if engine == Engine::Bpf {
-        match bpf::run(args, &set, &root, roots.clone(), out, notify) {
+        match bpf::run(
+            args,
+            &set,
+            &root,
+            roots.clone(),
+            &resolved.inlines,
+            out,
+            notify,
+        ) {
             Ok(summary) => return Ok(Outcome::Traced(Box::new(summary))),
             // Chosen automatically and unusable here (no kprobe.multi, no BTF, locked
             // down): function_graph still draws the tree, with the values it can get.

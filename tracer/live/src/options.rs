@@ -42,6 +42,10 @@ pub struct TraceOptions {
     pub pid: Option<i32>,
     /// The command to start and trace.
     pub command: Vec<String>,
+    /// Calls made from inlined code are not placed under frames for it (the BPF engine
+    /// shows inlined code as frames of the inlined functions where the db has inline
+    /// instances).
+    pub no_inline_frames: bool,
 }
 
 /// How kernel calls are captured.

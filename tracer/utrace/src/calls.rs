@@ -246,6 +246,7 @@ impl<'a> Calls<'a> {
             time_ns: Some(m.ts),
             duration_ns: None,
             callsite: None,
+            site: None,
             comment: None,
             layout: None,
         };

@@ -30,9 +30,12 @@ struct task_struct {
 #define REC_STRING 3
 #define REC_STACK 4
 #define REC_COMM 5
+#define REC_INLINE 6
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
+/* Words read from the stack pointer up at an inlined copy's first instruction. */
+#define INLINE_STACK 16
 
 /* Plan of a function: bits 0-5 say which arguments are C strings. */
 #define PLAN_ROOT (1U << 8)
@@ -70,6 +73,20 @@ struct comm_rec {
 	__u32 kind;
 	__u32 tid;
 	char comm[16];
+};
+
+/* An inlined copy's first instruction ran (a kprobe there, its cookie naming the copy):
+ * the general registers by DWARF number (rax rdx rcx rbx rsi rdi rbp rsp r8..r15) and the
+ * stack words from the stack pointer up, where its parameters are. */
+struct inline_rec {
+	__u32 kind;
+	__u32 tid;
+	__u64 ts;
+	__u64 cookie;
+	__u32 cpu;
+	__u32 pad;
+	__u64 regs[16];
+	__u64 stack[INLINE_STACK];
 };
 
 struct str_rec {
@@ -326,6 +343,49 @@ SEC("kretprobe.multi")
 int dcg_exit(struct pt_regs *ctx)
 {
 	on_exit(ctx);
+	return 0;
+}
+
+/* The first instruction of an inlined copy, in a recorded task. */
+SEC("kprobe")
+int dcg_inline(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct inline_rec *r;
+
+	if (!depth || !*depth)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_lost();
+		return 0;
+	}
+	r->kind = REC_INLINE;
+	r->tid = tid;
+	r->ts = bpf_ktime_get_ns();
+	r->cookie = bpf_get_attach_cookie(ctx);
+	r->cpu = bpf_get_smp_processor_id();
+	r->pad = 0;
+	r->regs[0] = ctx->ax;
+	r->regs[1] = ctx->dx;
+	r->regs[2] = ctx->cx;
+	r->regs[3] = ctx->bx;
+	r->regs[4] = ctx->si;
+	r->regs[5] = ctx->di;
+	r->regs[6] = ctx->bp;
+	r->regs[7] = ctx->sp;
+	r->regs[8] = ctx->r8;
+	r->regs[9] = ctx->r9;
+	r->regs[10] = ctx->r10;
+	r->regs[11] = ctx->r11;
+	r->regs[12] = ctx->r12;
+	r->regs[13] = ctx->r13;
+	r->regs[14] = ctx->r14;
+	r->regs[15] = ctx->r15;
+	if (bpf_probe_read_kernel(r->stack, sizeof(r->stack), (void *)ctx->sp))
+		__builtin_memset(r->stack, 0, sizeof(r->stack));
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

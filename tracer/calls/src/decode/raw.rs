@@ -60,6 +60,7 @@ impl Decoder<'_> {
                     time_ns: Some(*ts),
                     duration_ns: None,
                     callsite: callsite.as_deref(),
+                    site: None,
                     comment: None,
                     layout: None,
                 };

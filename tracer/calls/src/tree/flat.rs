@@ -5,6 +5,7 @@
 use std::io;
 
 use super::{CallTree, Entry, Exit, Frame, TaskState};
+use crate::funcs::FuncId;
 use crate::origin::Origins;
 use crate::sink::{Kind, Sink, Task};
 
@@ -18,20 +19,29 @@ impl CallTree<'_> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         remember_comm(&mut self.tasks[ti], e.task.comm);
+        self.push_flat(ti, id, e.func, e.task, e.time_ns, None, sink, out)
+    }
+
+    /// Push an open call of `func` (its arguments in `self.args`); its parent gets its
+    /// `{` now that it has a visible child.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_flat(
+        &mut self,
+        ti: usize,
+        id: u64,
+        func: FuncId,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        inline: Option<u32>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let t = &self.tasks[ti];
         let depth = t.stack.len() as u32;
         let parent = t.stack.last().map(|f| f.id);
-        // The parent gets its `{` now that it has a visible child.
         if self.visible(depth) && t.stack.last().is_some_and(|f| !f.opened) {
             let f = t.stack.last().expect("parent");
-            let view = self.view(
-                Kind::Open,
-                f.func,
-                Task {
-                    cpu: f.cpu,
-                    ..e.task
-                },
-            );
+            let view = self.view(Kind::Open, f.func, Task { cpu: f.cpu, ..task });
             sink.call(
                 &crate::sink::CallView {
                     id: f.id,
@@ -40,6 +50,7 @@ impl CallTree<'_> {
                     args: &f.args,
                     time_ns: f.time_ns,
                     open_after: t.stack.len(),
+                    inlined: self.inlined_view(f.inline),
                     ..view
                 },
                 out,
@@ -49,14 +60,15 @@ impl CallTree<'_> {
         }
         self.tasks[ti].stack.push(Frame {
             depth,
-            func: e.func,
+            func,
             id,
             parent,
             args: std::mem::take(&mut self.args),
-            time_ns: e.time_ns,
-            cpu: e.task.cpu,
+            time_ns,
+            cpu: task.cpu,
             opened: false,
             origins: Origins::new(),
+            inline,
         });
         Ok(())
     }
@@ -72,7 +84,11 @@ impl CallTree<'_> {
         let Some(func) = x.func else {
             return Ok(());
         };
-        let Some(pos) = self.tasks[ti].stack.iter().rposition(|f| f.func == func) else {
+        let Some(pos) = self.tasks[ti]
+            .stack
+            .iter()
+            .rposition(|f| f.func == func && f.inline.is_none())
+        else {
             self.counts.lone_returns += 1;
             let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
             let (ret, ret_raw) = self.ret_view(shown, raw_given);
@@ -86,9 +102,18 @@ impl CallTree<'_> {
             };
             return sink.call(&view, out);
         };
-        // Calls above it returned without an event (longjmp, lost events).
+        // Inline frames above it end with it; calls above it returned without an event
+        // (longjmp, lost events).
         while self.tasks[ti].stack.len() > pos + 1 {
-            self.unfinished(ti, x.task, sink, out)?;
+            if self.tasks[ti]
+                .stack
+                .last()
+                .is_some_and(|f| f.inline.is_some())
+            {
+                self.close_inline(ti, x.task, x.time_ns, sink, out)?;
+            } else {
+                self.unfinished(ti, x.task, sink, out)?;
+            }
         }
         let f = self.tasks[ti].stack.pop().expect("frame at pos");
         let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
@@ -142,6 +167,7 @@ impl CallTree<'_> {
             visible: self.visible(f.depth),
             unfinished: true,
             entry_cpu: f.cpu,
+            inlined: self.inlined_view(f.inline),
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)
@@ -168,7 +194,7 @@ impl CallTree<'_> {
 }
 
 /// A call that printed its `{` closes with `}`, else it is a leaf.
-fn close_kind(f: &Frame) -> Kind {
+pub(super) fn close_kind(f: &Frame) -> Kind {
     if f.opened {
         Kind::Close
     } else {

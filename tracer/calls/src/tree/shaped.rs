@@ -105,6 +105,7 @@ impl CallTree<'_> {
                 cpu: e.task.cpu,
                 opened: !hold,
                 origins: Origins::new(),
+                inline: None,
             });
             if hold {
                 let held = self.hold_entry(e);

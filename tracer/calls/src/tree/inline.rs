@@ -1,0 +1,296 @@
+//! Inline frames (flat sources): the code a function inlined from others, shown as calls
+//! of those functions. The db's inline instances say which code of a function is an
+//! inlined copy of what (ranges, nesting, where its parameters are at its first
+//! instruction). A call made from inside a copy's ranges is placed under a frame for it;
+//! the frame opens at the first such call (or at a probe on the copy's entry,
+//! [`CallTree::enter_inline`], which also gives its arguments) and closes at the first
+//! call from outside it, or when its container returns. Inline frames have no return
+//! value: DWARF does not say where an inlined copy leaves it.
+
+use std::io;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+use sigdb::Instance;
+
+use super::flat::close_kind;
+use super::{CallTree, CodeSite};
+use crate::funcs::FuncId;
+use crate::sink::{Inlined, Sink, Task};
+
+/// The inlined copies a tree has met, and which copies hold each call site.
+#[derive(Default)]
+pub(super) struct Inlines<'a> {
+    copies: Vec<Copy<'a>>,
+    /// Copy index by (db address, instance index).
+    by_instance: FxHashMap<(usize, u32), u32>,
+    /// The copies holding a call site, outermost first.
+    chains: FxHashMap<CodeSite, Rc<[u32]>>,
+}
+
+/// One inlined copy.
+struct Copy<'a> {
+    instance: Instance<'a>,
+    /// The inlined function.
+    func: FuncId,
+    /// The enclosing copy (an inline inside an inline).
+    parent: Option<u32>,
+    container: &'a str,
+}
+
+/// Identity of an instance across the dbs of a set.
+fn key(i: &Instance<'_>) -> (usize, u32) {
+    (i.db() as *const sigdb::Db as usize, i.index())
+}
+
+impl<'a> CallTree<'a> {
+    /// The copy of `instance` (and of its enclosing copies), interned.
+    fn copy_of(&mut self, instance: Instance<'a>) -> Option<u32> {
+        let inl = self.inlines.as_mut()?;
+        if let Some(&c) = inl.by_instance.get(&key(&instance)) {
+            return Some(c);
+        }
+        let parent = match instance.parent() {
+            Some(p) => Some(self.copy_of(p)?),
+            None => None,
+        };
+        let callee = instance.callee()?;
+        let container = instance.caller()?.symbol();
+        let func = self.funcs.intern_function(callee, None);
+        let inl = self.inlines.as_mut()?;
+        let c = inl.copies.len() as u32;
+        inl.copies.push(Copy {
+            instance,
+            func,
+            parent,
+            container,
+        });
+        inl.by_instance.insert(key(&instance), c);
+        Some(c)
+    }
+
+    /// The copies holding `site`, outermost first.
+    fn chain_at(&mut self, site: CodeSite) -> Rc<[u32]> {
+        if let Some(c) = self.inlines.as_ref().and_then(|i| i.chains.get(&site)) {
+            return Rc::clone(c);
+        }
+        let mut found: Vec<Instance<'a>> = Vec::new();
+        if let Some(f) = self.funcs.get(site.func).func {
+            let at = f.addr() + site.offset;
+            // The return address is the byte after the call instruction, which belongs
+            // to the copy that made the call even when it is the copy's last.
+            let call = at.saturating_sub(1);
+            found = f
+                .inline_instances()
+                .filter(|i| i.ranges().any(|(s, e)| s <= call && call < e))
+                .collect();
+        }
+        // Outermost first: each copy's parent precedes it.
+        found.sort_by_key(nesting);
+        let mut chain = Vec::with_capacity(found.len());
+        for i in found {
+            let Some(c) = self.copy_of(i) else { break };
+            let parent = self
+                .inlines
+                .as_ref()
+                .and_then(|l| l.copies[c as usize].parent);
+            if parent != chain.last().copied() {
+                break; // not nested as DWARF should have it: stop at what is
+            }
+            chain.push(c);
+        }
+        let chain: Rc<[u32]> = chain.into();
+        if let Some(inl) = self.inlines.as_mut() {
+            inl.chains.insert(site, Rc::clone(&chain));
+        }
+        chain
+    }
+
+    /// How a frame shows its inlined copy.
+    pub(super) fn inlined_view(&self, copy: Option<u32>) -> Option<Inlined<'a>> {
+        let c = &self.inlines.as_ref()?.copies[copy? as usize];
+        Some(Inlined {
+            container: c.container,
+            file: c.instance.call_file(),
+            line: c.instance.call_line(),
+        })
+    }
+
+    /// The open frames of task `ti` above its innermost real call: (its position, the
+    /// copies open above it).
+    fn open_copies(&self, ti: usize) -> Option<(usize, Vec<u32>)> {
+        let stack = &self.tasks[ti].stack;
+        let base = stack.iter().rposition(|f| f.inline.is_none())?;
+        Some((
+            base,
+            stack[base + 1..].iter().filter_map(|f| f.inline).collect(),
+        ))
+    }
+
+    /// A call made from `site` is about to enter: close the inline frames it is not
+    /// inside and open the ones it is.
+    pub(super) fn place_in_inlines(
+        &mut self,
+        ti: usize,
+        site: CodeSite,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some((base, open)) = self.open_copies(ti) else {
+            return Ok(());
+        };
+        // A call from a function other than the innermost traced one (an untraced
+        // function between them) says nothing about where in it we are.
+        if self.tasks[ti].stack[base].func != site.func {
+            return Ok(());
+        }
+        let chain = self.chain_at(site);
+        let common = open
+            .iter()
+            .zip(chain.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.reshape(
+            ti,
+            base,
+            common,
+            &chain[common..],
+            task,
+            time_ns,
+            None,
+            sink,
+            out,
+        )
+    }
+
+    /// Close the inline frames above `base + common` and open `new` above them (the
+    /// last with `args` when given).
+    #[allow(clippy::too_many_arguments)]
+    fn reshape(
+        &mut self,
+        ti: usize,
+        base: usize,
+        common: usize,
+        new: &[u32],
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        mut args: Option<crate::sink::ArgList>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        while self.tasks[ti].stack.len() > base + 1 + common {
+            self.close_inline(ti, task, time_ns, sink, out)?;
+        }
+        for (i, &c) in new.iter().enumerate() {
+            let func = self.inlines.as_ref().expect("inlines").copies[c as usize].func;
+            self.args.clear();
+            if i + 1 == new.len() {
+                if let Some(a) = args.take() {
+                    self.args = a;
+                }
+            }
+            self.note_known(func);
+            let id = self.next_id;
+            self.next_id += 1;
+            self.push_flat(ti, id, func, task, time_ns, Some(c), sink, out)?;
+        }
+        Ok(())
+    }
+
+    /// Close the innermost frame of task `ti`, an inline frame, at `time_ns`.
+    pub(super) fn close_inline(
+        &mut self,
+        ti: usize,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some(f) = self.tasks[ti].stack.pop() else {
+            return Ok(());
+        };
+        self.counts.calls += 1;
+        let view = crate::sink::CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            args: &f.args,
+            time_ns: f.time_ns,
+            duration_ns: time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
+            open_after: self.tasks[ti].stack.len(),
+            visible: self.visible(f.depth),
+            entry_cpu: f.cpu,
+            inlined: self.inlined_view(f.inline),
+            ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
+        };
+        sink.call(&view, out)
+    }
+
+    /// The first instruction of an inlined copy ran in task `key` (a probe on it): its
+    /// frame opens (again, when it was open: a loop ran it once more) inside the innermost
+    /// traced call, which must be its container, with its arguments read from `values`:
+    /// the general registers by DWARF number (0..16) and the words from the stack pointer
+    /// up, where the db says the parameters are (`None`: no arguments shown). Ignored
+    /// when inline frames are off or the task is not inside the container.
+    #[allow(clippy::too_many_arguments)]
+    pub fn enter_inline(
+        &mut self,
+        task: Task<'_>,
+        instance: Instance<'a>,
+        values: Option<(&[u64], &[u64])>,
+        time_ns: Option<u64>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(task.key);
+        let Some(c) = self.copy_of(instance) else {
+            return Ok(());
+        };
+        let Some((base, open)) = self.open_copies(ti) else {
+            return Ok(());
+        };
+        let container = self.funcs.get(self.tasks[ti].stack[base].func).func;
+        let Some(caller) = instance.caller() else {
+            return Ok(());
+        };
+        if !container.is_some_and(|f| f.index() == caller.index() && f.addr() == caller.addr()) {
+            return Ok(());
+        }
+        let mut chain = Vec::new();
+        let mut at = Some(c);
+        while let Some(x) = at {
+            chain.push(x);
+            at = self.inlines.as_ref().expect("inlines").copies[x as usize].parent;
+        }
+        chain.reverse();
+        // Enclosing copies already open stay; the copy itself always opens anew.
+        let common = open
+            .iter()
+            .zip(&chain[..chain.len() - 1])
+            .take_while(|(a, b)| a == b)
+            .count();
+        let func = self.inlines.as_ref().expect("inlines").copies[c as usize].func;
+        let mut args = crate::sink::ArgList::default();
+        if let Some((regs, stack)) = values {
+            let info = self.funcs.get(func);
+            info.located_args(instance.locations(), regs, stack, |name, value| {
+                args.push_with(name, |s| value(s))
+            });
+        }
+        let new = chain[common..].to_vec();
+        self.reshape(ti, base, common, &new, task, time_ns, Some(args), sink, out)
+    }
+}
+
+/// Nesting depth of an instance (0: directly in its container).
+fn nesting(i: &Instance<'_>) -> usize {
+    let mut n = 0;
+    let mut at = i.parent();
+    while let Some(p) = at {
+        n += 1;
+        at = p.parent();
+    }
+    n
+}
