@@ -79,15 +79,31 @@ pub fn testkernel_modules() -> Vec<PathBuf> {
 /// library once per process and kept in a temporary directory.
 pub fn testkernel_db() -> PathBuf {
     static DB: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
+    testkernel_db_in(&DB, &dwarfscan::Options::default())
+}
+
+/// [`testkernel_db`] with inline instances (`dwarfscan --inline-instances`).
+pub fn testkernel_db_inline() -> PathBuf {
+    static DB: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
+    let opts = dwarfscan::Options {
+        inline_instances: true,
+        ..dwarfscan::Options::default()
+    };
+    testkernel_db_in(&DB, &opts)
+}
+
+type DbSlot = Mutex<Option<(tempfile::TempDir, PathBuf)>>;
+
+fn testkernel_db_in(db: &DbSlot, opts: &dwarfscan::Options) -> PathBuf {
     let vmlinux = testkernel_vmlinux();
-    let mut slot = DB.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = db.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, p)) = slot.as_ref() {
         return p.clone();
     }
     let mut inputs = vec![dwarfscan::Input::new(&vmlinux)];
     inputs.extend(testkernel_modules().into_iter().map(dwarfscan::Input::new));
-    let mut result = dwarfscan::scan(&inputs, &dwarfscan::Options::default())
-        .unwrap_or_else(|e| panic!("scanning the test kernel: {e}"));
+    let mut result =
+        dwarfscan::scan(&inputs, opts).unwrap_or_else(|e| panic!("scanning the test kernel: {e}"));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("testkernel.sigdb");
     result.write(&path).unwrap();

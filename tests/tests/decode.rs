@@ -362,3 +362,90 @@ fn raw_pages_decode_like_their_text() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("not a whole page"), "{err}");
 }
+
+/// Inline frames from return addresses (issue 16): the g2 run's text (what `dcg decode`
+/// reads) and its binary pages (what the live function_graph engine reads), with a db
+/// holding the test kernel's inline instances, show the same inline frames with the
+/// same calls under them; `--no-inline-frames` and a db without instances show none.
+#[test]
+fn retaddr_captures_show_inline_frames() {
+    let caps = captures_dir();
+    let system_map = testkernel_dir().join("System.map");
+    let formats = caps.join("f-all-ftrace-formats.txt");
+    let run = |db: &std::path::Path, raw: bool, extra: &[&str]| -> String {
+        let mut cmd = Command::new(dcg_bin());
+        cmd.arg("decode")
+            .arg("--db")
+            .arg(db)
+            .arg("--kallsyms")
+            .arg(&system_map)
+            .args(extra);
+        if raw {
+            cmd.arg("--raw")
+                .arg("--formats")
+                .arg(&formats)
+                .arg(caps.join("g2-raw-cpu0.bin"));
+        } else {
+            cmd.arg(caps.join("g2-text.txt"));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let db = testkernel_db_inline();
+    let frames = |json: &str| -> Vec<(String, String, Option<u64>, Vec<String>)> {
+        let recs: Vec<dcg_calls::record::CallRecord> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let mut v: Vec<_> = recs
+            .iter()
+            .filter_map(|r| {
+                let site = r.inline.as_ref()?;
+                let mut kids: Vec<&dcg_calls::record::CallRecord> =
+                    recs.iter().filter(|k| k.parent == Some(r.id)).collect();
+                kids.sort_by_key(|k| k.id);
+                // A parent's id is smaller than its children's.
+                assert!(r.parent.is_none_or(|p| p < r.id), "{r:?}");
+                assert!(kids.iter().all(|k| k.id > r.id), "{r:?}");
+                Some((
+                    r.func.clone(),
+                    site.container.clone(),
+                    Some(r.id),
+                    kids.iter().map(|k| k.func.clone()).collect(),
+                ))
+            })
+            .collect();
+        v.sort_by_key(|f| f.2);
+        v
+    };
+    let text = frames(&run(&db, false, &["--json"]));
+    let raw = frames(&run(&db, true, &["--json"]));
+    assert!(
+        text.iter()
+            .any(|(f, c, _, kids)| f == "class_filename_flags_constructor"
+                && c == "do_sys_openat2"
+                && kids == &["getname_flags"]),
+        "{text:?}"
+    );
+    assert!(text.len() > 10, "{} inline frames", text.len());
+    assert_eq!(text, raw, "text and binary records");
+    // The text: each frame with its container, its calls indented under it.
+    let out = run(&db, false, &[]);
+    assert!(
+        out.contains("|    class_filename_flags_constructor() /* inlined in do_sys_openat2 */ {\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("|      getname_flags(filename=0x7ffc1970cf96, flags=1) { /* <-do_sys_openat2+0x4f/0xd0 */"),
+        "{out}"
+    );
+    // Off, or a db without instances: the output is the plain one.
+    let off = run(&db, false, &["--no-inline-frames"]);
+    assert!(!off.contains("inlined in"), "{off}");
+    assert_eq!(off, run(&testkernel_db(), false, &[]));
+}

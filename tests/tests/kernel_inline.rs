@@ -5,6 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use dcg_dbset::DbSet;
+
 use dcg_calls::record::CallRecord;
 use dcg_tests::guest::{self, enabled, must, section};
 
@@ -180,4 +182,80 @@ fn debian72_inline_functions() {
 #[test]
 fn debian612_inline_functions() {
     inline_on("6.12-cloud");
+}
+
+/// The inline frames of do_sys_openat2's own code: (inlined function, the function of
+/// the frame's parent, the first call under it).
+fn openat2_frames(calls: &[CallRecord]) -> BTreeSet<(String, String, String)> {
+    let func = |id: Option<u64>| {
+        id.and_then(|i| calls.iter().find(|c| c.id == i))
+            .map_or(String::new(), |c| c.func.clone())
+    };
+    calls
+        .iter()
+        .filter(|c| {
+            c.inline
+                .as_ref()
+                .is_some_and(|s| s.container == "do_sys_openat2")
+        })
+        .map(|c| {
+            let first = calls
+                .iter()
+                .filter(|k| k.parent == Some(c.id))
+                .min_by_key(|k| k.id)
+                .map_or(String::new(), |k| k.func.clone());
+            (c.func.clone(), func(c.parent), first)
+        })
+        .collect()
+}
+
+/// The test kernel: the live function_graph engine (binary records with return
+/// addresses) and `dcg decode` of a raw function_graph capture with funcgraph-retaddr of
+/// the same workload, in one boot, show the same inline frames in do_sys_openat2.
+#[test]
+fn testkernel_inline_frames_live_and_decoded() {
+    if !enabled() {
+        return;
+    }
+    let kdir = dcg_tests::testkernel_dir();
+    let db = dcg_tests::testkernel_db_inline();
+    let dir = tempfile::tempdir().unwrap();
+    let initrd = dir.path().join("guest.cpio.gz");
+    guest::initramfs(
+        &initrd,
+        &[(&db, "/dcg/k.sigdb")],
+        "inline-testkernel.sh",
+        900,
+    );
+    let text = guest::boot(&kdir.join("vmlinuz"), &initrd, 960, "", "inline-testkernel");
+    let sec = section(&text, "live");
+    must(sec, "live", &["rc=0"]);
+    let live = openat2_frames(&records(sec));
+
+    let capture = section(&text, "capture");
+    assert!(
+        capture.contains("/* <-do_sys_openat2+"),
+        "no retaddr:\n{capture}"
+    );
+    let set = DbSet::new(vec![sigdb::Db::open(&db).unwrap()]);
+    let opts = dcg_calls::decode::Options {
+        json: true,
+        inline_frames: true,
+        ..Default::default()
+    };
+    let mut dec = dcg_calls::decode::Decoder::new(&set, opts);
+    let mut out = Vec::new();
+    for line in capture.lines().filter(|l| !l.starts_with("=====")) {
+        dec.decode_line(line, &mut out).unwrap();
+    }
+    dec.finish(&mut out).unwrap();
+    let decoded = openat2_frames(&records(&String::from_utf8(out).unwrap()));
+    eprintln!("inline frames in do_sys_openat2: live {live:?}, decoded {decoded:?}");
+    assert!(
+        live.iter()
+            .any(|(f, p, _)| !f.is_empty() && p == "do_sys_openat2"),
+        "no inline frame in do_sys_openat2: {live:?}"
+    );
+    assert_eq!(live, decoded);
+    must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
 }

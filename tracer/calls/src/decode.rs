@@ -21,7 +21,7 @@ use crate::funcs::FuncTable;
 use crate::output::OutputFile;
 use crate::records::SavedCalls;
 use crate::sink::{ArgList, Layout, Note, Output, Sink, Sinks, Task};
-use crate::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use crate::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 
 /// Output text collected before it is handed to the writer.
 const OUT_CHUNK: usize = 1 << 16;
@@ -52,6 +52,9 @@ pub struct Options {
     /// Print a call whose lines up to its `}` were all dropped or joined as a leaf (live
     /// tracing, where the stream is filtered and probe events sit inside their calls).
     pub collapse_empty: bool,
+    /// Place calls under frames for the inlined code they are made from, by their return
+    /// addresses (`funcgraph-retaddr`) and the db's inline instances.
+    pub inline_frames: bool,
 }
 
 /// Counters of a decoding run.
@@ -158,6 +161,7 @@ impl<'a> Decoder<'a> {
     pub fn with_sinks(set: &'a DbSet, opts: Options, sinks: Sinks<'a>) -> Decoder<'a> {
         let mut tree = CallTree::new(FuncTable::new(set), Shape::Shaped, 0);
         tree.hold_opens(opts.collapse_empty);
+        tree.show_inline_frames(opts.inline_frames);
         Decoder {
             tree,
             sinks,
@@ -283,6 +287,25 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A return address as function_graph prints it (`caller+0x4f/0xd0`, perhaps with
+    /// ` [module]`) as the place in the caller it is, when inline frames are shown.
+    fn site_of(&mut self, retaddr: &str) -> Option<CodeSite> {
+        if !self.tree.inline_frames() {
+            return None;
+        }
+        let (text, module) = match retaddr.split_once(" [") {
+            Some((t, m)) => (t, m.strip_suffix(']')),
+            None => (retaddr, None),
+        };
+        let (name, rest) = text.rsplit_once('+')?;
+        let off = rest.split('/').next()?.strip_prefix("0x")?;
+        let offset = u64::from_str_radix(off, 16).ok()?;
+        Some(CodeSite {
+            func: self.tree.funcs.intern(name, module),
+            offset,
+        })
+    }
+
     /// A line passed on as it is.
     fn passthrough(&mut self, line: &str, task: Option<u64>) -> std::io::Result<()> {
         self.tree.note(
@@ -309,7 +332,7 @@ impl<'a> Decoder<'a> {
             time_ns: c.prefix.abstime.and(c.prefix.abstime_ns()),
             duration_ns: c.prefix.duration_ns,
             callsite: c.retaddr,
-            site: None,
+            site: c.retaddr.and_then(|r| self.site_of(r)),
             comment: c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
             layout: Some(self.layout(line, &c.prefix)),
         };

@@ -133,7 +133,14 @@ impl TextPrinter {
                 }
                 s.push('(');
                 push_args(s, c, false);
-                s.push_str(if c.kind == Kind::Leaf { ");" } else { ") {" });
+                if c.kind == Kind::Leaf {
+                    s.push_str(");");
+                    push_inlined(s, c);
+                } else {
+                    s.push(')');
+                    push_inlined(s, c);
+                    s.push_str(" {");
+                }
                 self.comment_tail(s, c);
             }
             Kind::Close => {

@@ -257,7 +257,18 @@ impl<'a> CallTree<'a> {
     /// inline instances), from each call's [`CodeSite`] and from
     /// [`CallTree::enter_inline`].
     pub fn show_inline_frames(&mut self, on: bool) {
-        self.inlines = on.then(Inlines::default);
+        let any = self
+            .funcs
+            .set()
+            .dbs()
+            .iter()
+            .any(|d| d.instance_count() > 0);
+        self.inlines = (on && any).then(Inlines::default);
+    }
+
+    /// Whether inline frames are shown (asked for, and the dbs have inline instances).
+    pub fn inline_frames(&self) -> bool {
+        self.inlines.is_some()
     }
 
     /// Shaped sources: hold each entry back until the task's next event, so that a call
@@ -506,8 +517,15 @@ impl<'a> CallTree<'a> {
     ) -> io::Result<()> {
         let ti = self.task(e.task.key);
         self.release(ti, sink, out)?;
-        if let (Some(site), Shape::Flat, true) = (e.site, self.shape, self.inlines.is_some()) {
-            self.place_in_inlines(ti, site, e.task, e.time_ns, sink, out)?;
+        // Inline frames open before the call, so that their ids precede its.
+        if self.inlines.is_some() {
+            match (self.shape, e.site) {
+                (Shape::Flat, Some(site)) => {
+                    self.place_in_inlines(ti, site, e.task, e.time_ns, sink, out)?
+                }
+                (Shape::Shaped, _) => self.place_shaped(ti, e, sink, out)?,
+                _ => {}
+            }
         }
         self.note_known(e.func);
         let t = &mut self.tasks[ti];

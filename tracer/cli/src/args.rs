@@ -67,6 +67,11 @@ pub struct DecodeArgs {
     /// Ring-buffer page size of the raw input.
     #[arg(long, value_name = "BYTES", default_value_t = 4096)]
     pub page_size: usize,
+    /// Do not show inlined code as frames of the inlined functions. By default, where the
+    /// trace has return addresses (`funcgraph-retaddr`) and the db inline instances, a
+    /// call made from a function's inlined code is shown under a frame for it.
+    #[arg(long)]
+    pub no_inline_frames: bool,
 }
 
 impl DecodeArgs {
@@ -81,6 +86,7 @@ impl DecodeArgs {
                 color: self.color.decide(terminal && !self.json),
                 hide_probe_events: false,
                 collapse_empty: false,
+                inline_frames: !self.no_inline_frames,
             },
         }
     }

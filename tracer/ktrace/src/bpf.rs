@@ -559,10 +559,11 @@ pub fn run(
     });
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
     tree.show_inline_frames(!args.no_inline_frames);
+    let inline_frames = tree.inline_frames();
     let mut feed = Feed {
         tree,
         inlines: probed,
-        inline_frames: !args.no_inline_frames,
+        inline_frames,
         sinks,
         obuf: Vec::with_capacity(1 << 16),
         names,

@@ -597,6 +597,7 @@ impl<'s> Setup<'s> {
             color: args.color,
             hide_probe_events: true,
             collapse_empty: true,
+            inline_frames: !args.no_inline_frames,
         };
         let (sinks, collected) = Sinks::for_output(&Output {
             json: args.json,

@@ -9,7 +9,7 @@ use dcg_ringbuf::graph::GraphRecord;
 
 use super::Decoder;
 use crate::sink::{Note, Task};
-use crate::tree::{ArgsIn, Entry, Exit, RetIn};
+use crate::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 
 impl Decoder<'_> {
     /// Feed one record of CPU `cpu`'s buffer, its depth less `shift` (a live session's
@@ -47,6 +47,13 @@ impl Decoder<'_> {
             } => {
                 let (name, module) = name_of(*func);
                 let callsite = retaddr.and_then(|a| syms.describe(a));
+                let site = retaddr
+                    .filter(|_| self.tree.inline_frames())
+                    .and_then(|a| syms.locate(a).map(|(start, n, m)| (a - start, n, m)))
+                    .map(|(offset, n, m)| CodeSite {
+                        func: self.tree.funcs.intern(n, m),
+                        offset,
+                    });
                 let id = self.tree.funcs.intern(&name, module.as_deref());
                 let entry = Entry {
                     task: task(*pid),
@@ -60,7 +67,7 @@ impl Decoder<'_> {
                     time_ns: Some(*ts),
                     duration_ns: None,
                     callsite: callsite.as_deref(),
-                    site: None,
+                    site,
                     comment: None,
                     layout: None,
                 };

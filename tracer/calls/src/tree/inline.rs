@@ -16,7 +16,8 @@ use sigdb::Instance;
 use super::flat::close_kind;
 use super::{CallTree, CodeSite};
 use crate::funcs::FuncId;
-use crate::sink::{Inlined, Sink, Task};
+use crate::sink::{CallView, Inlined, Kind, Layout, Sink, Task};
+use crate::tree::{Entry, Exit, Frame, Shape};
 
 /// The inlined copies a tree has met, and which copies hold each call site.
 #[derive(Default)]
@@ -208,14 +209,35 @@ impl<'a> CallTree<'a> {
         sink: &mut dyn Sink,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
+        self.close_inline_at(ti, task, time_ns, None, sink, out)
+    }
+
+    /// [`CallTree::close_inline`]; for a shaped source, laid out like the line `trigger`
+    /// (its layout and source depth) that ended it.
+    fn close_inline_at(
+        &mut self,
+        ti: usize,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        trigger: Option<(Layout<'_>, u32)>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
         let Some(f) = self.tasks[ti].stack.pop() else {
             return Ok(());
         };
         self.counts.calls += 1;
+        let (depth, head) = self.shaped_place(ti, &f, trigger);
         let view = crate::sink::CallView {
             id: f.id,
             parent: f.parent,
-            depth: f.depth,
+            depth,
+            layout: head.as_ref().map(|(h, at)| Layout {
+                head: h,
+                indent_start: *at,
+                shift: 0,
+            }),
+            named: true,
             args: &f.args,
             time_ns: f.time_ns,
             duration_ns: time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
@@ -293,4 +315,179 @@ fn nesting(i: &Instance<'_>) -> usize {
         at = p.parent();
     }
     n
+}
+
+/// The columns of a function_graph line with its duration blanked (an inline frame's own
+/// line has none): ` 1)   0.591 us    |  ` gives ` 1)               |  `.
+fn blank_duration(columns: &str) -> String {
+    let mut s = columns.to_string();
+    if let Some(end) = columns.rfind('|') {
+        let start = columns[..end].rfind(['|', ')']).map_or(0, |i| i + 1);
+        s.replace_range(start..end, &" ".repeat(end - start));
+    }
+    s
+}
+
+impl CallTree<'_> {
+    /// Inline frames among the open frames of task `ti`.
+    pub(super) fn inline_count(&self, ti: usize) -> u32 {
+        self.tasks[ti]
+            .stack
+            .iter()
+            .filter(|f| f.inline.is_some())
+            .count() as u32
+    }
+
+    /// Shaped sources: the depth to show frame `f` (not on the stack: it was just popped,
+    /// or is about to be pushed) at — its source depth plus the inline frames around it
+    /// — and, for a text source, its line head laid out like `trigger`'s: the trigger's
+    /// columns (duration blanked) and indentation moved to that depth. Flat sources keep
+    /// the frame's depth.
+    fn shaped_place(
+        &self,
+        ti: usize,
+        f: &Frame,
+        trigger: Option<(Layout<'_>, u32)>,
+    ) -> (u32, Option<(String, usize)>) {
+        if self.shape == Shape::Flat {
+            return (f.depth, None);
+        }
+        let around = self.inline_count(ti);
+        let depth = f.depth + around;
+        let head = trigger.map(|(l, at)| {
+            let columns = l.head.get(..l.indent_start).unwrap_or("");
+            let indent = l.head.len().saturating_sub(l.indent_start);
+            let spaces =
+                (indent as i64 + 2 * (i64::from(f.depth) - i64::from(at)) + 2 * i64::from(around)
+                    - l.shift as i64)
+                    .max(0) as usize;
+            let mut h = blank_duration(columns);
+            let at = h.len();
+            h.push_str(&" ".repeat(spaces));
+            (h, at)
+        });
+        (depth, head)
+    }
+
+    /// Shaped sources: a line's head moved right past `extra` inline frames (`None`:
+    /// none, or no layout).
+    pub(super) fn shifted_head(l: Option<Layout<'_>>, extra: u32) -> Option<(String, usize)> {
+        let l = l.filter(|_| extra > 0)?;
+        let columns = l.head.get(..l.indent_start).unwrap_or("");
+        let indent = l.head.len().saturating_sub(l.indent_start);
+        let spaces = (indent + 2 * extra as usize).saturating_sub(l.shift);
+        Some((format!("{columns}{}", " ".repeat(spaces)), columns.len()))
+    }
+
+    /// Shaped sources, before entry `e` of task `ti`: inline frames deeper than it end
+    /// (their container's `}` was not seen), then the call is placed in the inlined
+    /// copies of its parent its call site lies in.
+    pub(super) fn place_shaped(
+        &mut self,
+        ti: usize,
+        e: &Entry<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let trigger = e.layout.map(|l| (l, e.depth));
+        while self.tasks[ti]
+            .stack
+            .last()
+            .is_some_and(|f| f.inline.is_some() && f.depth > e.depth)
+        {
+            self.close_inline_at(ti, e.task, e.time_ns, trigger, sink, out)?;
+        }
+        let Some(site) = e.site else {
+            return Ok(());
+        };
+        let stack = &self.tasks[ti].stack;
+        let Some(base) = stack
+            .iter()
+            .rposition(|f| f.inline.is_none() && f.depth < e.depth)
+        else {
+            return Ok(());
+        };
+        if stack[base].func != site.func {
+            return Ok(());
+        }
+        // Calls above the parent whose `}` was not seen are gone.
+        while self.tasks[ti]
+            .stack
+            .last()
+            .is_some_and(|f| f.inline.is_none() && f.depth >= e.depth)
+        {
+            self.tasks[ti].stack.pop();
+        }
+        let open: Vec<u32> = self.tasks[ti].stack[base + 1..]
+            .iter()
+            .filter_map(|f| f.inline)
+            .collect();
+        let chain = self.chain_at(site);
+        let common = open
+            .iter()
+            .zip(chain.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while self.tasks[ti].stack.len() > base + 1 + common {
+            self.close_inline_at(ti, e.task, e.time_ns, trigger, sink, out)?;
+        }
+        for &c in &chain[common..] {
+            let func = self.inlines.as_ref().expect("inlines").copies[c as usize].func;
+            self.note_known(func);
+            let id = self.next_id;
+            self.next_id += 1;
+            let parent = self.tasks[ti].stack.last().map(|f| f.id);
+            let f = Frame {
+                depth: e.depth,
+                func,
+                id,
+                parent,
+                args: Default::default(),
+                time_ns: e.time_ns,
+                cpu: e.task.cpu,
+                opened: true,
+                origins: Default::default(),
+                inline: Some(c),
+            };
+            let (depth, head) = self.shaped_place(ti, &f, trigger);
+            let view = CallView {
+                id,
+                parent,
+                depth,
+                time_ns: e.time_ns,
+                layout: head.as_ref().map(|(h, at)| Layout {
+                    head: h,
+                    indent_start: *at,
+                    shift: 0,
+                }),
+                open_after: self.tasks[ti].stack.len() + 1,
+                inlined: self.inlined_view(Some(c)),
+                ..self.view(Kind::Open, func, e.task)
+            };
+            sink.call(&view, out)?;
+            self.tasks[ti].stack.push(f);
+        }
+        Ok(())
+    }
+
+    /// Shaped sources, before the `}` `x` of task `ti`: the inline frames inside the
+    /// returning call end with it.
+    pub(super) fn close_shaped_inlines(
+        &mut self,
+        ti: usize,
+        x: &Exit<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let (depth, task, time_ns) = (x.depth, x.task, x.time_ns);
+        let trigger = x.layout.map(|l| (l, depth));
+        while self.tasks[ti]
+            .stack
+            .last()
+            .is_some_and(|f| f.inline.is_some() && f.depth > depth)
+        {
+            self.close_inline_at(ti, task, time_ns, trigger, sink, out)?;
+        }
+        Ok(())
+    }
 }

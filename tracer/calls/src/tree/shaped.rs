@@ -52,11 +52,12 @@ impl CallTree<'_> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let t = &mut self.tasks[ti];
+        // The parent: the innermost call above this depth, or an inline frame around it.
         let parent = t
             .stack
             .iter()
             .rev()
-            .find(|f| f.depth < e.depth)
+            .find(|f| f.depth < e.depth || (f.inline.is_some() && f.depth == e.depth))
             .map(|f| f.id);
         let probe = match (e.leaf && e.ret.is_none(), t.pending_ret) {
             (true, Some((f, v))) if f == e.func => {
@@ -88,7 +89,11 @@ impl CallTree<'_> {
             let hold = self.hold;
             let keep_args = sink.wants_args_at_close() && !hold;
             let t = &mut self.tasks[ti];
-            while t.stack.last().is_some_and(|f| f.depth >= e.depth) {
+            while t
+                .stack
+                .last()
+                .is_some_and(|f| f.depth > e.depth || (f.depth == e.depth && f.inline.is_none()))
+            {
                 t.stack.pop();
             }
             t.stack.push(Frame {
@@ -114,10 +119,22 @@ impl CallTree<'_> {
             }
         }
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        // Inline frames around the call move it right (for an open call, its own frame
+        // is on the stack already).
+        let around = self.inline_count(ti);
+        let shifted = Self::shifted_head(e.layout, around);
+        let layout = match &shifted {
+            Some((h, at)) => Some(Layout {
+                head: h,
+                indent_start: *at,
+                shift: 0,
+            }),
+            None => e.layout,
+        };
         let view = CallView {
             id,
             parent,
-            depth: e.depth,
+            depth: e.depth + around,
             name: e.name,
             module: e.module,
             args: &self.args,
@@ -129,7 +146,7 @@ impl CallTree<'_> {
             duration_ns: e.duration_ns,
             callsite: e.callsite,
             comment: e.comment,
-            layout: e.layout,
+            layout,
             open_after: self.tasks[ti].stack.len(),
             ..self.view(if e.leaf { Kind::Leaf } else { Kind::Open }, e.func, e.task)
         };
@@ -175,9 +192,17 @@ impl CallTree<'_> {
             return self.held_leaf(ti, x, sink, out).map(|()| true);
         }
         self.release(ti, sink, out)?;
+        if self.inlines.is_some() {
+            self.close_shaped_inlines(ti, x, sink, out)?;
+        }
         let t = &mut self.tasks[ti];
         let mut frame = None;
         while let Some(f) = t.stack.pop() {
+            if f.inline.is_some() {
+                // An inline frame around the returning call: the `}` matched nothing.
+                t.stack.push(f);
+                break;
+            }
             if f.depth <= x.depth {
                 frame = Some(f);
                 break;
@@ -193,14 +218,24 @@ impl CallTree<'_> {
             self.settle_origin(ti, (f.id, func), f.parent, &f.origins, (shown, error))
         });
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let around = self.inline_count(ti);
+        let shifted = Self::shifted_head(x.layout, around);
+        let layout = match &shifted {
+            Some((h, at)) => Some(Layout {
+                head: h,
+                indent_start: *at,
+                shift: 0,
+            }),
+            None => x.layout,
+        };
         let mut view = CallView {
-            depth: x.depth,
+            depth: x.depth + around,
             ret,
             ret_raw,
             error,
             origin: self.origin_view(origin),
             duration_ns: x.duration_ns,
-            layout: x.layout,
+            layout,
             open_after: self.tasks[ti].stack.len(),
             entry_missing: frame.is_none(),
             // The `}` names its function when the source printed one or there is a value.
@@ -264,22 +299,32 @@ impl CallTree<'_> {
         if keep_args {
             f.args = h.args.clone();
         }
+        let around = self.inline_count(ti);
+        let own = h.layout.as_ref().map(|(head, indent_start, shift)| Layout {
+            head,
+            indent_start: *indent_start,
+            shift: *shift,
+        });
+        let shifted = Self::shifted_head(own, around);
         let f = self.tasks[ti].stack.last().expect("frame");
         let view = CallView {
             id: f.id,
             parent: f.parent,
-            depth: f.depth,
+            depth: f.depth + around,
             name: &h.name,
             module: h.module.as_deref(),
             args: &h.args,
             time_ns: f.time_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
-            layout: h.layout.as_ref().map(|(head, indent_start, shift)| Layout {
-                head,
-                indent_start: *indent_start,
-                shift: *shift,
-            }),
+            layout: match &shifted {
+                Some((head, at)) => Some(Layout {
+                    head,
+                    indent_start: *at,
+                    shift: 0,
+                }),
+                None => own,
+            },
             open_after: self.tasks[ti].stack.len(),
             ..self.view(Kind::Open, h.func, h.task())
         };
@@ -302,10 +347,12 @@ impl CallTree<'_> {
         self.count_return(h.func, true, shown, error);
         let origin = self.settle_origin(ti, (f.id, h.func), f.parent, &f.origins, (shown, error));
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let around = self.inline_count(ti);
+        let shifted = Self::shifted_head(x.layout, around);
         let view = CallView {
             id: f.id,
             parent: f.parent,
-            depth: x.depth,
+            depth: x.depth + around,
             name: &h.name,
             module: h.module.as_deref(),
             args: &h.args,
@@ -317,7 +364,14 @@ impl CallTree<'_> {
             duration_ns: x.duration_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
-            layout: x.layout,
+            layout: match &shifted {
+                Some((head, at)) => Some(Layout {
+                    head,
+                    indent_start: *at,
+                    shift: 0,
+                }),
+                None => x.layout,
+            },
             open_after: self.tasks[ti].stack.len(),
             ..self.view(Kind::Leaf, h.func, x.task)
         };
