@@ -122,6 +122,56 @@ fn inline_on(kernel_name: &str) {
         Some(rets[0])
     );
 
+    // `dcg report` counts the inline frame as a call, with its edges.
+    let file = dir.path().join("pidfd.json");
+    let lines: Vec<&str> = sec.lines().filter(|l| l.starts_with("{\"id\"")).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = std::process::Command::new(dcg_tests::dcg_bin())
+        .args(["report", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls_of = |f: &str| {
+        report["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == f)
+            .map(|x| x["calls"].clone())
+    };
+    assert_eq!(calls_of("pidfd_create"), Some(serde_json::json!(1)));
+    let edge = |from: &str, to: &str| {
+        report["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["caller"] == from && e["callee"] == to)
+    };
+    assert!(edge("pidfd_create", "pidfd_prepare"), "{}", report["edges"]);
+
+    // A glob over both kinds: pidfd_create's frame, and the out-of-line pidfd_prepare.
+    let sec = section(&text, "glob");
+    must(sec, "glob", &["rc=0", "pidfd_create"]);
+    let calls = records(sec);
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.func == "pidfd_create" && c.inline.is_some()),
+        "glob: no pidfd_create frame"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.func == "pidfd_prepare" && c.inline.is_none()),
+        "glob: no pidfd_prepare call"
+    );
+
     // getname, inlined into many path syscalls (6.12 also has an out-of-line copy): a
     // frame in each one the program makes, with its argument and the calls under it.
     let sec = section(&text, "getname-json");

@@ -19,6 +19,14 @@ cat /tmp/p.err
 cat /tmp/p.json
 end pidfd-json
 
+begin glob
+# A glob matching inlined and out-of-line functions: both are traced.
+dcg trace --db $DB --show-retvals --json --func 'pidfd_*' -- $P pidfd > /tmp/gl.json 2> /tmp/gl.err
+echo "rc=$?"
+cat /tmp/gl.err
+grep '"func":"pidfd_' /tmp/gl.json
+end glob
+
 begin getname-json
 # Its containers include execve, so the command's own exec is traced too: only getname's
 # records and those of its callee are printed.

@@ -255,7 +255,11 @@ fn resolve_roots<'a>(
             (Vec::new(), 0)
         };
         if m.is_empty() && copies.is_empty() {
-            errors.push(funcs::explain(p, set, avail));
+            let mut why = funcs::explain(p, set, avail);
+            if !with_inlines && !funcs::inline_copies(p, set, avail).0.is_empty() {
+                why.push_str("; the BPF engine traces its inlined copies (--engine bpf)");
+            }
+            errors.push(why);
         }
         for f in m {
             if !r.roots.contains(&f) {
