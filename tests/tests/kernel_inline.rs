@@ -182,6 +182,11 @@ fn inline_on(kernel_name: &str) {
         let Some(site) = g.inline.as_ref() else {
             continue;
         };
+        // The command's own exec (dcg's child) runs one copy too; DWARF gives its
+        // argument no location there on 7.2 (`name=?`).
+        if site.container.contains("execve") {
+            continue;
+        }
         assert!(
             // `name` on 7.2, `filename` on 6.12: a user-space pointer.
             g.args.first().is_some_and(|a| a.value.starts_with("0x")),
@@ -193,9 +198,7 @@ fn inline_on(kernel_name: &str) {
             "getname in {} without the calls under it",
             site.container
         );
-        if !site.container.contains("execve") {
-            containers.insert(site.container.clone());
-        }
+        containers.insert(site.container.clone());
     }
     eprintln!("{kernel_name}: getname frames in {containers:?}");
     assert!(
