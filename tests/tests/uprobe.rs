@@ -418,7 +418,11 @@ fn cold_split_and_constprop_clone() {
         stderr.contains("classify.cold: the cold part of classify, not an entry point"),
         "{stderr}"
     );
-    assert!(stderr.contains("only inlined and not traced"), "{stderr}");
+    // atoi is inlined in main: its copy is probed (the branch holding it never runs).
+    assert!(
+        stderr.contains("atoi: a copy inlined in main (traced), shown as a frame"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -430,19 +434,222 @@ fn patterns_that_match_nothing() {
     let out = dcg(&["--func", &format!("{b}:no_such_*"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function matches 'no_such_*'"));
-    // Inline-only: say where it went.
-    let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
+    // Inline-only, and the db has no inlined copies: say where it went.
+    let db = dir.path().join("clones.sigdb");
+    let st = Command::new(dcg_tests::dwarfscan_bin())
+        .args(["-q", "-j", "1", "-o"])
+        .arg(&db)
+        .arg(&bin)
+        .status()
+        .expect("running dwarfscan");
+    assert!(st.success());
+    let out = dcg(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--func",
+        &format!("{b}:atoi"),
+        "--",
+        b,
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("atoi: inlined into main, no code of its own"),
+        stderr.contains(
+            "atoi: inlined into main, no code of its own: not traced (a db with its inlined \
+             copies, `dwarfscan --inline-instances`, would trace them)"
+        ),
         "{stderr}"
+    );
+    // With them (the db built in memory has them): its container is traced.
+    let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("atoi: a copy inlined in main (traced)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        calls(&text(&out.stdout)),
+        "main();\n",
+        "{}",
+        text(&out.stdout)
     );
     // A cold part alone is not an entry point.
     let out = dcg(&["--func", &format!("{b}:classify.cold"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function that can be probed matches"));
     assert!(out.stdout.is_empty());
+}
+
+/// The copies of `scale` the program says it runs: (caller, v, k), in order.
+fn inline_runs(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (caller, rest) = l.split_once(": scale(")?;
+            let (v, k) = rest.strip_suffix(')')?.split_once(", ")?;
+            Some((caller.to_string(), v.to_string(), k.to_string()))
+        })
+        .collect()
+}
+
+fn arg<'r>(r: &'r dcg_calls::record::CallRecord, name: &str) -> Option<&'r str> {
+    r.args
+        .iter()
+        .find(|a| a.name == name)
+        .map(|a| a.value.as_str())
+}
+
+/// An inline function inlined into two callers (tests/uprobe/inline.c, -O2): each
+/// execution of a copy is one frame inside its caller with the arguments the program
+/// passed, the call made from the copy's code is its child, the caller's other call is
+/// not. With this gcc the copy in `first` starts at `first`'s first instruction (read by
+/// its entry probe), the one in `second` in its middle (a probe of its own).
+#[test]
+fn inlined_copies_as_frames() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O2");
+    let b = bin.to_str().unwrap();
+    let (scale, helper) = (format!("{b}:scale"), format!("{b}:helper"));
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--json",
+        "--func",
+        &scale,
+        "--func",
+        &helper,
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("scale: 2 copies inlined in first, second (traced), each shown as a frame"),
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    let runs = inline_runs(&stdout);
+    assert_eq!(runs.len(), 4, "{stdout}");
+    let recs: Vec<dcg_calls::record::CallRecord> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: u64| recs.iter().find(|r| r.id == id).unwrap();
+    let children = |id: u64| {
+        let mut c: Vec<_> = recs.iter().filter(|r| r.parent == Some(id)).collect();
+        c.sort_by_key(|r| r.id);
+        c
+    };
+    let mut copies: Vec<_> = recs.iter().filter(|r| r.inline.is_some()).collect();
+    copies.sort_by_key(|r| r.id);
+    assert_eq!(copies.len(), runs.len(), "{stdout}");
+    for (c, (caller, v, k)) in copies.iter().zip(&runs) {
+        let site = c.inline.as_ref().unwrap();
+        assert_eq!(c.func, "scale", "{c:?}");
+        assert_eq!(&site.container, caller, "{c:?}");
+        assert!(site.file.ends_with("inline.c") && site.line > 0, "{c:?}");
+        assert_eq!(
+            c.module.as_deref(),
+            Some(bin.file_name().unwrap().to_str().unwrap())
+        );
+        // Its caller's frame holds it; no return value.
+        let parent = by_id(c.parent.expect("a parent"));
+        assert_eq!(&parent.func, caller, "{c:?}");
+        assert!(parent.inline.is_none());
+        assert_eq!(c.ret, None, "{c:?}");
+        assert_eq!(arg(c, "v"), Some(v.as_str()), "{c:?}");
+        assert_eq!(arg(c, "k"), Some(k.as_str()), "{c:?}");
+        // The call made from the copy's code is its child.
+        let inside = children(c.id);
+        assert_eq!(inside.len(), 1, "{inside:?}");
+        assert_eq!(inside[0].func, "helper");
+        assert_eq!(arg(inside[0], "x"), Some(v.as_str()), "{inside:?}");
+        // The caller's other call, after the copy (first) or before it (second), is
+        // not under it.
+        let kids = children(parent.id);
+        let names: Vec<&str> = kids.iter().map(|r| r.func.as_str()).collect();
+        match caller.as_str() {
+            "first" => assert_eq!(names, ["scale", "helper"], "{kids:?}"),
+            _ => {
+                assert_eq!(names, ["helper", "scale"], "{kids:?}");
+                assert_eq!(arg(kids[0], "x"), arg(parent, "b"), "{kids:?}");
+            }
+        }
+    }
+    // Each caller ran twice: one frame of its copy per run.
+    for caller in ["first", "second"] {
+        let calls: Vec<_> = recs.iter().filter(|r| r.func == caller).collect();
+        assert_eq!(calls.len(), 2, "{caller}: {calls:?}");
+        for r in calls {
+            let n = children(r.id).iter().filter(|c| c.inline.is_some()).count();
+            assert_eq!(n, 1, "{r:?}");
+        }
+    }
+
+    // Text: the copies alone, then with the call made from them.
+    let out = dcg(&["--args", "--func", &scale, "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let runs = inline_runs(&stdout);
+    let mut want = String::new();
+    for (caller, v, k) in &runs {
+        let args = match caller.as_str() {
+            "first" => format!("a={v}"),
+            _ => {
+                let a: i64 = v.parse::<i64>().unwrap() - (2 * k.parse::<i64>().unwrap() + 1);
+                format!("a={a}, b={k}")
+            }
+        };
+        want.push_str(&format!(
+            "{caller}({args}) {{\n  scale(v={v}, k={k}); /* inlined in {caller} */\n}} /* {caller} */\n"
+        ));
+    }
+    assert_eq!(calls(&stdout), want);
+    let out = dcg(&["--args", "--func", &scale, "--func", &helper, "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let lines = calls(&stdout);
+    assert!(
+        lines.starts_with(
+            "first(a=4) {
+  scale(v=4, k=3) /* inlined in first */ {
+    helper(x=4);
+  } /* scale */
+  helper(x=31);
+} /* first */
+second(a=4, b=5) {
+  helper(x=5);
+  scale(v=15, k=5) /* inlined in second */ {
+    helper(x=15);
+  } /* scale */
+} /* second */
+"
+        ),
+        "{lines}"
+    );
+
+    // --no-inline-frames: the callers alone hold the calls.
+    let out = dcg(&[
+        "--no-inline-frames",
+        "--func",
+        &scale,
+        "--func",
+        &helper,
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = calls(&text(&out.stdout));
+    assert!(!lines.contains("scale"), "{lines}");
+    assert!(
+        lines.starts_with("first() {\n  helper();\n  helper();\n} /* first */\n"),
+        "{lines}"
+    );
 }
 
 #[test]

@@ -879,11 +879,16 @@ pub fn select<'a>(
         // Inline-only functions with copies are traced through them.
         inline_only.retain(|f| !inlined.contains(&f.name()));
         if !copies.is_empty() {
-            let how = if frames {
-                "each shown as a frame with the arguments at its first instruction and no \
-                 return value (DWARF does not say where an inlined copy leaves it)"
-            } else {
-                "not shown (--no-inline-frames)"
+            let how = match (frames, copies.len()) {
+                (false, _) => "not shown (--no-inline-frames)",
+                (true, 1) => {
+                    "shown as a frame with the arguments at its first instruction and no \
+                     return value (DWARF does not say where an inlined copy leaves it)"
+                }
+                (true, _) => {
+                    "each shown as a frame with the arguments at its first instruction and \
+                     no return value (DWARF does not say where an inlined copy leaves it)"
+                }
             };
             notes.push(format!(
                 "{}: {} inlined in {} (traced), {how}{}",
