@@ -146,6 +146,7 @@ impl<'a> Calls<'a> {
         }
         let mut tree = CallTree::new(funcs, Shape::Flat, opts.max_depth);
         tree.show_inline_frames(opts.inline_frames);
+        tree.set_inline_arg_role(opts.role(false));
         let (sinks, collected) = Sinks::for_output(&Output {
             json: opts.json,
             errors_only: opts.errors_only,

@@ -1382,6 +1382,75 @@ mod tests {
     }
 
     #[test]
+    fn numbers_before_strings() {
+        let mut fields = vec![f("a0", false), f("s1", true), f("comm", true)];
+        let mut args = vec![
+            (
+                "a".to_string(),
+                ArgPlan::Fetched {
+                    words: vec![0],
+                    string: None,
+                },
+            ),
+            (
+                "s".to_string(),
+                ArgPlan::Fetched {
+                    words: vec![],
+                    string: Some(1),
+                },
+            ),
+        ];
+        assert_eq!(insert_number(&mut fields, &mut args, f(RA_FIELD, false)), 1);
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a0", "ra", "s1", "comm"]);
+        assert_eq!(
+            args[1].1,
+            ArgPlan::Fetched {
+                words: vec![],
+                string: Some(2)
+            }
+        );
+        assert_eq!(
+            args[0].1,
+            ArgPlan::Fetched {
+                words: vec![0],
+                string: None
+            }
+        );
+    }
+
+    #[test]
+    fn inline_values() {
+        let site = InlineSite {
+            copies: Vec::new(),
+            target: 0,
+            offset: 0x1000,
+            event: Some("scale_inl".into()),
+            folded: None,
+            fields: [("r1", "%dx:x64"), ("r5", "%di:x64"), ("w2", "+16(%sp):x64")]
+                .iter()
+                .map(|(name, fetch)| Field {
+                    name: name.to_string(),
+                    fetch: fetch.to_string(),
+                    string: false,
+                })
+                .collect(),
+            regs: vec![(1, 0), (5, 1)],
+            stack: vec![(2, 2)],
+        };
+        let values = [Value::Num(7), Value::Num(9), Value::Num(0x40)];
+        assert!(site.complete(&values));
+        let (regs, stack) = site.values(&values);
+        assert_eq!((regs[1], regs[5], regs[0]), (7, 9, 0));
+        assert_eq!(stack, [0, 0, 0x40]);
+        assert!(!site.complete(&values[..2]));
+        assert_eq!(
+            site.def("dcg_1", Path::new("/bin/prog")).as_deref(),
+            Some("p:dcg_1/scale_inl /bin/prog:0x1000 r1=%dx:x64 r5=%di:x64 w2=+16(%sp):x64")
+        );
+    }
+
+    #[test]
     fn fields() {
         let fs = [f("a0", false), f("a1", false), f("s0", true), f("s1", true)];
         let v = parse_fields(r#"a0=0x1 a1=0xffffffffffffffea s0="a b" s1="x""#, &fs).unwrap();
