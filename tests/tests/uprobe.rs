@@ -500,11 +500,12 @@ fn arg<'r>(r: &'r dcg_calls::record::CallRecord, name: &str) -> Option<&'r str> 
         .map(|a| a.value.as_str())
 }
 
-/// An inline function inlined into two callers (tests/uprobe/inline.c, -O2): each
+/// An inline function inlined into three callers (tests/uprobe/inline.c, -O2): each
 /// execution of a copy is one frame inside its caller with the arguments the program
-/// passed, the call made from the copy's code is its child, the caller's other call is
-/// not. With this gcc the copy in `first` starts at `first`'s first instruction (read by
-/// its entry probe), the one in `second` in its middle (a probe of its own).
+/// passed (three in a loop: three frames), the call made from the copy's code is its
+/// child, the caller's other call is not. With this gcc the copy in `first` starts at
+/// `first`'s first instruction (read by its entry probe), the others in the middle of
+/// their callers (probes of their own).
 #[test]
 fn inlined_copies_as_frames() {
     require_uprobes!();
@@ -526,12 +527,14 @@ fn inlined_copies_as_frames() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("scale: 2 copies inlined in first, second (traced), each shown as a frame"),
+        stderr.contains(
+            "scale: 3 copies inlined in first, second, third (traced), each shown as a frame"
+        ),
         "{stderr}"
     );
     let stdout = text(&out.stdout);
     let runs = inline_runs(&stdout);
-    assert_eq!(runs.len(), 4, "{stdout}");
+    assert_eq!(runs.len(), 7, "{stdout}");
     let recs: Vec<dcg_calls::record::CallRecord> = stdout
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -573,19 +576,21 @@ fn inlined_copies_as_frames() {
         let names: Vec<&str> = kids.iter().map(|r| r.func.as_str()).collect();
         match caller.as_str() {
             "first" => assert_eq!(names, ["scale", "helper"], "{kids:?}"),
-            _ => {
+            "second" => {
                 assert_eq!(names, ["helper", "scale"], "{kids:?}");
                 assert_eq!(arg(kids[0], "x"), arg(parent, "b"), "{kids:?}");
             }
+            _ => assert_eq!(names, ["scale", "scale", "scale"], "{kids:?}"),
         }
     }
-    // Each caller ran twice: one frame of its copy per run.
-    for caller in ["first", "second"] {
-        let calls: Vec<_> = recs.iter().filter(|r| r.func == caller).collect();
-        assert_eq!(calls.len(), 2, "{caller}: {calls:?}");
-        for r in calls {
+    // first and second ran twice, one frame of their copy per run; third ran its copy
+    // three times in one call.
+    for (caller, calls, copies) in [("first", 2, 1), ("second", 2, 1), ("third", 1, 3)] {
+        let found: Vec<_> = recs.iter().filter(|r| r.func == caller).collect();
+        assert_eq!(found.len(), calls, "{caller}: {found:?}");
+        for r in found {
             let n = children(r.id).iter().filter(|c| c.inline.is_some()).count();
-            assert_eq!(n, 1, "{r:?}");
+            assert_eq!(n, copies, "{r:?}");
         }
     }
 
@@ -596,17 +601,32 @@ fn inlined_copies_as_frames() {
     check_parses(&stdout);
     let runs = inline_runs(&stdout);
     let mut want = String::new();
-    for (caller, v, k) in &runs {
+    for (i, (caller, v, k)) in runs.iter().enumerate() {
         let args = match caller.as_str() {
             "first" => format!("a={v}"),
-            _ => {
+            "second" => {
                 let a: i64 = v.parse::<i64>().unwrap() - (2 * k.parse::<i64>().unwrap() + 1);
                 format!("a={a}, b={k}")
             }
+            _ => format!(
+                "n={}, k={k}",
+                runs.iter().filter(|r| r.0 == "third").count()
+            ),
         };
+        // third's runs are one call.
+        let opens = i == 0 || caller != "third" || runs[i - 1].0 != "third";
+        let closes = runs
+            .get(i + 1)
+            .is_none_or(|r| caller != "third" || r.0 != "third");
+        if opens {
+            want.push_str(&format!("{caller}({args}) {{\n"));
+        }
         want.push_str(&format!(
-            "{caller}({args}) {{\n  scale(v={v}, k={k}); /* inlined in {caller} */\n}} /* {caller} */\n"
+            "  scale(v={v}, k={k}); /* inlined in {caller} */\n"
         ));
+        if closes {
+            want.push_str(&format!("}} /* {caller} */\n"));
+        }
     }
     assert_eq!(calls(&stdout), want);
     let out = dcg(&["--args", "--func", &scale, "--func", &helper, "--", b]);

@@ -1,7 +1,7 @@
-/* An inline function inlined into two callers, calling a noinline helper from inside
- * its copies; each caller also calls the helper from outside the copy. The program
- * prints the arguments each copy gets, which the uprobe tests compare with dcg's inline
- * frames. Compiled with -O2 -g. */
+/* An inline function inlined into three callers, calling a noinline helper from inside
+ * its copies; two callers also call the helper from outside the copy, the third runs its
+ * copy in a loop. The program prints the arguments each copy gets, which the uprobe
+ * tests compare with dcg's inline frames. Compiled with -O2 -g. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,6 +35,15 @@ NOINLINE int second(int a, int b)
 	return scale(a + t, b) - 1;
 }
 
+/* A loop: the copy runs once per iteration. */
+NOINLINE int third(int n, int k)
+{
+	int s = 0;
+	for (int i = 0; i < n; i++)
+		s += scale(i + n, k);
+	return s;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
@@ -50,5 +59,10 @@ int main(int argc, char **argv)
 		printf("results %d %d\n", x, y);
 		fflush(stdout);
 	}
+	int m = n - 1;
+	for (int i = 0; i < m; i++)
+		printf("third: scale(%d, %d)\n", i + m, n);
+	fflush(stdout);
+	printf("results %d\n", third(m, n));
 	return 0;
 }
