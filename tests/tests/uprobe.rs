@@ -672,6 +672,77 @@ second(a=4, b=5) {
     );
 }
 
+/// A function both inlined (in the copy of another inline function) and out of line
+/// (tests/uprobe/inline.c: twice, outer, user): the out-of-line calls are traced as
+/// always, the copy is a frame inside the enclosing copy's frame, each with the
+/// arguments the program passed.
+#[test]
+fn inlined_and_out_of_line_copies() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O2");
+    let b = bin.to_str().unwrap();
+    let f = |name: &str| format!("{b}:{name}");
+    let out = dcg(&[
+        "--args",
+        "--show-retvals",
+        "--func",
+        &f("twice"),
+        "--func",
+        &f("outer"),
+        "--func",
+        &f("helper"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for name in ["twice", "outer"] {
+        assert!(
+            stderr.contains(&format!("{name}: a copy inlined in user (traced)")),
+            "{stderr}"
+        );
+    }
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    // The program's last line of each kind.
+    let said = |prefix: &str| -> String {
+        stdout
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {stdout}"))
+            .to_string()
+    };
+    // "user: outer(A) twice(V)", "twice: N", "results U W"
+    let copies = said("user: ");
+    let (a, v) = copies
+        .strip_prefix("outer(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|r| r.split_once(") twice("))
+        .unwrap();
+    let n = said("twice: ");
+    let results = said("results ");
+    let (u, w) = results.split_once(' ').unwrap();
+    let lines = calls(&stdout);
+    let want = format!(
+        "user(a={a}) {{
+  outer(a={a}) /* inlined in user */ {{
+    twice(v={v}) /* inlined in user */ {{
+      helper(x={v}); /* ret={} */
+    }} /* twice */
+  }} /* outer */
+}} /* user ret={u} */
+twice(v={n}) {{
+  helper(x={n}); /* ret={} */
+}} /* twice ret={w} */
+",
+        2 * v.parse::<i64>().unwrap() + 1,
+        2 * n.parse::<i64>().unwrap() + 1,
+    );
+    assert!(lines.ends_with(&want), "{lines}");
+}
+
 #[test]
 fn two_threads() {
     require_uprobes!();

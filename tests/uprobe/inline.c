@@ -1,6 +1,7 @@
 /* An inline function inlined into three callers, calling a noinline helper from inside
  * its copies; two callers also call the helper from outside the copy, the third runs its
- * copy in a loop. The program prints the arguments each copy gets, which the uprobe
+ * copy in a loop. Then a function both inlined (in the copy of another inline function)
+ * and out of line. The program prints the arguments each copy gets, which the uprobe
  * tests compare with dcg's inline frames. Compiled with -O2 -g. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,26 @@ NOINLINE int third(int n, int k)
 	return s;
 }
 
+/* Inlined into user (inside the copy of outer) and also out of line, called through a
+ * pointer. */
+int twice(int v)
+{
+	return helper(v) + v;
+}
+
+/* An inline function holding another one's copy. */
+static inline __attribute__((always_inline)) int outer(int a)
+{
+	return twice(a + 1) * 3;
+}
+
+NOINLINE int user(int a)
+{
+	return outer(a) + 7;
+}
+
+int (*volatile twice_ptr)(int) = twice;
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
@@ -64,5 +85,12 @@ int main(int argc, char **argv)
 		printf("third: scale(%d, %d)\n", i + m, n);
 	fflush(stdout);
 	printf("results %d\n", third(m, n));
+	printf("user: outer(%d) twice(%d)\n", n, n + 1);
+	fflush(stdout);
+	int u = user(n);
+	printf("twice: %d\n", n);
+	fflush(stdout);
+	int w = twice_ptr(n);
+	printf("results %d %d\n", u, w);
 	return 0;
 }
