@@ -741,6 +741,24 @@ twice(v={n}) {{
         2 * n.parse::<i64>().unwrap() + 1,
     );
     assert!(lines.ends_with(&want), "{lines}");
+    // Every frame is named by its binary, also the enclosing copy (opened without a probe
+    // of its own).
+    let out = dcg(&["--json", "--func", &f("twice"), "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let recs: Vec<dcg_calls::record::CallRecord> = text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let name = bin.file_name().unwrap().to_str().unwrap();
+    let inline: Vec<(&str, &str)> = recs
+        .iter()
+        .filter_map(|r| Some((r.func.as_str(), r.inline.as_ref()?.container.as_str())))
+        .collect();
+    assert_eq!(inline, [("twice", "user"), ("outer", "user")], "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.module.as_deref(), Some(name), "{r:?}");
+    }
 }
 
 #[test]

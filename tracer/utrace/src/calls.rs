@@ -129,10 +129,15 @@ impl<'a> Calls<'a> {
                 None => funcs.intern(&p.symbol, None),
             })
             .collect();
-        // The inlined functions, named by their binary as every traced function is.
-        for s in inlines {
-            for c in s.copies.iter().filter_map(|i| i.callee()) {
-                funcs.intern_function(c, Some(&targets[s.target].name));
+        // The functions inlined in the traced ones (the frames their copies can open),
+        // named by their binary as every traced function is.
+        if opts.inline_frames {
+            for p in probes {
+                for i in p.func.iter().flat_map(|f| f.inline_instances()) {
+                    if let Some(c) = i.callee() {
+                        funcs.intern_function(c, Some(&targets[p.target].name));
+                    }
+                }
             }
         }
         let mut code = vec![Vec::new(); targets.len()];
