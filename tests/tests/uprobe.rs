@@ -672,6 +672,65 @@ second(a=4, b=5) {
     );
 }
 
+/// Unoptimized code (-O0: always_inline copies, entry probes after the prologue): the
+/// return address is read by a probe at the entry (the uretprobe has replaced it by the
+/// prologue's end), so the call after the copy is outside it. DWARF gives the copies'
+/// parameters no location at their first instruction here: `?`, or the program's value.
+#[test]
+fn inlined_copies_at_o0() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--args",
+        "--func",
+        &format!("{b}:scale"),
+        "--func",
+        &format!("{b}:helper"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let runs = inline_runs(&stdout);
+    let (v, k) = (&runs[0].1, &runs[0].2);
+    let lines = calls(&stdout);
+    let first = lines.lines().nth(1).unwrap();
+    let shown = first
+        .trim()
+        .strip_prefix("scale(")
+        .and_then(|r| r.strip_suffix(") /* inlined in first */ {"))
+        .unwrap_or_else(|| panic!("{lines}"));
+    for (arg, want) in shown.split(", ").zip([v, k]) {
+        let (name, value) = arg.split_once('=').unwrap();
+        assert!(value == "?" || value == want, "{name}={value}: {lines}");
+    }
+    let shape: String = lines
+        .lines()
+        .map(|l| match l.split_once("scale(") {
+            Some((indent, rest)) => {
+                format!("{indent}scale(…){}\n", &rest[rest.find(')').unwrap() + 1..])
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert!(
+        shape.starts_with(&format!(
+            "first(a={v}) {{
+  scale(…) /* inlined in first */ {{
+    helper(x={v});
+  }} /* scale */
+  helper(x={});
+}} /* first */
+second(",
+            3 * (2 * v.parse::<i64>().unwrap() + 1) + v.parse::<i64>().unwrap()
+        )),
+        "{lines}"
+    );
+}
+
 /// A function both inlined (in the copy of another inline function) and out of line
 /// (tests/uprobe/inline.c: twice, outer, user): the out-of-line calls are traced as
 /// always, the copy is a frame inside the enclosing copy's frame, each with the

@@ -96,6 +96,9 @@ pub struct Calls<'a> {
     /// Load bias of each target in each thread's process, by (thread, target): the
     /// run-time address of an entry probe's hit minus its ELF address.
     bias: HashMap<(u32, usize), u64>,
+    /// Return addresses read at the entry of functions whose entry probe sits after the
+    /// prologue, by thread: (probe, address), for the entry event that follows.
+    entry_ra: HashMap<u32, (usize, u64)>,
     /// The calls, when collected for a report.
     collected: Option<Collected>,
     tree: CallTree<'a>,
@@ -165,6 +168,7 @@ impl<'a> Calls<'a> {
             inlines,
             code,
             bias: HashMap::new(),
+            entry_ra: HashMap::new(),
             collected,
             tree,
             sinks,
@@ -257,10 +261,15 @@ impl<'a> Calls<'a> {
                 ip.wrapping_sub(p.addr.wrapping_add(p.body)),
             );
         }
-        let site = match p.ra.and_then(|i| values.get(i)) {
-            Some(&Value::Num(ra)) => self.site(m.tid, ra),
+        let ra = match (p.ra.and_then(|i| values.get(i)), &p.ra_event) {
+            (Some(&Value::Num(ra)), _) => Some(ra),
+            (_, Some(_)) => match self.entry_ra.remove(&m.tid) {
+                Some((q, ra)) if q == probe => Some(ra),
+                _ => None,
+            },
             _ => None,
         };
+        let site = ra.and_then(|ra| self.site(m.tid, ra));
         self.args.clear();
         if self.opts.args {
             let role = self.opts.role(false);
@@ -307,6 +316,12 @@ impl<'a> Calls<'a> {
             self.open_copies(m, si, Some(values))?;
         }
         self.flush(out)
+    }
+
+    /// The return address of a call of probe `probe`'s function in thread `tid`, read at
+    /// its entry (its entry event follows).
+    pub fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        self.entry_ra.insert(tid, (probe, ra));
     }
 
     /// The traced function a return address `ra` of thread `tid` is in, and where: the

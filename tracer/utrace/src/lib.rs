@@ -224,6 +224,9 @@ enum Event {
     Return(usize),
     /// The first instruction of inlined copies (inline site N).
     Inline(usize),
+    /// The entry of probe N's function, where its return address is read when its entry
+    /// probe sits after the prologue.
+    CallSite(usize),
 }
 
 /// A running trace: the session with its probes, and the traced process.
@@ -275,6 +278,15 @@ impl Tracer {
                 })?;
             events.insert(p.entry_event.clone(), Event::Entry(i));
             events.insert(p.return_event.clone(), Event::Return(i));
+            if let (Some(event), Some(line)) = (&p.ra_event, p.ra_def(&group, path)) {
+                session
+                    .add_event(EventFile::Uprobe, event, &line)
+                    .map_err(|error| UtraceError::Probe {
+                        what: format!("the entry of {} in {}", p.symbol, path.display()),
+                        error,
+                    })?;
+                events.insert(event.clone(), Event::CallSite(i));
+            }
         }
         for (i, s) in inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
@@ -658,6 +670,13 @@ impl<'e, 'p> Stream<'e, 'p> {
                     ip: pe.func.and_then(dcg_fgraph::parse_number),
                 };
                 return calls.inline(&m, i, values.as_deref(), out);
+            }
+            Event::CallSite(p) => {
+                match plan::parse_fields(pe.fields_raw, &plan::ra_fields()).as_deref() {
+                    Some(&[Value::Num(ra)]) => calls.call_site(ev.pid, p, ra),
+                    _ => self.unparsed += 1,
+                }
+                return Ok(());
             }
         };
         let p = &self.probes[probe];

@@ -257,6 +257,10 @@ pub struct Probe<'a> {
     /// The entry field holding the return address (where the call was made from), read
     /// when calls are placed under inline frames.
     pub ra: Option<usize>,
+    /// When the entry probe sits after the prologue: the event of a probe at the entry
+    /// reading the return address (field [`RA_FIELD`] alone), just before the entry
+    /// event.
+    pub ra_event: Option<String>,
     /// Inlined copies starting at the probe's address ([`InlineSite`]s whose values
     /// this probe's entry event reads).
     pub inlines: Vec<usize>,
@@ -273,6 +277,13 @@ impl Probe<'_> {
             self.offset + self.body,
             &self.entry_fields,
         )
+    }
+
+    /// The `uprobe_events` line of the probe reading the return address at the entry,
+    /// when the entry probe sits after the prologue.
+    pub fn ra_def(&self, group: &str, path: &Path) -> Option<String> {
+        let event = self.ra_event.as_deref()?;
+        Some(def('p', group, event, path, self.offset, &ra_fields()))
     }
 
     /// The `uprobe_events` line of the return probe.
@@ -1028,7 +1039,7 @@ pub fn plan_probes<'a>(
                 format!("{base}_{n}")
             };
             let r = format!("{b}_ret");
-            if !names.contains(&b) && !names.contains(&r) {
+            if !names.contains(&b) && !names.contains(&r) && !names.contains(&format!("{b}_ra")) {
                 break (b, r);
             }
             n += 1;
@@ -1043,24 +1054,25 @@ pub fn plan_probes<'a>(
             Some(f) if with_args => body_offset(f),
             _ => 0,
         };
-        let ra = (call_sites && t.db.instance_count() > 0).then(|| {
-            // At the entry the return address is on top of the stack; after the
-            // prologue (`push %rbp; mov %rsp,%rbp`) above the saved frame pointer.
-            let fetch = if body == 0 {
-                "+0(%sp):x64"
-            } else {
-                "+8(%bp):x64"
-            };
+        // The return address is on top of the stack at the entry. After the prologue
+        // the function's uretprobe has replaced it by its trampoline: a probe of its own
+        // at the entry reads it then.
+        let call_site = call_sites && t.db.instance_count() > 0;
+        let ra = (call_site && body == 0).then(|| {
             insert_number(
                 &mut entry_fields,
                 &mut args,
                 Field {
                     name: RA_FIELD.into(),
-                    fetch: fetch.into(),
+                    fetch: RA_FETCH.into(),
                     string: false,
                 },
             )
         });
+        let ra_event = (call_site && body != 0).then(|| format!("{entry}_ra"));
+        if let Some(e) = &ra_event {
+            names.insert(e.clone());
+        }
         // The task's name as the probe hits: trace_pipe names a pid from a cache that
         // can hold a previous owner's name (dcg's, before the exec; a dead process's).
         entry_fields.push(Field {
@@ -1095,6 +1107,7 @@ pub fn plan_probes<'a>(
             ret_text,
             addr: s.addr,
             ra,
+            ra_event,
             inlines: Vec::new(),
         });
     }
@@ -1103,6 +1116,18 @@ pub fn plan_probes<'a>(
 
 /// The entry field holding the return address.
 pub const RA_FIELD: &str = "ra";
+
+/// The return address at a function's entry.
+const RA_FETCH: &str = "+0(%sp):x64";
+
+/// The fields of a [`Probe::ra_event`].
+pub fn ra_fields() -> [Field; 1] {
+    [Field {
+        name: RA_FIELD.into(),
+        fetch: RA_FETCH.into(),
+        string: false,
+    }]
+}
 
 /// Most stack words read for the parameters of an inlined copy: words `sp + 8k`, k
 /// below this.
@@ -1218,7 +1243,15 @@ pub fn plan_inlines<'a>(
 ) -> Vec<InlineSite<'a>> {
     let mut names: HashSet<String> = probes
         .iter()
-        .flat_map(|p| [p.entry_event.clone(), p.return_event.clone()])
+        .flat_map(|p| {
+            [
+                Some(&p.entry_event),
+                Some(&p.return_event),
+                p.ra_event.as_ref(),
+            ]
+        })
+        .flatten()
+        .cloned()
         .collect();
     let mut sites: Vec<InlineSite<'a>> = Vec::new();
     for c in copies {
