@@ -418,7 +418,11 @@ fn cold_split_and_constprop_clone() {
         stderr.contains("classify.cold: the cold part of classify, not an entry point"),
         "{stderr}"
     );
-    assert!(stderr.contains("only inlined and not traced"), "{stderr}");
+    // atoi is inlined in main: its copy is probed (the branch holding it never runs).
+    assert!(
+        stderr.contains("atoi: a copy inlined in main (traced), shown as a frame"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -430,19 +434,390 @@ fn patterns_that_match_nothing() {
     let out = dcg(&["--func", &format!("{b}:no_such_*"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function matches 'no_such_*'"));
-    // Inline-only: say where it went.
-    let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
+    // Inline-only, and the db has no inlined copies: say where it went.
+    let db = dir.path().join("clones.sigdb");
+    let st = Command::new(dcg_tests::dwarfscan_bin())
+        .args(["-q", "-j", "1", "-o"])
+        .arg(&db)
+        .arg(&bin)
+        .status()
+        .expect("running dwarfscan");
+    assert!(st.success());
+    let out = dcg(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--func",
+        &format!("{b}:atoi"),
+        "--",
+        b,
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("atoi: inlined into main, no code of its own"),
+        stderr.contains(
+            "atoi: inlined into main, no code of its own: not traced (a db with its inlined \
+             copies, `dwarfscan --inline-instances`, would trace them)"
+        ),
         "{stderr}"
+    );
+    // With them (the db built in memory has them): its container is traced.
+    let out = dcg(&["--func", &format!("{b}:atoi"), "--", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("atoi: a copy inlined in main (traced)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        calls(&text(&out.stdout)),
+        "main();\n",
+        "{}",
+        text(&out.stdout)
     );
     // A cold part alone is not an entry point.
     let out = dcg(&["--func", &format!("{b}:classify.cold"), "--", b]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no function that can be probed matches"));
     assert!(out.stdout.is_empty());
+}
+
+/// The copies of `scale` the program says it runs: (caller, v, k), in order.
+fn inline_runs(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (caller, rest) = l.split_once(": scale(")?;
+            let (v, k) = rest.strip_suffix(')')?.split_once(", ")?;
+            Some((caller.to_string(), v.to_string(), k.to_string()))
+        })
+        .collect()
+}
+
+fn arg<'r>(r: &'r dcg_calls::record::CallRecord, name: &str) -> Option<&'r str> {
+    r.args
+        .iter()
+        .find(|a| a.name == name)
+        .map(|a| a.value.as_str())
+}
+
+/// An inline function inlined into three callers (tests/uprobe/inline.c, -O2): each
+/// execution of a copy is one frame inside its caller with the arguments the program
+/// passed (three in a loop: three frames), the call made from the copy's code is its
+/// child, the caller's other call is not. With this gcc the copy in `first` starts at
+/// `first`'s first instruction (read by its entry probe), the others in the middle of
+/// their callers (probes of their own).
+#[test]
+fn inlined_copies_as_frames() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O2");
+    let b = bin.to_str().unwrap();
+    let (scale, helper) = (format!("{b}:scale"), format!("{b}:helper"));
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--json",
+        "--func",
+        &scale,
+        "--func",
+        &helper,
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "scale: 3 copies inlined in first, second, third (traced), each shown as a frame"
+        ),
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    let runs = inline_runs(&stdout);
+    assert_eq!(runs.len(), 7, "{stdout}");
+    let recs: Vec<dcg_calls::record::CallRecord> = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: u64| recs.iter().find(|r| r.id == id).unwrap();
+    let children = |id: u64| {
+        let mut c: Vec<_> = recs.iter().filter(|r| r.parent == Some(id)).collect();
+        c.sort_by_key(|r| r.id);
+        c
+    };
+    let mut copies: Vec<_> = recs.iter().filter(|r| r.inline.is_some()).collect();
+    copies.sort_by_key(|r| r.id);
+    assert_eq!(copies.len(), runs.len(), "{stdout}");
+    for (c, (caller, v, k)) in copies.iter().zip(&runs) {
+        let site = c.inline.as_ref().unwrap();
+        assert_eq!(c.func, "scale", "{c:?}");
+        assert_eq!(&site.container, caller, "{c:?}");
+        assert!(site.file.ends_with("inline.c") && site.line > 0, "{c:?}");
+        assert_eq!(
+            c.module.as_deref(),
+            Some(bin.file_name().unwrap().to_str().unwrap())
+        );
+        // Its caller's frame holds it; no return value.
+        let parent = by_id(c.parent.expect("a parent"));
+        assert_eq!(&parent.func, caller, "{c:?}");
+        assert!(parent.inline.is_none());
+        assert_eq!(c.ret, None, "{c:?}");
+        assert_eq!(arg(c, "v"), Some(v.as_str()), "{c:?}");
+        assert_eq!(arg(c, "k"), Some(k.as_str()), "{c:?}");
+        // The call made from the copy's code is its child.
+        let inside = children(c.id);
+        assert_eq!(inside.len(), 1, "{inside:?}");
+        assert_eq!(inside[0].func, "helper");
+        assert_eq!(arg(inside[0], "x"), Some(v.as_str()), "{inside:?}");
+        // The caller's other call, after the copy (first) or before it (second), is
+        // not under it.
+        let kids = children(parent.id);
+        let names: Vec<&str> = kids.iter().map(|r| r.func.as_str()).collect();
+        match caller.as_str() {
+            "first" => assert_eq!(names, ["scale", "helper"], "{kids:?}"),
+            "second" => {
+                assert_eq!(names, ["helper", "scale"], "{kids:?}");
+                assert_eq!(arg(kids[0], "x"), arg(parent, "b"), "{kids:?}");
+            }
+            _ => assert_eq!(names, ["scale", "scale", "scale"], "{kids:?}"),
+        }
+    }
+    // first and second ran twice, one frame of their copy per run; third ran its copy
+    // three times in one call.
+    for (caller, calls, copies) in [("first", 2, 1), ("second", 2, 1), ("third", 1, 3)] {
+        let found: Vec<_> = recs.iter().filter(|r| r.func == caller).collect();
+        assert_eq!(found.len(), calls, "{caller}: {found:?}");
+        for r in found {
+            let n = children(r.id).iter().filter(|c| c.inline.is_some()).count();
+            assert_eq!(n, copies, "{r:?}");
+        }
+    }
+
+    // Text: the copies alone, then with the call made from them.
+    let out = dcg(&["--args", "--func", &scale, "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let runs = inline_runs(&stdout);
+    let mut want = String::new();
+    for (i, (caller, v, k)) in runs.iter().enumerate() {
+        let args = match caller.as_str() {
+            "first" => format!("a={v}"),
+            "second" => {
+                let a: i64 = v.parse::<i64>().unwrap() - (2 * k.parse::<i64>().unwrap() + 1);
+                format!("a={a}, b={k}")
+            }
+            _ => format!(
+                "n={}, k={k}",
+                runs.iter().filter(|r| r.0 == "third").count()
+            ),
+        };
+        // third's runs are one call.
+        let opens = i == 0 || caller != "third" || runs[i - 1].0 != "third";
+        let closes = runs
+            .get(i + 1)
+            .is_none_or(|r| caller != "third" || r.0 != "third");
+        if opens {
+            want.push_str(&format!("{caller}({args}) {{\n"));
+        }
+        want.push_str(&format!(
+            "  scale(v={v}, k={k}); /* inlined in {caller} */\n"
+        ));
+        if closes {
+            want.push_str(&format!("}} /* {caller} */\n"));
+        }
+    }
+    assert_eq!(calls(&stdout), want);
+    let out = dcg(&["--args", "--func", &scale, "--func", &helper, "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let lines = calls(&stdout);
+    assert!(
+        lines.starts_with(
+            "first(a=4) {
+  scale(v=4, k=3) /* inlined in first */ {
+    helper(x=4);
+  } /* scale */
+  helper(x=31);
+} /* first */
+second(a=4, b=5) {
+  helper(x=5);
+  scale(v=15, k=5) /* inlined in second */ {
+    helper(x=15);
+  } /* scale */
+} /* second */
+"
+        ),
+        "{lines}"
+    );
+
+    // --no-inline-frames: the callers alone hold the calls.
+    let out = dcg(&[
+        "--no-inline-frames",
+        "--func",
+        &scale,
+        "--func",
+        &helper,
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = calls(&text(&out.stdout));
+    assert!(!lines.contains("scale"), "{lines}");
+    assert!(
+        lines.starts_with("first() {\n  helper();\n  helper();\n} /* first */\n"),
+        "{lines}"
+    );
+}
+
+/// Unoptimized code (-O0: always_inline copies, entry probes after the prologue): the
+/// return address is read by a probe at the entry (the uretprobe has replaced it by the
+/// prologue's end), so the call after the copy is outside it. DWARF gives the copies'
+/// parameters no location at their first instruction here: `?`, or the program's value.
+#[test]
+fn inlined_copies_at_o0() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O0");
+    let b = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--args",
+        "--func",
+        &format!("{b}:scale"),
+        "--func",
+        &format!("{b}:helper"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    let runs = inline_runs(&stdout);
+    let (v, k) = (&runs[0].1, &runs[0].2);
+    let lines = calls(&stdout);
+    let first = lines.lines().nth(1).unwrap();
+    let shown = first
+        .trim()
+        .strip_prefix("scale(")
+        .and_then(|r| r.strip_suffix(") /* inlined in first */ {"))
+        .unwrap_or_else(|| panic!("{lines}"));
+    for (arg, want) in shown.split(", ").zip([v, k]) {
+        let (name, value) = arg.split_once('=').unwrap();
+        assert!(value == "?" || value == want, "{name}={value}: {lines}");
+    }
+    let shape: String = lines
+        .lines()
+        .map(|l| match l.split_once("scale(") {
+            Some((indent, rest)) => {
+                format!("{indent}scale(…){}\n", &rest[rest.find(')').unwrap() + 1..])
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert!(
+        shape.starts_with(&format!(
+            "first(a={v}) {{
+  scale(…) /* inlined in first */ {{
+    helper(x={v});
+  }} /* scale */
+  helper(x={});
+}} /* first */
+second(",
+            3 * (2 * v.parse::<i64>().unwrap() + 1) + v.parse::<i64>().unwrap()
+        )),
+        "{lines}"
+    );
+}
+
+/// A function both inlined (in the copy of another inline function) and out of line
+/// (tests/uprobe/inline.c: twice, outer, user): the out-of-line calls are traced as
+/// always, the copy is a frame inside the enclosing copy's frame, each with the
+/// arguments the program passed.
+#[test]
+fn inlined_and_out_of_line_copies() {
+    require_uprobes!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = compile(dir.path(), "inline", "-O2");
+    let b = bin.to_str().unwrap();
+    let f = |name: &str| format!("{b}:{name}");
+    let out = dcg(&[
+        "--args",
+        "--show-retvals",
+        "--func",
+        &f("twice"),
+        "--func",
+        &f("outer"),
+        "--func",
+        &f("helper"),
+        "--",
+        b,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for name in ["twice", "outer"] {
+        assert!(
+            stderr.contains(&format!("{name}: a copy inlined in user (traced)")),
+            "{stderr}"
+        );
+    }
+    let stdout = text(&out.stdout);
+    check_parses(&stdout);
+    // The program's last line of each kind.
+    let said = |prefix: &str| -> String {
+        stdout
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {stdout}"))
+            .to_string()
+    };
+    // "user: outer(A) twice(V)", "twice: N", "results U W"
+    let copies = said("user: ");
+    let (a, v) = copies
+        .strip_prefix("outer(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|r| r.split_once(") twice("))
+        .unwrap();
+    let n = said("twice: ");
+    let results = said("results ");
+    let (u, w) = results.split_once(' ').unwrap();
+    let lines = calls(&stdout);
+    let want = format!(
+        "user(a={a}) {{
+  outer(a={a}) /* inlined in user */ {{
+    twice(v={v}) /* inlined in user */ {{
+      helper(x={v}); /* ret={} */
+    }} /* twice */
+  }} /* outer */
+}} /* user ret={u} */
+twice(v={n}) {{
+  helper(x={n}); /* ret={} */
+}} /* twice ret={w} */
+",
+        2 * v.parse::<i64>().unwrap() + 1,
+        2 * n.parse::<i64>().unwrap() + 1,
+    );
+    assert!(lines.ends_with(&want), "{lines}");
+    // Every frame is named by its binary, also the enclosing copy (opened without a probe
+    // of its own).
+    let out = dcg(&["--json", "--func", &f("twice"), "--", b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let recs: Vec<dcg_calls::record::CallRecord> = text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let name = bin.file_name().unwrap().to_str().unwrap();
+    let inline: Vec<(&str, &str)> = recs
+        .iter()
+        .filter_map(|r| Some((r.func.as_str(), r.inline.as_ref()?.container.as_str())))
+        .collect();
+    assert_eq!(inline, [("twice", "user"), ("outer", "user")], "{recs:?}");
+    for r in &recs {
+        assert_eq!(r.module.as_deref(), Some(name), "{r:?}");
+    }
 }
 
 #[test]

@@ -274,12 +274,13 @@ impl<'a> FuncInfo<'a> {
     /// Arguments where an inlined copy of this function has its parameters at its
     /// first instruction (`locs`, in parameter order): read from `regs` (general
     /// registers by DWARF number) and `stack` (words from the stack pointer up), or
-    /// constants. Parameters elsewhere are shown as `?`.
+    /// constants, rendered as `role` says. Parameters elsewhere are shown as `?`.
     pub fn located_args(
         &self,
         locs: impl Iterator<Item = sigdb::Location>,
         regs: &[u64],
         stack: &[u64],
+        role: Role,
         mut push: impl FnMut(&str, &mut dyn FnMut(&mut String)),
     ) {
         use sigdb::Location;
@@ -308,7 +309,7 @@ impl<'a> FuncInfo<'a> {
             match raw {
                 Some(raw) => push(p.name, &mut |out: &mut String| {
                     let text = format!("{raw:#x}");
-                    if !p.render.push(out, &text, raw, Role::Arg) {
+                    if !p.render.push(out, &text, raw, role) {
                         out.push_str(&text);
                     }
                 }),

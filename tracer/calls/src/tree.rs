@@ -228,6 +228,8 @@ pub struct CallTree<'a> {
     empty: ArgList,
     /// Inline frames (flat sources), when shown.
     inlines: Option<Inlines<'a>>,
+    /// How the arguments [`CallTree::enter_inline`] reads are rendered.
+    inline_role: dcg_render::Role,
 }
 
 impl<'a> CallTree<'a> {
@@ -250,7 +252,15 @@ impl<'a> CallTree<'a> {
             raw: String::with_capacity(32),
             empty: ArgList::default(),
             inlines: None,
+            inline_role: dcg_render::Role::Arg,
         }
+    }
+
+    /// How the arguments of inline frames read by [`CallTree::enter_inline`] are
+    /// rendered: by the kernel's error conventions (`Role::Arg`, the default) or as plain
+    /// values (`Role::Plain`, user-space code unless asked).
+    pub fn set_inline_arg_role(&mut self, role: dcg_render::Role) {
+        self.inline_role = role;
     }
 
     /// Flat sources: show the code a function inlined as frames of their own (the db's

@@ -93,7 +93,8 @@ fn given(path: &Path, build_id: &[u8], dbs: &[PathBuf]) -> Result<BinaryDb, DbEr
     })
 }
 
-/// A db built in memory from the binary's DWARF, or its separate debug file's.
+/// A db built in memory from the binary's DWARF, or its separate debug file's, with the
+/// inlined copies of functions (dwarfscan's `--inline-instances`).
 fn built(
     path: &Path,
     bytes: &[u8],
@@ -110,8 +111,13 @@ fn built(
             path: src.to_path_buf(),
             error: e.to_string(),
         };
-        let mut r = dwarfscan::scan_elf_bytes(&name, bytes, &dwarfscan::Options::default())
-            .map_err(build)?;
+        // With every inlined copy: `--func` of an inlined function probes its copies, and
+        // calls made from inlined code are shown under frames for it.
+        let opts = dwarfscan::Options {
+            inline_instances: true,
+            ..dwarfscan::Options::default()
+        };
+        let mut r = dwarfscan::scan_elf_bytes(&name, bytes, &opts).map_err(build)?;
         Ok(Db::from_bytes(r.to_bytes().map_err(build)?)?)
     };
     let (db, src) = match scan(path, bytes) {

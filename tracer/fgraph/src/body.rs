@@ -226,12 +226,18 @@ pub(crate) fn parse_call<'a>(prefix: Prefix<'a>, body: &'a str) -> Option<(Call<
         close?
     };
     let args = sub(body, open + 1, close);
-    let (leaf, end) = match (at(b, close + 1), at(b, close + 2)) {
-        (b';', _) => (true, close + 2),
-        (b' ', b'{') => (false, close + 3),
+    // `tail`: where a comment can be (after the `;` or `{`, or before the `{` of an
+    // inline frame's entry: `f(x=1) /* inlined in g */ {`).
+    let (leaf, end, tail) = match (at(b, close + 1), at(b, close + 2)) {
+        (b';', _) => (true, close + 2, body.get(close + 2..)?),
+        (b' ', b'{') => (false, close + 3, body.get(close + 3..)?),
+        (b' ', b'/') => {
+            let line = body.trim_ascii_end();
+            let before = line.strip_suffix(" {")?;
+            (false, line.len(), body.get(close + 1..before.len())?)
+        }
         _ => return None,
     };
-    let tail = body.get(end..)?;
     let mut comment = None;
     let (mut retaddr, mut ret) = (None, None);
     if skip_sp(tail.as_bytes(), 0) != tail.len() {

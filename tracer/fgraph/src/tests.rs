@@ -178,6 +178,27 @@ fn c_args_retaddr() {
 }
 
 // d.txt: abstime, cpu, proc, duration, overhead markers.
+/// dcg's inline frames: the comment naming the container comes before the `{`.
+#[test]
+fn inline_frame_entry() {
+    let l = " 1)               |    scale(v=4, k=3) /* inlined in first */ {";
+    let (c, leaf) = call(l);
+    assert!(!leaf);
+    assert_eq!(c.func, "scale");
+    assert_eq!(c.args, Some("v=4, k=3"));
+    assert_eq!(c.comment, Some("inlined in first"));
+    assert_eq!(c.ret, None);
+    assert_eq!(c.call_end, l.len());
+    let (c, leaf) = call(" 1)   1.000 us    |    scale(v=4, k=3); /* inlined in first */");
+    assert!(leaf);
+    assert_eq!(c.comment, Some("inlined in first"));
+    // Not an entry: no brace after the comment.
+    assert!(matches!(
+        parse_line(" 1)               |    scale(v=4) /* inlined in first */"),
+        Line::Other
+    ));
+}
+
 #[test]
 fn d_columns() {
     let l = "   12.300766 |   1)    cat-102     | + 11.509 us   |            alloc_from_pcs.constprop.0(); /* ret=0x0 */";

@@ -43,8 +43,8 @@ pub struct TraceOptions {
     /// The command to start and trace.
     pub command: Vec<String>,
     /// Calls made from inlined code are not placed under frames for it (the BPF engine
-    /// shows inlined code as frames of the inlined functions where the db has inline
-    /// instances).
+    /// and the uprobe tracer show inlined code as frames of the inlined functions where
+    /// the db has inline instances).
     pub no_inline_frames: bool,
 }
 

@@ -8,11 +8,11 @@ use std::io::Write;
 use dcg_calls::funcs::{FuncId, FuncTable};
 use dcg_calls::records::{Collected, SavedCalls};
 use dcg_calls::sink::{ArgList, Note, Output, Sinks, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
 
-use super::plan::{render_arg, Probe, Target, Value};
+use super::plan::{render_arg, InlineSite, Probe, Target, Value};
 use super::symbolize::Symbolizer;
 
 /// Output options.
@@ -37,6 +37,9 @@ pub struct Options {
     /// Read values by the kernel's error conventions (`-EINVAL`, `ERR_PTR`): off for user
     /// space unless asked (`--errno`).
     pub errno: bool,
+    /// Inlined copies shown as frames: calls made from their code are placed under them
+    /// by their return addresses.
+    pub inline_frames: bool,
 }
 
 impl Options {
@@ -85,6 +88,17 @@ pub const UNKNOWN_COMM: &str = "<...>";
 /// The uprobe source: probes' events into the call tree and its sinks.
 pub struct Calls<'a> {
     probes: &'a [Probe<'a>],
+    /// The first instructions of inlined copies.
+    inlines: &'a [InlineSite<'a>],
+    /// Per target, the probed functions' code `[start, end)` (ELF addresses) and their
+    /// probes, by address: which traced function a return address is in.
+    code: Vec<Vec<(u64, u64, usize)>>,
+    /// Load bias of each target in each thread's process, by (thread, target): the
+    /// run-time address of an entry probe's hit minus its ELF address.
+    bias: HashMap<(u32, usize), u64>,
+    /// Return addresses read at the entry of functions whose entry probe sits after the
+    /// prologue, by thread: (probe, address), for the entry event that follows.
+    entry_ra: HashMap<u32, (usize, u64)>,
     /// The calls, when collected for a report.
     collected: Option<Collected>,
     tree: CallTree<'a>,
@@ -101,10 +115,12 @@ pub struct Calls<'a> {
 }
 
 impl<'a> Calls<'a> {
-    /// A source for events of `probes` (functions of `targets`, looked up in `set`).
+    /// A source for events of `probes` and `inlines` (functions of `targets`, looked up
+    /// in `set`).
     pub fn new(
         set: &'a DbSet,
         probes: &'a [Probe<'a>],
+        inlines: &'a [InlineSite<'a>],
         targets: &'a [Target],
         opts: Options,
     ) -> Calls<'a> {
@@ -116,6 +132,29 @@ impl<'a> Calls<'a> {
                 None => funcs.intern(&p.symbol, None),
             })
             .collect();
+        // The functions inlined in the traced ones (the frames their copies can open),
+        // named by their binary as every traced function is.
+        if opts.inline_frames {
+            for p in probes {
+                for i in p.func.iter().flat_map(|f| f.inline_instances()) {
+                    if let Some(c) = i.callee() {
+                        funcs.intern_function(c, Some(&targets[p.target].name));
+                    }
+                }
+            }
+        }
+        let mut code = vec![Vec::new(); targets.len()];
+        for (i, p) in probes.iter().enumerate() {
+            if let Some(f) = p.func {
+                code[p.target].push((p.addr, p.addr + u64::from(f.size()), i));
+            }
+        }
+        for c in &mut code {
+            c.sort_unstable();
+        }
+        let mut tree = CallTree::new(funcs, Shape::Flat, opts.max_depth);
+        tree.show_inline_frames(opts.inline_frames);
+        tree.set_inline_arg_role(opts.role(false));
         let (sinks, collected) = Sinks::for_output(&Output {
             json: opts.json,
             errors_only: opts.errors_only,
@@ -126,8 +165,12 @@ impl<'a> Calls<'a> {
         });
         Calls {
             probes,
+            inlines,
+            code,
+            bias: HashMap::new(),
+            entry_ra: HashMap::new(),
             collected,
-            tree: CallTree::new(funcs, Shape::Flat, opts.max_depth),
+            tree,
             sinks,
             ids,
             opts,
@@ -211,6 +254,22 @@ impl<'a> Calls<'a> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         let p = &self.probes[probe];
+        if let Some(ip) = m.ip {
+            // Where the probe hit tells where its binary is loaded in this process.
+            self.bias.insert(
+                (m.tid, p.target),
+                ip.wrapping_sub(p.addr.wrapping_add(p.body)),
+            );
+        }
+        let ra = match (p.ra.and_then(|i| values.get(i)), &p.ra_event) {
+            (Some(&Value::Num(ra)), _) => Some(ra),
+            (_, Some(_)) => match self.entry_ra.remove(&m.tid) {
+                Some((q, ra)) if q == probe => Some(ra),
+                _ => None,
+            },
+            _ => None,
+        };
+        let site = ra.and_then(|ra| self.site(m.tid, ra));
         self.args.clear();
         if self.opts.args {
             let role = self.opts.role(false);
@@ -246,12 +305,88 @@ impl<'a> Calls<'a> {
             time_ns: Some(m.ts),
             duration_ns: None,
             callsite: None,
-            site: None,
+            site,
             comment: None,
             layout: None,
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+        // Inlined copies starting at the function's first instruction: read by this
+        // event, opened inside the call.
+        for &si in &p.inlines {
+            self.open_copies(m, si, Some(values))?;
+        }
         self.flush(out)
+    }
+
+    /// The return address of a call of probe `probe`'s function in thread `tid`, read at
+    /// its entry (its entry event follows).
+    pub fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        self.entry_ra.insert(tid, (probe, ra));
+    }
+
+    /// The traced function a return address `ra` of thread `tid` is in, and where: the
+    /// call site of a call made from it. Found in the targets whose load bias in the
+    /// thread's process is known (from the entries of their functions).
+    fn site(&self, tid: u32, ra: u64) -> Option<CodeSite> {
+        for (t, code) in self.code.iter().enumerate() {
+            let Some(&bias) = self.bias.get(&(tid, t)) else {
+                continue;
+            };
+            let at = ra.wrapping_sub(bias);
+            let i = code.partition_point(|&(start, _, _)| start <= at);
+            let Some(&(start, end, probe)) = i.checked_sub(1).and_then(|i| code.get(i)) else {
+                continue;
+            };
+            if at < end {
+                return Some(CodeSite {
+                    func: self.ids[probe],
+                    offset: at - start,
+                });
+            }
+        }
+        None
+    }
+
+    /// The first instruction of the copies of inline site `site` ran (its own probe):
+    /// their frames open inside the thread's innermost call, their container.
+    pub fn inline(
+        &mut self,
+        m: &Meta<'_>,
+        site: usize,
+        values: Option<&[Value]>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.open_copies(m, site, values)?;
+        self.flush(out)
+    }
+
+    /// Open the frames of the copies of inline site `si`, with their arguments from
+    /// `values` (the event's fields) when shown and all read.
+    fn open_copies(
+        &mut self,
+        m: &Meta<'_>,
+        si: usize,
+        values: Option<&[Value]>,
+    ) -> std::io::Result<()> {
+        let s = &self.inlines[si];
+        let read = values
+            .filter(|v| self.opts.args && s.complete(v))
+            .map(|v| s.values(v));
+        let comm = match self.comms.get(&m.tid) {
+            Some(c) if !c.is_empty() => c.clone(),
+            _ => self.comm(m).to_string(),
+        };
+        for &instance in &s.copies {
+            self.tree.enter_inline(
+                task_of(m, &comm),
+                instance,
+                read.as_ref().map(|(regs, stack)| (&regs[..], &stack[..])),
+                Some(m.ts),
+                &mut self.sinks,
+                &mut self.obuf,
+            )?;
+        }
+        Ok(())
     }
 
     /// A return event of probe `probe` with its field values.

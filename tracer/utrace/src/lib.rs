@@ -28,7 +28,7 @@ use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
 use calls::{Calls, Meta};
 use dcg_live::process::{self, Child, Ended};
-use plan::{Probe, Target, Value};
+use plan::{InlineSite, Probe, Target, Value};
 
 /// Exit code when a pattern matches nothing.
 pub const EXIT_NO_MATCH: u8 = 2;
@@ -138,21 +138,33 @@ pub fn run(
         };
         specs.push((idx, pattern.to_string()));
     }
+    // Inlined copies are shown as frames: calls made from their code under them.
+    let frames = !args.no_inline_frames;
     let mut selected = Vec::new();
+    let mut copies = Vec::new();
     let mut failed = Vec::new();
     for (t, pattern) in &specs {
-        match plan::select(&targets, *t, pattern, &mut notes) {
-            Ok(s) => selected.extend(s),
+        match plan::select(&targets, *t, pattern, frames, &mut notes) {
+            Ok(s) => {
+                selected.extend(s.funcs);
+                copies.extend(s.copies);
+            }
             Err(msg) => failed.push(msg),
         }
     }
-    let probes = plan::plan_probes(
+    let mut probes = plan::plan_probes(
         &targets,
         &selected,
         args.args,
         args.show_retvals,
+        frames,
         &mut notes,
     );
+    let inlines = if frames {
+        plan::plan_inlines(&targets, &copies, &mut probes, args.args, &mut notes)
+    } else {
+        Vec::new()
+    };
     if let Some(why) = plan::unreadable_note(&probes) {
         notes.push(why);
     }
@@ -190,8 +202,8 @@ pub fn run(
     for r in tracefs::remove_stale(&root) {
         note(&format!("removed stale {r}"));
     }
-    let mut tracer = Tracer::setup(&root, &targets, &probes, args)?;
-    let result = tracer.trace(&targets, &probes, args, out, note);
+    let mut tracer = Tracer::setup(&root, &targets, &probes, &inlines, args, note)?;
+    let result = tracer.trace(&targets, &probes, &inlines, args, out, note);
     let failures = tracer.session.close();
     for f in &failures {
         note(&format!("cleanup: {f}"));
@@ -203,11 +215,25 @@ pub fn run(
     Ok(finished)
 }
 
+/// What an event of the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// The entry of probe N's function.
+    Entry(usize),
+    /// Its return.
+    Return(usize),
+    /// The first instruction of inlined copies (inline site N).
+    Inline(usize),
+    /// The entry of probe N's function, where its return address is read when its entry
+    /// probe sits after the prologue.
+    CallSite(usize),
+}
+
 /// A running trace: the session with its probes, and the traced process.
 struct Tracer {
     session: Session,
     child: Option<Child>,
-    events: HashMap<String, (usize, bool)>,
+    events: HashMap<String, Event>,
 }
 
 impl Tracer {
@@ -217,7 +243,9 @@ impl Tracer {
         root: &std::path::Path,
         targets: &[Target],
         probes: &[Probe<'_>],
+        inlines: &[InlineSite<'_>],
         args: &TraceOptions,
+        note: &mut dyn FnMut(&str),
     ) -> Result<Tracer> {
         let mut session = Session::create(root)?;
         let group = session.group().to_string();
@@ -248,8 +276,39 @@ impl Tracer {
                     what: format!("the return of {} in {}", p.symbol, path.display()),
                     error,
                 })?;
-            events.insert(p.entry_event.clone(), (i, false));
-            events.insert(p.return_event.clone(), (i, true));
+            events.insert(p.entry_event.clone(), Event::Entry(i));
+            events.insert(p.return_event.clone(), Event::Return(i));
+            if let (Some(event), Some(line)) = (&p.ra_event, p.ra_def(&group, path)) {
+                session
+                    .add_event(EventFile::Uprobe, event, &line)
+                    .map_err(|error| UtraceError::Probe {
+                        what: format!("the entry of {} in {}", p.symbol, path.display()),
+                        error,
+                    })?;
+                events.insert(event.clone(), Event::CallSite(i));
+            }
+        }
+        for (i, s) in inlines.iter().enumerate() {
+            let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
+            else {
+                continue;
+            };
+            match session.add_event(EventFile::Uprobe, event, &line) {
+                Ok(()) => {
+                    events.insert(event.clone(), Event::Inline(i));
+                }
+                // The copy's frame still opens at its first call, without arguments.
+                Err(e) => {
+                    for c in &s.copies {
+                        note(&format!(
+                            "no probe on {} inlined in {} ({e}): its frame opens at its \
+                             first call, without arguments",
+                            c.callee().map_or("?", |f| f.name()),
+                            c.caller().map_or("?", |f| f.symbol()),
+                        ));
+                    }
+                }
+            }
         }
         let mut child = None;
         let pids: Vec<i32> = if let Some(pid) = args.pid {
@@ -280,13 +339,14 @@ impl Tracer {
         &mut self,
         targets: &[Target],
         probes: &[Probe<'_>],
+        inlines: &[InlineSite<'_>],
         args: &TraceOptions,
         out: &mut dyn Write,
         note: &mut dyn FnMut(&str),
     ) -> Result<Finished> {
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, probes, targets, args);
+        let mut calls = calls_for(&no_db, probes, inlines, targets, args);
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;
@@ -302,7 +362,7 @@ impl Tracer {
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
         }
-        let mut stream = Stream::new(&self.events, probes);
+        let mut stream = Stream::new(&self.events, probes, inlines);
         let stop = read_until_stop(
             &mut self.child,
             &mut pipe,
@@ -451,6 +511,7 @@ fn read_until_stop(
 fn calls_for<'a>(
     no_db: &'a dcg_dbset::DbSet,
     probes: &'a [Probe<'a>],
+    inlines: &'a [InlineSite<'a>],
     targets: &'a [Target],
     args: &TraceOptions,
 ) -> Calls<'a> {
@@ -464,8 +525,9 @@ fn calls_for<'a>(
         color: args.color,
         cpu_width: cpu_width(),
         errno: args.errno,
+        inline_frames: !args.no_inline_frames,
     };
-    let mut calls = Calls::new(no_db, probes, targets, opts);
+    let mut calls = Calls::new(no_db, probes, inlines, targets, opts);
     calls.set_default_comm(match (args.pid, args.command.first()) {
         (Some(p), _) => Some(process::comm_of(p)),
         // The kernel names a task after the first 15 bytes of the executable's name.
@@ -492,8 +554,9 @@ fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
 
 /// Turns trace_pipe lines into calls: event lookup, field parsing, multi-line strings.
 struct Stream<'e, 'p> {
-    events: &'e HashMap<String, (usize, bool)>,
+    events: &'e HashMap<String, Event>,
     probes: &'e [Probe<'p>],
+    inlines: &'e [InlineSite<'p>],
     /// An event whose string field continues on the next line (a `\n` in it).
     carry: Option<String>,
     /// `[LOST N EVENTS]` totals.
@@ -504,10 +567,15 @@ struct Stream<'e, 'p> {
 }
 
 impl<'e, 'p> Stream<'e, 'p> {
-    fn new(events: &'e HashMap<String, (usize, bool)>, probes: &'e [Probe<'p>]) -> Self {
+    fn new(
+        events: &'e HashMap<String, Event>,
+        probes: &'e [Probe<'p>],
+        inlines: &'e [InlineSite<'p>],
+    ) -> Self {
         Stream {
             events,
             probes,
+            inlines,
             carry: None,
             lost_seen: 0,
             unparsed: 0,
@@ -579,12 +647,37 @@ impl<'e, 'p> Stream<'e, 'p> {
         let Some(name) = ev.event else {
             return Ok(());
         };
-        let Some(&(probe, is_return)) = self.events.get(name) else {
+        let Some(&event) = self.events.get(name) else {
             return Ok(());
         };
         let Some(pe) = ev.probe() else {
             self.unparsed += 1;
             return Ok(());
+        };
+        let (probe, is_return) = match event {
+            Event::Entry(p) => (p, false),
+            Event::Return(p) => (p, true),
+            Event::Inline(i) => {
+                let values = plan::parse_fields(pe.fields_raw, &self.inlines[i].fields);
+                if values.is_none() {
+                    self.unparsed += 1;
+                }
+                let m = Meta {
+                    comm: ev.comm,
+                    tid: ev.pid,
+                    cpu: ev.cpu,
+                    ts: ev.timestamp_ns().unwrap_or(0),
+                    ip: pe.func.and_then(dcg_fgraph::parse_number),
+                };
+                return calls.inline(&m, i, values.as_deref(), out);
+            }
+            Event::CallSite(p) => {
+                match plan::parse_fields(pe.fields_raw, &plan::ra_fields()).as_deref() {
+                    Some(&[Value::Num(ra)]) => calls.call_site(ev.pid, p, ra),
+                    _ => self.unparsed += 1,
+                }
+                return Ok(());
+            }
         };
         let p = &self.probes[probe];
         let fields = if is_return {

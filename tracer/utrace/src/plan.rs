@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use object::{Object as _, ObjectSegment as _};
-use sigdb::{Db, FuncFlags, Function, Location, Type, TypeKind};
+use sigdb::{Db, FuncFlags, Function, Instance, Location, Type, TypeKind};
 
 use dcg_dbset::glob::glob_match;
 use dcg_dbset::symbols::SymbolMap;
@@ -252,6 +252,18 @@ pub struct Probe<'a> {
     pub ret_fields: Vec<Field>,
     /// A return value no uprobe can read (`?xmm0`), shown instead of fields.
     pub ret_text: Option<String>,
+    /// Its ELF address.
+    pub addr: u64,
+    /// The entry field holding the return address (where the call was made from), read
+    /// when calls are placed under inline frames.
+    pub ra: Option<usize>,
+    /// When the entry probe sits after the prologue: the event of a probe at the entry
+    /// reading the return address (field [`RA_FIELD`] alone), just before the entry
+    /// event.
+    pub ra_event: Option<String>,
+    /// Inlined copies starting at the probe's address ([`InlineSite`]s whose values
+    /// this probe's entry event reads).
+    pub inlines: Vec<usize>,
 }
 
 impl Probe<'_> {
@@ -265,6 +277,13 @@ impl Probe<'_> {
             self.offset + self.body,
             &self.entry_fields,
         )
+    }
+
+    /// The `uprobe_events` line of the probe reading the return address at the entry,
+    /// when the entry probe sits after the prologue.
+    pub fn ra_def(&self, group: &str, path: &Path) -> Option<String> {
+        let event = self.ra_event.as_deref()?;
+        Some(def('p', group, event, path, self.offset, &ra_fields()))
     }
 
     /// The `uprobe_events` line of the return probe.
@@ -691,15 +710,70 @@ pub struct Selected<'a> {
     pub target: usize,
 }
 
-/// Select the functions `pattern` matches in `target`'s db. Inline-only functions and
-/// `.cold` parts are skipped with a note. Returns an error message when nothing
-/// traceable matches.
+/// An inlined copy of a selected function, in a function of target `target`.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectedCopy<'a> {
+    /// The copy (the db's inline instance).
+    pub instance: Instance<'a>,
+    /// Index of its target.
+    pub target: usize,
+}
+
+/// What a pattern selects: functions to probe (entry and return), and inlined copies of
+/// functions (their containers are among the functions).
+#[derive(Debug, Default)]
+pub struct Selection<'a> {
+    /// Functions to probe.
+    pub funcs: Vec<Selected<'a>>,
+    /// Inlined copies to probe at their first instruction.
+    pub copies: Vec<SelectedCopy<'a>>,
+}
+
+/// Most inlined copies one pattern probes.
+pub const INLINE_MAX: usize = 64;
+
+/// Whether `f` is an entry point a probe can trace with its types (a container of
+/// inlined copies).
+fn is_entry(f: Function<'_>) -> bool {
+    f.addr() != 0
+        && !f
+            .flags()
+            .intersects(FuncFlags::INLINE_ONLY | FuncFlags::COLD | FuncFlags::NO_TYPES)
+}
+
+/// The inlined copies of the functions `wanted` (indices in `db`) inside functions a
+/// probe can trace, in db order: at most [`INLINE_MAX`], and how many more there were.
+fn copies_of<'a>(db: &'a Db, wanted: &HashSet<u32>) -> (Vec<Instance<'a>>, usize) {
+    let mut found = Vec::new();
+    let mut more = 0;
+    if wanted.is_empty() {
+        return (found, more);
+    }
+    for i in db.instances() {
+        if !wanted.contains(&i.callee_index()) || !i.caller().is_some_and(is_entry) {
+            continue;
+        }
+        if found.len() < INLINE_MAX {
+            found.push(i);
+        } else {
+            more += 1;
+        }
+    }
+    (found, more)
+}
+
+/// Select the functions `pattern` matches in `target`'s db, and the inlined copies of
+/// the matching functions (the db's inline instances) with the functions holding them;
+/// `frames`: the copies are shown as frames (else only their containers are traced).
+/// Inline-only functions without copies in the db and `.cold` parts are skipped with a
+/// note. Returns an error message when nothing traceable matches.
 pub fn select<'a>(
     targets: &'a [Target],
     target: usize,
     pattern: &str,
+    frames: bool,
     notes: &mut Vec<String>,
-) -> std::result::Result<Vec<Selected<'a>>, String> {
+) -> std::result::Result<Selection<'a>, String> {
     let t = &targets[target];
     let wild = pattern.contains(['*', '?']);
     let mut found = Vec::new();
@@ -779,6 +853,71 @@ pub fn select<'a>(
             no_dwarf.len()
         ));
     }
+    // Inlined copies of what matched, and the functions holding them.
+    let mut copies = Vec::new();
+    {
+        let wanted: HashSet<u32> = found
+            .iter()
+            .filter_map(|s| s.func.map(|f| f.index()))
+            .chain(inline_only.iter().map(|f| f.index()))
+            .collect();
+        let (instances, more) = copies_of(&t.db, &wanted);
+        let mut inlined: Vec<&str> = Vec::new();
+        let mut containers: Vec<&str> = Vec::new();
+        for i in &instances {
+            let (Some(callee), Some(caller)) = (i.callee(), i.caller()) else {
+                continue;
+            };
+            if !inlined.contains(&callee.name()) {
+                inlined.push(callee.name());
+            }
+            if !containers.contains(&caller.symbol()) {
+                containers.push(caller.symbol());
+            }
+            if !found.iter().any(|s| s.addr == caller.addr()) {
+                found.push(Selected {
+                    func: Some(caller),
+                    symbol: caller.symbol().to_string(),
+                    addr: caller.addr(),
+                    target,
+                });
+            }
+            copies.push(SelectedCopy {
+                instance: *i,
+                target,
+            });
+        }
+        // Inline-only functions with copies are traced through them.
+        inline_only.retain(|f| !inlined.contains(&f.name()));
+        if !copies.is_empty() {
+            let how = match (frames, copies.len()) {
+                (false, _) => "not shown (--no-inline-frames)",
+                (true, 1) => {
+                    "shown as a frame with the arguments at its first instruction and no \
+                     return value (DWARF does not say where an inlined copy leaves it)"
+                }
+                (true, _) => {
+                    "each shown as a frame with the arguments at its first instruction and \
+                     no return value (DWARF does not say where an inlined copy leaves it)"
+                }
+            };
+            notes.push(format!(
+                "{}: {} inlined in {} (traced), {how}{}",
+                shorten_list(&inlined, 8),
+                if copies.len() == 1 {
+                    "a copy".to_string()
+                } else {
+                    format!("{} copies", copies.len())
+                },
+                shorten_list(&containers, 8),
+                if more > 0 {
+                    format!("; {more} more copies left out (at most {INLINE_MAX})")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     // A function inlined somewhere but with an out-of-line copy too is traced: no note.
     inline_only.retain(|f| {
         !found
@@ -795,7 +934,7 @@ pub fn select<'a>(
     if !wild {
         for f in &inline_only {
             let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
-            let msg = if into.is_empty() {
+            let mut msg = if into.is_empty() {
                 format!("{}: only inlined, no code of its own: not traced", f.name())
             } else {
                 format!(
@@ -804,6 +943,12 @@ pub fn select<'a>(
                     shorten_list(&into, 8)
                 )
             };
+            if t.db.instance_count() == 0 {
+                msg.push_str(
+                    " (a db with its inlined copies, `dwarfscan --inline-instances`, would \
+                     trace them)",
+                );
+            }
             notes.push(msg);
         }
     } else if !inline_only.is_empty() {
@@ -824,7 +969,10 @@ pub fn select<'a>(
             t.path.display()
         ));
     }
-    Ok(found)
+    Ok(Selection {
+        funcs: found,
+        copies,
+    })
 }
 
 fn shorten_list(v: &[&str], max: usize) -> String {
@@ -835,13 +983,34 @@ fn shorten_list(v: &[&str], max: usize) -> String {
     }
 }
 
+/// Add numeric field `field` to an entry event's fields, before its strings (a string
+/// must be followed by strings only); the string fields `args` refer to move up one.
+fn insert_number(fields: &mut Vec<Field>, args: &mut [(String, ArgPlan)], field: Field) -> usize {
+    let at = fields.iter().position(|f| f.string).unwrap_or(fields.len());
+    fields.insert(at, field);
+    for (_, plan) in args.iter_mut() {
+        if let ArgPlan::Fetched {
+            string: Some(i), ..
+        } = plan
+        {
+            if *i >= at {
+                *i += 1;
+            }
+        }
+    }
+    at
+}
+
 /// Plan a probe for each selected function: one per distinct entry address, unique
-/// event names.
+/// event names. With `call_sites`, the entry events of functions in binaries whose db
+/// has inlined copies read their return address (the call site: where in its caller
+/// the call was made).
 pub fn plan_probes<'a>(
     targets: &[Target],
     selected: &[Selected<'a>],
     with_args: bool,
     with_ret: bool,
+    call_sites: bool,
     notes: &mut Vec<String>,
 ) -> Vec<Probe<'a>> {
     let mut seen_addr = HashSet::new();
@@ -870,17 +1039,40 @@ pub fn plan_probes<'a>(
                 format!("{base}_{n}")
             };
             let r = format!("{b}_ret");
-            if !names.contains(&b) && !names.contains(&r) {
+            if !names.contains(&b) && !names.contains(&r) && !names.contains(&format!("{b}_ra")) {
                 break (b, r);
             }
             n += 1;
         };
         names.insert(entry.clone());
         names.insert(ret.clone());
-        let (mut entry_fields, args) = match s.func {
+        let (mut entry_fields, mut args) = match s.func {
             Some(f) if with_args => plan_entry(f),
             _ => (Vec::new(), Vec::new()),
         };
+        let body = match s.func {
+            Some(f) if with_args => body_offset(f),
+            _ => 0,
+        };
+        // The return address is on top of the stack at the entry. After the prologue
+        // the function's uretprobe has replaced it by its trampoline: a probe of its own
+        // at the entry reads it then.
+        let call_site = call_sites && t.db.instance_count() > 0;
+        let ra = (call_site && body == 0).then(|| {
+            insert_number(
+                &mut entry_fields,
+                &mut args,
+                Field {
+                    name: RA_FIELD.into(),
+                    fetch: RA_FETCH.into(),
+                    string: false,
+                },
+            )
+        });
+        let ra_event = (call_site && body != 0).then(|| format!("{entry}_ra"));
+        if let Some(e) = &ra_event {
+            names.insert(e.clone());
+        }
         // The task's name as the probe hits: trace_pipe names a pid from a cache that
         // can hold a previous owner's name (dcg's, before the exec; a dead process's).
         entry_fields.push(Field {
@@ -906,19 +1098,276 @@ pub fn plan_probes<'a>(
             symbol: s.symbol.clone(),
             target: s.target,
             offset,
-            body: match s.func {
-                Some(f) if with_args => body_offset(f),
-                _ => 0,
-            },
+            body,
             entry_event: entry,
             return_event: ret,
             entry_fields,
             args,
             ret_fields,
             ret_text,
+            addr: s.addr,
+            ra,
+            ra_event,
+            inlines: Vec::new(),
         });
     }
     probes
+}
+
+/// The entry field holding the return address.
+pub const RA_FIELD: &str = "ra";
+
+/// The return address at a function's entry.
+const RA_FETCH: &str = "+0(%sp):x64";
+
+/// The fields of a [`Probe::ra_event`].
+pub fn ra_fields() -> [Field; 1] {
+    [Field {
+        name: RA_FIELD.into(),
+        fetch: RA_FETCH.into(),
+        string: false,
+    }]
+}
+
+/// Most stack words read for the parameters of an inlined copy: words `sp + 8k`, k
+/// below this.
+pub const INLINE_STACK_WORDS: usize = 32;
+
+/// General registers by DWARF number an inlined copy's parameters can be read from
+/// (rax..r15).
+pub const INLINE_REGS: usize = 16;
+
+/// The first instruction of inlined copies (nested copies can share it): a uprobe of
+/// its own, or, at the address of a function's entry probe, fields of that probe's
+/// entry event (one probe hit, so the copies open after their container's entry).
+#[derive(Debug, Clone)]
+pub struct InlineSite<'a> {
+    /// The copies starting here, outermost first.
+    pub copies: Vec<Instance<'a>>,
+    /// Index of its [`Target`].
+    pub target: usize,
+    /// File offset of the address.
+    pub offset: u64,
+    /// Its event, when it has its own.
+    pub event: Option<String>,
+    /// The [`Probe`] whose entry event reads its values, when it has no event.
+    pub folded: Option<usize>,
+    /// The fields of its own event.
+    pub fields: Vec<Field>,
+    /// The general registers read, by DWARF number, and their fields.
+    pub regs: Vec<(u8, usize)>,
+    /// The stack words read (`sp + 8k` at the address, for the db's stack locations: its
+    /// `Stack(o)` is the word at `sp + 8 + o`), and their fields.
+    pub stack: Vec<(usize, usize)>,
+}
+
+impl InlineSite<'_> {
+    /// The `uprobe_events` line of its own probe.
+    pub fn def(&self, group: &str, path: &Path) -> Option<String> {
+        let event = self.event.as_deref()?;
+        Some(def('p', group, event, path, self.offset, &self.fields))
+    }
+
+    /// The registers (by DWARF number, 0..16) and stack words (from the stack pointer
+    /// up) its copies' parameters are read from, out of an event's `values`. What is not
+    /// read is 0 and no location of its copies refers to it.
+    pub fn values(&self, values: &[Value]) -> ([u64; INLINE_REGS], Vec<u64>) {
+        let num = |i: usize| match values.get(i) {
+            Some(Value::Num(v)) => *v,
+            _ => 0,
+        };
+        let mut regs = [0u64; INLINE_REGS];
+        for &(r, i) in &self.regs {
+            regs[usize::from(r)] = num(i);
+        }
+        let words = self.stack.iter().map(|&(k, _)| k + 1).max().unwrap_or(0);
+        let mut stack = vec![0u64; words];
+        for &(k, i) in &self.stack {
+            stack[k] = num(i);
+        }
+        (regs, stack)
+    }
+
+    /// Whether every value its copies' parameters need was fetched.
+    pub fn complete(&self, values: &[Value]) -> bool {
+        self.regs
+            .iter()
+            .map(|&(_, i)| i)
+            .chain(self.stack.iter().map(|&(_, i)| i))
+            .all(|i| matches!(values.get(i), Some(Value::Num(_))))
+    }
+}
+
+/// What the parameters of copy `i` need read at its first instruction: general registers
+/// (DWARF numbers) and stack words (`sp + 8k`). Other locations (constants, optimized
+/// out, xmm) need nothing: the tree shows them as the db says, or `?`.
+fn copy_needs(i: &Instance<'_>, regs: &mut Vec<u8>, stack: &mut Vec<usize>) {
+    let mut reg = |r: u8| {
+        if usize::from(r) < INLINE_REGS && uprobe_reg(r).is_some() && !regs.contains(&r) {
+            regs.push(r);
+        }
+    };
+    for loc in i.locations() {
+        match loc {
+            Location::Reg(r) => reg(r),
+            Location::RegPair(a, b) => {
+                reg(a);
+                reg(b);
+            }
+            Location::Stack(o) if o >= -8 && (o + 8) % 8 == 0 => {
+                let k = (o + 8) as usize / 8;
+                if k < INLINE_STACK_WORDS && !stack.contains(&k) {
+                    stack.push(k);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Nesting depth of a copy (0: directly in its container).
+fn nesting(i: &Instance<'_>) -> usize {
+    std::iter::successors(i.parent(), Instance::parent).count()
+}
+
+/// Plan the probes of inlined copies: one per distinct first instruction, reading the
+/// registers and stack words the copies' parameters are in there (`with_args`); at the
+/// address of a function's entry probe, the fields are added to its entry event
+/// instead. Copies at no file offset are left out with a note.
+pub fn plan_inlines<'a>(
+    targets: &[Target],
+    copies: &[SelectedCopy<'a>],
+    probes: &mut [Probe<'a>],
+    with_args: bool,
+    notes: &mut Vec<String>,
+) -> Vec<InlineSite<'a>> {
+    let mut names: HashSet<String> = probes
+        .iter()
+        .flat_map(|p| {
+            [
+                Some(&p.entry_event),
+                Some(&p.return_event),
+                p.ra_event.as_ref(),
+            ]
+        })
+        .flatten()
+        .cloned()
+        .collect();
+    let mut sites: Vec<InlineSite<'a>> = Vec::new();
+    for c in copies {
+        let t = &targets[c.target];
+        let pc = c.instance.entry_pc();
+        let Some(offset) = file_offset(&t.segments, pc) else {
+            notes.push(format!(
+                "{} inlined in {}: address {pc:#x} is in no loadable segment of {}: not probed",
+                c.instance.callee().map_or("?", |f| f.name()),
+                c.instance.caller().map_or("?", |f| f.symbol()),
+                t.path.display()
+            ));
+            continue;
+        };
+        let key = (c.target, offset);
+        match sites.iter_mut().find(|s| (s.target, s.offset) == key) {
+            Some(s) => {
+                let same = |j: &Instance<'_>| {
+                    std::ptr::eq(j.db(), c.instance.db()) && j.index() == c.instance.index()
+                };
+                if !s.copies.iter().any(same) {
+                    s.copies.push(c.instance);
+                }
+            }
+            None => sites.push(InlineSite {
+                copies: vec![c.instance],
+                target: c.target,
+                offset,
+                event: None,
+                folded: None,
+                fields: Vec::new(),
+                regs: Vec::new(),
+                stack: Vec::new(),
+            }),
+        }
+    }
+    for (si, s) in sites.iter_mut().enumerate() {
+        s.copies.sort_by_key(nesting);
+        let mut regs = Vec::new();
+        let mut stack = Vec::new();
+        if with_args {
+            for i in &s.copies {
+                copy_needs(i, &mut regs, &mut stack);
+            }
+        }
+        regs.sort_unstable();
+        stack.sort_unstable();
+        let fetches = regs
+            .iter()
+            .map(|&r| {
+                let reg = uprobe_reg(r).expect("a general register");
+                (format!("r{r}"), format!("{reg}:x64"))
+            })
+            .chain(
+                stack
+                    .iter()
+                    .map(|&k| (format!("w{k}"), format!("+{}(%sp):x64", 8 * k))),
+            );
+        let folded = probes
+            .iter()
+            .position(|p| p.target == s.target && p.offset + p.body == s.offset);
+        let mut at = Vec::new();
+        match folded {
+            Some(pi) => {
+                let p = &mut probes[pi];
+                for (name, fetch) in fetches {
+                    at.push(insert_number(
+                        &mut p.entry_fields,
+                        &mut p.args,
+                        Field {
+                            name: format!("i{si}_{name}"),
+                            fetch,
+                            string: false,
+                        },
+                    ));
+                }
+                p.inlines.push(si);
+            }
+            None => {
+                for (name, fetch) in fetches {
+                    s.fields.push(Field {
+                        name,
+                        fetch,
+                        string: false,
+                    });
+                    at.push(s.fields.len() - 1);
+                }
+                let base = format!(
+                    "{}_inl",
+                    event_base(s.copies[0].callee().map_or("inline", |f| f.name()))
+                );
+                let mut n = 1;
+                let name = loop {
+                    let b = if n == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base}_{n}")
+                    };
+                    if !names.contains(&b) {
+                        break b;
+                    }
+                    n += 1;
+                };
+                names.insert(name.clone());
+                s.event = Some(name);
+            }
+        }
+        s.folded = folded;
+        s.regs = regs.iter().copied().zip(at.iter().copied()).collect();
+        s.stack = stack
+            .iter()
+            .copied()
+            .zip(at[regs.len()..].iter().copied())
+            .collect();
+    }
+    sites
 }
 
 #[cfg(test)]
@@ -963,6 +1412,75 @@ mod tests {
             fetch: String::new(),
             string,
         }
+    }
+
+    #[test]
+    fn numbers_before_strings() {
+        let mut fields = vec![f("a0", false), f("s1", true), f("comm", true)];
+        let mut args = vec![
+            (
+                "a".to_string(),
+                ArgPlan::Fetched {
+                    words: vec![0],
+                    string: None,
+                },
+            ),
+            (
+                "s".to_string(),
+                ArgPlan::Fetched {
+                    words: vec![],
+                    string: Some(1),
+                },
+            ),
+        ];
+        assert_eq!(insert_number(&mut fields, &mut args, f(RA_FIELD, false)), 1);
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a0", "ra", "s1", "comm"]);
+        assert_eq!(
+            args[1].1,
+            ArgPlan::Fetched {
+                words: vec![],
+                string: Some(2)
+            }
+        );
+        assert_eq!(
+            args[0].1,
+            ArgPlan::Fetched {
+                words: vec![0],
+                string: None
+            }
+        );
+    }
+
+    #[test]
+    fn inline_values() {
+        let site = InlineSite {
+            copies: Vec::new(),
+            target: 0,
+            offset: 0x1000,
+            event: Some("scale_inl".into()),
+            folded: None,
+            fields: [("r1", "%dx:x64"), ("r5", "%di:x64"), ("w2", "+16(%sp):x64")]
+                .iter()
+                .map(|(name, fetch)| Field {
+                    name: name.to_string(),
+                    fetch: fetch.to_string(),
+                    string: false,
+                })
+                .collect(),
+            regs: vec![(1, 0), (5, 1)],
+            stack: vec![(2, 2)],
+        };
+        let values = [Value::Num(7), Value::Num(9), Value::Num(0x40)];
+        assert!(site.complete(&values));
+        let (regs, stack) = site.values(&values);
+        assert_eq!((regs[1], regs[5], regs[0]), (7, 9, 0));
+        assert_eq!(stack, [0, 0, 0x40]);
+        assert!(!site.complete(&values[..2]));
+        assert_eq!(
+            site.def("dcg_1", Path::new("/bin/prog")).as_deref(),
+            Some("p:dcg_1/scale_inl /bin/prog:0x1000 r1=%dx:x64 r5=%di:x64 w2=+16(%sp):x64")
+        );
     }
 
     #[test]

@@ -297,7 +297,8 @@ impl<'a> CallTree<'a> {
         let mut args = crate::sink::ArgList::default();
         if let Some((regs, stack)) = values {
             let info = self.funcs.get(func);
-            info.located_args(instance.locations(), regs, stack, |name, value| {
+            let role = self.inline_role;
+            info.located_args(instance.locations(), regs, stack, role, |name, value| {
                 args.push_with(name, |s| value(s))
             });
         }
