@@ -18,7 +18,7 @@ fn main() {
             for c in f.inlined_into().take(10) {
                 println!("    inlined into {}", c.name());
             }
-            for i in f.inlined_copies().take(20) {
+            for i in f.inlined_copies() {
                 let ranges: Vec<String> =
                     i.ranges().map(|(s, e)| format!("{s:#x}-{e:#x}")).collect();
                 let locs: Vec<String> = i

@@ -161,7 +161,7 @@ impl<'a> Decoder<'a> {
     pub fn with_sinks(set: &'a DbSet, opts: Options, sinks: Sinks<'a>) -> Decoder<'a> {
         let mut tree = CallTree::new(FuncTable::new(set), Shape::Shaped, 0);
         tree.hold_opens(opts.collapse_empty);
-        tree.show_inline_frames(opts.inline_frames);
+        tree.show_inline_frames(opts.inline_frames && set.has_inline_instances());
         Decoder {
             tree,
             sinks,

@@ -263,20 +263,15 @@ impl<'a> CallTree<'a> {
         self.inline_role = role;
     }
 
-    /// Flat sources: show the code a function inlined as frames of their own (the db's
-    /// inline instances), from each call's [`CodeSite`] and from
-    /// [`CallTree::enter_inline`].
+    /// Show the code a function inlined as frames of their own (the db's inline
+    /// instances), from each call's [`CodeSite`] (shaped sources: from its return address
+    /// as printed) and from [`CallTree::enter_inline`]. The source turns it on only where
+    /// its dbs have instances.
     pub fn show_inline_frames(&mut self, on: bool) {
-        let any = self
-            .funcs
-            .set()
-            .dbs()
-            .iter()
-            .any(|d| d.instance_count() > 0);
-        self.inlines = (on && any).then(Inlines::default);
+        self.inlines = on.then(Inlines::default);
     }
 
-    /// Whether inline frames are shown (asked for, and the dbs have inline instances).
+    /// Whether inline frames are shown.
     pub fn inline_frames(&self) -> bool {
         self.inlines.is_some()
     }

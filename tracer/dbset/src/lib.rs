@@ -109,6 +109,11 @@ impl DbSet {
         &self.dbs
     }
 
+    /// Whether some db records inline instances (inlined copies of functions).
+    pub fn has_inline_instances(&self) -> bool {
+        self.dbs.iter().any(|d| d.instance_count() > 0)
+    }
+
     /// Every function named `name` (source or symbol name), in db order.
     pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = Function<'a>> + 'a {
         self.dbs.iter().flat_map(move |db| db.by_name(name))

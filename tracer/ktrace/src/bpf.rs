@@ -558,7 +558,7 @@ pub fn run(
         report: args.report,
     });
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
-    tree.show_inline_frames(!args.no_inline_frames);
+    tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
     let inline_frames = tree.inline_frames();
     let mut feed = Feed {
         tree,
