@@ -6,6 +6,7 @@
 
 pub mod binary;
 pub mod glob;
+pub mod inlines;
 pub mod kallsyms;
 pub mod symbols;
 

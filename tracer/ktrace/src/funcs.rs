@@ -60,8 +60,7 @@ impl Available {
     }
 }
 
-/// Most inlined copies one session probes.
-pub const INLINE_MAX: usize = 64;
+pub use dcg_dbset::inlines::INLINE_MAX;
 
 /// The inlined copies of the functions `pattern` names (a glob over the db's
 /// functions), in traceable containers, by the db's inline instances (`dwarfscan
@@ -85,17 +84,11 @@ pub fn inline_copies<'a>(
             db.by_name(pattern).collect()
         };
         let wanted: HashSet<u32> = funcs.iter().map(|f| f.index()).collect();
-        if wanted.is_empty() {
-            continue;
-        }
-        for i in db.instances() {
-            if !wanted.contains(&i.callee_index()) {
-                continue;
-            }
-            // Copies inside another inlined copy are found through their own entry.
-            if !i.caller().is_some_and(|c| avail.contains(c.symbol())) {
-                continue;
-            }
+        // Copies inside another inlined copy are found through their own entry.
+        let (copies, over) =
+            dcg_dbset::inlines::copies_of(db, &wanted, |c| avail.contains(c.symbol()));
+        more += over;
+        for i in copies {
             if found.len() < INLINE_MAX {
                 found.push(i);
             } else {

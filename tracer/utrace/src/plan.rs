@@ -729,8 +729,7 @@ pub struct Selection<'a> {
     pub copies: Vec<SelectedCopy<'a>>,
 }
 
-/// Most inlined copies one pattern probes.
-pub const INLINE_MAX: usize = 64;
+pub use dcg_dbset::inlines::INLINE_MAX;
 
 /// Whether `f` is an entry point a probe can trace with its types (a container of
 /// inlined copies).
@@ -742,24 +741,9 @@ fn is_entry(f: Function<'_>) -> bool {
 }
 
 /// The inlined copies of the functions `wanted` (indices in `db`) inside functions a
-/// probe can trace, in db order: at most [`INLINE_MAX`], and how many more there were.
+/// probe can trace.
 fn copies_of<'a>(db: &'a Db, wanted: &HashSet<u32>) -> (Vec<Instance<'a>>, usize) {
-    let mut found = Vec::new();
-    let mut more = 0;
-    if wanted.is_empty() {
-        return (found, more);
-    }
-    for i in db.instances() {
-        if !wanted.contains(&i.callee_index()) || !i.caller().is_some_and(is_entry) {
-            continue;
-        }
-        if found.len() < INLINE_MAX {
-            found.push(i);
-        } else {
-            more += 1;
-        }
-    }
-    (found, more)
+    dcg_dbset::inlines::copies_of(db, wanted, is_entry)
 }
 
 /// Select the functions `pattern` matches in `target`'s db, and the inlined copies of

@@ -232,11 +232,7 @@ impl<'a> CallTree<'a> {
             id: f.id,
             parent: f.parent,
             depth,
-            layout: head.as_ref().map(|(h, at)| Layout {
-                head: h,
-                indent_start: *at,
-                shift: 0,
-            }),
+            layout: laid_out(&head, None),
             named: true,
             args: &f.args,
             time_ns: f.time_ns,
@@ -316,6 +312,22 @@ fn nesting(i: &Instance<'_>) -> usize {
         at = p.parent();
     }
     n
+}
+
+/// The layout of a line head built here (`(head, where its indentation starts)`), else
+/// `or`.
+pub(super) fn laid_out<'l>(
+    owned: &'l Option<(String, usize)>,
+    or: Option<Layout<'l>>,
+) -> Option<Layout<'l>> {
+    match owned {
+        Some((head, at)) => Some(Layout {
+            head,
+            indent_start: *at,
+            shift: 0,
+        }),
+        None => or,
+    }
 }
 
 /// The columns of a function_graph line with its duration blanked (an inline frame's own
@@ -456,11 +468,7 @@ impl CallTree<'_> {
                 parent,
                 depth,
                 time_ns: e.time_ns,
-                layout: head.as_ref().map(|(h, at)| Layout {
-                    head: h,
-                    indent_start: *at,
-                    shift: 0,
-                }),
+                layout: laid_out(&head, None),
                 open_after: self.tasks[ti].stack.len() + 1,
                 inlined: self.inlined_view(Some(c)),
                 ..self.view(Kind::Open, func, e.task)

@@ -123,14 +123,7 @@ impl CallTree<'_> {
         // is on the stack already).
         let around = self.inline_count(ti);
         let shifted = Self::shifted_head(e.layout, around);
-        let layout = match &shifted {
-            Some((h, at)) => Some(Layout {
-                head: h,
-                indent_start: *at,
-                shift: 0,
-            }),
-            None => e.layout,
-        };
+        let layout = super::inline::laid_out(&shifted, e.layout);
         let view = CallView {
             id,
             parent,
@@ -220,14 +213,7 @@ impl CallTree<'_> {
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
         let around = self.inline_count(ti);
         let shifted = Self::shifted_head(x.layout, around);
-        let layout = match &shifted {
-            Some((h, at)) => Some(Layout {
-                head: h,
-                indent_start: *at,
-                shift: 0,
-            }),
-            None => x.layout,
-        };
+        let layout = super::inline::laid_out(&shifted, x.layout);
         let mut view = CallView {
             depth: x.depth + around,
             ret,
@@ -317,14 +303,7 @@ impl CallTree<'_> {
             time_ns: f.time_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
-            layout: match &shifted {
-                Some((head, at)) => Some(Layout {
-                    head,
-                    indent_start: *at,
-                    shift: 0,
-                }),
-                None => own,
-            },
+            layout: super::inline::laid_out(&shifted, own),
             open_after: self.tasks[ti].stack.len(),
             ..self.view(Kind::Open, h.func, h.task())
         };
@@ -364,14 +343,7 @@ impl CallTree<'_> {
             duration_ns: x.duration_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
-            layout: match &shifted {
-                Some((head, at)) => Some(Layout {
-                    head,
-                    indent_start: *at,
-                    shift: 0,
-                }),
-                None => x.layout,
-            },
+            layout: super::inline::laid_out(&shifted, x.layout),
             open_after: self.tasks[ti].stack.len(),
             ..self.view(Kind::Leaf, h.func, x.task)
         };
