@@ -82,7 +82,7 @@ pub fn testkernel_db() -> PathBuf {
     testkernel_db_in(&DB, &dwarfscan::Options::default())
 }
 
-/// [`testkernel_db`] with inline instances (`dwarfscan --inline-instances`).
+/// [`testkernel_db`] with inline instances (dwarfscan's default).
 pub fn testkernel_db_inline() -> PathBuf {
     static DB: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
     let opts = dwarfscan::Options {

@@ -73,7 +73,7 @@ pub fn next_steps(binary: &Path, id: &[u8]) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "binary".into());
     format!(
-        "  dwarfscan --inline-instances {} -o {stem}.sigdb\n  dcg load {stem}.sigdb",
+        "  dwarfscan {} -o {stem}.sigdb\n  dcg load {stem}.sigdb",
         input.display()
     )
 }

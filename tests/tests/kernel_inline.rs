@@ -21,6 +21,14 @@ fn records(sec: &str) -> Vec<CallRecord> {
     v
 }
 
+/// Interrupt entry points (what runs under them depends on the moment).
+fn is_interrupt(func: &str) -> bool {
+    ["sysvec_", "__sysvec_", "irq_", "__irq_", "asm_"]
+        .iter()
+        .any(|p| func.starts_with(p))
+        || func.contains("softirq")
+}
+
 fn arg<'a>(c: &'a CallRecord, name: &str) -> Option<&'a str> {
     c.args
         .iter()
@@ -84,9 +92,10 @@ fn inline_on(kernel_name: &str) {
         "flags: {:?}",
         f.args
     );
+    // An interrupt arriving while the copy runs nests under it, as under any call.
     let children: BTreeSet<&str> = calls
         .iter()
-        .filter(|c| c.parent == Some(f.id))
+        .filter(|c| c.parent == Some(f.id) && !is_interrupt(&c.func))
         .map(|c| c.func.as_str())
         .collect();
     assert!(children.contains("pidfd_prepare"), "children {children:?}");

@@ -456,7 +456,7 @@ fn patterns_that_match_nothing() {
     assert!(
         stderr.contains(
             "atoi: inlined into main, no code of its own: not traced (a db with its inlined \
-             copies, `dwarfscan --inline-instances`, would trace them)"
+             copies, what dwarfscan writes by default, would trace them)"
         ),
         "{stderr}"
     );

@@ -32,9 +32,13 @@ struct Args {
     /// Keep only inline edges whose callee has no out-of-line copy.
     #[arg(long)]
     inline_only_edges: bool,
-    /// Also record every inlined copy of a function: its code ranges, entry pc, call
-    /// site and where its parameters are at entry (a larger db).
-    #[arg(long)]
+    /// Leave out the inlined copies of functions (their code ranges, entry pc, call site
+    /// and where their parameters are there): a smaller db, but inlined functions cannot
+    /// be traced and trees show no inline frames.
+    #[arg(long, conflicts_with = "inline_instances")]
+    no_inline_instances: bool,
+    /// Record every inlined copy of a function (the default; kept for scripts).
+    #[arg(long, hide = true)]
     inline_instances: bool,
     /// Also write an ELF relocatable object carrying the db in section `.dcg_sigdb`
     /// (symbols `dcg_sigdb_start`/`dcg_sigdb_end`), to link into a module or program.
@@ -81,7 +85,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     });
     let mut opts = dwarfscan::Options {
         inline_only_edges: args.inline_only_edges,
-        inline_instances: args.inline_instances,
+        inline_instances: !args.no_inline_instances,
         ..Default::default()
     };
     if let Some(bar) = &bar {

@@ -79,10 +79,10 @@ pub struct TraceArgs {
     /// auto: bpf when values are asked for and the kernel lacks funcgraph-retval.
     #[arg(long, value_enum, default_value = "auto", value_name = "ENGINE")]
     pub engine: EngineArg,
-    /// Kernel (BPF engine) and user space: do not show inlined code as frames of the
-    /// inlined functions. By default, where the db has inline instances (`dwarfscan
-    /// --inline-instances`; user-space dbs built in memory have them), calls made from a
-    /// function's inlined code are shown under a frame for it:
+    /// Do not show inlined code as frames of the inlined functions. By default, where the
+    /// db has inline instances (dwarfscan writes them unless `--no-inline-instances`),
+    /// calls made from a function's inlined code are shown under a frame for it (BPF
+    /// engine, function_graph with return addresses, user space):
     /// `pidfd_create(…) /* inlined in __x64_sys_pidfd_open */ {`.
     #[arg(long)]
     pub no_inline_frames: bool,

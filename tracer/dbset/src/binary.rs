@@ -94,7 +94,7 @@ fn given(path: &Path, build_id: &[u8], dbs: &[PathBuf]) -> Result<BinaryDb, DbEr
 }
 
 /// A db built in memory from the binary's DWARF, or its separate debug file's, with the
-/// inlined copies of functions (dwarfscan's `--inline-instances`).
+/// inlined copies of functions (as dwarfscan writes by default).
 fn built(
     path: &Path,
     bytes: &[u8],

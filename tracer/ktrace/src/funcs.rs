@@ -63,8 +63,8 @@ impl Available {
 pub use dcg_dbset::inlines::INLINE_MAX;
 
 /// The inlined copies of the functions `pattern` names (a glob over the db's
-/// functions), in traceable containers, by the db's inline instances (`dwarfscan
-/// --inline-instances`); at most [`INLINE_MAX`], and how many more there were.
+/// functions), in traceable containers, by the db's inline instances; at most
+/// [`INLINE_MAX`], and how many more there were.
 pub fn inline_copies<'a>(
     pattern: &str,
     set: &'a DbSet,
@@ -173,8 +173,14 @@ pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
             .find(|c| avail.contains(c))
             .map(|c| format!(" (try --func {c})"))
             .unwrap_or_default();
+        let rebuild = if set.has_inline_instances() {
+            ""
+        } else {
+            "; a db with inline instances (dwarfscan without --no-inline-instances) traces \
+             its inlined copies"
+        };
         return format!(
-            "{pattern} is not traceable: it is inlined into {}{more}{hint}",
+            "{pattern} is not traceable: it is inlined into {}{more}{hint}{rebuild}",
             shown.join(", ")
         );
     }

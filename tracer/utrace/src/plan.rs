@@ -929,7 +929,7 @@ pub fn select<'a>(
             };
             if t.db.instance_count() == 0 {
                 msg.push_str(
-                    " (a db with its inlined copies, `dwarfscan --inline-instances`, would \
+                    " (a db with its inlined copies, what dwarfscan writes by default, would \
                      trace them)",
                 );
             }
