@@ -43,6 +43,9 @@ fuzz_target!(|data: &[u8]| {
         hide_probe_events: first & 8 != 0,
         // Live tracing's held entries (shares its bit with the block size's lowest).
         collapse_empty: first & 0x10 != 0,
+        // Inline frames (the db seeds.sh writes has the test kernel's inline instances;
+        // shares its bit with the block size's second).
+        inline_frames: first & 0x20 != 0,
     };
     // A small buffer (1..=16 bytes) cuts lines everywhere; a big one reads all at once.
     let small = decode(data, usize::from(first >> 4) + 1, opts);
