@@ -437,7 +437,7 @@ fn patterns_that_match_nothing() {
     // Inline-only, and the db has no inlined copies: say where it went.
     let db = dir.path().join("clones.sigdb");
     let st = Command::new(dcg_tests::dwarfscan_bin())
-        .args(["-q", "-j", "1", "-o"])
+        .args(["-q", "-j", "1", "--no-inline-instances", "-o"])
         .arg(&db)
         .arg(&bin)
         .status()
