@@ -314,10 +314,10 @@ impl<'b> Writer<'b> {
         self.check_modules()?;
         self.emit_void()?;
         let (unique, new_index) = canonical_order(b)?;
-        let (functions, symbols, names) = self.emit_functions(&unique)?;
+        let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
         let names = name_index(&self.strings.bytes, names);
         let (callees, callers) = inline_edges(b, &new_index);
-        let inst = instances::encode(&b.instances, &new_index, &mut self.strings)?;
+        let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
         let modules = self.module_records(&unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
@@ -332,9 +332,9 @@ impl<'b> Writer<'b> {
             names.as_bytes(),
             callees.as_bytes(),
             callers.as_bytes(),
-            inst.instances.as_bytes(),
-            inst.ranges.as_bytes(),
-            inst.locs.as_bytes(),
+            inst.index.as_bytes(),
+            &inst.data,
+            inst.files.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -348,11 +348,11 @@ impl<'b> Writer<'b> {
             names.len(),
             callees.len(),
             callers.len(),
-            inst.instances.len(),
-            inst.ranges.len(),
-            inst.locs.len(),
+            inst.index.len(),
+            inst.data.len(),
+            inst.files.len(),
         ];
-        assemble(b, &sections, &counts)
+        assemble(b, &sections, &counts, inst.count)
     }
 
     /// Every function's module exists.
@@ -398,9 +398,18 @@ impl<'b> Writer<'b> {
     fn emit_functions(
         &mut self,
         unique: &[usize],
-    ) -> Result<(Vec<FunctionRecord>, Vec<SymbolRecord>, Vec<(u32, u32)>), Error> {
+    ) -> Result<
+        (
+            Vec<FunctionRecord>,
+            Vec<SymbolRecord>,
+            Vec<(u32, u32)>,
+            Vec<u64>,
+        ),
+        Error,
+    > {
         let b = self.b;
         let mut functions = Vec::with_capacity(unique.len());
+        let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
         for (out, &i) in unique.iter().enumerate() {
@@ -412,15 +421,41 @@ impl<'b> Writer<'b> {
             };
             let ret = self.emit_type(f.ret)?;
             let (params, param_count) = self.emit_params(f)?;
+            if ret > MAX_RET_TYPE {
+                return Err(Error::TooLarge("types referenced by return types"));
+            }
+            if params > MAX_PARAM_INDEX {
+                return Err(Error::TooLarge("parameter records"));
+            }
+            let inline_only = f.flags.contains(FuncFlags::INLINE_ONLY);
+            let base = b.modules[f.module.0 as usize].base;
+            let rel = match f.addr.checked_sub(base).map(u32::try_from) {
+                _ if inline_only && f.addr == 0 => 0,
+                Some(Ok(rel))
+                    if u64::from(rel) + u64::from(f.size) <= u64::from(u32::MAX) + 1
+                        && f.addr.checked_add(u64::from(f.size)).is_some() =>
+                {
+                    rel
+                }
+                _ => return Err(Error::Builder(format!(
+                    "function {} at {:#x} is not within 4 GiB above its module's base {base:#x}",
+                    f.name, f.addr
+                ))),
+            };
+            if inline_only && (f.addr != 0 || f.size != 0) {
+                return Err(Error::Builder(format!(
+                    "inline-only function {} has code ({:#x}+{:#x})",
+                    f.name, f.addr, f.size
+                )));
+            }
             functions.push(FunctionRecord {
-                addr: f.addr.into(),
+                addr: rel.into(),
                 size: f.size.into(),
                 name: name.into(),
-                ret: ret.into(),
-                params: params.into(),
-                param_count: param_count.into(),
-                flags: f.flags.bits().into(),
+                params: (params | u32::from(param_count) << 24).into(),
+                ret_flags: (ret | u32::from(f.flags.bits()) << 18).into(),
             });
+            addrs.push(f.addr);
             names.push((name, out as u32));
             if symbol != 0 {
                 names.push((symbol, out as u32));
@@ -430,20 +465,20 @@ impl<'b> Writer<'b> {
                 });
             }
         }
-        Ok((functions, symbols, names))
+        Ok((functions, symbols, names, addrs))
     }
 
     /// `f`'s parameter list: (index of its first record, count). Identical lists share
     /// their records.
-    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u16), Error> {
+    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u8), Error> {
         let mut list = Vec::with_capacity(f.params.len());
         for p in &f.params {
             let pname = self.strings.add(&p.name)?;
             let ty = self.emit_type(p.ty)?;
             list.push((pname, ty, p.loc.encode()));
         }
-        let count =
-            u16::try_from(list.len()).map_err(|_| Error::TooLarge("parameters of one function"))?;
+        let count = u8::try_from(list.len())
+            .map_err(|_| Error::TooLarge("parameters of one function (255 at most)"))?;
         if list.is_empty() {
             return Ok((self.param_lists.get(&list).copied().unwrap_or(0), count));
         }
@@ -589,6 +624,7 @@ fn assemble(
     b: &DbBuilder,
     sections: &[&[u8]; SECTION_COUNT],
     counts: &[usize; SECTION_COUNT],
+    instance_count: u32,
 ) -> Result<Vec<u8>, Error> {
     let header_size = core::mem::size_of::<Header>();
     let mut out = vec![0u8; header_size];
@@ -622,7 +658,7 @@ fn assemble(
         build_id_len: (b.build_id.len() as u32).into(),
         build_id,
         machine: b.machine.into(),
-        reserved: 0.into(),
+        instance_count: instance_count.into(),
         sections: table,
     };
     out[..header_size].copy_from_slice(header.as_bytes());

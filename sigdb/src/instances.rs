@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 
 use crate::builder::{FuncId, StringTable};
-use crate::layout::{InstanceRecord, LocRecord, RangeRecord, SectionId, NO_PARENT};
+use crate::layout::{InstanceBlock, SectionId, INSTANCE_BLOCK};
 use crate::model::Location;
 use crate::validate::Validator;
+use crate::varint::{self, Cursor};
 use crate::view::{Function, Param};
 use crate::{Db, Error, FormatError};
 
@@ -46,19 +47,25 @@ pub struct InstanceDesc {
 /// The encoded instance sections.
 #[derive(Default)]
 pub(crate) struct Encoded {
-    pub instances: Vec<InstanceRecord>,
-    pub ranges: Vec<RangeRecord>,
-    pub locs: Vec<LocRecord>,
+    pub index: Vec<InstanceBlock>,
+    pub data: Vec<u8>,
+    pub files: Vec<u32>,
+    pub count: u32,
 }
+
+/// No parent: the rank used while sorting instances inlined directly into their caller.
+const NO_PARENT: u32 = u32::MAX;
 
 /// Everything of an instance but its parent, with function indices already renumbered.
 type Key = (u32, u64, Vec<(u64, u64)>, u32, String, u32, Vec<Location>);
 
 /// Order instances canonically — by (caller, nesting depth, entry pc, ranges, callee, call
-/// site, locations, parent) — merge exact duplicates, and encode them.
+/// site, locations, parent) — merge exact duplicates, and pack them. `addrs[f]` is the
+/// address of output function `f`, from which entry pcs are stored as differences.
 pub(crate) fn encode(
     all: &[InstanceDesc],
     new_index: &[u32],
+    addrs: &[u64],
     strings: &mut StringTable,
 ) -> Result<Encoded, Error> {
     let depth = depths(all, new_index.len())?;
@@ -105,50 +112,143 @@ pub(crate) fn encode(
         .enumerate()
         .map(|(k, &((_, d, r), _))| ((d, r), k as u32))
         .collect();
-    let mut out = Encoded::default();
-    for &((caller, d, _), i) in &unique {
+    let mut out = Encoded {
+        count: u32::try_from(unique.len()).map_err(|_| Error::TooLarge("inline instances"))?,
+        ..Encoded::default()
+    };
+    // The call files, sorted, interned in that order.
+    let mut files: Vec<&str> = unique
+        .iter()
+        .map(|&(_, i)| all[i].call_file.as_str())
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let file_index: HashMap<&str, u32> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (*f, k as u32))
+        .collect();
+    for f in &files {
+        out.files.push(strings.add(f)?);
+    }
+    let mut prev_caller = 0u32;
+    for (k, &((caller, d, _), i)) in unique.iter().enumerate() {
         let x = &all[i];
-        let parent = match x.parent {
-            Some(p) => final_of[&(d - 1, rank[p.0 as usize])],
-            None => NO_PARENT,
-        };
-        let too_many = |what| Error::TooLarge(what);
-        let first_range = u32::try_from(out.ranges.len()).map_err(|_| too_many("ranges"))?;
+        if k % INSTANCE_BLOCK == 0 {
+            let offset =
+                u32::try_from(out.data.len()).map_err(|_| Error::TooLarge("inline instances"))?;
+            out.index.push(InstanceBlock {
+                caller: caller.into(),
+                offset: offset.into(),
+            });
+            prev_caller = caller;
+        }
+        let data = &mut out.data;
+        varint::put(data, u64::from(caller - prev_caller));
+        prev_caller = caller;
+        varint::put(data, u64::from(new_index[x.callee.0 as usize]));
+        match x.parent {
+            Some(p) => varint::put(
+                data,
+                u64::from(k as u32 - final_of[&(d - 1, rank[p.0 as usize])]),
+            ),
+            None => varint::put(data, 0),
+        }
+        varint::put(data, u64::from(file_index[x.call_file.as_str()]));
+        varint::put(data, u64::from(x.call_line));
+        let base = addrs[caller as usize];
+        varint::put_signed(data, x.entry_pc.wrapping_sub(base) as i64);
+        varint::put(data, x.ranges.len() as u64);
         for &(start, end) in &x.ranges {
-            out.ranges.push(RangeRecord {
-                start: start.into(),
-                end: end.into(),
-            });
+            if end < start {
+                return Err(Error::Builder(format!(
+                    "inline instance {i}: range {start:#x}..{end:#x} ends before it starts"
+                )));
+            }
+            varint::put_signed(data, start.wrapping_sub(x.entry_pc) as i64);
+            varint::put(data, end - start);
         }
-        let first_loc = u32::try_from(out.locs.len()).map_err(|_| too_many("locations"))?;
+        varint::put(data, x.params.len() as u64);
         for loc in &x.params {
-            let (kind, reg, reg2, value) = loc.encode();
-            out.locs.push(LocRecord {
-                kind,
-                reg,
-                reg2,
-                reserved: 0,
-                value: value.into(),
-            });
+            put_location(data, *loc);
         }
-        out.instances.push(InstanceRecord {
-            caller: caller.into(),
-            callee: new_index[x.callee.0 as usize].into(),
-            parent: parent.into(),
-            call_file: strings.add(&x.call_file)?.into(),
-            call_line: x.call_line.into(),
-            entry_pc: x.entry_pc.into(),
-            ranges: first_range.into(),
-            range_count: u16::try_from(x.ranges.len())
-                .map_err(|_| too_many("ranges of one instance"))?
-                .into(),
-            loc_count: u16::try_from(x.params.len())
-                .map_err(|_| too_many("parameters of one instance"))?
-                .into(),
-            locs: first_loc.into(),
-        });
     }
     Ok(out)
+}
+
+/// A location as packed in `instance_data`: its kind byte, then its operand.
+fn put_location(out: &mut Vec<u8>, loc: Location) {
+    let (kind, reg, reg2, value) = loc.encode();
+    out.push(kind);
+    match kind {
+        1 => out.push(reg),
+        2 => out.extend([reg, reg2]),
+        3 | 5 | 6 => varint::put_signed(out, i64::from(value)),
+        _ => {}
+    }
+}
+
+/// Read a packed location; `None` when malformed.
+fn get_location(c: &mut Cursor<'_>) -> Option<Location> {
+    let kind = c.byte()?;
+    let (reg, reg2, value) = match kind {
+        1 => (c.byte()?, 0, 0),
+        2 => (c.byte()?, c.byte()?, 0),
+        3 | 5 | 6 => (0, 0, c.i32()?),
+        _ => (0, 0, 0),
+    };
+    Location::decode(kind, reg, reg2, value)
+}
+
+/// One packed instance record, decoded but for its ranges and locations, which stay
+/// packed (their positions are kept).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Raw {
+    pub caller: u32,
+    pub callee: u32,
+    /// Distance back to the parent instance (0: none).
+    pub parent_back: u32,
+    pub file: u32,
+    pub line: u32,
+    pub entry_delta: i64,
+    pub range_count: u32,
+    pub ranges_at: usize,
+    pub loc_count: u32,
+    pub locs_at: usize,
+}
+
+/// Decode the record at `c` whose caller is `prev_caller` plus its stored delta; leave
+/// `c` after it. `None` when the bytes are malformed (only before validation).
+pub(crate) fn decode_raw(c: &mut Cursor<'_>, prev_caller: u32) -> Option<Raw> {
+    let caller = prev_caller.checked_add(c.u32()?)?;
+    let callee = c.u32()?;
+    let parent_back = c.u32()?;
+    let file = c.u32()?;
+    let line = c.u32()?;
+    let entry_delta = c.int()?;
+    let range_count = c.u32()?;
+    let ranges_at = c.pos;
+    for _ in 0..range_count {
+        c.int()?;
+        c.uint()?;
+    }
+    let loc_count = c.u32()?;
+    let locs_at = c.pos;
+    for _ in 0..loc_count {
+        get_location(c)?;
+    }
+    Some(Raw {
+        caller,
+        callee,
+        parent_back,
+        file,
+        line,
+        entry_delta,
+        range_count,
+        ranges_at,
+        loc_count,
+        locs_at,
+    })
 }
 
 /// Nesting depth of every instance (0: directly in its caller); parents must precede.
@@ -179,7 +279,8 @@ fn depths(all: &[InstanceDesc], functions: usize) -> Result<Vec<u32>, Error> {
 pub struct Instance<'a> {
     db: &'a Db,
     index: u32,
-    rec: &'a InstanceRecord,
+    raw: Raw,
+    entry_pc: u64,
 }
 
 impl std::fmt::Debug for Instance<'_> {
@@ -196,8 +297,16 @@ impl std::fmt::Debug for Instance<'_> {
 }
 
 impl<'a> Instance<'a> {
-    pub(crate) fn new(db: &'a Db, index: u32, rec: &'a InstanceRecord) -> Self {
-        Instance { db, index, rec }
+    pub(crate) fn new(db: &'a Db, index: u32, raw: Raw) -> Self {
+        let entry_pc = db
+            .function_addr(raw.caller)
+            .wrapping_add(raw.entry_delta as u64);
+        Instance {
+            db,
+            index,
+            raw,
+            entry_pc,
+        }
     }
 
     /// Index in the instance table.
@@ -207,65 +316,63 @@ impl<'a> Instance<'a> {
 
     /// Function index of the inlined function.
     pub fn callee_index(&self) -> u32 {
-        self.rec.callee.get()
+        self.raw.callee
+    }
+
+    /// Function index of the out-of-line function whose code holds this copy.
+    pub fn caller_index(&self) -> u32 {
+        self.raw.caller
     }
 
     /// The inlined function.
     pub fn callee(&self) -> Option<Function<'a>> {
-        self.db.function(self.rec.callee.get() as usize)
+        self.db.function(self.raw.callee as usize)
     }
 
     /// The out-of-line function whose code holds this copy.
     pub fn caller(&self) -> Option<Function<'a>> {
-        self.db.function(self.rec.caller.get() as usize)
+        self.db.function(self.raw.caller as usize)
     }
 
     /// The enclosing inlined copy, for an inline inside an inline.
     pub fn parent(&self) -> Option<Instance<'a>> {
-        match self.rec.parent.get() {
-            NO_PARENT => None,
-            p => self.db.instance(p as usize),
+        match self.raw.parent_back {
+            0 => None,
+            back => self.db.instance(self.index.checked_sub(back)? as usize),
         }
     }
 
     /// First address executed in the copy.
     pub fn entry_pc(&self) -> u64 {
-        self.rec.entry_pc.get()
+        self.entry_pc
     }
 
     /// Code ranges `[start, end)`.
-    pub fn ranges(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + 'a {
-        let first = self.rec.ranges.get() as usize;
-        self.db
-            .range_records()
-            .get(first..first + self.rec.range_count.get() as usize)
-            .unwrap_or(&[])
-            .iter()
-            .map(|r| (r.start.get(), r.end.get()))
+    pub fn ranges(&self) -> Ranges<'a> {
+        Ranges {
+            c: Cursor::new(self.db.instance_data(), self.raw.ranges_at),
+            left: self.raw.range_count,
+            entry: self.entry_pc,
+        }
     }
 
     /// File of the call site (empty when unknown).
     pub fn call_file(&self) -> &'a str {
-        self.db.string(self.rec.call_file.get())
+        self.db.call_file(self.raw.file)
     }
 
     /// Line of the call site (0 when unknown).
     pub fn call_line(&self) -> u32 {
-        self.rec.call_line.get()
+        self.raw.line
     }
 
     /// Where each parameter of the callee is at [`entry_pc`](Self::entry_pc), in the
     /// callee's parameter order.
-    pub fn locations(&self) -> impl ExactSizeIterator<Item = Location> + 'a {
-        let first = self.rec.locs.get() as usize;
-        self.db
-            .loc_records()
-            .get(first..first + self.rec.loc_count.get() as usize)
-            .unwrap_or(&[])
-            .iter()
-            .map(|l| {
-                Location::decode(l.kind, l.reg, l.reg2, l.value.get()).unwrap_or(Location::Unknown)
-            })
+    pub fn locations(&self) -> Locations<'a> {
+        Locations {
+            c: Cursor::new(self.db.instance_data(), self.raw.locs_at),
+            left: self.raw.loc_count,
+        }
     }
 
     /// The callee's parameters with their locations at entry to this copy.
@@ -275,53 +382,192 @@ impl<'a> Instance<'a> {
     }
 }
 
+/// The code ranges of an [`Instance`], decoded as they are read.
+#[derive(Clone, Debug)]
+pub struct Ranges<'a> {
+    c: Cursor<'a>,
+    left: u32,
+    entry: u64,
+}
+
+impl Iterator for Ranges<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        self.left = self.left.checked_sub(1)?;
+        let start = self.entry.wrapping_add(self.c.int().unwrap_or(0) as u64);
+        let len = self.c.uint().unwrap_or(0);
+        Some((start, start.wrapping_add(len)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Ranges<'_> {}
+
+/// The parameter locations of an [`Instance`], decoded as they are read.
+#[derive(Clone, Debug)]
+pub struct Locations<'a> {
+    c: Cursor<'a>,
+    left: u32,
+}
+
+impl Iterator for Locations<'_> {
+    type Item = Location;
+
+    fn next(&mut self) -> Option<Location> {
+        self.left = self.left.checked_sub(1)?;
+        Some(get_location(&mut self.c).unwrap_or(Location::Unknown))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Locations<'_> {}
+
+/// Instances `[index, end)` decoded one after the other from the block holding `index`.
+pub struct InstanceIter<'a> {
+    db: &'a Db,
+    c: Cursor<'a>,
+    prev_caller: u32,
+    index: u32,
+    end: u32,
+}
+
+impl<'a> InstanceIter<'a> {
+    /// Positioned on the first instance of block `block`, ending before `end`.
+    pub(crate) fn at_block(db: &'a Db, block: usize, end: u32) -> Self {
+        let b = db.instance_index().get(block);
+        InstanceIter {
+            db,
+            c: Cursor::new(
+                db.instance_data(),
+                b.map_or(usize::MAX, |b| b.offset.get() as usize),
+            ),
+            prev_caller: b.map_or(0, |b| b.caller.get()),
+            index: (block * INSTANCE_BLOCK).min(u32::MAX as usize) as u32,
+            end,
+        }
+    }
+}
+
+impl<'a> Iterator for InstanceIter<'a> {
+    type Item = Instance<'a>;
+
+    fn next(&mut self) -> Option<Instance<'a>> {
+        if self.index >= self.end {
+            return None;
+        }
+        if self.index as usize % INSTANCE_BLOCK == 0 {
+            // Each block restarts from its index record (validated to agree).
+            let b = self
+                .db
+                .instance_index()
+                .get(self.index as usize / INSTANCE_BLOCK)?;
+            self.c.pos = b.offset.get() as usize;
+            self.prev_caller = b.caller.get();
+        }
+        let raw = decode_raw(&mut self.c, self.prev_caller)?;
+        self.prev_caller = raw.caller;
+        let i = Instance::new(self.db, self.index, raw);
+        self.index += 1;
+        Some(i)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // Exact: the validator decoded every record once.
+        let n = self.end.saturating_sub(self.index) as usize;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for InstanceIter<'_> {}
+
 /// Check the instance sections (called by the validator once on open).
 pub(crate) fn validate(
     v: &Validator<'_>,
+    count: u32,
     functions: usize,
+    addr_of: &dyn Fn(u32) -> u64,
     string_ok: &dyn Fn(u32) -> bool,
 ) -> Result<(), FormatError> {
     use SectionId::*;
-    let recs: &[InstanceRecord] = v.recs(Instances);
-    let ranges: &[RangeRecord] = v.recs(InstanceRanges);
-    let locs: &[LocRecord] = v.recs(InstanceLocs);
-    let within = |first: u32, count: u16, len: usize| first as u64 + count as u64 <= len as u64;
-    for (i, r) in recs.iter().enumerate() {
-        if r.caller.get() as usize >= functions || r.callee.get() as usize >= functions {
-            return v.err(Instances, i, "function out of bounds");
-        }
-        let parent = r.parent.get();
-        if parent != NO_PARENT
-            && (parent as usize >= i || recs[parent as usize].caller.get() != r.caller.get())
-        {
-            return v.err(
-                Instances,
-                i,
-                "parent does not precede it or has another caller",
-            );
-        }
-        if !string_ok(r.call_file.get()) {
-            return v.err(Instances, i, "call file is not a string");
-        }
-        if !within(r.ranges.get(), r.range_count.get(), ranges.len()) {
-            return v.err(Instances, i, "range list out of bounds");
-        }
-        if !within(r.locs.get(), r.loc_count.get(), locs.len()) {
-            return v.err(Instances, i, "location list out of bounds");
-        }
-        if i > 0 && recs[i - 1].caller.get() > r.caller.get() {
-            return v.err(Instances, i, "not sorted by caller");
+    let blocks: &[InstanceBlock] = v.recs(InstanceIndex);
+    let data = v.bytes_of(InstanceData);
+    let files: &[zerocopy::little_endian::U32] = v.recs(CallFiles);
+    for (i, f) in files.iter().enumerate() {
+        if !string_ok(f.get()) {
+            return v.err(CallFiles, i, "call file is not a string");
         }
     }
-    for (i, r) in ranges.iter().enumerate() {
-        if r.start.get() > r.end.get() {
-            return v.err(InstanceRanges, i, "range ends before it starts");
+    if blocks.len() as u64 != (count as u64).div_ceil(INSTANCE_BLOCK as u64) {
+        return v.err(
+            InstanceIndex,
+            0,
+            "block count does not match the instance count",
+        );
+    }
+    let mut c = Cursor::new(data, 0);
+    let mut prev_caller = 0u32;
+    // First index of the current caller's instances: parents must not precede it.
+    let mut run_start = 0u32;
+    let mut base = 0u64;
+    for i in 0..count {
+        let at = c.pos;
+        if i as usize % INSTANCE_BLOCK == 0 {
+            let b = &blocks[i as usize / INSTANCE_BLOCK];
+            if b.offset.get() as usize != at {
+                return v.err(
+                    InstanceIndex,
+                    i as usize / INSTANCE_BLOCK,
+                    "offset is not where the block starts",
+                );
+            }
+            if b.caller.get() < prev_caller {
+                return v.err(
+                    InstanceIndex,
+                    i as usize / INSTANCE_BLOCK,
+                    "not sorted by caller",
+                );
+            }
+            prev_caller = b.caller.get();
+        }
+        let bad = |what| v.err_at(InstanceData, at, i, what);
+        let Some(raw) = decode_raw(&mut c, prev_caller) else {
+            return bad("malformed record");
+        };
+        if i as usize % INSTANCE_BLOCK == 0 && raw.caller != prev_caller {
+            return bad("first caller of a block differs from the block's");
+        }
+        if raw.caller as usize >= functions || raw.callee as usize >= functions {
+            return bad("function out of bounds");
+        }
+        if i == 0 || raw.caller != prev_caller {
+            run_start = i;
+            base = addr_of(raw.caller);
+        }
+        prev_caller = raw.caller;
+        if raw.parent_back > i || i - raw.parent_back < run_start {
+            return bad("parent does not precede it or has another caller");
+        }
+        if raw.file as usize >= files.len() {
+            return bad("call file out of bounds");
+        }
+        let entry = base.wrapping_add(raw.entry_delta as u64);
+        let mut r = Cursor::new(data, raw.ranges_at);
+        for _ in 0..raw.range_count {
+            let start = entry.wrapping_add(r.int().unwrap_or(0) as u64);
+            if start.checked_add(r.uint().unwrap_or(0)).is_none() {
+                return bad("range ends past the address space");
+            }
         }
     }
-    for (i, l) in locs.iter().enumerate() {
-        if Location::decode(l.kind, 0, 0, 0).is_none() {
-            return v.err(InstanceLocs, i, "unknown location kind");
-        }
+    if c.pos != data.len() {
+        return v.err_at(InstanceData, c.pos, count, "bytes after the last instance");
     }
     Ok(())
 }

@@ -1,15 +1,15 @@
-//! The on-disk records of sigdb version 2, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 3, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
 
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
+use zerocopy::little_endian::{I64, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -29,7 +29,7 @@ pub enum SectionId {
     Enumerators = 3,
     /// `u32` type indices: parameter types of function prototypes.
     ProtoParams = 4,
-    /// [`FunctionRecord`]s sorted by (module, address, name, symbol).
+    /// [`FunctionRecord`]s sorted by (module, module-relative address, ...).
     Functions = 5,
     /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
     Symbols = 6,
@@ -41,15 +41,15 @@ pub enum SectionId {
     InlineCallees = 9,
     /// `u32` function indices: the caller lists of the inlined functions.
     InlineCallers = 10,
-    /// [`InstanceRecord`]s: inlined copies, sorted by (caller, depth, entry pc, ...).
-    Instances = 11,
-    /// [`RangeRecord`]s: code ranges of the inlined copies.
-    InstanceRanges = 12,
-    /// [`LocRecord`]s: parameter locations at the entry of the inlined copies.
-    InstanceLocs = 13,
+    /// [`InstanceBlock`]s: where each block of [`INSTANCE_BLOCK`] inline instances starts.
+    InstanceIndex = 11,
+    /// The packed inline instance records (bytes), sorted by (caller, depth, entry pc, ...).
+    InstanceData = 12,
+    /// `u32` string offsets: the source files of inline call sites.
+    CallFiles = 13,
 }
 
-/// Number of sections in version 2.
+/// Number of sections in version 3.
 pub const SECTION_COUNT: usize = 14;
 
 /// Size of the header, section table included.
@@ -68,9 +68,9 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<NameRecord>(),
     core::mem::size_of::<InlineCalleeRecord>(),
     4,
-    core::mem::size_of::<InstanceRecord>(),
-    core::mem::size_of::<RangeRecord>(),
-    core::mem::size_of::<LocRecord>(),
+    core::mem::size_of::<InstanceBlock>(),
+    1,
+    4,
 ];
 
 /// Human-readable section names, for error messages.
@@ -86,9 +86,9 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "names",
     "inline_callees",
     "inline_callers",
-    "instances",
-    "instance_ranges",
-    "instance_locs",
+    "instance_index",
+    "instance_data",
+    "call_files",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -129,8 +129,8 @@ pub struct Header {
     pub build_id: [u8; MAX_BUILD_ID],
     /// ELF machine of the inputs (62 = x86-64).
     pub machine: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
+    /// Number of inline instances packed in the `instance_data` section.
+    pub instance_count: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
 }
@@ -195,24 +195,50 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (28 bytes).
+/// A function with its signature (20 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
-    /// Start address (ELF address in the module); 0 for inline-only functions.
-    pub addr: U64,
+    /// Start address relative to the module's `base` (0 for inline-only functions).
+    pub addr: U32,
     /// Size of the code range in bytes; 0 for inline-only functions.
     pub size: U32,
     /// String offset of the source-level name.
     pub name: U32,
-    /// Type index of the return type.
-    pub ret: U32,
-    /// Index of the first parameter record.
+    /// Index of the first parameter record (bits 0..24) and the number of parameter
+    /// records (bits 24..32).
     pub params: U32,
+    /// Type index of the return type (bits 0..18) and [`crate::FuncFlags`] (bits 18..32).
+    pub ret_flags: U32,
+}
+
+/// Largest index of a function's first parameter record.
+pub const MAX_PARAM_INDEX: u32 = (1 << 24) - 1;
+/// Most parameters a function record can hold.
+pub const MAX_PARAM_COUNT: usize = 255;
+/// Largest type index a function's return type can have.
+pub const MAX_RET_TYPE: u32 = (1 << 18) - 1;
+
+impl FunctionRecord {
+    /// Index of the first parameter record.
+    pub fn first_param(&self) -> u32 {
+        self.params.get() & MAX_PARAM_INDEX
+    }
+
     /// Number of parameter records.
-    pub param_count: U16,
+    pub fn param_count(&self) -> u32 {
+        self.params.get() >> 24
+    }
+
+    /// Type index of the return type.
+    pub fn ret(&self) -> u32 {
+        self.ret_flags.get() & MAX_RET_TYPE
+    }
+
     /// [`crate::FuncFlags`] bits.
-    pub flags: U16,
+    pub fn flags(&self) -> u16 {
+        (self.ret_flags.get() >> 18) as u16
+    }
 }
 
 /// The ELF symbol of a function whose symbol differs from its name (8 bytes).
@@ -285,72 +311,27 @@ pub struct InlineCalleeRecord {
     pub first: U32,
 }
 
-/// No parent: an instance inlined directly into its out-of-line caller.
-pub const NO_PARENT: u32 = u32::MAX;
+/// Number of inline instances per block of the `instance_data` section.
+pub const INSTANCE_BLOCK: usize = 16;
 
-/// One inlined copy of a function (40 bytes).
+/// Where a block of [`INSTANCE_BLOCK`] inline instances starts (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct InstanceRecord {
-    /// Function index of the out-of-line function whose code holds the copy.
+pub struct InstanceBlock {
+    /// Function index of the caller of the block's first instance.
     pub caller: U32,
-    /// Function index of the inlined function.
-    pub callee: U32,
-    /// Index of the enclosing instance when this copy sits inside another inlined copy,
-    /// else [`NO_PARENT`]. Always smaller than the record's own index.
-    pub parent: U32,
-    /// String offset of the call site's file.
-    pub call_file: U32,
-    /// Line of the call site (0: unknown).
-    pub call_line: U32,
-    /// First address executed in the copy (`DW_AT_entry_pc`, else the first range's start).
-    pub entry_pc: U64,
-    /// Index of the first range record.
-    pub ranges: U32,
-    /// Number of range records.
-    pub range_count: U16,
-    /// Number of location records (one per parameter of the callee, in its order).
-    pub loc_count: U16,
-    /// Index of the first location record.
-    pub locs: U32,
-}
-
-/// A code range `[start, end)` (16 bytes).
-#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct RangeRecord {
-    /// First address.
-    pub start: U64,
-    /// One past the last address.
-    pub end: U64,
-}
-
-/// A parameter location (8 bytes): [`crate::Location::encode`] laid out in order.
-#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct LocRecord {
-    /// Location kind code.
-    pub kind: u8,
-    /// Register.
-    pub reg: u8,
-    /// Second register.
-    pub reg2: u8,
-    /// Reserved, zero.
-    pub reserved: u8,
-    /// CFA offset or constant.
-    pub value: I32,
+    /// Byte offset of the block's first instance in the `instance_data` section.
+    pub offset: U32,
 }
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
     assert!(core::mem::size_of::<Header>() == 424);
-    assert!(core::mem::size_of::<InstanceRecord>() == 40);
-    assert!(core::mem::size_of::<RangeRecord>() == 16);
-    assert!(core::mem::size_of::<LocRecord>() == 8);
+    assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
-    assert!(core::mem::size_of::<FunctionRecord>() == 28);
+    assert!(core::mem::size_of::<FunctionRecord>() == 20);
     assert!(core::mem::size_of::<SymbolRecord>() == 8);
     assert!(core::mem::size_of::<ParamRecord>() == 12);
     assert!(core::mem::size_of::<NameRecord>() == 8);

@@ -18,6 +18,7 @@ mod model;
 mod reader;
 pub mod regs;
 mod validate;
+mod varint;
 mod view;
 
 pub use builder::{
@@ -25,7 +26,7 @@ pub use builder::{
     TypeId,
 };
 pub use error::{Error, FormatError, FormatErrorKind};
-pub use instances::{Instance, InstanceDesc, InstanceId};
+pub use instances::{Instance, InstanceDesc, InstanceId, InstanceIter, Locations, Ranges};
 pub use model::{
     float_format, x86_64_reg_name, DbFlags, FloatFormat, FuncFlags, Location, ModuleKind,
     Qualifiers, TypeFlags, TypeKind,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
-use crate::instances::Instance;
+use crate::instances::{Instance, InstanceIter};
 use crate::layout::*;
 use crate::model::*;
 use crate::validate::validate;
@@ -150,14 +150,45 @@ impl Db {
     fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
         self.records(SectionId::InlineCallers)
     }
-    pub(crate) fn instance_records(&self) -> &[InstanceRecord] {
-        self.records(SectionId::Instances)
+    pub(crate) fn instance_index(&self) -> &[InstanceBlock] {
+        self.records(SectionId::InstanceIndex)
     }
-    pub(crate) fn range_records(&self) -> &[RangeRecord] {
-        self.records(SectionId::InstanceRanges)
+    pub(crate) fn instance_data(&self) -> &[u8] {
+        self.section(SectionId::InstanceData)
     }
-    pub(crate) fn loc_records(&self) -> &[LocRecord] {
-        self.records(SectionId::InstanceLocs)
+
+    /// The call file with index `index` in the call file table.
+    pub(crate) fn call_file(&self, index: u32) -> &str {
+        let files: &[zerocopy::little_endian::U32] = self.records(SectionId::CallFiles);
+        files
+            .get(index as usize)
+            .map_or("", |f| self.string(f.get()))
+    }
+
+    /// Index of the module holding function `index`.
+    pub(crate) fn module_of(&self, index: u32) -> usize {
+        let mods = self.module_records();
+        mods.partition_point(|m| m.first_function.get() + m.function_count.get() <= index)
+    }
+
+    /// The address of function `index`: its module's base plus its relative address, or
+    /// 0 for an inline-only function.
+    pub(crate) fn function_addr(&self, index: u32) -> u64 {
+        match self.function_records().get(index as usize) {
+            Some(rec) => self.addr_in(self.module_of(index), rec),
+            None => 0,
+        }
+    }
+
+    pub(crate) fn addr_in(&self, module: usize, rec: &FunctionRecord) -> u64 {
+        if FuncFlags::from_bits_truncate(rec.flags()).contains(FuncFlags::INLINE_ONLY) {
+            return 0;
+        }
+        let base = self
+            .module_records()
+            .get(module)
+            .map_or(0, |m| m.base.get());
+        base.wrapping_add(u64::from(rec.addr.get()))
     }
 
     /// String offset of the ELF symbol of function `index` when it differs from the
@@ -272,20 +303,22 @@ impl Db {
     /// The function of module `module` whose code contains `addr` (binary search).
     pub fn by_addr(&self, module: usize, addr: u64) -> Option<Function<'_>> {
         let m = self.module_records().get(module)?;
+        let rel = u32::try_from(addr.checked_sub(m.base.get())?).ok()?;
         let first = m.first_function.get() as usize;
         let funcs = self
             .function_records()
             .get(first..first + m.function_count.get() as usize)?;
         // Index of the first function starting above addr; the candidates are the
         // functions sharing the greatest start address not above addr (aliases).
-        let end = funcs.partition_point(|f| f.addr.get() <= addr);
+        // Inline-only functions (relative address 0, size 0) never contain it.
+        let end = funcs.partition_point(|f| f.addr.get() <= rel);
         let start = funcs.get(end.checked_sub(1)?)?.addr.get();
         let group = funcs[..end]
             .iter()
             .rev()
             .take_while(|f| f.addr.get() == start);
         for (back, f) in group.enumerate() {
-            if addr < f.addr.get().saturating_add(f.size.get() as u64) {
+            if u64::from(rel) < u64::from(f.addr.get()) + u64::from(f.size.get()) {
                 return self.function(first + end - 1 - back);
             }
         }
@@ -368,30 +401,33 @@ impl Db {
 
     /// Number of inline instances.
     pub fn instance_count(&self) -> usize {
-        self.instance_records().len()
+        self.header().instance_count.get() as usize
     }
 
     /// Inline instance by index.
     pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
-        self.instance_records()
-            .get(index)
-            .map(|rec| Instance::new(self, index as u32, rec))
+        if index >= self.instance_count() {
+            return None;
+        }
+        InstanceIter::at_block(self, index / INSTANCE_BLOCK, self.instance_count() as u32)
+            .nth(index % INSTANCE_BLOCK)
     }
 
     /// All inline instances, in (caller, depth, entry pc) order.
     pub fn instances(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
-        self.instance_records()
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| Instance::new(self, i as u32, rec))
+        InstanceIter::at_block(self, 0, self.instance_count() as u32)
     }
 
-    /// The inline instances inside the code of function `caller` (binary search).
+    /// The inline instances inside the code of function `caller` (binary search on the
+    /// block index, then a scan of the blocks holding them).
     pub fn instances_in(&self, caller: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
-        let recs = self.instance_records();
-        let lo = recs.partition_point(|r| r.caller.get() < caller);
-        let hi = lo + recs[lo..].partition_point(|r| r.caller.get() == caller);
-        (lo..hi).filter_map(move |i| self.instance(i))
+        let blocks = self.instance_index();
+        // The caller's first instance is in the last block starting below it, or in the
+        // first block starting with it.
+        let k = blocks.partition_point(|b| b.caller.get() < caller);
+        InstanceIter::at_block(self, k.saturating_sub(1), self.instance_count() as u32)
+            .skip_while(move |i| i.caller_index() < caller)
+            .take_while(move |i| i.caller_index() == caller)
     }
 
     /// Every inlined copy of function `callee` (a scan of all instances).
@@ -416,7 +452,7 @@ static EMPTY_HEADER: Header = Header {
     build_id_len: zerocopy::little_endian::U32::ZERO,
     build_id: [0; MAX_BUILD_ID],
     machine: zerocopy::little_endian::U32::ZERO,
-    reserved: zerocopy::little_endian::U32::ZERO,
+    instance_count: zerocopy::little_endian::U32::ZERO,
     sections: [SectionEntry {
         offset: zerocopy::little_endian::U64::ZERO,
         length: zerocopy::little_endian::U64::ZERO,

@@ -98,7 +98,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
             },
         );
     }
-    Validator { bytes, sections }.run()?;
+    Validator { bytes, sections }.run(h.instance_count.get())?;
     Ok(sections)
 }
 
@@ -111,6 +111,29 @@ impl<'a> Validator<'a> {
     fn sec(&self, id: SectionId) -> &'a [u8] {
         let (o, l) = self.sections[id as usize];
         &self.bytes[o..o + l]
+    }
+
+    pub(crate) fn bytes_of(&self, id: SectionId) -> &'a [u8] {
+        self.sec(id)
+    }
+
+    /// A bad record of a packed section: `at` is its byte offset in the section.
+    pub(crate) fn err_at<T>(
+        &self,
+        id: SectionId,
+        at: usize,
+        index: u32,
+        what: &'static str,
+    ) -> Result<T, FormatError> {
+        let (o, _) = self.sections[id as usize];
+        fail(
+            o + at,
+            FormatErrorKind::BadRecord {
+                section: SECTION_NAMES[id as usize],
+                index: index.into(),
+                what,
+            },
+        )
     }
 
     pub(crate) fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
@@ -137,7 +160,7 @@ impl<'a> Validator<'a> {
         )
     }
 
-    fn run(&self) -> Result<(), FormatError> {
+    fn run(&self, instance_count: u32) -> Result<(), FormatError> {
         use SectionId::*;
         let strings = self.sec(Strings);
         let (str_off, _) = self.sections[Strings as usize];
@@ -252,10 +275,10 @@ impl<'a> Validator<'a> {
             if !string_ok(f.name.get()) {
                 return self.err(Functions, i, "name is not a string");
             }
-            if f.ret.get() as usize >= types.len() {
+            if f.ret() as usize >= types.len() {
                 return self.err(Functions, i, "return type out of bounds");
             }
-            if !within(f.params.get(), f.param_count.get() as u32, params.len()) {
+            if !within(f.first_param(), f.param_count(), params.len()) {
                 return self.err(Functions, i, "parameter range out of bounds");
             }
         }
@@ -267,6 +290,18 @@ impl<'a> Validator<'a> {
                 .position(|w| w[0].addr.get() > w[1].addr.get())
             {
                 return self.err(Functions, first + j + 1, "not sorted by address");
+            }
+            if let Some(j) = range.iter().position(|f| {
+                m.base
+                    .get()
+                    .checked_add(u64::from(f.addr.get()) + u64::from(f.size.get()))
+                    .is_none()
+            }) {
+                return self.err(
+                    Functions,
+                    first + j,
+                    "code range ends past the address space",
+                );
             }
         }
         for (i, sym) in symbols.iter().enumerate() {
@@ -334,7 +369,20 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        crate::instances::validate(self, functions.len(), &string_ok)?;
+        let addr_of = |f: u32| -> u64 {
+            let m =
+                modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
+            match (modules.get(m), functions.get(f as usize)) {
+                (Some(m), Some(rec))
+                    if !FuncFlags::from_bits_truncate(rec.flags())
+                        .contains(FuncFlags::INLINE_ONLY) =>
+                {
+                    m.base.get() + u64::from(rec.addr.get())
+                }
+                _ => 0,
+            }
+        };
+        crate::instances::validate(self, instance_count, functions.len(), &addr_of, &string_ok)?;
         if callees.is_empty() && !callers.is_empty() {
             return fail(
                 self.sections[InlineCallers as usize].0,

@@ -49,7 +49,7 @@ impl<'a> Function<'a> {
 
     /// Start address (ELF address in its module); 0 for inline-only functions.
     pub fn addr(&self) -> u64 {
-        self.rec.addr.get()
+        self.db.addr_in(self.module_index(), self.rec)
     }
 
     /// Size of the code in bytes.
@@ -59,13 +59,12 @@ impl<'a> Function<'a> {
 
     /// Flags.
     pub fn flags(&self) -> FuncFlags {
-        FuncFlags::from_bits_truncate(self.rec.flags.get())
+        FuncFlags::from_bits_truncate(self.rec.flags())
     }
 
     /// Index of the module this function belongs to.
     pub fn module_index(&self) -> usize {
-        let mods = self.db.module_records();
-        mods.partition_point(|m| m.first_function.get() + m.function_count.get() <= self.index)
+        self.db.module_of(self.index)
     }
 
     /// The module this function belongs to.
@@ -76,17 +75,17 @@ impl<'a> Function<'a> {
     /// Return type.
     pub fn ret(&self) -> Type<'a> {
         self.db
-            .type_at(self.rec.ret.get())
+            .type_at(self.rec.ret())
             .unwrap_or_else(|| Type::void(self.db))
     }
 
     /// Parameters in declaration order.
     pub fn params(&self) -> impl ExactSizeIterator<Item = Param<'a>> + 'a {
-        let first = self.rec.params.get() as usize;
+        let first = self.rec.first_param() as usize;
         let recs = self
             .db
             .param_records()
-            .get(first..first + self.rec.param_count.get() as usize)
+            .get(first..first + self.rec.param_count() as usize)
             .unwrap_or(&[]);
         let db = self.db;
         recs.iter().map(move |rec| Param { db, rec })

@@ -76,7 +76,12 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads version 2); rebuild the db \
+            "format version 1 is not supported (this dcg reads version 3); rebuild the db \
+             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+        ),
+        (
+            Box::new(|b| b[8] = 2),
+            "format version 2 is not supported (this dcg reads version 3); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (

@@ -12,7 +12,8 @@ fn modules_of(n: usize) -> Vec<ModuleDesc> {
             name: format!("mod{i}"),
             kind: ModuleKind::KernelModule,
             build_id: vec![i as u8; 20],
-            base: 0,
+            // A kernel-like, a zero and a user-space-like base.
+            base: [0xffff_fffe_8100_0000, 0, 0x5555_5555_0000][i % 3],
         })
         .collect()
 }
@@ -55,7 +56,7 @@ fn sample_inline_instances() {
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 2);
+    assert_eq!(db.version(), 3);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -256,7 +257,7 @@ type ParamRecipe = (String, usize, (u8, u8, u8, i32));
 #[derive(Debug, Clone)]
 struct FuncRecipe {
     module: usize,
-    addr: u64,
+    addr: u32,
     size: u32,
     name: String,
     symbol: Option<String>,
@@ -268,7 +269,7 @@ struct FuncRecipe {
 fn func_recipe() -> impl Strategy<Value = FuncRecipe> {
     (
         0usize..3,
-        prop_oneof![Just(0u64), 0u64..0x1000, any::<u64>()],
+        prop_oneof![Just(0u32), 0u32..0x1000, 0u32..u32::MAX - 0x200],
         0u32..0x200,
         ident(),
         prop::option::of(ident()),
@@ -350,15 +351,23 @@ fn build(
                 loc: Location::decode(*k, *r, *r2, *o).unwrap(),
             })
             .collect();
+        // Addresses are within 4 GiB above their module's base; inline-only functions
+        // have none.
+        let flags = FuncFlags::from_bits_truncate(f.flags);
+        let (addr, size) = if flags.contains(FuncFlags::INLINE_ONLY) {
+            (0, 0)
+        } else {
+            (modules[f.module].base + u64::from(f.addr), f.size)
+        };
         let desc = FunctionDesc {
             module: mod_ids[f.module],
-            addr: f.addr,
-            size: f.size,
+            addr,
+            size,
             name: f.name.clone(),
             symbol: f.symbol.clone(),
             ret: ids[f.ret % ids.len()],
             params,
-            flags: FuncFlags::from_bits_truncate(f.flags),
+            flags,
         };
         fids.push(b.add_function(desc.clone()));
         descs.push(desc);
