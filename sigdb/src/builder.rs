@@ -437,10 +437,12 @@ impl<'b> Writer<'b> {
                 {
                     rel
                 }
-                _ => return Err(Error::Builder(format!(
+                _ => {
+                    return Err(Error::Builder(format!(
                     "function {} at {:#x} is not within 4 GiB above its module's base {base:#x}",
                     f.name, f.addr
-                ))),
+                )))
+                }
             };
             if inline_only && (f.addr != 0 || f.size != 0) {
                 return Err(Error::Builder(format!(

@@ -131,7 +131,7 @@ pub(crate) fn encode(
     for f in &files {
         out.files.push(strings.add(f)?);
     }
-    let mut prev_caller = 0u32;
+    let mut ctx = Context::default();
     for (k, &((caller, d, _), i)) in unique.iter().enumerate() {
         let x = &all[i];
         if k % INSTANCE_BLOCK == 0 {
@@ -141,34 +141,60 @@ pub(crate) fn encode(
                 caller: caller.into(),
                 offset: offset.into(),
             });
-            prev_caller = caller;
+            ctx = Context::block(caller, addrs[caller as usize]);
         }
+        let parent = x
+            .parent
+            .map(|p| k as u32 - final_of[&(d - 1, rank[p.0 as usize])]);
+        let file = file_index[x.call_file.as_str()];
+        let (nr, nl) = (x.ranges.len(), x.params.len());
+        let mut head = 0u8;
+        if caller != ctx.caller {
+            head |= HEAD_CALLER;
+        }
+        if parent.is_some() {
+            head |= HEAD_PARENT;
+        }
+        if file == ctx.file {
+            head |= HEAD_SAME_FILE;
+        }
+        head |= (nr.min(3) as u8) << 3 | (nl.min(7) as u8) << 5;
         let data = &mut out.data;
-        varint::put(data, u64::from(caller - prev_caller));
-        prev_caller = caller;
-        varint::put(data, u64::from(new_index[x.callee.0 as usize]));
-        match x.parent {
-            Some(p) => varint::put(
-                data,
-                u64::from(k as u32 - final_of[&(d - 1, rank[p.0 as usize])]),
-            ),
-            None => varint::put(data, 0),
+        data.push(head);
+        if caller != ctx.caller {
+            varint::put(data, u64::from(caller - ctx.caller));
+            ctx.caller = caller;
+            ctx.entry = addrs[caller as usize];
         }
-        varint::put(data, u64::from(file_index[x.call_file.as_str()]));
-        varint::put(data, u64::from(x.call_line));
-        let base = addrs[caller as usize];
-        varint::put_signed(data, x.entry_pc.wrapping_sub(base) as i64);
-        varint::put(data, x.ranges.len() as u64);
+        varint::put(data, u64::from(new_index[x.callee.0 as usize]));
+        if let Some(back) = parent {
+            varint::put(data, u64::from(back));
+        }
+        if file != ctx.file {
+            varint::put(data, u64::from(file));
+            ctx.file = file;
+        }
+        varint::put_signed(data, i64::from(x.call_line) - i64::from(ctx.line));
+        ctx.line = x.call_line;
+        varint::put_signed(data, x.entry_pc.wrapping_sub(ctx.entry) as i64);
+        ctx.entry = x.entry_pc;
+        if nr >= 3 {
+            varint::put(data, nr as u64);
+        }
+        let mut prev = x.entry_pc;
         for &(start, end) in &x.ranges {
             if end < start {
                 return Err(Error::Builder(format!(
                     "inline instance {i}: range {start:#x}..{end:#x} ends before it starts"
                 )));
             }
-            varint::put_signed(data, start.wrapping_sub(x.entry_pc) as i64);
+            varint::put_signed(data, start.wrapping_sub(prev) as i64);
             varint::put(data, end - start);
+            prev = end;
         }
-        varint::put(data, x.params.len() as u64);
+        if nl >= 7 {
+            varint::put(data, nl as u64);
+        }
         for loc in &x.params {
             put_location(data, *loc);
         }
@@ -176,23 +202,61 @@ pub(crate) fn encode(
     Ok(out)
 }
 
-/// A location as packed in `instance_data`: its kind byte, then its operand.
+/// Head byte of a packed instance: the caller differs from the previous instance's.
+const HEAD_CALLER: u8 = 1;
+/// Head byte: the instance has a parent.
+const HEAD_PARENT: u8 = 2;
+/// Head byte: the call file is the previous instance's.
+const HEAD_SAME_FILE: u8 = 4;
+
+/// What a packed instance is stored relative to: the previous instance of its block.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Context {
+    pub caller: u32,
+    pub file: u32,
+    pub line: u32,
+    pub entry: u64,
+}
+
+impl Context {
+    /// The context at the start of a block whose first caller is `caller` at `addr`.
+    pub(crate) fn block(caller: u32, addr: u64) -> Self {
+        Context {
+            caller,
+            file: 0,
+            line: 0,
+            entry: addr,
+        }
+    }
+}
+
+/// Register numbers below this are packed into a location's kind byte.
+const INLINE_REG: u8 = 31;
+
+/// A location as packed in `instance_data`: a byte with the kind in bits 0..3 (and, for
+/// a register below 31, the register in bits 3..8), then the operand.
 fn put_location(out: &mut Vec<u8>, loc: Location) {
     let (kind, reg, reg2, value) = loc.encode();
-    out.push(kind);
     match kind {
-        1 => out.push(reg),
-        2 => out.extend([reg, reg2]),
-        3 | 5 | 6 => varint::put_signed(out, i64::from(value)),
-        _ => {}
+        1 if reg < INLINE_REG => out.push(kind | reg << 3),
+        1 => out.extend([kind | INLINE_REG << 3, reg]),
+        2 => out.extend([kind, reg, reg2]),
+        3 | 5 | 6 => {
+            out.push(kind);
+            varint::put_signed(out, i64::from(value));
+        }
+        _ => out.push(kind),
     }
 }
 
 /// Read a packed location; `None` when malformed.
 fn get_location(c: &mut Cursor<'_>) -> Option<Location> {
-    let kind = c.byte()?;
+    let b = c.byte()?;
+    let (kind, high) = (b & 7, b >> 3);
     let (reg, reg2, value) = match kind {
+        1 if high < INLINE_REG => (high, 0, 0),
         1 => (c.byte()?, 0, 0),
+        _ if high != 0 => return None,
         2 => (c.byte()?, c.byte()?, 0),
         3 | 5 | 6 => (0, 0, c.i32()?),
         _ => (0, 0, 0),
@@ -210,40 +274,72 @@ pub(crate) struct Raw {
     pub parent_back: u32,
     pub file: u32,
     pub line: u32,
-    pub entry_delta: i64,
+    pub entry_pc: u64,
     pub range_count: u32,
     pub ranges_at: usize,
     pub loc_count: u32,
     pub locs_at: usize,
 }
 
-/// Decode the record at `c` whose caller is `prev_caller` plus its stored delta; leave
-/// `c` after it. `None` when the bytes are malformed (only before validation).
-pub(crate) fn decode_raw(c: &mut Cursor<'_>, prev_caller: u32) -> Option<Raw> {
-    let caller = prev_caller.checked_add(c.u32()?)?;
+/// Decode the record at `c` in context `ctx` and advance both past it. `addr_of` gives
+/// a function's address (entry pcs are stored relative to the caller's). `None` when the
+/// bytes are malformed (which validation rules out).
+pub(crate) fn decode_raw(
+    c: &mut Cursor<'_>,
+    ctx: &mut Context,
+    addr_of: &dyn Fn(u32) -> u64,
+) -> Option<Raw> {
+    let head = c.byte()?;
+    if head & HEAD_CALLER != 0 {
+        let delta = c.u32()?;
+        if delta == 0 {
+            return None;
+        }
+        ctx.caller = ctx.caller.checked_add(delta)?;
+        ctx.entry = addr_of(ctx.caller);
+    }
     let callee = c.u32()?;
-    let parent_back = c.u32()?;
-    let file = c.u32()?;
-    let line = c.u32()?;
-    let entry_delta = c.int()?;
-    let range_count = c.u32()?;
+    let parent_back = if head & HEAD_PARENT != 0 {
+        match c.u32()? {
+            0 => return None,
+            back => back,
+        }
+    } else {
+        0
+    };
+    if head & HEAD_SAME_FILE == 0 {
+        let file = c.u32()?;
+        if file == ctx.file {
+            return None;
+        }
+        ctx.file = file;
+    }
+    ctx.line = u32::try_from(i64::from(ctx.line).checked_add(c.int()?)?).ok()?;
+    ctx.entry = ctx.entry.wrapping_add(c.int()? as u64);
+    let range_count = match (head >> 3) & 3 {
+        3 => c.u32().filter(|&n| n >= 3)?,
+        n => u32::from(n),
+    };
     let ranges_at = c.pos;
     for _ in 0..range_count {
         c.int()?;
         c.uint()?;
     }
-    let loc_count = c.u32()?;
+    let loc_count = match head >> 5 {
+        7 => c.u32().filter(|&n| n >= 7)?,
+        n => u32::from(n),
+    };
     let locs_at = c.pos;
     for _ in 0..loc_count {
         get_location(c)?;
     }
     Some(Raw {
-        caller,
+        caller: ctx.caller,
         callee,
         parent_back,
-        file,
-        line,
-        entry_delta,
+        file: ctx.file,
+        line: ctx.line,
+        entry_pc: ctx.entry,
         range_count,
         ranges_at,
         loc_count,
@@ -298,14 +394,11 @@ impl std::fmt::Debug for Instance<'_> {
 
 impl<'a> Instance<'a> {
     pub(crate) fn new(db: &'a Db, index: u32, raw: Raw) -> Self {
-        let entry_pc = db
-            .function_addr(raw.caller)
-            .wrapping_add(raw.entry_delta as u64);
         Instance {
             db,
             index,
             raw,
-            entry_pc,
+            entry_pc: raw.entry_pc,
         }
     }
 
@@ -352,7 +445,7 @@ impl<'a> Instance<'a> {
         Ranges {
             c: Cursor::new(self.db.instance_data(), self.raw.ranges_at),
             left: self.raw.range_count,
-            entry: self.entry_pc,
+            prev: self.entry_pc,
         }
     }
 
@@ -387,7 +480,8 @@ impl<'a> Instance<'a> {
 pub struct Ranges<'a> {
     c: Cursor<'a>,
     left: u32,
-    entry: u64,
+    /// The entry pc, then the end of the previous range.
+    prev: u64,
 }
 
 impl Iterator for Ranges<'_> {
@@ -395,9 +489,10 @@ impl Iterator for Ranges<'_> {
 
     fn next(&mut self) -> Option<(u64, u64)> {
         self.left = self.left.checked_sub(1)?;
-        let start = self.entry.wrapping_add(self.c.int().unwrap_or(0) as u64);
-        let len = self.c.uint().unwrap_or(0);
-        Some((start, start.wrapping_add(len)))
+        let start = self.prev.wrapping_add(self.c.int().unwrap_or(0) as u64);
+        let end = start.wrapping_add(self.c.uint().unwrap_or(0));
+        self.prev = end;
+        Some((start, end))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -433,7 +528,7 @@ impl ExactSizeIterator for Locations<'_> {}
 pub struct InstanceIter<'a> {
     db: &'a Db,
     c: Cursor<'a>,
-    prev_caller: u32,
+    ctx: Context,
     index: u32,
     end: u32,
 }
@@ -441,14 +536,10 @@ pub struct InstanceIter<'a> {
 impl<'a> InstanceIter<'a> {
     /// Positioned on the first instance of block `block`, ending before `end`.
     pub(crate) fn at_block(db: &'a Db, block: usize, end: u32) -> Self {
-        let b = db.instance_index().get(block);
         InstanceIter {
             db,
-            c: Cursor::new(
-                db.instance_data(),
-                b.map_or(usize::MAX, |b| b.offset.get() as usize),
-            ),
-            prev_caller: b.map_or(0, |b| b.caller.get()),
+            c: Cursor::new(db.instance_data(), usize::MAX),
+            ctx: Context::default(),
             index: (block * INSTANCE_BLOCK).min(u32::MAX as usize) as u32,
             end,
         }
@@ -463,16 +554,16 @@ impl<'a> Iterator for InstanceIter<'a> {
             return None;
         }
         if self.index as usize % INSTANCE_BLOCK == 0 {
-            // Each block restarts from its index record (validated to agree).
+            // Each block starts afresh from its index record.
             let b = self
                 .db
                 .instance_index()
                 .get(self.index as usize / INSTANCE_BLOCK)?;
             self.c.pos = b.offset.get() as usize;
-            self.prev_caller = b.caller.get();
+            self.ctx = Context::block(b.caller.get(), self.db.function_addr(b.caller.get()));
         }
-        let raw = decode_raw(&mut self.c, self.prev_caller)?;
-        self.prev_caller = raw.caller;
+        let db = self.db;
+        let raw = decode_raw(&mut self.c, &mut self.ctx, &|f| db.function_addr(f))?;
         let i = Instance::new(self.db, self.index, raw);
         self.index += 1;
         Some(i)
@@ -512,57 +603,61 @@ pub(crate) fn validate(
         );
     }
     let mut c = Cursor::new(data, 0);
-    let mut prev_caller = 0u32;
+    let mut ctx = Context::default();
     // First index of the current caller's instances: parents must not precede it.
     let mut run_start = 0u32;
-    let mut base = 0u64;
     for i in 0..count {
         let at = c.pos;
+        let block = i as usize / INSTANCE_BLOCK;
         if i as usize % INSTANCE_BLOCK == 0 {
-            let b = &blocks[i as usize / INSTANCE_BLOCK];
+            let b = &blocks[block];
             if b.offset.get() as usize != at {
-                return v.err(
-                    InstanceIndex,
-                    i as usize / INSTANCE_BLOCK,
-                    "offset is not where the block starts",
-                );
+                return v.err(InstanceIndex, block, "offset is not where the block starts");
             }
-            if b.caller.get() < prev_caller {
-                return v.err(
-                    InstanceIndex,
-                    i as usize / INSTANCE_BLOCK,
-                    "not sorted by caller",
-                );
+            if b.caller.get() < ctx.caller {
+                return v.err(InstanceIndex, block, "not sorted by caller");
             }
-            prev_caller = b.caller.get();
+            if b.caller.get() as usize >= functions {
+                return v.err(InstanceIndex, block, "function out of bounds");
+            }
+            if i == 0 || b.caller.get() != ctx.caller {
+                run_start = i;
+            }
+            ctx = Context::block(b.caller.get(), addr_of(b.caller.get()));
         }
+        let prev_caller = ctx.caller;
         let bad = |what| v.err_at(InstanceData, at, i, what);
-        let Some(raw) = decode_raw(&mut c, prev_caller) else {
+        let Some(raw) = decode_raw(&mut c, &mut ctx, &|f| {
+            if (f as usize) < functions {
+                addr_of(f)
+            } else {
+                0
+            }
+        }) else {
             return bad("malformed record");
         };
-        if i as usize % INSTANCE_BLOCK == 0 && raw.caller != prev_caller {
-            return bad("first caller of a block differs from the block's");
-        }
         if raw.caller as usize >= functions || raw.callee as usize >= functions {
             return bad("function out of bounds");
         }
-        if i == 0 || raw.caller != prev_caller {
+        if raw.caller != prev_caller {
+            if i as usize % INSTANCE_BLOCK == 0 {
+                return bad("first caller of a block differs from the block's");
+            }
             run_start = i;
-            base = addr_of(raw.caller);
         }
-        prev_caller = raw.caller;
         if raw.parent_back > i || i - raw.parent_back < run_start {
             return bad("parent does not precede it or has another caller");
         }
         if raw.file as usize >= files.len() {
             return bad("call file out of bounds");
         }
-        let entry = base.wrapping_add(raw.entry_delta as u64);
         let mut r = Cursor::new(data, raw.ranges_at);
+        let mut prev = raw.entry_pc;
         for _ in 0..raw.range_count {
-            let start = entry.wrapping_add(r.int().unwrap_or(0) as u64);
-            if start.checked_add(r.uint().unwrap_or(0)).is_none() {
-                return bad("range ends past the address space");
+            let start = prev.wrapping_add(r.int().unwrap_or(0) as u64);
+            match start.checked_add(r.uint().unwrap_or(0)) {
+                Some(end) => prev = end,
+                None => return bad("range ends past the address space"),
             }
         }
     }

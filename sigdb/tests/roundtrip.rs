@@ -469,11 +469,11 @@ fn inst_recipe() -> impl Strategy<Value = InstRecipe> {
         any::<usize>(),
         0usize..4,
         prop::option::of(any::<usize>()),
-        prop::collection::vec((0u64..0x100, 0u64..0x100), 0..3),
-        0u64..0x200,
+        prop::collection::vec((0u64..0x100, 0u64..0x100), 0..5),
+        prop_oneof![0u64..0x200, any::<u64>()],
         prop_oneof![Just(String::new()), ident()],
-        0u32..100,
-        prop::collection::vec((0u8..6, any::<u8>(), any::<u8>(), any::<i32>()), 0..3),
+        prop_oneof![0u32..100, any::<u32>()],
+        prop::collection::vec((0u8..7, any::<u8>(), any::<u8>(), any::<i32>()), 0..10),
     )
 }
 
@@ -483,7 +483,7 @@ proptest! {
     #[test]
     fn random_instances_round_trip(
         funcs in prop::collection::vec(func_recipe(), 1..12),
-        insts in prop::collection::vec(inst_recipe(), 0..16),
+        insts in prop::collection::vec(inst_recipe(), 0..70),
     ) {
         let (mut b, modules, descs, fids) = build(&[], &funcs, &[]);
         // Text of an instance and its ancestors, as added and as read back.
@@ -540,6 +540,22 @@ proptest! {
         got.sort();
         got.dedup();
         prop_assert_eq!(got, want);
+        // Direct access and the per-caller search agree with the sequential walk.
+        let all: Vec<String> = db.instances().map(|i| format!("{} {}", i.index(), text(&i))).collect();
+        prop_assert_eq!(all.len(), db.instance_count());
+        for (k, t) in all.iter().enumerate() {
+            prop_assert_eq!(&format!("{} {}", k, text(&db.instance(k).unwrap())), t);
+        }
+        prop_assert!(db.instance(all.len()).is_none());
+        for f in db.functions() {
+            let inside: Vec<u32> = f.inline_instances().map(|i| i.index()).collect();
+            let want: Vec<u32> = db
+                .instances()
+                .filter(|i| i.caller_index() == f.index())
+                .map(|i| i.index())
+                .collect();
+            prop_assert_eq!(inside, want);
+        }
         for i in db.instances() {
             prop_assert!(i.parent().is_none_or(|p| p.index() < i.index()));
             prop_assert!(db.function(i.caller().unwrap().index() as usize)
