@@ -316,7 +316,7 @@ impl<'b> Writer<'b> {
         let (unique, new_index) = canonical_order(b)?;
         let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
         let names = name_index(&self.strings.bytes, names);
-        let (callees, callers) = inline_edges(b, &new_index);
+        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
         let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
         let modules = self.module_records(&unique)?;
 
@@ -330,8 +330,8 @@ impl<'b> Writer<'b> {
             symbols.as_bytes(),
             self.params.as_bytes(),
             names.as_bytes(),
-            callees.as_bytes(),
-            callers.as_bytes(),
+            inline_index.as_bytes(),
+            &inline_callers,
             inst.index.as_bytes(),
             &inst.data,
             inst.files.as_bytes(),
@@ -346,8 +346,8 @@ impl<'b> Writer<'b> {
             symbols.len(),
             self.params.len(),
             names.len(),
-            callees.len(),
-            callers.len(),
+            inline_index.len(),
+            inline_callers.len(),
             inst.index.len(),
             inst.data.len(),
             inst.files.len(),
@@ -599,8 +599,8 @@ fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
         .collect()
 }
 
-/// Inline edges in output indices: per callee (sorted) the first of its callers.
-fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> (Vec<InlineCalleeRecord>, Vec<u32>) {
+/// Inline edges in output indices, sorted and deduplicated.
+fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> Vec<(u32, u32)> {
     let mut inlines: Vec<(u32, u32)> = b
         .inlines
         .iter()
@@ -608,18 +608,7 @@ fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> (Vec<InlineCalleeRecord>, V
         .collect();
     inlines.sort_unstable();
     inlines.dedup();
-    let mut callees: Vec<InlineCalleeRecord> = Vec::new();
-    let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
-    for (callee, caller) in inlines {
-        if callees.last().map(|c| c.callee.get()) != Some(callee) {
-            callees.push(InlineCalleeRecord {
-                callee: callee.into(),
-                first: (callers.len() as u32).into(),
-            });
-        }
-        callers.push(caller);
-    }
-    (callees, callers)
+    inlines
 }
 
 fn assemble(

@@ -37,9 +37,9 @@ pub enum SectionId {
     Params = 7,
     /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
     Names = 8,
-    /// [`InlineCalleeRecord`]s sorted by callee: where each callee's caller list starts.
-    InlineCallees = 9,
-    /// `u32` function indices: the caller lists of the inlined functions.
+    /// [`InlineBlock`]s: where each block of [`CALLEE_BLOCK`] caller lists starts.
+    InlineIndex = 9,
+    /// The packed caller lists of the inlined functions (bytes), sorted by callee.
     InlineCallers = 10,
     /// [`InstanceBlock`]s: where each block of [`INSTANCE_BLOCK`] inline instances starts.
     InstanceIndex = 11,
@@ -66,8 +66,8 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<SymbolRecord>(),
     core::mem::size_of::<ParamRecord>(),
     core::mem::size_of::<NameRecord>(),
-    core::mem::size_of::<InlineCalleeRecord>(),
-    4,
+    core::mem::size_of::<InlineBlock>(),
+    1,
     core::mem::size_of::<InstanceBlock>(),
     1,
     4,
@@ -84,7 +84,7 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "symbols",
     "params",
     "names",
-    "inline_callees",
+    "inline_index",
     "inline_callers",
     "instance_index",
     "instance_data",
@@ -300,15 +300,17 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
     h
 }
 
-/// Where the caller list of one inlined function starts (8 bytes).
+/// Number of caller lists per block of the `inline_callers` section.
+pub const CALLEE_BLOCK: usize = 16;
+
+/// Where a block of [`CALLEE_BLOCK`] caller lists starts (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct InlineCalleeRecord {
-    /// Function index of the inlined function.
+pub struct InlineBlock {
+    /// Function index of the callee of the block's first list.
     pub callee: U32,
-    /// Index of its first caller in the `inline_callers` section; the list runs to the
-    /// next record's `first` (the last one to the end of the section).
-    pub first: U32,
+    /// Byte offset of the block's first list in the `inline_callers` section.
+    pub offset: U32,
 }
 
 /// Number of inline instances per block of the `instance_data` section.
@@ -335,5 +337,5 @@ const _: () = {
     assert!(core::mem::size_of::<SymbolRecord>() == 8);
     assert!(core::mem::size_of::<ParamRecord>() == 12);
     assert!(core::mem::size_of::<NameRecord>() == 8);
-    assert!(core::mem::size_of::<InlineCalleeRecord>() == 8);
+    assert!(core::mem::size_of::<InlineBlock>() == 8);
 };

@@ -144,11 +144,11 @@ impl Db {
     fn symbol_records(&self) -> &[SymbolRecord] {
         self.records(SectionId::Symbols)
     }
-    fn inline_callee_records(&self) -> &[InlineCalleeRecord] {
-        self.records(SectionId::InlineCallees)
+    pub(crate) fn inline_index(&self) -> &[InlineBlock] {
+        self.records(SectionId::InlineIndex)
     }
-    fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
-        self.records(SectionId::InlineCallers)
+    pub(crate) fn inline_data(&self) -> &[u8] {
+        self.section(SectionId::InlineCallers)
     }
     pub(crate) fn instance_index(&self) -> &[InstanceBlock] {
         self.records(SectionId::InstanceIndex)
@@ -382,21 +382,10 @@ impl Db {
 
     /// Functions that `callee` was inlined into, in function-index order.
     pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
-        let callees = self.inline_callee_records();
-        let callers = self.inline_callers();
-        let i = callees.partition_point(|c| c.callee.get() < callee);
-        let range = match callees.get(i) {
-            Some(c) if c.callee.get() == callee => {
-                let end = callees
-                    .get(i + 1)
-                    .map_or(callers.len(), |n| n.first.get() as usize);
-                callers.get(c.first.get() as usize..end).unwrap_or(&[])
-            }
-            _ => &[],
-        };
-        range
-            .iter()
-            .filter_map(move |c| self.function(c.get() as usize))
+        self.callers_of(callee)
+            .into_iter()
+            .flatten()
+            .filter_map(move |c| self.function(c as usize))
     }
 
     /// Number of inline instances.
@@ -433,11 +422,6 @@ impl Db {
     /// Every inlined copy of function `callee` (a scan of all instances).
     pub fn instances_of(&self, callee: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
         self.instances().filter(move |i| i.callee_index() == callee)
-    }
-
-    /// Number of inline edges (callee, caller).
-    pub fn inline_count(&self) -> usize {
-        self.inline_callers().len()
     }
 }
 

@@ -330,45 +330,7 @@ impl<'a> Validator<'a> {
                 );
             }
         }
-        let callees: &[InlineCalleeRecord] = self.recs(InlineCallees);
-        let callers: &[zerocopy::little_endian::U32] = self.recs(InlineCallers);
-        for (i, c) in callees.iter().enumerate() {
-            if c.callee.get() as usize >= functions.len() {
-                return self.err(InlineCallees, i, "function out of bounds");
-            }
-            let end = callees
-                .get(i + 1)
-                .map_or(callers.len() as u64, |n| n.first.get() as u64);
-            // Every list is non-empty and inside the caller section.
-            if c.first.get() as u64 >= end || end > callers.len() as u64 {
-                return self.err(InlineCallees, i, "caller range out of bounds");
-            }
-            if i == 0 && c.first.get() != 0 {
-                return self.err(InlineCallees, i, "caller lists do not start at 0");
-            }
-            if i > 0 && callees[i - 1].callee.get() >= c.callee.get() {
-                return fail(
-                    self.sections[InlineCallees as usize].0 + i * 8,
-                    FormatErrorKind::NotSorted("inline callees"),
-                );
-            }
-            let list = &callers[c.first.get() as usize..end as usize];
-            for (j, caller) in list.iter().enumerate() {
-                if caller.get() as usize >= functions.len() {
-                    return self.err(
-                        InlineCallers,
-                        c.first.get() as usize + j,
-                        "function out of bounds",
-                    );
-                }
-                if j > 0 && list[j - 1].get() >= caller.get() {
-                    return fail(
-                        self.sections[InlineCallers as usize].0 + (c.first.get() as usize + j) * 4,
-                        FormatErrorKind::NotSorted("inline callers"),
-                    );
-                }
-            }
-        }
+        crate::callers::validate(self, functions.len())?;
         let addr_of = |f: u32| -> u64 {
             let m =
                 modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
@@ -383,12 +345,6 @@ impl<'a> Validator<'a> {
             }
         };
         crate::instances::validate(self, instance_count, functions.len(), &addr_of, &string_ok)?;
-        if callees.is_empty() && !callers.is_empty() {
-            return fail(
-                self.sections[InlineCallers as usize].0,
-                FormatErrorKind::BadSection("inline_callers (callers without a callee)"),
-            );
-        }
         Ok(())
     }
 }

@@ -387,7 +387,7 @@ proptest! {
     fn random_dbs_round_trip(
         types in prop::collection::vec(type_recipe(), 0..30),
         funcs in prop::collection::vec(func_recipe(), 0..40),
-        inlines in prop::collection::vec((any::<usize>(), any::<usize>()), 0..10),
+        inlines in prop::collection::vec((any::<usize>(), any::<usize>()), 0..120),
     ) {
         let (b, modules, descs, _) = build(&types, &funcs, &inlines);
         let bytes = b.finish().unwrap();
