@@ -225,6 +225,7 @@ struct Writer<'b> {
     enumerators: Vec<EnumeratorRecord>,
     proto_params: Vec<u32>,
     params: Vec<ParamRecord>,
+    param_values: Vec<ParamValue>,
     param_lists: HashMap<Vec<EncodedParam>, u32>,
 }
 
@@ -238,6 +239,7 @@ impl<'b> Writer<'b> {
             enumerators: Vec::new(),
             proto_params: Vec::new(),
             params: Vec::new(),
+            param_values: Vec::new(),
             param_lists: HashMap::new(),
         }
     }
@@ -315,7 +317,7 @@ impl<'b> Writer<'b> {
         self.emit_void()?;
         let (unique, new_index) = canonical_order(b)?;
         let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
-        let names = name_index(&self.strings.bytes, names);
+        let (names, buckets) = name_index(&self.strings.bytes, names)?;
         let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
         let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
         let modules = self.module_records(&unique)?;
@@ -335,6 +337,8 @@ impl<'b> Writer<'b> {
             inst.index.as_bytes(),
             &inst.data,
             inst.files.as_bytes(),
+            self.param_values.as_bytes(),
+            buckets.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -351,6 +355,8 @@ impl<'b> Writer<'b> {
             inst.index.len(),
             inst.data.len(),
             inst.files.len(),
+            self.param_values.len(),
+            buckets.len(),
         ];
         assemble(b, &sections, &counts, inst.count)
     }
@@ -492,14 +498,33 @@ impl<'b> Writer<'b> {
             if ty > MAX_PARAM_TYPE {
                 return Err(Error::TooLarge("types referenced by parameters"));
             }
-            let value = match kind {
-                1 | 2 => reg as u32 | (reg2 as u32) << 8,
-                _ => offset as u32,
+            if name > MAX_PARAM_NAME {
+                return Err(Error::TooLarge("strings (parameter names past 16 MiB)"));
+            }
+            // The operand in 14 bits when it fits, else in the param_values section.
+            let short = match kind {
+                1 => Some(u32::from(reg)),
+                2 if reg < 128 && reg2 < 128 => Some(u32::from(reg) | u32::from(reg2) << 7),
+                3 | 5 if (-8192..8192).contains(&offset) => Some(offset as u32 & 0x3fff),
+                0 | 4 => Some(0),
+                _ => None,
             };
+            let index = self.params.len() as u32;
+            let mut name_loc = name | u32::from(kind) << 24;
+            if short.is_none() {
+                name_loc |= PARAM_EXT;
+                let value = match kind {
+                    2 => u32::from(reg) | u32::from(reg2) << 8,
+                    _ => offset as u32,
+                };
+                self.param_values.push(ParamValue {
+                    param: index.into(),
+                    value: value.into(),
+                });
+            }
             self.params.push(ParamRecord {
-                name: name.into(),
-                ty_loc: (ty | (kind as u32) << 24).into(),
-                value: value.into(),
+                name_loc: name_loc.into(),
+                ty_op: (ty | short.unwrap_or(0) << 18).into(),
             });
         }
         self.param_lists.insert(list, first);
@@ -570,9 +595,13 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     Ok((unique, new_index))
 }
 
-/// The name index: (FNV-1a hash of the name, function) sorted by hash, then by name bytes,
-/// one entry per distinct pair.
-fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
+/// The name index: one entry per (key, function), sorted by (FNV-1a hash of the key, key
+/// bytes, function), and the start of each hash bucket (a power of two of them, about
+/// one per four entries, chosen by the hash's top bits).
+fn name_index(
+    strings: &[u8],
+    names: Vec<(u32, u32)>,
+) -> Result<(Vec<NameRecord>, Vec<u32>), Error> {
     let str_at = |off: u32| -> Vec<u8> {
         let s = &strings[off as usize..];
         s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
@@ -590,13 +619,24 @@ fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
     // A name and a symbol of one function with the same hash need one entry.
     let mut seen = std::collections::HashSet::new();
     names.retain(|&e| seen.insert(e));
-    names
-        .into_iter()
-        .map(|(h, f)| NameRecord {
-            hash: h.into(),
-            function: f.into(),
-        })
-        .collect()
+    let bits = name_bucket_bits(names.len());
+    let mut buckets = Vec::with_capacity((1 << bits) + 1);
+    let mut records = Vec::with_capacity(names.len());
+    for (i, &(h, f)) in names.iter().enumerate() {
+        if f > MAX_NAME_FUNCTION {
+            return Err(Error::TooLarge("functions (name index)"));
+        }
+        while buckets.len() <= name_bucket(h, bits) as usize {
+            buckets.push(i as u32);
+        }
+        records.push(NameRecord {
+            entry: (f | (h & 0xff) << 24).into(),
+        });
+    }
+    while buckets.len() <= 1 << bits {
+        buckets.push(names.len() as u32);
+    }
+    Ok((records, buckets))
 }
 
 /// Inline edges in output indices, sorted and deduplicated.

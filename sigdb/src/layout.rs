@@ -47,10 +47,14 @@ pub enum SectionId {
     InstanceData = 12,
     /// `u32` string offsets: the source files of inline call sites.
     CallFiles = 13,
+    /// [`ParamValue`]s: location operands too wide for their parameter record.
+    ParamValues = 14,
+    /// `u32` name index positions: where each hash bucket of the name index starts.
+    NameBuckets = 15,
 }
 
 /// Number of sections in version 3.
-pub const SECTION_COUNT: usize = 14;
+pub const SECTION_COUNT: usize = 16;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -71,6 +75,8 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<InstanceBlock>(),
     1,
     4,
+    core::mem::size_of::<ParamValue>(),
+    4,
 ];
 
 /// Human-readable section names, for error messages.
@@ -89,6 +95,8 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "instance_index",
     "instance_data",
     "call_files",
+    "param_values",
+    "name_buckets",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -105,7 +113,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (424 bytes), at offset 0.
+/// The file header (472 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -113,11 +121,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 424.
+    /// Size of this header, section table included: 472.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 14.
+    /// Number of section table entries: 16.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -251,42 +259,83 @@ pub struct SymbolRecord {
     pub symbol: U32,
 }
 
-/// A parameter of a function (12 bytes).
+/// A parameter of a function (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct ParamRecord {
-    /// String offset of the name (0: unnamed).
-    pub name: U32,
-    /// Type index in bits 0..24, location kind code ([`crate::Location::encode`]) in bits 24..32.
-    pub ty_loc: U32,
-    /// Location operand: register (bits 0..8) and second register (bits 8..16) for
-    /// register locations; the CFA offset or the constant (as `i32`) otherwise.
-    pub value: U32,
+    /// String offset of the name (bits 0..24), location kind (bits 24..27),
+    /// [`PARAM_EXT`] (bit 27); bits 28..32 are zero.
+    pub name_loc: U32,
+    /// Type index (bits 0..18) and the location's short operand (bits 18..32).
+    pub ty_op: U32,
 }
 
+/// Largest string offset a parameter record can hold.
+pub const MAX_PARAM_NAME: u32 = (1 << 24) - 1;
 /// Largest type index a parameter record can hold.
-pub const MAX_PARAM_TYPE: u32 = (1 << 24) - 1;
+pub const MAX_PARAM_TYPE: u32 = (1 << 18) - 1;
+/// Bit of `name_loc`: the location's operand is in the `param_values` section.
+pub const PARAM_EXT: u32 = 1 << 27;
 
 impl ParamRecord {
+    /// String offset of the name.
+    pub fn name(&self) -> u32 {
+        self.name_loc.get() & MAX_PARAM_NAME
+    }
+
     /// Type index.
     pub fn ty(&self) -> u32 {
-        self.ty_loc.get() & MAX_PARAM_TYPE
+        self.ty_op.get() & MAX_PARAM_TYPE
     }
 
     /// Location kind code.
     pub fn loc_kind(&self) -> u8 {
-        (self.ty_loc.get() >> 24) as u8
+        (self.name_loc.get() >> 24 & 7) as u8
+    }
+
+    /// Whether the operand is in the `param_values` section.
+    pub fn ext(&self) -> bool {
+        self.name_loc.get() & PARAM_EXT != 0
+    }
+
+    /// The 14-bit short operand.
+    pub fn short_op(&self) -> u32 {
+        self.ty_op.get() >> 18
     }
 }
 
-/// A name-index entry (8 bytes): the key is the function's name or its ELF symbol.
+/// The full 32-bit location operand of a parameter whose record has [`PARAM_EXT`] (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct ParamValue {
+    /// Index of the parameter record.
+    pub param: U32,
+    /// The operand, as the `value` of [`crate::Location::encode`] packs it.
+    pub value: U32,
+}
+
+/// A name-index entry (4 bytes): function index (bits 0..24) and the low 8 bits of the
+/// key's [`name_hash`] (bits 24..32).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct NameRecord {
-    /// [`name_hash`] of the key's bytes.
-    pub hash: U32,
+    /// Function index and hash tag.
+    pub entry: U32,
+}
+
+/// Largest function index the name index can hold.
+pub const MAX_NAME_FUNCTION: u32 = (1 << 24) - 1;
+
+impl NameRecord {
     /// Function index.
-    pub function: U32,
+    pub fn function(&self) -> u32 {
+        self.entry.get() & MAX_NAME_FUNCTION
+    }
+
+    /// Low 8 bits of the key's hash.
+    pub fn tag(&self) -> u8 {
+        (self.entry.get() >> 24) as u8
+    }
 }
 
 /// The hash of the name index: 32-bit FNV-1a over the name's bytes (offset basis
@@ -298,6 +347,25 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
         h = h.wrapping_mul(0x0100_0193);
     }
     h
+}
+
+/// log2 of the number of name buckets for `entries` name index entries: the smallest
+/// `k` with `2^k * 4 >= entries` (at most 24).
+pub fn name_bucket_bits(entries: usize) -> u32 {
+    let mut k = 0;
+    while k < 24 && (4usize << k) < entries {
+        k += 1;
+    }
+    k
+}
+
+/// The bucket of a name hash among `2^bits` buckets: its top `bits` bits.
+pub fn name_bucket(hash: u32, bits: u32) -> u32 {
+    if bits == 0 {
+        0
+    } else {
+        hash >> (32 - bits)
+    }
 }
 
 /// Number of caller lists per block of the `inline_callers` section.
@@ -328,14 +396,15 @@ pub struct InstanceBlock {
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 424);
+    assert!(core::mem::size_of::<Header>() == 472);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
     assert!(core::mem::size_of::<FunctionRecord>() == 20);
     assert!(core::mem::size_of::<SymbolRecord>() == 8);
-    assert!(core::mem::size_of::<ParamRecord>() == 12);
-    assert!(core::mem::size_of::<NameRecord>() == 8);
+    assert!(core::mem::size_of::<ParamRecord>() == 8);
+    assert!(core::mem::size_of::<ParamValue>() == 8);
+    assert!(core::mem::size_of::<NameRecord>() == 4);
     assert!(core::mem::size_of::<InlineBlock>() == 8);
 };

@@ -138,6 +138,16 @@ impl Db {
     pub(crate) fn param_records(&self) -> &[ParamRecord] {
         self.records(SectionId::Params)
     }
+
+    /// The full operand of parameter record `index` (one with [`PARAM_EXT`]).
+    pub(crate) fn param_value(&self, index: u32) -> u32 {
+        let values: &[ParamValue] = self.records(SectionId::ParamValues);
+        let i = values.partition_point(|v| v.param.get() < index);
+        values
+            .get(i)
+            .filter(|v| v.param.get() == index)
+            .map_or(0, |v| v.value.get())
+    }
     fn name_records(&self) -> &[NameRecord] {
         self.records(SectionId::Names)
     }
@@ -330,22 +340,37 @@ impl Db {
         (0..self.module_count()).find_map(|m| self.by_addr(m, addr))
     }
 
+    /// The name index entries of the bucket holding hash `h`.
+    fn name_bucket_entries(&self, h: u32) -> &[NameRecord] {
+        let names = self.name_records();
+        let starts: &[zerocopy::little_endian::U32] = self.records(SectionId::NameBuckets);
+        // Validated: 2^k + 1 non-decreasing starts, the last one names.len().
+        let bits = (starts.len().saturating_sub(1)).trailing_zeros();
+        let b = name_bucket(h, bits) as usize;
+        match (starts.get(b), starts.get(b + 1)) {
+            (Some(lo), Some(hi)) => names
+                .get(lo.get() as usize..hi.get() as usize)
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
     /// Every function whose name or ELF symbol name is `name`.
     pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = Function<'a>> + 'a {
-        let names = self.name_records();
         let strings = self.section(SectionId::Strings);
         let key = name.as_bytes();
         let h = name_hash(key);
-        // Search on the hash (integer compares within the index); only entries with the
-        // same hash touch the string table.
-        let lo = hash_lower_bound(names, h);
-        let len = names[lo..].iter().take_while(|n| n.hash.get() == h).count();
+        // Hash to a bucket of about four entries; compare 8-bit tags there, and only on
+        // a tag match touch the string table.
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
         let mut count = 0;
         let funcs = self.function_records();
-        for n in &names[lo..lo + len] {
-            let f = n.function.get();
+        for n in self.name_bucket_entries(h) {
+            if n.tag() != h as u8 {
+                continue;
+            }
+            let f = n.function();
             let Some(rec) = funcs.get(f as usize) else {
                 continue;
             };
@@ -353,8 +378,8 @@ impl Db {
                 || cmp_cstr(strings, self.symbol_of(f), key) == Ordering::Equal
             {
                 match hits.get_mut(count) {
-                    Some(slot) => *slot = n.function.get(),
-                    None => extra.push(n.function.get()),
+                    Some(slot) => *slot = f,
+                    None => extra.push(f),
                 }
                 count += 1;
             }
@@ -369,9 +394,9 @@ impl Db {
     /// order (by name hash).
     pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
         self.name_records().iter().filter_map(move |n| {
-            let f = self.function(n.function.get() as usize)?;
-            // The entry's key is whichever of the two names has the entry's hash.
-            let key = if name_hash(f.name().as_bytes()) == n.hash.get() {
+            let f = self.function(n.function() as usize)?;
+            // The entry's key is whichever of the two names has the entry's tag.
+            let key = if name_hash(f.name().as_bytes()) as u8 == n.tag() {
                 f.name()
             } else {
                 f.symbol()
@@ -457,100 +482,5 @@ fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
         },
         Ordering::Equal => Ordering::Less,
         other => other,
-    }
-}
-
-/// The first index of `names` (sorted by hash) whose hash is not below `h`. Hashes are
-/// spread uniformly, so the entry sits near `h / 2^32` of the way through the index: start
-/// there and gallop outwards to bracket it, then binary search the bracket. That touches
-/// a few neighbouring cache lines instead of the ~17 scattered ones of a plain binary
-/// search over 100k entries; on any other distribution it is still O(log n).
-fn hash_lower_bound(names: &[NameRecord], h: u32) -> usize {
-    let n = names.len();
-    if n == 0 {
-        return 0;
-    }
-    let below = |i: usize| names[i].hash.get() < h;
-    let guess = ((u64::from(h) * n as u64) >> 32) as usize; // < n
-    let (lo, hi) = if below(guess) {
-        // The answer is right of `guess`.
-        let (mut lo, mut step) = (guess + 1, 1);
-        loop {
-            let probe = guess + step;
-            if probe >= n {
-                break (lo, n);
-            }
-            if !below(probe) {
-                break (lo, probe);
-            }
-            lo = probe + 1;
-            step *= 2;
-        }
-    } else {
-        // The answer is `guess` or left of it.
-        let (mut hi, mut step) = (guess, 1);
-        loop {
-            if step > guess {
-                break (0, hi);
-            }
-            let probe = guess - step;
-            if below(probe) {
-                break (probe + 1, hi);
-            }
-            hi = probe;
-            step *= 2;
-        }
-    };
-    lo + names[lo..hi].partition_point(|r| r.hash.get() < h)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use zerocopy::little_endian::U32;
-
-    fn recs(hashes: &[u32]) -> Vec<NameRecord> {
-        hashes
-            .iter()
-            .map(|&h| NameRecord {
-                hash: U32::new(h),
-                function: U32::new(0),
-            })
-            .collect()
-    }
-
-    /// Same answer as a plain binary search, on uniform, skewed and duplicate-heavy
-    /// hash lists, for present and absent keys and both ends of the range.
-    #[test]
-    fn hash_lower_bound_matches_partition_point() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u32
-        };
-        for n in [0usize, 1, 2, 3, 7, 64, 1000, 20_000] {
-            for shape in 0..4 {
-                let mut h: Vec<u32> = (0..n)
-                    .map(|_| match shape {
-                        0 => next(),
-                        1 => next() >> 24,              // all near 0
-                        2 => u32::MAX - (next() >> 20), // all near the top
-                        _ => (next() % 5).wrapping_mul(1_000_000_007), // 5 distinct values
-                    })
-                    .collect();
-                h.sort_unstable();
-                let r = recs(&h);
-                let mut keys: Vec<u32> = h.to_vec();
-                keys.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31]);
-                keys.extend((0..200).map(|_| next()));
-                keys.extend(h.iter().map(|v| v.wrapping_add(1)));
-                for k in keys {
-                    let want = r.partition_point(|e| e.hash.get() < k);
-                    assert_eq!(hash_lower_bound(&r, k), want, "n={n} shape={shape} k={k}");
-                }
-            }
-        }
     }
 }

@@ -46,10 +46,10 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 424"));
+        return fail(12, BadHeader("header size is not 472"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 14"));
+        return fail(20, BadHeader("section count is not 16"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -260,16 +260,28 @@ impl<'a> Validator<'a> {
                 return self.err(ProtoParams, i, "type out of bounds");
             }
         }
+        let values: &[ParamValue] = self.recs(ParamValues);
+        let mut next_value = 0;
         for (i, p) in params.iter().enumerate() {
-            if !string_ok(p.name.get()) {
+            if !string_ok(p.name()) {
                 return self.err(Params, i, "name is not a string");
             }
             if p.ty() as usize >= types.len() {
                 return self.err(Params, i, "type out of bounds");
             }
-            if Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
+            if p.name_loc.get() >> 28 != 0 || Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
                 return self.err(Params, i, "unknown location kind");
             }
+            // Each extended operand has its value, in parameter order, and only those.
+            if p.ext() {
+                if values.get(next_value).map(|v| v.param.get()) != Some(i as u32) {
+                    return self.err(Params, i, "extended operand without its value");
+                }
+                next_value += 1;
+            }
+        }
+        if next_value != values.len() {
+            return self.err(ParamValues, next_value, "value of no extended parameter");
         }
         for (i, f) in functions.iter().enumerate() {
             if !string_ok(f.name.get()) {
@@ -320,15 +332,31 @@ impl<'a> Validator<'a> {
         }
         let names: &[NameRecord] = self.recs(Names);
         for (i, n) in names.iter().enumerate() {
-            if n.function.get() as usize >= functions.len() {
+            if n.function() as usize >= functions.len() {
                 return self.err(Names, i, "function out of bounds");
             }
-            if i > 0 && names[i - 1].hash.get() > n.hash.get() {
+        }
+        let starts: &[zerocopy::little_endian::U32] = self.recs(NameBuckets);
+        let buckets = starts.len().wrapping_sub(1);
+        if starts.is_empty() || !buckets.is_power_of_two() || buckets > 1 << 24 {
+            return fail(
+                self.sections[NameBuckets as usize].0,
+                FormatErrorKind::BadSection("name_buckets (not a power of two plus one)"),
+            );
+        }
+        for (i, w) in starts.windows(2).enumerate() {
+            if w[0].get() > w[1].get() {
                 return fail(
-                    self.sections[Names as usize].0 + i * 8,
-                    FormatErrorKind::NotSorted("names"),
+                    self.sections[NameBuckets as usize].0 + (i + 1) * 4,
+                    FormatErrorKind::NotSorted("name buckets"),
                 );
             }
+        }
+        if starts[0].get() != 0 || starts[buckets].get() as usize != names.len() {
+            return fail(
+                self.sections[NameBuckets as usize].0,
+                FormatErrorKind::BadSection("name_buckets (do not cover the name index)"),
+            );
         }
         crate::callers::validate(self, functions.len())?;
         let addr_of = |f: u32| -> u64 {

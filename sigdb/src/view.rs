@@ -88,7 +88,11 @@ impl<'a> Function<'a> {
             .get(first..first + self.rec.param_count() as usize)
             .unwrap_or(&[]);
         let db = self.db;
-        recs.iter().map(move |rec| Param { db, rec })
+        recs.iter().enumerate().map(move |(i, rec)| Param {
+            db,
+            rec,
+            index: first as u32 + i as u32,
+        })
     }
 
     /// Functions this one was inlined into.
@@ -107,12 +111,13 @@ impl<'a> Function<'a> {
 pub struct Param<'a> {
     db: &'a Db,
     rec: &'a ParamRecord,
+    index: u32,
 }
 
 impl<'a> Param<'a> {
     /// Name (empty when unnamed).
     pub fn name(&self) -> &'a str {
-        self.db.string(self.rec.name.get())
+        self.db.string(self.rec.name())
     }
 
     /// Type.
@@ -124,9 +129,20 @@ impl<'a> Param<'a> {
 
     /// Where the value is at function entry.
     pub fn loc(&self) -> Location {
-        let v = self.rec.value.get();
-        Location::decode(self.rec.loc_kind(), v as u8, (v >> 8) as u8, v as i32)
-            .unwrap_or(Location::Unknown)
+        let kind = self.rec.loc_kind();
+        let (reg, reg2, value) = if self.rec.ext() {
+            let v = self.db.param_value(self.index);
+            (v as u8, (v >> 8) as u8, v as i32)
+        } else {
+            // 14 bits: a register, two 7-bit registers, or a signed value.
+            let op = self.rec.short_op();
+            match kind {
+                1 => (op as u8, 0, 0),
+                2 => ((op & 0x7f) as u8, (op >> 7) as u8, 0),
+                _ => (0, 0, (op << 18) as i32 >> 18),
+            }
+        };
+        Location::decode(kind, reg, reg2, value).unwrap_or(Location::Unknown)
     }
 }
 

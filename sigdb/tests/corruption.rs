@@ -97,7 +97,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 424 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 472 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {

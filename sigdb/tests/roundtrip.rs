@@ -278,7 +278,7 @@ fn func_recipe() -> impl Strategy<Value = FuncRecipe> {
             (
                 ident(),
                 any::<usize>(),
-                (0u8..6, any::<u8>(), any::<u8>(), any::<i32>()),
+                (0u8..7, any::<u8>(), any::<u8>(), any::<i32>()),
             ),
             0..5,
         ),
