@@ -130,7 +130,9 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        Writer::new(self).write()
+        let (_, seen) = Writer::new(self, StringTable::new()).write()?;
+        let strings = StringTable::laid_out(seen.offsets.into_keys())?;
+        Ok(Writer::new(self, strings).write()?.0)
     }
 
     /// A structural fingerprint of a type, independent of insertion order.
@@ -186,9 +188,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result.map_err(io)
 }
 
+/// The string section. The writer runs twice: the first pass collects every string
+/// (appending them), the second looks them up in the final layout, where each string that
+/// ends another one is stored as that one's tail (suffix sharing).
 pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: HashMap<String, u32>,
+    frozen: bool,
 }
 
 impl StringTable {
@@ -196,15 +202,59 @@ impl StringTable {
         StringTable {
             bytes: vec![0],
             offsets: HashMap::from([(String::new(), 0)]),
+            frozen: false,
         }
     }
 
+    /// The final layout of `strings`, which depends on the set alone: strings sorted by
+    /// their reversed bytes; one that is a suffix of the next in that order is not
+    /// stored but points into it.
+    fn laid_out(strings: impl Iterator<Item = String>) -> Result<StringTable, Error> {
+        let mut rev: Vec<Vec<u8>> = strings
+            .filter(|s| !s.is_empty())
+            .map(|s| s.into_bytes().into_iter().rev().collect())
+            .collect();
+        rev.sort_unstable();
+        rev.dedup();
+        let mut table = StringTable::new();
+        table.frozen = true;
+        // Longest first within each chain of suffixes: walk from the end.
+        let mut offset = vec![0u32; rev.len()];
+        for i in (0..rev.len()).rev() {
+            offset[i] = match rev.get(i + 1) {
+                Some(next) if next.starts_with(&rev[i]) => {
+                    offset[i + 1] + (next.len() - rev[i].len()) as u32
+                }
+                _ => {
+                    let off =
+                        u32::try_from(table.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+                    table.bytes.extend(rev[i].iter().rev());
+                    table.bytes.push(0);
+                    off
+                }
+            };
+        }
+        for (r, off) in rev.into_iter().zip(offset) {
+            let s: Vec<u8> = r.into_iter().rev().collect();
+            // Reversing twice gives back the UTF-8 the first pass stored.
+            let s =
+                String::from_utf8(s).map_err(|_| Error::Builder("string is not UTF-8".into()))?;
+            table.offsets.insert(s, off);
+        }
+        Ok(table)
+    }
+
     pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
+        // Interior NULs cannot be represented; keep the part before the first one.
+        let s = s.split('\0').next().unwrap_or("");
         if let Some(&o) = self.offsets.get(s) {
             return Ok(o);
         }
-        // Interior NULs cannot be represented; keep the part before the first one.
-        let s = s.split('\0').next().unwrap_or("");
+        if self.frozen {
+            return Err(Error::Builder(format!(
+                "string {s:?} was not seen by the first pass"
+            )));
+        }
         let off = u32::try_from(self.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
         self.bytes.extend_from_slice(s.as_bytes());
         self.bytes.push(0);
@@ -230,10 +280,10 @@ struct Writer<'b> {
 }
 
 impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder) -> Writer<'b> {
+    fn new(b: &'b DbBuilder, strings: StringTable) -> Writer<'b> {
         Writer {
             b,
-            strings: StringTable::new(),
+            strings,
             type_index: vec![u32::MAX; b.types.len()],
             types: Vec::new(),
             enumerators: Vec::new(),
@@ -311,7 +361,7 @@ impl<'b> Writer<'b> {
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
     /// interned in this order, which makes the output deterministic.
-    fn write(mut self) -> Result<Vec<u8>, Error> {
+    fn write(mut self) -> Result<(Vec<u8>, StringTable), Error> {
         let b = self.b;
         self.check_modules()?;
         self.emit_void()?;
@@ -358,7 +408,8 @@ impl<'b> Writer<'b> {
             self.param_values.len(),
             buckets.len(),
         ];
-        assemble(b, &sections, &counts, inst.count)
+        let bytes = assemble(b, &sections, &counts, inst.count)?;
+        Ok((bytes, self.strings))
     }
 
     /// Every function's module exists.
@@ -597,7 +648,7 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
 
 /// The name index: one entry per (key, function), sorted by (FNV-1a hash of the key, key
 /// bytes, function), and the start of each hash bucket (a power of two of them, about
-/// one per four entries, chosen by the hash's top bits).
+/// one per eight entries, chosen by the hash's top bits).
 fn name_index(
     strings: &[u8],
     names: Vec<(u32, u32)>,
@@ -694,4 +745,36 @@ fn assemble(
     };
     out[..header_size].copy_from_slice(header.as_bytes());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_share_suffixes_whatever_the_order() {
+        let words = [
+            "__x64_sys_open",
+            "sys_open",
+            "open",
+            "pen",
+            "close",
+            "ö",
+            "aö",
+        ];
+        let a = StringTable::laid_out(words.iter().map(|s| s.to_string())).unwrap();
+        let b = StringTable::laid_out(words.iter().rev().map(|s| s.to_string())).unwrap();
+        assert_eq!(a.bytes, b.bytes);
+        // Stored: the empty string, "__x64_sys_open", "close", "aö".
+        assert_eq!(a.bytes.len(), 1 + 15 + 6 + 4);
+        for w in words {
+            let off = a.offsets[w] as usize;
+            let tail = &a.bytes[off..];
+            let end = tail.iter().position(|&c| c == 0).unwrap();
+            assert_eq!(&tail[..end], w.as_bytes());
+        }
+        let mut frozen = a;
+        assert_eq!(frozen.add("open").unwrap(), frozen.offsets["open"]);
+        assert!(frozen.add("unseen").is_err());
+    }
 }

@@ -350,10 +350,10 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
 }
 
 /// log2 of the number of name buckets for `entries` name index entries: the smallest
-/// `k` with `2^k * 4 >= entries` (at most 24).
+/// `k` with `2^k * 8 >= entries` (at most 24).
 pub fn name_bucket_bits(entries: usize) -> u32 {
     let mut k = 0;
-    while k < 24 && (4usize << k) < entries {
+    while k < 24 && (8usize << k) < entries {
         k += 1;
     }
     k

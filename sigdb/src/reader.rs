@@ -360,7 +360,7 @@ impl Db {
         let strings = self.section(SectionId::Strings);
         let key = name.as_bytes();
         let h = name_hash(key);
-        // Hash to a bucket of about four entries; compare 8-bit tags there, and only on
+        // Hash to a bucket of about eight entries; compare 8-bit tags there, and only on
         // a tag match touch the string table.
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
