@@ -367,6 +367,15 @@ impl<'b> Writer<'b> {
         self.emit_void()?;
         let (unique, new_index) = canonical_order(b)?;
         let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
+        if !self.strings.frozen {
+            // The first pass only collects strings: the rest of them are the modules' names
+            // and the call files of the instances.
+            self.module_records(&unique)?;
+            for x in &b.instances {
+                self.strings.add(&x.call_file)?;
+            }
+            return Ok((Vec::new(), self.strings));
+        }
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
         let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
         let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
