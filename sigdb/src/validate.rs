@@ -272,6 +272,16 @@ impl<'a> Validator<'a> {
             if p.name_loc.get() >> 28 != 0 || Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
                 return self.err(Params, i, "unknown location kind");
             }
+            // A frame location's operand (32 bits) never fits the short one; unknown and
+            // optimized-out locations have none.
+            let ext_ok = match p.loc_kind() {
+                0 | 4 => !p.ext(),
+                6 => p.ext(),
+                _ => true,
+            };
+            if !ext_ok {
+                return self.err(Params, i, "operand kind does not fit the location");
+            }
             // Each extended operand has its value, in parameter order, and only those.
             if p.ext() {
                 if values.get(next_value).map(|v| v.param.get()) != Some(i as u32) {
