@@ -17,7 +17,7 @@ pub(crate) fn encode(edges: &[(u32, u32)]) -> Result<(Vec<InlineBlock>, Vec<u8>)
     while i < edges.len() {
         let callee = edges[i].0;
         let n = edges[i..].iter().take_while(|e| e.0 == callee).count();
-        if lists % CALLEE_BLOCK == 0 {
+        if lists.is_multiple_of(CALLEE_BLOCK) {
             let offset = u32::try_from(data.len()).map_err(|_| Error::TooLarge("inline edges"))?;
             index.push(InlineBlock {
                 callee: callee.into(),

@@ -134,7 +134,7 @@ pub(crate) fn encode(
     let mut ctx = Context::default();
     for (k, &((caller, d, _), i)) in unique.iter().enumerate() {
         let x = &all[i];
-        if k % INSTANCE_BLOCK == 0 {
+        if k.is_multiple_of(INSTANCE_BLOCK) {
             let offset =
                 u32::try_from(out.data.len()).map_err(|_| Error::TooLarge("inline instances"))?;
             out.index.push(InstanceBlock {
@@ -553,7 +553,7 @@ impl<'a> Iterator for InstanceIter<'a> {
         if self.index >= self.end {
             return None;
         }
-        if self.index as usize % INSTANCE_BLOCK == 0 {
+        if (self.index as usize).is_multiple_of(INSTANCE_BLOCK) {
             // Each block starts afresh from its index record.
             let b = self
                 .db
@@ -609,7 +609,7 @@ pub(crate) fn validate(
     for i in 0..count {
         let at = c.pos;
         let block = i as usize / INSTANCE_BLOCK;
-        if i as usize % INSTANCE_BLOCK == 0 {
+        if (i as usize).is_multiple_of(INSTANCE_BLOCK) {
             let b = &blocks[block];
             if b.offset.get() as usize != at {
                 return v.err(InstanceIndex, block, "offset is not where the block starts");
@@ -640,7 +640,7 @@ pub(crate) fn validate(
             return bad("function out of bounds");
         }
         if raw.caller != prev_caller {
-            if i as usize % INSTANCE_BLOCK == 0 {
+            if (i as usize).is_multiple_of(INSTANCE_BLOCK) {
                 return bad("first caller of a block differs from the block's");
             }
             run_start = i;
