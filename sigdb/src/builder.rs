@@ -3,8 +3,9 @@
 //!
 //! Canonical means the output depends only on *what* was added, not on the order:
 //! functions are sorted, exact duplicates merged, types renumbered depth-first from the
-//! sorted functions, strings and parameter lists deduplicated in that same walk. So a
-//! parallel producer gets the same bytes for any thread count.
+//! sorted functions, parameter lists deduplicated in that same walk, and the string
+//! section laid out from the set of strings alone. So a parallel producer gets the same
+//! bytes for any thread count.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -130,9 +131,42 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        let (_, seen) = Writer::new(self, StringTable::new()).write()?;
-        let strings = StringTable::laid_out(seen.offsets.into_keys())?;
-        Ok(Writer::new(self, strings).write()?.0)
+        let order = canonical_order(self)?;
+        let strings = StringTable::laid_out(self.strings_written(&order.0).into_iter())?;
+        Writer::new(self, strings).write(&order)
+    }
+
+    /// Every string the writer will store for the functions `unique` (builder indices):
+    /// the names of the modules, the functions, their symbols and parameters, of the types
+    /// they reach and of those types' enumerators, and the instances' call files.
+    fn strings_written(&self, unique: &[usize]) -> std::collections::HashSet<&str> {
+        let mut out: std::collections::HashSet<&str> = ["", "void"].into();
+        let mut seen = vec![false; self.types.len()];
+        let mut stack = Vec::new();
+        for &i in unique {
+            let f = &self.functions[i];
+            out.insert(&f.name);
+            if let Some(s) = &f.symbol {
+                out.insert(s);
+            }
+            stack.push(f.ret);
+            for p in &f.params {
+                out.insert(&p.name);
+                stack.push(p.ty);
+            }
+            while let Some(t) = stack.pop() {
+                if std::mem::replace(&mut seen[t.0 as usize], true) {
+                    continue;
+                }
+                let desc = &self.types[t.0 as usize];
+                out.insert(&desc.name);
+                out.extend(desc.enumerators.iter().map(|(n, _)| n.as_str()));
+                stack.extend(desc.children());
+            }
+        }
+        out.extend(self.modules.iter().map(|m| m.name.as_str()));
+        out.extend(self.instances.iter().map(|x| x.call_file.as_str()));
+        out
     }
 
     /// A structural fingerprint of a type, independent of insertion order.
@@ -188,13 +222,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result.map_err(io)
 }
 
-/// The string section. The writer runs twice: the first pass collects every string
-/// (appending them), the second looks them up in the final layout, where each string that
-/// ends another one is stored as that one's tail (suffix sharing).
+/// The string section, laid out before the writer runs from the set of strings it will
+/// store ([`DbBuilder::strings_written`]): each string that ends another one is stored as
+/// that one's tail (suffix sharing). The writer then only looks strings up.
 pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: HashMap<String, u32>,
-    frozen: bool,
 }
 
 impl StringTable {
@@ -202,22 +235,22 @@ impl StringTable {
         StringTable {
             bytes: vec![0],
             offsets: HashMap::from([(String::new(), 0)]),
-            frozen: false,
         }
     }
 
     /// The final layout of `strings`, which depends on the set alone: strings sorted by
     /// their reversed bytes; one that is a suffix of the next in that order is not
     /// stored but points into it.
-    fn laid_out(strings: impl Iterator<Item = String>) -> Result<StringTable, Error> {
+    fn laid_out<'s>(strings: impl Iterator<Item = &'s str>) -> Result<StringTable, Error> {
+        // Interior NULs cannot be represented; strings keep the part before the first one.
         let mut rev: Vec<Vec<u8>> = strings
+            .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
-            .map(|s| s.into_bytes().into_iter().rev().collect())
+            .map(|s| s.bytes().rev().collect())
             .collect();
         rev.sort_unstable();
         rev.dedup();
         let mut table = StringTable::new();
-        table.frozen = true;
         // Longest first within each chain of suffixes: walk from the end.
         let mut offset = vec![0u32; rev.len()];
         for i in (0..rev.len()).rev() {
@@ -236,7 +269,7 @@ impl StringTable {
         }
         for (r, off) in rev.into_iter().zip(offset) {
             let s: Vec<u8> = r.into_iter().rev().collect();
-            // Reversing twice gives back the UTF-8 the first pass stored.
+            // Reversing twice gives back the UTF-8 it came from.
             let s =
                 String::from_utf8(s).map_err(|_| Error::Builder("string is not UTF-8".into()))?;
             table.offsets.insert(s, off);
@@ -244,22 +277,16 @@ impl StringTable {
         Ok(table)
     }
 
+    /// The offset of `s`, which the layout must hold.
     pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
         // Interior NULs cannot be represented; keep the part before the first one.
         let s = s.split('\0').next().unwrap_or("");
-        if let Some(&o) = self.offsets.get(s) {
-            return Ok(o);
+        match self.offsets.get(s) {
+            Some(&o) => Ok(o),
+            None => Err(Error::Builder(format!(
+                "string {s:?} is not in the string layout"
+            ))),
         }
-        if self.frozen {
-            return Err(Error::Builder(format!(
-                "string {s:?} was not seen by the first pass"
-            )));
-        }
-        let off = u32::try_from(self.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-        self.bytes.extend_from_slice(s.as_bytes());
-        self.bytes.push(0);
-        self.offsets.insert(s.to_string(), off);
-        Ok(off)
     }
 }
 
@@ -361,21 +388,12 @@ impl<'b> Writer<'b> {
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
     /// interned in this order, which makes the output deterministic.
-    fn write(mut self) -> Result<(Vec<u8>, StringTable), Error> {
+    fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
         let b = self.b;
         self.check_modules()?;
         self.emit_void()?;
-        let (unique, new_index) = canonical_order(b)?;
+        let (unique, new_index) = order;
         let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
-        if !self.strings.frozen {
-            // The first pass only collects strings: the rest of them are the modules' names
-            // and the call files of the instances.
-            self.module_records(&unique)?;
-            for x in &b.instances {
-                self.strings.add(&x.call_file)?;
-            }
-            return Ok((Vec::new(), self.strings));
-        }
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
         let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
         let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
@@ -417,8 +435,7 @@ impl<'b> Writer<'b> {
             self.param_values.len(),
             buckets.len(),
         ];
-        let bytes = assemble(b, &sections, &counts, inst.count)?;
-        Ok((bytes, self.strings))
+        assemble(b, &sections, &counts, inst.count)
     }
 
     /// Every function's module exists.
@@ -771,8 +788,8 @@ mod tests {
             "ö",
             "aö",
         ];
-        let a = StringTable::laid_out(words.iter().map(|s| s.to_string())).unwrap();
-        let b = StringTable::laid_out(words.iter().rev().map(|s| s.to_string())).unwrap();
+        let a = StringTable::laid_out(words.iter().copied()).unwrap();
+        let b = StringTable::laid_out(words.iter().rev().copied()).unwrap();
         assert_eq!(a.bytes, b.bytes);
         // Stored: the empty string, "__x64_sys_open", "close", "aö".
         assert_eq!(a.bytes.len(), 1 + 15 + 6 + 4);
@@ -782,8 +799,8 @@ mod tests {
             let end = tail.iter().position(|&c| c == 0).unwrap();
             assert_eq!(&tail[..end], w.as_bytes());
         }
-        let mut frozen = a;
-        assert_eq!(frozen.add("open").unwrap(), frozen.offsets["open"]);
-        assert!(frozen.add("unseen").is_err());
+        let mut table = a;
+        assert_eq!(table.add("open").unwrap(), table.offsets["open"]);
+        assert!(table.add("unseen").is_err());
     }
 }
