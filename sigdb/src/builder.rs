@@ -393,7 +393,7 @@ impl<'b> Writer<'b> {
         self.check_modules()?;
         self.emit_void()?;
         let (unique, new_index) = order;
-        let (functions, symbols, names, addrs) = self.emit_functions(&unique)?;
+        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
         let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
         let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
@@ -416,6 +416,7 @@ impl<'b> Writer<'b> {
             inst.files.as_bytes(),
             self.param_values.as_bytes(),
             buckets.as_bytes(),
+            code.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -434,6 +435,7 @@ impl<'b> Writer<'b> {
             inst.files.len(),
             self.param_values.len(),
             buckets.len(),
+            code.len(),
         ];
         assemble(b, &sections, &counts, inst.count)
     }
@@ -484,6 +486,7 @@ impl<'b> Writer<'b> {
     ) -> Result<
         (
             Vec<FunctionRecord>,
+            Vec<CodeRecord>,
             Vec<SymbolRecord>,
             Vec<(u32, u32)>,
             Vec<u64>,
@@ -492,6 +495,7 @@ impl<'b> Writer<'b> {
     > {
         let b = self.b;
         let mut functions = Vec::with_capacity(unique.len());
+        let mut code = Vec::with_capacity(unique.len());
         let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
@@ -533,9 +537,13 @@ impl<'b> Writer<'b> {
                     f.name, f.addr, f.size
                 )));
             }
+            if !inline_only {
+                code.push(CodeRecord {
+                    addr: rel.into(),
+                    size: f.size.into(),
+                });
+            }
             functions.push(FunctionRecord {
-                addr: rel.into(),
-                size: f.size.into(),
                 name: name.into(),
                 params: (params | u32::from(param_count) << 24).into(),
                 ret_flags: (ret | u32::from(f.flags.bits()) << 18).into(),
@@ -550,7 +558,7 @@ impl<'b> Writer<'b> {
                 });
             }
         }
-        Ok((functions, symbols, names, addrs))
+        Ok((functions, code, symbols, names, addrs))
     }
 
     /// `f`'s parameter list: (index of its first record, count). Identical lists share
@@ -613,9 +621,16 @@ impl<'b> Writer<'b> {
         let b = self.b;
         let mut modules = Vec::with_capacity(b.modules.len());
         let mut next = 0usize;
+        let mut next_code = 0usize;
         for (mi, m) in b.modules.iter().enumerate() {
-            let first = next;
+            let (first, first_code) = (next, next_code);
             while next < unique.len() && b.functions[unique[next]].module.0 as usize == mi {
+                if !b.functions[unique[next]]
+                    .flags
+                    .contains(FuncFlags::INLINE_ONLY)
+                {
+                    next_code += 1;
+                }
                 next += 1;
             }
             let mut build_id = [0u8; MAX_BUILD_ID];
@@ -626,7 +641,7 @@ impl<'b> Writer<'b> {
                 first_function: (first as u32).into(),
                 function_count: ((next - first) as u32).into(),
                 build_id_len: (m.build_id.len() as u32).into(),
-                reserved: 0.into(),
+                first_code: (first_code as u32).into(),
                 build_id,
                 base: m.base.into(),
             });
@@ -642,6 +657,8 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     let key = |f: &FunctionDesc| {
         (
             f.module,
+            // Functions without code first in their module.
+            !f.flags.contains(FuncFlags::INLINE_ONLY),
             f.addr,
             f.size,
             f.name.clone(),

@@ -51,10 +51,12 @@ pub enum SectionId {
     ParamValues = 14,
     /// `u32` name index positions: where each hash bucket of the name index starts.
     NameBuckets = 15,
+    /// [`CodeRecord`]s: address and size of every function that has code.
+    Code = 16,
 }
 
 /// Number of sections in version 3.
-pub const SECTION_COUNT: usize = 16;
+pub const SECTION_COUNT: usize = 17;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -77,6 +79,7 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     4,
     core::mem::size_of::<ParamValue>(),
     4,
+    core::mem::size_of::<CodeRecord>(),
 ];
 
 /// Human-readable section names, for error messages.
@@ -97,6 +100,7 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "call_files",
     "param_values",
     "name_buckets",
+    "code",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -113,7 +117,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (472 bytes), at offset 0.
+/// The file header (496 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -121,11 +125,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 472.
+    /// Size of this header, section table included: 496.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 16.
+    /// Number of section table entries: 17.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -157,8 +161,9 @@ pub struct ModuleRecord {
     pub function_count: U32,
     /// Number of meaningful bytes in `build_id`.
     pub build_id_len: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
+    /// Index of the module's first code record. The module's functions without code
+    /// come first; each of the others has one code record, in function order.
+    pub first_code: U32,
     /// Build-id of the module's ELF file, zero-padded.
     pub build_id: [u8; MAX_BUILD_ID],
     /// Address bias: function addresses are ELF addresses; add the load address minus
@@ -203,14 +208,10 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (20 bytes).
+/// A function with its signature (12 bytes); its code, if any, is a [`CodeRecord`].
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
-    /// Start address relative to the module's `base` (0 for inline-only functions).
-    pub addr: U32,
-    /// Size of the code range in bytes; 0 for inline-only functions.
-    pub size: U32,
     /// String offset of the source-level name.
     pub name: U32,
     /// Index of the first parameter record (bits 0..24) and the number of parameter
@@ -218,6 +219,16 @@ pub struct FunctionRecord {
     pub params: U32,
     /// Type index of the return type (bits 0..18) and [`crate::FuncFlags`] (bits 18..32).
     pub ret_flags: U32,
+}
+
+/// Where a function's code is (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct CodeRecord {
+    /// Start address relative to the module's `base`.
+    pub addr: U32,
+    /// Size of the code in bytes.
+    pub size: U32,
 }
 
 /// Largest index of a function's first parameter record.
@@ -396,12 +407,13 @@ pub struct InstanceBlock {
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 472);
+    assert!(core::mem::size_of::<Header>() == 496);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
-    assert!(core::mem::size_of::<FunctionRecord>() == 20);
+    assert!(core::mem::size_of::<FunctionRecord>() == 12);
+    assert!(core::mem::size_of::<CodeRecord>() == 8);
     assert!(core::mem::size_of::<SymbolRecord>() == 8);
     assert!(core::mem::size_of::<ParamRecord>() == 8);
     assert!(core::mem::size_of::<ParamValue>() == 8);

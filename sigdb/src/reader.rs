@@ -181,24 +181,50 @@ impl Db {
         mods.partition_point(|m| m.first_function.get() + m.function_count.get() <= index)
     }
 
-    /// The address of function `index`: its module's base plus its relative address, or
-    /// 0 for an inline-only function.
-    pub(crate) fn function_addr(&self, index: u32) -> u64 {
-        match self.function_records().get(index as usize) {
-            Some(rec) => self.addr_in(self.module_of(index), rec),
-            None => 0,
-        }
+    pub(crate) fn code_records(&self) -> &[CodeRecord] {
+        self.records(SectionId::Code)
     }
 
-    pub(crate) fn addr_in(&self, module: usize, rec: &FunctionRecord) -> u64 {
-        if FuncFlags::from_bits_truncate(rec.flags()).contains(FuncFlags::INLINE_ONLY) {
-            return 0;
+    /// The code records of module `module`: those of its functions that have code, the
+    /// last ones of its range.
+    pub(crate) fn module_code(&self, module: usize) -> &[CodeRecord] {
+        let mods = self.module_records();
+        let code = self.code_records();
+        let Some(m) = mods.get(module) else {
+            return &[];
+        };
+        let end = mods
+            .get(module + 1)
+            .map_or(code.len(), |n| n.first_code.get() as usize);
+        code.get(m.first_code.get() as usize..end).unwrap_or(&[])
+    }
+
+    /// The module of function `index` and its code record (none for a function without
+    /// code).
+    pub(crate) fn locate(&self, index: u32) -> (usize, Option<&CodeRecord>) {
+        let module = self.module_of(index);
+        let Some(m) = self.module_records().get(module) else {
+            return (module, None);
+        };
+        let code = self.module_code(module);
+        // Validated: at most function_count code records, for the last functions.
+        let codeless = (m.function_count.get() as usize).saturating_sub(code.len());
+        let j = (index as usize).wrapping_sub(m.first_function.get() as usize);
+        (module, j.checked_sub(codeless).and_then(|k| code.get(k)))
+    }
+
+    /// The address of function `index`: its module's base plus its relative address, or
+    /// 0 for a function without code.
+    pub(crate) fn function_addr(&self, index: u32) -> u64 {
+        let (module, code) = self.locate(index);
+        self.code_addr(module, code)
+    }
+
+    pub(crate) fn code_addr(&self, module: usize, code: Option<&CodeRecord>) -> u64 {
+        match (code, self.module_records().get(module)) {
+            (Some(c), Some(m)) => m.base.get().wrapping_add(u64::from(c.addr.get())),
+            _ => 0,
         }
-        let base = self
-            .module_records()
-            .get(module)
-            .map_or(0, |m| m.base.get());
-        base.wrapping_add(u64::from(rec.addr.get()))
     }
 
     /// String offset of the ELF symbol of function `index` when it differs from the
@@ -314,21 +340,20 @@ impl Db {
     pub fn by_addr(&self, module: usize, addr: u64) -> Option<Function<'_>> {
         let m = self.module_records().get(module)?;
         let rel = u32::try_from(addr.checked_sub(m.base.get())?).ok()?;
-        let first = m.first_function.get() as usize;
-        let funcs = self
-            .function_records()
-            .get(first..first + m.function_count.get() as usize)?;
-        // Index of the first function starting above addr; the candidates are the
-        // functions sharing the greatest start address not above addr (aliases).
-        // Inline-only functions (relative address 0, size 0) never contain it.
-        let end = funcs.partition_point(|f| f.addr.get() <= rel);
-        let start = funcs.get(end.checked_sub(1)?)?.addr.get();
-        let group = funcs[..end]
+        let code = self.module_code(module);
+        // The module's functions with code are its last ones, in code record order.
+        let first = m.first_function.get() as usize
+            + (m.function_count.get() as usize).saturating_sub(code.len());
+        // Index of the first code record starting above addr; the candidates are the
+        // records sharing the greatest start address not above addr (aliases).
+        let end = code.partition_point(|c| c.addr.get() <= rel);
+        let start = code.get(end.checked_sub(1)?)?.addr.get();
+        let group = code[..end]
             .iter()
             .rev()
-            .take_while(|f| f.addr.get() == start);
-        for (back, f) in group.enumerate() {
-            if u64::from(rel) < u64::from(f.addr.get()) + u64::from(f.size.get()) {
+            .take_while(|c| c.addr.get() == start);
+        for (back, c) in group.enumerate() {
+            if u64::from(rel) < u64::from(c.addr.get()) + u64::from(c.size.get()) {
                 return self.function(first + end - 1 - back);
             }
         }

@@ -46,10 +46,10 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 472"));
+        return fail(12, BadHeader("header size is not 496"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 16"));
+        return fail(20, BadHeader("section count is not 17"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -186,8 +186,20 @@ impl<'a> Validator<'a> {
             |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
 
         let modules: &[ModuleRecord] = self.recs(Modules);
+        let code: &[CodeRecord] = self.recs(Code);
         let mut next = 0u64;
         for (i, m) in modules.iter().enumerate() {
+            // Code records: consecutive per module, at most one per function.
+            let code_end = modules
+                .get(i + 1)
+                .map_or(code.len() as u64, |n| n.first_code.get() as u64);
+            let code_count = code_end.checked_sub(m.first_code.get() as u64);
+            if (i == 0 && m.first_code.get() != 0)
+                || code_count.is_none_or(|n| n > m.function_count.get() as u64)
+                || code_end > code.len() as u64
+            {
+                return self.err(Modules, i, "code records do not follow the previous module");
+            }
             if !string_ok(m.name.get()) {
                 return self.err(Modules, i, "name is not a string");
             }
@@ -206,7 +218,7 @@ impl<'a> Validator<'a> {
             }
             next += m.function_count.get() as u64;
         }
-        if next != functions.len() as u64 {
+        if next != functions.len() as u64 || (modules.is_empty() && !code.is_empty()) {
             return fail(
                 self.sections[Modules as usize].0,
                 FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
@@ -304,26 +316,44 @@ impl<'a> Validator<'a> {
                 return self.err(Functions, i, "parameter range out of bounds");
             }
         }
-        for m in modules {
+        for (mi, m) in modules.iter().enumerate() {
             let first = m.first_function.get() as usize;
             let range = &functions[first..first + m.function_count.get() as usize];
-            if let Some(j) = range
+            let code_first = m.first_code.get() as usize;
+            let code_end = modules
+                .get(mi + 1)
+                .map_or(code.len(), |n| n.first_code.get() as usize);
+            let mcode = &code[code_first..code_end];
+            if let Some(j) = mcode
                 .windows(2)
                 .position(|w| w[0].addr.get() > w[1].addr.get())
             {
-                return self.err(Functions, first + j + 1, "not sorted by address");
+                return self.err(Code, code_first + j + 1, "not sorted by address");
             }
-            if let Some(j) = range.iter().position(|f| {
+            if let Some(j) = mcode.iter().position(|c| {
                 m.base
                     .get()
-                    .checked_add(u64::from(f.addr.get()) + u64::from(f.size.get()))
+                    .checked_add(u64::from(c.addr.get()) + u64::from(c.size.get()))
                     .is_none()
             }) {
                 return self.err(
-                    Functions,
-                    first + j,
+                    Code,
+                    code_first + j,
                     "code range ends past the address space",
                 );
+            }
+            // The functions without code come first, and are the inline-only ones.
+            let codeless = range.len() - mcode.len();
+            for (j, f) in range.iter().enumerate() {
+                let inline_only =
+                    FuncFlags::from_bits_truncate(f.flags()).contains(FuncFlags::INLINE_ONLY);
+                if inline_only != (j < codeless) {
+                    return self.err(
+                        Functions,
+                        first + j,
+                        "inline-only flag does not match the function's code",
+                    );
+                }
             }
         }
         for (i, sym) in symbols.iter().enumerate() {
@@ -370,16 +400,21 @@ impl<'a> Validator<'a> {
         }
         crate::callers::validate(self, functions.len())?;
         let addr_of = |f: u32| -> u64 {
-            let m =
+            let mi =
                 modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
-            match (modules.get(m), functions.get(f as usize)) {
-                (Some(m), Some(rec))
-                    if !FuncFlags::from_bits_truncate(rec.flags())
-                        .contains(FuncFlags::INLINE_ONLY) =>
-                {
-                    m.base.get() + u64::from(rec.addr.get())
+            let Some(m) = modules.get(mi) else {
+                return 0;
+            };
+            let code_end = modules
+                .get(mi + 1)
+                .map_or(code.len(), |n| n.first_code.get() as usize);
+            let ncode = code_end - m.first_code.get() as usize;
+            let j = (f - m.first_function.get()) as usize;
+            match j.checked_sub(m.function_count.get() as usize - ncode) {
+                Some(k) => {
+                    m.base.get() + u64::from(code[m.first_code.get() as usize + k].addr.get())
                 }
-                _ => 0,
+                None => 0,
             }
         };
         crate::instances::validate(self, instance_count, functions.len(), &addr_of, &string_ok)?;

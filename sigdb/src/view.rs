@@ -9,7 +9,9 @@ use crate::Db;
 pub struct Function<'a> {
     db: &'a Db,
     index: u32,
+    module: u32,
     rec: &'a FunctionRecord,
+    code: Option<&'a CodeRecord>,
 }
 
 impl std::fmt::Debug for Function<'_> {
@@ -26,7 +28,14 @@ impl std::fmt::Debug for Function<'_> {
 
 impl<'a> Function<'a> {
     pub(crate) fn new(db: &'a Db, index: u32, rec: &'a FunctionRecord) -> Self {
-        Function { db, index, rec }
+        let (module, code) = db.locate(index);
+        Function {
+            db,
+            index,
+            module: module as u32,
+            rec,
+            code,
+        }
     }
 
     /// Index in the function table.
@@ -49,12 +58,12 @@ impl<'a> Function<'a> {
 
     /// Start address (ELF address in its module); 0 for inline-only functions.
     pub fn addr(&self) -> u64 {
-        self.db.addr_in(self.module_index(), self.rec)
+        self.db.code_addr(self.module as usize, self.code)
     }
 
     /// Size of the code in bytes.
     pub fn size(&self) -> u32 {
-        self.rec.size.get()
+        self.code.map_or(0, |c| c.size.get())
     }
 
     /// Flags.
@@ -64,7 +73,7 @@ impl<'a> Function<'a> {
 
     /// Index of the module this function belongs to.
     pub fn module_index(&self) -> usize {
-        self.db.module_of(self.index)
+        self.module as usize
     }
 
     /// The module this function belongs to.

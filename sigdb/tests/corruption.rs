@@ -97,7 +97,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 472 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 496 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -113,7 +113,7 @@ fn clear_messages() {
         h.sections[5].offset.get() as usize
     };
     drop(db);
-    bytes[funcs_at + 16..funcs_at + 20].copy_from_slice(&u32::MAX.to_le_bytes()); // ret type
+    bytes[funcs_at + 8..funcs_at + 12].copy_from_slice(&(u32::MAX >> 14).to_le_bytes()); // ret type
     fix_checksum(&mut bytes);
     let msg = Db::from_bytes(bytes).unwrap_err().to_string();
     assert!(
