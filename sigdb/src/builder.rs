@@ -395,9 +395,9 @@ impl<'b> Writer<'b> {
         let (unique, new_index) = order;
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
-        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, &new_index))?;
-        let inst = instances::encode(&b.instances, &new_index, &addrs, &mut self.strings)?;
-        let modules = self.module_records(&unique)?;
+        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, new_index))?;
+        let inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let modules = self.module_records(unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
             &self.strings.bytes,
