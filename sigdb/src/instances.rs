@@ -250,6 +250,7 @@ fn put_location(out: &mut Vec<u8>, loc: Location) {
 }
 
 /// Read a packed location; `None` when malformed.
+#[inline]
 fn get_location(c: &mut Cursor<'_>) -> Option<Location> {
     let b = c.byte()?;
     let (kind, high) = (b & 7, b >> 3);
@@ -279,6 +280,8 @@ pub(crate) struct Raw {
     pub ranges_at: usize,
     pub loc_count: u32,
     pub locs_at: usize,
+    /// No range ends past 2^64.
+    pub ranges_ok: bool,
 }
 
 /// Decode the record at `c` in context `ctx` and advance both past it. `addr_of` gives
@@ -321,9 +324,14 @@ pub(crate) fn decode_raw(
         n => u32::from(n),
     };
     let ranges_at = c.pos;
+    let mut prev = ctx.entry;
+    let mut ranges_ok = true;
     for _ in 0..range_count {
-        c.int()?;
-        c.uint()?;
+        let start = prev.wrapping_add(c.int()? as u64);
+        match start.checked_add(c.uint()?) {
+            Some(end) => prev = end,
+            None => ranges_ok = false,
+        }
     }
     let loc_count = match head >> 5 {
         7 => c.u32().filter(|&n| n >= 7)?,
@@ -344,6 +352,7 @@ pub(crate) fn decode_raw(
         ranges_at,
         loc_count,
         locs_at,
+        ranges_ok,
     })
 }
 
@@ -651,14 +660,8 @@ pub(crate) fn validate(
         if raw.file as usize >= files.len() {
             return bad("call file out of bounds");
         }
-        let mut r = Cursor::new(data, raw.ranges_at);
-        let mut prev = raw.entry_pc;
-        for _ in 0..raw.range_count {
-            let start = prev.wrapping_add(r.int().unwrap_or(0) as u64);
-            match start.checked_add(r.uint().unwrap_or(0)) {
-                Some(end) => prev = end,
-                None => return bad("range ends past the address space"),
-            }
+        if !raw.ranges_ok {
+            return bad("range ends past the address space");
         }
     }
     if c.pos != data.len() {

@@ -29,13 +29,25 @@ impl<'a> Cursor<'a> {
         Cursor { data, pos }
     }
 
+    #[inline]
     pub(crate) fn byte(&mut self) -> Option<u8> {
         let b = *self.data.get(self.pos)?;
         self.pos += 1;
         Some(b)
     }
 
+    #[inline]
     pub(crate) fn uint(&mut self) -> Option<u64> {
+        // Most values take one byte.
+        let b = *self.data.get(self.pos)?;
+        if b < 0x80 {
+            self.pos += 1;
+            return Some(u64::from(b));
+        }
+        self.uint_slow()
+    }
+
+    fn uint_slow(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
             let b = self.byte()?;
@@ -51,15 +63,18 @@ impl<'a> Cursor<'a> {
         None
     }
 
+    #[inline]
     pub(crate) fn u32(&mut self) -> Option<u32> {
         u32::try_from(self.uint()?).ok()
     }
 
+    #[inline]
     pub(crate) fn int(&mut self) -> Option<i64> {
         let u = self.uint()?;
         Some((u >> 1) as i64 ^ -((u & 1) as i64))
     }
 
+    #[inline]
     pub(crate) fn i32(&mut self) -> Option<i32> {
         i32::try_from(self.int()?).ok()
     }
