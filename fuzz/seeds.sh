@@ -25,9 +25,10 @@ for o in "-O0 -gdwarf-4" "-O2 -gdwarf-5" "-O1 -gdwarf-5 -gz=zlib"; do
 	gcc $o -c "$src" -o "corpus/dwarfscan_elf/seed$(echo "$o" | tr -d ' =-').o"
 done
 cat >"$src" <<'C'
-static inline int sq(int x) { return x * x; }
-static inline int sum3(int a, int b, int c) { return sq(a) + sq(b) + c; }
-int outer(int a, int b) { return sum3(a, b, 1) - sum3(b, a, 2); }
+extern int g(int);
+static inline int sq(int x) { return g(x) * x; }
+static inline int sum3(int a, int b, int c) { return sq(a) + sq(b) + g(c); }
+int outer(int a, int b) { return sum3(a, b, 1) * sum3(b, a, 2); }
 long big(long x, long y, long z, long u, long v, long w, long s) { return sum3(x, y, s) + z + u + v + w; }
 C
 gcc -O2 -g -c "$src" -o "$src.o"

@@ -287,9 +287,9 @@ impl<'a> Validator<'a> {
             // A frame location's operand (32 bits) never fits the short one; unknown and
             // optimized-out locations have none.
             let ext_ok = match p.loc_kind() {
-                0 | 4 => !p.ext(),
-                6 => p.ext(),
-                _ => true,
+                0 | 4 => !p.ext() && p.short_op() == 0,
+                6 => p.ext() && p.short_op() == 0,
+                _ => !p.ext() || p.short_op() == 0,
             };
             if !ext_ok {
                 return self.err(Params, i, "operand kind does not fit the location");
