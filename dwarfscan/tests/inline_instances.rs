@@ -111,12 +111,13 @@ fn dwarfdump_instances(elf: &Path) -> Vec<Seen> {
 /// expression this check does not model.
 type Expected = Option<Location>;
 
+/// Parameters (name, expected location) of each inlined copy by (callee, entry pc, ranges).
+type ParamsByInstance = HashMap<(String, u64, Vec<(u64, u64)>), Vec<(String, Expected)>>;
+
 /// The parameters of every inlined subroutine in `llvm-dwarfdump --debug-info` output,
 /// keyed by (callee, entry pc, ranges) as [`dwarfdump_instances`] sees them, with the
 /// location each `DW_TAG_formal_parameter` gives at the entry pc.
-fn dwarfdump_params(
-    elf: &Path,
-) -> HashMap<(String, u64, Vec<(u64, u64)>), Vec<(String, Expected)>> {
+fn dwarfdump_params(elf: &Path) -> ParamsByInstance {
     let out = Command::new("llvm-dwarfdump")
         .arg("--debug-info")
         .arg(elf)
