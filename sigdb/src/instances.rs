@@ -287,10 +287,11 @@ pub(crate) struct Raw {
 /// Decode the record at `c` in context `ctx` and advance both past it. `addr_of` gives
 /// a function's address (entry pcs are stored relative to the caller's). `None` when the
 /// bytes are malformed (which validation rules out).
+#[inline]
 pub(crate) fn decode_raw(
     c: &mut Cursor<'_>,
     ctx: &mut Context,
-    addr_of: &dyn Fn(u32) -> u64,
+    addr_of: impl Fn(u32) -> u64,
 ) -> Option<Raw> {
     let head = c.byte()?;
     if head & HEAD_CALLER != 0 {
@@ -572,7 +573,7 @@ impl<'a> Iterator for InstanceIter<'a> {
             self.ctx = Context::block(b.caller.get(), self.db.function_addr(b.caller.get()));
         }
         let db = self.db;
-        let raw = decode_raw(&mut self.c, &mut self.ctx, &|f| db.function_addr(f))?;
+        let raw = decode_raw(&mut self.c, &mut self.ctx, |f| db.function_addr(f))?;
         let i = Instance::new(self.db, self.index, raw);
         self.index += 1;
         Some(i)
@@ -636,7 +637,7 @@ pub(crate) fn validate(
         }
         let prev_caller = ctx.caller;
         let bad = |what| v.err_at(InstanceData, at, i, what);
-        let Some(raw) = decode_raw(&mut c, &mut ctx, &|f| {
+        let Some(raw) = decode_raw(&mut c, &mut ctx, |f| {
             if (f as usize) < functions {
                 addr_of(f)
             } else {

@@ -29,14 +29,14 @@ impl<'a> Cursor<'a> {
         Cursor { data, pos }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn byte(&mut self) -> Option<u8> {
         let b = *self.data.get(self.pos)?;
         self.pos += 1;
         Some(b)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn uint(&mut self) -> Option<u64> {
         // Most values take one byte.
         let b = *self.data.get(self.pos)?;
