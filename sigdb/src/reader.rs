@@ -253,6 +253,14 @@ impl Db {
         }
     }
 
+    /// Each section's name and length in bytes, in file order: where the bytes go.
+    pub fn section_sizes(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
+        SECTION_NAMES
+            .iter()
+            .zip(self.sections.iter())
+            .map(|(name, &(_, len))| (*name, len))
+    }
+
     /// Format version.
     pub fn version(&self) -> u32 {
         self.header().version.get()
