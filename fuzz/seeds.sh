@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create the seed corpora of the fuzz targets (corpus/ is not committed):
-#   sigdb_open     the sample db of sigdb's tests
+#   sigdb_open     the sample db of sigdb's tests, and the db (with inline instances) of a
+#                  small -O2 object with nested inlining
 #   dwarfscan_elf  small gcc objects: DWARF 4 and 5, -O0/-O2, compressed sections
 #   fgraph_line    lines of the test kernel's real captures (tests/data/captures)
 #   decode_stream  runs of 30 lines of those captures, each after an option byte; and
@@ -23,6 +24,17 @@ C
 for o in "-O0 -gdwarf-4" "-O2 -gdwarf-5" "-O1 -gdwarf-5 -gz=zlib"; do
 	gcc $o -c "$src" -o "corpus/dwarfscan_elf/seed$(echo "$o" | tr -d ' =-').o"
 done
+cat >"$src" <<'C'
+extern int g(int);
+static inline int sq(int x) { return g(x) * x; }
+static inline int sum3(int a, int b, int c) { return sq(a) + sq(b) + g(c); }
+int outer(int a, int b) { return sum3(a, b, 1) * sum3(b, a, 2); }
+long big(long x, long y, long z, long u, long v, long w, long s) { return sum3(x, y, s) + z + u + v + w; }
+C
+gcc -O2 -g -c "$src" -o "$src.o"
+cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan-cli -- -q \
+	--inline-instances "$src.o" -o corpus/sigdb_open/inline-instances
+rm -f "$src.o"
 caps=../tests/data/captures
 {
 	i=0

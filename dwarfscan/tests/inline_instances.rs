@@ -1,9 +1,11 @@
 //! Inline instances checked against the DWARF itself: every `DW_TAG_inlined_subroutine`
-//! of the C corpus as `llvm-dwarfdump` prints it, and known kernel cases (pidfd_create
+//! of the C corpus as `llvm-dwarfdump` prints it (ranges, entry pc, call line, and the
+//! parameters' registers, constants or absence at the entry pc), and known kernel cases (pidfd_create
 //! inlined in `__x64_sys_pidfd_open` on Debian 6.12 and 7.2, with `DCG_KERNEL_TESTS=1`).
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -104,6 +106,128 @@ fn dwarfdump_instances(elf: &Path) -> Vec<Seen> {
     all
 }
 
+/// What `llvm-dwarfdump` says a parameter of an inlined copy holds at the copy's entry pc:
+/// `Some(location)` for a register, a constant or nothing (optimized out), `None` for an
+/// expression this check does not model.
+type Expected = Option<Location>;
+
+/// Parameters (name, expected location) of each inlined copy by (callee, entry pc, ranges).
+type ParamsByInstance = HashMap<(String, u64, Vec<(u64, u64)>), Vec<(String, Expected)>>;
+
+/// The parameters of every inlined subroutine in `llvm-dwarfdump --debug-info` output,
+/// keyed by (callee, entry pc, ranges) as [`dwarfdump_instances`] sees them, with the
+/// location each `DW_TAG_formal_parameter` gives at the entry pc.
+fn dwarfdump_params(elf: &Path) -> ParamsByInstance {
+    let out = Command::new("llvm-dwarfdump")
+        .arg("--debug-info")
+        .arg(elf)
+        .output()
+        .expect("llvm-dwarfdump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The DIEs: (indent, tag, attribute lines).
+    let mut dies: Vec<(usize, String, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some((addr, rest)) = line.split_once(':') {
+            if addr.starts_with("0x")
+                && (rest.trim().starts_with("DW_TAG_") || rest.trim() == "NULL")
+            {
+                let indent = rest.len() - rest.trim_start().len();
+                dies.push((indent, rest.trim().to_string(), Vec::new()));
+                continue;
+            }
+        }
+        if let Some(d) = dies.last_mut() {
+            if !t.is_empty() {
+                d.2.push(t.to_string());
+            }
+        }
+    }
+    let reg = |e: &str| -> Expected {
+        let e = e.trim().trim_end_matches(')');
+        let op = e.split_whitespace().next()?;
+        if e.contains(',') {
+            return None;
+        }
+        op.strip_prefix("DW_OP_reg")?
+            .parse()
+            .ok()
+            .map(Location::Reg)
+    };
+    let mut all = HashMap::new();
+    for (k, (indent, tag, attrs)) in dies.iter().enumerate() {
+        if tag != "DW_TAG_inlined_subroutine" {
+            continue;
+        }
+        let get = |name: &str| attrs.iter().find(|a| a.starts_with(name));
+        let origin = |a: &String| a.split('"').nth(1).unwrap_or("").to_string();
+        let val = |a: &String| {
+            a.split('(')
+                .nth(1)
+                .map(|v| v.trim_end_matches(')').to_string())
+        };
+        let callee = get("DW_AT_abstract_origin").map(origin).unwrap_or_default();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        if let (Some(lo), Some(hi)) = (get("DW_AT_low_pc"), get("DW_AT_high_pc")) {
+            let (lo, hi) = (hex(&val(lo).unwrap()), hex(&val(hi).unwrap()));
+            ranges.push((lo, if hi == lo { lo + 1 } else { hi }));
+        }
+        for a in attrs.iter().filter(|a| a.starts_with('[')) {
+            let (x, y) = a.trim_start_matches('[').split_once(", ").unwrap();
+            ranges.push((hex(x), hex(y.split(')').next().unwrap())));
+        }
+        ranges.retain(|&(a, b)| b > a);
+        let Some(&(first, _)) = ranges.first() else {
+            continue;
+        };
+        let entry = get("DW_AT_entry_pc")
+            .and_then(val)
+            .map_or(first, |v| hex(&v));
+        // Its formal parameters: the DIEs one level deeper, up to the next one at its
+        // level or above.
+        let mut params = Vec::new();
+        let child = dies[k + 1..].iter().map(|d| d.0).find(|&i| i > *indent);
+        for (i2, tag2, attrs2) in dies[k + 1..].iter().take_while(|d| d.0 > *indent) {
+            if Some(*i2) != child || tag2 != "DW_TAG_formal_parameter" {
+                continue;
+            }
+            let name = attrs2
+                .iter()
+                .find(|a| a.starts_with("DW_AT_abstract_origin"))
+                .map(origin)
+                .unwrap_or_default();
+            let loc = attrs2.iter().position(|a| a.starts_with("DW_AT_location"));
+            let konst = attrs2.iter().find(|a| a.starts_with("DW_AT_const_value"));
+            let expected = if let Some(c) = konst {
+                val(c).and_then(|v| v.parse().ok()).map(Location::Const)
+            } else if let Some(at) = loc {
+                let first_line = &attrs2[at];
+                if first_line.contains("DW_OP_") {
+                    // A single expression, valid everywhere.
+                    reg(first_line.split_once('(').unwrap().1)
+                } else {
+                    // A location list: the entry covering the entry pc.
+                    let entries = attrs2[at + 1..].iter().take_while(|a| a.starts_with('['));
+                    let hit = entries.filter_map(|e| {
+                        let (r, expr) = e.split_once("): ")?;
+                        let (x, y) = r.trim_start_matches('[').split_once(", ")?;
+                        (hex(x) <= entry && entry < hex(y)).then(|| expr.to_string())
+                    });
+                    match hit.last() {
+                        Some(expr) => reg(&expr),
+                        None => Some(Location::OptimizedOut),
+                    }
+                }
+            } else {
+                Some(Location::OptimizedOut)
+            };
+            params.push((name, expected));
+        }
+        all.insert((callee, entry, ranges), params);
+    }
+    all
+}
+
 #[test]
 fn corpus_instances_match_dwarfdump() {
     if Command::new("llvm-dwarfdump")
@@ -135,6 +259,29 @@ fn corpus_instances_match_dwarfdump() {
         "{theirs:?}"
     );
     assert_eq!(ours, theirs);
+    // Parameter locations at entry, where the DWARF says a register, a constant or
+    // nothing; parameters without a DIE in the copy are optimized out.
+    let params = dwarfdump_params(&exe);
+    let mut compared = 0;
+    for i in db.instances() {
+        let key = (
+            i.callee().unwrap().name().to_string(),
+            i.entry_pc(),
+            i.ranges().collect::<Vec<_>>(),
+        );
+        let want = &params[&key];
+        for (p, loc) in i.params() {
+            match want.iter().find(|(n, _)| n == p.name()) {
+                Some((_, Some(w))) => {
+                    assert_eq!(loc, *w, "{i:?} {}", p.name());
+                    compared += 1;
+                }
+                Some((_, None)) => {}
+                None => assert_eq!(loc, Location::OptimizedOut, "{i:?} {}", p.name()),
+            }
+        }
+    }
+    assert!(compared > 0, "no parameter location compared");
     // Every instance sits in its caller's code and, when nested, in its parent's.
     for i in db.instances() {
         let caller = i.caller().unwrap();
@@ -148,6 +295,21 @@ fn corpus_instances_match_dwarfdump() {
         if let Some(p) = i.parent() {
             assert_eq!(p.caller().unwrap().index(), caller.index());
         }
+    }
+    // The packed instances read the same one by one and by caller (sigdb's proptests
+    // cover many blocks; the corpus holds a few).
+    let all: Vec<Seen> = db.instances().map(|i| seen(&i)).collect();
+    for (k, want) in all.iter().enumerate() {
+        assert_eq!(&seen(&db.instance(k).unwrap()), want);
+    }
+    for f in db.functions() {
+        let inside: Vec<u32> = f.inline_instances().map(|i| i.index()).collect();
+        let want: Vec<u32> = db
+            .instances()
+            .filter(|i| i.caller_index() == f.index())
+            .map(|i| i.index())
+            .collect();
+        assert_eq!(inside, want, "{f:?}");
     }
 }
 

@@ -135,6 +135,46 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    // Lookups on the real db: code addresses and names of 1024 spread functions.
+    let with_code: Vec<_> = db.functions().filter(|f| f.size() > 0).collect();
+    let picks: Vec<_> = (0..1024)
+        .map(|i| with_code[i * 7919 % with_code.len()])
+        .collect();
+    let mut i = 0;
+    c.bench_function("by_addr (real db)", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            let f = picks[i];
+            black_box(
+                db.by_addr(f.module_index(), black_box(f.addr() + 1))
+                    .map(|f| f.size()),
+            )
+        })
+    });
+    let mut j = 0;
+    c.bench_function("by_name (real db)", |b| {
+        b.iter(|| {
+            j = (j + 1) & 1023;
+            black_box(
+                db.by_name(black_box(picks[j].name()))
+                    .next()
+                    .map(|f| f.addr()),
+            )
+        })
+    });
+    if db.instance_count() > 0 {
+        let mut q = 0;
+        c.bench_function("instances_in (real db, all of one function)", |b| {
+            b.iter(|| {
+                q = (q + 1) & 1023;
+                black_box(
+                    db.instances_in(picks[q].index())
+                        .map(|i| i.entry_pc())
+                        .sum::<u64>(),
+                )
+            })
+        });
+    }
     let mut m = 0usize;
     c.bench_function("first params access (real db, open)", |b| {
         b.iter(|| {

@@ -3,8 +3,9 @@
 //!
 //! Canonical means the output depends only on *what* was added, not on the order:
 //! functions are sorted, exact duplicates merged, types renumbered depth-first from the
-//! sorted functions, strings and parameter lists deduplicated in that same walk. So a
-//! parallel producer gets the same bytes for any thread count.
+//! sorted functions, parameter lists deduplicated in that same walk, and the string
+//! section laid out from the set of strings alone. So a parallel producer gets the same
+//! bytes for any thread count.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -130,7 +131,42 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        Writer::new(self).write()
+        let order = canonical_order(self)?;
+        let strings = StringTable::laid_out(self.strings_written(&order.0).into_iter())?;
+        Writer::new(self, strings).write(&order)
+    }
+
+    /// Every string the writer will store for the functions `unique` (builder indices):
+    /// the names of the modules, the functions, their symbols and parameters, of the types
+    /// they reach and of those types' enumerators, and the instances' call files.
+    fn strings_written(&self, unique: &[usize]) -> std::collections::HashSet<&str> {
+        let mut out: std::collections::HashSet<&str> = ["", "void"].into();
+        let mut seen = vec![false; self.types.len()];
+        let mut stack = Vec::new();
+        for &i in unique {
+            let f = &self.functions[i];
+            out.insert(&f.name);
+            if let Some(s) = &f.symbol {
+                out.insert(s);
+            }
+            stack.push(f.ret);
+            for p in &f.params {
+                out.insert(&p.name);
+                stack.push(p.ty);
+            }
+            while let Some(t) = stack.pop() {
+                if std::mem::replace(&mut seen[t.0 as usize], true) {
+                    continue;
+                }
+                let desc = &self.types[t.0 as usize];
+                out.insert(&desc.name);
+                out.extend(desc.enumerators.iter().map(|(n, _)| n.as_str()));
+                stack.extend(desc.children());
+            }
+        }
+        out.extend(self.modules.iter().map(|m| m.name.as_str()));
+        out.extend(self.instances.iter().map(|x| x.call_file.as_str()));
+        out
     }
 
     /// A structural fingerprint of a type, independent of insertion order.
@@ -186,6 +222,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result.map_err(io)
 }
 
+/// The string section, laid out before the writer runs from the set of strings it will
+/// store ([`DbBuilder::strings_written`]): each string that ends another one is stored as
+/// that one's tail (suffix sharing). The writer then only looks strings up.
 pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: HashMap<String, u32>,
@@ -199,17 +238,55 @@ impl StringTable {
         }
     }
 
-    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
-        if let Some(&o) = self.offsets.get(s) {
-            return Ok(o);
+    /// The final layout of `strings`, which depends on the set alone: strings sorted by
+    /// their reversed bytes; one that is a suffix of the next in that order is not
+    /// stored but points into it.
+    fn laid_out<'s>(strings: impl Iterator<Item = &'s str>) -> Result<StringTable, Error> {
+        // Interior NULs cannot be represented; strings keep the part before the first one.
+        let mut rev: Vec<Vec<u8>> = strings
+            .map(|s| s.split('\0').next().unwrap_or(""))
+            .filter(|s| !s.is_empty())
+            .map(|s| s.bytes().rev().collect())
+            .collect();
+        rev.sort_unstable();
+        rev.dedup();
+        let mut table = StringTable::new();
+        // Longest first within each chain of suffixes: walk from the end.
+        let mut offset = vec![0u32; rev.len()];
+        for i in (0..rev.len()).rev() {
+            offset[i] = match rev.get(i + 1) {
+                Some(next) if next.starts_with(&rev[i]) => {
+                    offset[i + 1] + (next.len() - rev[i].len()) as u32
+                }
+                _ => {
+                    let off =
+                        u32::try_from(table.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+                    table.bytes.extend(rev[i].iter().rev());
+                    table.bytes.push(0);
+                    off
+                }
+            };
         }
+        for (r, off) in rev.into_iter().zip(offset) {
+            let s: Vec<u8> = r.into_iter().rev().collect();
+            // Reversing twice gives back the UTF-8 it came from.
+            let s =
+                String::from_utf8(s).map_err(|_| Error::Builder("string is not UTF-8".into()))?;
+            table.offsets.insert(s, off);
+        }
+        Ok(table)
+    }
+
+    /// The offset of `s`, which the layout must hold.
+    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
         // Interior NULs cannot be represented; keep the part before the first one.
         let s = s.split('\0').next().unwrap_or("");
-        let off = u32::try_from(self.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-        self.bytes.extend_from_slice(s.as_bytes());
-        self.bytes.push(0);
-        self.offsets.insert(s.to_string(), off);
-        Ok(off)
+        match self.offsets.get(s) {
+            Some(&o) => Ok(o),
+            None => Err(Error::Builder(format!(
+                "string {s:?} is not in the string layout"
+            ))),
+        }
     }
 }
 
@@ -225,19 +302,21 @@ struct Writer<'b> {
     enumerators: Vec<EnumeratorRecord>,
     proto_params: Vec<u32>,
     params: Vec<ParamRecord>,
+    param_values: Vec<ParamValue>,
     param_lists: HashMap<Vec<EncodedParam>, u32>,
 }
 
 impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder) -> Writer<'b> {
+    fn new(b: &'b DbBuilder, strings: StringTable) -> Writer<'b> {
         Writer {
             b,
-            strings: StringTable::new(),
+            strings,
             type_index: vec![u32::MAX; b.types.len()],
             types: Vec::new(),
             enumerators: Vec::new(),
             proto_params: Vec::new(),
             params: Vec::new(),
+            param_values: Vec::new(),
             param_lists: HashMap::new(),
         }
     }
@@ -309,16 +388,16 @@ impl<'b> Writer<'b> {
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
     /// interned in this order, which makes the output deterministic.
-    fn write(mut self) -> Result<Vec<u8>, Error> {
+    fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
         let b = self.b;
         self.check_modules()?;
         self.emit_void()?;
-        let (unique, new_index) = canonical_order(b)?;
-        let (functions, symbols, names) = self.emit_functions(&unique)?;
-        let names = name_index(&self.strings.bytes, names);
-        let (callees, callers) = inline_edges(b, &new_index);
-        let inst = instances::encode(&b.instances, &new_index, &mut self.strings)?;
-        let modules = self.module_records(&unique)?;
+        let (unique, new_index) = order;
+        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
+        let (names, buckets) = name_index(&self.strings.bytes, names)?;
+        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, new_index))?;
+        let inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let modules = self.module_records(unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
             &self.strings.bytes,
@@ -330,11 +409,14 @@ impl<'b> Writer<'b> {
             symbols.as_bytes(),
             self.params.as_bytes(),
             names.as_bytes(),
-            callees.as_bytes(),
-            callers.as_bytes(),
-            inst.instances.as_bytes(),
-            inst.ranges.as_bytes(),
-            inst.locs.as_bytes(),
+            inline_index.as_bytes(),
+            &inline_callers,
+            inst.index.as_bytes(),
+            &inst.data,
+            inst.files.as_bytes(),
+            self.param_values.as_bytes(),
+            buckets.as_bytes(),
+            code.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -346,13 +428,16 @@ impl<'b> Writer<'b> {
             symbols.len(),
             self.params.len(),
             names.len(),
-            callees.len(),
-            callers.len(),
-            inst.instances.len(),
-            inst.ranges.len(),
-            inst.locs.len(),
+            inline_index.len(),
+            inline_callers.len(),
+            inst.index.len(),
+            inst.data.len(),
+            inst.files.len(),
+            self.param_values.len(),
+            buckets.len(),
+            code.len(),
         ];
-        assemble(b, &sections, &counts)
+        assemble(b, &sections, &counts, inst.count)
     }
 
     /// Every function's module exists.
@@ -398,9 +483,20 @@ impl<'b> Writer<'b> {
     fn emit_functions(
         &mut self,
         unique: &[usize],
-    ) -> Result<(Vec<FunctionRecord>, Vec<SymbolRecord>, Vec<(u32, u32)>), Error> {
+    ) -> Result<
+        (
+            Vec<FunctionRecord>,
+            Vec<CodeRecord>,
+            Vec<SymbolRecord>,
+            Vec<(u32, u32)>,
+            Vec<u64>,
+        ),
+        Error,
+    > {
         let b = self.b;
         let mut functions = Vec::with_capacity(unique.len());
+        let mut code = Vec::with_capacity(unique.len());
+        let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
         for (out, &i) in unique.iter().enumerate() {
@@ -412,15 +508,47 @@ impl<'b> Writer<'b> {
             };
             let ret = self.emit_type(f.ret)?;
             let (params, param_count) = self.emit_params(f)?;
+            if ret > MAX_RET_TYPE {
+                return Err(Error::TooLarge("types referenced by return types"));
+            }
+            if params > MAX_PARAM_INDEX {
+                return Err(Error::TooLarge("parameter records"));
+            }
+            let inline_only = f.flags.contains(FuncFlags::INLINE_ONLY);
+            let base = b.modules[f.module.0 as usize].base;
+            let rel = match f.addr.checked_sub(base).map(u32::try_from) {
+                _ if inline_only && f.addr == 0 => 0,
+                Some(Ok(rel))
+                    if u64::from(rel) + u64::from(f.size) <= u64::from(u32::MAX) + 1
+                        && f.addr.checked_add(u64::from(f.size)).is_some() =>
+                {
+                    rel
+                }
+                _ => {
+                    return Err(Error::Builder(format!(
+                    "function {} at {:#x} is not within 4 GiB above its module's base {base:#x}",
+                    f.name, f.addr
+                )))
+                }
+            };
+            if inline_only && (f.addr != 0 || f.size != 0) {
+                return Err(Error::Builder(format!(
+                    "inline-only function {} has code ({:#x}+{:#x})",
+                    f.name, f.addr, f.size
+                )));
+            }
+            if !inline_only {
+                code.push(CodeRecord {
+                    addr: rel.into(),
+                    size: f.size.into(),
+                });
+            }
             functions.push(FunctionRecord {
-                addr: f.addr.into(),
-                size: f.size.into(),
                 name: name.into(),
-                ret: ret.into(),
-                params: params.into(),
-                param_count: param_count.into(),
-                flags: f.flags.bits().into(),
+                params: (params | u32::from(param_count) << 24).into(),
+                ret_flags: (ret | u32::from(f.flags.bits()) << 18).into(),
             });
+            addrs.push(f.addr);
             names.push((name, out as u32));
             if symbol != 0 {
                 names.push((symbol, out as u32));
@@ -430,20 +558,20 @@ impl<'b> Writer<'b> {
                 });
             }
         }
-        Ok((functions, symbols, names))
+        Ok((functions, code, symbols, names, addrs))
     }
 
     /// `f`'s parameter list: (index of its first record, count). Identical lists share
     /// their records.
-    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u16), Error> {
+    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u8), Error> {
         let mut list = Vec::with_capacity(f.params.len());
         for p in &f.params {
             let pname = self.strings.add(&p.name)?;
             let ty = self.emit_type(p.ty)?;
             list.push((pname, ty, p.loc.encode()));
         }
-        let count =
-            u16::try_from(list.len()).map_err(|_| Error::TooLarge("parameters of one function"))?;
+        let count = u8::try_from(list.len())
+            .map_err(|_| Error::TooLarge("parameters of one function (255 at most)"))?;
         if list.is_empty() {
             return Ok((self.param_lists.get(&list).copied().unwrap_or(0), count));
         }
@@ -455,14 +583,33 @@ impl<'b> Writer<'b> {
             if ty > MAX_PARAM_TYPE {
                 return Err(Error::TooLarge("types referenced by parameters"));
             }
-            let value = match kind {
-                1 | 2 => reg as u32 | (reg2 as u32) << 8,
-                _ => offset as u32,
+            if name > MAX_PARAM_NAME {
+                return Err(Error::TooLarge("strings (parameter names past 16 MiB)"));
+            }
+            // The operand in 14 bits when it fits, else in the param_values section.
+            let short = match kind {
+                1 => Some(u32::from(reg)),
+                2 if reg < 128 && reg2 < 128 => Some(u32::from(reg) | u32::from(reg2) << 7),
+                3 | 5 if (-8192..8192).contains(&offset) => Some(offset as u32 & 0x3fff),
+                0 | 4 => Some(0),
+                _ => None,
             };
+            let index = self.params.len() as u32;
+            let mut name_loc = name | u32::from(kind) << 24;
+            if short.is_none() {
+                name_loc |= PARAM_EXT;
+                let value = match kind {
+                    2 => u32::from(reg) | u32::from(reg2) << 8,
+                    _ => offset as u32,
+                };
+                self.param_values.push(ParamValue {
+                    param: index.into(),
+                    value: value.into(),
+                });
+            }
             self.params.push(ParamRecord {
-                name: name.into(),
-                ty_loc: (ty | (kind as u32) << 24).into(),
-                value: value.into(),
+                name_loc: name_loc.into(),
+                ty_op: (ty | short.unwrap_or(0) << 18).into(),
             });
         }
         self.param_lists.insert(list, first);
@@ -474,9 +621,16 @@ impl<'b> Writer<'b> {
         let b = self.b;
         let mut modules = Vec::with_capacity(b.modules.len());
         let mut next = 0usize;
+        let mut next_code = 0usize;
         for (mi, m) in b.modules.iter().enumerate() {
-            let first = next;
+            let (first, first_code) = (next, next_code);
             while next < unique.len() && b.functions[unique[next]].module.0 as usize == mi {
+                if !b.functions[unique[next]]
+                    .flags
+                    .contains(FuncFlags::INLINE_ONLY)
+                {
+                    next_code += 1;
+                }
                 next += 1;
             }
             let mut build_id = [0u8; MAX_BUILD_ID];
@@ -487,7 +641,7 @@ impl<'b> Writer<'b> {
                 first_function: (first as u32).into(),
                 function_count: ((next - first) as u32).into(),
                 build_id_len: (m.build_id.len() as u32).into(),
-                reserved: 0.into(),
+                first_code: (first_code as u32).into(),
                 build_id,
                 base: m.base.into(),
             });
@@ -503,6 +657,8 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     let key = |f: &FunctionDesc| {
         (
             f.module,
+            // Functions without code first in their module.
+            !f.flags.contains(FuncFlags::INLINE_ONLY),
             f.addr,
             f.size,
             f.name.clone(),
@@ -533,9 +689,13 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     Ok((unique, new_index))
 }
 
-/// The name index: (FNV-1a hash of the name, function) sorted by hash, then by name bytes,
-/// one entry per distinct pair.
-fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
+/// The name index: one entry per (key, function), sorted by (FNV-1a hash of the key, key
+/// bytes, function), and the start of each hash bucket (a power of two of them, about
+/// one per eight entries, chosen by the hash's top bits).
+fn name_index(
+    strings: &[u8],
+    names: Vec<(u32, u32)>,
+) -> Result<(Vec<NameRecord>, Vec<u32>), Error> {
     let str_at = |off: u32| -> Vec<u8> {
         let s = &strings[off as usize..];
         s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
@@ -553,17 +713,28 @@ fn name_index(strings: &[u8], names: Vec<(u32, u32)>) -> Vec<NameRecord> {
     // A name and a symbol of one function with the same hash need one entry.
     let mut seen = std::collections::HashSet::new();
     names.retain(|&e| seen.insert(e));
-    names
-        .into_iter()
-        .map(|(h, f)| NameRecord {
-            hash: h.into(),
-            function: f.into(),
-        })
-        .collect()
+    let bits = name_bucket_bits(names.len());
+    let mut buckets = Vec::with_capacity((1 << bits) + 1);
+    let mut records = Vec::with_capacity(names.len());
+    for (i, &(h, f)) in names.iter().enumerate() {
+        if f > MAX_NAME_FUNCTION {
+            return Err(Error::TooLarge("functions (name index)"));
+        }
+        while buckets.len() <= name_bucket(h, bits) as usize {
+            buckets.push(i as u32);
+        }
+        records.push(NameRecord {
+            entry: (f | (h & 0xff) << 24).into(),
+        });
+    }
+    while buckets.len() <= 1 << bits {
+        buckets.push(names.len() as u32);
+    }
+    Ok((records, buckets))
 }
 
-/// Inline edges in output indices: per callee (sorted) the first of its callers.
-fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> (Vec<InlineCalleeRecord>, Vec<u32>) {
+/// Inline edges in output indices, sorted and deduplicated.
+fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> Vec<(u32, u32)> {
     let mut inlines: Vec<(u32, u32)> = b
         .inlines
         .iter()
@@ -571,24 +742,14 @@ fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> (Vec<InlineCalleeRecord>, V
         .collect();
     inlines.sort_unstable();
     inlines.dedup();
-    let mut callees: Vec<InlineCalleeRecord> = Vec::new();
-    let mut callers: Vec<u32> = Vec::with_capacity(inlines.len());
-    for (callee, caller) in inlines {
-        if callees.last().map(|c| c.callee.get()) != Some(callee) {
-            callees.push(InlineCalleeRecord {
-                callee: callee.into(),
-                first: (callers.len() as u32).into(),
-            });
-        }
-        callers.push(caller);
-    }
-    (callees, callers)
+    inlines
 }
 
 fn assemble(
     b: &DbBuilder,
     sections: &[&[u8]; SECTION_COUNT],
     counts: &[usize; SECTION_COUNT],
+    instance_count: u32,
 ) -> Result<Vec<u8>, Error> {
     let header_size = core::mem::size_of::<Header>();
     let mut out = vec![0u8; header_size];
@@ -622,9 +783,41 @@ fn assemble(
         build_id_len: (b.build_id.len() as u32).into(),
         build_id,
         machine: b.machine.into(),
-        reserved: 0.into(),
+        instance_count: instance_count.into(),
         sections: table,
     };
     out[..header_size].copy_from_slice(header.as_bytes());
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_share_suffixes_whatever_the_order() {
+        let words = [
+            "__x64_sys_open",
+            "sys_open",
+            "open",
+            "pen",
+            "close",
+            "ö",
+            "aö",
+        ];
+        let a = StringTable::laid_out(words.iter().copied()).unwrap();
+        let b = StringTable::laid_out(words.iter().rev().copied()).unwrap();
+        assert_eq!(a.bytes, b.bytes);
+        // Stored: the empty string, "__x64_sys_open", "close", "aö".
+        assert_eq!(a.bytes.len(), 1 + 15 + 6 + 4);
+        for w in words {
+            let off = a.offsets[w] as usize;
+            let tail = &a.bytes[off..];
+            let end = tail.iter().position(|&c| c == 0).unwrap();
+            assert_eq!(&tail[..end], w.as_bytes());
+        }
+        let mut table = a;
+        assert_eq!(table.add("open").unwrap(), table.offsets["open"]);
+        assert!(table.add("unseen").is_err());
+    }
 }

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 
 use crate::builder::{FuncId, StringTable};
-use crate::layout::{InstanceRecord, LocRecord, RangeRecord, SectionId, NO_PARENT};
+use crate::layout::{InstanceBlock, SectionId, INSTANCE_BLOCK};
 use crate::model::Location;
 use crate::validate::Validator;
+use crate::varint::{self, Cursor};
 use crate::view::{Function, Param};
 use crate::{Db, Error, FormatError};
 
@@ -46,19 +47,25 @@ pub struct InstanceDesc {
 /// The encoded instance sections.
 #[derive(Default)]
 pub(crate) struct Encoded {
-    pub instances: Vec<InstanceRecord>,
-    pub ranges: Vec<RangeRecord>,
-    pub locs: Vec<LocRecord>,
+    pub index: Vec<InstanceBlock>,
+    pub data: Vec<u8>,
+    pub files: Vec<u32>,
+    pub count: u32,
 }
+
+/// No parent: the rank used while sorting instances inlined directly into their caller.
+const NO_PARENT: u32 = u32::MAX;
 
 /// Everything of an instance but its parent, with function indices already renumbered.
 type Key = (u32, u64, Vec<(u64, u64)>, u32, String, u32, Vec<Location>);
 
 /// Order instances canonically — by (caller, nesting depth, entry pc, ranges, callee, call
-/// site, locations, parent) — merge exact duplicates, and encode them.
+/// site, locations, parent) — merge exact duplicates, and pack them. `addrs[f]` is the
+/// address of output function `f`, from which entry pcs are stored as differences.
 pub(crate) fn encode(
     all: &[InstanceDesc],
     new_index: &[u32],
+    addrs: &[u64],
     strings: &mut StringTable,
 ) -> Result<Encoded, Error> {
     let depth = depths(all, new_index.len())?;
@@ -105,50 +112,249 @@ pub(crate) fn encode(
         .enumerate()
         .map(|(k, &((_, d, r), _))| ((d, r), k as u32))
         .collect();
-    let mut out = Encoded::default();
-    for &((caller, d, _), i) in &unique {
+    let mut out = Encoded {
+        count: u32::try_from(unique.len()).map_err(|_| Error::TooLarge("inline instances"))?,
+        ..Encoded::default()
+    };
+    // The call files, sorted, interned in that order.
+    let mut files: Vec<&str> = unique
+        .iter()
+        .map(|&(_, i)| all[i].call_file.as_str())
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let file_index: HashMap<&str, u32> = files
+        .iter()
+        .enumerate()
+        .map(|(k, f)| (*f, k as u32))
+        .collect();
+    for f in &files {
+        out.files.push(strings.add(f)?);
+    }
+    let mut ctx = Context::default();
+    for (k, &((caller, d, _), i)) in unique.iter().enumerate() {
         let x = &all[i];
-        let parent = match x.parent {
-            Some(p) => final_of[&(d - 1, rank[p.0 as usize])],
-            None => NO_PARENT,
-        };
-        let too_many = |what| Error::TooLarge(what);
-        let first_range = u32::try_from(out.ranges.len()).map_err(|_| too_many("ranges"))?;
+        if k.is_multiple_of(INSTANCE_BLOCK) {
+            let offset =
+                u32::try_from(out.data.len()).map_err(|_| Error::TooLarge("inline instances"))?;
+            out.index.push(InstanceBlock {
+                caller: caller.into(),
+                offset: offset.into(),
+            });
+            ctx = Context::block(caller, addrs[caller as usize]);
+        }
+        let parent = x
+            .parent
+            .map(|p| k as u32 - final_of[&(d - 1, rank[p.0 as usize])]);
+        let file = file_index[x.call_file.as_str()];
+        let (nr, nl) = (x.ranges.len(), x.params.len());
+        let mut head = 0u8;
+        if caller != ctx.caller {
+            head |= HEAD_CALLER;
+        }
+        if parent.is_some() {
+            head |= HEAD_PARENT;
+        }
+        if file == ctx.file {
+            head |= HEAD_SAME_FILE;
+        }
+        head |= (nr.min(3) as u8) << 3 | (nl.min(7) as u8) << 5;
+        let data = &mut out.data;
+        data.push(head);
+        if caller != ctx.caller {
+            varint::put(data, u64::from(caller - ctx.caller));
+            ctx.caller = caller;
+            ctx.entry = addrs[caller as usize];
+        }
+        varint::put(data, u64::from(new_index[x.callee.0 as usize]));
+        if let Some(back) = parent {
+            varint::put(data, u64::from(back));
+        }
+        if file != ctx.file {
+            varint::put(data, u64::from(file));
+            ctx.file = file;
+        }
+        varint::put_signed(data, i64::from(x.call_line) - i64::from(ctx.line));
+        ctx.line = x.call_line;
+        varint::put_signed(data, x.entry_pc.wrapping_sub(ctx.entry) as i64);
+        ctx.entry = x.entry_pc;
+        if nr >= 3 {
+            varint::put(data, nr as u64);
+        }
+        let mut prev = x.entry_pc;
         for &(start, end) in &x.ranges {
-            out.ranges.push(RangeRecord {
-                start: start.into(),
-                end: end.into(),
-            });
+            if end < start {
+                return Err(Error::Builder(format!(
+                    "inline instance {i}: range {start:#x}..{end:#x} ends before it starts"
+                )));
+            }
+            varint::put_signed(data, start.wrapping_sub(prev) as i64);
+            varint::put(data, end - start);
+            prev = end;
         }
-        let first_loc = u32::try_from(out.locs.len()).map_err(|_| too_many("locations"))?;
+        if nl >= 7 {
+            varint::put(data, nl as u64);
+        }
         for loc in &x.params {
-            let (kind, reg, reg2, value) = loc.encode();
-            out.locs.push(LocRecord {
-                kind,
-                reg,
-                reg2,
-                reserved: 0,
-                value: value.into(),
-            });
+            put_location(data, *loc);
         }
-        out.instances.push(InstanceRecord {
-            caller: caller.into(),
-            callee: new_index[x.callee.0 as usize].into(),
-            parent: parent.into(),
-            call_file: strings.add(&x.call_file)?.into(),
-            call_line: x.call_line.into(),
-            entry_pc: x.entry_pc.into(),
-            ranges: first_range.into(),
-            range_count: u16::try_from(x.ranges.len())
-                .map_err(|_| too_many("ranges of one instance"))?
-                .into(),
-            loc_count: u16::try_from(x.params.len())
-                .map_err(|_| too_many("parameters of one instance"))?
-                .into(),
-            locs: first_loc.into(),
-        });
     }
     Ok(out)
+}
+
+/// Head byte of a packed instance: the caller differs from the previous instance's.
+const HEAD_CALLER: u8 = 1;
+/// Head byte: the instance has a parent.
+const HEAD_PARENT: u8 = 2;
+/// Head byte: the call file is the previous instance's.
+const HEAD_SAME_FILE: u8 = 4;
+
+/// What a packed instance is stored relative to: the previous instance of its block.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Context {
+    pub caller: u32,
+    pub file: u32,
+    pub line: u32,
+    pub entry: u64,
+}
+
+impl Context {
+    /// The context at the start of a block whose first caller is `caller` at `addr`.
+    pub(crate) fn block(caller: u32, addr: u64) -> Self {
+        Context {
+            caller,
+            file: 0,
+            line: 0,
+            entry: addr,
+        }
+    }
+}
+
+/// Register numbers below this are packed into a location's kind byte.
+const INLINE_REG: u8 = 31;
+
+/// A location as packed in `instance_data`: a byte with the kind in bits 0..3 (and, for
+/// a register below 31, the register in bits 3..8), then the operand.
+fn put_location(out: &mut Vec<u8>, loc: Location) {
+    let (kind, reg, reg2, value) = loc.encode();
+    match kind {
+        1 if reg < INLINE_REG => out.push(kind | reg << 3),
+        1 => out.extend([kind | INLINE_REG << 3, reg]),
+        2 => out.extend([kind, reg, reg2]),
+        3 | 5 | 6 => {
+            out.push(kind);
+            varint::put_signed(out, i64::from(value));
+        }
+        _ => out.push(kind),
+    }
+}
+
+/// Read a packed location; `None` when malformed.
+#[inline]
+fn get_location(c: &mut Cursor<'_>) -> Option<Location> {
+    let b = c.byte()?;
+    let (kind, high) = (b & 7, b >> 3);
+    let (reg, reg2, value) = match kind {
+        1 if high < INLINE_REG => (high, 0, 0),
+        1 => (c.byte()?, 0, 0),
+        _ if high != 0 => return None,
+        2 => (c.byte()?, c.byte()?, 0),
+        3 | 5 | 6 => (0, 0, c.i32()?),
+        _ => (0, 0, 0),
+    };
+    Location::decode(kind, reg, reg2, value)
+}
+
+/// One packed instance record, decoded but for its ranges and locations, which stay
+/// packed (their positions are kept).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Raw {
+    pub caller: u32,
+    pub callee: u32,
+    /// Distance back to the parent instance (0: none).
+    pub parent_back: u32,
+    pub file: u32,
+    pub line: u32,
+    pub entry_pc: u64,
+    pub range_count: u32,
+    pub ranges_at: usize,
+    pub loc_count: u32,
+    pub locs_at: usize,
+    /// No range ends past 2^64.
+    pub ranges_ok: bool,
+}
+
+/// Decode the record at `c` in context `ctx` and advance both past it. `addr_of` gives
+/// a function's address (entry pcs are stored relative to the caller's). `None` when the
+/// bytes are malformed (which validation rules out).
+#[inline]
+pub(crate) fn decode_raw(
+    c: &mut Cursor<'_>,
+    ctx: &mut Context,
+    addr_of: impl Fn(u32) -> u64,
+) -> Option<Raw> {
+    let head = c.byte()?;
+    if head & HEAD_CALLER != 0 {
+        let delta = c.u32()?;
+        if delta == 0 {
+            return None;
+        }
+        ctx.caller = ctx.caller.checked_add(delta)?;
+        ctx.entry = addr_of(ctx.caller);
+    }
+    let callee = c.u32()?;
+    let parent_back = if head & HEAD_PARENT != 0 {
+        match c.u32()? {
+            0 => return None,
+            back => back,
+        }
+    } else {
+        0
+    };
+    if head & HEAD_SAME_FILE == 0 {
+        let file = c.u32()?;
+        if file == ctx.file {
+            return None;
+        }
+        ctx.file = file;
+    }
+    ctx.line = u32::try_from(i64::from(ctx.line).checked_add(c.int()?)?).ok()?;
+    ctx.entry = ctx.entry.wrapping_add(c.int()? as u64);
+    let range_count = match (head >> 3) & 3 {
+        3 => c.u32().filter(|&n| n >= 3)?,
+        n => u32::from(n),
+    };
+    let ranges_at = c.pos;
+    let mut prev = ctx.entry;
+    let mut ranges_ok = true;
+    for _ in 0..range_count {
+        let start = prev.wrapping_add(c.int()? as u64);
+        match start.checked_add(c.uint()?) {
+            Some(end) => prev = end,
+            None => ranges_ok = false,
+        }
+    }
+    let loc_count = match head >> 5 {
+        7 => c.u32().filter(|&n| n >= 7)?,
+        n => u32::from(n),
+    };
+    let locs_at = c.pos;
+    for _ in 0..loc_count {
+        get_location(c)?;
+    }
+    Some(Raw {
+        caller: ctx.caller,
+        callee,
+        parent_back,
+        file: ctx.file,
+        line: ctx.line,
+        entry_pc: ctx.entry,
+        range_count,
+        ranges_at,
+        loc_count,
+        locs_at,
+        ranges_ok,
+    })
 }
 
 /// Nesting depth of every instance (0: directly in its caller); parents must precede.
@@ -179,7 +385,8 @@ fn depths(all: &[InstanceDesc], functions: usize) -> Result<Vec<u32>, Error> {
 pub struct Instance<'a> {
     db: &'a Db,
     index: u32,
-    rec: &'a InstanceRecord,
+    raw: Raw,
+    entry_pc: u64,
 }
 
 impl std::fmt::Debug for Instance<'_> {
@@ -196,8 +403,13 @@ impl std::fmt::Debug for Instance<'_> {
 }
 
 impl<'a> Instance<'a> {
-    pub(crate) fn new(db: &'a Db, index: u32, rec: &'a InstanceRecord) -> Self {
-        Instance { db, index, rec }
+    pub(crate) fn new(db: &'a Db, index: u32, raw: Raw) -> Self {
+        Instance {
+            db,
+            index,
+            raw,
+            entry_pc: raw.entry_pc,
+        }
     }
 
     /// The db it is in.
@@ -212,65 +424,63 @@ impl<'a> Instance<'a> {
 
     /// Function index of the inlined function.
     pub fn callee_index(&self) -> u32 {
-        self.rec.callee.get()
+        self.raw.callee
+    }
+
+    /// Function index of the out-of-line function whose code holds this copy.
+    pub fn caller_index(&self) -> u32 {
+        self.raw.caller
     }
 
     /// The inlined function.
     pub fn callee(&self) -> Option<Function<'a>> {
-        self.db.function(self.rec.callee.get() as usize)
+        self.db.function(self.raw.callee as usize)
     }
 
     /// The out-of-line function whose code holds this copy.
     pub fn caller(&self) -> Option<Function<'a>> {
-        self.db.function(self.rec.caller.get() as usize)
+        self.db.function(self.raw.caller as usize)
     }
 
     /// The enclosing inlined copy, for an inline inside an inline.
     pub fn parent(&self) -> Option<Instance<'a>> {
-        match self.rec.parent.get() {
-            NO_PARENT => None,
-            p => self.db.instance(p as usize),
+        match self.raw.parent_back {
+            0 => None,
+            back => self.db.instance(self.index.checked_sub(back)? as usize),
         }
     }
 
     /// First address executed in the copy.
     pub fn entry_pc(&self) -> u64 {
-        self.rec.entry_pc.get()
+        self.entry_pc
     }
 
     /// Code ranges `[start, end)`.
-    pub fn ranges(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + 'a {
-        let first = self.rec.ranges.get() as usize;
-        self.db
-            .range_records()
-            .get(first..first + self.rec.range_count.get() as usize)
-            .unwrap_or(&[])
-            .iter()
-            .map(|r| (r.start.get(), r.end.get()))
+    pub fn ranges(&self) -> Ranges<'a> {
+        Ranges {
+            c: Cursor::new(self.db.instance_data(), self.raw.ranges_at),
+            left: self.raw.range_count,
+            prev: self.entry_pc,
+        }
     }
 
     /// File of the call site (empty when unknown).
     pub fn call_file(&self) -> &'a str {
-        self.db.string(self.rec.call_file.get())
+        self.db.call_file(self.raw.file)
     }
 
     /// Line of the call site (0 when unknown).
     pub fn call_line(&self) -> u32 {
-        self.rec.call_line.get()
+        self.raw.line
     }
 
     /// Where each parameter of the callee is at [`entry_pc`](Self::entry_pc), in the
     /// callee's parameter order.
-    pub fn locations(&self) -> impl ExactSizeIterator<Item = Location> + 'a {
-        let first = self.rec.locs.get() as usize;
-        self.db
-            .loc_records()
-            .get(first..first + self.rec.loc_count.get() as usize)
-            .unwrap_or(&[])
-            .iter()
-            .map(|l| {
-                Location::decode(l.kind, l.reg, l.reg2, l.value.get()).unwrap_or(Location::Unknown)
-            })
+    pub fn locations(&self) -> Locations<'a> {
+        Locations {
+            c: Cursor::new(self.db.instance_data(), self.raw.locs_at),
+            left: self.raw.loc_count,
+        }
     }
 
     /// The callee's parameters with their locations at entry to this copy.
@@ -280,53 +490,188 @@ impl<'a> Instance<'a> {
     }
 }
 
+/// The code ranges of an [`Instance`], decoded as they are read.
+#[derive(Clone, Debug)]
+pub struct Ranges<'a> {
+    c: Cursor<'a>,
+    left: u32,
+    /// The entry pc, then the end of the previous range.
+    prev: u64,
+}
+
+impl Iterator for Ranges<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        self.left = self.left.checked_sub(1)?;
+        let start = self.prev.wrapping_add(self.c.int().unwrap_or(0) as u64);
+        let end = start.wrapping_add(self.c.uint().unwrap_or(0));
+        self.prev = end;
+        Some((start, end))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Ranges<'_> {}
+
+/// The parameter locations of an [`Instance`], decoded as they are read.
+#[derive(Clone, Debug)]
+pub struct Locations<'a> {
+    c: Cursor<'a>,
+    left: u32,
+}
+
+impl Iterator for Locations<'_> {
+    type Item = Location;
+
+    fn next(&mut self) -> Option<Location> {
+        self.left = self.left.checked_sub(1)?;
+        Some(get_location(&mut self.c).unwrap_or(Location::Unknown))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Locations<'_> {}
+
+/// Instances `[index, end)` decoded one after the other from the block holding `index`.
+pub struct InstanceIter<'a> {
+    db: &'a Db,
+    c: Cursor<'a>,
+    ctx: Context,
+    index: u32,
+    end: u32,
+}
+
+impl<'a> InstanceIter<'a> {
+    /// Positioned on the first instance of block `block`, ending before `end`.
+    pub(crate) fn at_block(db: &'a Db, block: usize, end: u32) -> Self {
+        InstanceIter {
+            db,
+            c: Cursor::new(db.instance_data(), usize::MAX),
+            ctx: Context::default(),
+            index: (block * INSTANCE_BLOCK).min(u32::MAX as usize) as u32,
+            end,
+        }
+    }
+}
+
+impl<'a> Iterator for InstanceIter<'a> {
+    type Item = Instance<'a>;
+
+    fn next(&mut self) -> Option<Instance<'a>> {
+        if self.index >= self.end {
+            return None;
+        }
+        if (self.index as usize).is_multiple_of(INSTANCE_BLOCK) {
+            // Each block starts afresh from its index record.
+            let b = self
+                .db
+                .instance_index()
+                .get(self.index as usize / INSTANCE_BLOCK)?;
+            self.c.pos = b.offset.get() as usize;
+            self.ctx = Context::block(b.caller.get(), self.db.function_addr(b.caller.get()));
+        }
+        let db = self.db;
+        let raw = decode_raw(&mut self.c, &mut self.ctx, |f| db.function_addr(f))?;
+        let i = Instance::new(self.db, self.index, raw);
+        self.index += 1;
+        Some(i)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // Exact: the validator decoded every record once.
+        let n = self.end.saturating_sub(self.index) as usize;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for InstanceIter<'_> {}
+
 /// Check the instance sections (called by the validator once on open).
 pub(crate) fn validate(
     v: &Validator<'_>,
+    count: u32,
     functions: usize,
+    addr_of: &dyn Fn(u32) -> u64,
     string_ok: &dyn Fn(u32) -> bool,
 ) -> Result<(), FormatError> {
     use SectionId::*;
-    let recs: &[InstanceRecord] = v.recs(Instances);
-    let ranges: &[RangeRecord] = v.recs(InstanceRanges);
-    let locs: &[LocRecord] = v.recs(InstanceLocs);
-    let within = |first: u32, count: u16, len: usize| first as u64 + count as u64 <= len as u64;
-    for (i, r) in recs.iter().enumerate() {
-        if r.caller.get() as usize >= functions || r.callee.get() as usize >= functions {
-            return v.err(Instances, i, "function out of bounds");
-        }
-        let parent = r.parent.get();
-        if parent != NO_PARENT
-            && (parent as usize >= i || recs[parent as usize].caller.get() != r.caller.get())
-        {
-            return v.err(
-                Instances,
-                i,
-                "parent does not precede it or has another caller",
-            );
-        }
-        if !string_ok(r.call_file.get()) {
-            return v.err(Instances, i, "call file is not a string");
-        }
-        if !within(r.ranges.get(), r.range_count.get(), ranges.len()) {
-            return v.err(Instances, i, "range list out of bounds");
-        }
-        if !within(r.locs.get(), r.loc_count.get(), locs.len()) {
-            return v.err(Instances, i, "location list out of bounds");
-        }
-        if i > 0 && recs[i - 1].caller.get() > r.caller.get() {
-            return v.err(Instances, i, "not sorted by caller");
+    let blocks: &[InstanceBlock] = v.recs(InstanceIndex);
+    let data = v.bytes_of(InstanceData);
+    let files: &[zerocopy::little_endian::U32] = v.recs(CallFiles);
+    for (i, f) in files.iter().enumerate() {
+        if !string_ok(f.get()) {
+            return v.err(CallFiles, i, "call file is not a string");
         }
     }
-    for (i, r) in ranges.iter().enumerate() {
-        if r.start.get() > r.end.get() {
-            return v.err(InstanceRanges, i, "range ends before it starts");
+    if blocks.len() as u64 != (count as u64).div_ceil(INSTANCE_BLOCK as u64) {
+        return v.err(
+            InstanceIndex,
+            0,
+            "block count does not match the instance count",
+        );
+    }
+    let mut c = Cursor::new(data, 0);
+    let mut ctx = Context::default();
+    // First index of the current caller's instances: parents must not precede it.
+    let mut run_start = 0u32;
+    for i in 0..count {
+        let at = c.pos;
+        let block = i as usize / INSTANCE_BLOCK;
+        if (i as usize).is_multiple_of(INSTANCE_BLOCK) {
+            let b = &blocks[block];
+            if b.offset.get() as usize != at {
+                return v.err(InstanceIndex, block, "offset is not where the block starts");
+            }
+            if b.caller.get() < ctx.caller {
+                return v.err(InstanceIndex, block, "not sorted by caller");
+            }
+            if b.caller.get() as usize >= functions {
+                return v.err(InstanceIndex, block, "function out of bounds");
+            }
+            if i == 0 || b.caller.get() != ctx.caller {
+                run_start = i;
+            }
+            ctx = Context::block(b.caller.get(), addr_of(b.caller.get()));
+        }
+        let prev_caller = ctx.caller;
+        let bad = |what| v.err_at(InstanceData, at, i, what);
+        let Some(raw) = decode_raw(&mut c, &mut ctx, |f| {
+            if (f as usize) < functions {
+                addr_of(f)
+            } else {
+                0
+            }
+        }) else {
+            return bad("malformed record");
+        };
+        if raw.caller as usize >= functions || raw.callee as usize >= functions {
+            return bad("function out of bounds");
+        }
+        if raw.caller != prev_caller {
+            if (i as usize).is_multiple_of(INSTANCE_BLOCK) {
+                return bad("first caller of a block differs from the block's");
+            }
+            run_start = i;
+        }
+        if raw.parent_back > i || i - raw.parent_back < run_start {
+            return bad("parent does not precede it or has another caller");
+        }
+        if raw.file as usize >= files.len() {
+            return bad("call file out of bounds");
+        }
+        if !raw.ranges_ok {
+            return bad("range ends past the address space");
         }
     }
-    for (i, l) in locs.iter().enumerate() {
-        if Location::decode(l.kind, 0, 0, 0).is_none() {
-            return v.err(InstanceLocs, i, "unknown location kind");
-        }
+    if c.pos != data.len() {
+        return v.err_at(InstanceData, c.pos, count, "bytes after the last instance");
     }
     Ok(())
 }

@@ -1,15 +1,15 @@
-//! The on-disk records of sigdb version 2, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 3, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
 
-use zerocopy::little_endian::{I32, I64, U16, U32, U64};
+use zerocopy::little_endian::{I64, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -29,7 +29,7 @@ pub enum SectionId {
     Enumerators = 3,
     /// `u32` type indices: parameter types of function prototypes.
     ProtoParams = 4,
-    /// [`FunctionRecord`]s sorted by (module, address, name, symbol).
+    /// [`FunctionRecord`]s sorted by (module, module-relative address, ...).
     Functions = 5,
     /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
     Symbols = 6,
@@ -37,20 +37,26 @@ pub enum SectionId {
     Params = 7,
     /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
     Names = 8,
-    /// [`InlineCalleeRecord`]s sorted by callee: where each callee's caller list starts.
-    InlineCallees = 9,
-    /// `u32` function indices: the caller lists of the inlined functions.
+    /// [`InlineBlock`]s: where each block of [`CALLEE_BLOCK`] caller lists starts.
+    InlineIndex = 9,
+    /// The packed caller lists of the inlined functions (bytes), sorted by callee.
     InlineCallers = 10,
-    /// [`InstanceRecord`]s: inlined copies, sorted by (caller, depth, entry pc, ...).
-    Instances = 11,
-    /// [`RangeRecord`]s: code ranges of the inlined copies.
-    InstanceRanges = 12,
-    /// [`LocRecord`]s: parameter locations at the entry of the inlined copies.
-    InstanceLocs = 13,
+    /// [`InstanceBlock`]s: where each block of [`INSTANCE_BLOCK`] inline instances starts.
+    InstanceIndex = 11,
+    /// The packed inline instance records (bytes), sorted by (caller, depth, entry pc, ...).
+    InstanceData = 12,
+    /// `u32` string offsets: the source files of inline call sites.
+    CallFiles = 13,
+    /// [`ParamValue`]s: location operands too wide for their parameter record.
+    ParamValues = 14,
+    /// `u32` name index positions: where each hash bucket of the name index starts.
+    NameBuckets = 15,
+    /// [`CodeRecord`]s: address and size of every function that has code.
+    Code = 16,
 }
 
-/// Number of sections in version 2.
-pub const SECTION_COUNT: usize = 14;
+/// Number of sections in version 3.
+pub const SECTION_COUNT: usize = 17;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -66,11 +72,14 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<SymbolRecord>(),
     core::mem::size_of::<ParamRecord>(),
     core::mem::size_of::<NameRecord>(),
-    core::mem::size_of::<InlineCalleeRecord>(),
+    core::mem::size_of::<InlineBlock>(),
+    1,
+    core::mem::size_of::<InstanceBlock>(),
+    1,
     4,
-    core::mem::size_of::<InstanceRecord>(),
-    core::mem::size_of::<RangeRecord>(),
-    core::mem::size_of::<LocRecord>(),
+    core::mem::size_of::<ParamValue>(),
+    4,
+    core::mem::size_of::<CodeRecord>(),
 ];
 
 /// Human-readable section names, for error messages.
@@ -84,11 +93,14 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "symbols",
     "params",
     "names",
-    "inline_callees",
+    "inline_index",
     "inline_callers",
-    "instances",
-    "instance_ranges",
-    "instance_locs",
+    "instance_index",
+    "instance_data",
+    "call_files",
+    "param_values",
+    "name_buckets",
+    "code",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -105,7 +117,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (424 bytes), at offset 0.
+/// The file header (496 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -113,11 +125,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 424.
+    /// Size of this header, section table included: 496.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 14.
+    /// Number of section table entries: 17.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -129,8 +141,8 @@ pub struct Header {
     pub build_id: [u8; MAX_BUILD_ID],
     /// ELF machine of the inputs (62 = x86-64).
     pub machine: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
+    /// Number of inline instances packed in the `instance_data` section.
+    pub instance_count: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
 }
@@ -149,8 +161,9 @@ pub struct ModuleRecord {
     pub function_count: U32,
     /// Number of meaningful bytes in `build_id`.
     pub build_id_len: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
+    /// Index of the module's first code record. The module's functions without code
+    /// come first; each of the others has one code record, in function order.
+    pub first_code: U32,
     /// Build-id of the module's ELF file, zero-padded.
     pub build_id: [u8; MAX_BUILD_ID],
     /// Address bias: function addresses are ELF addresses; add the load address minus
@@ -195,24 +208,56 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (28 bytes).
+/// A function with its signature (12 bytes); its code, if any, is a [`CodeRecord`].
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
-    /// Start address (ELF address in the module); 0 for inline-only functions.
-    pub addr: U64,
-    /// Size of the code range in bytes; 0 for inline-only functions.
-    pub size: U32,
     /// String offset of the source-level name.
     pub name: U32,
-    /// Type index of the return type.
-    pub ret: U32,
-    /// Index of the first parameter record.
+    /// Index of the first parameter record (bits 0..24) and the number of parameter
+    /// records (bits 24..32).
     pub params: U32,
+    /// Type index of the return type (bits 0..18) and [`crate::FuncFlags`] (bits 18..32).
+    pub ret_flags: U32,
+}
+
+/// Where a function's code is (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct CodeRecord {
+    /// Start address relative to the module's `base`.
+    pub addr: U32,
+    /// Size of the code in bytes.
+    pub size: U32,
+}
+
+/// Largest index of a function's first parameter record.
+pub const MAX_PARAM_INDEX: u32 = (1 << 24) - 1;
+/// Most parameters a function record can hold.
+pub const MAX_PARAM_COUNT: usize = 255;
+/// Largest type index a function's return type can have.
+pub const MAX_RET_TYPE: u32 = (1 << 18) - 1;
+
+impl FunctionRecord {
+    /// Index of the first parameter record.
+    pub fn first_param(&self) -> u32 {
+        self.params.get() & MAX_PARAM_INDEX
+    }
+
     /// Number of parameter records.
-    pub param_count: U16,
+    pub fn param_count(&self) -> u32 {
+        self.params.get() >> 24
+    }
+
+    /// Type index of the return type.
+    pub fn ret(&self) -> u32 {
+        self.ret_flags.get() & MAX_RET_TYPE
+    }
+
     /// [`crate::FuncFlags`] bits.
-    pub flags: U16,
+    pub fn flags(&self) -> u16 {
+        (self.ret_flags.get() >> 18) as u16
+    }
 }
 
 /// The ELF symbol of a function whose symbol differs from its name (8 bytes).
@@ -225,42 +270,83 @@ pub struct SymbolRecord {
     pub symbol: U32,
 }
 
-/// A parameter of a function (12 bytes).
+/// A parameter of a function (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct ParamRecord {
-    /// String offset of the name (0: unnamed).
-    pub name: U32,
-    /// Type index in bits 0..24, location kind code ([`crate::Location::encode`]) in bits 24..32.
-    pub ty_loc: U32,
-    /// Location operand: register (bits 0..8) and second register (bits 8..16) for
-    /// register locations; the CFA offset or the constant (as `i32`) otherwise.
-    pub value: U32,
+    /// String offset of the name (bits 0..24), location kind (bits 24..27),
+    /// [`PARAM_EXT`] (bit 27); bits 28..32 are zero.
+    pub name_loc: U32,
+    /// Type index (bits 0..18) and the location's short operand (bits 18..32).
+    pub ty_op: U32,
 }
 
+/// Largest string offset a parameter record can hold.
+pub const MAX_PARAM_NAME: u32 = (1 << 24) - 1;
 /// Largest type index a parameter record can hold.
-pub const MAX_PARAM_TYPE: u32 = (1 << 24) - 1;
+pub const MAX_PARAM_TYPE: u32 = (1 << 18) - 1;
+/// Bit of `name_loc`: the location's operand is in the `param_values` section.
+pub const PARAM_EXT: u32 = 1 << 27;
 
 impl ParamRecord {
+    /// String offset of the name.
+    pub fn name(&self) -> u32 {
+        self.name_loc.get() & MAX_PARAM_NAME
+    }
+
     /// Type index.
     pub fn ty(&self) -> u32 {
-        self.ty_loc.get() & MAX_PARAM_TYPE
+        self.ty_op.get() & MAX_PARAM_TYPE
     }
 
     /// Location kind code.
     pub fn loc_kind(&self) -> u8 {
-        (self.ty_loc.get() >> 24) as u8
+        (self.name_loc.get() >> 24 & 7) as u8
+    }
+
+    /// Whether the operand is in the `param_values` section.
+    pub fn ext(&self) -> bool {
+        self.name_loc.get() & PARAM_EXT != 0
+    }
+
+    /// The 14-bit short operand.
+    pub fn short_op(&self) -> u32 {
+        self.ty_op.get() >> 18
     }
 }
 
-/// A name-index entry (8 bytes): the key is the function's name or its ELF symbol.
+/// The full 32-bit location operand of a parameter whose record has [`PARAM_EXT`] (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct ParamValue {
+    /// Index of the parameter record.
+    pub param: U32,
+    /// The operand, as the `value` of [`crate::Location::encode`] packs it.
+    pub value: U32,
+}
+
+/// A name-index entry (4 bytes): function index (bits 0..24) and the low 8 bits of the
+/// key's [`name_hash`] (bits 24..32).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct NameRecord {
-    /// [`name_hash`] of the key's bytes.
-    pub hash: U32,
+    /// Function index and hash tag.
+    pub entry: U32,
+}
+
+/// Largest function index the name index can hold.
+pub const MAX_NAME_FUNCTION: u32 = (1 << 24) - 1;
+
+impl NameRecord {
     /// Function index.
-    pub function: U32,
+    pub fn function(&self) -> u32 {
+        self.entry.get() & MAX_NAME_FUNCTION
+    }
+
+    /// Low 8 bits of the key's hash.
+    pub fn tag(&self) -> u8 {
+        (self.entry.get() >> 24) as u8
+    }
 }
 
 /// The hash of the name index: 32-bit FNV-1a over the name's bytes (offset basis
@@ -274,85 +360,63 @@ pub fn name_hash(bytes: &[u8]) -> u32 {
     h
 }
 
-/// Where the caller list of one inlined function starts (8 bytes).
-#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct InlineCalleeRecord {
-    /// Function index of the inlined function.
-    pub callee: U32,
-    /// Index of its first caller in the `inline_callers` section; the list runs to the
-    /// next record's `first` (the last one to the end of the section).
-    pub first: U32,
+/// log2 of the number of name buckets for `entries` name index entries: the smallest
+/// `k` with `2^k * 8 >= entries` (at most 24).
+pub fn name_bucket_bits(entries: usize) -> u32 {
+    let mut k = 0;
+    while k < 24 && (8usize << k) < entries {
+        k += 1;
+    }
+    k
 }
 
-/// No parent: an instance inlined directly into its out-of-line caller.
-pub const NO_PARENT: u32 = u32::MAX;
+/// The bucket of a name hash among `2^bits` buckets: its top `bits` bits.
+pub fn name_bucket(hash: u32, bits: u32) -> u32 {
+    if bits == 0 {
+        0
+    } else {
+        hash >> (32 - bits)
+    }
+}
 
-/// One inlined copy of a function (40 bytes).
+/// Number of caller lists per block of the `inline_callers` section.
+pub const CALLEE_BLOCK: usize = 16;
+
+/// Where a block of [`CALLEE_BLOCK`] caller lists starts (8 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-pub struct InstanceRecord {
-    /// Function index of the out-of-line function whose code holds the copy.
+pub struct InlineBlock {
+    /// Function index of the callee of the block's first list.
+    pub callee: U32,
+    /// Byte offset of the block's first list in the `inline_callers` section.
+    pub offset: U32,
+}
+
+/// Number of inline instances per block of the `instance_data` section.
+pub const INSTANCE_BLOCK: usize = 16;
+
+/// Where a block of [`INSTANCE_BLOCK`] inline instances starts (8 bytes).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct InstanceBlock {
+    /// Function index of the caller of the block's first instance.
     pub caller: U32,
-    /// Function index of the inlined function.
-    pub callee: U32,
-    /// Index of the enclosing instance when this copy sits inside another inlined copy,
-    /// else [`NO_PARENT`]. Always smaller than the record's own index.
-    pub parent: U32,
-    /// String offset of the call site's file.
-    pub call_file: U32,
-    /// Line of the call site (0: unknown).
-    pub call_line: U32,
-    /// First address executed in the copy (`DW_AT_entry_pc`, else the first range's start).
-    pub entry_pc: U64,
-    /// Index of the first range record.
-    pub ranges: U32,
-    /// Number of range records.
-    pub range_count: U16,
-    /// Number of location records (one per parameter of the callee, in its order).
-    pub loc_count: U16,
-    /// Index of the first location record.
-    pub locs: U32,
-}
-
-/// A code range `[start, end)` (16 bytes).
-#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct RangeRecord {
-    /// First address.
-    pub start: U64,
-    /// One past the last address.
-    pub end: U64,
-}
-
-/// A parameter location (8 bytes): [`crate::Location::encode`] laid out in order.
-#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
-#[repr(C)]
-pub struct LocRecord {
-    /// Location kind code.
-    pub kind: u8,
-    /// Register.
-    pub reg: u8,
-    /// Second register.
-    pub reg2: u8,
-    /// Reserved, zero.
-    pub reserved: u8,
-    /// CFA offset or constant.
-    pub value: I32,
+    /// Byte offset of the block's first instance in the `instance_data` section.
+    pub offset: U32,
 }
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 424);
-    assert!(core::mem::size_of::<InstanceRecord>() == 40);
-    assert!(core::mem::size_of::<RangeRecord>() == 16);
-    assert!(core::mem::size_of::<LocRecord>() == 8);
+    assert!(core::mem::size_of::<Header>() == 496);
+    assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
     assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
-    assert!(core::mem::size_of::<FunctionRecord>() == 28);
+    assert!(core::mem::size_of::<FunctionRecord>() == 12);
+    assert!(core::mem::size_of::<CodeRecord>() == 8);
     assert!(core::mem::size_of::<SymbolRecord>() == 8);
-    assert!(core::mem::size_of::<ParamRecord>() == 12);
-    assert!(core::mem::size_of::<NameRecord>() == 8);
-    assert!(core::mem::size_of::<InlineCalleeRecord>() == 8);
+    assert!(core::mem::size_of::<ParamRecord>() == 8);
+    assert!(core::mem::size_of::<ParamValue>() == 8);
+    assert!(core::mem::size_of::<NameRecord>() == 4);
+    assert!(core::mem::size_of::<InlineBlock>() == 8);
 };

@@ -10,6 +10,7 @@
 //! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
 
 pub mod builder;
+mod callers;
 mod desc;
 mod error;
 mod instances;
@@ -18,14 +19,16 @@ mod model;
 mod reader;
 pub mod regs;
 mod validate;
+mod varint;
 mod view;
 
 pub use builder::{
     write_atomic, DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc,
     TypeId,
 };
+pub use callers::Callers;
 pub use error::{Error, FormatError, FormatErrorKind};
-pub use instances::{Instance, InstanceDesc, InstanceId};
+pub use instances::{Instance, InstanceDesc, InstanceId, InstanceIter, Locations, Ranges};
 pub use model::{
     float_format, x86_64_reg_name, DbFlags, FloatFormat, FuncFlags, Location, ModuleKind,
     Qualifiers, TypeFlags, TypeKind,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
-use crate::instances::Instance;
+use crate::instances::{Instance, InstanceIter};
 use crate::layout::*;
 use crate::model::*;
 use crate::validate::validate;
@@ -138,26 +138,93 @@ impl Db {
     pub(crate) fn param_records(&self) -> &[ParamRecord] {
         self.records(SectionId::Params)
     }
+
+    /// The full operand of parameter record `index` (one with [`PARAM_EXT`]).
+    pub(crate) fn param_value(&self, index: u32) -> u32 {
+        let values: &[ParamValue] = self.records(SectionId::ParamValues);
+        let i = values.partition_point(|v| v.param.get() < index);
+        values
+            .get(i)
+            .filter(|v| v.param.get() == index)
+            .map_or(0, |v| v.value.get())
+    }
     fn name_records(&self) -> &[NameRecord] {
         self.records(SectionId::Names)
     }
     fn symbol_records(&self) -> &[SymbolRecord] {
         self.records(SectionId::Symbols)
     }
-    fn inline_callee_records(&self) -> &[InlineCalleeRecord] {
-        self.records(SectionId::InlineCallees)
+    pub(crate) fn inline_index(&self) -> &[InlineBlock] {
+        self.records(SectionId::InlineIndex)
     }
-    fn inline_callers(&self) -> &[zerocopy::little_endian::U32] {
-        self.records(SectionId::InlineCallers)
+    pub(crate) fn inline_data(&self) -> &[u8] {
+        self.section(SectionId::InlineCallers)
     }
-    pub(crate) fn instance_records(&self) -> &[InstanceRecord] {
-        self.records(SectionId::Instances)
+    pub(crate) fn instance_index(&self) -> &[InstanceBlock] {
+        self.records(SectionId::InstanceIndex)
     }
-    pub(crate) fn range_records(&self) -> &[RangeRecord] {
-        self.records(SectionId::InstanceRanges)
+    pub(crate) fn instance_data(&self) -> &[u8] {
+        self.section(SectionId::InstanceData)
     }
-    pub(crate) fn loc_records(&self) -> &[LocRecord] {
-        self.records(SectionId::InstanceLocs)
+
+    /// The call file with index `index` in the call file table.
+    pub(crate) fn call_file(&self, index: u32) -> &str {
+        let files: &[zerocopy::little_endian::U32] = self.records(SectionId::CallFiles);
+        files
+            .get(index as usize)
+            .map_or("", |f| self.string(f.get()))
+    }
+
+    /// Index of the module holding function `index`.
+    pub(crate) fn module_of(&self, index: u32) -> usize {
+        let mods = self.module_records();
+        mods.partition_point(|m| m.first_function.get() + m.function_count.get() <= index)
+    }
+
+    pub(crate) fn code_records(&self) -> &[CodeRecord] {
+        self.records(SectionId::Code)
+    }
+
+    /// The code records of module `module`: those of its functions that have code, the
+    /// last ones of its range.
+    pub(crate) fn module_code(&self, module: usize) -> &[CodeRecord] {
+        let mods = self.module_records();
+        let code = self.code_records();
+        let Some(m) = mods.get(module) else {
+            return &[];
+        };
+        let end = mods
+            .get(module + 1)
+            .map_or(code.len(), |n| n.first_code.get() as usize);
+        code.get(m.first_code.get() as usize..end).unwrap_or(&[])
+    }
+
+    /// The module of function `index` and its code record (none for a function without
+    /// code).
+    pub(crate) fn locate(&self, index: u32) -> (usize, Option<&CodeRecord>) {
+        let module = self.module_of(index);
+        let Some(m) = self.module_records().get(module) else {
+            return (module, None);
+        };
+        let code = self.module_code(module);
+        // Validated: at most function_count code records, for the last functions.
+        let codeless = (m.function_count.get() as usize).saturating_sub(code.len());
+        let j = (index as usize).wrapping_sub(m.first_function.get() as usize);
+        (module, j.checked_sub(codeless).and_then(|k| code.get(k)))
+    }
+
+    /// The address of function `index`: its module's base plus its relative address, or
+    /// 0 for a function without code.
+    pub(crate) fn function_addr(&self, index: u32) -> u64 {
+        let (module, code) = self.locate(index);
+        self.code_addr(module, code)
+    }
+
+    pub(crate) fn code_addr(&self, module: usize, code: Option<&CodeRecord>) -> u64 {
+        match (code, self.module_records().get(module)) {
+            (Some(c), Some(m)) => m.base.get().wrapping_add(u64::from(c.addr.get())),
+            _ => 0,
+        }
     }
 
     /// String offset of the ELF symbol of function `index` when it differs from the
@@ -184,6 +251,14 @@ impl Db {
             Some(end) => &tail[..end],
             None => "",
         }
+    }
+
+    /// Each section's name and length in bytes, in file order: where the bytes go.
+    pub fn section_sizes(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
+        SECTION_NAMES
+            .iter()
+            .zip(self.sections.iter())
+            .map(|(name, &(_, len))| (*name, len))
     }
 
     /// Format version.
@@ -272,20 +347,21 @@ impl Db {
     /// The function of module `module` whose code contains `addr` (binary search).
     pub fn by_addr(&self, module: usize, addr: u64) -> Option<Function<'_>> {
         let m = self.module_records().get(module)?;
-        let first = m.first_function.get() as usize;
-        let funcs = self
-            .function_records()
-            .get(first..first + m.function_count.get() as usize)?;
-        // Index of the first function starting above addr; the candidates are the
-        // functions sharing the greatest start address not above addr (aliases).
-        let end = funcs.partition_point(|f| f.addr.get() <= addr);
-        let start = funcs.get(end.checked_sub(1)?)?.addr.get();
-        let group = funcs[..end]
+        let rel = u32::try_from(addr.checked_sub(m.base.get())?).ok()?;
+        let code = self.module_code(module);
+        // The module's functions with code are its last ones, in code record order.
+        let first = m.first_function.get() as usize
+            + (m.function_count.get() as usize).saturating_sub(code.len());
+        // Index of the first code record starting above addr; the candidates are the
+        // records sharing the greatest start address not above addr (aliases).
+        let end = code.partition_point(|c| c.addr.get() <= rel);
+        let start = code.get(end.checked_sub(1)?)?.addr.get();
+        let group = code[..end]
             .iter()
             .rev()
-            .take_while(|f| f.addr.get() == start);
-        for (back, f) in group.enumerate() {
-            if addr < f.addr.get().saturating_add(f.size.get() as u64) {
+            .take_while(|c| c.addr.get() == start);
+        for (back, c) in group.enumerate() {
+            if u64::from(rel) < u64::from(c.addr.get()) + u64::from(c.size.get()) {
                 return self.function(first + end - 1 - back);
             }
         }
@@ -297,22 +373,37 @@ impl Db {
         (0..self.module_count()).find_map(|m| self.by_addr(m, addr))
     }
 
+    /// The name index entries of the bucket holding hash `h`.
+    fn name_bucket_entries(&self, h: u32) -> &[NameRecord] {
+        let names = self.name_records();
+        let starts: &[zerocopy::little_endian::U32] = self.records(SectionId::NameBuckets);
+        // Validated: 2^k + 1 non-decreasing starts, the last one names.len().
+        let bits = (starts.len().saturating_sub(1)).trailing_zeros();
+        let b = name_bucket(h, bits) as usize;
+        match (starts.get(b), starts.get(b + 1)) {
+            (Some(lo), Some(hi)) => names
+                .get(lo.get() as usize..hi.get() as usize)
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
     /// Every function whose name or ELF symbol name is `name`.
     pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = Function<'a>> + 'a {
-        let names = self.name_records();
         let strings = self.section(SectionId::Strings);
         let key = name.as_bytes();
         let h = name_hash(key);
-        // Search on the hash (integer compares within the index); only entries with the
-        // same hash touch the string table.
-        let lo = hash_lower_bound(names, h);
-        let len = names[lo..].iter().take_while(|n| n.hash.get() == h).count();
+        // Hash to a bucket of about eight entries; compare 8-bit tags there, and only on
+        // a tag match touch the string table.
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
         let mut count = 0;
         let funcs = self.function_records();
-        for n in &names[lo..lo + len] {
-            let f = n.function.get();
+        for n in self.name_bucket_entries(h) {
+            if n.tag() != h as u8 {
+                continue;
+            }
+            let f = n.function();
             let Some(rec) = funcs.get(f as usize) else {
                 continue;
             };
@@ -320,8 +411,8 @@ impl Db {
                 || cmp_cstr(strings, self.symbol_of(f), key) == Ordering::Equal
             {
                 match hits.get_mut(count) {
-                    Some(slot) => *slot = n.function.get(),
-                    None => extra.push(n.function.get()),
+                    Some(slot) => *slot = f,
+                    None => extra.push(f),
                 }
                 count += 1;
             }
@@ -336,9 +427,9 @@ impl Db {
     /// order (by name hash).
     pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
         self.name_records().iter().filter_map(move |n| {
-            let f = self.function(n.function.get() as usize)?;
-            // The entry's key is whichever of the two names has the entry's hash.
-            let key = if name_hash(f.name().as_bytes()) == n.hash.get() {
+            let f = self.function(n.function() as usize)?;
+            // The entry's key is whichever of the two names has the entry's tag.
+            let key = if name_hash(f.name().as_bytes()) as u8 == n.tag() {
                 f.name()
             } else {
                 f.symbol()
@@ -349,59 +440,46 @@ impl Db {
 
     /// Functions that `callee` was inlined into, in function-index order.
     pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
-        let callees = self.inline_callee_records();
-        let callers = self.inline_callers();
-        let i = callees.partition_point(|c| c.callee.get() < callee);
-        let range = match callees.get(i) {
-            Some(c) if c.callee.get() == callee => {
-                let end = callees
-                    .get(i + 1)
-                    .map_or(callers.len(), |n| n.first.get() as usize);
-                callers.get(c.first.get() as usize..end).unwrap_or(&[])
-            }
-            _ => &[],
-        };
-        range
-            .iter()
-            .filter_map(move |c| self.function(c.get() as usize))
+        self.callers_of(callee)
+            .into_iter()
+            .flatten()
+            .filter_map(move |c| self.function(c as usize))
     }
 
     /// Number of inline instances.
     pub fn instance_count(&self) -> usize {
-        self.instance_records().len()
+        self.header().instance_count.get() as usize
     }
 
     /// Inline instance by index.
     pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
-        self.instance_records()
-            .get(index)
-            .map(|rec| Instance::new(self, index as u32, rec))
+        if index >= self.instance_count() {
+            return None;
+        }
+        InstanceIter::at_block(self, index / INSTANCE_BLOCK, self.instance_count() as u32)
+            .nth(index % INSTANCE_BLOCK)
     }
 
     /// All inline instances, in (caller, depth, entry pc) order.
     pub fn instances(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
-        self.instance_records()
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| Instance::new(self, i as u32, rec))
+        InstanceIter::at_block(self, 0, self.instance_count() as u32)
     }
 
-    /// The inline instances inside the code of function `caller` (binary search).
+    /// The inline instances inside the code of function `caller` (binary search on the
+    /// block index, then a scan of the blocks holding them).
     pub fn instances_in(&self, caller: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
-        let recs = self.instance_records();
-        let lo = recs.partition_point(|r| r.caller.get() < caller);
-        let hi = lo + recs[lo..].partition_point(|r| r.caller.get() == caller);
-        (lo..hi).filter_map(move |i| self.instance(i))
+        let blocks = self.instance_index();
+        // The caller's first instance is in the last block starting below it, or in the
+        // first block starting with it.
+        let k = blocks.partition_point(|b| b.caller.get() < caller);
+        InstanceIter::at_block(self, k.saturating_sub(1), self.instance_count() as u32)
+            .skip_while(move |i| i.caller_index() < caller)
+            .take_while(move |i| i.caller_index() == caller)
     }
 
     /// Every inlined copy of function `callee` (a scan of all instances).
     pub fn instances_of(&self, callee: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
         self.instances().filter(move |i| i.callee_index() == callee)
-    }
-
-    /// Number of inline edges (callee, caller).
-    pub fn inline_count(&self) -> usize {
-        self.inline_callers().len()
     }
 }
 
@@ -416,7 +494,7 @@ static EMPTY_HEADER: Header = Header {
     build_id_len: zerocopy::little_endian::U32::ZERO,
     build_id: [0; MAX_BUILD_ID],
     machine: zerocopy::little_endian::U32::ZERO,
-    reserved: zerocopy::little_endian::U32::ZERO,
+    instance_count: zerocopy::little_endian::U32::ZERO,
     sections: [SectionEntry {
         offset: zerocopy::little_endian::U64::ZERO,
         length: zerocopy::little_endian::U64::ZERO,
@@ -437,100 +515,5 @@ fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
         },
         Ordering::Equal => Ordering::Less,
         other => other,
-    }
-}
-
-/// The first index of `names` (sorted by hash) whose hash is not below `h`. Hashes are
-/// spread uniformly, so the entry sits near `h / 2^32` of the way through the index: start
-/// there and gallop outwards to bracket it, then binary search the bracket. That touches
-/// a few neighbouring cache lines instead of the ~17 scattered ones of a plain binary
-/// search over 100k entries; on any other distribution it is still O(log n).
-fn hash_lower_bound(names: &[NameRecord], h: u32) -> usize {
-    let n = names.len();
-    if n == 0 {
-        return 0;
-    }
-    let below = |i: usize| names[i].hash.get() < h;
-    let guess = ((u64::from(h) * n as u64) >> 32) as usize; // < n
-    let (lo, hi) = if below(guess) {
-        // The answer is right of `guess`.
-        let (mut lo, mut step) = (guess + 1, 1);
-        loop {
-            let probe = guess + step;
-            if probe >= n {
-                break (lo, n);
-            }
-            if !below(probe) {
-                break (lo, probe);
-            }
-            lo = probe + 1;
-            step *= 2;
-        }
-    } else {
-        // The answer is `guess` or left of it.
-        let (mut hi, mut step) = (guess, 1);
-        loop {
-            if step > guess {
-                break (0, hi);
-            }
-            let probe = guess - step;
-            if below(probe) {
-                break (probe + 1, hi);
-            }
-            hi = probe;
-            step *= 2;
-        }
-    };
-    lo + names[lo..hi].partition_point(|r| r.hash.get() < h)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use zerocopy::little_endian::U32;
-
-    fn recs(hashes: &[u32]) -> Vec<NameRecord> {
-        hashes
-            .iter()
-            .map(|&h| NameRecord {
-                hash: U32::new(h),
-                function: U32::new(0),
-            })
-            .collect()
-    }
-
-    /// Same answer as a plain binary search, on uniform, skewed and duplicate-heavy
-    /// hash lists, for present and absent keys and both ends of the range.
-    #[test]
-    fn hash_lower_bound_matches_partition_point() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u32
-        };
-        for n in [0usize, 1, 2, 3, 7, 64, 1000, 20_000] {
-            for shape in 0..4 {
-                let mut h: Vec<u32> = (0..n)
-                    .map(|_| match shape {
-                        0 => next(),
-                        1 => next() >> 24,              // all near 0
-                        2 => u32::MAX - (next() >> 20), // all near the top
-                        _ => (next() % 5).wrapping_mul(1_000_000_007), // 5 distinct values
-                    })
-                    .collect();
-                h.sort_unstable();
-                let r = recs(&h);
-                let mut keys: Vec<u32> = h.to_vec();
-                keys.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31]);
-                keys.extend((0..200).map(|_| next()));
-                keys.extend(h.iter().map(|v| v.wrapping_add(1)));
-                for k in keys {
-                    let want = r.partition_point(|e| e.hash.get() < k);
-                    assert_eq!(hash_lower_bound(&r, k), want, "n={n} shape={shape} k={k}");
-                }
-            }
-        }
     }
 }

@@ -46,10 +46,10 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 424"));
+        return fail(12, BadHeader("header size is not 496"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 14"));
+        return fail(20, BadHeader("section count is not 17"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -98,7 +98,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
             },
         );
     }
-    Validator { bytes, sections }.run()?;
+    Validator { bytes, sections }.run(h.instance_count.get())?;
     Ok(sections)
 }
 
@@ -111,6 +111,29 @@ impl<'a> Validator<'a> {
     fn sec(&self, id: SectionId) -> &'a [u8] {
         let (o, l) = self.sections[id as usize];
         &self.bytes[o..o + l]
+    }
+
+    pub(crate) fn bytes_of(&self, id: SectionId) -> &'a [u8] {
+        self.sec(id)
+    }
+
+    /// A bad record of a packed section: `at` is its byte offset in the section.
+    pub(crate) fn err_at<T>(
+        &self,
+        id: SectionId,
+        at: usize,
+        index: u32,
+        what: &'static str,
+    ) -> Result<T, FormatError> {
+        let (o, _) = self.sections[id as usize];
+        fail(
+            o + at,
+            FormatErrorKind::BadRecord {
+                section: SECTION_NAMES[id as usize],
+                index: index.into(),
+                what,
+            },
+        )
     }
 
     pub(crate) fn recs<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
@@ -137,7 +160,7 @@ impl<'a> Validator<'a> {
         )
     }
 
-    fn run(&self) -> Result<(), FormatError> {
+    fn run(&self, instance_count: u32) -> Result<(), FormatError> {
         use SectionId::*;
         let strings = self.sec(Strings);
         let (str_off, _) = self.sections[Strings as usize];
@@ -163,8 +186,20 @@ impl<'a> Validator<'a> {
             |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
 
         let modules: &[ModuleRecord] = self.recs(Modules);
+        let code: &[CodeRecord] = self.recs(Code);
         let mut next = 0u64;
         for (i, m) in modules.iter().enumerate() {
+            // Code records: consecutive per module, at most one per function.
+            let code_end = modules
+                .get(i + 1)
+                .map_or(code.len() as u64, |n| n.first_code.get() as u64);
+            let code_count = code_end.checked_sub(m.first_code.get() as u64);
+            if (i == 0 && m.first_code.get() != 0)
+                || code_count.is_none_or(|n| n > m.function_count.get() as u64)
+                || code_end > code.len() as u64
+            {
+                return self.err(Modules, i, "code records do not follow the previous module");
+            }
             if !string_ok(m.name.get()) {
                 return self.err(Modules, i, "name is not a string");
             }
@@ -183,7 +218,7 @@ impl<'a> Validator<'a> {
             }
             next += m.function_count.get() as u64;
         }
-        if next != functions.len() as u64 {
+        if next != functions.len() as u64 || (modules.is_empty() && !code.is_empty()) {
             return fail(
                 self.sections[Modules as usize].0,
                 FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
@@ -237,36 +272,88 @@ impl<'a> Validator<'a> {
                 return self.err(ProtoParams, i, "type out of bounds");
             }
         }
+        let values: &[ParamValue] = self.recs(ParamValues);
+        let mut next_value = 0;
         for (i, p) in params.iter().enumerate() {
-            if !string_ok(p.name.get()) {
+            if !string_ok(p.name()) {
                 return self.err(Params, i, "name is not a string");
             }
             if p.ty() as usize >= types.len() {
                 return self.err(Params, i, "type out of bounds");
             }
-            if Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
+            if p.name_loc.get() >> 28 != 0 || Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
                 return self.err(Params, i, "unknown location kind");
             }
+            // A frame location's operand (32 bits) never fits the short one; unknown and
+            // optimized-out locations have none.
+            let ext_ok = match p.loc_kind() {
+                0 | 4 => !p.ext() && p.short_op() == 0,
+                6 => p.ext() && p.short_op() == 0,
+                _ => !p.ext() || p.short_op() == 0,
+            };
+            if !ext_ok {
+                return self.err(Params, i, "operand kind does not fit the location");
+            }
+            // Each extended operand has its value, in parameter order, and only those.
+            if p.ext() {
+                if values.get(next_value).map(|v| v.param.get()) != Some(i as u32) {
+                    return self.err(Params, i, "extended operand without its value");
+                }
+                next_value += 1;
+            }
+        }
+        if next_value != values.len() {
+            return self.err(ParamValues, next_value, "value of no extended parameter");
         }
         for (i, f) in functions.iter().enumerate() {
             if !string_ok(f.name.get()) {
                 return self.err(Functions, i, "name is not a string");
             }
-            if f.ret.get() as usize >= types.len() {
+            if f.ret() as usize >= types.len() {
                 return self.err(Functions, i, "return type out of bounds");
             }
-            if !within(f.params.get(), f.param_count.get() as u32, params.len()) {
+            if !within(f.first_param(), f.param_count(), params.len()) {
                 return self.err(Functions, i, "parameter range out of bounds");
             }
         }
-        for m in modules {
+        for (mi, m) in modules.iter().enumerate() {
             let first = m.first_function.get() as usize;
             let range = &functions[first..first + m.function_count.get() as usize];
-            if let Some(j) = range
+            let code_first = m.first_code.get() as usize;
+            let code_end = modules
+                .get(mi + 1)
+                .map_or(code.len(), |n| n.first_code.get() as usize);
+            let mcode = &code[code_first..code_end];
+            if let Some(j) = mcode
                 .windows(2)
                 .position(|w| w[0].addr.get() > w[1].addr.get())
             {
-                return self.err(Functions, first + j + 1, "not sorted by address");
+                return self.err(Code, code_first + j + 1, "not sorted by address");
+            }
+            if let Some(j) = mcode.iter().position(|c| {
+                m.base
+                    .get()
+                    .checked_add(u64::from(c.addr.get()) + u64::from(c.size.get()))
+                    .is_none()
+            }) {
+                return self.err(
+                    Code,
+                    code_first + j,
+                    "code range ends past the address space",
+                );
+            }
+            // The functions without code come first, and are the inline-only ones.
+            let codeless = range.len() - mcode.len();
+            for (j, f) in range.iter().enumerate() {
+                let inline_only =
+                    FuncFlags::from_bits_truncate(f.flags()).contains(FuncFlags::INLINE_ONLY);
+                if inline_only != (j < codeless) {
+                    return self.err(
+                        Functions,
+                        first + j,
+                        "inline-only flag does not match the function's code",
+                    );
+                }
             }
         }
         for (i, sym) in symbols.iter().enumerate() {
@@ -285,62 +372,52 @@ impl<'a> Validator<'a> {
         }
         let names: &[NameRecord] = self.recs(Names);
         for (i, n) in names.iter().enumerate() {
-            if n.function.get() as usize >= functions.len() {
+            if n.function() as usize >= functions.len() {
                 return self.err(Names, i, "function out of bounds");
             }
-            if i > 0 && names[i - 1].hash.get() > n.hash.get() {
-                return fail(
-                    self.sections[Names as usize].0 + i * 8,
-                    FormatErrorKind::NotSorted("names"),
-                );
-            }
         }
-        let callees: &[InlineCalleeRecord] = self.recs(InlineCallees);
-        let callers: &[zerocopy::little_endian::U32] = self.recs(InlineCallers);
-        for (i, c) in callees.iter().enumerate() {
-            if c.callee.get() as usize >= functions.len() {
-                return self.err(InlineCallees, i, "function out of bounds");
-            }
-            let end = callees
-                .get(i + 1)
-                .map_or(callers.len() as u64, |n| n.first.get() as u64);
-            // Every list is non-empty and inside the caller section.
-            if c.first.get() as u64 >= end || end > callers.len() as u64 {
-                return self.err(InlineCallees, i, "caller range out of bounds");
-            }
-            if i == 0 && c.first.get() != 0 {
-                return self.err(InlineCallees, i, "caller lists do not start at 0");
-            }
-            if i > 0 && callees[i - 1].callee.get() >= c.callee.get() {
-                return fail(
-                    self.sections[InlineCallees as usize].0 + i * 8,
-                    FormatErrorKind::NotSorted("inline callees"),
-                );
-            }
-            let list = &callers[c.first.get() as usize..end as usize];
-            for (j, caller) in list.iter().enumerate() {
-                if caller.get() as usize >= functions.len() {
-                    return self.err(
-                        InlineCallers,
-                        c.first.get() as usize + j,
-                        "function out of bounds",
-                    );
-                }
-                if j > 0 && list[j - 1].get() >= caller.get() {
-                    return fail(
-                        self.sections[InlineCallers as usize].0 + (c.first.get() as usize + j) * 4,
-                        FormatErrorKind::NotSorted("inline callers"),
-                    );
-                }
-            }
-        }
-        crate::instances::validate(self, functions.len(), &string_ok)?;
-        if callees.is_empty() && !callers.is_empty() {
+        let starts: &[zerocopy::little_endian::U32] = self.recs(NameBuckets);
+        let buckets = starts.len().wrapping_sub(1);
+        if starts.is_empty() || !buckets.is_power_of_two() || buckets > 1 << 24 {
             return fail(
-                self.sections[InlineCallers as usize].0,
-                FormatErrorKind::BadSection("inline_callers (callers without a callee)"),
+                self.sections[NameBuckets as usize].0,
+                FormatErrorKind::BadSection("name_buckets (not a power of two plus one)"),
             );
         }
+        for (i, w) in starts.windows(2).enumerate() {
+            if w[0].get() > w[1].get() {
+                return fail(
+                    self.sections[NameBuckets as usize].0 + (i + 1) * 4,
+                    FormatErrorKind::NotSorted("name buckets"),
+                );
+            }
+        }
+        if starts[0].get() != 0 || starts[buckets].get() as usize != names.len() {
+            return fail(
+                self.sections[NameBuckets as usize].0,
+                FormatErrorKind::BadSection("name_buckets (do not cover the name index)"),
+            );
+        }
+        crate::callers::validate(self, functions.len())?;
+        let addr_of = |f: u32| -> u64 {
+            let mi =
+                modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
+            let Some(m) = modules.get(mi) else {
+                return 0;
+            };
+            let code_end = modules
+                .get(mi + 1)
+                .map_or(code.len(), |n| n.first_code.get() as usize);
+            let ncode = code_end - m.first_code.get() as usize;
+            let j = (f - m.first_function.get()) as usize;
+            match j.checked_sub(m.function_count.get() as usize - ncode) {
+                Some(k) => {
+                    m.base.get() + u64::from(code[m.first_code.get() as usize + k].addr.get())
+                }
+                None => 0,
+            }
+        };
+        crate::instances::validate(self, instance_count, functions.len(), &addr_of, &string_ok)?;
         Ok(())
     }
 }

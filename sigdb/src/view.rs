@@ -9,7 +9,9 @@ use crate::Db;
 pub struct Function<'a> {
     db: &'a Db,
     index: u32,
+    module: u32,
     rec: &'a FunctionRecord,
+    code: Option<&'a CodeRecord>,
 }
 
 impl std::fmt::Debug for Function<'_> {
@@ -26,7 +28,14 @@ impl std::fmt::Debug for Function<'_> {
 
 impl<'a> Function<'a> {
     pub(crate) fn new(db: &'a Db, index: u32, rec: &'a FunctionRecord) -> Self {
-        Function { db, index, rec }
+        let (module, code) = db.locate(index);
+        Function {
+            db,
+            index,
+            module: module as u32,
+            rec,
+            code,
+        }
     }
 
     /// Index in the function table.
@@ -49,23 +58,22 @@ impl<'a> Function<'a> {
 
     /// Start address (ELF address in its module); 0 for inline-only functions.
     pub fn addr(&self) -> u64 {
-        self.rec.addr.get()
+        self.db.code_addr(self.module as usize, self.code)
     }
 
     /// Size of the code in bytes.
     pub fn size(&self) -> u32 {
-        self.rec.size.get()
+        self.code.map_or(0, |c| c.size.get())
     }
 
     /// Flags.
     pub fn flags(&self) -> FuncFlags {
-        FuncFlags::from_bits_truncate(self.rec.flags.get())
+        FuncFlags::from_bits_truncate(self.rec.flags())
     }
 
     /// Index of the module this function belongs to.
     pub fn module_index(&self) -> usize {
-        let mods = self.db.module_records();
-        mods.partition_point(|m| m.first_function.get() + m.function_count.get() <= self.index)
+        self.module as usize
     }
 
     /// The module this function belongs to.
@@ -76,20 +84,24 @@ impl<'a> Function<'a> {
     /// Return type.
     pub fn ret(&self) -> Type<'a> {
         self.db
-            .type_at(self.rec.ret.get())
+            .type_at(self.rec.ret())
             .unwrap_or_else(|| Type::void(self.db))
     }
 
     /// Parameters in declaration order.
     pub fn params(&self) -> impl ExactSizeIterator<Item = Param<'a>> + 'a {
-        let first = self.rec.params.get() as usize;
+        let first = self.rec.first_param() as usize;
         let recs = self
             .db
             .param_records()
-            .get(first..first + self.rec.param_count.get() as usize)
+            .get(first..first + self.rec.param_count() as usize)
             .unwrap_or(&[]);
         let db = self.db;
-        recs.iter().map(move |rec| Param { db, rec })
+        recs.iter().enumerate().map(move |(i, rec)| Param {
+            db,
+            rec,
+            index: first as u32 + i as u32,
+        })
     }
 
     /// Functions this one was inlined into.
@@ -113,12 +125,13 @@ impl<'a> Function<'a> {
 pub struct Param<'a> {
     db: &'a Db,
     rec: &'a ParamRecord,
+    index: u32,
 }
 
 impl<'a> Param<'a> {
     /// Name (empty when unnamed).
     pub fn name(&self) -> &'a str {
-        self.db.string(self.rec.name.get())
+        self.db.string(self.rec.name())
     }
 
     /// Type.
@@ -130,9 +143,20 @@ impl<'a> Param<'a> {
 
     /// Where the value is at function entry.
     pub fn loc(&self) -> Location {
-        let v = self.rec.value.get();
-        Location::decode(self.rec.loc_kind(), v as u8, (v >> 8) as u8, v as i32)
-            .unwrap_or(Location::Unknown)
+        let kind = self.rec.loc_kind();
+        let (reg, reg2, value) = if self.rec.ext() {
+            let v = self.db.param_value(self.index);
+            (v as u8, (v >> 8) as u8, v as i32)
+        } else {
+            // 14 bits: a register, two 7-bit registers, or a signed value.
+            let op = self.rec.short_op();
+            match kind {
+                1 => (op as u8, 0, 0),
+                2 => ((op & 0x7f) as u8, (op >> 7) as u8, 0),
+                _ => (0, 0, (op << 18) as i32 >> 18),
+            }
+        };
+        Location::decode(kind, reg, reg2, value).unwrap_or(Location::Unknown)
     }
 }
 

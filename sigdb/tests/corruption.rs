@@ -76,7 +76,12 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads version 2); rebuild the db \
+            "format version 1 is not supported (this dcg reads version 3); rebuild the db \
+             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+        ),
+        (
+            Box::new(|b| b[8] = 2),
+            "format version 2 is not supported (this dcg reads version 3); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
@@ -92,7 +97,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 424 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 496 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -108,7 +113,7 @@ fn clear_messages() {
         h.sections[5].offset.get() as usize
     };
     drop(db);
-    bytes[funcs_at + 16..funcs_at + 20].copy_from_slice(&u32::MAX.to_le_bytes()); // ret type
+    bytes[funcs_at + 8..funcs_at + 12].copy_from_slice(&(u32::MAX >> 14).to_le_bytes()); // ret type
     fix_checksum(&mut bytes);
     let msg = Db::from_bytes(bytes).unwrap_err().to_string();
     assert!(

@@ -12,7 +12,8 @@ fn modules_of(n: usize) -> Vec<ModuleDesc> {
             name: format!("mod{i}"),
             kind: ModuleKind::KernelModule,
             build_id: vec![i as u8; 20],
-            base: 0,
+            // A kernel-like, a zero and a user-space-like base.
+            base: [0xffff_fffe_8100_0000, 0, 0x5555_5555_0000][i % 3],
         })
         .collect()
 }
@@ -55,7 +56,7 @@ fn sample_inline_instances() {
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 2);
+    assert_eq!(db.version(), 3);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -256,7 +257,7 @@ type ParamRecipe = (String, usize, (u8, u8, u8, i32));
 #[derive(Debug, Clone)]
 struct FuncRecipe {
     module: usize,
-    addr: u64,
+    addr: u32,
     size: u32,
     name: String,
     symbol: Option<String>,
@@ -268,7 +269,7 @@ struct FuncRecipe {
 fn func_recipe() -> impl Strategy<Value = FuncRecipe> {
     (
         0usize..3,
-        prop_oneof![Just(0u64), 0u64..0x1000, any::<u64>()],
+        prop_oneof![Just(0u32), 0u32..0x1000, 0u32..u32::MAX - 0x200],
         0u32..0x200,
         ident(),
         prop::option::of(ident()),
@@ -277,7 +278,7 @@ fn func_recipe() -> impl Strategy<Value = FuncRecipe> {
             (
                 ident(),
                 any::<usize>(),
-                (0u8..6, any::<u8>(), any::<u8>(), any::<i32>()),
+                (0u8..7, any::<u8>(), any::<u8>(), any::<i32>()),
             ),
             0..5,
         ),
@@ -350,15 +351,23 @@ fn build(
                 loc: Location::decode(*k, *r, *r2, *o).unwrap(),
             })
             .collect();
+        // Addresses are within 4 GiB above their module's base; inline-only functions
+        // have none.
+        let flags = FuncFlags::from_bits_truncate(f.flags);
+        let (addr, size) = if flags.contains(FuncFlags::INLINE_ONLY) {
+            (0, 0)
+        } else {
+            (modules[f.module].base + u64::from(f.addr), f.size)
+        };
         let desc = FunctionDesc {
             module: mod_ids[f.module],
-            addr: f.addr,
-            size: f.size,
+            addr,
+            size,
             name: f.name.clone(),
             symbol: f.symbol.clone(),
             ret: ids[f.ret % ids.len()],
             params,
-            flags: FuncFlags::from_bits_truncate(f.flags),
+            flags,
         };
         fids.push(b.add_function(desc.clone()));
         descs.push(desc);
@@ -378,7 +387,7 @@ proptest! {
     fn random_dbs_round_trip(
         types in prop::collection::vec(type_recipe(), 0..30),
         funcs in prop::collection::vec(func_recipe(), 0..40),
-        inlines in prop::collection::vec((any::<usize>(), any::<usize>()), 0..10),
+        inlines in prop::collection::vec((any::<usize>(), any::<usize>()), 0..120),
     ) {
         let (b, modules, descs, _) = build(&types, &funcs, &inlines);
         let bytes = b.finish().unwrap();
@@ -460,11 +469,11 @@ fn inst_recipe() -> impl Strategy<Value = InstRecipe> {
         any::<usize>(),
         0usize..4,
         prop::option::of(any::<usize>()),
-        prop::collection::vec((0u64..0x100, 0u64..0x100), 0..3),
-        0u64..0x200,
+        prop::collection::vec((0u64..0x100, 0u64..0x100), 0..5),
+        prop_oneof![0u64..0x200, any::<u64>()],
         prop_oneof![Just(String::new()), ident()],
-        0u32..100,
-        prop::collection::vec((0u8..6, any::<u8>(), any::<u8>(), any::<i32>()), 0..3),
+        prop_oneof![0u32..100, any::<u32>()],
+        prop::collection::vec((0u8..7, any::<u8>(), any::<u8>(), any::<i32>()), 0..10),
     )
 }
 
@@ -474,7 +483,7 @@ proptest! {
     #[test]
     fn random_instances_round_trip(
         funcs in prop::collection::vec(func_recipe(), 1..12),
-        insts in prop::collection::vec(inst_recipe(), 0..16),
+        insts in prop::collection::vec(inst_recipe(), 0..70),
     ) {
         let (mut b, modules, descs, fids) = build(&[], &funcs, &[]);
         // Text of an instance and its ancestors, as added and as read back.
@@ -531,6 +540,22 @@ proptest! {
         got.sort();
         got.dedup();
         prop_assert_eq!(got, want);
+        // Direct access and the per-caller search agree with the sequential walk.
+        let all: Vec<String> = db.instances().map(|i| format!("{} {}", i.index(), text(&i))).collect();
+        prop_assert_eq!(all.len(), db.instance_count());
+        for (k, t) in all.iter().enumerate() {
+            prop_assert_eq!(&format!("{} {}", k, text(&db.instance(k).unwrap())), t);
+        }
+        prop_assert!(db.instance(all.len()).is_none());
+        for f in db.functions() {
+            let inside: Vec<u32> = f.inline_instances().map(|i| i.index()).collect();
+            let want: Vec<u32> = db
+                .instances()
+                .filter(|i| i.caller_index() == f.index())
+                .map(|i| i.index())
+                .collect();
+            prop_assert_eq!(inside, want);
+        }
         for i in db.instances() {
             prop_assert!(i.parent().is_none_or(|p| p.index() < i.index()));
             prop_assert!(db.function(i.caller().unwrap().index() as usize)

@@ -107,9 +107,11 @@ fn run(args: &Args) -> anyhow::Result<()> {
         result.builder.set_build_id(&id);
     }
     let bytes = result.to_bytes()?;
-    let modules_only = sigdb::Db::from_bytes(bytes.clone())?
-        .flags()
-        .contains(sigdb::DbFlags::MODULES_ONLY);
+    let (modules_only, sections) = {
+        let db = sigdb::Db::from_bytes(bytes.clone())?;
+        let sections: Vec<(&str, usize)> = db.section_sizes().collect();
+        (db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections)
+    };
     if modules_only && args.base_build_id.is_none() && args.base.is_none() {
         eprintln!(
             "dwarfscan: warning: a db of kernel modules alone is keyed to its kernel's build-id; \
@@ -128,6 +130,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     }
     if args.stats {
         eprint!("{}", result.stats.report());
+        eprintln!("db sections (bytes):");
+        for (name, len) in sections.into_iter().filter(|&(_, len)| len > 0) {
+            eprintln!("  {name:<20}{len:>10}");
+        }
         eprintln!(
             "time total:           {:.3} s",
             start.elapsed().as_secs_f64()

@@ -23,7 +23,7 @@ fn db() -> Db {
         name: "vmlinux".into(),
         kind: ModuleKind::Kernel,
         build_id: vec![],
-        base: 0,
+        base: 0xffff_ffff_8100_0000,
     });
     let void = b.add_type(TypeDesc::void());
     let ptr = |b: &mut DbBuilder, name: &str| {

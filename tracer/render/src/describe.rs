@@ -132,7 +132,7 @@ mod tests {
             name: "vmlinux".into(),
             kind: ModuleKind::Kernel,
             build_id: vec![],
-            base: 0,
+            base: 0xffff_ffff_8100_0000,
         });
         let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
         let ch = b.add_type(TypeDesc::base(TypeKind::Char, "char", 1, true));

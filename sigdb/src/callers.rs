@@ -1,0 +1,215 @@
+//! Inline caller lists: for each inlined function (callee), the out-of-line functions
+//! holding a copy of it, packed as varint lists in blocks of [`CALLEE_BLOCK`] callees.
+
+use crate::layout::{InlineBlock, SectionId, CALLEE_BLOCK};
+use crate::validate::Validator;
+use crate::varint::{self, Cursor};
+use crate::{Db, Error, FormatError};
+
+/// Pack (callee, caller) edges, sorted and deduplicated, into the block index and the
+/// list bytes.
+pub(crate) fn encode(edges: &[(u32, u32)]) -> Result<(Vec<InlineBlock>, Vec<u8>), Error> {
+    let mut index = Vec::new();
+    let mut data = Vec::new();
+    let mut lists = 0usize;
+    let mut prev_callee = 0u32;
+    let mut i = 0;
+    while i < edges.len() {
+        let callee = edges[i].0;
+        let n = edges[i..].iter().take_while(|e| e.0 == callee).count();
+        if lists.is_multiple_of(CALLEE_BLOCK) {
+            let offset = u32::try_from(data.len()).map_err(|_| Error::TooLarge("inline edges"))?;
+            index.push(InlineBlock {
+                callee: callee.into(),
+                offset: offset.into(),
+            });
+        } else {
+            varint::put(&mut data, u64::from(callee - prev_callee));
+        }
+        prev_callee = callee;
+        varint::put(&mut data, n as u64);
+        let mut prev = 0u32;
+        for (k, &(_, caller)) in edges[i..i + n].iter().enumerate() {
+            varint::put(
+                &mut data,
+                u64::from(if k == 0 { caller } else { caller - prev }),
+            );
+            prev = caller;
+        }
+        lists += 1;
+        i += n;
+    }
+    Ok((index, data))
+}
+
+/// One caller list: its callee, and a cursor on its callers.
+#[derive(Clone, Debug)]
+pub(crate) struct List<'a> {
+    pub callee: u32,
+    pub callers: Callers<'a>,
+}
+
+/// Walks the lists of one block; `None` at its end or on malformed bytes.
+pub(crate) struct Lists<'a> {
+    c: Cursor<'a>,
+    end: usize,
+    next_callee: Option<u32>,
+    prev: u32,
+}
+
+impl<'a> Lists<'a> {
+    /// The lists of block `b` of `index` over `data`.
+    pub(crate) fn block(index: &[InlineBlock], data: &'a [u8], b: usize) -> Lists<'a> {
+        let start = index.get(b).map_or(data.len(), |x| x.offset.get() as usize);
+        let end = index
+            .get(b + 1)
+            .map_or(data.len(), |x| x.offset.get() as usize);
+        Lists {
+            c: Cursor::new(data, start),
+            end,
+            next_callee: index.get(b).map(|x| x.callee.get()),
+            prev: 0,
+        }
+    }
+}
+
+impl<'a> Iterator for Lists<'a> {
+    type Item = List<'a>;
+
+    fn next(&mut self) -> Option<List<'a>> {
+        if self.c.pos >= self.end {
+            return None;
+        }
+        let callee = match self.next_callee.take() {
+            Some(first) => first,
+            None => match self.c.u32()? {
+                0 => return None,
+                d => self.prev.checked_add(d)?,
+            },
+        };
+        self.prev = callee;
+        let count = self.c.u32()?;
+        let callers = Callers {
+            c: self.c,
+            left: count,
+            prev: None,
+        };
+        // Skip the callers to the next list.
+        let mut skip = callers.clone();
+        while skip.left > 0 {
+            skip.step()?;
+        }
+        self.c = skip.c;
+        Some(List { callee, callers })
+    }
+}
+
+/// The callers of one list, in ascending function index order.
+#[derive(Clone, Debug)]
+pub struct Callers<'a> {
+    c: Cursor<'a>,
+    left: u32,
+    prev: Option<u32>,
+}
+
+impl Callers<'_> {
+    /// The next caller; `None` at the end or on malformed bytes (a zero or overflowing
+    /// delta).
+    fn step(&mut self) -> Option<u32> {
+        self.left = self.left.checked_sub(1)?;
+        let v = self.c.u32()?;
+        let caller = match self.prev {
+            None => v,
+            Some(_) if v == 0 => return None,
+            Some(p) => p.checked_add(v)?,
+        };
+        self.prev = Some(caller);
+        Some(caller)
+    }
+}
+
+impl Iterator for Callers<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        self.step()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left as usize))
+    }
+}
+
+impl Db {
+    /// The callers of `callee` (empty when it was never inlined).
+    pub(crate) fn callers_of(&self, callee: u32) -> Option<Callers<'_>> {
+        let index = self.inline_index();
+        let b = index
+            .partition_point(|x| x.callee.get() <= callee)
+            .checked_sub(1)?;
+        Lists::block(index, self.inline_data(), b)
+            .take_while(|l| l.callee <= callee)
+            .find(|l| l.callee == callee)
+            .map(|l| l.callers)
+    }
+
+    /// Number of (callee, caller) edges.
+    pub fn inline_count(&self) -> usize {
+        let index = self.inline_index();
+        (0..index.len())
+            .flat_map(|b| Lists::block(index, self.inline_data(), b))
+            .map(|l| l.callers.left as usize)
+            .sum()
+    }
+}
+
+/// Check the caller lists (called by the validator once on open).
+pub(crate) fn validate(v: &Validator<'_>, functions: usize) -> Result<(), FormatError> {
+    use SectionId::*;
+    let index: &[InlineBlock] = v.recs(InlineIndex);
+    let data = v.bytes_of(InlineCallers);
+    if index.is_empty() != data.is_empty() || index.first().is_some_and(|b| b.offset.get() != 0) {
+        return v.err(InlineIndex, 0, "blocks do not start the caller lists");
+    }
+    let mut prev_callee: Option<u32> = None;
+    for b in 0..index.len() {
+        let end = index
+            .get(b + 1)
+            .map_or(data.len() as u64, |x| x.offset.get() as u64);
+        if end <= index[b].offset.get() as u64 || end > data.len() as u64 {
+            return v.err(InlineIndex, b, "block offsets out of order or bounds");
+        }
+        let mut lists = Lists::block(index, data, b);
+        let mut n = 0;
+        while lists.c.pos < lists.end {
+            let at = lists.c.pos;
+            let bad = |what| v.err_at(InlineCallers, at, b as u32, what);
+            let Some(list) = lists.next() else {
+                return bad("malformed caller list");
+            };
+            if lists.c.pos > lists.end {
+                return bad("caller list runs into the next block");
+            }
+            if prev_callee.is_some_and(|p| p >= list.callee) {
+                return bad("callees not sorted");
+            }
+            prev_callee = Some(list.callee);
+            if list.callee as usize >= functions {
+                return bad("function out of bounds");
+            }
+            if list.callers.left == 0 {
+                return bad("empty caller list");
+            }
+            for caller in list.callers {
+                if caller as usize >= functions {
+                    return bad("function out of bounds");
+                }
+            }
+            n += 1;
+        }
+        if n > CALLEE_BLOCK || (n < CALLEE_BLOCK && b + 1 < index.len()) {
+            return v.err(InlineIndex, b, "block does not hold 16 callees");
+        }
+    }
+    Ok(())
+}
