@@ -22,7 +22,7 @@ fn db() -> Db {
         name: "vmlinux".into(),
         kind: ModuleKind::Kernel,
         build_id: vec![],
-        base: 0,
+        base: 0xffffffff81000000,
     });
     let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
     let uint = b.add_type(TypeDesc::base(TypeKind::Int, "unsigned int", 4, false));
