@@ -226,3 +226,14 @@ pub fn guest_prog(name: &str) -> PathBuf {
 pub fn syscall_loop() -> PathBuf {
     guest_prog("syscall-loop")
 }
+
+/// The saved-calls records (`dcg trace --json` lines) in `text`, by id.
+pub fn json_records(text: &str) -> Vec<dcg_calls::record::CallRecord> {
+    let mut v: Vec<dcg_calls::record::CallRecord> = text
+        .lines()
+        .filter(|l| l.starts_with("{\"id\""))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    v.sort_by_key(|c| c.id);
+    v
+}

@@ -10,17 +10,6 @@ use dcg_dbset::DbSet;
 use dcg_calls::record::CallRecord;
 use dcg_tests::guest::{self, enabled, must, section};
 
-/// The records of a section, by id.
-fn records(sec: &str) -> Vec<CallRecord> {
-    let mut v: Vec<CallRecord> = sec
-        .lines()
-        .filter(|l| l.starts_with("{\"id\""))
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    v.sort_by_key(|c| c.id);
-    v
-}
-
 /// Interrupt entry points (what runs under them depends on the moment).
 fn is_interrupt(func: &str) -> bool {
     ["sysvec_", "__sysvec_", "irq_", "__irq_", "asm_"]
@@ -72,7 +61,7 @@ fn inline_on(kernel_name: &str) {
     );
     let sec = section(&text, "pidfd-json");
     must(sec, "pidfd-json", &["rc=0"]);
-    let calls = records(sec);
+    let calls = dcg_tests::json_records(sec);
     let frames: Vec<&CallRecord> = calls.iter().filter(|c| c.func == "pidfd_create").collect();
     assert_eq!(frames.len(), 1, "pidfd_create frames: {frames:?}");
     let f = frames[0];
@@ -167,7 +156,7 @@ fn inline_on(kernel_name: &str) {
     // A glob over both kinds: pidfd_create's frame, and the out-of-line pidfd_prepare.
     let sec = section(&text, "glob");
     must(sec, "glob", &["rc=0", "pidfd_create"]);
-    let calls = records(sec);
+    let calls = dcg_tests::json_records(sec);
     assert!(
         calls
             .iter()
@@ -185,7 +174,7 @@ fn inline_on(kernel_name: &str) {
     // frame in each one the program makes, with its argument and the calls under it.
     let sec = section(&text, "getname-json");
     must(sec, "getname-json", &["rc=0", "getname inlined"]);
-    let calls = records(sec);
+    let calls = dcg_tests::json_records(sec);
     let kdb = sigdb::Db::open(&db).unwrap();
     let mut containers = BTreeSet::new();
     for g in calls.iter().filter(|c| c.func == "getname") {
@@ -313,7 +302,7 @@ fn testkernel_inline_frames_live_and_decoded() {
     let text = guest::boot(&kdir.join("vmlinuz"), &initrd, 960, "", "inline-testkernel");
     let sec = section(&text, "live");
     must(sec, "live", &["rc=0"]);
-    let live = openat2_frames(&records(sec));
+    let live = openat2_frames(&dcg_tests::json_records(sec));
 
     let capture = section(&text, "capture");
     assert!(
@@ -332,7 +321,7 @@ fn testkernel_inline_frames_live_and_decoded() {
         dec.decode_line(line, &mut out).unwrap();
     }
     dec.finish(&mut out).unwrap();
-    let decoded = openat2_frames(&records(&String::from_utf8(out).unwrap()));
+    let decoded = openat2_frames(&dcg_tests::json_records(&String::from_utf8(out).unwrap()));
     eprintln!("inline frames in do_sys_openat2: live {live:?}, decoded {decoded:?}");
     assert!(
         live.iter()

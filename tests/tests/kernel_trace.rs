@@ -275,17 +275,6 @@ fn debian612_scenarios() {
     );
 }
 
-/// The calls of `dcg trace --json` output, in entry order.
-fn json_calls(sec: &str) -> Vec<dcg_calls::record::CallRecord> {
-    let mut v: Vec<dcg_calls::record::CallRecord> = sec
-        .lines()
-        .filter(|l| l.starts_with("{\"id\""))
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
-    v.sort_by_key(|c| c.id);
-    v
-}
-
 /// Interrupt entry points: what runs under them depends on the moment, and
 /// function_graph (with funcgraph-irqs off) and BPF see different parts of it.
 fn is_interrupt(func: &str) -> bool {
@@ -366,8 +355,8 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     let text = boot(&kernel, &db, "bpf-oracle.sh", 900, "");
     let o = section(&text, "oracle");
     must(o, "oracle", &["bpf rc=0", "fgraph rc=0"]);
-    let bpf = json_calls(section(&text, "oracle-bpf"));
-    let fg = json_calls(section(&text, "oracle-fgraph"));
+    let bpf = dcg_tests::json_records(section(&text, "oracle-bpf"));
+    let fg = dcg_tests::json_records(section(&text, "oracle-fgraph"));
     // Complete trees only: a root record exists when its call returned. (function_graph
     // also records the BPF program's own run inside every probed function, ~15 times the
     // calls, and may not have finished the last tree when it is stopped.)
@@ -513,7 +502,7 @@ fn bpf_on_debian(kernel_name: &str) {
         &format!("bpf-debian-{kernel_name}"),
     );
     must(section(&text, "values"), "values", &["rc=0"]);
-    let calls = json_calls(section(&text, "values-json"));
+    let calls = dcg_tests::json_records(section(&text, "values-json"));
     let db = sigdb::Db::open(&db_path).unwrap();
     let void = |f: &str| {
         db.by_name(f)
