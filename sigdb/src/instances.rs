@@ -389,6 +389,22 @@ pub struct Instance<'a> {
     entry_pc: u64,
 }
 
+/// Two instances are the same when they are the same record of the same open db.
+impl PartialEq for Instance<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.db, other.db) && self.index == other.index
+    }
+}
+
+impl Eq for Instance<'_> {}
+
+impl std::hash::Hash for Instance<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.db, state);
+        self.index.hash(state);
+    }
+}
+
 impl std::fmt::Debug for Instance<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -410,11 +426,6 @@ impl<'a> Instance<'a> {
             raw,
             entry_pc: raw.entry_pc,
         }
-    }
-
-    /// The db it is in.
-    pub fn db(&self) -> &'a Db {
-        self.db
     }
 
     /// Index in the instance table.

@@ -279,12 +279,7 @@ fn resolve_roots<'a>(
             if !r.inline_funcs.contains(&f) {
                 r.inline_funcs.push(f);
             }
-            let k = (i.db() as *const sigdb::Db, i.index());
-            if !r
-                .inlines
-                .iter()
-                .any(|j| (j.db() as *const sigdb::Db, j.index()) == k)
-            {
+            if !r.inlines.contains(&i) {
                 r.inlines.push(i);
             }
         }

@@ -70,11 +70,15 @@ impl RawTreeFilter {
                 if open.is_some() && kept.is_none() {
                     self.abandoned += 1;
                 }
-                if kept.is_none() && self.root_at(*func, syms) {
-                    self.started += 1;
-                }
-                let Some(root) = kept.or_else(|| self.root_at(*func, syms).then_some(*depth))
-                else {
+                let root = match kept {
+                    Some(r) => Some(r),
+                    None => {
+                        let starts = self.root_at(*func, syms);
+                        self.started += u64::from(starts);
+                        starts.then_some(*depth)
+                    }
+                };
+                let Some(root) = root else {
                     self.tasks.remove(pid);
                     return Ok(false);
                 };

@@ -1253,10 +1253,7 @@ pub fn plan_inlines<'a>(
         let key = (c.target, offset);
         match sites.iter_mut().find(|s| (s.target, s.offset) == key) {
             Some(s) => {
-                let same = |j: &Instance<'_>| {
-                    std::ptr::eq(j.db(), c.instance.db()) && j.index() == c.instance.index()
-                };
-                if !s.copies.iter().any(same) {
+                if !s.copies.contains(&c.instance) {
                     s.copies.push(c.instance);
                 }
             }

@@ -17,14 +17,14 @@ use super::flat::close_kind;
 use super::{CallTree, CodeSite};
 use crate::funcs::FuncId;
 use crate::sink::{CallView, Inlined, Kind, Layout, Sink, Task};
-use crate::tree::{Entry, Exit, Frame, Shape};
+use crate::tree::{Entry, Frame, Shape};
 
 /// The inlined copies a tree has met, and which copies hold each call site.
 #[derive(Default)]
 pub(super) struct Inlines<'a> {
     copies: Vec<Copy<'a>>,
-    /// Copy index by (db address, instance index).
-    by_instance: FxHashMap<(usize, u32), u32>,
+    /// Copy index by instance.
+    by_instance: FxHashMap<Instance<'a>, u32>,
     /// The copies holding a call site, outermost first.
     chains: FxHashMap<CodeSite, Rc<[u32]>>,
 }
@@ -39,16 +39,11 @@ struct Copy<'a> {
     container: &'a str,
 }
 
-/// Identity of an instance across the dbs of a set.
-fn key(i: &Instance<'_>) -> (usize, u32) {
-    (i.db() as *const sigdb::Db as usize, i.index())
-}
-
 impl<'a> CallTree<'a> {
     /// The copy of `instance` (and of its enclosing copies), interned.
     fn copy_of(&mut self, instance: Instance<'a>) -> Option<u32> {
         let inl = self.inlines.as_mut()?;
-        if let Some(&c) = inl.by_instance.get(&key(&instance)) {
+        if let Some(&c) = inl.by_instance.get(&instance) {
             return Some(c);
         }
         let parent = match instance.parent() {
@@ -66,7 +61,7 @@ impl<'a> CallTree<'a> {
             parent,
             container,
         });
-        inl.by_instance.insert(key(&instance), c);
+        inl.by_instance.insert(instance, c);
         Some(c)
     }
 
@@ -403,13 +398,7 @@ impl CallTree<'_> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let trigger = e.layout.map(|l| (l, e.depth));
-        while self.tasks[ti]
-            .stack
-            .last()
-            .is_some_and(|f| f.inline.is_some() && f.depth > e.depth)
-        {
-            self.close_inline_at(ti, e.task, e.time_ns, trigger, sink, out)?;
-        }
+        self.close_inlines_deeper(ti, e.depth, e.task, e.time_ns, e.layout, sink, out)?;
         let Some(site) = e.site else {
             return Ok(());
         };
@@ -479,17 +468,20 @@ impl CallTree<'_> {
         Ok(())
     }
 
-    /// Shaped sources, before the `}` `x` of task `ti`: the inline frames inside the
-    /// returning call end with it.
-    pub(super) fn close_shaped_inlines(
+    /// Shaped sources: end the inline frames of task `ti` deeper than `depth` (before an
+    /// entry at that depth, or the `}` of the call at it), laid out like that line.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn close_inlines_deeper(
         &mut self,
         ti: usize,
-        x: &Exit<'_>,
+        depth: u32,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        layout: Option<Layout<'_>>,
         sink: &mut dyn Sink,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
-        let (depth, task, time_ns) = (x.depth, x.task, x.time_ns);
-        let trigger = x.layout.map(|l| (l, depth));
+        let trigger = layout.map(|l| (l, depth));
         while self.tasks[ti]
             .stack
             .last()

@@ -186,7 +186,7 @@ impl CallTree<'_> {
         }
         self.release(ti, sink, out)?;
         if self.inlines.is_some() {
-            self.close_shaped_inlines(ti, x, sink, out)?;
+            self.close_inlines_deeper(ti, x.depth, x.task, x.time_ns, x.layout, sink, out)?;
         }
         let t = &mut self.tasks[ti];
         let mut frame = None;
