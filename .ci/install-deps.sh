@@ -2,7 +2,8 @@
 # Install the Debian packages the dcg tests need (compilers, pahole, bpftool, qemu,
 # busybox for guest initramfs images, compressors, graphviz, ELF tools, what the test
 # kernel's build needs, curl for Debian's package registry, libc6-dbg for libc's DWARF,
-# libc6-dev for static test programs).
+# libc6-dev for static test programs, llvm for llvm-dwarfdump, the inline instances'
+# oracle).
 #
 #   .ci/install-deps.sh            # as root; idempotent, non-interactive
 #
@@ -23,7 +24,7 @@ command -v apt-get >/dev/null || die "apt-get not found (Debian/Ubuntu only)"
 wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
-  binutils elfutils file curl libc6-dbg libc6-dev
+  binutils elfutils file curl libc6-dbg libc6-dev llvm
   make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config
 )
 # shellcheck disable=SC2206
