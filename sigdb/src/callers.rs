@@ -47,6 +47,8 @@ pub(crate) fn encode(edges: &[(u32, u32)]) -> Result<(Vec<InlineBlock>, Vec<u8>)
 pub(crate) struct List<'a> {
     pub callee: u32,
     pub callers: Callers<'a>,
+    /// The last (largest) caller; `None` for an empty list.
+    pub last: Option<u32>,
 }
 
 /// Walks the lists of one block; `None` at its end or on malformed bytes.
@@ -96,11 +98,16 @@ impl<'a> Iterator for Lists<'a> {
         };
         // Skip the callers to the next list.
         let mut skip = callers.clone();
+        let mut last = None;
         while skip.left > 0 {
-            skip.step()?;
+            last = Some(skip.step()?);
         }
         self.c = skip.c;
-        Some(List { callee, callers })
+        Some(List {
+            callee,
+            callers,
+            last,
+        })
     }
 }
 
@@ -197,13 +204,13 @@ pub(crate) fn validate(v: &Validator<'_>, functions: usize) -> Result<(), Format
             if list.callee as usize >= functions {
                 return bad("function out of bounds");
             }
-            if list.callers.left == 0 {
-                return bad("empty caller list");
-            }
-            for caller in list.callers {
-                if caller as usize >= functions {
+            // Callers ascend, so the last one bounds them all.
+            match list.last {
+                None => return bad("empty caller list"),
+                Some(last) if last as usize >= functions => {
                     return bad("function out of bounds");
                 }
+                Some(_) => {}
             }
             n += 1;
         }
