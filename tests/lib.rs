@@ -86,7 +86,17 @@ pub fn testkernel_db() -> PathBuf {
 pub fn testkernel_db_inline() -> PathBuf {
     static DB: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
     let opts = dwarfscan::Options {
-        inline_instances: true,
+        inline_instances: dwarfscan::InlineInstances::Traceable,
+        ..dwarfscan::Options::default()
+    };
+    testkernel_db_in(&DB, &opts)
+}
+
+/// [`testkernel_db`] with every inlined copy (`dwarfscan --all-inline-instances`).
+pub fn testkernel_db_all_inline() -> PathBuf {
+    static DB: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
+    let opts = dwarfscan::Options {
+        inline_instances: dwarfscan::InlineInstances::All,
         ..dwarfscan::Options::default()
     };
     testkernel_db_in(&DB, &opts)

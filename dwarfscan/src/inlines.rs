@@ -45,7 +45,9 @@ pub struct LInstance {
 
 impl<'s> Builder<'_, 's, '_> {
     /// Turn the raw instances into [`LInstance`]s; instances whose caller or callee has
-    /// no record are dropped together with everything nested in them.
+    /// no record are dropped together with everything nested in them. Copies of
+    /// functions not worth tracing (see [`crate::InlineInstances::Traceable`]) are left
+    /// out, and the copies nested in them hang from the nearest kept enclosing copy.
     pub(crate) fn assemble_instances(
         &mut self,
         raw: &[RawInstance<'s>],
@@ -53,23 +55,73 @@ impl<'s> Builder<'_, 's, '_> {
         by_origin: &HashMap<u64, u32>,
         inline_of: &mut HashMap<u64, Option<u32>>,
     ) {
-        let mut kept: Vec<Option<u32>> = Vec::with_capacity(raw.len());
+        /// What became of a raw instance, for the ones nested in it.
+        #[derive(Clone, Copy)]
+        enum Slot {
+            /// Recorded as this instance.
+            Kept(u32),
+            /// Left out; its children take this parent.
+            Through(Option<u32>),
+            /// Dropped with its subtree.
+            Dropped,
+        }
+        let all = self.ctx.instances == crate::InlineInstances::All;
+        let mut worth: HashMap<u64, bool> = HashMap::new();
+        let mut slots: Vec<Slot> = Vec::with_capacity(raw.len());
         for r in raw {
-            let parent = match r.parent {
-                Some(p) => match kept.get(p).copied().flatten() {
-                    Some(k) => Some(k),
-                    None => {
-                        kept.push(None);
+            let parent = match r.parent.map(|p| slots[p]) {
+                None => None,
+                Some(Slot::Kept(k)) => Some(k),
+                Some(Slot::Through(p)) => p,
+                Some(Slot::Dropped) => {
+                    slots.push(Slot::Dropped);
+                    continue;
+                }
+            };
+            if !all {
+                if let Some(origin) = r.die.origin {
+                    let keep = match worth.get(&origin) {
+                        Some(&k) => k,
+                        None => {
+                            let k = self.worth_tracing(origin);
+                            worth.insert(origin, k);
+                            k
+                        }
+                    };
+                    if !keep {
+                        slots.push(Slot::Through(parent));
                         continue;
                     }
-                },
-                None => None,
-            };
+                }
+            }
             let instance = self.instance(r, parent, func_of_sp, by_origin, inline_of);
-            kept.push(instance.map(|i| {
+            slots.push(instance.map_or(Slot::Dropped, |i| {
                 self.res.instances.push(i);
-                self.res.instances.len() as u32 - 1
+                Slot::Kept(self.res.instances.len() as u32 - 1)
             }));
+        }
+    }
+
+    /// Whether the copies of the abstract subprogram at `origin` are worth recording:
+    /// all but those of a function declared `inline` in a header file.
+    fn worth_tracing(&mut self, origin: u64) -> bool {
+        let Some(sp) = self.sp(origin) else {
+            return true;
+        };
+        let chain = self.chain(sp);
+        let declared_inline = chain
+            .iter()
+            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)));
+        if !declared_inline {
+            return true;
+        }
+        let decl = chain
+            .iter()
+            .map(|&i| &self.sps[i].die)
+            .find_map(|d| Some((d.off, d.decl_file?)));
+        match decl {
+            Some((off, file)) => !is_header(&self.file_name(off, file)),
+            None => true,
         }
     }
 
@@ -142,5 +194,33 @@ impl<'s> Builder<'_, 's, '_> {
                 }
             })
             .collect()
+    }
+}
+
+/// Whether a source path names a header: `.h`, `.hh`, `.hpp`, `.hxx`, `.inc`, or no
+/// extension at all (C++ standard headers such as `vector`).
+fn is_header(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    match file.rsplit_once('.') {
+        Some((_, ext)) => matches!(ext, "h" | "hh" | "hpp" | "hxx" | "inc" | "H"),
+        None => !file.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn headers() {
+        for h in [
+            "include/linux/list.h",
+            "x.hpp",
+            "/usr/include/c++/14/vector",
+            "a.inc",
+        ] {
+            assert!(super::is_header(h), "{h}");
+        }
+        for c in ["kernel/pid.c", "x.cc", "lib/a.cpp", ""] {
+            assert!(!super::is_header(c), "{c}");
+        }
     }
 }

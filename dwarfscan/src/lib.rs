@@ -63,9 +63,30 @@ pub struct Options {
     pub progress: Option<Arc<dyn Fn(Progress) + Send + Sync>>,
     /// Keep only inline edges whose callee has no out-of-line copy (smaller databases).
     pub inline_only_edges: bool,
-    /// Record every inlined copy (`DW_TAG_inlined_subroutine`): ranges, entry pc,
-    /// parameter locations at entry, call site.
-    pub inline_instances: bool,
+    /// Which inlined copies (`DW_TAG_inlined_subroutine`) to record with their ranges,
+    /// entry pc, parameter locations at entry and call site.
+    pub inline_instances: InlineInstances,
+}
+
+/// Which inlined copies a scan records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InlineInstances {
+    /// None.
+    #[default]
+    None,
+    /// The copies of functions worth tracing: all but those of functions declared
+    /// `inline` in a header file (`READ_ONCE`-like helpers, `test_bit`, `spin_lock`),
+    /// which make up most copies of a kernel.
+    Traceable,
+    /// Every copy.
+    All,
+}
+
+impl InlineInstances {
+    /// Whether any copy is recorded.
+    pub fn any(self) -> bool {
+        self != InlineInstances::None
+    }
 }
 
 impl std::fmt::Debug for Options {

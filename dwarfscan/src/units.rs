@@ -86,8 +86,8 @@ pub struct FileCtx<'a, 's> {
     pub mcount: Option<&'a [u64]>,
     /// Kind of file.
     pub kind: ElfKind,
-    /// Whether to collect inline instances.
-    pub instances: bool,
+    /// Which inline instances to collect.
+    pub instances: crate::InlineInstances,
     /// The file, for its code bytes (frame-pointer prologues).
     pub elf: &'s crate::elf::ElfInfo<'s>,
 }

@@ -102,7 +102,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         dwarf: &file.dwarf,
         unit: &unit,
         base: file.starts[index],
-        instances: ctx.instances,
+        instances: ctx.instances.any(),
     };
     let mut walk = Walk {
         sps: Vec::new(),

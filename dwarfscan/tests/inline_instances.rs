@@ -11,10 +11,10 @@ use std::process::Command;
 
 use sigdb::{Db, Instance, Location};
 
-fn scan_with_instances(inputs: &[PathBuf]) -> Db {
+fn scan_with_instances(inputs: &[PathBuf], which: dwarfscan::InlineInstances) -> Db {
     let inputs: Vec<_> = inputs.iter().map(dwarfscan::Input::new).collect();
     let opts = dwarfscan::Options {
-        inline_instances: true,
+        inline_instances: which,
         ..dwarfscan::Options::default()
     };
     let mut r = dwarfscan::scan(&inputs, &opts).expect("scan");
@@ -249,7 +249,7 @@ fn corpus_instances_match_dwarfdump() {
         .unwrap()
         .success();
     assert!(ok, "gcc");
-    let db = scan_with_instances(std::slice::from_ref(&exe));
+    let db = scan_with_instances(std::slice::from_ref(&exe), dwarfscan::InlineInstances::All);
     let mut ours: Vec<Seen> = db.instances().map(|i| seen(&i)).collect();
     let mut theirs = dwarfdump_instances(&exe);
     ours.sort();
@@ -324,7 +324,12 @@ fn check_pidfd_create(release: &str, range: (u64, u64), line: u32, pid: Location
         eprintln!("skipped: set DCG_KERNEL_TESTS=1");
         return;
     }
-    let db = scan_with_instances(&[debian_vmlinux(release)]);
+    // What dwarfscan records by default: pidfd_create, a .c function the compiler
+    // inlined, is worth tracing.
+    let db = scan_with_instances(
+        &[debian_vmlinux(release)],
+        dwarfscan::InlineInstances::Traceable,
+    );
     let caller = db.by_name("__x64_sys_pidfd_open").next().unwrap();
     let inst: Vec<Instance> = caller
         .inline_instances()

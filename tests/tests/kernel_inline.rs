@@ -30,7 +30,7 @@ fn inline_on(kernel_name: &str) {
         return;
     }
     let opts = dwarfscan::Options {
-        inline_instances: true,
+        inline_instances: dwarfscan::InlineInstances::Traceable,
         ..dwarfscan::Options::default()
     };
     let (kernel, dir, db) = guest::debian_with_db_opts(kernel_name, &opts);

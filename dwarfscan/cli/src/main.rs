@@ -35,9 +35,16 @@ struct Args {
     /// Leave out the inlined copies of functions (their code ranges, entry pc, call site
     /// and where their parameters are there): a smaller db, but inlined functions cannot
     /// be traced and trees show no inline frames.
-    #[arg(long, conflicts_with = "inline_instances")]
+    #[arg(long, conflicts_with_all = ["inline_instances", "all_inline_instances"])]
     no_inline_instances: bool,
-    /// Record every inlined copy of a function (the default; kept for scripts).
+    /// Record the inlined copies of header `inline` functions too (`test_bit`,
+    /// `spin_lock`, `kmalloc`): about eight times as many copies in a kernel. By default
+    /// only the copies of functions worth tracing are recorded: those not declared
+    /// `inline` in a header file.
+    #[arg(long)]
+    all_inline_instances: bool,
+    /// Record the inlined copies of functions worth tracing (the default; kept for
+    /// scripts).
     #[arg(long, hide = true)]
     inline_instances: bool,
     /// Also write an ELF relocatable object carrying the db in section `.dcg_sigdb`
@@ -85,7 +92,13 @@ fn run(args: &Args) -> anyhow::Result<()> {
     });
     let mut opts = dwarfscan::Options {
         inline_only_edges: args.inline_only_edges,
-        inline_instances: !args.no_inline_instances,
+        inline_instances: if args.no_inline_instances {
+            dwarfscan::InlineInstances::None
+        } else if args.all_inline_instances {
+            dwarfscan::InlineInstances::All
+        } else {
+            dwarfscan::InlineInstances::Traceable
+        },
         ..Default::default()
     };
     if let Some(bar) = &bar {

@@ -114,7 +114,7 @@ fn built(
         // With every inlined copy: `--func` of an inlined function probes its copies, and
         // calls made from inlined code are shown under frames for it.
         let opts = dwarfscan::Options {
-            inline_instances: true,
+            inline_instances: dwarfscan::InlineInstances::All,
             ..dwarfscan::Options::default()
         };
         let mut r = dwarfscan::scan_elf_bytes(&name, bytes, &opts).map_err(build)?;

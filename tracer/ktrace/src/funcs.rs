@@ -173,11 +173,14 @@ pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
             .find(|c| avail.contains(c))
             .map(|c| format!(" (try --func {c})"))
             .unwrap_or_default();
-        let rebuild = if set.has_inline_instances() {
-            ""
-        } else {
+        let rebuild = if !set.has_inline_instances() {
             "; a db with inline instances (dwarfscan without --no-inline-instances) traces \
              its inlined copies"
+        } else if found.iter().all(|f| f.inlined_copies().next().is_none()) {
+            "; the db holds none of its inlined copies (dwarfscan records those of header \
+             `inline` functions with --all-inline-instances)"
+        } else {
+            ""
         };
         return format!(
             "{pattern} is not traceable: it is inlined into {}{more}{hint}{rebuild}",
