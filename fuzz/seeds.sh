@@ -33,7 +33,7 @@ long big(long x, long y, long z, long u, long v, long w, long s) { return sum3(x
 C
 gcc -O2 -g -c "$src" -o "$src.o"
 cargo run --quiet --release --manifest-path ../Cargo.toml -p dwarfscan-cli -- -q \
-	--inline-instances "$src.o" -o corpus/sigdb_open/inline-instances
+	--all-inline-instances "$src.o" -o corpus/sigdb_open/inline-instances
 rm -f "$src.o"
 caps=../tests/data/captures
 {
