@@ -122,7 +122,13 @@ fn dwarfscan_flags_choose_the_copies() {
         let db = Db::open(&db).unwrap();
         let mut v: Vec<String> = db
             .instances()
-            .map(|i| format!("{} in {}", i.callee().unwrap().name(), i.caller().unwrap().name()))
+            .map(|i| {
+                format!(
+                    "{} in {}",
+                    i.callee().unwrap().name(),
+                    i.caller().unwrap().name()
+                )
+            })
             .collect();
         v.sort();
         v
