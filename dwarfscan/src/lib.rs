@@ -76,7 +76,8 @@ pub enum InlineInstances {
     None,
     /// The copies of functions worth tracing: all but those of functions declared
     /// `inline` in a header file (`READ_ONCE`-like helpers, `test_bit`, `spin_lock`),
-    /// which make up most copies of a kernel.
+    /// which make up most copies of a kernel. The kernel itself marks every `inline`
+    /// function `notrace` (`compiler_types.h`); `.c` ones are kept, being often real work.
     Traceable,
     /// Every copy.
     All,
