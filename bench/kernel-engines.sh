@@ -70,5 +70,6 @@ echo
 echo "ratio: the loop's time per call under dcg over raw function_graph's (same boot, same"
 echo "graph filter, mean of the runs before and after); start_s/stop_s: dcg launched to the"
 echo "loop's first call, and the loop's end to dcg's exit; fg_on_s/fg_off_s: switching"
-echo "current_tracer to function_graph and back."
+echo "current_tracer to function_graph and back. Target (issue 14): ratio <= 2x. TCG's raw"
+echo "function_graph baseline drifts between boots: compare several runs."
 grep -q 'warnings: 0' <(sec dmesg) || { echo "kernel WARNING or BUG during the run" >&2; exit 1; }
