@@ -109,20 +109,12 @@ impl<'s> Builder<'_, 's, '_> {
             return true;
         };
         let chain = self.chain(sp);
-        let declared_inline = chain
-            .iter()
-            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)));
-        if !declared_inline {
+        if !self.declared_inline(&chain) {
             return true;
         }
-        let decl = chain
-            .iter()
-            .map(|&i| &self.sps[i].die)
-            .find_map(|d| Some((d.off, d.decl_file?)));
-        match decl {
-            Some((off, file)) => !is_header(&self.file_name(off, file)),
-            None => true,
-        }
+        // The declaring file, as the function's identity has it.
+        self.identity(&chain, "")
+            .is_none_or(|(_, file, _)| !is_header(&file))
     }
 
     fn instance(

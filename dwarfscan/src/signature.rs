@@ -66,6 +66,14 @@ impl<'s> Builder<'_, 's, '_> {
         name
     }
 
+    /// Whether a DIE of the chain says the function was declared `inline`
+    /// (`DW_INL_declared_not_inlined` or `DW_INL_declared_inlined`).
+    pub(crate) fn declared_inline(&self, chain: &[usize]) -> bool {
+        chain
+            .iter()
+            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
+    }
+
     pub(crate) fn identity(&mut self, chain: &[usize], name: &str) -> Option<Identity> {
         let d = chain
             .iter()
@@ -93,10 +101,7 @@ impl<'s> Builder<'_, 's, '_> {
         if chain.iter().any(|&i| self.sps[i].variadic) {
             flags |= FuncFlags::VARIADIC;
         }
-        if chain
-            .iter()
-            .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
-        {
+        if self.declared_inline(chain) {
             flags |= FuncFlags::DECLARED_INLINE;
         }
         if chain

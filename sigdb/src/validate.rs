@@ -149,15 +149,8 @@ impl<'a> Validator<'a> {
         index: usize,
         what: &'static str,
     ) -> Result<T, FormatError> {
-        let (o, _) = self.sections[id as usize];
-        fail(
-            o + index * RECORD_SIZES[id as usize],
-            FormatErrorKind::BadRecord {
-                section: SECTION_NAMES[id as usize],
-                index: index as u64,
-                what,
-            },
-        )
+        // Record counts are u32 (section entries), so the index fits.
+        self.err_at(id, index * RECORD_SIZES[id as usize], index as u32, what)
     }
 
     fn run(&self, instance_count: u32) -> Result<(), FormatError> {
