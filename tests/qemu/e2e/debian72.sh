@@ -7,6 +7,13 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_KTRACE_DEBUG=1
 section_before
 
+# fprobe exit events next to function_graph make this kernel log a WARNING: the
+# function_graph engine refuses to read values that way, the BPF engine reads them.
+begin s1-fgraph-refused
+dcg trace --db $DB --engine fgraph --show-retvals --func do_sys_openat2 -- cat /nonexistent
+echo "rc=$?"
+end s1-fgraph-refused
+S1_ENGINE=bpf
 debian_scenarios
 
 section_after

@@ -86,12 +86,14 @@ section_after() {
 	global_state > /tmp/global.after; cat /tmp/global.after
 	if cmp -s /tmp/global.before /tmp/global.after; then echo "global state unchanged: yes"; else echo "global state unchanged: NO"; fi
 	leftovers
-	echo "kernel warnings: $(dmesg | grep -c 'cut here\|BUG:')"
+	dmesg | grep -E -A20 'cut here|WARNING:|BUG:' | head -40
+	echo "kernel warnings: $(dmesg | grep -cE 'cut here|WARNING:|BUG:')"
 	end after
 }
 
 # debian_scenarios: what every Debian kernel runs: `dcg load` into the store, scenario 1
-# without --db (values from exit probes), scenario 3 (inlined pidfd_create).
+# without --db (values from exit probes with the function_graph engine, or from the
+# engine named by S1_ENGINE), scenario 3 (inlined pidfd_create).
 debian_scenarios() {
 	begin load
 	dcg load $DB; echo "rc=$?"
@@ -99,7 +101,7 @@ debian_scenarios() {
 	end load
 
 	begin s1-exit-probes
-	LIMIT=120 run_trace s1 --engine fgraph --show-retvals --func do_sys_openat2 -- cat /nonexistent
+	LIMIT=120 run_trace s1 --engine "${S1_ENGINE:-fgraph}" --show-retvals --func do_sys_openat2 -- cat /nonexistent
 	echo "--- after"
 	leftovers
 	echo "--- kernel log (warnings)"

@@ -68,6 +68,8 @@ pub struct Features {
     pub retaddr: bool,
     /// `options/funcgraph-args`.
     pub args: bool,
+    /// fprobes run on the function-graph tracer (Linux 6.14 on) rather than on rethook.
+    pub fprobe_on_fgraph: bool,
 }
 
 impl Features {
@@ -82,8 +84,21 @@ impl Features {
             retval: s.has("options/funcgraph-retval"),
             retaddr: s.has("options/funcgraph-retaddr"),
             args: s.has("options/funcgraph-args"),
+            fprobe_on_fgraph: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .is_ok_and(|r| release_at_least(&r, (6, 14))),
         }
     }
+}
+
+/// Whether a kernel release string (`7.2.13+deb14-cloud-amd64`) is at least `want`.
+fn release_at_least(release: &str, want: (u32, u32)) -> bool {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= want
 }
 
 /// Errors of a kernel trace session.
@@ -122,6 +137,15 @@ pub enum KtraceError {
     /// The BPF engine could not be loaded or attached (nothing was traced yet).
     #[error("{0}")]
     BpfUnavailable(dcg_bpf::BpfError),
+    /// `--engine fgraph` would need fprobe exit events next to function_graph on a kernel
+    /// where that makes the kernel log a WARNING.
+    #[error(
+        "--engine fgraph cannot read return values on this kernel: it has no \
+         funcgraph-retval, and fprobe exit events next to function_graph make it log a \
+         WARNING (fprobe_return, Linux 6.14 on, seen on Debian 7.2); the BPF engine (the \
+         default) reads them"
+    )]
+    ExitProbesWarn,
 }
 
 type Result<T> = std::result::Result<T, KtraceError>;
@@ -431,6 +455,9 @@ impl<'s> Setup<'s> {
     ) -> Result<Setup<'s>> {
         let sess = Session::create(root)?;
         let feat = Features::detect(&sess);
+        if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
+            return Err(KtraceError::ExitProbesWarn);
+        }
         let child = if args.command.is_empty() {
             None
         } else {
@@ -835,5 +862,19 @@ impl<'s> Setup<'s> {
             r.unregister().map_err(KtraceError::Unregister)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn release_order() {
+        assert!(super::release_at_least("7.2.13+deb14-cloud-amd64", (6, 14)));
+        assert!(super::release_at_least("6.14.0", (6, 14)));
+        assert!(!super::release_at_least(
+            "6.12.117+deb12-cloud-amd64\n",
+            (6, 14)
+        ));
+        assert!(!super::release_at_least("", (6, 14)));
     }
 }
