@@ -589,6 +589,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         origin: None,
         decoded: true,
         inline: None,
+        ctx: None,
     }
 }
 

@@ -76,6 +76,24 @@ pub struct CallRecord {
     /// Files written before this field read as `None`.
     #[serde(default)]
     pub inline: Option<InlineSite>,
+    /// The context the call ran in, where the source tells it (kernel engines): absent
+    /// in files written before this field and for sources that do not know it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctx: Option<Context>,
+}
+
+/// The context a kernel call ran in: `"task"`, `"irq"` (hardirq), `"softirq"`, `"nmi"`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Context {
+    /// Process context (system calls, kernel threads).
+    Task,
+    /// Hard interrupt.
+    Irq,
+    /// Softirq (bottom half).
+    Softirq,
+    /// Non-maskable interrupt.
+    Nmi,
 }
 
 /// Where an inline frame's code is.

@@ -54,6 +54,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
             file: i.file.to_string(),
             line: i.line,
         }),
+        ctx: None,
     })
 }
 
