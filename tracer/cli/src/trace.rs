@@ -31,6 +31,18 @@ pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
 
 fn trace(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let opts = args.options();
+    use dcg_live::options::Engine;
+    match (opts.is_user_space(), opts.engine) {
+        (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(
+            "--engine fgraph and bpf trace kernel functions; user space (PATH:PATTERN) takes \
+             inproc or uprobe"
+        ),
+        (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
+            "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
+             takes fgraph or bpf"
+        ),
+        _ => {}
+    }
     let (code, calls) = if opts.is_user_space() {
         let f = dcg_utrace::run(&opts, out, &mut |n| eprintln!("dcg: {n}"))?;
         (ExitCode::from(f.exit), f.calls)

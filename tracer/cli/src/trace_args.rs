@@ -19,6 +19,10 @@ pub enum EngineArg {
     Fgraph,
     /// BPF kprobe.session.
     Bpf,
+    /// User space: the in-process recorder.
+    Inproc,
+    /// User space: uprobes.
+    Uprobe,
 }
 
 /// Options of `dcg trace`.
@@ -76,7 +80,11 @@ pub struct TraceArgs {
     /// How kernel calls are captured: fgraph (function_graph; values from
     /// funcgraph-retval, or probe events where the kernel lacks it), bpf (a BPF
     /// kprobe.session program on every traceable function: every value and C strings), or
-    /// auto: bpf when values are asked for and the kernel lacks funcgraph-retval.
+    /// auto: bpf when values are asked for and the kernel lacks funcgraph-retval. User
+    /// space: inproc (a recorder dcg preloads into the command it starts: compiler hooks
+    /// of `-pg` and `-fpatchable-function-entry` builds, else patched entries; every
+    /// value, floats included) or uprobe; auto: inproc for a command dcg starts, uprobe
+    /// for `-p PID` and static binaries.
     #[arg(long, value_enum, default_value = "auto", value_name = "ENGINE")]
     pub engine: EngineArg,
     /// Do not show inlined code as frames of the inlined functions. By default, where the
@@ -109,6 +117,8 @@ impl TraceArgs {
                 EngineArg::Auto => Engine::Auto,
                 EngineArg::Fgraph => Engine::Fgraph,
                 EngineArg::Bpf => Engine::Bpf,
+                EngineArg::Inproc => Engine::Inproc,
+                EngineArg::Uprobe => Engine::Uprobe,
             },
             func: self.func,
             show_retvals: self.show_retvals,

@@ -59,6 +59,10 @@ pub enum Engine {
     Fgraph,
     /// BPF kprobe.session on every traceable function (every value, any 6.10+ kernel).
     Bpf,
+    /// User space: the in-process recorder preloaded into the command dcg starts.
+    Inproc,
+    /// User space: uprobes.
+    Uprobe,
 }
 
 impl TraceOptions {

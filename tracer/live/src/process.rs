@@ -107,7 +107,7 @@ impl Child {
     /// Fork; the child stops itself (SIGSTOP) and then execs `argv` once continued. Returns
     /// after the child has stopped. (The kernel tracer sees the `exec` itself.)
     pub fn spawn_stopped(argv: &[String]) -> Result<Child> {
-        Child::spawn(argv, false)
+        Child::spawn(argv, false, &[])
     }
 
     /// Fork and exec `argv` under ptrace, which stops the child just after its `exec`,
@@ -115,10 +115,16 @@ impl Child {
     /// child runs as dcg (between fork and exec) happens while it is traced, and its
     /// name is the program's from the first event on.
     pub fn spawn_at_exec(argv: &[String]) -> Result<Child> {
-        Child::spawn(argv, true)
+        Child::spawn(argv, true, &[])
     }
 
-    fn spawn(argv: &[String], at_exec: bool) -> Result<Child> {
+    /// [`Child::spawn_at_exec`] with `env` set in the command's environment (over what
+    /// dcg's has).
+    pub fn spawn_at_exec_with(argv: &[String], env: &[(String, String)]) -> Result<Child> {
+        Child::spawn(argv, true, env)
+    }
+
+    fn spawn(argv: &[String], at_exec: bool, env: &[(String, String)]) -> Result<Child> {
         let Some(cmd) = argv.first() else {
             return Err(ProcessError::NoCommand);
         };
@@ -134,6 +140,27 @@ impl Child {
         // The argv array execv takes, built before the fork: the child allocates nothing.
         let mut c_argv: Vec<*const nix::libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
         c_argv.push(std::ptr::null());
+        // The environment, when something is added to it.
+        let c_env: Vec<CString> = if env.is_empty() {
+            Vec::new()
+        } else {
+            std::env::vars_os()
+                .filter(|(k, _)| {
+                    !env.iter()
+                        .any(|(n, _)| k.as_encoded_bytes() == n.as_bytes())
+                })
+                .map(|(k, v)| {
+                    let mut b = k.into_encoded_bytes();
+                    b.push(b'=');
+                    b.extend_from_slice(v.as_encoded_bytes());
+                    b
+                })
+                .chain(env.iter().map(|(k, v)| format!("{k}={v}").into_bytes()))
+                .filter_map(|b| CString::new(b).ok())
+                .collect()
+        };
+        let mut c_envp: Vec<*const nix::libc::c_char> = c_env.iter().map(|a| a.as_ptr()).collect();
+        c_envp.push(std::ptr::null());
         // SAFETY: the child only calls async-signal-safe functions (ptrace, raise, execv,
         // write, _exit) on data prepared before the fork.
         let fork = unsafe { nix::unistd::fork() }.map_err(|errno| ProcessError::Sys {
@@ -157,7 +184,11 @@ impl Child {
                     } else {
                         nix::libc::raise(nix::libc::SIGSTOP);
                     }
-                    nix::libc::execv(c_exe.as_ptr(), c_argv.as_ptr());
+                    if env.is_empty() {
+                        nix::libc::execv(c_exe.as_ptr(), c_argv.as_ptr());
+                    } else {
+                        nix::libc::execve(c_exe.as_ptr(), c_argv.as_ptr(), c_envp.as_ptr());
+                    }
                     nix::libc::write(2, msg.as_ptr().cast(), msg.len());
                     nix::libc::_exit(127);
                 }

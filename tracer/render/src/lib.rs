@@ -234,22 +234,28 @@ pub fn render_float_words(words: &[u64], t: Type<'_>) -> Option<String> {
 /// [`render_float_words`] by size: 4, 8, or 16 (x87).
 fn float_bits_text(words: &[u64], size: u32) -> Option<String> {
     let w0 = words.first().copied()?;
-    let shortest = |v: f64| -> String {
-        if v.is_nan() {
+    // The magnitude decides the form; the value prints at its own precision (a float's
+    // shortest decimal is `0.1`, not the double it widens to).
+    fn form<T: std::fmt::Display + std::fmt::LowerExp>(v: T, f: f64) -> String {
+        if f.is_nan() {
             return "nan".into();
         }
-        if v.is_infinite() {
-            return if v < 0.0 { "-inf" } else { "inf" }.into();
+        if f.is_infinite() {
+            return if f < 0.0 { "-inf" } else { "inf" }.into();
         }
-        let a = v.abs();
+        let a = f.abs();
         if a == 0.0 || (1e-5..1e16).contains(&a) {
             format!("{v}")
         } else {
             format!("{v:e}")
         }
-    };
+    }
+    let shortest = |v: f64| form(v, v);
     match size {
-        4 => Some(shortest(f64::from(f32::from_bits(w0 as u32)))),
+        4 => {
+            let v = f32::from_bits(w0 as u32);
+            Some(form(v, f64::from(v)))
+        }
         8 => Some(shortest(f64::from_bits(w0))),
         10 | 16 => {
             let se = *words.get(1)? as u16;
@@ -501,6 +507,9 @@ mod tests {
         let f = |w: &[u64], n| float_bits_text(w, n).unwrap();
         assert_eq!(f(&[1.5f32.to_bits() as u64 | 0xdead_0000_0000], 4), "1.5");
         assert_eq!(f(&[2.25f64.to_bits()], 8), "2.25");
+        // A float prints its own shortest decimal, not the double it widens to.
+        assert_eq!(f(&[(-0.1f32).to_bits() as u64], 4), "-0.1");
+        assert_eq!(f(&[(-0.3f32).to_bits() as u64], 4), "-0.3");
         assert_eq!(f(&[0.1f64.to_bits()], 8), "0.1");
         assert_eq!(f(&[1e20f64.to_bits()], 8), "1e20");
         assert_eq!(f(&[(-0.125f64).to_bits()], 8), "-0.125");

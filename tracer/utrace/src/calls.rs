@@ -310,6 +310,20 @@ impl<'a> Calls<'a> {
             layout: None,
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+        if p.returns_twice {
+            // Never hooked: a leaf without a value.
+            let exit = Exit {
+                task: task_of(m, &comm),
+                depth: 0,
+                func: Some(self.ids[probe]),
+                ret: None,
+                time_ns: Some(m.ts),
+                duration_ns: None,
+                layout: None,
+            };
+            self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+            return self.flush(out);
+        }
         // Inlined copies starting at the function's first instruction: read by this
         // event, opened inside the call.
         for &si in &p.inlines {
@@ -410,6 +424,28 @@ impl<'a> Calls<'a> {
                 raw: raw.as_deref(),
                 error: *error,
             }),
+            time_ns: Some(m.ts),
+            duration_ns: None,
+            layout: None,
+        };
+        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
+    }
+
+    /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
+    /// exception unwinding through it): closed without a value.
+    pub fn unwound(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let comm = self.comm(m).to_string();
+        let exit = Exit {
+            task: task_of(m, &comm),
+            depth: 0,
+            func: Some(self.ids[probe]),
+            ret: None,
             time_ns: Some(m.ts),
             duration_ns: None,
             layout: None,

@@ -14,6 +14,8 @@
 //! exiting or crashing.
 
 pub mod calls;
+pub mod hooks;
+pub mod inproc;
 pub mod plan;
 pub mod symbolize;
 
@@ -35,7 +37,7 @@ pub const EXIT_NO_MATCH: u8 = 2;
 
 /// Why tracing stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(crate) enum Stop {
     /// The traced command ended.
     Ended(Ended),
     /// The attached process is gone.
@@ -92,7 +94,7 @@ pub enum UtraceError {
     Io(#[from] std::io::Error),
 }
 
-type Result<T> = std::result::Result<T, UtraceError>;
+pub(crate) type Result<T> = std::result::Result<T, UtraceError>;
 
 /// How a session ended.
 #[derive(Debug, Default)]
@@ -138,8 +140,37 @@ pub fn run(
         };
         specs.push((idx, pattern.to_string()));
     }
-    // Inlined copies are shown as frames: calls made from their code under them.
-    let frames = !args.no_inline_frames;
+    // The engine: in process for a command dcg starts, else uprobes.
+    use dcg_live::options::Engine;
+    let in_process = match (args.engine, inproc::unavailable(args, &targets)) {
+        (Engine::Uprobe, _) => false,
+        (Engine::Inproc, Some(why)) => {
+            return Err(UtraceError::Io(std::io::Error::other(format!(
+                "--engine inproc: {why}"
+            ))))
+        }
+        (Engine::Inproc, None) => true,
+        (_, Some(why)) => {
+            notes.push(format!("engine: uprobes ({why})"));
+            false
+        }
+        (_, None) => true,
+    };
+    if in_process {
+        notes.push(format!(
+            "engine: in process ({} preloaded into {})",
+            inproc::RECORDER,
+            args.command.first().map_or("the command", String::as_str)
+        ));
+    }
+    let reads = if in_process {
+        plan::Reads::IN_PROCESS
+    } else {
+        plan::Reads::UPROBES
+    };
+    // Inlined copies are shown as frames: calls made from their code under them (the
+    // in-process engine does not read inlined copies' first instructions).
+    let frames = !args.no_inline_frames && !in_process;
     let mut selected = Vec::new();
     let mut copies = Vec::new();
     let mut failed = Vec::new();
@@ -158,6 +189,7 @@ pub fn run(
         args.args,
         args.show_retvals,
         frames,
+        reads,
         &mut notes,
     );
     let inlines = if frames {
@@ -186,6 +218,27 @@ pub fn run(
             exit: EXIT_NO_MATCH,
             calls: None,
         });
+    }
+    if in_process {
+        let no_db = dcg_dbset::DbSet::new(Vec::new());
+        let mut calls = calls_for(&no_db, &probes, &[], &targets, args);
+        let saved = match &args.output {
+            Some(path) => {
+                let file = OutputFile::create(path)?;
+                calls.save_records(
+                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    &source_name(args, &targets, "in process"),
+                )?;
+                Some(file)
+            }
+            None => None,
+        };
+        let finished = inproc::run(&targets, &probes, &mut calls, args, out, note)?;
+        drop(calls);
+        if let Some(f) = saved {
+            f.commit()?;
+        }
+        return Ok(finished);
     }
     if let Some(pid) = args.pid {
         if !process::is_alive(pid) {
@@ -266,18 +319,20 @@ impl Tracer {
                     what: format!("{} in {}", p.symbol, path.display()),
                     error,
                 })?;
-            session
-                .add_event(
-                    EventFile::Uprobe,
-                    &p.return_event,
-                    &p.return_def(&group, path),
-                )
-                .map_err(|error| UtraceError::Probe {
-                    what: format!("the return of {} in {}", p.symbol, path.display()),
-                    error,
-                })?;
+            if !p.returns_twice {
+                session
+                    .add_event(
+                        EventFile::Uprobe,
+                        &p.return_event,
+                        &p.return_def(&group, path),
+                    )
+                    .map_err(|error| UtraceError::Probe {
+                        what: format!("the return of {} in {}", p.symbol, path.display()),
+                        error,
+                    })?;
+                events.insert(p.return_event.clone(), Event::Return(i));
+            }
             events.insert(p.entry_event.clone(), Event::Entry(i));
-            events.insert(p.return_event.clone(), Event::Return(i));
             if let (Some(event), Some(line)) = (&p.ra_event, p.ra_def(&group, path)) {
                 session
                     .add_event(EventFile::Uprobe, event, &line)
@@ -352,7 +407,7 @@ impl Tracer {
                 let file = OutputFile::create(path)?;
                 calls.save_records(
                     Box::new(std::io::BufWriter::new(file.file()?)),
-                    &source_name(args, targets),
+                    &source_name(args, targets, "uprobes"),
                 )?;
                 Some(file)
             }
@@ -402,16 +457,23 @@ impl Tracer {
             ));
         }
         Ok(Finished {
-            exit: self.end(stop, args, note),
+            exit: end_of(stop, &mut self.child, args, note),
             calls: collected,
         })
     }
+}
 
-    /// What became of the traced process, said in a note; the exit code.
-    fn end(&mut self, stop: Stop, args: &TraceOptions, note: &mut dyn FnMut(&str)) -> u8 {
+/// What became of the traced process, said in a note; the exit code.
+pub(crate) fn end_of(
+    stop: Stop,
+    child: &mut Option<Child>,
+    args: &TraceOptions,
+    note: &mut dyn FnMut(&str),
+) -> u8 {
+    {
         match stop {
             Stop::Ended(e) => {
-                let c = self.child.as_ref().map_or(0, |c| c.pid());
+                let c = child.as_ref().map_or(0, |c| c.pid());
                 let cmd = args.command.first().map_or("command", String::as_str);
                 if e != Ended::Exited(0) {
                     note(&format!("{cmd} (pid {c}) {}", e.describe()));
@@ -429,7 +491,7 @@ impl Tracer {
                         "detached from process {p} ({}); its probes are removed",
                         process::comm_of(p)
                     ));
-                } else if let Some(c) = self.child.as_mut() {
+                } else if let Some(c) = child.as_mut() {
                     // Like `perf record -- CMD`: the command runs for the trace; end it
                     // (with the signal dcg got, else SIGTERM).
                     let sig = match stop {
@@ -545,7 +607,7 @@ fn calls_for<'a>(
 }
 
 /// A closed standard output at the end is not an error.
-fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
+pub(crate) fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
@@ -769,18 +831,18 @@ fn cpu_width() -> usize {
     max.to_string().len()
 }
 
-fn source_name(args: &TraceOptions, targets: &[Target]) -> String {
+fn source_name(args: &TraceOptions, targets: &[Target], engine: &str) -> String {
     let files: Vec<String> = targets
         .iter()
         .map(|t| t.path.display().to_string())
         .collect();
     match (args.pid, args.command.is_empty()) {
-        (Some(p), _) => format!("uprobes on {} in pid {p}", files.join(", ")),
+        (Some(p), _) => format!("{engine} on {} in pid {p}", files.join(", ")),
         (None, false) => format!(
-            "uprobes on {}: {}",
+            "{engine} on {}: {}",
             files.join(", "),
             args.command.join(" ")
         ),
-        (None, true) => format!("uprobes on {}", files.join(", ")),
+        (None, true) => format!("{engine} on {}", files.join(", ")),
     }
 }

@@ -200,6 +200,38 @@ pub fn unreadable(loc: sigdb::Location) -> String {
     format!("?{loc}")
 }
 
+/// What an engine can read, which shapes the plan of every value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// xmm0-xmm7 and the x87 `st0` (the in-process recorder; uprobes cannot).
+    pub vector: bool,
+    /// Arguments are read at the first instruction, always: unoptimized code's frame
+    /// slots (filled by the prologue) are read from where the ABI passes them instead.
+    pub at_entry: bool,
+}
+
+impl Reads {
+    /// What uprobes read.
+    pub const UPROBES: Reads = Reads {
+        vector: false,
+        at_entry: false,
+    };
+    /// What the in-process recorder reads.
+    pub const IN_PROCESS: Reads = Reads {
+        vector: true,
+        at_entry: true,
+    };
+}
+
+/// The fetch of DWARF register `dwarf` for an engine that reads `reads`: general
+/// registers always, `%xmmN` where vector registers are read.
+fn reg_fetch(dwarf: u8, reads: Reads) -> Option<String> {
+    match dwarf {
+        17..=24 if reads.vector => Some(format!("%xmm{}", dwarf - 17)),
+        _ => uprobe_reg(dwarf).map(str::to_string),
+    }
+}
+
 /// Why some values of `probes` will show as `?xmm0`, `?st0` (said once), if any will.
 pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
     let mut funcs: Vec<&str> = probes
@@ -264,7 +296,26 @@ pub struct Probe<'a> {
     /// Inlined copies starting at the probe's address ([`InlineSite`]s whose values
     /// this probe's entry event reads).
     pub inlines: Vec<usize>,
+    /// The function returns twice (`setjmp`, `vfork`): its return is never hooked (a
+    /// hooked return would send the second one back to the first's caller); its call
+    /// shows as a leaf without a value.
+    pub returns_twice: bool,
 }
+
+/// Functions that return twice: no engine hooks their return.
+pub const RETURNS_TWICE: &[&str] = &[
+    "setjmp",
+    "_setjmp",
+    "__setjmp",
+    "sigsetjmp",
+    "__sigsetjmp",
+    "savectx",
+    "vfork",
+    "__vfork",
+    "getcontext",
+    "__getcontext",
+    "swapcontext",
+];
 
 impl Probe<'_> {
     /// The `uprobe_events` line of the entry probe.
@@ -325,6 +376,7 @@ fn plan_param(
     strings: &mut Vec<(usize, Field)>,
     pname: &mut dyn FnMut(&mut Vec<Field>, String, String) -> usize,
     at_body: bool,
+    reads: Reads,
 ) -> ArgPlan {
     let t = ty.resolve();
     let float = t.kind() == TypeKind::Float;
@@ -373,11 +425,11 @@ fn plan_param(
         // After the prologue (the probe sits there when any argument is in a frame slot)
         // registers no longer hold the arguments; the CFA is rbp + 16.
         Location::Reg(_) | Location::RegPair(..) if at_body => ArgPlan::Text(unreadable(loc)),
-        Location::Reg(r) => match uprobe_reg(r) {
-            Some(reg) if !float => {
+        Location::Reg(r) => match reg_fetch(r, reads) {
+            Some(reg) if !float || reg.starts_with("%xmm") => {
                 let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
                 if want_string {
-                    string_of(reg.to_string(), strings);
+                    string_of(reg, strings);
                 }
                 ArgPlan::Fetched {
                     words: vec![w],
@@ -387,8 +439,8 @@ fn plan_param(
             // xmm registers cannot be fetched by uprobes.
             _ => ArgPlan::Text(unreadable(loc)),
         },
-        Location::RegPair(a, b) => match (uprobe_reg(a), uprobe_reg(b)) {
-            (Some(ra), Some(rb)) if !float => {
+        Location::RegPair(a, b) => match (reg_fetch(a, reads), reg_fetch(b, reads)) {
+            (Some(ra), Some(rb)) if !float || reads.vector => {
                 let w0 = pname(fields, format!("a{index}"), format!("{ra}:x64"));
                 let w1 = pname(fields, format!("a{index}_1"), format!("{rb}:x64"));
                 ArgPlan::Fetched {
@@ -422,8 +474,13 @@ pub fn body_offset(f: Function<'_>) -> u64 {
 }
 
 /// The fields and argument plans of a function's entry event.
-pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
-    let at_body = body_offset(f) != 0;
+pub fn plan_entry(f: Function<'_>, reads: Reads) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
+    let at_body = !reads.at_entry && body_offset(f) != 0;
+    let abi = if reads.at_entry && body_offset(f) != 0 {
+        abi_locations(f)
+    } else {
+        Vec::new()
+    };
     let mut fields = Vec::new();
     let mut strings = Vec::new();
     let mut args = Vec::new();
@@ -436,14 +493,21 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
         fields.len() - 1
     };
     for (i, p) in f.params().enumerate() {
+        // A frame slot is filled by the prologue: at the entry the value is where the
+        // ABI passes it.
+        let loc = match (p.loc(), abi.get(i)) {
+            (Location::Frame { .. }, Some(&at)) => at,
+            (loc, _) => loc,
+        };
         let plan = plan_param(
             i,
             p.ty(),
-            p.loc(),
+            loc,
             &mut fields,
             &mut strings,
             &mut push,
             at_body,
+            reads,
         );
         let name = if p.name().is_empty() {
             format!("arg{}", i + 1)
@@ -462,11 +526,26 @@ pub fn plan_entry(f: Function<'_>) -> (Vec<Field>, Vec<(String, ArgPlan)>) {
     (fields, args)
 }
 
+/// Where the System V ABI passes each parameter of `f` at its first instruction.
+fn abi_locations(f: Function<'_>) -> Vec<Location> {
+    use dwarfscan::abi;
+    let class = |t: Type<'_>, ret: bool| {
+        let r = t.resolve();
+        if ret {
+            abi::classify_ret(r.kind(), r.size(), r.flags(), r.name())
+        } else {
+            abi::classify(r.kind(), r.size(), r.flags(), r.name())
+        }
+    };
+    let params: Vec<_> = f.params().map(|p| class(p.ty(), false)).collect();
+    abi::expected_locations(class(f.ret(), true), &params)
+}
+
 /// The fields of a function's return event: none for void, `$retval` (and `%dx` for a
 /// struct returned in two registers, the words `$retval` points to for one returned in
 /// memory, the string of a `char *`); or the marker of a value no uprobe can read (in
 /// xmm0 or the x87 stack).
-pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
+pub fn plan_return(f: Function<'_>, reads: Reads) -> (Vec<Field>, Option<String>) {
     let t = f.ret().resolve();
     let field = |name: &str, fetch: String| Field {
         name: name.into(),
@@ -485,8 +564,29 @@ pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
             })
             .collect()
     };
+    let vector = |fetches: &[&str]| -> (Vec<Field>, Option<String>) {
+        let fields = fetches
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let name = if k == 0 {
+                    "ret".to_string()
+                } else {
+                    format!("ret_{k}")
+                };
+                field(&name, format!("{f}:x64"))
+            })
+            .collect();
+        (fields, None)
+    };
     match t.kind() {
         TypeKind::Void => (Vec::new(), None),
+        TypeKind::Float if reads.vector => match sigdb::float_format(t.size(), t.name()) {
+            sigdb::FloatFormat::X87 => vector(&["%st0", "%st0_hi"]),
+            sigdb::FloatFormat::Complex(16) => vector(&["%xmm0", "%xmm1"]),
+            sigdb::FloatFormat::Complex(32) => (Vec::new(), Some("?st0".into())),
+            _ => vector(&["%xmm0"]),
+        },
         TypeKind::Float => (
             Vec::new(),
             Some(
@@ -510,6 +610,19 @@ pub fn plan_return(f: Function<'_>) -> (Vec<Field>, Option<String>) {
                 ],
                 None,
             ),
+            dcg_render::RetClass::Regs(lo, hi) if reads.vector => {
+                let first = if lo { "%xmm0" } else { "$retval" };
+                let second = match (lo, hi) {
+                    (true, true) => "%xmm1",
+                    (false, true) => "%xmm0",
+                    _ => "%dx",
+                };
+                if t.size() <= 8 {
+                    vector(&[first])
+                } else {
+                    vector(&[first, second])
+                }
+            }
             dcg_render::RetClass::Regs(lo, hi) => (
                 Vec::new(),
                 Some(
@@ -995,6 +1108,7 @@ pub fn plan_probes<'a>(
     with_args: bool,
     with_ret: bool,
     call_sites: bool,
+    reads: Reads,
     notes: &mut Vec<String>,
 ) -> Vec<Probe<'a>> {
     let mut seen_addr = HashSet::new();
@@ -1016,6 +1130,8 @@ pub fn plan_probes<'a>(
         };
         let base = event_base(&s.symbol);
         let mut n = 1;
+        let returns_twice = RETURNS_TWICE.contains(&s.symbol.as_str())
+            || s.func.is_some_and(|f| RETURNS_TWICE.contains(&f.name()));
         let (entry, ret) = loop {
             let b = if n == 1 {
                 base.clone()
@@ -1031,11 +1147,11 @@ pub fn plan_probes<'a>(
         names.insert(entry.clone());
         names.insert(ret.clone());
         let (mut entry_fields, mut args) = match s.func {
-            Some(f) if with_args => plan_entry(f),
+            Some(f) if with_args => plan_entry(f, reads),
             _ => (Vec::new(), Vec::new()),
         };
         let body = match s.func {
-            Some(f) if with_args => body_offset(f),
+            Some(f) if with_args && !reads.at_entry => body_offset(f),
             _ => 0,
         };
         // The return address is on top of the stack at the entry. After the prologue
@@ -1065,7 +1181,8 @@ pub fn plan_probes<'a>(
             string: true,
         });
         let (ret_fields, ret_text) = match s.func {
-            Some(f) if with_ret => plan_return(f),
+            _ if returns_twice => (Vec::new(), None),
+            Some(f) if with_ret => plan_return(f, reads),
             // No type: the raw register.
             None if with_ret => (
                 vec![Field {
@@ -1093,6 +1210,7 @@ pub fn plan_probes<'a>(
             ra,
             ra_event,
             inlines: Vec::new(),
+            returns_twice,
         });
     }
     probes

@@ -1,0 +1,241 @@
+//! The two files dcg and the recorder share, byte by byte (native endianness: both run on
+//! the same machine). Every record is `repr(C)` with explicit padding, 8-byte aligned.
+//!
+//! **The plan** (written by dcg, mapped read-only by the recorder): a [`PlanHeader`], then
+//! `ntargets` [`TargetDesc`], `nfuncs` [`FuncDesc`], `nops` [`FetchOp`], then
+//! `strings_len` bytes of strings (target paths).
+//!
+//! **The rings** (a file in `/dev/shm` dcg creates, mapped shared by every traced process):
+//! a [`ShmHeader`], then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
+//! data bytes. A thread claims a ring at its first record (`next_ring`, an atomic counter)
+//! and is its only producer; dcg is its only consumer. `head` and `tail` count bytes
+//! written and consumed since the start; a record never wraps: where one does not fit
+//! before the end, a [`REC_PAD`] record fills the rest.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// First bytes of a plan file.
+pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN1";
+/// First bytes of a ring file.
+pub const SHM_MAGIC: [u8; 8] = *b"DCGRING1";
+
+/// Environment variable naming the plan file.
+pub const ENV_PLAN: &str = "DCG_INPROC_PLAN";
+/// Environment variable naming the ring file.
+pub const ENV_SHM: &str = "DCG_INPROC_SHM";
+
+/// Plan flag: processes forked by the traced command are traced too.
+pub const PLAN_FOLLOW_FORKS: u32 = 1;
+
+/// Plan header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct PlanHeader {
+    /// [`PLAN_MAGIC`].
+    pub magic: [u8; 8],
+    /// Number of [`TargetDesc`].
+    pub ntargets: u32,
+    /// Number of [`FuncDesc`].
+    pub nfuncs: u32,
+    /// Number of [`FetchOp`].
+    pub nops: u32,
+    /// Bytes of strings at the end.
+    pub strings_len: u32,
+    /// `PLAN_*` flags.
+    pub flags: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// A binary whose functions are traced: matched against the process's loaded objects by
+/// build-id (by path when it has none).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct TargetDesc {
+    /// The GNU build-id, `build_id_len` bytes used.
+    pub build_id: [u8; 40],
+    /// Bytes of `build_id` used (0: match by path).
+    pub build_id_len: u32,
+    /// Offset of the path in the strings.
+    pub path_off: u32,
+    /// Length of the path.
+    pub path_len: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// How a function's entry reaches the recorder.
+pub mod mode {
+    /// A `-pg` build: the function calls `mcount` (or `__fentry__` with `-mfentry`) itself;
+    /// the call returns to `site_off`.
+    pub const MCOUNT: u8 = 1;
+    /// A `-fpatchable-function-entry` build: a NOP pad at `patch_off` becomes a call.
+    pub const PATCHABLE: u8 = 2;
+    /// A plain build: the first `patch_len` bytes move to a trampoline.
+    pub const PLAIN: u8 = 3;
+}
+
+/// Function flags.
+pub mod fflags {
+    /// Never hook the return: the function returns twice (`setjmp`, `vfork`) or the
+    /// caller asked for entries only.
+    pub const NO_RET_HOOK: u8 = 1;
+    /// The return value is on the x87 stack (`long double`): read `st0` at the return.
+    pub const RET_X87: u8 = 2;
+}
+
+/// A traced function.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct FuncDesc {
+    /// Its ELF address (the load bias is added at run time).
+    pub addr: u64,
+    /// Bytes of code.
+    pub size: u32,
+    /// Index of its [`TargetDesc`].
+    pub target: u32,
+    /// First [`FetchOp`] of the entry record.
+    pub entry_op: u32,
+    /// First [`FetchOp`] of the return record.
+    pub ret_op: u32,
+    /// Number of entry ops.
+    pub entry_n: u16,
+    /// Number of return ops.
+    pub ret_n: u16,
+    /// One of [`mode`].
+    pub mode: u8,
+    /// [`fflags`].
+    pub flags: u8,
+    /// `MCOUNT`: offset of the instruction after the call (where it returns);
+    /// `PATCHABLE`: offset of the 5-byte NOP.
+    pub site_off: u8,
+    /// `PLAIN`: bytes of whole instructions at the entry moved to the trampoline (5..=32).
+    pub patch_len: u8,
+}
+
+/// How one value is fetched: start from register `reg` (DWARF number; [`REG_RETVAL`] is
+/// rax at the return), then read a word at `+off[i]` `nderef` times; a [`FETCH_STRING`]
+/// reads the NUL-terminated string at the address the last step gives instead of a word.
+/// [`FETCH_XMM`] takes xmm register `reg` (0..8) (its low 8 bytes, `off[0] == 1` for the
+/// high 8), [`FETCH_ST0`] the low (`off[0] == 0`) or high word of the x87 `st0`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct FetchOp {
+    /// One of the `FETCH_*` kinds.
+    pub kind: u8,
+    /// Register (DWARF number 0..16 for general registers).
+    pub reg: u8,
+    /// Number of memory reads (0..=3).
+    pub nderef: u8,
+    /// Zero.
+    pub reserved: u8,
+    /// Offsets of the reads.
+    pub off: [i32; 3],
+}
+
+/// A 64-bit word.
+pub const FETCH_WORD: u8 = 1;
+/// A string.
+pub const FETCH_STRING: u8 = 2;
+/// An xmm register half.
+pub const FETCH_XMM: u8 = 3;
+/// A word of `st0`.
+pub const FETCH_ST0: u8 = 4;
+/// DWARF register number of rax: the return value register.
+pub const REG_RETVAL: u8 = 0;
+/// Longest string a record carries; longer ones are cut.
+pub const MAX_STRING: usize = 256;
+/// String length word of a string that could not be read.
+pub const STRING_FAULT: u64 = u64::MAX;
+
+/// Ring file header.
+#[repr(C)]
+#[derive(Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct ShmHeader {
+    /// [`SHM_MAGIC`].
+    pub magic: [u8; 8],
+    /// Number of rings.
+    pub nrings: u32,
+    /// Data bytes of each ring (a multiple of 8).
+    pub ring_size: u32,
+    /// Rings claimed so far (can pass `nrings`: those threads record nothing).
+    pub next_ring: u32,
+    /// Set by dcg when it stops draining: the recorder writes nothing more.
+    pub stopped: u32,
+    /// Processes whose recorder found a traced binary loaded and hooked it.
+    pub attached: u32,
+    /// Functions of the plan a recorder could not hook (its entry could not be patched).
+    pub unhooked: u32,
+    /// Zero.
+    pub reserved: [u64; 4],
+}
+
+/// A ring's header.
+#[repr(C)]
+#[derive(Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct RingHeader {
+    /// Bytes written since the start (the producer's; published with release order).
+    pub head: u64,
+    /// Bytes consumed (dcg's).
+    pub tail: u64,
+    /// Records dropped because the ring was full.
+    pub lost: u64,
+    /// Thread id of its producer.
+    pub tid: u32,
+    /// Process id of its producer.
+    pub pid: u32,
+    /// The thread's name when it claimed the ring (`comm`, NUL-padded).
+    pub comm: [u8; 16],
+    /// Set once `tid`, `pid` and `comm` are written.
+    pub ready: u32,
+    /// Zero.
+    pub reserved: [u32; 7],
+}
+
+/// Padding to the end of the ring: skip.
+pub const REC_PAD: u16 = 0;
+/// A traced function was entered: its entry values follow.
+pub const REC_ENTRY: u16 = 1;
+/// It returned: its return values follow.
+pub const REC_EXIT: u16 = 2;
+/// Its frame was left without a return (`longjmp`, an exception): no values.
+pub const REC_UNWIND: u16 = 3;
+/// A function that is never given a return hook returned as far as the trace knows: a
+/// leaf without a value.
+pub const REC_NORET: u16 = 4;
+
+/// Header of every record. Values follow: a word per word fetch, and per string fetch a
+/// length word (or [`STRING_FAULT`]) then the bytes, padded to 8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct RecHeader {
+    /// Total bytes of the record, header included (a multiple of 8).
+    pub len: u32,
+    /// `REC_*`.
+    pub kind: u16,
+    /// The CPU the thread ran on.
+    pub cpu: u16,
+    /// Index of the function in the plan.
+    pub func: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// `CLOCK_MONOTONIC` nanoseconds.
+    pub ts: u64,
+}
+
+/// Byte offset of ring `i`'s header in the ring file.
+pub const fn ring_offset(i: u32, ring_size: u32) -> usize {
+    size_of::<ShmHeader>() + i as usize * (size_of::<RingHeader>() + ring_size as usize)
+}
+
+const _: () = {
+    assert!(size_of::<PlanHeader>() == 32);
+    assert!(size_of::<TargetDesc>() == 56);
+    assert!(size_of::<FuncDesc>() == 32);
+    assert!(size_of::<FetchOp>() == 16);
+    assert!(size_of::<ShmHeader>() == 64);
+    assert!(size_of::<RingHeader>() == 80);
+    assert!(size_of::<RecHeader>() == 24);
+};

@@ -1,0 +1,80 @@
+//! The in-process recorder: `libdcg_recorder.so`, which `dcg trace --engine inproc -- CMD`
+//! preloads into the command. Before `main` it reads the plan dcg wrote (which functions,
+//! how each value is fetched), hooks those functions ([`setup`]) and from then on records
+//! every entry and return of them into its thread's ring ([`record`]), which dcg drains.
+//!
+//! It never parses DWARF, never allocates, locks or makes a system call on the hot path
+//! (strings outside read-only mappings are read through `process_vm_readv`), and never
+//! records its own work. Return hooks keep a per-thread shadow stack; `longjmp` and
+//! exceptions close the frames they skip ([`unwind`]); a forked child records into rings
+//! of its own, or nothing when forks are not followed.
+
+mod record;
+mod setup;
+mod state;
+mod thunks;
+mod unwind;
+
+use std::sync::atomic::Ordering;
+
+/// Say `msg` on stderr and abort: the recorder lost track of a return address, and
+/// returning anywhere would be worse.
+pub(crate) fn fatal(msg: &[u8]) -> ! {
+    // SAFETY: a write of a static buffer, then abort.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::abort()
+    }
+}
+
+/// After `fork`, in the child: its threads record into rings of their own (or nothing).
+unsafe extern "C" fn after_fork_child() {
+    let t = &mut *record::tls();
+    t.ring = core::ptr::null_mut();
+    t.no_ring = false;
+    if let Some(st) = state::state() {
+        st.pid.store(libc::getpid(), Ordering::Relaxed);
+        if !st.follow {
+            state::DISABLED.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Remove the recorder from the environment programs started from here inherit.
+unsafe fn scrub_environment() {
+    unsafe extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    let env = environ;
+    if env.is_null() {
+        return;
+    }
+    let mut read = 0;
+    let mut write = 0;
+    loop {
+        let e = *env.add(read);
+        if e.is_null() {
+            break;
+        }
+        let s = std::ffi::CStr::from_ptr(e).to_bytes();
+        let ours = s.starts_with(b"DCG_INPROC_")
+            || (s.starts_with(b"LD_PRELOAD=") && s.windows(16).any(|w| w == b"libdcg_recorder."));
+        if !ours {
+            *env.add(write) = e;
+            write += 1;
+        }
+        read += 1;
+    }
+    *env.add(write) = core::ptr::null_mut();
+}
+
+unsafe extern "C" fn init() {
+    setup::init();
+    if state::state().is_some() {
+        libc::pthread_atfork(None, None, Some(after_fork_child));
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: unsafe extern "C" fn() = init;

@@ -1,0 +1,358 @@
+//! The hot path: a traced function's entry and return. Nothing here allocates, locks or
+//! panics; every failure drops the record and counts it.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use dcg_inproc::layout::*;
+
+use crate::state::{state, State, DISABLED};
+use crate::thunks::{dcg_return_thunk, dcg_return_thunk_x87, Regs};
+
+/// A traced call whose return is hooked.
+#[derive(Clone, Copy)]
+pub struct Frame {
+    /// The real return address.
+    pub orig: u64,
+    /// Where it was (the stack slot now holding a return thunk).
+    pub slot: u64,
+    /// Plan index of the function.
+    pub func: u32,
+    /// The real address was put back for the unwinder ([`crate::unwind`]).
+    pub restored: u32,
+}
+
+/// Frames a thread can have hooked at once; deeper calls are not recorded.
+pub const MAX_FRAMES: usize = 8192;
+
+/// Per-thread state. No destructor, so the compiler keeps it in plain TLS.
+pub struct Tls {
+    /// In the recorder: a signal handler's traced calls are not recorded meanwhile.
+    pub busy: bool,
+    /// This thread has no ring (none free, or recording is off in this process).
+    pub no_ring: bool,
+    /// Its ring's header, null until its first record.
+    pub ring: *mut RingHeader,
+    /// The shadow stack (mmap'd at the first hooked call).
+    pub frames: *mut Frame,
+    /// Frames in use.
+    pub depth: usize,
+}
+
+thread_local! {
+    static TLS: UnsafeCell<Tls> = const {
+        UnsafeCell::new(Tls {
+            busy: false,
+            no_ring: false,
+            ring: core::ptr::null_mut(),
+            frames: core::ptr::null_mut(),
+            depth: 0,
+        })
+    };
+}
+
+/// This thread's state.
+#[inline(always)]
+pub fn tls() -> *mut Tls {
+    TLS.with(|t| t.get())
+}
+
+#[inline(always)]
+fn now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Claim a ring for this thread (its first record).
+unsafe fn claim(st: &State, t: &mut Tls) -> bool {
+    if t.no_ring {
+        return false;
+    }
+    let h = st.shm as *mut ShmHeader;
+    let next = AtomicU32::from_ptr(&raw mut (*h).next_ring);
+    let i = next.fetch_add(1, Ordering::AcqRel);
+    if i >= st.nrings {
+        t.no_ring = true;
+        return false;
+    }
+    let r = st.shm.add(ring_offset(i, st.ring_size)) as *mut RingHeader;
+    (*r).tid = libc::syscall(libc::SYS_gettid) as u32;
+    (*r).pid = libc::getpid() as u32;
+    let mut comm = [0u8; 16];
+    libc::prctl(libc::PR_GET_NAME, comm.as_mut_ptr());
+    (*r).comm = comm;
+    AtomicU32::from_ptr(&raw mut (*r).ready).store(1, Ordering::Release);
+    t.ring = r;
+    true
+}
+
+/// Room for a record of at most `max` bytes at the ring's head, padding to the end where
+/// it does not fit before it; null when the ring is full (counted as lost).
+unsafe fn reserve(st: &State, r: *mut RingHeader, max: usize) -> *mut u8 {
+    let size = st.ring_size as u64;
+    let head = (*r).head;
+    let tail = AtomicU64::from_ptr(&raw mut (*r).tail).load(Ordering::Acquire);
+    let pos = head % size;
+    let pad = if pos + max as u64 > size {
+        size - pos
+    } else {
+        0
+    };
+    let data = (r as *mut u8).add(size_of::<RingHeader>());
+    if head + pad + max as u64 - tail > size {
+        AtomicU64::from_ptr(&raw mut (*r).lost).fetch_add(1, Ordering::Relaxed);
+        return core::ptr::null_mut();
+    }
+    if pad > 0 {
+        let p = data.add(pos as usize) as *mut RecHeader;
+        (*p).len = pad as u32;
+        (*p).kind = REC_PAD;
+        AtomicU64::from_ptr(&raw mut (*r).head).store(head + pad, Ordering::Release);
+        return data;
+    }
+    data.add(pos as usize)
+}
+
+/// Publish a record of `len` bytes written at the head.
+unsafe fn commit(r: *mut RingHeader, len: usize) {
+    let head = AtomicU64::from_ptr(&raw mut (*r).head);
+    head.store(head.load(Ordering::Relaxed) + len as u64, Ordering::Release);
+}
+
+/// Copy `n` bytes without calling the C library's `memcpy` (which may use, and clear the
+/// upper halves of, vector registers the traced code keeps values in).
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
+    for i in 0..n {
+        core::ptr::write_volatile(dst.add(i), core::ptr::read_volatile(src.add(i)));
+    }
+}
+
+/// Read `n` bytes at `addr` into `dst` without ever faulting: directly where the address
+/// is known readable, else through the kernel (`process_vm_readv` on ourselves), which
+/// reads up to the first unmapped byte. Returns the bytes read.
+unsafe fn read_mem(st: &State, addr: u64, dst: *mut u8, n: usize, sp: u64) -> usize {
+    if addr == 0 {
+        return 0;
+    }
+    if st.readable(addr, n as u64) || (addr >= sp && addr.wrapping_add(n as u64) <= sp + 4096) {
+        copy(addr as *const u8, dst, n);
+        return n;
+    }
+    let local = libc::iovec {
+        iov_base: dst.cast(),
+        iov_len: n,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: n,
+    };
+    let got = libc::process_vm_readv(st.pid(), &local, 1, &remote, 1, 0);
+    if got < 0 {
+        0
+    } else {
+        got as usize
+    }
+}
+
+/// Evaluate `op` on `regs`: the address a string is read at, or the word.
+unsafe fn eval(st: &State, op: &FetchOp, regs: &Regs) -> Option<u64> {
+    let mut v = match op.kind {
+        FETCH_XMM => return Some(regs.xmm[(op.reg & 7) as usize][(op.off[0] & 1) as usize]),
+        FETCH_ST0 => return Some(regs.st0[(op.off[0] & 1) as usize]),
+        _ => regs.gpr[(op.reg & 15) as usize],
+    };
+    let sp = regs.gpr[7];
+    let n = (op.nderef as usize).min(3);
+    let reads = if op.kind == FETCH_STRING { n - 1 } else { n };
+    for k in 0..reads {
+        let addr = v.wrapping_add(op.off[k] as i64 as u64);
+        let mut w = 0u64;
+        if read_mem(st, addr, (&raw mut w).cast(), 8, sp) != 8 {
+            return None;
+        }
+        v = w;
+    }
+    if op.kind == FETCH_STRING {
+        v = v.wrapping_add(op.off[n - 1] as i64 as u64);
+    }
+    Some(v)
+}
+
+/// Bytes a record with `ops` can take at most.
+fn max_len(ops: &[FetchOp]) -> usize {
+    size_of::<RecHeader>()
+        + ops
+            .iter()
+            .map(|o| {
+                if o.kind == FETCH_STRING {
+                    8 + MAX_STRING
+                } else {
+                    8
+                }
+            })
+            .sum::<usize>()
+}
+
+/// Write a record of `kind` for function `func` with the values of `ops`.
+unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp], regs: &Regs) {
+    if t.ring.is_null() && !claim(st, t) {
+        return;
+    }
+    let r = t.ring;
+    let p = reserve(st, r, max_len(ops));
+    if p.is_null() {
+        return;
+    }
+    let mut at = size_of::<RecHeader>();
+    let sp = regs.gpr[7];
+    for op in ops {
+        let w = p.add(at) as *mut u64;
+        at += 8;
+        if op.kind != FETCH_STRING {
+            *w = eval(st, op, regs).unwrap_or(0);
+            continue;
+        }
+        let Some(addr) = eval(st, op, regs).filter(|&a| a != 0) else {
+            *w = STRING_FAULT;
+            continue;
+        };
+        let dst = p.add(at);
+        let got = read_mem(st, addr, dst, MAX_STRING, sp);
+        if got == 0 {
+            *w = STRING_FAULT;
+            continue;
+        }
+        let len = core::slice::from_raw_parts(dst, got)
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(got);
+        *w = len as u64;
+        at += len.div_ceil(8) * 8;
+    }
+    let h = p as *mut RecHeader;
+    (*h).len = at as u32;
+    (*h).kind = kind;
+    (*h).cpu = libc::sched_getcpu().max(0) as u16;
+    (*h).func = func;
+    (*h).reserved = 0;
+    (*h).ts = now();
+    commit(r, at);
+}
+
+/// Close the frames a `longjmp` (or an unwind) skipped: those whose return slot is below
+/// `sp`, the stack pointer of live code.
+pub unsafe fn close_dead(st: &State, t: &mut Tls, sp: u64, regs: &Regs) {
+    while t.depth > 0 {
+        let f = *t.frames.add(t.depth - 1);
+        if f.slot >= sp {
+            break;
+        }
+        t.depth -= 1;
+        record(st, t, REC_UNWIND, f.func, &[], regs);
+    }
+}
+
+/// A traced function was entered (`site`: where its hook returns to).
+///
+/// # Safety
+/// Called by the entry thunks only, with the registers they saved.
+pub unsafe extern "C" fn dcg_on_entry(regs: *mut Regs, slot: *mut u64, site: u64) {
+    let t = &mut *tls();
+    if t.busy {
+        return;
+    }
+    t.busy = true;
+    let st = state();
+    if let Some(st) = st.filter(|_| !DISABLED.load(Ordering::Relaxed)) {
+        if let Some(func) = st.lookup(site) {
+            entry(st, t, &*regs, slot, func);
+        }
+    }
+    t.busy = false;
+}
+
+unsafe fn entry(st: &State, t: &mut Tls, regs: &Regs, slot: *mut u64, func: u32) {
+    if st.stopped() {
+        return;
+    }
+    if t.frames.is_null() {
+        let m = libc::mmap(
+            core::ptr::null_mut(),
+            MAX_FRAMES * size_of::<Frame>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if m == libc::MAP_FAILED {
+            return;
+        }
+        t.frames = m.cast();
+    }
+    // A jump back to a hooked entry (a loop through it) is not a new call.
+    let ra = *slot;
+    if ra == dcg_return_thunk as *const () as u64 || ra == dcg_return_thunk_x87 as *const () as u64
+    {
+        return;
+    }
+    close_dead(st, t, slot as u64, regs);
+    let f = st.func(func);
+    let hook = f.flags & fflags::NO_RET_HOOK == 0;
+    if hook && t.depth >= MAX_FRAMES {
+        return;
+    }
+    record(st, t, REC_ENTRY, func, st.ops(f.entry_op, f.entry_n), regs);
+    if !hook {
+        record(st, t, REC_NORET, func, &[], regs);
+        return;
+    }
+    *t.frames.add(t.depth) = Frame {
+        orig: *slot,
+        slot: slot as u64,
+        func,
+        restored: 0,
+    };
+    t.depth += 1;
+    *slot = if f.flags & fflags::RET_X87 != 0 {
+        dcg_return_thunk_x87 as *const () as u64
+    } else {
+        dcg_return_thunk as *const () as u64
+    };
+}
+
+/// A hooked function returned; `slot` is where its return address was. Returns the
+/// real return address.
+///
+/// # Safety
+/// Called by the return thunks only.
+pub unsafe extern "C" fn dcg_on_exit(regs: *mut Regs, slot: u64) -> u64 {
+    let t = &mut *tls();
+    let was_busy = t.busy;
+    t.busy = true;
+    let Some(st) = state() else {
+        crate::fatal(b"dcg recorder: a hooked return without a plan\n")
+    };
+    let regs = &*regs;
+    // Frames below this one were left by longjmp.
+    close_dead(st, t, slot, regs);
+    let orig = match t.depth.checked_sub(1).map(|d| *t.frames.add(d)) {
+        Some(f) if f.slot == slot => {
+            t.depth -= 1;
+            if !was_busy && !DISABLED.load(Ordering::Relaxed) && !st.stopped() {
+                let d = st.func(f.func);
+                record(st, t, REC_EXIT, f.func, st.ops(d.ret_op, d.ret_n), regs);
+            }
+            f.orig
+        }
+        // A return with no frame: nothing can be right any more.
+        _ => crate::fatal(b"dcg recorder: return without its frame\n"),
+    };
+    t.busy = was_busy;
+    orig
+}

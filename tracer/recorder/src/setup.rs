@@ -1,0 +1,422 @@
+//! Start-up, before `main`: map the plan and the rings, find the traced binaries among the
+//! loaded objects, hook their functions, publish the state.
+//!
+//! Hooks: a `-pg` function calls `mcount`/`__fentry__` itself (nothing to patch); a
+//! `-fpatchable-function-entry` NOP pad becomes a call of a jump to the entry thunk; a
+//! plain function's first whole instructions move to a trampoline (re-encoded for their
+//! new address by iced-x86) that calls the entry thunk, runs them and jumps back, and
+//! the entry becomes a jump to it. Trampolines live in a page mapped within ±2 GiB of
+//! the binary. A function that cannot be hooked is counted (`unhooked`) and left as it is.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use dcg_inproc::layout::*;
+use iced_x86::{BlockEncoder, BlockEncoderOptions, Decoder, DecoderOptions, InstructionBlock};
+
+use crate::state::{publish, State};
+use crate::thunks::dcg_entry_thunk;
+
+/// Bytes of one trampoline.
+const STUB: usize = 64;
+/// Where trampolines start in their page (the thunk's address, then the NOP pads' jump).
+const STUBS_AT: usize = 64;
+
+/// A loaded object: its load bias, address range, name and build-id.
+struct Object {
+    bias: u64,
+    start: u64,
+    end: u64,
+    name: String,
+    build_id: Vec<u8>,
+}
+
+unsafe extern "C" fn each_object(
+    info: *mut libc::dl_phdr_info,
+    _size: libc::size_t,
+    data: *mut libc::c_void,
+) -> libc::c_int {
+    let out = &mut *(data as *mut Vec<Object>);
+    let info = &*info;
+    let bias = info.dlpi_addr;
+    let name = if info.dlpi_name.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(info.dlpi_name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+    let (mut start, mut end, mut build_id) = (u64::MAX, 0, Vec::new());
+    for ph in phdrs {
+        if ph.p_type == libc::PT_LOAD {
+            start = start.min(bias + ph.p_vaddr);
+            end = end.max(bias + ph.p_vaddr + ph.p_memsz);
+        }
+        if ph.p_type == libc::PT_NOTE && build_id.is_empty() {
+            let note =
+                std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize);
+            build_id = find_build_id(note);
+        }
+    }
+    out.push(Object {
+        bias,
+        start,
+        end,
+        name,
+        build_id,
+    });
+    0
+}
+
+/// The GNU build-id in a note segment.
+fn find_build_id(mut n: &[u8]) -> Vec<u8> {
+    let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    while n.len() >= 12 {
+        let (namesz, descsz, ty) = (word(n), word(&n[4..]), word(&n[8..]));
+        let name_end = 12 + namesz.div_ceil(4) * 4;
+        let desc_end = name_end + descsz.div_ceil(4) * 4;
+        if desc_end > n.len() {
+            break;
+        }
+        if ty == 3 && namesz == 4 && &n[12..16] == b"GNU\0" {
+            return n[name_end..name_end + descsz].to_vec();
+        }
+        n = &n[desc_end..];
+    }
+    Vec::new()
+}
+
+/// Map `path` (read-only, or shared read-write).
+unsafe fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
+    let fd = libc::open(
+        path.as_ptr(),
+        if write { libc::O_RDWR } else { libc::O_RDONLY } | libc::O_CLOEXEC,
+    );
+    if fd < 0 {
+        return None;
+    }
+    let mut st: libc::stat = std::mem::zeroed();
+    let len = if libc::fstat(fd, &mut st) == 0 {
+        st.st_size as usize
+    } else {
+        0
+    };
+    let prot = if write {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_READ
+    };
+    let m = if len > 0 {
+        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0)
+    } else {
+        libc::MAP_FAILED
+    };
+    libc::close(fd);
+    (m != libc::MAP_FAILED).then(|| std::slice::from_raw_parts_mut(m.cast(), len))
+}
+
+/// Read-only file mappings of the process now.
+fn readonly_mappings() -> Vec<(u64, u64)> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u64, u64)> = maps
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let range = f.next()?;
+            let perms = f.next()?;
+            let path = f.nth(3)?;
+            if !perms.starts_with('r') || perms.as_bytes().get(1) == Some(&b'w') {
+                return None;
+            }
+            if !path.starts_with('/') {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Make `[addr, addr + len)` writable, run `f`, make it read-only and executable again.
+unsafe fn with_writable_text(addr: u64, len: usize, f: impl FnOnce()) -> bool {
+    let page = 4096u64;
+    let start = addr & !(page - 1);
+    let end = (addr + len as u64).div_ceil(page) * page;
+    let n = (end - start) as usize;
+    let p = start as *mut libc::c_void;
+    if libc::mprotect(p, n, libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) != 0 {
+        return false;
+    }
+    f();
+    libc::mprotect(p, n, libc::PROT_READ | libc::PROT_EXEC) == 0
+}
+
+/// A page of trampolines for one binary, within ±2 GiB of `[start, end)`.
+struct Stubs {
+    base: *mut u8,
+    len: usize,
+    used: usize,
+}
+
+impl Stubs {
+    unsafe fn near(start: u64, end: u64, count: usize) -> Option<Stubs> {
+        let len = (STUBS_AT + count * STUB).div_ceil(4096) * 4096;
+        let reach =
+            |p: u64| p.abs_diff(start) < (1 << 31) - 4096 && p.abs_diff(end) < (1 << 31) - 4096;
+        // Below the binary first (the heap grows above an executable), then above it.
+        let below = (0..256u64).map(|k| (start & !0xffff).wrapping_sub(len as u64 + k * 0x10_0000));
+        let above =
+            (0..256u64).map(|k| end.div_ceil(0x10000) * 0x10000 + 0x100_0000 + k * 0x10_0000);
+        for hint in below.chain(above) {
+            if hint < 0x10000 || !reach(hint) {
+                continue;
+            }
+            let m = libc::mmap(
+                hint as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            );
+            if m == libc::MAP_FAILED {
+                continue;
+            }
+            if m as u64 != hint {
+                libc::munmap(m, len);
+                continue;
+            }
+            let base = m as *mut u8;
+            // The thunk's address, then `jmp [rip - 14]` (jumps through it): the NOP pads'
+            // call target.
+            (base as *mut u64).write(dcg_entry_thunk as *const () as u64);
+            let jmp: [u8; 6] = [0xff, 0x25, 0xf2, 0xff, 0xff, 0xff];
+            std::ptr::copy_nonoverlapping(jmp.as_ptr(), base.add(8), 6);
+            return Some(Stubs { base, len, used: 0 });
+        }
+        None
+    }
+
+    fn pad_jump(&self) -> u64 {
+        self.base as u64 + 8
+    }
+
+    /// A trampoline for the function at `at` whose first `n` bytes move: returns its
+    /// hook site.
+    unsafe fn trampoline(&mut self, at: u64, n: usize) -> Option<u64> {
+        if n < 5 || n > 32 || STUBS_AT + (self.used + 1) * STUB > self.len {
+            return None;
+        }
+        let stub = self.base.add(STUBS_AT + self.used * STUB);
+        let site = stub as u64 + 6;
+        let code = std::slice::from_raw_parts(at as *const u8, n);
+        let mut dec = Decoder::with_ip(64, code, at, DecoderOptions::NONE);
+        let mut ins = Vec::new();
+        while dec.can_decode() {
+            let i = dec.decode();
+            if i.is_invalid() {
+                return None;
+            }
+            ins.push(i);
+        }
+        if dec.position() != n {
+            return None;
+        }
+        let enc = BlockEncoder::encode(
+            64,
+            InstructionBlock::new(&ins, site),
+            BlockEncoderOptions::NONE,
+        )
+        .ok()?;
+        let moved = enc.code_buffer;
+        if 6 + moved.len() + 5 > STUB {
+            return None;
+        }
+        // call [thunk]
+        let disp = (self.base as i64 - (stub as i64 + 6)) as i32;
+        let mut b = vec![0xff, 0x15];
+        b.extend_from_slice(&disp.to_le_bytes());
+        b.extend_from_slice(&moved);
+        // jmp back after the moved instructions
+        let from = stub as i64 + b.len() as i64 + 5;
+        b.push(0xe9);
+        b.extend_from_slice(&((at as i64 + n as i64 - from) as i32).to_le_bytes());
+        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
+        self.used += 1;
+        Some(site)
+    }
+
+    unsafe fn seal(&self) {
+        libc::mprotect(
+            self.base.cast(),
+            self.len,
+            libc::PROT_READ | libc::PROT_EXEC,
+        );
+    }
+}
+
+/// `rel32` from the end of a 5-byte instruction at `at` to `to`, if in reach.
+fn rel32(at: u64, to: u64) -> Option<[u8; 4]> {
+    let d = to as i64 - (at as i64 + 5);
+    i32::try_from(d).ok().map(i32::to_le_bytes)
+}
+
+/// Hook function `f` (plan index `i`) loaded at `bias`; returns its hook site.
+unsafe fn hook(f: &FuncDesc, bias: u64, stubs: &mut Option<Stubs>) -> Option<u64> {
+    let at = bias + f.addr;
+    match f.mode {
+        mode::MCOUNT => Some(at + u64::from(f.site_off)),
+        mode::PATCHABLE => {
+            let pad = at + u64::from(f.site_off);
+            let cur = std::slice::from_raw_parts(pad as *const u8, 5);
+            if cur != [0x0f, 0x1f, 0x44, 0x00, 0x00] {
+                return None;
+            }
+            let rel = rel32(pad, stubs.as_ref()?.pad_jump())?;
+            let call = [0xe8, rel[0], rel[1], rel[2], rel[3]];
+            with_writable_text(pad, 5, || {
+                std::ptr::copy_nonoverlapping(call.as_ptr(), pad as *mut u8, 5)
+            })
+            .then_some(pad + 5)
+        }
+        mode::PLAIN => {
+            let n = usize::from(f.patch_len);
+            let s = stubs.as_mut()?;
+            let site = s.trampoline(at, n)?;
+            let rel = rel32(at, site - 6)?;
+            let mut b = vec![0xe9, rel[0], rel[1], rel[2], rel[3]];
+            b.resize(n, 0xcc);
+            with_writable_text(at, n, || {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), at as *mut u8, n)
+            })
+            .then_some(site)
+        }
+        _ => None,
+    }
+}
+
+/// Set the recorder up from the environment; nothing happens without it.
+pub unsafe fn init() {
+    let (Some(plan_path), Some(shm_path)) = (getenv(ENV_PLAN), getenv(ENV_SHM)) else {
+        return;
+    };
+    let (Some(plan), Some(shm)) = (map(plan_path, false), map(shm_path, true)) else {
+        return;
+    };
+    let Ok((h, _)) = <PlanHeader as zerocopy::FromBytes>::read_from_prefix(plan) else {
+        return;
+    };
+    let sh = shm.as_mut_ptr() as *mut ShmHeader;
+    if h.magic != PLAN_MAGIC || shm.len() < size_of::<ShmHeader>() || (*sh).magic != SHM_MAGIC {
+        return;
+    }
+    let (nrings, ring_size) = ((*sh).nrings, (*sh).ring_size);
+    if shm.len() < ring_offset(nrings, ring_size) {
+        return;
+    }
+    let t_at = size_of::<PlanHeader>();
+    let f_at = t_at + h.ntargets as usize * size_of::<TargetDesc>();
+    let o_at = f_at + h.nfuncs as usize * size_of::<FuncDesc>();
+    let s_at = o_at + h.nops as usize * size_of::<FetchOp>();
+    if plan.len() < s_at + h.strings_len as usize {
+        return;
+    }
+    let targets = std::slice::from_raw_parts(
+        plan.as_ptr().add(t_at) as *const TargetDesc,
+        h.ntargets as usize,
+    );
+    let funcs: &'static [FuncDesc] = std::slice::from_raw_parts(
+        plan.as_ptr().add(f_at) as *const FuncDesc,
+        h.nfuncs as usize,
+    );
+    let ops: &'static [FetchOp] =
+        std::slice::from_raw_parts(plan.as_ptr().add(o_at) as *const FetchOp, h.nops as usize);
+    let strings = &plan[s_at..s_at + h.strings_len as usize];
+
+    let mut objects: Vec<Object> = Vec::new();
+    libc::dl_iterate_phdr(Some(each_object), (&raw mut objects).cast());
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Each target's object.
+    let found: Vec<Option<&Object>> = targets
+        .iter()
+        .map(|t| {
+            let id = &t.build_id[..(t.build_id_len as usize).min(40)];
+            let path = strings
+                .get(t.path_off as usize..(t.path_off + t.path_len) as usize)
+                .and_then(|p| std::str::from_utf8(p).ok())
+                .unwrap_or("");
+            objects.iter().find(|o| {
+                if !id.is_empty() {
+                    o.build_id == id
+                } else {
+                    let name = if o.name.is_empty() { &exe } else { &o.name };
+                    name == path
+                }
+            })
+        })
+        .collect();
+    if found.iter().all(Option::is_none) {
+        return;
+    }
+    let mut sites = Vec::new();
+    let mut unhooked = 0u32;
+    for (t, obj) in found.iter().enumerate() {
+        let Some(obj) = obj else { continue };
+        let mine: Vec<(usize, &FuncDesc)> = funcs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.target as usize == t)
+            .collect();
+        let patched = mine.iter().filter(|(_, f)| f.mode != mode::MCOUNT).count();
+        let mut stubs = if patched > 0 {
+            Stubs::near(obj.start, obj.end, patched)
+        } else {
+            None
+        };
+        for (i, f) in mine {
+            match hook(f, obj.bias, &mut stubs) {
+                Some(site) => sites.push((site, i as u32)),
+                None => unhooked += 1,
+            }
+        }
+        if let Some(s) = &stubs {
+            s.seal();
+        }
+    }
+    sites.sort_unstable();
+    let sh_attached = AtomicU32::from_ptr(&raw mut (*sh).attached);
+    sh_attached.fetch_add(1, Ordering::AcqRel);
+    AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(unhooked, Ordering::AcqRel);
+    let follow = h.flags & PLAN_FOLLOW_FORKS != 0;
+    publish(State {
+        shm: shm.as_mut_ptr(),
+        nrings,
+        ring_size,
+        funcs,
+        ops,
+        sites,
+        ro: readonly_mappings(),
+        pid: core::sync::atomic::AtomicI32::new(libc::getpid()),
+        follow,
+    });
+    if !follow {
+        crate::scrub_environment();
+    }
+}
+
+unsafe fn getenv(name: &str) -> Option<&'static CStr> {
+    let mut n = name.as_bytes().to_vec();
+    n.push(0);
+    let p = libc::getenv(n.as_ptr().cast());
+    (!p.is_null()).then(|| CStr::from_ptr(p))
+}

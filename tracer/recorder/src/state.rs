@@ -1,0 +1,95 @@
+//! What the recorder knows after start-up, read-only from then on: the plan, the rings,
+//! each traced function's hook site, and the memory known to be readable.
+
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+
+use dcg_inproc::layout::*;
+
+/// Set in a forked child that is not traced: nothing more is recorded there.
+pub static DISABLED: AtomicBool = AtomicBool::new(false);
+
+static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The recorder's state.
+pub struct State {
+    /// The ring file.
+    pub shm: *mut u8,
+    /// Its rings.
+    pub nrings: u32,
+    /// Data bytes of a ring.
+    pub ring_size: u32,
+    /// The plan's functions.
+    pub funcs: &'static [FuncDesc],
+    /// The plan's fetch ops.
+    pub ops: &'static [FetchOp],
+    /// Hook sites (where the hook call returns) and their functions, by address.
+    pub sites: Vec<(u64, u32)>,
+    /// Read-only file mappings at start-up, by address: safe to read directly.
+    pub ro: Vec<(u64, u64)>,
+    /// This process.
+    pub pid: AtomicI32,
+    /// Whether forked children are traced.
+    pub follow: bool,
+}
+
+// SAFETY: written once before publication, read-only afterwards (pid is atomic).
+unsafe impl Sync for State {}
+unsafe impl Send for State {}
+
+/// The state, once the recorder is set up in this process.
+#[inline(always)]
+pub fn state() -> Option<&'static State> {
+    // SAFETY: published once, never freed.
+    unsafe { STATE.load(Ordering::Acquire).as_ref() }
+}
+
+/// Publish the state.
+pub fn publish(s: State) {
+    STATE.store(Box::into_raw(Box::new(s)), Ordering::Release);
+}
+
+impl State {
+    /// The function whose hook returns to `site`.
+    #[inline(always)]
+    pub fn lookup(&self, site: u64) -> Option<u32> {
+        self.sites
+            .binary_search_by_key(&site, |&(s, _)| s)
+            .ok()
+            .map(|i| self.sites[i].1)
+    }
+
+    /// Function `i` of the plan.
+    #[inline(always)]
+    pub fn func(&self, i: u32) -> &FuncDesc {
+        &self.funcs[i as usize]
+    }
+
+    /// `n` ops from `first`.
+    #[inline(always)]
+    pub fn ops(&self, first: u32, n: u16) -> &[FetchOp] {
+        self.ops
+            .get(first as usize..first as usize + n as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Whether `[addr, addr + n)` lies in a read-only file mapping of start-up.
+    #[inline(always)]
+    pub fn readable(&self, addr: u64, n: u64) -> bool {
+        let i = self.ro.partition_point(|&(s, _)| s <= addr);
+        i > 0 && addr.saturating_add(n) <= self.ro[i - 1].1
+    }
+
+    /// Whether dcg stopped reading.
+    #[inline(always)]
+    pub fn stopped(&self) -> bool {
+        let h = self.shm as *mut ShmHeader;
+        // SAFETY: the header of a mapping that lives as long as the process.
+        unsafe { AtomicU32::from_ptr(&raw mut (*h).stopped).load(Ordering::Relaxed) != 0 }
+    }
+
+    /// The process id, for reads through the kernel.
+    #[inline(always)]
+    pub fn pid(&self) -> i32 {
+        self.pid.load(Ordering::Relaxed)
+    }
+}
