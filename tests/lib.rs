@@ -4,6 +4,7 @@
 //! test run.
 
 pub mod guest;
+pub mod oracle;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -158,6 +159,8 @@ pub fn check_golden(rel: &str, actual: &str) {
 /// The `dcg` binary of this build profile (built with cargo when missing, e.g. when only
 /// this test package was asked for).
 pub fn dcg_bin() -> PathBuf {
+    // The in-process recorder dcg preloads lives beside it.
+    bin("libdcg_recorder.so", "dcg-recorder");
     bin("dcg", "dcg")
 }
 
@@ -178,7 +181,12 @@ fn bin(name: &str, package: &str) -> PathBuf {
         // no-op when `cargo test --workspace` already built it).
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let mut cmd = std::process::Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
+        cmd.args(["build", "--quiet", "-p", package]);
+        if name.ends_with(".so") {
+            cmd.arg("--lib");
+        } else {
+            cmd.args(["--bin", name]);
+        }
         if release {
             cmd.arg("--release");
         }

@@ -6,7 +6,7 @@
 //! `strings_len` bytes of strings (target paths).
 //!
 //! **The rings** (a file in `/dev/shm` dcg creates, mapped shared by every traced process):
-//! a [`ShmHeader`], then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
+//! a [`ShmHeader`], [`OBJECT_SLOTS`] [`ObjectSlot`]s, then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
 //! data bytes. A thread claims a ring at its first record (`next_ring`, an atomic counter)
 //! and is its only producer; dcg is its only consumer. `head` and `tail` count bytes
 //! written and consumed since the start; a record never wraps: where one does not fit
@@ -168,8 +168,31 @@ pub struct ShmHeader {
     pub attached: u32,
     /// Functions of the plan a recorder could not hook (its entry could not be patched).
     pub unhooked: u32,
+    /// [`ObjectSlot`]s claimed so far.
+    pub next_object: u32,
     /// Zero.
-    pub reserved: [u64; 4],
+    pub reserved0: u32,
+    /// Zero.
+    pub reserved: [u64; 3],
+}
+
+/// Objects (the executable, its libraries) the traced processes had loaded when their
+/// recorder started, where: so that pointers into them are named without reading
+/// `/proc/PID/maps` of a process that may be gone by then.
+pub const OBJECT_SLOTS: u32 = 256;
+
+/// One loaded object of a traced process.
+#[repr(C)]
+#[derive(Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct ObjectSlot {
+    /// Its process.
+    pub pid: u32,
+    /// Set once the rest is written.
+    pub ready: u32,
+    /// Load bias (run-time address − ELF address).
+    pub bias: u64,
+    /// Its path, NUL-padded (cut at 239 bytes).
+    pub path: [u8; 240],
 }
 
 /// A ring's header.
@@ -225,9 +248,14 @@ pub struct RecHeader {
     pub ts: u64,
 }
 
+/// Byte offset of object slot `i` in the ring file.
+pub const fn object_offset(i: u32) -> usize {
+    size_of::<ShmHeader>() + i as usize * size_of::<ObjectSlot>()
+}
+
 /// Byte offset of ring `i`'s header in the ring file.
 pub const fn ring_offset(i: u32, ring_size: u32) -> usize {
-    size_of::<ShmHeader>() + i as usize * (size_of::<RingHeader>() + ring_size as usize)
+    object_offset(OBJECT_SLOTS) + i as usize * (size_of::<RingHeader>() + ring_size as usize)
 }
 
 const _: () = {
@@ -238,4 +266,5 @@ const _: () = {
     assert!(size_of::<ShmHeader>() == 64);
     assert!(size_of::<RingHeader>() == 80);
     assert!(size_of::<RecHeader>() == 24);
+    assert!(size_of::<ObjectSlot>() == 256);
 };

@@ -195,6 +195,37 @@ impl Rings {
             .load(Ordering::Acquire)
     }
 
+    /// Objects published since the last call (`seen`: how many were taken before): their
+    /// process, path and load bias.
+    pub fn new_objects(&self, seen: &mut u32) -> Vec<(u32, String, u64)> {
+        let n = self
+            .u32_at(std::mem::offset_of!(ShmHeader, next_object))
+            .load(Ordering::Acquire)
+            .min(OBJECT_SLOTS);
+        let mut out = Vec::new();
+        while *seen < n {
+            let off = object_offset(*seen);
+            if self
+                .u32_at(off + std::mem::offset_of!(ObjectSlot, ready))
+                .load(Ordering::Acquire)
+                == 0
+            {
+                break;
+            }
+            let o = ObjectSlot::ref_from_prefix(&self.map[off..])
+                .expect("in bounds")
+                .0;
+            let end = o.path.iter().position(|&c| c == 0).unwrap_or(o.path.len());
+            out.push((
+                o.pid,
+                String::from_utf8_lossy(&o.path[..end]).into_owned(),
+                o.bias,
+            ));
+            *seen += 1;
+        }
+        out
+    }
+
     /// Tell every recorder to write nothing more.
     pub fn stop(&self) {
         self.u32_at(std::mem::offset_of!(ShmHeader, stopped))

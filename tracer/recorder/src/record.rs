@@ -295,12 +295,9 @@ unsafe fn entry(st: &State, t: &mut Tls, regs: &Regs, slot: *mut u64, func: u32)
         }
         t.frames = m.cast();
     }
-    // A jump back to a hooked entry (a loop through it) is not a new call.
-    let ra = *slot;
-    if ra == dcg_return_thunk as *const () as u64 || ra == dcg_return_thunk_x87 as *const () as u64
-    {
-        return;
-    }
+    // A tail call from a hooked function (or a jump back to its own entry) finds the
+    // return thunk in the slot: the new frame's "real" return address is the thunk, so
+    // the one return closes both calls, innermost first.
     close_dead(st, t, slot as u64, regs);
     let f = st.func(func);
     let hook = f.flags & fflags::NO_RET_HOOK == 0;

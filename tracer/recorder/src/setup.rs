@@ -12,7 +12,10 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use dcg_inproc::layout::*;
-use iced_x86::{BlockEncoder, BlockEncoderOptions, Decoder, DecoderOptions, InstructionBlock};
+use iced_x86::{
+    BlockEncoder, BlockEncoderOptions, Decoder, DecoderOptions, FlowControl, InstructionBlock,
+    OpKind,
+};
 
 use crate::state::{publish, State};
 use crate::thunks::dcg_entry_thunk;
@@ -230,25 +233,80 @@ impl Stubs {
         if dec.position() != n {
             return None;
         }
-        let enc = BlockEncoder::encode(
-            64,
-            InstructionBlock::new(&ins, site),
-            BlockEncoderOptions::NONE,
-        )
-        .ok()?;
-        let moved = enc.code_buffer;
-        if 6 + moved.len() + 5 > STUB {
+        // A call ending the moved bytes is made as if from its own place: its return
+        // address is the original one (in the function, where unwinders and backtraces
+        // find it), pushed by hand, then a jump to the callee.
+        let call = ins
+            .last()
+            .filter(|i| {
+                matches!(
+                    i.flow_control(),
+                    FlowControl::Call | FlowControl::IndirectCall
+                )
+            })
+            .copied();
+        if call.is_some() {
+            ins.pop();
+        }
+        if ins.iter().any(|i| {
+            matches!(
+                i.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            )
+        }) {
             return None;
         }
+        let moved = if ins.is_empty() {
+            Vec::new()
+        } else {
+            BlockEncoder::encode(
+                64,
+                InstructionBlock::new(&ins, site),
+                BlockEncoderOptions::NONE,
+            )
+            .ok()?
+            .code_buffer
+        };
         // call [thunk]
         let disp = (self.base as i64 - (stub as i64 + 6)) as i32;
         let mut b = vec![0xff, 0x15];
         b.extend_from_slice(&disp.to_le_bytes());
         b.extend_from_slice(&moved);
-        // jmp back after the moved instructions
+        let jump_to = match call {
+            Some(c) => {
+                let ret = c.next_ip();
+                // lea rsp, [rsp-8]; mov dword [rsp], lo; mov dword [rsp+4], hi
+                b.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0xf8, 0xc7, 0x04, 0x24]);
+                b.extend_from_slice(&(ret as u32).to_le_bytes());
+                b.extend_from_slice(&[0xc7, 0x44, 0x24, 0x04]);
+                b.extend_from_slice(&((ret >> 32) as u32).to_le_bytes());
+                match c.op0_kind() {
+                    OpKind::NearBranch64 => c.near_branch64(),
+                    OpKind::Memory if c.is_ip_rel_memory_operand() => {
+                        // jmp [rip+disp] to the same pointer.
+                        let from = stub as i64 + b.len() as i64 + 6;
+                        let d = i32::try_from(c.ip_rel_memory_address() as i64 - from).ok()?;
+                        b.extend_from_slice(&[0xff, 0x25]);
+                        b.extend_from_slice(&d.to_le_bytes());
+                        if b.len() > STUB {
+                            return None;
+                        }
+                        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
+                        self.used += 1;
+                        return Some(site);
+                    }
+                    _ => return None,
+                }
+            }
+            // Back after the moved instructions.
+            None => at + n as u64,
+        };
         let from = stub as i64 + b.len() as i64 + 5;
         b.push(0xe9);
-        b.extend_from_slice(&((at as i64 + n as i64 - from) as i32).to_le_bytes());
+        b.extend_from_slice(&i32::try_from(jump_to as i64 - from).ok()?.to_le_bytes());
+        if b.len() > STUB {
+            return None;
+        }
         std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
         self.used += 1;
         Some(site)
@@ -277,7 +335,7 @@ unsafe fn hook(f: &FuncDesc, bias: u64, stubs: &mut Option<Stubs>) -> Option<u64
         mode::PATCHABLE => {
             let pad = at + u64::from(f.site_off);
             let cur = std::slice::from_raw_parts(pad as *const u8, 5);
-            if cur != [0x0f, 0x1f, 0x44, 0x00, 0x00] {
+            if cur != [0x90; 5] && cur != [0x0f, 0x1f, 0x44, 0x00, 0x00] {
                 return None;
             }
             let rel = rel32(pad, stubs.as_ref()?.pad_jump())?;
@@ -394,6 +452,7 @@ pub unsafe fn init() {
         }
     }
     sites.sort_unstable();
+    publish_objects(sh, &objects, &exe);
     let sh_attached = AtomicU32::from_ptr(&raw mut (*sh).attached);
     sh_attached.fetch_add(1, Ordering::AcqRel);
     AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(unhooked, Ordering::AcqRel);
@@ -411,6 +470,30 @@ pub unsafe fn init() {
     });
     if !follow {
         crate::scrub_environment();
+    }
+}
+
+/// Publish where this process has each object loaded ([`ObjectSlot`]).
+unsafe fn publish_objects(sh: *mut ShmHeader, objects: &[Object], exe: &str) {
+    let next = AtomicU32::from_ptr(&raw mut (*sh).next_object);
+    let pid = libc::getpid() as u32;
+    for o in objects {
+        let name = if o.name.is_empty() { exe } else { &o.name };
+        if !name.starts_with('/') {
+            continue;
+        }
+        let i = next.fetch_add(1, Ordering::AcqRel);
+        if i >= OBJECT_SLOTS {
+            return;
+        }
+        let slot = (sh as *mut u8).add(object_offset(i)) as *mut ObjectSlot;
+        (*slot).pid = pid;
+        (*slot).bias = o.bias;
+        let b = name.as_bytes();
+        let n = b.len().min(239);
+        let path = &mut (*slot).path;
+        path[..n].copy_from_slice(&b[..n]);
+        AtomicU32::from_ptr(&raw mut (*slot).ready).store(1, Ordering::Release);
     }
 }
 

@@ -454,6 +454,12 @@ impl<'a> Calls<'a> {
         self.flush(out)
     }
 
+    /// File `path` is loaded at `bias` in a traced process: pointers into it are named.
+    pub fn learn_file(&mut self, path: &str, bias: u64) {
+        self.symbolizer
+            .learn_file(path.into(), super::symbolize::Placed::Bias(bias));
+    }
+
     /// Events were lost on `cpu`: print the notice in the stream.
     pub fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
         self.lost += n;

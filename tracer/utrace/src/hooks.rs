@@ -113,7 +113,10 @@ impl<'a> Binary<'a> {
             .collect();
         // The compiler's hook: a call of mcount/__fentry__ among the first instructions.
         for i in ins.iter().take(8) {
-            if i.flow_control() != FlowControl::Call {
+            if !matches!(
+                i.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) {
                 continue;
             }
             let target = match i.op0_kind() {
@@ -131,18 +134,18 @@ impl<'a> Binary<'a> {
             }
             break;
         }
-        // A NOP pad, maybe after an endbr64.
+        // A NOP pad (five 1-byte NOPs as gcc writes it, or one 5-byte NOP), maybe after
+        // an endbr64.
         if self.patchable {
             let mut off = 0usize;
             if code.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
                 off = 4;
             }
-            if code.get(off..off + 5) == Some(&[0x0f, 0x1f, 0x44, 0x00, 0x00][..]) {
+            if code.get(off..off + 5).is_some_and(is_nop_pad) {
                 return Hook::Patchable(off as u8);
             }
         }
-        // Whole instructions covering 5 bytes, which nothing in the function jumps into
-        // (or back to the entry: a loop through it would enter twice).
+        // Whole instructions covering 5 bytes, which nothing in the function jumps into.
         let mut n = 0u64;
         for i in &ins {
             if n >= 5 {
@@ -156,12 +159,33 @@ impl<'a> Binary<'a> {
         if n < 5 || n > size {
             return Hook::No(format!("it is {size} bytes: too short for a 5-byte jump"));
         }
+        // The moved bytes run from a trampoline: a call among them is made as from its
+        // own place only when it ends them (and is direct or through a pointer).
+        let moved: Vec<&Instruction> = ins.iter().take_while(|i| i.ip() < addr + n).collect();
+        for (k, i) in moved.iter().enumerate() {
+            if !matches!(
+                i.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) {
+                continue;
+            }
+            let direct = matches!(i.op0_kind(), OpKind::NearBranch64)
+                || (i.op0_kind() == OpKind::Memory && i.is_ip_rel_memory_operand());
+            if k + 1 != moved.len() || !direct {
+                return Hook::No(format!(
+                    "a call at {:#x} is among its first {n} bytes",
+                    i.ip()
+                ));
+            }
+        }
         for i in &ins {
             let target = match i.op0_kind() {
                 OpKind::NearBranch64 => i.near_branch64(),
                 _ => continue,
             };
-            if (addr..addr + n).contains(&target) {
+            // Calls and jumps to the entry go through the hook: a new call.
+            let is_call = i.flow_control() == FlowControl::Call;
+            if !is_call && (addr + 1..addr + n).contains(&target) {
                 return Hook::No(format!(
                     "code at {:#x} jumps into its first {n} bytes",
                     i.ip()
@@ -170,4 +194,9 @@ impl<'a> Binary<'a> {
         }
         Hook::Plain(n as u8)
     }
+}
+
+/// Whether 5 bytes are a NOP pad the recorder patches: `nop` x 5 or `nopl 0(%rax,%rax)`.
+pub fn is_nop_pad(b: &[u8]) -> bool {
+    b == [0x90; 5] || b == [0x0f, 0x1f, 0x44, 0x00, 0x00]
 }

@@ -221,8 +221,12 @@ pub fn run(
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
     let mut batch = Vec::new();
+    let mut objects_seen = 0;
     let mut feed =
         |rings: &mut Rings, calls: &mut Calls<'_>, out: &mut dyn Write| -> std::io::Result<bool> {
+            for (_, path, bias) in rings.new_objects(&mut objects_seen) {
+                calls.learn_file(&path, bias);
+            }
             batch.clear();
             rings.drain(&mut batch);
             for r in &batch {

@@ -426,6 +426,15 @@ fn plan_param(
         // registers no longer hold the arguments; the CFA is rbp + 16.
         Location::Reg(_) | Location::RegPair(..) if at_body => ArgPlan::Text(unreadable(loc)),
         Location::Reg(r) => match reg_fetch(r, reads) {
+            // A 16-byte value in one vector register (`_Float128`): both halves.
+            Some(reg) if reg.starts_with("%xmm") && t.size() > 8 => {
+                let lo = pname(fields, format!("a{index}"), format!("{reg}:x64"));
+                let hi = pname(fields, format!("a{index}_1"), format!("{reg}_hi:x64"));
+                ArgPlan::Fetched {
+                    words: vec![lo, hi],
+                    string: None,
+                }
+            }
             Some(reg) if !float || reg.starts_with("%xmm") => {
                 let w = pname(fields, format!("a{index}"), format!("{reg}:x64"));
                 if want_string {
@@ -585,6 +594,7 @@ pub fn plan_return(f: Function<'_>, reads: Reads) -> (Vec<Field>, Option<String>
             sigdb::FloatFormat::X87 => vector(&["%st0", "%st0_hi"]),
             sigdb::FloatFormat::Complex(16) => vector(&["%xmm0", "%xmm1"]),
             sigdb::FloatFormat::Complex(32) => (Vec::new(), Some("?st0".into())),
+            sigdb::FloatFormat::Quad => vector(&["%xmm0", "%xmm0_hi"]),
             _ => vector(&["%xmm0"]),
         },
         TypeKind::Float => (

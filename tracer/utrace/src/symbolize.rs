@@ -11,6 +11,15 @@ use dcg_dbset::symbols::SymbolMap;
 
 use crate::plan::{load_segments, Target};
 
+/// Where a file is loaded.
+#[derive(Debug, Clone, Copy)]
+pub enum Placed {
+    /// Its load bias.
+    Bias(u64),
+    /// Its first page is mapped at this address.
+    MappedAt(u64),
+}
+
 /// Names pointers of the traced processes.
 pub struct Symbolizer<'a> {
     targets: &'a [Target],
@@ -68,27 +77,37 @@ impl<'a> Symbolizer<'a> {
             else {
                 continue;
             };
-            let path = PathBuf::from(path);
-            if let Some(t) = self.targets.iter().position(|t| t.path == path) {
-                let lowest = self.targets[t].segments.iter().map(|s| s.vaddr).min();
-                if let Some(v) = lowest {
-                    self.learn_bias(t, start.wrapping_sub(v & !0xfff));
-                }
-                continue;
+            self.learn_file(PathBuf::from(path), Placed::MappedAt(start));
+        }
+    }
+
+    /// File `path` is loaded as `placed` says (the in-process recorder tells the bias of
+    /// every object of a process it starts in).
+    pub fn learn_file(&mut self, path: PathBuf, placed: Placed) {
+        let bias_of = |segs: &[crate::plan::Segment]| match placed {
+            Placed::Bias(b) => Some(b),
+            Placed::MappedAt(start) => segs
+                .iter()
+                .map(|s| s.vaddr)
+                .min()
+                .map(|v| start.wrapping_sub(v & !0xfff)),
+        };
+        if let Some(t) = self.targets.iter().position(|t| t.path == path) {
+            if let Some(b) = bias_of(&self.targets[t].segments) {
+                self.learn_bias(t, b);
             }
-            if !self.files_seen.insert(path.clone()) {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            let (Ok(segs), Ok(syms)) = (load_segments(&bytes), SymbolMap::from_elf(&bytes)) else {
-                continue;
-            };
-            let Some(lowest) = segs.iter().map(|s| s.vaddr).min() else {
-                continue;
-            };
-            let bias = start.wrapping_sub(lowest & !0xfff);
+            return;
+        }
+        if !self.files_seen.insert(path.clone()) {
+            return;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            return;
+        };
+        let (Ok(segs), Ok(syms)) = (load_segments(&bytes), SymbolMap::from_elf(&bytes)) else {
+            return;
+        };
+        if let Some(bias) = bias_of(&segs) {
             self.others.push((bias, syms));
         }
     }

@@ -1,0 +1,536 @@
+//! `dcg trace --engine inproc`: the in-process recorder on real programs compiled at test
+//! time, in every build it hooks (`-pg`, `-pg -mfentry`, `-fpatchable-function-entry=5`,
+//! plain). What a traced program prints must equal what it prints untraced; every value
+//! it prints for itself must equal dcg's (floats included); both user-space engines give
+//! the same saved calls for integer-only functions; nothing is left behind (ring files,
+//! preloading of processes dcg did not start). Needs root (the uprobe comparisons) and gcc;
+//! skipped with the reason otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use dcg_calls::record::CallRecord;
+use dcg_tests::oracle::{agreement, dcg_calls, oracle_calls};
+
+fn skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return Some("gcc is missing".into());
+    }
+    let _ = dcg_live::tracefs::mount_point();
+    if !Path::new("/sys/kernel/tracing/uprobe_events").exists() {
+        return Some("no uprobe events".into());
+    }
+    None
+}
+
+macro_rules! require {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// The builds the recorder hooks, by their compiler options.
+const BUILDS: [&[&str]; 4] = [
+    &["-pg"],
+    &["-pg", "-mfentry"],
+    &["-fpatchable-function-entry=5"],
+    &[],
+];
+
+/// Compile `src` with `cc`, `opts` and -g into `dir`.
+fn build(dir: &Path, cc: &str, src: &Path, opts: &[&str]) -> PathBuf {
+    let stem = src.file_stem().unwrap().to_string_lossy();
+    let out = dir.join(format!("{stem}{}", opts.join("").replace('=', "")));
+    let st = Command::new(cc)
+        .args(opts)
+        .args(["-g", "-pthread", "-o"])
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("running the compiler");
+    assert!(st.success(), "{cc} {opts:?} failed for {}", src.display());
+    out
+}
+
+/// Ring and plan files of dcg `pid` still in /dev/shm.
+fn leftovers(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("dcg-inproc-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `dcg trace ARGS`; checks that dcg left no file behind.
+fn dcg(args: &[&str]) -> Output {
+    let child = Command::new(dcg_tests::dcg_bin())
+        .arg("trace")
+        .args(args)
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running dcg");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("waiting for dcg");
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn run(bin: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .output()
+        .expect("running the program")
+}
+
+/// The saved calls of a trace.
+fn records(path: &Path) -> Vec<CallRecord> {
+    let f = std::fs::File::open(path).expect("saved calls");
+    dcg_calls::record::read(std::io::BufReader::new(f))
+        .expect("reading saved calls")
+        .1
+}
+
+/// tests/uprobe/abi.c (every ABI class: floats, long double, SSE and mixed structs,
+/// structs in memory, _Float128, varargs) in every build, gcc at -O0 and -O2: every value
+/// the program prints for itself equals dcg's, none is unreadable. (The program cannot
+/// print a `_Float128` return and says `?`; dcg shows its bytes.)
+#[test]
+fn every_abi_value_is_read() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_file("uprobe/abi.c");
+    for opt in ["-O0", "-O2"] {
+        for b in BUILDS {
+            let mut opts = vec![opt];
+            opts.extend_from_slice(b);
+            let bin = build(dir.path(), "gcc", &src, &opts);
+            let bs = bin.to_str().unwrap();
+            let trace = dir.path().join("trace.txt");
+            let out = dcg(&[
+                "--engine",
+                "inproc",
+                "--args",
+                "--show-retvals",
+                "--func",
+                &format!("{bs}:*"),
+                "--trace-output",
+                trace.to_str().unwrap(),
+                "--",
+                bs,
+            ]);
+            let err = text(&out.stderr);
+            assert!(out.status.success(), "{opts:?}: {err}");
+            assert!(err.contains("engine: in process"), "{err}");
+            let traced = std::fs::read_to_string(&trace).unwrap();
+            let oracle = oracle_calls(&text(&out.stdout));
+            assert_eq!(oracle.len(), 24, "{}", text(&out.stdout));
+            let a = agreement(&oracle, &dcg_calls(&traced));
+            eprintln!(
+                "{opts:?}: {} values, {} agree, unreadable {:?}, wrong {:?}",
+                a.checked, a.agree, a.unreadable, a.wrong
+            );
+            assert!(
+                a.unreadable.is_empty(),
+                "{opts:?}: {:?}\n{traced}",
+                a.unreadable
+            );
+            assert_eq!(a.wrong.len(), 1, "{opts:?}: {:#?}\n{traced}", a.wrong);
+            assert!(
+                a.wrong[0].starts_with("quad_id.ret: dcg (_Float128){0x0, 0x4000800000000000}"),
+                "{:?}",
+                a.wrong
+            );
+        }
+    }
+}
+
+/// tests/uprobe/values.c (integers, bools, enums, strings, pointers, errno values,
+/// structs): the in-process and the uprobe engine give the same saved calls.
+#[test]
+fn engines_agree_on_integer_functions() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_file("uprobe/values.c");
+    for opt in ["-O0", "-O2"] {
+        let bin = build(dir.path(), "gcc", &src, &[opt]);
+        let bs = bin.to_str().unwrap();
+        let mut saved = Vec::new();
+        for engine in ["inproc", "uprobe"] {
+            let calls = dir.path().join(format!("{engine}{opt}.calls"));
+            let out = dcg(&[
+                "--engine",
+                engine,
+                "--args",
+                "--show-retvals",
+                "--errno",
+                "--func",
+                &format!("{bs}:*"),
+                "--output",
+                calls.to_str().unwrap(),
+                "--",
+                bs,
+            ]);
+            assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+            let recs: Vec<(String, u32, Vec<(String, String)>, Option<String>)> = records(&calls)
+                .into_iter()
+                .map(|r| {
+                    let args = r.args.into_iter().map(|a| (a.name, a.value)).collect();
+                    (r.func, r.depth, args, r.ret)
+                })
+                .collect();
+            saved.push(recs);
+        }
+        assert!(saved[0].len() > 15, "{:#?}", saved[0]);
+        assert_eq!(saved[0], saved[1], "{opt}: inproc vs uprobe");
+    }
+}
+
+/// Lines of a trace's text output with durations, CPUs and thread ids removed.
+fn calls_only(trace: &str) -> Vec<String> {
+    trace
+        .lines()
+        .filter_map(|l| l.rsplit_once("|  ").map(|(_, c)| c.to_string()))
+        .collect()
+}
+
+/// tests/inproc/real.c in every build at -O2: threads, recursion, longjmp, a signal
+/// handler, fork and exec print the same traced as untraced, and the trace holds every
+/// call (the threads' 2,000 `work` calls, the skipped frames closed by the longjmp, the
+/// exec'd image's calls).
+#[test]
+fn real_programs_run_as_untraced() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_file("inproc/real.c");
+    for b in BUILDS {
+        let mut opts = vec!["-O2"];
+        opts.extend_from_slice(b);
+        let bin = build(dir.path(), "gcc", &src, &opts);
+        let bs = bin.to_str().unwrap();
+        let plain = run(&bin, &[]);
+        assert!(plain.status.success());
+        let out = dcg(&[
+            "--engine",
+            "inproc",
+            "--args",
+            "--show-retvals",
+            "--func",
+            &format!("{bs}:*"),
+            "--",
+            bs,
+        ]);
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{opts:?}: {err}");
+        let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+        let untraced: Vec<&str> = std::str::from_utf8(&plain.stdout)
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(
+            program, untraced,
+            "{opts:?}: the traced program printed otherwise"
+        );
+        let calls = calls_only(&stdout);
+        let work = calls
+            .iter()
+            .filter(|c| c.trim_start().starts_with("work("))
+            .count();
+        // 4 threads x 500, and the forked child's one.
+        assert_eq!(work, 2001, "{opts:?}:\n{stdout}");
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.contains("jumper(depth=5)") || c.contains("} /* jumper ret=7 */")),
+            "{opts:?}:\n{stdout}"
+        );
+        // After the longjmp the next call is main's again, not nested in the skipped frames.
+        let after = calls
+            .iter()
+            .find(|c| c.contains("after_jump(x=7)"))
+            .expect("after_jump");
+        let jumper = calls
+            .iter()
+            .find(|c| c.contains("jumper(depth=5)"))
+            .expect("jumper");
+        let indent = |s: &str| s.len() - s.trim_start().len();
+        assert_eq!(indent(after), indent(jumper), "{opts:?}:\n{stdout}");
+        assert_eq!(
+            calls
+                .iter()
+                .filter(|c| c.contains("in_handler(sig=10); /* ret=110 */"))
+                .count(),
+            3,
+            "{opts:?}:\n{stdout}"
+        );
+        // The exec'd image (the child's exec of itself) is traced too.
+        assert!(
+            calls.iter().any(|c| c.contains("main(argc=3")),
+            "{opts:?}:\n{stdout}"
+        );
+        assert!(
+            !stdout.contains("no return"),
+            "{opts:?}: unfinished calls\n{stdout}"
+        );
+    }
+}
+
+/// tests/inproc/throw.cc: C++ exceptions thrown through traced frames, caught, rethrown:
+/// the program computes what it does untraced; the frames the exceptions left are closed.
+#[test]
+fn cpp_exceptions_through_traced_frames() {
+    require!();
+    if Command::new("g++").arg("--version").output().is_err() {
+        eprintln!("skipping: g++ is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_file("inproc/throw.cc");
+    for b in BUILDS {
+        let mut opts = vec!["-O2"];
+        opts.extend_from_slice(b);
+        let bin = build(dir.path(), "g++", &src, &opts);
+        let bs = bin.to_str().unwrap();
+        let untraced = text(&run(&bin, &[]).stdout);
+        assert_eq!(untraced.trim(), "s=142");
+        let out = dcg(&[
+            "--engine",
+            "inproc",
+            "--args",
+            "--show-retvals",
+            "--func",
+            &format!("{bs}:_Z*"),
+            "--",
+            bs,
+        ]);
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{opts:?}: {err}\n{stdout}");
+        assert!(stdout.contains("s=142"), "{opts:?}:\n{stdout}\n{err}");
+        let calls = calls_only(&stdout);
+        // catcher(3) and catcher(4) catch: their frames return -1.
+        assert_eq!(
+            calls
+                .iter()
+                .filter(|c| c.contains("_Z7catcheri ret=-1"))
+                .count(),
+            2,
+            "{opts:?}:\n{stdout}"
+        );
+        assert!(
+            calls.iter().any(|c| c.contains("_Z9rethroweri(x=7)")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("no return"), "{opts:?}:\n{stdout}");
+    }
+}
+
+/// A float-heavy program: every float, double and long double argument and return.
+#[test]
+fn floats_are_read() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("floats.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#define NOINLINE __attribute__((noinline))
+NOINLINE float fscale(float a, int k) { return a * k; }
+NOINLINE double dmix(double a, long b, double c) { return a * b + c; }
+NOINLINE long double lhalf(long double x) { return x / 2; }
+NOINLINE double many(double a, double b, double c, double d, double e, double f,
+                     double g, double h, double i) { return a + b + c + d + e + f + g + h + i; }
+int main(void) {
+  double s = fscale(-0.1f, 3) + dmix(1.5, 2, -0.25) + (double)lhalf(5.0L);
+  s += many(1, 2, 3, 4, 5, 6, 7, 8, 9.5);
+  printf("%g\n", s);
+  return 0;
+}
+"#,
+    )
+    .unwrap();
+    for opt in ["-O0", "-O2"] {
+        let bin = build(dir.path(), "gcc", &src, &[opt]);
+        let bs = bin.to_str().unwrap();
+        let out = dcg(&[
+            "--engine",
+            "inproc",
+            "--args",
+            "--show-retvals",
+            "--func",
+            &format!("{bs}:*"),
+            "--",
+            bs,
+        ]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        for want in [
+            "fscale(a=-0.1, k=3); /* ret=-0.3 */",
+            "dmix(a=1.5, b=2, c=-0.25); /* ret=2.75 */",
+            "lhalf(x=5); /* ret=2.5 */",
+            "many(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9.5); /* ret=45.5 */",
+        ] {
+            assert!(stdout.contains(want), "{opt}: {want}\n{stdout}");
+        }
+    }
+}
+
+/// The target's own exit, a crash and an abort: dcg reports how it ended, every record
+/// made before is shown, and it never hangs.
+#[test]
+fn exits_crashes_and_aborts() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo_file("uprobe/crash.c");
+    let bin = build(dir.path(), "gcc", &src, &["-O1"]);
+    let bs = bin.to_str().unwrap();
+    let started = Instant::now();
+    let out = dcg(&[
+        "--engine",
+        "inproc",
+        "--args",
+        "--show-retvals",
+        "--func",
+        &format!("{bs}:*"),
+        "--",
+        bs,
+    ]);
+    let err = text(&out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(err.contains("killed by SIGSEGV"), "{err}");
+    assert_eq!(out.status.code(), Some(128 + 11), "{err}");
+    assert!(
+        text(&out.stdout).contains("no return"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// Ctrl-C on dcg (SIGINT) while the command runs: the command is ended, what it
+/// recorded is shown, the ring files are gone.
+#[test]
+fn sigint_flushes_every_record() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), "gcc", &repo_file("uprobe/loop.c"), &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let child = Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--engine", "inproc", "--show-retvals", "--func"])
+        .arg(format!("{bs}:tick"))
+        .args(["--", bs, "0", "1000"])
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    let ticks = stdout
+        .lines()
+        .filter(|l| l.contains("tick(); /* ret="))
+        .count();
+    assert!(ticks > 10, "{stdout}\n{}", text(&out.stderr));
+    assert!(leftovers(pid).is_empty(), "{:?}", leftovers(pid));
+}
+
+/// `-p PID` and a static binary stay on uprobes (nothing is preloaded into a process dcg
+/// did not start), and say so; a process running the same binary that dcg did not start
+/// has no recorder in it.
+#[test]
+fn uprobes_where_nothing_can_be_preloaded() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let loop_c = repo_file("uprobe/loop.c");
+    let bin = build(dir.path(), "gcc", &loop_c, &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    // A process of the same binary started by someone else.
+    let mut other = Command::new(&bin).args(["0", "2000"]).spawn().unwrap();
+    let out = dcg(&[
+        "--count",
+        "3",
+        "--show-retvals",
+        "--func",
+        &format!("{bs}:tick"),
+        "--",
+        bs,
+        "0",
+    ]);
+    assert!(
+        text(&out.stderr).contains("engine: in process"),
+        "{}",
+        text(&out.stderr)
+    );
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", other.id())).unwrap();
+    assert!(!maps.contains("libdcg_recorder"), "{maps}");
+    let pid = other.id().to_string();
+    let out = dcg(&["--count", "2", "--func", &format!("{bs}:tick"), "-p", &pid]);
+    let err = text(&out.stderr);
+    assert!(err.contains("engine: uprobes (-p attaches"), "{err}");
+    assert_eq!(
+        text(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("tick()"))
+            .count(),
+        2
+    );
+    other.kill().unwrap();
+    let _ = other.wait();
+    let stat = dir.path().join("static");
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-static", "-o"])
+        .arg(&stat)
+        .arg(&loop_c)
+        .status()
+        .unwrap();
+    if st.success() {
+        let s = stat.to_str().unwrap();
+        let out = dcg(&[
+            "--show-retvals",
+            "--func",
+            &format!("{s}:tick"),
+            "--",
+            s,
+            "3",
+        ]);
+        let err = text(&out.stderr);
+        assert!(err.contains("statically linked"), "{err}");
+        assert_eq!(
+            text(&out.stdout)
+                .lines()
+                .filter(|l| l.contains("tick()"))
+                .count(),
+            3
+        );
+    }
+}
