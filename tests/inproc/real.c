@@ -82,6 +82,15 @@ int main(int argc, char **argv)
 {
 	if (argc > 2 && strcmp(argv[1], "exec") == 0) {
 		printf("exec fib=%ld\n", fib(atoi(argv[2])));
+		/* Whether a recorder was preloaded into this image (stderr: not compared). */
+		FILE *maps = fopen("/proc/self/maps", "r");
+		char line[512];
+		int found = 0;
+		while (maps && fgets(line, sizeof line, maps))
+			found |= strstr(line, "libdcg_recorder") != NULL;
+		if (maps)
+			fclose(maps);
+		fprintf(stderr, "exec recorder=%s\n", found ? "yes" : "no");
 		return 4;
 	}
 	setvbuf(stdout, NULL, _IONBF, 0);

@@ -296,6 +296,26 @@ fn real_programs_run_as_untraced() {
             !stdout.contains("no return"),
             "{opts:?}: unfinished calls\n{stdout}"
         );
+        assert!(err.contains("exec recorder=yes"), "{opts:?}: {err}");
+        // --no-children: the forked child and its exec are left alone.
+        let out = dcg(&[
+            "--engine",
+            "inproc",
+            "--no-children",
+            "--func",
+            &format!("{bs}:work"),
+            "--",
+            bs,
+        ]);
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+        assert_eq!(program, untraced, "{opts:?} --no-children");
+        let work = calls_only(&stdout)
+            .iter()
+            .filter(|c| c.contains("work("))
+            .count();
+        assert_eq!(work, 2000, "{opts:?} --no-children:\n{stdout}");
+        assert!(err.contains("exec recorder=no"), "{opts:?}: {err}");
     }
 }
 

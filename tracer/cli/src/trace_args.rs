@@ -94,6 +94,10 @@ pub struct TraceArgs {
     /// `pidfd_create(…) /* inlined in __x64_sys_pidfd_open */ {`.
     #[arg(long)]
     pub no_inline_frames: bool,
+    /// User space, in process: do not trace the processes the command forks, nor the
+    /// programs they exec (by default they are traced, as the command is).
+    #[arg(long)]
+    pub no_children: bool,
     /// Trace a running process (and its threads) instead of starting a command.
     #[arg(
         short = 'p',
@@ -136,6 +140,7 @@ impl TraceArgs {
             pid: self.pid,
             command: self.command,
             no_inline_frames: self.no_inline_frames,
+            no_children: self.no_children,
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct TraceOptions {
     /// and the uprobe tracer show inlined code as frames of the inlined functions where
     /// the db has inline instances).
     pub no_inline_frames: bool,
+    /// User space, in process: processes the command forks (and what they exec) are not
+    /// traced.
+    pub no_children: bool,
 }
 
 /// How kernel calls are captured.

@@ -185,8 +185,12 @@ pub fn run(
     }
     let io = |e: dcg_inproc::InprocError| UtraceError::Io(std::io::Error::other(e.to_string()));
     let plan_path = rings::session_file(dir, "plan");
-    dcg_inproc::plan::write_plan(&plan_path, &plan_targets, &funcs, layout::PLAN_FOLLOW_FORKS)
-        .map_err(io)?;
+    let flags = if args.no_children {
+        0
+    } else {
+        layout::PLAN_FOLLOW_FORKS
+    };
+    dcg_inproc::plan::write_plan(&plan_path, &plan_targets, &funcs, flags).map_err(io)?;
     let _plan_file = RemoveOnDrop(plan_path.clone());
     let mut rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
     let recorder = recorder_path()
