@@ -169,6 +169,9 @@ fn every_abi_value_is_read() {
     }
 }
 
+/// A call as the engines show it: function, depth, arguments, return value.
+type Shown = (String, u32, Vec<(String, String)>, Option<String>);
+
 /// tests/uprobe/values.c (integers, bools, enums, strings, pointers, errno values,
 /// structs): the in-process and the uprobe engine give the same saved calls.
 #[test]
@@ -196,7 +199,7 @@ fn engines_agree_on_integer_functions() {
                 bs,
             ]);
             assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
-            let recs: Vec<(String, u32, Vec<(String, String)>, Option<String>)> = records(&calls)
+            let recs: Vec<Shown> = records(&calls)
                 .into_iter()
                 .map(|r| {
                     let args = r.args.into_iter().map(|a| (a.name, a.value)).collect();

@@ -186,9 +186,13 @@ impl Capture {
         if targets.is_empty() {
             return Err(BpfError::NoTargets);
         }
-        // libbpf's own messages would go to stderr; its errors come back as values.
-        if std::env::var_os("DCG_BPF_DEBUG").is_some() {
-            libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, |_, m| eprint!("{m}"))));
+        // libbpf's own messages go to the `log` facade (target `libbpf`, debug level:
+        // `DCG_BPF_DEBUG=1` has the dcg binary show them); its errors come back as values.
+        if log::log_enabled!(target: "libbpf", log::Level::Debug) {
+            libbpf_rs::set_print(Some((
+                libbpf_rs::PrintLevel::Debug,
+                |_, m| log::debug!(target: "libbpf", "{}", m.trim_end()),
+            )));
         } else {
             libbpf_rs::set_print(None);
         }

@@ -12,6 +12,7 @@ use dcg_render::describe;
 
 mod args;
 mod decode;
+mod logger;
 mod report;
 mod trace;
 mod trace_args;
@@ -82,6 +83,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    logger::init();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -45,17 +45,14 @@ const DEFER_MAX: usize = 256 << 20;
 /// still run); what was recorded is then read whole.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
-/// `DCG_KTRACE_DEBUG=1`: progress with timestamps on stderr.
+/// Progress with the seconds since the first message, at the `log` facade's debug level
+/// (`DCG_KTRACE_DEBUG=1` has the dcg binary show it).
 pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
     use std::sync::OnceLock;
-    static START: OnceLock<Option<Instant>> = OnceLock::new();
-    let start = START.get_or_init(|| {
-        std::env::var_os("DCG_KTRACE_DEBUG")
-            .is_some_and(|v| v == "1")
-            .then(Instant::now)
-    });
-    if let Some(t) = start {
-        eprintln!("dcg debug {:8.3}: {msg}", t.elapsed().as_secs_f64());
+    static START: OnceLock<Instant> = OnceLock::new();
+    if log::log_enabled!(log::Level::Debug) {
+        let t = START.get_or_init(Instant::now);
+        log::debug!("{:8.3}: {msg}", t.elapsed().as_secs_f64());
     }
 }
 

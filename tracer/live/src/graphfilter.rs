@@ -225,7 +225,7 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         if let Err(e) = self.unregister() {
-            eprintln!("dcg: cleanup: set_graph_function: {e}");
+            log::error!("cleanup: set_graph_function: {e}");
         }
     }
 }

@@ -374,7 +374,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         for f in self.close() {
-            eprintln!("dcg: cleanup: {f}");
+            log::error!("cleanup: {f}");
         }
     }
 }

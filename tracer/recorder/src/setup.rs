@@ -215,7 +215,7 @@ impl Stubs {
     /// A trampoline for the function at `at` whose first `n` bytes move: returns its
     /// hook site.
     unsafe fn trampoline(&mut self, at: u64, n: usize) -> Option<u64> {
-        if n < 5 || n > 32 || STUBS_AT + (self.used + 1) * STUB > self.len {
+        if !(5..=32).contains(&n) || STUBS_AT + (self.used + 1) * STUB > self.len {
             return None;
         }
         let stub = self.base.add(STUBS_AT + self.used * STUB);

@@ -1,0 +1,154 @@
+//! The traced binaries: where `--func PATH` points, their loadable segments, build-id,
+//! symbols and signature db.
+
+use super::*;
+
+fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> UtraceError {
+    UtraceError::Binary {
+        path: path.to_string(),
+        what: what.to_string(),
+    }
+}
+
+pub use dcg_dbset::binary::DbSource;
+
+/// A loadable segment: ELF address range and the file offset of its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_filesz`: only bytes backed by the file can be probed.
+    pub filesz: u64,
+    /// `p_offset`.
+    pub offset: u64,
+}
+
+/// File offset of ELF address `vaddr`: `vaddr - p_vaddr + p_offset` of the `PT_LOAD`
+/// segment containing it.
+pub fn file_offset(segments: &[Segment], vaddr: u64) -> Option<u64> {
+    segments
+        .iter()
+        .find(|s| vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz)
+        .map(|s| vaddr - s.vaddr + s.offset)
+}
+
+/// The `PT_LOAD` segments of an ELF file.
+pub fn load_segments(bytes: &[u8]) -> std::result::Result<Vec<Segment>, String> {
+    let file = object::File::parse(bytes).map_err(|e| format!("not a valid ELF file: {e}"))?;
+    Ok(file
+        .segments()
+        .map(|s| {
+            let (offset, filesz) = s.file_range();
+            Segment {
+                vaddr: s.address(),
+                filesz,
+                offset,
+            }
+        })
+        .collect())
+}
+
+/// A traced binary: its path, segments and db.
+pub struct Target {
+    /// The path as given in `--func`.
+    pub given: String,
+    /// Absolute path, as the kernel resolves it for the uprobe.
+    pub path: PathBuf,
+    /// File name, used as the module name of its calls.
+    pub name: String,
+    /// `PT_LOAD` segments.
+    pub segments: Vec<Segment>,
+    /// Its signature db.
+    pub db: Db,
+    /// Where the db came from.
+    pub source: DbSource,
+    /// GNU build-id (empty when none).
+    pub build_id: Vec<u8>,
+    /// Its ELF symbols (`.symtab`, `.dynsym`, and its debug file's): aliases of
+    /// functions, functions without DWARF, what pointers land on.
+    pub symbols: SymbolMap,
+}
+
+/// Find the file `given` names: an existing path, a file mapped by process `pid` with that
+/// name (`libc.so.6`, or `libc` as a prefix), or a command in `$PATH`.
+pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
+    let p = Path::new(given);
+    if p.is_file() {
+        return p
+            .canonicalize()
+            .map_err(|e| binary_error(given, format!("resolving the path: {e}")));
+    }
+    if let Some(pid) = pid {
+        if let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            let want = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            for line in maps.lines() {
+                let Some(path) = line.split_whitespace().nth(5) else {
+                    continue;
+                };
+                let name = Path::new(path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if want
+                    .as_deref()
+                    .is_some_and(|w| name == w || name.starts_with(&format!("{w}.")))
+                {
+                    // The process's view: /proc/PID/root keeps it right across mount
+                    // namespaces.
+                    let root = PathBuf::from(format!("/proc/{pid}/root{path}"));
+                    if root.is_file() {
+                        return Ok(PathBuf::from(path));
+                    }
+                }
+            }
+        }
+    }
+    if !given.contains('/') {
+        if let Some(found) = dcg_live::process::search_path(given) {
+            return Ok(found);
+        }
+    }
+    Err(binary_error(given, "no such file"))
+}
+
+/// Open the binary at `path` and find its db: `--db` files (the one with the binary's
+/// build-id, or the only one), the store by build-id, else one built in memory with
+/// dwarfscan (with a note on how to keep it). Notes go to `notes`.
+pub fn load_target(
+    given: &str,
+    path: &Path,
+    dbs: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Result<Target> {
+    let bytes = std::fs::read(path).map_err(|e| binary_error(path.display(), e))?;
+    let segments = load_segments(&bytes).map_err(|e| binary_error(path.display(), e))?;
+    let build_id = object::File::parse(&*bytes)
+        .ok()
+        .and_then(|f| f.build_id().ok().flatten().map(<[u8]>::to_vec))
+        .unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| given.to_string());
+    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs)?;
+    notes.extend(found.notes);
+    let (db, source) = (found.db, found.source);
+    let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
+    if let Some(debug) = loader::binary::debug_file(path, &bytes, &build_id) {
+        if let Ok(dbytes) = std::fs::read(&debug) {
+            if let Ok(more) = SymbolMap::from_elf(&dbytes) {
+                symbols.merge(more);
+            }
+        }
+    }
+    Ok(Target {
+        given: given.to_string(),
+        path: path.to_path_buf(),
+        name,
+        segments,
+        db,
+        source,
+        build_id,
+        symbols,
+    })
+}

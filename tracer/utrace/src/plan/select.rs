@@ -1,0 +1,275 @@
+//! Which functions a pattern selects: DWARF names, symbols and ELF aliases, functions
+//! without types when named exactly, and the inlined copies of inlined functions.
+
+use super::*;
+
+/// A function selected by a pattern, before its probe is planned.
+#[derive(Debug, Clone)]
+pub struct Selected<'a> {
+    /// The function, when DWARF describes it (else an ELF function symbol, traced
+    /// without arguments).
+    pub func: Option<Function<'a>>,
+    /// Its symbol.
+    pub symbol: String,
+    /// Its address.
+    pub addr: u64,
+    /// Index of its target.
+    pub target: usize,
+}
+
+/// An inlined copy of a selected function, in a function of target `target`.
+#[derive(Debug, Clone, Copy)]
+pub struct SelectedCopy<'a> {
+    /// The copy (the db's inline instance).
+    pub instance: Instance<'a>,
+    /// Index of its target.
+    pub target: usize,
+}
+
+/// What a pattern selects: functions to probe (entry and return), and inlined copies of
+/// functions (their containers are among the functions).
+#[derive(Debug, Default)]
+pub struct Selection<'a> {
+    /// Functions to probe.
+    pub funcs: Vec<Selected<'a>>,
+    /// Inlined copies to probe at their first instruction.
+    pub copies: Vec<SelectedCopy<'a>>,
+}
+
+pub use dcg_dbset::inlines::INLINE_MAX;
+
+/// Whether `f` is an entry point a probe can trace with its types (a container of
+/// inlined copies).
+fn is_entry(f: Function<'_>) -> bool {
+    f.addr() != 0
+        && !f
+            .flags()
+            .intersects(FuncFlags::INLINE_ONLY | FuncFlags::COLD | FuncFlags::NO_TYPES)
+}
+
+/// The inlined copies of the functions `wanted` (indices in `db`) inside functions a
+/// probe can trace.
+fn copies_of<'a>(db: &'a Db, wanted: &HashSet<u32>) -> (Vec<Instance<'a>>, usize) {
+    dcg_dbset::inlines::copies_of(db, wanted, is_entry)
+}
+
+/// Select the functions `pattern` matches in `target`'s db, and the inlined copies of
+/// the matching functions (the db's inline instances) with the functions holding them;
+/// `frames`: the copies are shown as frames (else only their containers are traced).
+/// Inline-only functions without copies in the db and `.cold` parts are skipped with a
+/// note. Returns an error message when nothing traceable matches.
+pub fn select<'a>(
+    targets: &'a [Target],
+    target: usize,
+    pattern: &str,
+    frames: bool,
+    notes: &mut Vec<String>,
+) -> std::result::Result<Selection<'a>, String> {
+    let t = &targets[target];
+    let wild = pattern.contains(['*', '?']);
+    let mut found = Vec::new();
+    let mut inline_only = Vec::new();
+    let mut cold = Vec::new();
+    let mut with_dwarf = HashSet::new();
+    let mut no_dwarf: Vec<(String, u64)> = Vec::new();
+    for f in t.db.functions() {
+        if f.addr() != 0 && !f.flags().contains(FuncFlags::NO_TYPES) {
+            with_dwarf.insert(f.addr());
+        }
+        // By its DWARF name, its symbol, or any ELF symbol at its address (`free` is
+        // `__libc_free` in libc's DWARF).
+        let alias = || {
+            f.addr() != 0
+                && t.symbols
+                    .at(f.addr())
+                    .iter()
+                    .any(|s| s.func && glob_match(pattern, &s.name))
+        };
+        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) && !alias() {
+            continue;
+        }
+        let flags = f.flags();
+        if flags.contains(FuncFlags::INLINE_ONLY) || f.addr() == 0 {
+            inline_only.push(f);
+        } else if flags.contains(FuncFlags::NO_TYPES) {
+            // Named by an assembly unit: no types, as if it had no DWARF.
+            with_dwarf.remove(&f.addr());
+            let named = glob_match(pattern, f.name());
+            match no_dwarf.iter_mut().find(|(_, a)| *a == f.addr()) {
+                // Shown by the name asked for (`kill`, not `__GI___kill`).
+                Some((n, _)) if named && !glob_match(pattern, n) => *n = f.name().to_string(),
+                Some(_) => {}
+                None => no_dwarf.push((f.name().to_string(), f.addr())),
+            }
+        } else if flags.contains(FuncFlags::COLD) {
+            cold.push(f);
+        } else {
+            found.push(Selected {
+                func: Some(f),
+                symbol: f.symbol().to_string(),
+                addr: f.addr(),
+                target,
+            });
+        }
+    }
+    // Function symbols no DWARF describes (assembly: libc's syscall wrappers `kill`,
+    // `chmod`), by name only: traced without arguments, the return value raw.
+    for s in t.symbols.functions() {
+        if !with_dwarf.contains(&s.addr)
+            && glob_match(pattern, &s.name)
+            && !no_dwarf.iter().any(|(_, a)| *a == s.addr)
+        {
+            no_dwarf.push((s.name.clone(), s.addr));
+        }
+    }
+    no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
+    if !wild {
+        for (name, addr) in no_dwarf {
+            notes.push(format!(
+                "{name}: no DWARF gives its types (written in assembly, or built without -g): \
+                 traced without arguments, its return value raw"
+            ));
+            found.push(Selected {
+                func: None,
+                symbol: name,
+                addr,
+                target,
+            });
+        }
+    } else if !no_dwarf.is_empty() {
+        notes.push(format!(
+            "{}:{pattern}: {} matching functions have no DWARF and are not traced (name one \
+             to trace it without arguments)",
+            t.given,
+            no_dwarf.len()
+        ));
+    }
+    // Inlined copies of what matched, and the functions holding them.
+    let mut copies = Vec::new();
+    {
+        let wanted: HashSet<u32> = found
+            .iter()
+            .filter_map(|s| s.func.map(|f| f.index()))
+            .chain(inline_only.iter().map(|f| f.index()))
+            .collect();
+        let (instances, more) = copies_of(&t.db, &wanted);
+        let mut inlined: Vec<&str> = Vec::new();
+        let mut containers: Vec<&str> = Vec::new();
+        for i in &instances {
+            let (Some(callee), Some(caller)) = (i.callee(), i.caller()) else {
+                continue;
+            };
+            if !inlined.contains(&callee.name()) {
+                inlined.push(callee.name());
+            }
+            if !containers.contains(&caller.symbol()) {
+                containers.push(caller.symbol());
+            }
+            if !found.iter().any(|s| s.addr == caller.addr()) {
+                found.push(Selected {
+                    func: Some(caller),
+                    symbol: caller.symbol().to_string(),
+                    addr: caller.addr(),
+                    target,
+                });
+            }
+            copies.push(SelectedCopy {
+                instance: *i,
+                target,
+            });
+        }
+        // Inline-only functions with copies are traced through them.
+        inline_only.retain(|f| !inlined.contains(&f.name()));
+        if !copies.is_empty() {
+            let how = match (frames, copies.len()) {
+                (false, _) => "not shown (--no-inline-frames)",
+                (true, 1) => {
+                    "shown as a frame with the arguments at its first instruction and no \
+                     return value (DWARF does not say where an inlined copy leaves it)"
+                }
+                (true, _) => {
+                    "each shown as a frame with the arguments at its first instruction and \
+                     no return value (DWARF does not say where an inlined copy leaves it)"
+                }
+            };
+            notes.push(format!(
+                "{}: {} inlined in {} (traced), {how}{}",
+                shorten_list(&inlined, 8),
+                if copies.len() == 1 {
+                    "a copy".to_string()
+                } else {
+                    format!("{} copies", copies.len())
+                },
+                shorten_list(&containers, 8),
+                if more > 0 {
+                    format!("; {more} more copies left out (at most {INLINE_MAX})")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
+    inline_only.retain(|f| {
+        !found
+            .iter()
+            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
+    });
+    for f in &cold {
+        let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
+        notes.push(format!(
+            "{}: the cold part of {parent}, not an entry point: not probed (its calls show as {parent})",
+            f.symbol()
+        ));
+    }
+    if !wild {
+        for f in &inline_only {
+            let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
+            let mut msg = if into.is_empty() {
+                format!("{}: only inlined, no code of its own: not traced", f.name())
+            } else {
+                format!(
+                    "{}: inlined into {}, no code of its own: not traced",
+                    f.name(),
+                    shorten_list(&into, 8)
+                )
+            };
+            if t.db.instance_count() == 0 {
+                msg.push_str(
+                    " (a db with its inlined copies, what dwarfscan writes by default, would \
+                     trace them)",
+                );
+            }
+            notes.push(msg);
+        }
+    } else if !inline_only.is_empty() {
+        notes.push(format!(
+            "{}:{pattern}: {} matching functions are only inlined and not traced",
+            t.given,
+            inline_only.len()
+        ));
+    }
+    if found.is_empty() {
+        let why = if !inline_only.is_empty() || !cold.is_empty() {
+            " that can be probed"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "no function{why} matches '{pattern}' in {}",
+            t.path.display()
+        ));
+    }
+    Ok(Selection {
+        funcs: found,
+        copies,
+    })
+}
+
+pub(crate) fn shorten_list(v: &[&str], max: usize) -> String {
+    if v.len() <= max {
+        v.join(", ")
+    } else {
+        format!("{} and {} more", v[..max].join(", "), v.len() - max)
+    }
+}
