@@ -557,3 +557,62 @@ fn uprobes_where_nothing_can_be_preloaded() {
         );
     }
 }
+
+/// A function the recorder cannot hook (4 bytes: no room for a jump) is traced with
+/// uprobes in the same session, its calls in their place in the tree.
+#[test]
+fn unhookable_functions_fall_back_to_uprobes() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("tiny.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#define NOINLINE __attribute__((noinline))
+volatile int sink;
+NOINLINE int tiny(int x) { return x + 1; }
+NOINLINE int outer(int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++) { s += tiny(i); sink = s; }
+  return s;
+}
+int main(void) { printf("%d\n", outer(3)); return 0; }
+"#,
+    )
+    .unwrap();
+    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let out = dcg(&[
+        "--engine",
+        "inproc",
+        "--args",
+        "--show-retvals",
+        "--func",
+        &format!("{bs}:*"),
+        "--",
+        bs,
+    ]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("tiny in ") && err.contains("traced with uprobes"),
+        "{err}"
+    );
+    let calls = calls_only(&stdout);
+    let at = calls
+        .iter()
+        .position(|c| c.contains("outer(n=3) {"))
+        .expect(&stdout);
+    for (k, want) in [
+        "tiny(x=0); /* ret=1 */",
+        "tiny(x=1); /* ret=2 */",
+        "tiny(x=2); /* ret=3 */",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(calls[at + 1 + k].contains(want), "{want}:\n{stdout}");
+    }
+    assert!(calls[at + 4].contains("} /* outer ret=6 */"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "6"), "{stdout}");
+}

@@ -479,6 +479,81 @@ impl<'a> Calls<'a> {
     }
 }
 
+/// Where a source's call events go: straight into the call pipeline ([`Calls`]), or
+/// through a buffer that merges two sources by time (the in-process engine with uprobes
+/// for the functions it cannot hook).
+pub trait EventSink {
+    /// An entry event of probe `probe`.
+    fn entry(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// A return event of probe `probe`.
+    fn ret(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// The first instruction of inline site `site`'s copies ran.
+    fn inline(
+        &mut self,
+        m: &Meta<'_>,
+        site: usize,
+        values: Option<&[Value]>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// The return address of the next entry of `probe` in thread `tid`.
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64);
+    /// Events were lost on `cpu`.
+    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()>;
+    /// Top-level calls completed so far (what `--count` counts).
+    fn top_level(&self) -> u64;
+}
+
+impl EventSink for Calls<'_> {
+    fn entry(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        Calls::entry(self, m, probe, values, out)
+    }
+    fn ret(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        Calls::ret(self, m, probe, values, out)
+    }
+    fn inline(
+        &mut self,
+        m: &Meta<'_>,
+        site: usize,
+        values: Option<&[Value]>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        Calls::inline(self, m, site, values, out)
+    }
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        Calls::call_site(self, tid, probe, ra)
+    }
+    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
+        Calls::lost(self, cpu, n, out)
+    }
+    fn top_level(&self) -> u64 {
+        self.counts().top_level
+    }
+}
+
 /// The task of an event.
 fn task_of<'c>(m: &Meta<'_>, comm: &'c str) -> Task<'c> {
     Task {

@@ -15,7 +15,7 @@ use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
-use crate::calls::{Calls, Meta};
+use crate::calls::{Calls, EventSink, Meta};
 use crate::hooks::{Binary, Hook};
 use crate::plan::{Probe, Target, Value, COMM_FIELD};
 use crate::{Finished, Result, Stop, UtraceError};
@@ -62,9 +62,9 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
     None
 }
 
-/// The plan of each probe: how its entry is hooked and its fetches; probes that cannot
-/// be hooked get `None` and a note.
-fn plan_funcs(
+/// The recorder's plan of each probe: how its entry is hooked and its fetches; probes
+/// it cannot hook get `None` and a note (uprobes trace them).
+pub fn hooks(
     targets: &[Target],
     probes: &[Probe<'_>],
     notes: &mut Vec<String>,
@@ -95,7 +95,7 @@ fn plan_funcs(
             Hook::Plain(n) => (mode::PLAIN, 0, n),
             Hook::No(why) => {
                 notes.push(format!(
-                    "{} in {}: not traced in process: {why} (--engine uprobe traces it)",
+                    "{} in {}: traced with uprobes: {why}",
                     p.symbol,
                     t.path.display()
                 ));
@@ -141,31 +141,50 @@ fn plan_funcs(
 const RINGS: u32 = 64;
 const RING_BYTES: u32 = 4 << 20;
 
-/// Run the session in process; `None` when no function could be hooked.
+/// Run the session in process. Functions the recorder cannot hook are traced with
+/// uprobes in the same session (filtered on the command and its children), their events
+/// merged with the recorder's by time.
 pub fn run(
     targets: &[Target],
     probes: &[Probe<'_>],
+    planned: Vec<Option<PlanFunc>>,
     calls: &mut Calls<'_>,
     args: &TraceOptions,
     out: &mut dyn Write,
     note: &mut dyn FnMut(&str),
 ) -> Result<Finished> {
-    let mut notes = Vec::new();
-    let planned = plan_funcs(targets, probes, &mut notes)?;
+    let mut notes: Vec<String> = Vec::new();
+    // Plan index → probe index; probes left to uprobes.
+    let mut probe_of = Vec::new();
+    let mut funcs = Vec::new();
+    let mut fallback = Vec::new();
+    for (i, f) in planned.into_iter().enumerate() {
+        match f {
+            Some(f) => {
+                probe_of.push(i);
+                funcs.push(f);
+            }
+            None => fallback.push(i),
+        }
+    }
+    let root = if fallback.is_empty() {
+        None
+    } else {
+        match tracefs::mount_point() {
+            Ok(r) if r.join("uprobe_events").exists() => Some(r),
+            _ => {
+                notes.push(
+                    "this kernel has no uprobe events: those functions are not traced".into(),
+                );
+                None
+            }
+        }
+    };
     for n in notes {
         note(&n);
     }
-    // Plan index → probe index.
-    let mut probe_of = Vec::new();
-    let mut funcs = Vec::new();
-    for (i, f) in planned.into_iter().enumerate() {
-        if let Some(f) = f {
-            probe_of.push(i);
-            funcs.push(f);
-        }
-    }
-    if funcs.is_empty() {
-        note("nothing to trace in process");
+    if funcs.is_empty() && root.is_none() {
+        note("nothing to trace");
         return Ok(Finished {
             exit: crate::EXIT_NO_MATCH,
             calls: None,
@@ -217,40 +236,113 @@ pub fn run(
     let ret_kinds: Vec<Vec<bool>> = funcs.iter().map(|f| kinds(&f.ret)).collect();
 
     tracefs::arm_stop_handlers();
+    // The uprobes of what the recorder cannot hook, before the command runs.
+    let side = match &root {
+        Some(root) => {
+            for r in tracefs::remove_stale(root) {
+                note(&format!("removed stale {r}"));
+            }
+            let (session, events) =
+                crate::probe_session(root, targets, probes, fallback.iter().copied())?;
+            Some((session, events))
+        }
+        None => None,
+    };
+    let (mut session, events) = match side {
+        Some((s, e)) => (Some(s), Some(e)),
+        None => (None, None),
+    };
     let mut child = Some(Child::spawn_at_exec_with(&args.command, &env)?);
+    let mut pipe = match session.as_mut() {
+        Some(session) => {
+            let pid = child.as_ref().map_or(0, Child::pid);
+            // Uprobe timestamps on the recorder's clock, so both merge by time.
+            session.write("trace_clock", "mono")?;
+            session.write("set_event_pid", &pid.to_string())?;
+            let group = session.group().to_string();
+            session.write(&format!("events/{group}/enable"), "1")?;
+            session.write("tracing_on", "1")?;
+            Some(session.open_pipe()?)
+        }
+        None => None,
+    };
+    let no_inlines: [crate::plan::InlineSite<'_>; 0] = [];
+    let mut stream = events
+        .as_ref()
+        .map(|events| crate::Stream::new(events, probes, &no_inlines));
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
     let deadline = args
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let mut merge = Merge::default();
+    // Only the recorder feeds the session: nothing to wait for before passing events on.
+    let only_recorder = pipe.is_none();
     let mut batch = Vec::new();
+    let mut lines = Vec::new();
     let mut objects_seen = 0;
-    let mut feed =
-        |rings: &mut Rings, calls: &mut Calls<'_>, out: &mut dyn Write| -> std::io::Result<bool> {
-            for (_, path, bias) in rings.new_objects(&mut objects_seen) {
-                calls.learn_file(&path, bias);
-            }
-            batch.clear();
-            rings.drain(&mut batch);
-            for r in &batch {
-                let Some(&probe) = probe_of.get(r.func as usize) else {
-                    continue;
-                };
-                let comm = rings.comm(r.ring);
-                feed_record(calls, r, probe, &comm, &entry_kinds, &ret_kinds, out)?;
-                if args.count.is_some_and(|n| calls.counts().top_level >= n) {
-                    return Ok(true);
+    // Take what both sources have; pass on what every source has delivered up to `upto`.
+    let mut step = |rings: &mut Rings,
+                    pipe: Option<&mut dcg_live::tracefs::TracePipe>,
+                    stream: Option<&mut crate::Stream<'_, '_>>,
+                    merge: &mut Merge,
+                    calls: &mut Calls<'_>,
+                    out: &mut dyn Write,
+                    last: bool|
+     -> std::io::Result<bool> {
+        for (_, path, bias) in rings.new_objects(&mut objects_seen) {
+            calls.learn_file(&path, bias);
+        }
+        if let (Some(pipe), Some(stream)) = (pipe, stream) {
+            loop {
+                lines.clear();
+                pipe.read_lines(
+                    Duration::from_millis(if last { 30 } else { 10 }),
+                    &mut lines,
+                )
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+                if lines.is_empty() {
+                    break;
+                }
+                stream.feed(&lines, merge, out, None)?;
+                if !last {
+                    break;
                 }
             }
-            Ok(false)
+            if last {
+                stream.flush_carry(merge, out)?;
+            }
+        }
+        batch.clear();
+        rings.drain(&mut batch);
+        for r in &batch {
+            if let Some(&probe) = probe_of.get(r.func as usize) {
+                merge.record(r, probe, rings.comm(r.ring), &entry_kinds, &ret_kinds);
+            }
+        }
+        // Uprobe events reach the pipe a little later than the recorder's records.
+        let upto = if last || only_recorder {
+            u64::MAX
+        } else {
+            now_ns().saturating_sub(100_000_000)
         };
+        merge.release(upto, calls, out, args.count)
+    };
     let stop = loop {
         if let Some(sig) = tracefs::stop_requested() {
             break Stop::Signal(sig);
         }
         let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
-        match feed(&mut rings, calls, out) {
+        match step(
+            &mut rings,
+            pipe.as_mut(),
+            stream.as_mut(),
+            &mut merge,
+            calls,
+            out,
+            false,
+        ) {
             Ok(true) => break Stop::Count,
             Ok(false) => {}
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
@@ -266,22 +358,48 @@ pub fn run(
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
             r => r?,
         }
-        std::thread::sleep(Duration::from_millis(10));
+        if pipe.is_none() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     };
     // Whatever is recorded by now is read; then the recorders write nothing more.
+    let exit = crate::end_of(stop, &mut child, args, note);
     rings.stop();
+    if let Some(session) = session.as_mut() {
+        let _ = session.write("tracing_on", "0");
+    }
     if !matches!(stop, Stop::Count | Stop::OutputClosed) {
-        match feed(&mut rings, calls, out) {
+        match step(
+            &mut rings,
+            pipe.as_mut(),
+            stream.as_mut(),
+            &mut merge,
+            calls,
+            out,
+            true,
+        ) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
             _ => {}
         }
     }
-    let exit = crate::end_of(stop, &mut child, args, note);
-    // A command that was ended: what it recorded until then.
-    let _ = feed(&mut rings, calls, out);
+    drop(pipe);
     crate::ignore_closed(calls.finish(out))?;
     crate::ignore_closed(out.flush())?;
-    if rings.attached() == 0 {
+    let mut cleanup_failed = false;
+    if let Some(mut session) = session.take() {
+        let (overrun, dropped) = session.buffer_stats();
+        if overrun + dropped > 0 {
+            note(&format!(
+                "LOST {} uprobe events (ring buffer overrun): some calls are missing",
+                overrun + dropped
+            ));
+        }
+        for f in session.close() {
+            note(&format!("cleanup: {f}"));
+            cleanup_failed = true;
+        }
+    }
+    if !funcs.is_empty() && rings.attached() == 0 {
         note(&format!(
             "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
              binaries (--engine uprobe traces without it)",
@@ -307,45 +425,174 @@ pub fn run(
         ));
     }
     Ok(Finished {
-        exit,
+        exit: if cleanup_failed { 1 } else { exit },
         calls: calls.take_collected(),
     })
 }
 
-/// One record into the call pipeline.
-fn feed_record(
-    calls: &mut Calls<'_>,
-    r: &Record,
+/// `CLOCK_MONOTONIC` now, in ns (the recorder's and the uprobes' `mono` clock).
+fn now_ns() -> u64 {
+    let mut t = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// What a held event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Entry,
+    Return,
+    Unwound,
+}
+
+/// A call event held until both sources have delivered what came before it.
+#[derive(Debug)]
+struct Held {
+    ts: u64,
+    tid: u32,
+    cpu: u32,
+    comm: String,
+    kind: Kind,
     probe: usize,
-    comm: &str,
-    entry_kinds: &[Vec<bool>],
-    ret_kinds: &[Vec<bool>],
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let m = Meta {
-        comm,
-        tid: r.tid,
-        cpu: u32::from(r.cpu),
-        ts: r.ts,
-        ip: None,
-    };
-    let f = r.func as usize;
-    let decode = |kinds: &[bool]| -> Vec<Value> {
-        rings::values(&r.payload, kinds.iter().copied())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| match v {
-                RawValue::Word(w) => Value::Num(w),
-                RawValue::Str(s) => Value::Str(String::from_utf8_lossy(&s).into_owned()),
-                RawValue::Fault => Value::Fault,
-            })
-            .collect()
-    };
-    match r.kind {
-        layout::REC_ENTRY => calls.entry(&m, probe, &decode(&entry_kinds[f]), out),
-        layout::REC_EXIT => calls.ret(&m, probe, &decode(&ret_kinds[f]), out),
-        layout::REC_UNWIND => calls.unwound(&m, probe, out),
-        _ => Ok(()),
+    values: Vec<Value>,
+}
+
+/// The events of both sources, passed on in time order.
+#[derive(Default)]
+struct Merge {
+    held: Vec<Held>,
+    lost: Vec<(u32, u64)>,
+}
+
+impl Merge {
+    /// A recorder's record.
+    fn record(
+        &mut self,
+        r: &Record,
+        probe: usize,
+        comm: String,
+        entry_kinds: &[Vec<bool>],
+        ret_kinds: &[Vec<bool>],
+    ) {
+        let f = r.func as usize;
+        let decode = |kinds: &[bool]| -> Vec<Value> {
+            rings::values(&r.payload, kinds.iter().copied())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| match v {
+                    RawValue::Word(w) => Value::Num(w),
+                    RawValue::Str(s) => Value::Str(String::from_utf8_lossy(&s).into_owned()),
+                    RawValue::Fault => Value::Fault,
+                })
+                .collect()
+        };
+        let (kind, values) = match r.kind {
+            layout::REC_ENTRY => (Kind::Entry, decode(&entry_kinds[f])),
+            layout::REC_EXIT => (Kind::Return, decode(&ret_kinds[f])),
+            layout::REC_UNWIND => (Kind::Unwound, Vec::new()),
+            _ => return,
+        };
+        self.held.push(Held {
+            ts: r.ts,
+            tid: r.tid,
+            cpu: u32::from(r.cpu),
+            comm,
+            kind,
+            probe,
+            values,
+        });
+    }
+
+    fn hold(&mut self, m: &Meta<'_>, kind: Kind, probe: usize, values: &[Value]) {
+        self.held.push(Held {
+            ts: m.ts,
+            tid: m.tid,
+            cpu: m.cpu,
+            comm: m.comm.to_string(),
+            kind,
+            probe,
+            values: values.to_vec(),
+        });
+    }
+
+    /// Pass on the events up to `upto` (ns) in time order; true once `count` top-level
+    /// calls completed.
+    fn release(
+        &mut self,
+        upto: u64,
+        calls: &mut Calls<'_>,
+        out: &mut dyn Write,
+        count: Option<u64>,
+    ) -> std::io::Result<bool> {
+        for (cpu, n) in self.lost.drain(..) {
+            calls.lost(cpu, n, out)?;
+        }
+        self.held.sort_by_key(|h| h.ts);
+        let n = self.held.partition_point(|h| h.ts <= upto);
+        let ready: Vec<Held> = self.held.drain(..n).collect();
+        for h in &ready {
+            let m = Meta {
+                comm: &h.comm,
+                tid: h.tid,
+                cpu: h.cpu,
+                ts: h.ts,
+                ip: None,
+            };
+            match h.kind {
+                Kind::Entry => calls.entry(&m, h.probe, &h.values, out)?,
+                Kind::Return => calls.ret(&m, h.probe, &h.values, out)?,
+                Kind::Unwound => calls.unwound(&m, h.probe, out)?,
+            }
+            if count.is_some_and(|n| calls.counts().top_level >= n) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl EventSink for Merge {
+    fn entry(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.hold(m, Kind::Entry, probe, values);
+        Ok(())
+    }
+    fn ret(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.hold(m, Kind::Return, probe, values);
+        Ok(())
+    }
+    // No inline sites and no call sites in process (inline frames are off there).
+    fn inline(
+        &mut self,
+        _m: &Meta<'_>,
+        _site: usize,
+        _values: Option<&[Value]>,
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn call_site(&mut self, _tid: u32, _probe: usize, _ra: u64) {}
+    fn lost(&mut self, cpu: u32, n: u64, _out: &mut dyn Write) -> std::io::Result<()> {
+        self.lost.push((cpu, n));
+        Ok(())
+    }
+    fn top_level(&self) -> u64 {
+        0
     }
 }
 

@@ -28,7 +28,7 @@ use dcg_fgraph::parse_event_line;
 use dcg_live::options::{split_user_func, TraceOptions};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
-use calls::{Calls, Meta};
+use calls::{Calls, EventSink, Meta};
 use dcg_live::process::{self, Child, Ended};
 use plan::{InlineSite, Probe, Target, Value};
 
@@ -197,6 +197,30 @@ pub fn run(
     } else {
         Vec::new()
     };
+    // In process: how each function is hooked; those the recorder cannot hook are
+    // traced with uprobes, planned for what uprobes read.
+    let hooks = if in_process {
+        let hooks = inproc::hooks(&targets, &probes, &mut notes)?;
+        if hooks.iter().any(Option::is_none) {
+            let by_uprobes = plan::plan_probes(
+                &targets,
+                &selected,
+                args.args,
+                args.show_retvals,
+                frames,
+                plan::Reads::UPROBES,
+                &mut Vec::new(),
+            );
+            for (i, h) in hooks.iter().enumerate() {
+                if h.is_none() {
+                    probes[i] = by_uprobes[i].clone();
+                }
+            }
+        }
+        hooks
+    } else {
+        Vec::new()
+    };
     if let Some(why) = plan::unreadable_note(&probes) {
         notes.push(why);
     }
@@ -233,7 +257,7 @@ pub fn run(
             }
             None => None,
         };
-        let finished = inproc::run(&targets, &probes, &mut calls, args, out, note)?;
+        let finished = inproc::run(&targets, &probes, hooks, &mut calls, args, out, note)?;
         drop(calls);
         if let Some(f) = saved {
             f.commit()?;
@@ -270,7 +294,7 @@ pub fn run(
 
 /// What an event of the session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Event {
+pub(crate) enum Event {
     /// The entry of probe N's function.
     Entry(usize),
     /// Its return.
@@ -300,49 +324,8 @@ impl Tracer {
         args: &TraceOptions,
         note: &mut dyn FnMut(&str),
     ) -> Result<Tracer> {
-        let mut session = Session::create(root)?;
+        let (mut session, mut events) = probe_session(root, targets, probes, 0..probes.len())?;
         let group = session.group().to_string();
-        let _ = session.write("tracing_on", "0");
-        if session.has("options/event-fork") {
-            session.write("options/event-fork", "1")?;
-        }
-        let mut events = HashMap::new();
-        for (i, p) in probes.iter().enumerate() {
-            let path = &targets[p.target].path;
-            session
-                .add_event(
-                    EventFile::Uprobe,
-                    &p.entry_event,
-                    &p.entry_def(&group, path),
-                )
-                .map_err(|error| UtraceError::Probe {
-                    what: format!("{} in {}", p.symbol, path.display()),
-                    error,
-                })?;
-            if !p.returns_twice {
-                session
-                    .add_event(
-                        EventFile::Uprobe,
-                        &p.return_event,
-                        &p.return_def(&group, path),
-                    )
-                    .map_err(|error| UtraceError::Probe {
-                        what: format!("the return of {} in {}", p.symbol, path.display()),
-                        error,
-                    })?;
-                events.insert(p.return_event.clone(), Event::Return(i));
-            }
-            events.insert(p.entry_event.clone(), Event::Entry(i));
-            if let (Some(event), Some(line)) = (&p.ra_event, p.ra_def(&group, path)) {
-                session
-                    .add_event(EventFile::Uprobe, event, &line)
-                    .map_err(|error| UtraceError::Probe {
-                        what: format!("the entry of {} in {}", p.symbol, path.display()),
-                        error,
-                    })?;
-                events.insert(event.clone(), Event::CallSite(i));
-            }
-        }
         for (i, s) in inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
             else {
@@ -516,6 +499,61 @@ pub(crate) fn end_of(
     }
 }
 
+/// A private tracefs instance with the entry and return uprobes of `probes[which]`
+/// (event-fork on: children of a filtered pid follow), tracing off; their events.
+pub(crate) fn probe_session(
+    root: &std::path::Path,
+    targets: &[Target],
+    probes: &[Probe<'_>],
+    which: impl Iterator<Item = usize>,
+) -> Result<(Session, HashMap<String, Event>)> {
+    let mut session = Session::create(root)?;
+    let group = session.group().to_string();
+    let _ = session.write("tracing_on", "0");
+    if session.has("options/event-fork") {
+        session.write("options/event-fork", "1")?;
+    }
+    let mut events = HashMap::new();
+    for i in which {
+        let p = &probes[i];
+        let path = &targets[p.target].path;
+        session
+            .add_event(
+                EventFile::Uprobe,
+                &p.entry_event,
+                &p.entry_def(&group, path),
+            )
+            .map_err(|error| UtraceError::Probe {
+                what: format!("{} in {}", p.symbol, path.display()),
+                error,
+            })?;
+        if !p.returns_twice {
+            session
+                .add_event(
+                    EventFile::Uprobe,
+                    &p.return_event,
+                    &p.return_def(&group, path),
+                )
+                .map_err(|error| UtraceError::Probe {
+                    what: format!("the return of {} in {}", p.symbol, path.display()),
+                    error,
+                })?;
+            events.insert(p.return_event.clone(), Event::Return(i));
+        }
+        events.insert(p.entry_event.clone(), Event::Entry(i));
+        if let (Some(event), Some(line)) = (&p.ra_event, p.ra_def(&group, path)) {
+            session
+                .add_event(EventFile::Uprobe, event, &line)
+                .map_err(|error| UtraceError::Probe {
+                    what: format!("the entry of {} in {}", p.symbol, path.display()),
+                    error,
+                })?;
+            events.insert(event.clone(), Event::CallSite(i));
+        }
+    }
+    Ok((session, events))
+}
+
 /// Read the pipe into the calls until a stop condition.
 fn read_until_stop(
     child: &mut Option<Child>,
@@ -615,7 +653,7 @@ pub(crate) fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
 }
 
 /// Turns trace_pipe lines into calls: event lookup, field parsing, multi-line strings.
-struct Stream<'e, 'p> {
+pub(crate) struct Stream<'e, 'p> {
     events: &'e HashMap<String, Event>,
     probes: &'e [Probe<'p>],
     inlines: &'e [InlineSite<'p>],
@@ -629,7 +667,7 @@ struct Stream<'e, 'p> {
 }
 
 impl<'e, 'p> Stream<'e, 'p> {
-    fn new(
+    pub(crate) fn new(
         events: &'e HashMap<String, Event>,
         probes: &'e [Probe<'p>],
         inlines: &'e [InlineSite<'p>],
@@ -647,10 +685,10 @@ impl<'e, 'p> Stream<'e, 'p> {
 
     /// Feed lines; returns true once `count` top-level calls completed (the rest is
     /// ignored).
-    fn feed(
+    pub(crate) fn feed(
         &mut self,
         lines: &[String],
-        calls: &mut Calls<'_>,
+        calls: &mut dyn EventSink,
         out: &mut dyn Write,
         count: Option<u64>,
     ) -> std::io::Result<bool> {
@@ -672,7 +710,7 @@ impl<'e, 'p> Stream<'e, 'p> {
                 self.line(&c, calls, out, true)?;
             }
             self.line(line, calls, out, false)?;
-            if count.is_some_and(|n| calls.counts().top_level >= n) {
+            if count.is_some_and(|n| calls.top_level() >= n) {
                 self.done = true;
                 return Ok(true);
             }
@@ -680,7 +718,11 @@ impl<'e, 'p> Stream<'e, 'p> {
         Ok(self.done)
     }
 
-    fn flush_carry(&mut self, calls: &mut Calls<'_>, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn flush_carry(
+        &mut self,
+        calls: &mut dyn EventSink,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
         if let Some(c) = self.carry.take() {
             self.line(&c, calls, out, true)?;
         }
@@ -695,7 +737,7 @@ impl<'e, 'p> Stream<'e, 'p> {
     fn line(
         &mut self,
         line: &str,
-        calls: &mut Calls<'_>,
+        calls: &mut dyn EventSink,
         out: &mut dyn Write,
         joined: bool,
     ) -> std::io::Result<()> {
