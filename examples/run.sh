@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end:
 #   1. user space, on this host: build dcg → compile examples/demo.c with DWARF →
-#      dwarfscan it into a signature db → show its signatures → trace it live with uprobes
+#      dwarfscan it into a signature db → show its signatures → trace it live in process
 #      (root) → report the call graph;
 #   2. the kernel, in qemu: the test kernel (tests/kernels/testkernel, built from Debian's
 #      linux-source-7.2 on the first run) → `dwarfscan vmlinux -o sigs.db` on the host →
@@ -28,7 +28,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 step "build dcg and dwarfscan (release)"
-cargo build --release --quiet -p dwarfscan-cli -p dcg
+cargo build --release --quiet -p dwarfscan-cli -p dcg -p dcg-recorder
 bin=target/release
 
 step "compile examples/demo.c with gcc -O2 -g"
@@ -44,7 +44,7 @@ step "dcg dump --json (first 2 functions)"
 "$bin/dcg" dump --db "$out/demo.sigdb" --json | head -n 2
 
 if [ "$(id -u)" = 0 ] && { [ -e /sys/kernel/tracing/uprobe_events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; } && [ -e /sys/kernel/tracing/uprobe_events ]; then
-	step "dcg trace: every demo function, live, with typed arguments and return values"
+	step "dcg trace: every demo function, live (in process), with typed arguments and return values"
 	echo "(the demo's own output first; the call tree is written to $out/demo.tree)"
 	"$bin/dcg" trace --db "$out/demo.sigdb" --show-retvals --args \
 		--func "$out/demo:parse_line" --func "$out/demo:is_comment" --func "$out/demo:classify" \
