@@ -10,6 +10,7 @@
 #   cargo bench -p sigdb         sigdb open / by_addr / by_name (criterion)
 #   bench/decode-throughput.sh   dcg decode vs wc -l on the same ≥ 1 M-line file
 #   bench/uprobe-cost.sh         dcg trace vs the same uprobes placed by hand
+#   bench/user-engines.sh        the in-process and uprobe engines vs uftrace
 #   bench/kernel-engines.sh      the kernel engines under load vs raw function_graph (qemu)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +33,7 @@ run kernel bench/whole-kernel.sh
 run sigdb bash -c "cargo bench -q -p sigdb --bench lookup 2>&1 | grep -E '^(by_addr|by_name|open|from_bytes|db:)|time:'"
 run decode bench/decode-throughput.sh
 if [ -x bench/uprobe-cost.sh ]; then run uprobe bench/uprobe-cost.sh; fi
+run userengines bench/user-engines.sh
 run engines72 bench/kernel-engines.sh 7.2-cloud
 run enginestk bench/kernel-engines.sh testkernel
 
@@ -44,7 +46,7 @@ run enginestk bench/kernel-engines.sh testkernel
 	echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')),"
 	echo "$(free -g | awk '/Mem:/{print $2}') GiB RAM, kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
-	for name in scan kernel sigdb decode uprobe engines72 enginestk; do
+	for name in scan kernel sigdb decode uprobe userengines engines72 enginestk; do
 		[ -f "$out/$name.txt" ] || continue
 		case $name in
 			scan) echo "## dwarfscan vs pahole (Debian 6.12 cloud vmlinux)" ;;
@@ -52,6 +54,7 @@ run enginestk bench/kernel-engines.sh testkernel
 			sigdb) echo "## sigdb lookups (criterion, 100,000-function db; open of a 2 MB db)" ;;
 			decode) echo "## dcg decode throughput vs wc -l" ;;
 			uprobe) echo "## User-space tracing cost: dcg trace vs hand-placed uprobes" ;;
+			userengines) echo "## User-space engines vs uftrace (in process: -pg, patchable, plain builds; uprobes)" ;;
 			engines72) echo "## Kernel engines under load vs raw function_graph: Debian 7.2 cloud (qemu)" ;;
 			enginestk) echo "## Kernel engines under load vs raw function_graph: the test kernel (qemu)" ;;
 		esac
