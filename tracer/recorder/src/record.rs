@@ -245,12 +245,17 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
     commit(r, at);
 }
 
+/// How far below live code a frame's return slot may be for the frame to count as left
+/// by a `longjmp`: further away it may be on another stack (a signal handler's alternate
+/// stack, a `vfork` child's), and it stays until a return below it shows it gone.
+const SAME_STACK: u64 = 1 << 20;
+
 /// Close the frames a `longjmp` (or an unwind) skipped: those whose return slot is below
-/// `sp`, the stack pointer of live code.
+/// `sp`, the stack pointer of live code, on the same stack.
 pub unsafe fn close_dead(st: &State, t: &mut Tls, sp: u64, regs: &Regs) {
     while t.depth > 0 {
         let f = *t.frames.add(t.depth - 1);
-        if f.slot >= sp {
+        if f.slot >= sp || sp - f.slot > SAME_STACK {
             break;
         }
         t.depth -= 1;
@@ -336,8 +341,19 @@ pub unsafe extern "C" fn dcg_on_exit(regs: *mut Regs, slot: u64) -> u64 {
         crate::fatal(b"dcg recorder: a hooked return without a plan\n")
     };
     let regs = &*regs;
-    // Frames below this one were left by longjmp.
-    close_dead(st, t, slot, regs);
+    // The frame of this return: the innermost whose slot this is. Frames above it were
+    // left without a return (longjmp, an exception, a vfork child that exec'd).
+    let mut at = t.depth;
+    while at > 0 && (*t.frames.add(at - 1)).slot != slot {
+        at -= 1;
+    }
+    if at > 0 {
+        while t.depth > at {
+            t.depth -= 1;
+            let f = *t.frames.add(t.depth);
+            record(st, t, REC_UNWIND, f.func, &[], regs);
+        }
+    }
     let orig = match t.depth.checked_sub(1).map(|d| *t.frames.add(d)) {
         Some(f) if f.slot == slot => {
             t.depth -= 1;
