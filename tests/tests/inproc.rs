@@ -371,7 +371,8 @@ fn cpp_exceptions_through_traced_frames() {
     }
 }
 
-/// A float-heavy program: every float, double and long double argument and return.
+/// A float-heavy program: every float, double and long double argument and return (and a
+/// struct too big to show whole).
 #[test]
 fn floats_are_read() {
     require!();
@@ -386,9 +387,13 @@ NOINLINE double dmix(double a, long b, double c) { return a * b + c; }
 NOINLINE long double lhalf(long double x) { return x / 2; }
 NOINLINE double many(double a, double b, double c, double d, double e, double f,
                      double g, double h, double i) { return a + b + c + d + e + f + g + h + i; }
+struct huge { long v[10]; };
+NOINLINE long first(struct huge h) { return h.v[0] + h.v[9]; }
 int main(void) {
   double s = fscale(-0.1f, 3) + dmix(1.5, 2, -0.25) + (double)lhalf(5.0L);
   s += many(1, 2, 3, 4, 5, 6, 7, 8, 9.5);
+  struct huge h = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}};
+  s += first(h);
   printf("%g\n", s);
   return 0;
 }
@@ -415,6 +420,8 @@ int main(void) {
             "dmix(a=1.5, b=2, c=-0.25); /* ret=2.75 */",
             "lhalf(x=5); /* ret=2.5 */",
             "many(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9.5); /* ret=45.5 */",
+            // An 80-byte struct: the words read, and a mark that there is more.
+            "first(h=(struct huge){0x1, 0x2, 0x3, 0x4, ...}); /* ret=11 */",
         ] {
             assert!(stdout.contains(want), "{opt}: {want}\n{stdout}");
         }

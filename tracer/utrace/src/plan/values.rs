@@ -137,7 +137,11 @@ pub fn render_words(ty: Type<'_>, words: &[u64], role: Role) -> String {
         [one] => render(ty, *one, role).unwrap_or_default(),
         many => {
             let label = dcg_render::aggregate_label(ty, t);
-            let list: Vec<String> = many.iter().map(|w| format!("{w:#x}")).collect();
+            let mut list: Vec<String> = many.iter().map(|w| format!("{w:#x}")).collect();
+            // A value larger than the words read (a big struct passed in memory): say so.
+            if aggregate && u64::from(t.size()) > 8 * many.len() as u64 {
+                list.push("...".into());
+            }
             format!("({label}){{{}}}", list.join(", "))
         }
     }
