@@ -82,7 +82,7 @@ pub fn dcg_calls(trace: &str) -> Vec<CallValues> {
     let mut calls: Vec<CallValues> = Vec::new();
     let mut open: Vec<usize> = Vec::new();
     for l in trace.lines().filter(|l| l.starts_with(' ')) {
-        let (_, rest) = l.split_once("|  ").expect("function_graph line");
+        let (_, rest) = call_text(l).expect("function_graph line");
         let t = rest.trim();
         if let Some(c) = t.strip_prefix("} /* ") {
             let i = open.pop().expect("exit after entry");
@@ -110,6 +110,14 @@ pub fn dcg_calls(trace: &str) -> Vec<CallValues> {
         }
     }
     calls
+}
+
+/// A function_graph line split before its call text: the last `|  ` ahead of the call's
+/// `(` or `}` (the columns before it: CPU, the thread, the duration).
+pub fn call_text(line: &str) -> Option<(&str, &str)> {
+    let cut = line.find(['(', '}']).unwrap_or(line.len());
+    let at = line[..cut].rfind("|  ")?;
+    Some((&line[..at], &line[at + 3..]))
 }
 
 /// Values compared: (checked, agreeing, unreadable markers `?…` as `f.name=?loc`).

@@ -217,7 +217,7 @@ fn engines_agree_on_integer_functions() {
 fn calls_only(trace: &str) -> Vec<String> {
     trace
         .lines()
-        .filter_map(|l| l.rsplit_once("|  ").map(|(_, c)| c.to_string()))
+        .filter_map(|l| dcg_tests::oracle::call_text(l).map(|(_, c)| c.to_string()))
         .collect()
 }
 

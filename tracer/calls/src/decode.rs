@@ -152,6 +152,7 @@ impl<'a> Decoder<'a> {
             color: opts.color,
             cpu_width: 1,
             probe_notes: !opts.hide_probe_events,
+            threads: false,
             report: false,
         });
         Decoder::with_sinks(set, opts, sinks)

@@ -258,6 +258,9 @@ pub struct Output {
     pub probe_notes: bool,
     /// Collect the calls for a report instead of printing them.
     pub report: bool,
+    /// The `comm-tid` column on every laid-out line from the first, with the whole name
+    /// (user space, where threads come and go), instead of the kernel's way.
+    pub threads: bool,
 }
 
 /// Several sinks fed in order.
@@ -304,6 +307,7 @@ impl<'s> Sinks<'s> {
             color: o.color,
             cpu_width: o.cpu_width.max(1),
             probe_notes: o.probe_notes,
+            threads: o.threads,
         });
         if o.errors_only {
             sinks.push(Box::new(ErrorsOnly::new(printer)));

@@ -12,7 +12,8 @@
 //! after its value, `ret=-EINVAL from inner` ([`crate::origin`]), unless it is the call
 //! itself.
 //!
-//! The `comm-tid` column appears once a second task has been seen.
+//! The `comm-tid` column appears once a second task has been seen (the kernel's way), or,
+//! for user space, on every line with the thread's whole name ([`TextOptions::threads`]).
 
 use std::fmt::Write as _;
 use std::io;
@@ -28,6 +29,8 @@ pub struct TextOptions {
     pub cpu_width: usize,
     /// Print probe events joined to calls in place (saved text); off for live tracing.
     pub probe_notes: bool,
+    /// The `comm-tid` column on every laid-out line, the name whole (user space).
+    pub threads: bool,
 }
 
 /// The function_graph text printer.
@@ -240,7 +243,14 @@ impl TextPrinter {
     fn columns(&self, s: &mut String, c: &CallView<'_>, dur: Option<u64>, depth: u32) {
         let cpu = c.task.cpu.unwrap_or(0);
         let _ = write!(s, " {cpu:>w$}) ", w = self.opts.cpu_width.max(1));
-        if c.tasks > 1 {
+        if self.opts.threads {
+            // The whole name (at most 15 bytes) and the thread id, in 22 columns.
+            let _ = write!(
+                s,
+                "{:<22} | ",
+                format!("{}-{}", c.task.comm.unwrap_or(""), c.task.pid.unwrap_or(0))
+            );
+        } else if c.tasks > 1 {
             push_proc(s, c.task.comm.unwrap_or(""), c.task.pid.unwrap_or(0));
             s.push_str(" | ");
         }

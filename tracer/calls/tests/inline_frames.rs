@@ -170,6 +170,7 @@ fn trace(json: bool, frames: bool) -> String {
         color: false,
         cpu_width: 1,
         probe_notes: false,
+        threads: false,
         report: false,
     });
     let mut tree = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);

@@ -555,6 +555,7 @@ pub fn run(
         color: args.color,
         cpu_width: 1,
         probe_notes: false,
+        threads: false,
         report: args.report,
     });
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);

@@ -628,6 +628,7 @@ impl<'s> Setup<'s> {
             color: args.color,
             cpu_width: 1,
             probe_notes: false,
+            threads: false,
             report: args.report,
         });
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).

@@ -161,6 +161,7 @@ impl<'a> Calls<'a> {
             color: opts.color,
             cpu_width: opts.cpu_width,
             probe_notes: false,
+            threads: true,
             report: opts.report,
         });
         Calls {
