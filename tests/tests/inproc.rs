@@ -623,3 +623,48 @@ int main(void) { printf("%d\n", outer(3)); return 0; }
     assert!(calls[at + 4].contains("} /* outer ret=6 */"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "6"), "{stdout}");
 }
+
+/// dcg killed by SIGKILL leaves its ring and plan files; the next session removes them
+/// and says so.
+#[test]
+fn files_of_a_killed_dcg_are_removed_by_the_next() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), "gcc", &repo_file("uprobe/loop.c"), &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let mut child = Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--engine", "inproc", "--func"])
+        .arg(format!("{bs}:tick"))
+        .args(["--", bs, "0", "1000"])
+        .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let end = Instant::now() + Duration::from_secs(20);
+    while leftovers(pid).len() < 2 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(leftovers(pid).len(), 2, "{:?}", leftovers(pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Its traced command lives on; end it.
+    let _ = Command::new("pkill").args(["-f", bs]).status();
+    let out = dcg(&[
+        "--engine",
+        "inproc",
+        "--func",
+        &format!("{bs}:tick"),
+        "--",
+        bs,
+        "2",
+    ]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("removed stale dcg-inproc-{pid}-")),
+        "{err}"
+    );
+    assert!(leftovers(pid).is_empty(), "{:?}", leftovers(pid));
+}
