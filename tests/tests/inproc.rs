@@ -96,6 +96,20 @@ fn dcg(args: &[&str]) -> Output {
     out
 }
 
+/// `dcg trace --engine inproc --args --show-retvals --func BIN:PATTERN -- BIN`.
+fn trace_values(bin: &str, pattern: &str) -> Output {
+    dcg(&[
+        "--engine",
+        "inproc",
+        "--args",
+        "--show-retvals",
+        "--func",
+        &format!("{bin}:{pattern}"),
+        "--",
+        bin,
+    ])
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -237,16 +251,7 @@ fn real_programs_run_as_untraced() {
         let bs = bin.to_str().unwrap();
         let plain = run(&bin, &[]);
         assert!(plain.status.success());
-        let out = dcg(&[
-            "--engine",
-            "inproc",
-            "--args",
-            "--show-retvals",
-            "--func",
-            &format!("{bs}:*"),
-            "--",
-            bs,
-        ]);
+        let out = trace_values(bs, "*");
         let (stdout, err) = (text(&out.stdout), text(&out.stderr));
         assert!(out.status.success(), "{opts:?}: {err}");
         let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
@@ -340,16 +345,7 @@ fn cpp_exceptions_through_traced_frames() {
         let bs = bin.to_str().unwrap();
         let untraced = text(&run(&bin, &[]).stdout);
         assert_eq!(untraced.trim(), "s=142");
-        let out = dcg(&[
-            "--engine",
-            "inproc",
-            "--args",
-            "--show-retvals",
-            "--func",
-            &format!("{bs}:_Z*"),
-            "--",
-            bs,
-        ]);
+        let out = trace_values(bs, "_Z*");
         let (stdout, err) = (text(&out.stdout), text(&out.stderr));
         assert!(out.status.success(), "{opts:?}: {err}\n{stdout}");
         assert!(stdout.contains("s=142"), "{opts:?}:\n{stdout}\n{err}");
@@ -403,16 +399,7 @@ int main(void) {
     for opt in ["-O0", "-O2"] {
         let bin = build(dir.path(), "gcc", &src, &[opt]);
         let bs = bin.to_str().unwrap();
-        let out = dcg(&[
-            "--engine",
-            "inproc",
-            "--args",
-            "--show-retvals",
-            "--func",
-            &format!("{bs}:*"),
-            "--",
-            bs,
-        ]);
+        let out = trace_values(bs, "*");
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{}", text(&out.stderr));
         for want in [
@@ -438,16 +425,7 @@ fn exits_crashes_and_aborts() {
     let bin = build(dir.path(), "gcc", &src, &["-O1"]);
     let bs = bin.to_str().unwrap();
     let started = Instant::now();
-    let out = dcg(&[
-        "--engine",
-        "inproc",
-        "--args",
-        "--show-retvals",
-        "--func",
-        &format!("{bs}:*"),
-        "--",
-        bs,
-    ]);
+    let out = trace_values(bs, "*");
     let err = text(&out.stderr);
     assert!(started.elapsed() < Duration::from_secs(30));
     assert!(err.contains("killed by SIGSEGV"), "{err}");
@@ -589,16 +567,7 @@ int main(void) { printf("%d\n", outer(3)); return 0; }
     .unwrap();
     let bin = build(dir.path(), "gcc", &src, &["-O2"]);
     let bs = bin.to_str().unwrap();
-    let out = dcg(&[
-        "--engine",
-        "inproc",
-        "--args",
-        "--show-retvals",
-        "--func",
-        &format!("{bs}:*"),
-        "--",
-        bs,
-    ]);
+    let out = trace_values(bs, "*");
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{err}");
     assert!(

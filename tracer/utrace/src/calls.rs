@@ -246,8 +246,133 @@ impl<'a> Calls<'a> {
         Ok(())
     }
 
+    /// The traced function a return address `ra` of thread `tid` is in, and where: the
+    /// call site of a call made from it. Found in the targets whose load bias in the
+    /// thread's process is known (from the entries of their functions).
+    fn site(&self, tid: u32, ra: u64) -> Option<CodeSite> {
+        for (t, code) in self.code.iter().enumerate() {
+            let Some(&bias) = self.bias.get(&(tid, t)) else {
+                continue;
+            };
+            let at = ra.wrapping_sub(bias);
+            let i = code.partition_point(|&(start, _, _)| start <= at);
+            let Some(&(start, end, probe)) = i.checked_sub(1).and_then(|i| code.get(i)) else {
+                continue;
+            };
+            if at < end {
+                return Some(CodeSite {
+                    func: self.ids[probe],
+                    offset: at - start,
+                });
+            }
+        }
+        None
+    }
+
+    /// Open the frames of the copies of inline site `si`, with their arguments from
+    /// `values` (the event's fields) when shown and all read.
+    fn open_copies(
+        &mut self,
+        m: &Meta<'_>,
+        si: usize,
+        values: Option<&[Value]>,
+    ) -> std::io::Result<()> {
+        let s = &self.inlines[si];
+        let read = values
+            .filter(|v| self.opts.args && s.complete(v))
+            .map(|v| s.values(v));
+        let comm = match self.comms.get(&m.tid) {
+            Some(c) if !c.is_empty() => c.clone(),
+            _ => self.comm(m).to_string(),
+        };
+        for &instance in &s.copies {
+            self.tree.enter_inline(
+                task_of(m, &comm),
+                instance,
+                read.as_ref().map(|(regs, stack)| (&regs[..], &stack[..])),
+                Some(m.ts),
+                &mut self.sinks,
+                &mut self.obuf,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
+    /// exception unwinding through it): closed without a value.
+    pub fn unwound(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let comm = self.comm(m).to_string();
+        let exit = Exit {
+            task: task_of(m, &comm),
+            depth: 0,
+            func: Some(self.ids[probe]),
+            ret: None,
+            time_ns: Some(m.ts),
+            duration_ns: None,
+            layout: None,
+        };
+        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
+    }
+
+    /// File `path` is loaded at `bias` in a traced process: pointers into it are named.
+    pub fn learn_file(&mut self, path: &str, bias: u64) {
+        self.symbolizer
+            .learn_file(path.into(), super::symbolize::Placed::Bias(bias));
+    }
+
+    /// Close every open call (end of trace): `f(...); /* no return */` or
+    /// `} /* f (no return) */`, and flush buffered trees.
+    pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
+        self.flush(out)
+    }
+}
+
+/// Where a source's call events go: straight into the call pipeline ([`Calls`]), or
+/// through a buffer that merges two sources by time (the in-process engine with uprobes
+/// for the functions it cannot hook).
+pub trait EventSink {
+    /// An entry event of probe `probe`.
+    fn entry(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// A return event of probe `probe`.
+    fn ret(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// The first instruction of inline site `site`'s copies ran.
+    fn inline(
+        &mut self,
+        m: &Meta<'_>,
+        site: usize,
+        values: Option<&[Value]>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()>;
+    /// The return address of the next entry of `probe` in thread `tid`.
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64);
+    /// Events were lost on `cpu`.
+    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()>;
+    /// Top-level calls completed so far (what `--count` counts).
+    fn top_level(&self) -> u64;
+}
+
+impl EventSink for Calls<'_> {
     /// An entry event of probe `probe` with its field values.
-    pub fn entry(
+    fn entry(
         &mut self,
         m: &Meta<'_>,
         probe: usize,
@@ -333,79 +458,8 @@ impl<'a> Calls<'a> {
         self.flush(out)
     }
 
-    /// The return address of a call of probe `probe`'s function in thread `tid`, read at
-    /// its entry (its entry event follows).
-    pub fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
-        self.entry_ra.insert(tid, (probe, ra));
-    }
-
-    /// The traced function a return address `ra` of thread `tid` is in, and where: the
-    /// call site of a call made from it. Found in the targets whose load bias in the
-    /// thread's process is known (from the entries of their functions).
-    fn site(&self, tid: u32, ra: u64) -> Option<CodeSite> {
-        for (t, code) in self.code.iter().enumerate() {
-            let Some(&bias) = self.bias.get(&(tid, t)) else {
-                continue;
-            };
-            let at = ra.wrapping_sub(bias);
-            let i = code.partition_point(|&(start, _, _)| start <= at);
-            let Some(&(start, end, probe)) = i.checked_sub(1).and_then(|i| code.get(i)) else {
-                continue;
-            };
-            if at < end {
-                return Some(CodeSite {
-                    func: self.ids[probe],
-                    offset: at - start,
-                });
-            }
-        }
-        None
-    }
-
-    /// The first instruction of the copies of inline site `site` ran (its own probe):
-    /// their frames open inside the thread's innermost call, their container.
-    pub fn inline(
-        &mut self,
-        m: &Meta<'_>,
-        site: usize,
-        values: Option<&[Value]>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        self.open_copies(m, site, values)?;
-        self.flush(out)
-    }
-
-    /// Open the frames of the copies of inline site `si`, with their arguments from
-    /// `values` (the event's fields) when shown and all read.
-    fn open_copies(
-        &mut self,
-        m: &Meta<'_>,
-        si: usize,
-        values: Option<&[Value]>,
-    ) -> std::io::Result<()> {
-        let s = &self.inlines[si];
-        let read = values
-            .filter(|v| self.opts.args && s.complete(v))
-            .map(|v| s.values(v));
-        let comm = match self.comms.get(&m.tid) {
-            Some(c) if !c.is_empty() => c.clone(),
-            _ => self.comm(m).to_string(),
-        };
-        for &instance in &s.copies {
-            self.tree.enter_inline(
-                task_of(m, &comm),
-                instance,
-                read.as_ref().map(|(regs, stack)| (&regs[..], &stack[..])),
-                Some(m.ts),
-                &mut self.sinks,
-                &mut self.obuf,
-            )?;
-        }
-        Ok(())
-    }
-
     /// A return event of probe `probe` with its field values.
-    pub fn ret(
+    fn ret(
         &mut self,
         m: &Meta<'_>,
         probe: usize,
@@ -433,36 +487,27 @@ impl<'a> Calls<'a> {
         self.flush(out)
     }
 
-    /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
-    /// exception unwinding through it): closed without a value.
-    pub fn unwound(
+    /// The first instruction of the copies of inline site `site` ran (its own probe):
+    /// their frames open inside the thread's innermost call, their container.
+    fn inline(
         &mut self,
         m: &Meta<'_>,
-        probe: usize,
+        site: usize,
+        values: Option<&[Value]>,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let comm = self.comm(m).to_string();
-        let exit = Exit {
-            task: task_of(m, &comm),
-            depth: 0,
-            func: Some(self.ids[probe]),
-            ret: None,
-            time_ns: Some(m.ts),
-            duration_ns: None,
-            layout: None,
-        };
-        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.open_copies(m, site, values)?;
         self.flush(out)
     }
 
-    /// File `path` is loaded at `bias` in a traced process: pointers into it are named.
-    pub fn learn_file(&mut self, path: &str, bias: u64) {
-        self.symbolizer
-            .learn_file(path.into(), super::symbolize::Placed::Bias(bias));
+    /// The return address of a call of probe `probe`'s function in thread `tid`, read at
+    /// its entry (its entry event follows).
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        self.entry_ra.insert(tid, (probe, ra));
     }
 
     /// Events were lost on `cpu`: print the notice in the stream.
-    pub fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
+    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
         self.lost += n;
         let note = Note::Lost {
             cpu: Some(cpu),
@@ -472,84 +517,6 @@ impl<'a> Calls<'a> {
         self.flush(out)
     }
 
-    /// Close every open call (end of trace): `f(...); /* no return */` or
-    /// `} /* f (no return) */`, and flush buffered trees.
-    pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
-        self.flush(out)
-    }
-}
-
-/// Where a source's call events go: straight into the call pipeline ([`Calls`]), or
-/// through a buffer that merges two sources by time (the in-process engine with uprobes
-/// for the functions it cannot hook).
-pub trait EventSink {
-    /// An entry event of probe `probe`.
-    fn entry(
-        &mut self,
-        m: &Meta<'_>,
-        probe: usize,
-        values: &[Value],
-        out: &mut dyn Write,
-    ) -> std::io::Result<()>;
-    /// A return event of probe `probe`.
-    fn ret(
-        &mut self,
-        m: &Meta<'_>,
-        probe: usize,
-        values: &[Value],
-        out: &mut dyn Write,
-    ) -> std::io::Result<()>;
-    /// The first instruction of inline site `site`'s copies ran.
-    fn inline(
-        &mut self,
-        m: &Meta<'_>,
-        site: usize,
-        values: Option<&[Value]>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()>;
-    /// The return address of the next entry of `probe` in thread `tid`.
-    fn call_site(&mut self, tid: u32, probe: usize, ra: u64);
-    /// Events were lost on `cpu`.
-    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()>;
-    /// Top-level calls completed so far (what `--count` counts).
-    fn top_level(&self) -> u64;
-}
-
-impl EventSink for Calls<'_> {
-    fn entry(
-        &mut self,
-        m: &Meta<'_>,
-        probe: usize,
-        values: &[Value],
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        Calls::entry(self, m, probe, values, out)
-    }
-    fn ret(
-        &mut self,
-        m: &Meta<'_>,
-        probe: usize,
-        values: &[Value],
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        Calls::ret(self, m, probe, values, out)
-    }
-    fn inline(
-        &mut self,
-        m: &Meta<'_>,
-        site: usize,
-        values: Option<&[Value]>,
-        out: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        Calls::inline(self, m, site, values, out)
-    }
-    fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
-        Calls::call_site(self, tid, probe, ra)
-    }
-    fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()> {
-        Calls::lost(self, cpu, n, out)
-    }
     fn top_level(&self) -> u64 {
         self.counts().top_level
     }
