@@ -637,3 +637,34 @@ fn files_of_a_killed_dcg_are_removed_by_the_next() {
     );
     assert!(leftovers(pid).is_empty(), "{:?}", leftovers(pid));
 }
+
+/// Inlined copies as frames in process (tests/uprobe/inline.c at -O2): calls made from a
+/// copy's code sit under its frame; a copy at its function's entry has its arguments.
+#[test]
+fn inline_frames_in_process() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), "gcc", &repo_file("uprobe/inline.c"), &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let out = trace_values(bs, "*");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let calls = calls_only(&stdout);
+    let at = calls
+        .iter()
+        .position(|c| c.trim_start() == "scale(v=4, k=3) /* inlined in first */ {")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        calls[at + 1].contains("helper(x=4); /* ret=9 */"),
+        "{stdout}"
+    );
+    assert!(calls[at + 2].trim_start() == "} /* scale */", "{stdout}");
+    let indent = |s: &str| s.len() - s.trim_start().len();
+    assert_eq!(indent(&calls[at + 1]), indent(&calls[at]) + 2, "{stdout}");
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.contains("/* inlined in second */ {")),
+        "{stdout}"
+    );
+}

@@ -282,6 +282,8 @@ pub fn run(
     let mut batch = Vec::new();
     let mut lines = Vec::new();
     let mut objects_seen = 0;
+    // Load bias of each target by (process, target); (0, target): the latest.
+    let mut biases: std::collections::HashMap<(u32, usize), u64> = Default::default();
     // Take what both sources have; pass on what every source has delivered up to `upto`.
     let mut step = |rings: &mut Rings,
                     pipe: Option<&mut dcg_live::tracefs::TracePipe>,
@@ -291,7 +293,14 @@ pub fn run(
                     out: &mut dyn Write,
                     last: bool|
      -> std::io::Result<bool> {
-        for (_, path, bias) in rings.new_objects(&mut objects_seen) {
+        for (pid, path, bias) in rings.new_objects(&mut objects_seen) {
+            if let Some(t) = targets
+                .iter()
+                .position(|t| t.path.as_os_str() == path.as_str())
+            {
+                biases.insert((pid, t), bias);
+                biases.insert((0, t), bias);
+            }
             calls.learn_file(&path, bias);
         }
         if let (Some(pipe), Some(stream)) = (pipe, stream) {
@@ -318,7 +327,14 @@ pub fn run(
         rings.drain(&mut batch);
         for r in &batch {
             if let Some(&probe) = probe_of.get(r.func as usize) {
-                merge.record(r, probe, rings.comm(r.ring), &entry_kinds, &ret_kinds);
+                // Where the function is in the thread's process: inline frames place
+                // calls by their return addresses. (A forked child has its parent's.)
+                let t = probes[probe].target;
+                let ip = biases
+                    .get(&(r.pid, t))
+                    .or_else(|| biases.get(&(0, t)))
+                    .map(|b| b.wrapping_add(probes[probe].addr));
+                merge.record(r, probe, ip, rings.comm(r.ring), &entry_kinds, &ret_kinds);
             }
         }
         // Uprobe events reach the pipe a little later than the recorder's records.
@@ -447,6 +463,8 @@ enum Kind {
     Entry,
     Return,
     Unwound,
+    /// The return address of the next entry (`values[0]`), read by its own uprobe.
+    CallSite,
 }
 
 /// A call event held until both sources have delivered what came before it.
@@ -459,6 +477,8 @@ struct Held {
     kind: Kind,
     probe: usize,
     values: Vec<Value>,
+    /// Where the function's entry is in the process (entries).
+    ip: Option<u64>,
 }
 
 /// The events of both sources, passed on in time order.
@@ -474,6 +494,7 @@ impl Merge {
         &mut self,
         r: &Record,
         probe: usize,
+        ip: Option<u64>,
         comm: String,
         entry_kinds: &[Vec<bool>],
         ret_kinds: &[Vec<bool>],
@@ -504,6 +525,7 @@ impl Merge {
             kind,
             probe,
             values,
+            ip: ip.filter(|_| kind == Kind::Entry),
         });
     }
 
@@ -516,6 +538,7 @@ impl Merge {
             kind,
             probe,
             values: values.to_vec(),
+            ip: m.ip,
         });
     }
 
@@ -540,12 +563,17 @@ impl Merge {
                 tid: h.tid,
                 cpu: h.cpu,
                 ts: h.ts,
-                ip: None,
+                ip: h.ip,
             };
             match h.kind {
                 Kind::Entry => calls.entry(&m, h.probe, &h.values, out)?,
                 Kind::Return => calls.ret(&m, h.probe, &h.values, out)?,
                 Kind::Unwound => calls.unwound(&m, h.probe, out)?,
+                Kind::CallSite => {
+                    if let Some(Value::Num(ra)) = h.values.first() {
+                        calls.call_site(h.tid, h.probe, *ra);
+                    }
+                }
             }
             if count.is_some_and(|n| calls.counts().top_level >= n) {
                 return Ok(true);
@@ -576,7 +604,7 @@ impl EventSink for Merge {
         self.hold(m, Kind::Return, probe, values);
         Ok(())
     }
-    // No inline sites and no call sites in process (inline frames are off there).
+    // The uprobes of the functions the recorder cannot hook include no inline sites.
     fn inline(
         &mut self,
         _m: &Meta<'_>,
@@ -586,7 +614,25 @@ impl EventSink for Merge {
     ) -> std::io::Result<()> {
         Ok(())
     }
-    fn call_site(&mut self, _tid: u32, _probe: usize, _ra: u64) {}
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        // Just before its entry event, on the same clock.
+        let ts = self
+            .held
+            .iter()
+            .rev()
+            .find(|h| h.tid == tid)
+            .map_or(0, |h| h.ts);
+        self.held.push(Held {
+            ts,
+            tid,
+            cpu: 0,
+            comm: String::new(),
+            kind: Kind::CallSite,
+            probe,
+            values: vec![Value::Num(ra)],
+            ip: None,
+        });
+    }
     fn lost(&mut self, cpu: u32, n: u64, _out: &mut dyn Write) -> std::io::Result<()> {
         self.lost.push((cpu, n));
         Ok(())

@@ -168,9 +168,8 @@ pub fn run(
     } else {
         plan::Reads::UPROBES
     };
-    // Inlined copies are shown as frames: calls made from their code under them (the
-    // in-process engine does not read inlined copies' first instructions).
-    let frames = !args.no_inline_frames && !in_process;
+    // Inlined copies are shown as frames: calls made from their code under them.
+    let frames = !args.no_inline_frames;
     let mut selected = Vec::new();
     let mut copies = Vec::new();
     let mut failed = Vec::new();
@@ -193,7 +192,14 @@ pub fn run(
         &mut notes,
     );
     let inlines = if frames {
-        plan::plan_inlines(&targets, &copies, &mut probes, args.args, &mut notes)
+        plan::plan_inlines(
+            &targets,
+            &copies,
+            &mut probes,
+            args.args,
+            !in_process,
+            &mut notes,
+        )
     } else {
         Vec::new()
     };
@@ -245,7 +251,7 @@ pub fn run(
     }
     if in_process {
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, &probes, &[], &targets, args);
+        let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args);
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;

@@ -107,12 +107,15 @@ fn nesting(i: &Instance<'_>) -> usize {
 /// Plan the probes of inlined copies: one per distinct first instruction, reading the
 /// registers and stack words the copies' parameters are in there (`with_args`); at the
 /// address of a function's entry probe, the fields are added to its entry event
-/// instead. Copies at no file offset are left out with a note.
+/// instead. Copies at no file offset are left out with a note. Without `own_probes` (the
+/// in-process engine, which reads function entries only) a copy elsewhere gets no probe:
+/// its frame opens at its first call, without arguments.
 pub fn plan_inlines<'a>(
     targets: &[Target],
     copies: &[SelectedCopy<'a>],
     probes: &mut [Probe<'a>],
     with_args: bool,
+    own_probes: bool,
     notes: &mut Vec<String>,
 ) -> Vec<InlineSite<'a>> {
     let mut names: HashSet<String> = probes
@@ -200,6 +203,10 @@ pub fn plan_inlines<'a>(
                     ));
                 }
                 p.inlines.push(si);
+            }
+            None if !own_probes => {
+                regs.clear();
+                stack.clear();
             }
             None => {
                 for (name, fetch) in fetches {
