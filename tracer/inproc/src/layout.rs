@@ -73,6 +73,10 @@ pub mod mode {
     pub const PATCHABLE: u8 = 2;
     /// A plain build: the first `patch_len` bytes move to a trampoline.
     pub const PLAIN: u8 = 3;
+    /// An IFUNC: `addr` is its resolver, which the recorder calls at start-up; of the
+    /// `PLAIN` functions flagged `IFUNC_IMPL` that follow it, the one the resolver
+    /// returns is hooked (records name that one).
+    pub const IFUNC: u8 = 4;
 }
 
 /// Function flags.
@@ -82,6 +86,8 @@ pub mod fflags {
     pub const NO_RET_HOOK: u8 = 1;
     /// The return value is on the x87 stack (`long double`): read `st0` at the return.
     pub const RET_X87: u8 = 2;
+    /// A possible implementation of the IFUNC before it: hooked only if chosen.
+    pub const IFUNC_IMPL: u8 = 4;
 }
 
 /// A traced function.

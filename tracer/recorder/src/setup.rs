@@ -435,17 +435,42 @@ pub unsafe fn init() {
             .enumerate()
             .filter(|(_, f)| f.target as usize == t)
             .collect();
-        let patched = mine.iter().filter(|(_, f)| f.mode != mode::MCOUNT).count();
+        let patched = mine
+            .iter()
+            .filter(|(_, f)| f.mode == mode::PLAIN || f.mode == mode::PATCHABLE)
+            .count();
         let mut stubs = if patched > 0 {
             Stubs::near(obj.start, obj.end, patched)
         } else {
             None
         };
+        // The implementation the last IFUNC's resolver chose, until one is hooked.
+        let mut chosen: Option<u64> = None;
         for (i, f) in mine {
+            if f.mode == mode::IFUNC {
+                if chosen.is_some() {
+                    unhooked += 1;
+                }
+                // SAFETY: an IFUNC resolver of a loaded object: the dynamic linker
+                // calls these with no arguments before any code of the object runs.
+                let resolve: extern "C" fn() -> u64 =
+                    std::mem::transmute((obj.bias + f.addr) as usize);
+                chosen = Some(resolve());
+                continue;
+            }
+            if f.flags & fflags::IFUNC_IMPL != 0 {
+                if chosen != Some(obj.bias + f.addr) {
+                    continue;
+                }
+                chosen = None;
+            }
             match hook(f, obj.bias, &mut stubs) {
                 Some(site) => sites.push((site, i as u32)),
                 None => unhooked += 1,
             }
+        }
+        if chosen.is_some() {
+            unhooked += 1;
         }
         if let Some(s) = &stubs {
             s.seal();

@@ -29,6 +29,8 @@ pub struct Binary<'a> {
     bytes: &'a [u8],
     segments: &'a [Segment],
     plt: HashMap<u64, String>,
+    /// IFUNC symbols by address (their resolvers).
+    ifuncs: HashMap<u64, String>,
     patchable: bool,
     /// Statically linked: no `LD_PRELOAD` reaches it.
     pub is_static: bool,
@@ -41,12 +43,25 @@ impl<'a> Binary<'a> {
     /// Read `bytes` (an ELF file with `segments`).
     pub fn new(bytes: &'a [u8], segments: &'a [Segment]) -> Binary<'a> {
         let mut plt = HashMap::new();
+        let mut ifuncs = HashMap::new();
         let mut patchable = false;
         let mut is_static = true;
         if let Ok(file) = object::File::parse(bytes) {
             patchable = file
                 .section_by_name("__patchable_function_entries")
                 .is_some();
+            for sym in file.dynamic_symbols().chain(file.symbols()) {
+                let object::SymbolFlags::Elf { st_info, .. } = sym.flags() else {
+                    continue;
+                };
+                if st_info & 0xf == object::elf::STT_GNU_IFUNC {
+                    if let Ok(name) = sym.name().map(str::to_string) {
+                        if !name.is_empty() {
+                            ifuncs.entry(sym.address()).or_insert(name);
+                        }
+                    }
+                }
+            }
             is_static = file.section_by_name(".interp").is_none()
                 && file.section_by_name(".dynamic").is_none();
             // GOT slot → imported name.
@@ -92,9 +107,15 @@ impl<'a> Binary<'a> {
             bytes,
             segments,
             plt,
+            ifuncs,
             patchable,
             is_static,
         }
+    }
+
+    /// The name of the IFUNC whose resolver is at `addr`, if one is.
+    pub fn ifunc_at(&self, addr: u64) -> Option<&str> {
+        self.ifuncs.get(&addr).map(String::as_str)
     }
 
     /// The code of the function at ELF address `addr` of `size` bytes.

@@ -62,13 +62,16 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
     None
 }
 
-/// The recorder's plan of each probe: how its entry is hooked and its fetches; probes
-/// it cannot hook get `None` and a note (uprobes trace them).
+/// The recorder's plan of each probe: how its entry is hooked and its fetches (for an
+/// IFUNC, its resolver and each implementation it may choose); probes it cannot hook get
+/// `None` and a note (uprobes trace them). An IFUNC's probe becomes one of the chosen
+/// implementation, named by the IFUNC, its values raw (the implementations are assembly,
+/// without DWARF).
 pub fn hooks(
     targets: &[Target],
-    probes: &[Probe<'_>],
+    probes: &mut [Probe<'_>],
     notes: &mut Vec<String>,
-) -> Result<Vec<Option<PlanFunc>>> {
+) -> Result<Vec<Option<Vec<PlanFunc>>>> {
     let mut bytes = Vec::new();
     for t in targets {
         bytes.push(std::fs::read(&t.path).map_err(|e| UtraceError::Binary {
@@ -82,14 +85,77 @@ pub fn hooks(
         .map(|(t, b)| Binary::new(b, &t.segments))
         .collect();
     let mut out = Vec::new();
-    for p in probes {
+    for p in probes.iter_mut() {
         let t = &targets[p.target];
+        let bin = &bins[p.target];
+        let ops = |fields: &[crate::plan::Field]| -> Result<Vec<FetchOp>> {
+            fields
+                .iter()
+                .filter(|f| f.name != COMM_FIELD)
+                .map(|f| {
+                    parse_fetch(&f.fetch).map_err(|e| UtraceError::Binary {
+                        path: t.path.display().to_string(),
+                        what: e.to_string(),
+                    })
+                })
+                .collect()
+        };
+        if let Some(name) = bin.ifunc_at(p.addr) {
+            // The implementations: `__NAME_variant` (glibc's naming), hookable.
+            let prefix = format!("__{name}_");
+            let mut impls: Vec<(u64, u64)> = t
+                .symbols
+                .functions()
+                .filter(|s| s.name.starts_with(&prefix) && s.size > 0)
+                .map(|s| (s.addr, s.size))
+                .collect();
+            impls.sort_unstable();
+            impls.dedup();
+            let mut funcs = vec![PlanFunc {
+                target: p.target as u32,
+                addr: p.addr,
+                size: 0,
+                mode: mode::IFUNC,
+                flags: 0,
+                site_off: 0,
+                patch_len: 0,
+                entry: Vec::new(),
+                ret: Vec::new(),
+            }];
+            crate::plan::make_raw(p, name);
+            let ret = ops(&p.ret_fields)?;
+            for (addr, size) in impls {
+                if let Hook::Plain(n) = bin.hook(addr, size) {
+                    funcs.push(PlanFunc {
+                        target: p.target as u32,
+                        addr,
+                        size: size as u32,
+                        mode: mode::PLAIN,
+                        flags: fflags::IFUNC_IMPL,
+                        site_off: 0,
+                        patch_len: n,
+                        entry: Vec::new(),
+                        ret: ret.clone(),
+                    });
+                }
+            }
+            if funcs.len() > 1 {
+                notes.push(format!(
+                    "{name} in {} is an IFUNC: the implementation its resolver chooses at \
+                     start-up is traced (of {}), with raw values (no DWARF)",
+                    t.path.display(),
+                    funcs.len() - 1
+                ));
+                out.push(Some(funcs));
+                continue;
+            }
+        }
         let size = p
             .func
             .map(|f| u64::from(f.size()))
             .or_else(|| t.symbols.at(p.addr).iter().map(|s| s.size).max())
             .unwrap_or(0);
-        let (mode, site_off, patch_len) = match bins[p.target].hook(p.addr, size) {
+        let (mode, site_off, patch_len) = match bin.hook(p.addr, size) {
             Hook::Mcount(o) => (mode::MCOUNT, o, 0),
             Hook::Patchable(o) => (mode::PATCHABLE, o, 0),
             Hook::Plain(n) => (mode::PLAIN, 0, n),
@@ -103,18 +169,6 @@ pub fn hooks(
                 continue;
             }
         };
-        let ops = |fields: &[crate::plan::Field]| -> Result<Vec<FetchOp>> {
-            fields
-                .iter()
-                .filter(|f| f.name != COMM_FIELD)
-                .map(|f| {
-                    parse_fetch(&f.fetch).map_err(|e| UtraceError::Binary {
-                        path: t.path.display().to_string(),
-                        what: e.to_string(),
-                    })
-                })
-                .collect()
-        };
         let mut flags = 0;
         if p.returns_twice {
             flags |= fflags::NO_RET_HOOK;
@@ -122,7 +176,7 @@ pub fn hooks(
         if p.ret_fields.iter().any(|f| f.fetch.starts_with("%st0")) {
             flags |= fflags::RET_X87;
         }
-        out.push(Some(PlanFunc {
+        out.push(Some(vec![PlanFunc {
             target: p.target as u32,
             addr: p.addr,
             size: size as u32,
@@ -132,7 +186,7 @@ pub fn hooks(
             patch_len,
             entry: ops(&p.entry_fields)?,
             ret: ops(&p.ret_fields)?,
-        }));
+        }]));
     }
     Ok(out)
 }
@@ -147,7 +201,7 @@ const RING_BYTES: u32 = 4 << 20;
 pub fn run(
     targets: &[Target],
     probes: &[Probe<'_>],
-    planned: Vec<Option<PlanFunc>>,
+    planned: Vec<Option<Vec<PlanFunc>>>,
     calls: &mut Calls<'_>,
     args: &TraceOptions,
     out: &mut dyn Write,
@@ -161,8 +215,10 @@ pub fn run(
     for (i, f) in planned.into_iter().enumerate() {
         match f {
             Some(f) => {
-                probe_of.push(i);
-                funcs.push(f);
+                for f in f {
+                    probe_of.push(i);
+                    funcs.push(f);
+                }
             }
             None => fallback.push(i),
         }

@@ -206,7 +206,7 @@ pub fn run(
     // In process: how each function is hooked; those the recorder cannot hook are
     // traced with uprobes, planned for what uprobes read.
     let hooks = if in_process {
-        let hooks = inproc::hooks(&targets, &probes, &mut notes)?;
+        let hooks = inproc::hooks(&targets, &mut probes, &mut notes)?;
         if hooks.iter().any(Option::is_none) {
             let by_uprobes = plan::plan_probes(
                 &targets,

@@ -676,6 +676,25 @@ pub fn plan_probes<'a>(
     probes
 }
 
+/// Make `p` a probe of a function dcg knows no types of, named `name`: no arguments, the
+/// return register raw (an IFUNC's implementation).
+pub fn make_raw(p: &mut Probe<'_>, name: &str) {
+    p.func = None;
+    p.symbol = name.to_string();
+    p.entry_fields.retain(|f| f.name == COMM_FIELD);
+    p.args.clear();
+    p.ra = None;
+    p.inlines.clear();
+    p.ret_text = None;
+    if !p.ret_fields.is_empty() {
+        p.ret_fields = vec![Field {
+            name: "ret".into(),
+            fetch: "$retval:x64".into(),
+            string: false,
+        }];
+    }
+}
+
 /// The entry field holding the return address.
 pub const RA_FIELD: &str = "ra";
 
