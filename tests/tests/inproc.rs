@@ -668,3 +668,58 @@ fn inline_frames_in_process() {
         "{stdout}"
     );
 }
+
+/// An IFUNC of libc (`strlen`) is traced as the implementation its resolver chose at
+/// start-up: every call, named `strlen`, its return value raw (no DWARF there).
+#[test]
+fn ifunc_implementation_is_traced() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("lens.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <string.h>
+int main(void) {
+  const char *w[] = {"a", "abcd", "abcdefghij"};
+  size_t n = 0;
+  for (int i = 0; i < 3; i++) n += strlen(w[i]);
+  printf("%zu\n", n);
+  return 0;
+}
+"#,
+    )
+    .unwrap();
+    let bin = build(dir.path(), "gcc", &src, &["-O0", "-fno-builtin"]);
+    let bs = bin.to_str().unwrap();
+    let libc = Command::new("gcc")
+        .arg("-print-file-name=libc.so.6")
+        .output()
+        .unwrap();
+    let libc = PathBuf::from(text(&libc.stdout).trim());
+    let libc = libc.canonicalize().unwrap_or(libc);
+    let out = dcg(&[
+        "--engine",
+        "inproc",
+        "--show-retvals",
+        "--func",
+        &format!("{bs}:main"),
+        "--func",
+        &format!("{}:strlen", libc.display()),
+        "--",
+        bs,
+    ]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("strlen in ") && err.contains("is an IFUNC"),
+        "{err}"
+    );
+    let lens: Vec<String> = calls_only(&stdout)
+        .iter()
+        .filter_map(|c| c.trim_start().strip_prefix("strlen(); /* ret="))
+        .map(|r| r.trim_end_matches(" */").to_string())
+        .collect();
+    assert_eq!(lens, ["0x1 (raw)", "0x4 (raw)", "0xa (raw)"], "{stdout}");
+    assert!(stdout.lines().any(|l| l == "15"), "{stdout}");
+}
