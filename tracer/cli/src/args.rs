@@ -105,6 +105,9 @@ pub enum FormatArg {
     Folded,
     /// Chrome trace-event JSON (Perfetto, chrome://tracing): one slice per call.
     Chrome,
+    /// One self-contained HTML page (call trees with every value, flame graph, call
+    /// graph, tables) for a browser; write it with -o FILE.
+    Html,
 }
 
 /// Weight of a folded stack line.
@@ -145,17 +148,24 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Text => Format::Text,
+            FormatArg::Json => Format::Json,
+            FormatArg::Dot => Format::Dot,
+            FormatArg::Folded => Format::Folded,
+            FormatArg::Chrome => Format::Chrome,
+            FormatArg::Html => Format::Html,
+        }
+    }
+}
+
 impl ReportArgs {
     /// How to write the report.
     pub fn options(&self) -> ReportOptions {
         ReportOptions {
-            format: match self.format {
-                FormatArg::Text => Format::Text,
-                FormatArg::Json => Format::Json,
-                FormatArg::Dot => Format::Dot,
-                FormatArg::Folded => Format::Folded,
-                FormatArg::Chrome => Format::Chrome,
-            },
+            format: self.format.into(),
             top: self.top,
             folded_weight: match self.folded_weight {
                 WeightArg::Calls => FoldedWeight::Calls,

@@ -30,6 +30,10 @@ pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
 }
 
 fn trace(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let report = ReportOptions {
+        format: args.report.map_or(dcg_report::Format::Text, Into::into),
+        ..ReportOptions::default()
+    };
     let opts = args.options();
     use dcg_live::options::Engine;
     match (opts.is_user_space(), opts.engine) {
@@ -56,7 +60,7 @@ fn trace(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
             kind: InputKind::Live,
             root: None,
         };
-        write_report(&ReportOptions::default(), &input, &graph, out)?;
+        write_report(&report, &input, &graph, out)?;
     }
     Ok(code)
 }

@@ -64,12 +64,19 @@ pub struct TraceArgs {
     /// Write the trace (the calls, their JSON or the report) to FILE instead of standard
     /// output, so the traced command's own output stays apart from it. FILE appears when
     /// the trace ends (written through a temporary file beside it).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE")]
     pub trace_output: Option<PathBuf>,
     /// Print the call-graph report of the traced calls when the trace ends, instead of
-    /// the calls (what `dcg report` prints for a saved trace).
-    #[arg(long, conflicts_with_all = ["json", "errors_only"])]
-    pub report: bool,
+    /// the calls (what `dcg report` prints for a saved trace); `--report html -o FILE`:
+    /// the HTML page (any `dcg report --format`).
+    #[arg(
+        long,
+        conflicts_with_all = ["json", "errors_only"],
+        num_args = 0..=1,
+        default_missing_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub report: Option<crate::args::FormatArg>,
     /// Signature db of the traced code (sigdb file or ELF with `.dcg_sigdb`); default: the
     /// store's db (by build-id), else one built in memory from the binary's DWARF.
     #[arg(long = "db", value_name = "FILE")]
@@ -134,8 +141,8 @@ impl TraceArgs {
             errors_only: self.errors_only,
             errno: self.errno,
             output: self.output,
-            report: self.report,
-            shown_at_end: self.report || self.trace_output.is_some(),
+            report: self.report.is_some(),
+            shown_at_end: self.report.is_some() || self.trace_output.is_some(),
             db: self.db,
             pid: self.pid,
             command: self.command,

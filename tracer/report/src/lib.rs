@@ -1,11 +1,13 @@
 //! `dcg report`: the dynamic call graph of saved calls or saved ftrace text — per
 //! function calls, total and self time, error returns, where the errors of failing
 //! top-level calls first appeared, caller → callee edges, the "called way too often" view — as text, JSON, Graphviz DOT, folded stacks or Chrome
-//! trace-event JSON. Formats are described in `tracer/REPORT.md`.
+//! trace-event JSON, or one self-contained HTML page. Formats are described in
+//! `tracer/REPORT.md`.
 
 pub mod chrome;
 pub mod dot;
 pub mod folded;
+pub mod html;
 pub mod json;
 pub mod model;
 pub mod text;
@@ -85,6 +87,8 @@ pub enum Format {
     Folded,
     /// Chrome trace-event JSON (Perfetto, chrome://tracing): one slice per call.
     Chrome,
+    /// One self-contained HTML page: call trees, flame graph, call graph, tables.
+    Html,
 }
 
 /// Weight of a folded stack line.
@@ -155,6 +159,7 @@ pub fn write_report(
             folded::write(out, graph, args.folded_weight)?
         }
         Format::Chrome => chrome::write(out, input, graph)?,
+        Format::Html => html::write(out, input, graph, &graph.summarize(), args.top)?,
     }
     Ok(())
 }

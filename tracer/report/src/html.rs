@@ -1,0 +1,203 @@
+//! One self-contained HTML file: the call trees with every typed value (folded below a
+//! depth, built lazily so 100,000 calls open in seconds), a search that opens the path to
+//! a function, a flame graph (SVG laid out by `inferno`, click to zoom), the call graph
+//! (Graphviz `dot` when installed, else a table of edges) and the text report's tables.
+//! No network and no external file: the page's script, style and data are in it.
+//!
+//! Values are shown as the saved calls hold them, rendered by the one renderer of the
+//! text printer; nothing is rendered again here.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::model::CallGraph;
+use super::{FoldedWeight, ReportError, ReportInput, Summary};
+
+const CSS: &str = include_str!("html/report.css");
+const JS: &str = include_str!("html/report.js");
+
+/// Write the page.
+pub fn write(
+    out: &mut dyn Write,
+    input: &ReportInput,
+    graph: &CallGraph,
+    summary: &Summary,
+    top: usize,
+) -> Result<(), ReportError> {
+    let mut tables = Vec::new();
+    super::text::write(&mut tables, input, graph, summary, top)?;
+    let flame = flame_svg(graph)?;
+    let call_graph = call_graph_html(graph, summary)?;
+    let data = data_json(input, graph);
+    let title = format!("dcg report: {}", input.source);
+    write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{title}</title><style>{CSS}</style></head>\n<body>\n\
+         <header><h1>dcg report</h1><span class=\"src\">{source}</span>\
+         <span>{calls} calls</span><nav>\
+         <button id=\"tab-tree\">Call trees</button><button id=\"tab-flame\">Flame graph</button>\
+         <button id=\"tab-graph\">Call graph</button><button id=\"tab-tables\">Tables</button></nav>\
+         <input id=\"dcg-search\" placeholder=\"find a function (Enter)\"></header>\n\
+         <section id=\"view-flame\">{flame}</section>\n\
+         <section id=\"view-tree\"><div id=\"tree\"></div></section>\n\
+         <section id=\"view-graph\">{call_graph}</section>\n\
+         <section id=\"view-tables\"><pre>{tables}</pre></section>\n\
+         <script type=\"application/json\" id=\"dcg-data\">{data}</script>\n\
+         <script>{JS}</script>\n</body></html>\n",
+        title = escape(&title),
+        source = escape(&input.source),
+        calls = graph.len(),
+        tables = escape(&String::from_utf8_lossy(&tables)),
+        data = data.replace("</", "<\\/"),
+    )?;
+    Ok(())
+}
+
+/// `&`, `<`, `>`, `"` escaped for HTML text and attributes.
+fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The calls as the page's script reads them: function names, and per call
+/// `[func, parent, args, ret, duration ns, error, origin, ctx, inlined in]`.
+fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
+    use serde_json::{json, Value};
+    let index: HashMap<u64, usize> = graph
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id, i))
+        .collect();
+    let calls: Vec<Value> = graph
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let args: Vec<String> = c
+                .args
+                .iter()
+                .map(|a| {
+                    if a.name.is_empty() {
+                        a.value.clone()
+                    } else {
+                        format!("{}={}", a.name, a.value)
+                    }
+                })
+                .collect();
+            let ctx = match c.ctx {
+                Some(dcg_calls::record::Context::Irq) => 1,
+                Some(dcg_calls::record::Context::Softirq) => 2,
+                Some(dcg_calls::record::Context::Nmi) => 3,
+                _ => 0,
+            };
+            json!([
+                graph.func[i],
+                graph.parent[i].map_or(-1, |p| p as i64),
+                args.join(", "),
+                c.ret,
+                c.duration_ns,
+                u8::from(c.error),
+                c.origin
+                    .and_then(|o| index.get(&o))
+                    .map_or(-1, |&o| o as i64),
+                ctx,
+                c.inline.as_ref().map(|s| s.container.clone()),
+            ])
+        })
+        .collect();
+    json!({ "source": input.source, "names": graph.names, "calls": calls }).to_string()
+}
+
+/// The flame graph of the calls (their self time where every call has a duration, else
+/// their number), inline: the first `<svg>` of the page, its own script drives the zoom.
+fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
+    if graph.is_empty() {
+        return Ok("<p>No calls.</p>".into());
+    }
+    let timed = graph.calls.iter().all(|c| c.duration_ns.is_some());
+    let weight = if timed {
+        FoldedWeight::SelfNs
+    } else {
+        FoldedWeight::Calls
+    };
+    let lines: Vec<String> = super::folded::stacks(graph, weight)
+        .into_iter()
+        .map(|(s, w)| format!("{s} {w}"))
+        .collect();
+    if lines.is_empty() {
+        return Ok("<p>No call has a duration.</p>".into());
+    }
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = "Calls (width: self time)".into();
+    if !timed {
+        opts.title = "Calls (width: number of calls)".into();
+    }
+    opts.count_name = if timed { "ns" } else { "calls" }.into();
+    // Every frame is drawn, however narrow: the page shows the whole graph.
+    opts.min_width = 0.0;
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
+        .map_err(ReportError::Io)?;
+    let svg = String::from_utf8_lossy(&svg);
+    // Inline in the page: no XML prolog; the page starts its script once loaded.
+    let start = svg.find("<svg").unwrap_or(0);
+    Ok(svg[start..].replacen(" onload=\"init(evt)\"", "", 1))
+}
+
+/// The call graph: Graphviz's SVG of the DOT report when `dot` is installed, else a
+/// table of caller → callee edges with their counts.
+fn call_graph_html(graph: &CallGraph, summary: &Summary) -> Result<String, ReportError> {
+    let mut dot = Vec::new();
+    super::dot::write(&mut dot, graph, summary)?;
+    if let Some(svg) = graphviz(&dot) {
+        return Ok(svg);
+    }
+    let mut s = String::from(
+        "<p>Graphviz is not installed: the edges as a table (<code>dcg report --format dot</code> \
+         for a drawing).</p><table class=\"edges\"><tr><th>caller</th><th>callee</th><th>calls</th></tr>",
+    );
+    for e in &summary.edges {
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&summary.functions[e.caller as usize].name),
+            escape(&summary.functions[e.callee as usize].name),
+            e.count
+        ));
+    }
+    s.push_str("</table>");
+    Ok(s)
+}
+
+/// `dot -Tsvg` of `dot`, without its XML prolog; `None` when Graphviz is missing or fails.
+fn graphviz(dot: &[u8]) -> Option<String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let input = dot.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().ok()?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return None;
+    }
+    let svg = String::from_utf8(out.stdout).ok()?;
+    let start = svg.find("<svg")?;
+    Some(svg[start..].to_string())
+}
