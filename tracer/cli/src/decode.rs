@@ -16,7 +16,7 @@ use crate::args::DecodeArgs;
 
 /// Run `dcg decode`.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let set = DbSet::resolve(&args.db)?;
+    let set = crate::resolve_db(&args.db)?;
     let job = args.job(std::io::stdout().is_terminal());
     let summary = if args.raw {
         raw(args, &set, job.opts, out)?

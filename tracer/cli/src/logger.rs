@@ -55,3 +55,33 @@ pub fn init() {
         log::set_max_level(max);
     }
 }
+
+/// Downloads (debuginfod) drawn as a progress bar on stderr when it is a terminal.
+pub fn progress_bars() {
+    use std::sync::Mutex;
+    static BAR: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+    dcg_debuginfod::set_progress_hook(Box::new(|label, got, total, done| {
+        let mut bar = BAR.lock().unwrap_or_else(|e| e.into_inner());
+        if done {
+            if let Some(b) = bar.take() {
+                b.finish_and_clear();
+            }
+            return;
+        }
+        let b = bar.get_or_insert_with(|| {
+            let b = match total {
+                Some(t) => indicatif::ProgressBar::new(t),
+                None => indicatif::ProgressBar::new_spinner(),
+            };
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "dcg: debuginfod {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b.set_message(label.to_string());
+            b
+        });
+        b.set_position(got);
+    }));
+}

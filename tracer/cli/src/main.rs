@@ -65,7 +65,13 @@ enum Command {
     /// a kernel module (`dwarfscan --emit-module`) carries and insert the module.
     Load {
         /// A sigdb file, an ELF file carrying a .dcg_sigdb section, or a dcg_sigdb .ko.
-        file: PathBuf,
+        #[arg(required_unless_present = "build_id")]
+        file: Option<PathBuf>,
+        /// Instead of a file: fetch the db of this build-id (a kernel's or a binary's)
+        /// from the debuginfod servers of DEBUGINFOD_URLS (its .dcg_sigdb section, else a
+        /// db built from its debug file) and install it.
+        #[arg(long, value_name = "HEX", conflicts_with_all = ["file", "force", "kernel_build_id"])]
+        build_id: Option<String>,
         /// Load a kernel db even if its build-id is not the running kernel's.
         #[arg(long)]
         force: bool,
@@ -84,6 +90,7 @@ enum Command {
 
 fn main() -> ExitCode {
     logger::init();
+    logger::progress_bars();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -98,12 +105,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// The one db resolver, with debuginfod as its last source (`DEBUGINFOD_URLS`); says on
+/// stderr when the db came from there.
+pub(crate) fn resolve_db(paths: &[PathBuf]) -> Result<DbSet> {
+    let net = dcg_debuginfod::Client::from_env(false);
+    let set = DbSet::resolve(paths, net.as_ref())?;
+    if let Some(note) = set.fetched() {
+        eprintln!("dcg: {note}");
+    }
+    Ok(set)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
         Command::Sig { db, what } => {
-            let set = DbSet::resolve(&db.db)?;
+            let set = resolve_db(&db.db)?;
             let mut missing = Vec::new();
             for w in &what {
                 let found: Vec<_> = match parse_addr(w) {
@@ -123,7 +141,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Dump { db, json } => {
-            let set = DbSet::resolve(&db.db)?;
+            let set = resolve_db(&db.db)?;
             for d in set.dbs() {
                 for f in d.functions() {
                     if json {
@@ -146,9 +164,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Load {
             file,
+            build_id,
             force,
             kernel_build_id,
         } => {
+            let Some(file) = file else {
+                let id = loader::parse_build_id(build_id.as_deref().unwrap_or_default())?;
+                let net = dcg_debuginfod::Client::from_env(false)
+                    .context("--build-id: DEBUGINFOD_URLS names no debuginfod server")?;
+                let (db, path, how) = dcg_dbset::binary::fetch_db(&id, &net)?;
+                writeln!(
+                    out,
+                    "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",
+                    sigdb::hex(&id),
+                    db.function_count(),
+                    path.display()
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            };
             if is_module_file(&file)? {
                 let notes = loader::kernel::notes_path();
                 let m = loader::module::insert(&file, &notes, force)?;

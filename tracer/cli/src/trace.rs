@@ -85,6 +85,7 @@ fn kernel(
 fn notice(n: &Notice) -> String {
     match n {
         Notice::RemovedStale(what) => format!("removed stale {what}"),
+        Notice::DbFetched(note) => note.clone(),
         Notice::BpfFallback(why) => {
             format!("{why}; tracing with function_graph instead (--engine bpf to insist)")
         }

@@ -105,6 +105,10 @@ pub struct TraceArgs {
     /// programs they exec (by default they are traced, as the command is).
     #[arg(long)]
     pub no_children: bool,
+    /// Never ask a debuginfod server (DEBUGINFOD_URLS) for the db of a binary without
+    /// DWARF here (an empty DEBUGINFOD_URLS does the same).
+    #[arg(long)]
+    pub offline: bool,
     /// Trace a running process (and its threads) instead of starting a command.
     #[arg(
         short = 'p',
@@ -148,6 +152,7 @@ impl TraceArgs {
             command: self.command,
             no_inline_frames: self.no_inline_frames,
             no_children: self.no_children,
+            offline: self.offline,
         }
     }
 }

@@ -60,18 +60,35 @@ pub enum DbError {
         /// Why the scan failed.
         error: String,
     },
+    /// A debuginfod server's answer was not usable (and was removed from the cache).
+    #[error("{what} of build-id {build_id} from debuginfod ({servers}): {error}")]
+    Fetched {
+        /// What was fetched.
+        what: String,
+        /// The build-id.
+        build_id: String,
+        /// The servers configured.
+        servers: String,
+        /// What is wrong with it.
+        error: String,
+    },
+    /// Fetching from debuginfod failed.
+    #[error(transparent)]
+    Debuginfod(#[from] dcg_debuginfod::FetchError),
 }
 
 /// One or more open databases, searched in order.
 #[derive(Debug)]
 pub struct DbSet {
     dbs: Vec<Db>,
+    /// Set when the dbs came from debuginfod: where from and where kept.
+    fetched: Option<String>,
 }
 
 impl DbSet {
     /// Wrap already opened databases.
     pub fn new(dbs: Vec<Db>) -> DbSet {
-        DbSet { dbs }
+        DbSet { dbs, fetched: None }
     }
 
     /// Open `--db` files: sigdb files, or ELF files carrying a `.dcg_sigdb` section.
@@ -80,13 +97,18 @@ impl DbSet {
         for p in paths {
             dbs.push(open_one(p)?);
         }
-        Ok(DbSet { dbs })
+        Ok(DbSet { dbs, fetched: None })
     }
 
     /// The given files; when there are none, the dbs loaded modules expose in
     /// `/sys/kernel/dcg/` (validated, and refused when not for the running kernel);
-    /// when there are none either, the store's dbs for the running kernel.
-    pub fn resolve(paths: &[PathBuf]) -> Result<DbSet, DbError> {
+    /// when there are none either, the store's dbs for the running kernel; when the store
+    /// has none, the db of the running kernel's build-id from the debuginfod servers of
+    /// `net` (kept in the store; [`DbSet::fetched`] says so).
+    pub fn resolve(
+        paths: &[PathBuf],
+        net: Option<&dcg_debuginfod::Client>,
+    ) -> Result<DbSet, DbError> {
         if !paths.is_empty() {
             return DbSet::open_paths(paths);
         }
@@ -97,12 +119,35 @@ impl DbSet {
                 .into_iter()
                 .map(|m| loader::module::open_sysfs_db(m, &notes))
                 .collect::<Result<_, _>>()?;
-            return Ok(DbSet { dbs });
+            return Ok(DbSet { dbs, fetched: None });
         }
-        let installed = loader::Store::from_env()?.find_for_kernel()?;
-        Ok(DbSet {
-            dbs: installed.open()?,
-        })
+        let store = loader::Store::from_env()?;
+        match (store.find_for_kernel(), net) {
+            (Ok(installed), _) => Ok(DbSet {
+                dbs: installed.open()?,
+                fetched: None,
+            }),
+            (Err(loader::Error::NoKernelDb { .. }), Some(net)) => {
+                let id = store.running_kernel_build_id()?;
+                let (db, stored, how) = binary::fetch_db(&id, net)?;
+                let note = format!(
+                    "the running kernel's db came from debuginfod ({how}, {} functions) and \
+                     is kept in {}",
+                    db.function_count(),
+                    stored.display()
+                );
+                Ok(DbSet {
+                    dbs: vec![db],
+                    fetched: Some(note),
+                })
+            }
+            (Err(e), _) => Err(e.into()),
+        }
+    }
+
+    /// When [`DbSet::resolve`] fetched the db from debuginfod: a note saying so.
+    pub fn fetched(&self) -> Option<&str> {
+        self.fetched.as_deref()
     }
 
     /// The databases.

@@ -150,6 +150,8 @@ type Result<T> = std::result::Result<T, KtraceError>;
 /// What the session has to tell the user as it goes (the command line prints these).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
+    /// The running kernel's db came from debuginfod (where from, where kept).
+    DbFetched(String),
     /// A session killed earlier left this behind; it was removed.
     RemovedStale(String),
     /// A pattern matched no traceable function, and why.
@@ -336,7 +338,11 @@ pub fn run(
     {
         return Err(KtraceError::Mixed(f.clone()));
     }
-    let set = DbSet::resolve(&args.db)?;
+    let net = dcg_debuginfod::Client::from_env(args.offline);
+    let set = DbSet::resolve(&args.db, net.as_ref())?;
+    if let Some(note) = set.fetched() {
+        notify(Notice::DbFetched(note.to_string()));
+    }
     let root = tracefs::mount_point()?;
     // Catch signals before touching tracefs, so an interrupt cannot cut a stale-session
     // removal in half; the loop acts on the stop request once tracing runs.

@@ -49,6 +49,8 @@ pub struct TraceOptions {
     /// User space, in process: processes the command forks (and what they exec) are not
     /// traced.
     pub no_children: bool,
+    /// Never ask debuginfod servers (`DEBUGINFOD_URLS`) for a db.
+    pub offline: bool,
 }
 
 /// How kernel calls are captured.

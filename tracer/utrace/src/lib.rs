@@ -118,6 +118,8 @@ pub fn run(
     let mut notes = Vec::new();
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
+    // debuginfod, for binaries without DWARF here (DEBUGINFOD_URLS; never --offline).
+    let net = dcg_debuginfod::Client::from_env(args.offline);
     let mut specs: Vec<(usize, String)> = Vec::new();
     for f in &args.func {
         let Some((path, pattern)) = split_user_func(f) else {
@@ -134,7 +136,13 @@ pub fn run(
         let idx = match targets.iter().position(|t| t.path == resolved) {
             Some(i) => i,
             None => {
-                targets.push(plan::load_target(path, &resolved, &args.db, &mut notes)?);
+                targets.push(plan::load_target(
+                    path,
+                    &resolved,
+                    &args.db,
+                    net.as_ref(),
+                    &mut notes,
+                )?);
                 targets.len() - 1
             }
         };

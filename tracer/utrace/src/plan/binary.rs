@@ -118,6 +118,7 @@ pub fn load_target(
     given: &str,
     path: &Path,
     dbs: &[PathBuf],
+    net: Option<&dcg_debuginfod::Client>,
     notes: &mut Vec<String>,
 ) -> Result<Target> {
     let bytes = std::fs::read(path).map_err(|e| binary_error(path.display(), e))?;
@@ -130,7 +131,7 @@ pub fn load_target(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| given.to_string());
-    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs)?;
+    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs, net)?;
     notes.extend(found.notes);
     let (db, source) = (found.db, found.source);
     let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
