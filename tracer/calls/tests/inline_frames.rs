@@ -1,7 +1,8 @@
 //! Inline frames in a flat call tree (the BPF engine's): calls placed under the inlined
 //! copies their call sites lie in, a probe on a copy's first instruction opening its
 //! frame with arguments read where the db says, a second run of the copy (a loop), and
-//! error origins passing through inline frames. The db has the shape dwarfscan gives
+//! error origins passing through inline frames, and a copy of a function inlined into
+//! its own body that is not a frame. The db has the shape dwarfscan gives
 //! `__x64_sys_pidfd_open` on Debian 7.2 (nested copies, one parameter in a callee-saved
 //! register, one a constant).
 
@@ -77,6 +78,18 @@ fn db() -> Db {
         call_line: 712,
         // fd in rbx (DWARF 3), flags a constant.
         params: vec![Location::Reg(3), Location::Const(0)],
+    });
+    // A copy of `outer` inlined into its own body (recursion the compiler inlined once),
+    // holding the call of `put`: not a frame, it would only repeat `outer`.
+    b.add_instance(InstanceDesc {
+        callee: outer,
+        caller: outer,
+        parent: None,
+        ranges: vec![(OUTER + 0x88, OUTER + 0xa0)],
+        entry_pc: OUTER + 0x88,
+        call_file: "kernel/pid.c".into(),
+        call_line: 730,
+        params: vec![],
     });
     Db::from_bytes(b.finish().unwrap()).unwrap()
 }

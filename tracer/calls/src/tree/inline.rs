@@ -34,9 +34,12 @@ struct Copy<'a> {
     instance: Instance<'a>,
     /// The inlined function.
     func: FuncId,
-    /// The enclosing copy (an inline inside an inline).
+    /// The enclosing copy (an inline inside an inline), self copies skipped.
     parent: Option<u32>,
     container: &'a str,
+    /// A copy of the container inlined into its own body (directly, or inside such
+    /// copies only): not a frame, since it would only repeat the function it is in.
+    own: bool,
 }
 
 impl<'a> CallTree<'a> {
@@ -51,7 +54,15 @@ impl<'a> CallTree<'a> {
             None => None,
         };
         let callee = instance.callee()?;
-        let container = instance.caller()?.symbol();
+        let caller = instance.caller()?;
+        let inl = self.inlines.as_ref()?;
+        // A self copy's children hang from its own parent.
+        let (parent, in_own) = match parent {
+            Some(p) if inl.copies[p as usize].own => (inl.copies[p as usize].parent, true),
+            p => (p, p.is_none()),
+        };
+        let own = in_own && parent.is_none() && callee.name() == caller.name();
+        let container = caller.symbol();
         let func = self.funcs.intern_function(callee, None);
         let inl = self.inlines.as_mut()?;
         let c = inl.copies.len() as u32;
@@ -60,6 +71,7 @@ impl<'a> CallTree<'a> {
             func,
             parent,
             container,
+            own,
         });
         inl.by_instance.insert(instance, c);
         Some(c)
@@ -86,11 +98,13 @@ impl<'a> CallTree<'a> {
         let mut chain = Vec::with_capacity(found.len());
         for i in found {
             let Some(c) = self.copy_of(i) else { break };
-            let parent = self
-                .inlines
-                .as_ref()
-                .and_then(|l| l.copies[c as usize].parent);
-            if parent != chain.last().copied() {
+            let Some(copy) = self.inlines.as_ref().map(|l| &l.copies[c as usize]) else {
+                break;
+            };
+            if copy.own {
+                continue;
+            }
+            if copy.parent != chain.last().copied() {
                 break; // not nested as DWARF should have it: stop at what is
             }
             chain.push(c);
@@ -261,6 +275,13 @@ impl<'a> CallTree<'a> {
         let Some(c) = self.copy_of(instance) else {
             return Ok(());
         };
+        if self
+            .inlines
+            .as_ref()
+            .is_some_and(|l| l.copies[c as usize].own)
+        {
+            return Ok(());
+        }
         let Some((base, open)) = self.open_copies(ti) else {
             return Ok(());
         };
