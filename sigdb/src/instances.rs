@@ -461,6 +461,22 @@ impl<'a> Instance<'a> {
         }
     }
 
+    /// A copy of a function inlined into its own out-of-line body (a recursion the
+    /// compiler inlined), directly or only inside such copies: running it is running
+    /// the function it is already in, so tracers show no frame for it.
+    pub fn is_self_copy(&self) -> bool {
+        let mut at = Some(*self);
+        while let Some(i) = at {
+            if i.callee_index() != i.caller_index()
+                && i.callee().map(|f| f.name()) != i.caller().map(|f| f.name())
+            {
+                return false;
+            }
+            at = i.parent();
+        }
+        true
+    }
+
     /// First address executed in the copy.
     pub fn entry_pc(&self) -> u64 {
         self.entry_pc

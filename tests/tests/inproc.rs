@@ -723,3 +723,51 @@ int main(void) {
     assert_eq!(lens, ["0x1 (raw)", "0x4 (raw)", "0xa (raw)"], "{stdout}");
     assert!(stdout.lines().any(|l| l == "15"), "{stdout}");
 }
+
+/// libc's `__mmap64` holds a copy of itself inlined (DWARF says so): traced, it is one
+/// call with its arguments and value, not a frame repeating itself inside it.
+#[test]
+fn a_copy_inlined_into_its_own_function_is_no_frame() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("mm.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <sys/mman.h>
+int main(void) {
+  void *p = mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  printf("%d\n", p != MAP_FAILED);
+  return 0;
+}
+"#,
+    )
+    .unwrap();
+    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let libc = Command::new("gcc")
+        .arg("-print-file-name=libc.so.6")
+        .output()
+        .unwrap();
+    let libc = PathBuf::from(text(&libc.stdout).trim());
+    let libc = libc.canonicalize().unwrap_or(libc);
+    let out = dcg(&[
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{}:__mmap64", libc.display()),
+        "--",
+        bs,
+    ]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("inlined in __mmap64"), "{err}");
+    let calls = calls_only(&stdout);
+    assert_eq!(calls.len(), 1, "{stdout}");
+    assert!(
+        calls[0].trim_start().starts_with(
+            "__mmap64(addr=NULL, len=4096, prot=1, flags=34, fd=-1, offset=0); /* ret=0x"
+        ),
+        "{stdout}"
+    );
+}

@@ -9,8 +9,9 @@ use sigdb::{Db, Function, Instance};
 pub const INLINE_MAX: usize = 64;
 
 /// The inlined copies of the functions `wanted` (indices in `db`) whose containing
-/// function passes `traceable`, in db order: at most [`INLINE_MAX`], and how many more
-/// there were.
+/// function passes `traceable`, in db order (copies inlined into their own function
+/// left out: [`Instance::is_self_copy`]): at most [`INLINE_MAX`], and how many more there
+/// were.
 pub fn copies_of<'a>(
     db: &'a Db,
     wanted: &HashSet<u32>,
@@ -22,7 +23,10 @@ pub fn copies_of<'a>(
         return (found, more);
     }
     for i in db.instances() {
-        if !wanted.contains(&i.callee_index()) || !i.caller().is_some_and(&traceable) {
+        if !wanted.contains(&i.callee_index())
+            || i.is_self_copy()
+            || !i.caller().is_some_and(&traceable)
+        {
             continue;
         }
         if found.len() < INLINE_MAX {

@@ -55,13 +55,20 @@ impl<'a> CallTree<'a> {
         };
         let callee = instance.callee()?;
         let caller = instance.caller()?;
-        let inl = self.inlines.as_ref()?;
+        let own = instance.is_self_copy();
         // A self copy's children hang from its own parent.
-        let (parent, in_own) = match parent {
-            Some(p) if inl.copies[p as usize].own => (inl.copies[p as usize].parent, true),
-            p => (p, p.is_none()),
+        let parent = match parent {
+            Some(p) => {
+                let inl = self.inlines.as_ref()?;
+                let up = &inl.copies[p as usize];
+                if up.own {
+                    up.parent
+                } else {
+                    Some(p)
+                }
+            }
+            None => None,
         };
-        let own = in_own && parent.is_none() && callee.name() == caller.name();
         let container = caller.symbol();
         let func = self.funcs.intern_function(callee, None);
         let inl = self.inlines.as_mut()?;
