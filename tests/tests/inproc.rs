@@ -771,3 +771,64 @@ int main(void) {
         "{stdout}"
     );
 }
+
+/// libc's own allocator traced in process: the recorder's set-up frees memory itself
+/// while it hooks `free`, so a hook must be live only once its trampoline is executable
+/// (it crashed every program before).
+#[test]
+fn libc_allocator_traced_in_process() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("alloc.c");
+    std::fs::write(
+        &src,
+        r#"#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+  char *volatile p = malloc(1000);
+  printf("%d\n", p != NULL);
+  free(p);
+  return 0;
+}
+"#,
+    )
+    .unwrap();
+    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let libc = Command::new("gcc")
+        .arg("-print-file-name=libc.so.6")
+        .output()
+        .unwrap();
+    let libc = PathBuf::from(text(&libc.stdout).trim());
+    let libc = libc.canonicalize().unwrap_or(libc);
+    let out = dcg(&[
+        "--engine",
+        "inproc",
+        "--show-retvals",
+        "--args",
+        "--func",
+        &format!("{}:malloc", libc.display()),
+        "--func",
+        &format!("{}:free", libc.display()),
+        "--",
+        bs,
+    ]);
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(stdout.lines().any(|l| l == "1"), "{stdout}");
+    let calls = calls_only(&stdout);
+    let ptr = calls
+        .iter()
+        .find_map(|c| {
+            c.trim_start()
+                .strip_prefix("__libc_malloc(bytes=1000); /* ret=")
+                .map(|r| r.trim_end_matches(" */").to_string())
+        })
+        .unwrap_or_else(|| panic!("malloc(1000) traced:\n{stdout}"));
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.trim_start() == format!("__libc_free(mem={ptr});")),
+        "free of {ptr} traced:\n{stdout}"
+    );
+}

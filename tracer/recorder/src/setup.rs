@@ -327,11 +327,33 @@ fn rel32(at: u64, to: u64) -> Option<[u8; 4]> {
     i32::try_from(d).ok().map(i32::to_le_bytes)
 }
 
-/// Hook function `f` (plan index `i`) loaded at `bias`; returns its hook site.
-unsafe fn hook(f: &FuncDesc, bias: u64, stubs: &mut Option<Stubs>) -> Option<u64> {
+/// The bytes that turn a function's entry into a jump to its hook.
+struct Patch {
+    at: u64,
+    len: usize,
+    bytes: [u8; 32],
+}
+
+impl Patch {
+    /// Write it. Its trampoline must be executable already: the recorder's own code
+    /// (`free` of a `Vec`) may call the function the moment the write ends.
+    unsafe fn apply(&self) -> bool {
+        with_writable_text(self.at, self.len, || {
+            std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.at as *mut u8, self.len)
+        })
+    }
+}
+
+/// Prepare the hook of function `f` loaded at `bias` (its trampoline written, its entry
+/// not yet): its hook site, and the patch of its entry when it needs one.
+unsafe fn prepare_hook(
+    f: &FuncDesc,
+    bias: u64,
+    stubs: &mut Option<Stubs>,
+) -> Option<(u64, Option<Patch>)> {
     let at = bias + f.addr;
     match f.mode {
-        mode::MCOUNT => Some(at + u64::from(f.site_off)),
+        mode::MCOUNT => Some((at + u64::from(f.site_off), None)),
         mode::PATCHABLE => {
             let pad = at + u64::from(f.site_off);
             let cur = std::slice::from_raw_parts(pad as *const u8, 5);
@@ -339,23 +361,28 @@ unsafe fn hook(f: &FuncDesc, bias: u64, stubs: &mut Option<Stubs>) -> Option<u64
                 return None;
             }
             let rel = rel32(pad, stubs.as_ref()?.pad_jump())?;
-            let call = [0xe8, rel[0], rel[1], rel[2], rel[3]];
-            with_writable_text(pad, 5, || {
-                std::ptr::copy_nonoverlapping(call.as_ptr(), pad as *mut u8, 5)
-            })
-            .then_some(pad + 5)
+            let mut bytes = [0u8; 32];
+            bytes[..5].copy_from_slice(&[0xe8, rel[0], rel[1], rel[2], rel[3]]);
+            Some((
+                pad + 5,
+                Some(Patch {
+                    at: pad,
+                    len: 5,
+                    bytes,
+                }),
+            ))
         }
         mode::PLAIN => {
             let n = usize::from(f.patch_len);
+            if !(5..=32).contains(&n) {
+                return None;
+            }
             let s = stubs.as_mut()?;
             let site = s.trampoline(at, n)?;
             let rel = rel32(at, site - 6)?;
-            let mut b = vec![0xe9, rel[0], rel[1], rel[2], rel[3]];
-            b.resize(n, 0xcc);
-            with_writable_text(at, n, || {
-                std::ptr::copy_nonoverlapping(b.as_ptr(), at as *mut u8, n)
-            })
-            .then_some(site)
+            let mut bytes = [0xccu8; 32];
+            bytes[..5].copy_from_slice(&[0xe9, rel[0], rel[1], rel[2], rel[3]]);
+            Some((site, Some(Patch { at, len: n, bytes })))
         }
         _ => None,
     }
@@ -427,6 +454,7 @@ pub unsafe fn init() {
         return;
     }
     let mut sites = Vec::new();
+    let mut patches: Vec<(Patch, u32)> = Vec::new();
     let mut unhooked = 0u32;
     for (t, obj) in found.iter().enumerate() {
         let Some(obj) = obj else { continue };
@@ -464,16 +492,26 @@ pub unsafe fn init() {
                 }
                 chosen = None;
             }
-            match hook(f, obj.bias, &mut stubs) {
-                Some(site) => sites.push((site, i as u32)),
+            match prepare_hook(f, obj.bias, &mut stubs) {
+                Some((site, patch)) => {
+                    sites.push((site, i as u32));
+                    patches.extend(patch.map(|p| (p, i as u32)));
+                }
                 None => unhooked += 1,
             }
         }
         if chosen.is_some() {
             unhooked += 1;
         }
+        // Trampolines executable before any entry jumps to them.
         if let Some(s) = &stubs {
             s.seal();
+        }
+        for (p, i) in patches.drain(..) {
+            if !p.apply() {
+                sites.retain(|&(_, j)| j != i);
+                unhooked += 1;
+            }
         }
     }
     sites.sort_unstable();

@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+"""uftrace's own argument and return-value tests against dcg, value by value.
+
+    bench/uftrace-values.py [--src DIR] [--dcg PATH] [--only NAME] [--show N]
+
+Every C test of uftrace 0.13 (`tests/t*.py`) whose expected output shows values is built
+as uftrace's runner builds it (its flags, `-pg`), at -O0 and at -O2, and run twice in this
+run: under Debian's `uftrace` with the test's own options (the oracle: the values it
+shows) and under `dcg trace --show-retvals --args` (in process; every function of the
+program, plus the library functions uftrace showed values for). Each value uftrace shows
+is then: agreed (dcg shows the same), wrong (dcg shows another), or not shown (dcg shows
+`?`, a raw register, `...`, or no such call). Variadic arguments are counted apart.
+
+uftrace's sources are not copied into dcg: --src names a checkout or unpacked tarball of
+uftrace v0.13; without it the pinned Debian source tarball is downloaded into
+~/.cache/dcg-bench (the mirror must serve source packages: DCG_DEBIAN_MIRROR).
+Needs root (uprobes for what the recorder cannot hook), gcc and uftrace
+(.ci/install-deps.sh). Prints a table per level and each disagreement.
+"""
+
+import argparse
+import hashlib
+import importlib
+import os
+import re
+import shutil
+import subprocess as sp
+import sys
+import tarfile
+import urllib.request
+
+PIN = ("uftrace_0.13.orig.tar.gz", 1159844,
+       "cffae82c68446c20cc3c7e87e71e57498805767a0d4085b4846f3c49f9e472d9",
+       "pool/main/u/uftrace/uftrace_0.13.orig.tar.gz")
+LEVELS = ["-O0", "-O2"]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(msg):
+    print(f"uftrace-values: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def source_dir(src):
+    if src:
+        if not os.path.isfile(os.path.join(src, "tests", "runtest.py")):
+            fail(f"{src}: not uftrace's source tree (no tests/runtest.py)")
+        return os.path.abspath(src)
+    cache = os.path.expanduser("~/.cache/dcg-bench")
+    top = os.path.join(cache, "uftrace-0.13")
+    if os.path.isfile(os.path.join(top, "tests", "runtest.py")):
+        return top
+    os.makedirs(cache, exist_ok=True)
+    name, size, sha, path = PIN
+    mirror = os.environ.get("DCG_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+    url = f"{mirror}/{path}"
+    tgz = os.path.join(cache, name)
+    try:
+        urllib.request.urlretrieve(url, tgz + ".part")
+    except OSError as e:
+        fail(f"{url}: {e} (give --src DIR, a checkout of uftrace v0.13)")
+    data = open(tgz + ".part", "rb").read()
+    if len(data) != size or hashlib.sha256(data).hexdigest() != sha:
+        os.remove(tgz + ".part")
+        fail(f"{url}: not the pinned file (size {len(data)}, want {size} and sha256 {sha})")
+    os.rename(tgz + ".part", tgz)
+    with tarfile.open(tgz) as t:
+        t.extractall(cache, filter="data")
+    return top
+
+
+# ---- the programs' output, as calls with values ------------------------------------
+
+def split_args(s):
+    out, cur, depth, quoted, esc = [], "", 0, None, False
+    for c in s:
+        if esc:
+            esc = False
+        elif c == "\\" and quoted:
+            esc = True
+        elif c in "\"'" and (quoted is None or quoted == c):
+            quoted = None if quoted else c
+        elif c in "({[" and not quoted:
+            depth += 1
+        elif c in ")}]" and not quoted:
+            depth -= 1
+        elif c == "," and not quoted and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def close_paren(s):
+    depth, quoted, esc = 0, None, False
+    for i, c in enumerate(s):
+        if esc:
+            esc = False
+        elif c == "\\" and quoted:
+            esc = True
+        elif c in "\"'" and (quoted is None or quoted == c):
+            quoted = None if quoted else c
+        elif c == "(" and not quoted:
+            depth += 1
+        elif c == ")" and not quoted:
+            if depth == 0:
+                return i
+            depth -= 1
+    return None
+
+
+def uftrace_calls(text):
+    """`f(1, 2) = 3;`, `f(1) {` ... `} = 3; /* f */`: [name, [args], ret or None]."""
+    calls, stack = [], []
+    for line in text.splitlines():
+        t = line.split("|", 1)[-1].strip()
+        if not t or t.startswith("#"):
+            continue
+        if t.startswith("}"):
+            if not stack:
+                continue
+            c = stack.pop()
+            m = re.match(r"\} = (.*); /\* (.*) \*/$", t)
+            if m and calls[c] is not None:
+                calls[c][2] = m.group(1)
+            continue
+        m = re.match(r"([\w.@:~<>]+)\(", t)
+        if not m:
+            continue
+        rest = t[m.end():]
+        end = close_paren(rest)
+        if end is None:
+            continue
+        args = split_args(rest[:end])
+        tail = rest[end + 1:].strip()
+        ret = None
+        if tail.startswith("= "):
+            ret = tail[2:].rstrip(";").strip()
+        calls.append([m.group(1), args, ret])
+        if tail.endswith("{"):
+            stack.append(len(calls) - 1)
+    return calls
+
+
+def dcg_calls(text):
+    """dcg's function_graph text: [name, [(name, value)], ret or None, variadic]."""
+    calls, stack = [], []
+    for line in text.splitlines():
+        if "|  " not in line:
+            continue
+        cut = min([i for i in (line.find("("), line.find("}")) if i >= 0] or [len(line)])
+        at = line.rfind("|  ", 0, cut)
+        if at < 0:
+            continue
+        t = line[at + 3:].strip()
+        if t.startswith("}"):
+            if stack:
+                c = stack.pop()
+                m = re.search(r" ret=(.*) \*/$", t)
+                if m:
+                    calls[c][2] = m.group(1)
+            continue
+        m = re.match(r"([\w.@:~<>]+)\(", t)
+        if not m:
+            continue
+        rest = t[m.end():]
+        end = close_paren(rest)
+        if end is None:
+            continue
+        args = []
+        for a in split_args(rest[:end]):
+            n, eq, v = a.partition("=")
+            args.append((n, v) if eq and re.fullmatch(r"\w+", n) else ("", a))
+        tail = rest[end + 1:]
+        ret = None
+        m2 = re.search(r"/\* ret=(.*?) \*/", tail)
+        if m2:
+            ret = m2.group(1)
+        calls.append([m.group(1), args, ret])
+        if tail.rstrip().endswith("{"):
+            stack.append(len(calls) - 1)
+    return calls
+
+
+# ---- values -------------------------------------------------------------------------
+
+def as_number(v):
+    v = v.strip()
+    if v in ("NULL", "false"):
+        return 0
+    if v == "true":
+        return 1
+    try:
+        return int(v, 0) if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", v) else float(v)
+    except ValueError:
+        return None
+
+
+def strip_casts(v):
+    # dcg: `(enum_t)3`, `(vfsuid_t)0x0`; uftrace: plain.
+    return re.sub(r"^\([\w ]+\)", "", v.strip())
+
+
+def same(oracle, shown):
+    """Whether dcg's `shown` says what uftrace's `oracle` does."""
+    o, s = oracle.strip(), strip_casts(shown)
+    if o == s:
+        return True
+    # A char: uftrace 'a', dcg 97 'a' or 'a'.
+    qo = re.fullmatch(r"'(.+)'", o)
+    qs = re.search(r"'(.+)'$", s)
+    if qo and qs:
+        return qo.group(1) == qs.group(1)
+    # Strings: uftrace "x", dcg "x" (maybe with its address first).
+    if o.startswith('"'):
+        return s.endswith(o) or o in s
+    # Pointers into a program shown by name: dcg &name, uftrace &name or 0x...
+    if o.startswith("&") or s.startswith("&"):
+        return o.lstrip("&").split("+")[0] == s.lstrip("&").split("+")[0]
+    a, b = as_number(o), as_number(s)
+    if a is None or b is None:
+        # Enums and flags: uftrace A|B, dcg A|B.
+        return o.replace(" ", "") == s.replace(" ", "")
+    if isinstance(a, int) and isinstance(b, int):
+        return a % (1 << 64) == b % (1 << 64) or a % (1 << 32) == b % (1 << 32)
+    # Floats: uftrace prints %f (six decimals), dcg the shortest exact form.
+    return abs(float(a) - float(b)) <= 5e-6 * max(1.0, abs(float(a)))
+
+
+def unreadable(v):
+    return v.startswith("?") or "(raw)" in v or v == "..."
+
+
+# ---- one test -------------------------------------------------------------------------
+
+def expected_says(expected, name, what, k, shown):
+    """Whether the test's own expected output has `shown` for that value of a `name` call."""
+    for n, args, ret in expected:
+        if n != name:
+            continue
+        v = ret if what == "ret" else (args[k] if k < len(args) else None)
+        if v is not None and same(v, shown):
+            return True
+    return False
+
+
+def shows_values(result):
+    for line in result.splitlines():
+        t = line.split("|", 1)[-1].strip()
+        if re.match(r"[\w.]+\(.+\)", t) or re.search(r"\) = |\} = ", t):
+            return True
+    return False
+
+
+def lib_functions(prog):
+    """Exported function name -> library path, for the libraries `prog` loads."""
+    out = sp.run(["ldd", prog], capture_output=True, text=True).stdout
+    found = {}
+    for line in out.splitlines():
+        m = re.search(r"=> (\S+)", line)
+        if not m or not os.path.exists(m.group(1)):
+            continue
+        lib = os.path.realpath(m.group(1))
+        names = sp.run(["nm", "-D", "--defined-only", lib],
+                       capture_output=True, text=True).stdout
+        for n in names.splitlines():
+            parts = n.split()
+            if len(parts) == 3 and parts[1] in "TtiW":
+                found.setdefault(parts[2].split("@")[0], lib)
+    return found
+
+
+def run_test(tc, level, dcg, tally, problems):
+    os.chdir(tc.test_dir)
+    for f in os.listdir("."):
+        if f.startswith("t-") or f.endswith(".so") or f == "uftrace.data":
+            p = os.path.join(".", f)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    r = tc.build(tc.name, f"-pg -g {level}", "")
+    if r != 0:
+        tally["skipped"].append(f"{tc.name}{level} (build: {r})")
+        return
+    tc.setup()
+    cmd = tc.runcmd()
+    try:
+        up = sp.run(cmd, shell=True, capture_output=True, text=True, timeout=120)
+    except sp.TimeoutExpired:
+        tally["skipped"].append(f"{tc.name}{level} (uftrace timed out)")
+        return
+    oracle = [c for c in uftrace_calls(up.stdout) if c[1] or c[2] is not None]
+    if not oracle:
+        tally["skipped"].append(f"{tc.name}{level} (uftrace showed no values)")
+        return
+    prog = os.path.abspath(tc.exearg.split()[0])
+    own = set(sp.run(["nm", "--defined-only", prog], capture_output=True,
+                     text=True).stdout.split())
+    libs = lib_functions(prog)
+    funcs = [f"{prog}:*"]
+    for name in sorted({c[0] for c in oracle}):
+        if name not in own and name in libs:
+            funcs.append(f"{libs[name]}:{name}")
+    argv = [dcg, "trace", "--show-retvals", "--args"]
+    for f in funcs:
+        argv += ["--func", f]
+    argv += ["--"] + [os.path.abspath(a) if a == tc.exearg.split()[0] else a
+                      for a in tc.exearg.split()]
+    try:
+        dt = sp.run(argv, capture_output=True, text=True, timeout=300)
+    except sp.TimeoutExpired:
+        tally["skipped"].append(f"{tc.name}{level} (dcg timed out)")
+        return
+    if dt.returncode != 0:
+        why = (dt.stderr.strip().splitlines() or ["?"])[-1]
+        problems.append(f"{tc.name}{level}: dcg exited {dt.returncode}: {why} ({' '.join(argv)})")
+    traced = dcg_calls(dt.stdout)
+    expected = uftrace_calls(tc.result)
+    used = [False] * len(traced)
+    for name, args, ret in oracle:
+        i = next((i for i in range(len(traced))
+                  if not used[i] and traced[i][0] == name), None)
+        want = [("arg", a) for a in args] + ([("ret", ret)] if ret is not None else [])
+        if i is None:
+            for what, v in want:
+                tally["not shown"] += 1
+                problems.append(f"{tc.name}{level} {name}.{what}={v}: no such call in dcg's trace")
+            continue
+        used[i] = True
+        got_args = [v for _, v in traced[i][1]]
+        variadic = bool(got_args) and got_args[-1] == "..."
+        fixed = got_args[:-1] if variadic else got_args
+        for k, (what, v) in enumerate(want):
+            if what == "ret":
+                shown = traced[i][2]
+            elif len(args) == len(got_args) or (variadic and k < len(fixed)):
+                shown = got_args[k] if k < len(got_args) else None
+            else:
+                # uftrace shows a chosen subset: any argument of the call may be it.
+                shown = next((g for g in got_args if same(v, g)), None)
+                if shown is None and variadic and k >= len(fixed):
+                    tally["variadic"] += 1
+                    continue
+                shown = shown if shown is not None else (got_args[k] if k < len(got_args) else None)
+            if shown is None or unreadable(shown):
+                if variadic and what == "arg" and k >= len(fixed):
+                    tally["variadic"] += 1
+                    continue
+                tally["not shown"] += 1
+                problems.append(f"{tc.name}{level} {name}.{what}: uftrace {v}, dcg {shown}")
+            elif same(v, shown):
+                tally["agree"] += 1
+            elif expected_says(expected, name, what, k, shown):
+                # uftrace live contradicts its own test's expectation; dcg agrees with it.
+                tally["agree"] += 1
+                problems.append(f"{tc.name}{level} {name}.{what}: uftrace {v} here, its "
+                                f"expectation and dcg {shown}")
+            else:
+                tally["wrong"] += 1
+                problems.append(f"{tc.name}{level} {name}.{what}: uftrace {v}, dcg {shown} WRONG")
+    tally["tests"] += 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--src", help="uftrace v0.13's source tree")
+    ap.add_argument("--dcg", default=os.path.join(REPO, "target", "release", "dcg"))
+    ap.add_argument("--only", help="one test (its program name, e.g. exp-float)")
+    ap.add_argument("--show", type=int, default=200, help="disagreements printed")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        fail("run as root (uprobes)")
+    if not shutil.which("uftrace"):
+        fail("uftrace is missing (.ci/install-deps.sh)")
+    if not os.access(a.dcg, os.X_OK):
+        fail(f"{a.dcg}: no dcg binary (cargo build --release)")
+    src = source_dir(a.src)
+    tests = os.path.join(src, "tests")
+    os.chdir(tests)
+    sys.path.insert(0, tests)
+    runtest = importlib.import_module("runtest")
+    runtest.TestBase.uftrace_cmd = "uftrace"
+    runtest.TestBase.default_opt = "--no-pager --no-event -f none"
+    chosen = []
+    for f in sorted(os.listdir(tests)):
+        if not re.fullmatch(r"t\d+_.*\.py", f):
+            continue
+        os.chdir(tests)
+        try:
+            with open(os.devnull, "w") as null:
+                old = sys.stdout
+                sys.stdout = null
+                try:
+                    tc = importlib.import_module(f[:-3]).TestCase()
+                finally:
+                    sys.stdout = old
+        except Exception:
+            continue
+        if a.only and tc.name != a.only:
+            continue
+        tc.debug = False
+        if tc.lang != "C" or tc.subcmd != "live" or not shows_values(tc.result):
+            continue
+        if not os.path.exists(os.path.join(tests, f"s-{tc.name}.c")):
+            continue
+        chosen.append(tc)
+    print(f"uftrace {src}: {len(chosen)} C tests show values; dcg {a.dcg}")
+    for level in LEVELS:
+        tally = {"tests": 0, "agree": 0, "wrong": 0, "not shown": 0, "variadic": 0,
+                 "skipped": []}
+        problems = []
+        for tc in chosen:
+            run_test(tc, level, os.path.abspath(a.dcg), tally, problems)
+        total = tally["agree"] + tally["wrong"] + tally["not shown"]
+        print(f"\n{level}: {tally['tests']} tests, {total} values uftrace shows "
+              f"(variadic aside: {tally['variadic']})")
+        print(f"  agree      {tally['agree']:5}")
+        print(f"  wrong      {tally['wrong']:5}")
+        print(f"  not shown  {tally['not shown']:5}")
+        if tally["skipped"]:
+            print(f"  skipped: {', '.join(tally['skipped'])}")
+        for p in problems[: a.show]:
+            print(f"    {p}")
+        if len(problems) > a.show:
+            print(f"    ... {len(problems) - a.show} more")
+
+
+if __name__ == "__main__":
+    main()
