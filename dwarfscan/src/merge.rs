@@ -1,6 +1,6 @@
 //! Merging unit results into the [`sigdb::DbBuilder`], in input and unit order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sigdb::{
     DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
@@ -30,6 +30,11 @@ pub struct Merger {
     /// Inline instances, added at the end (their callee may be pending); parents are
     /// indices into this list and precede their children.
     instances: Vec<(PendingCallee, Option<usize>, InstanceDesc)>,
+    /// Names (and symbols) of the functions with code, by module.
+    defined: HashSet<(ModuleId, String)>,
+    /// One declaration per module and name, in order of appearance.
+    decls: Vec<FunctionDesc>,
+    decl_names: HashSet<(ModuleId, String)>,
 }
 
 impl Merger {
@@ -43,6 +48,9 @@ impl Merger {
             pending_edges: Vec::new(),
             all_edges: true,
             instances: Vec::new(),
+            defined: HashSet::new(),
+            decls: Vec::new(),
+            decl_names: HashSet::new(),
         }
     }
 
@@ -95,6 +103,17 @@ impl Merger {
                 id
             })
             .collect();
+        for f in &cu.funcs {
+            self.defined.insert((module, f.name.clone()));
+            if let Some(sym) = &f.symbol {
+                self.defined.insert((module, sym.clone()));
+            }
+        }
+        for d in &cu.decls {
+            if self.decl_names.insert((module, d.name.clone())) {
+                self.decls.push(Self::desc(module, d, &map));
+            }
+        }
         let inline_ids: Vec<usize> = cu
             .inline_only
             .iter()
@@ -144,8 +163,16 @@ impl Merger {
     }
 
     /// Add the inline-only functions (those without an out-of-line copy in their module)
-    /// and their edges; return the builder.
+    /// and their edges, and the declarations of functions no unit defines; return the
+    /// builder.
     pub fn finish(mut self) -> DbBuilder {
+        for mut d in std::mem::take(&mut self.decls) {
+            if !self.defined.contains(&(d.module, d.name.clone())) {
+                // No code: a record of size 0 at the module's base.
+                d.addr = self.builder.module_base(d.module);
+                self.builder.add_function(d);
+            }
+        }
         let mut ids: Vec<Option<FuncId>> = Vec::with_capacity(self.pending_funcs.len());
         // The out-of-line copy of each pending function, for instances (which name their
         // callee even when edges to out-of-line callees are not kept).

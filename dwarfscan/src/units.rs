@@ -72,6 +72,9 @@ pub struct CuResult {
     pub edges: Vec<(Callee, u32)>,
     /// Inlined copies, parents before their children.
     pub instances: Vec<LInstance>,
+    /// Declarations of external functions (user space): prototypes of functions the unit
+    /// calls, for those whose own code has no DWARF (assembly, or built without -g).
+    pub decls: Vec<LFunc>,
     /// Counters.
     pub stats: Stats,
 }
@@ -174,6 +177,33 @@ impl<'s> Builder<'_, 's, '_> {
         let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
         self.edges(inlined, &func_of_sp, &by_origin, &mut inline_of);
         self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
+    }
+
+    /// Records of the external function declarations at `offs` (prototypes: no address,
+    /// every parameter where the ABI puts it at the entry).
+    pub(crate) fn declarations(&mut self, offs: &[u64]) {
+        for &off in offs {
+            let Some(idx) = self.sp(off) else { continue };
+            let chain = self.chain(idx);
+            let sig = self.signature(&chain);
+            let Some(name) = sig.name.clone() else {
+                continue;
+            };
+            if !sig.external {
+                continue;
+            }
+            let (params, _) = self.locate_params(&sig, (0, 0), FrameBase::Cfa, true, true);
+            self.res.decls.push(LFunc {
+                addr: 0,
+                size: 0,
+                name,
+                symbol: None,
+                ret: sig.ret,
+                params,
+                flags: sig.flags | FuncFlags::NO_SYMBOL,
+                identity: None,
+            });
+        }
     }
 
     /// The function record(s) of subprogram `idx` (and of its cold parts); the index of

@@ -58,6 +58,10 @@ struct Walk<'s> {
     inlined: Vec<(u64, usize)>,
     /// Inline instances with their parameters (when `ctx.instances`).
     raw_instances: Vec<RawInstance<'s>>,
+    /// Offsets of function declarations (user space: prototypes of what the unit calls).
+    decls: Vec<u64>,
+    /// Whether declarations are collected.
+    want_decls: bool,
     res: CuResult,
 }
 
@@ -109,6 +113,8 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         sp_index: HashMap::new(),
         inlined: Vec::new(),
         raw_instances: Vec::new(),
+        decls: Vec::new(),
+        want_decls: !ctx.kind.is_kernel() && !ctx.kind.is_relocatable() && !asm_unit,
         res,
     };
     walk.run(&cx)?;
@@ -117,7 +123,9 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         sp_index,
         inlined,
         raw_instances,
+        decls,
         res,
+        ..
     } = walk;
 
     let mut b = Builder {
@@ -132,6 +140,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         asm_unit,
     };
     b.assemble(&inlined, &raw_instances);
+    b.declarations(&decls);
     let Builder { mut res, types, .. } = b;
     res.stats.bad_type_refs += types.bad_refs;
     res.types = types.types;
@@ -229,6 +238,9 @@ impl<'s> Walk<'s> {
             (Some(_), dw::DW_TAG_subprogram) => {
                 // No code: read on demand when something refers to it.
                 let declaration = has_attr(abbrev, dw::DW_AT_declaration);
+                if declaration && self.want_decls && has_attr(abbrev, dw::DW_AT_external) {
+                    self.decls.push(off);
+                }
                 self.res.stats.skip(if declaration {
                     SkipReason::Declaration
                 } else {

@@ -85,6 +85,11 @@ impl DbBuilder {
         ModuleId(self.modules.len() as u32 - 1)
     }
 
+    /// The base address of module `id` (0 for an unknown id).
+    pub fn module_base(&self, id: ModuleId) -> u64 {
+        self.modules.get(id.0 as usize).map_or(0, |m| m.base)
+    }
+
     /// Add (or find) a type. Types it refers to must have been added first.
     pub fn add_type(&mut self, desc: TypeDesc) -> TypeId {
         if let Some(&id) = self.type_ids.get(&desc) {

@@ -61,6 +61,16 @@ impl<'a> Function<'a> {
         self.db.code_addr(self.module as usize, self.code)
     }
 
+    /// A declaration: the prototype of a function whose own code no DWARF of the input
+    /// describes (assembly, or built without `-g`), from a unit that calls it: a code
+    /// record of size 0 at the module's base, not inline-only; its parameters are where
+    /// the ABI passes them.
+    pub fn is_declaration(&self) -> bool {
+        self.code
+            .is_some_and(|c| c.addr.get() == 0 && c.size.get() == 0)
+            && !self.flags().contains(FuncFlags::INLINE_ONLY)
+    }
+
     /// Size of the code in bytes.
     pub fn size(&self) -> u32 {
         self.code.map_or(0, |c| c.size.get())

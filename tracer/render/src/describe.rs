@@ -40,16 +40,25 @@ pub fn signature_line(f: Function<'_>) -> String {
                 n - 8
             ),
         });
+    } else if f.is_declaration() {
+        tail.push("declaration".to_string());
     } else {
         tail.push(format!("{:#x}+{:#x}", f.addr(), f.size()));
     }
     if f.symbol() != f.name() {
         tail.push(f.symbol().to_string());
     }
-    let extra: Vec<&str> =
-        (flags - FuncFlags::STATIC - FuncFlags::INLINE_ONLY - FuncFlags::VARIADIC)
-            .names()
-            .collect();
+    let extra: Vec<&str> = (flags
+        - FuncFlags::STATIC
+        - FuncFlags::INLINE_ONLY
+        - FuncFlags::VARIADIC
+        - if f.is_declaration() {
+            FuncFlags::NO_SYMBOL
+        } else {
+            FuncFlags::empty()
+        })
+    .names()
+    .collect();
     if !extra.is_empty() {
         tail.push(extra.join(" "));
     }
@@ -110,6 +119,9 @@ pub fn function_json(f: Function<'_>) -> Value {
         "params": params,
         "flags": f.flags().names().collect::<Vec<_>>(),
     });
+    if f.is_declaration() {
+        v["declaration"] = true.into();
+    }
     if f.flags().contains(FuncFlags::INLINE_ONLY) {
         v["inlined_into"] = f
             .inlined_into()

@@ -399,10 +399,10 @@ impl EventSink for Calls<'_> {
         self.args.clear();
         if self.opts.args {
             let role = self.opts.role(false);
-            if let (Some(ip), Some(f)) = (m.ip, p.func) {
+            if let (Some(ip), Some(_)) = (m.ip, p.func) {
                 // Where the probe hit tells where its binary is loaded.
                 self.symbolizer
-                    .learn_bias(p.target, ip.wrapping_sub(f.addr() + p.body));
+                    .learn_bias(p.target, ip.wrapping_sub(p.addr + p.body));
             }
             self.symbolizer.learn_process(m.tid);
             let params = p.func.into_iter().flat_map(|f| f.params());

@@ -29,8 +29,8 @@ pub struct Binary<'a> {
     bytes: &'a [u8],
     segments: &'a [Segment],
     plt: HashMap<u64, String>,
-    /// IFUNC symbols by address (their resolvers).
-    ifuncs: HashMap<u64, String>,
+    /// IFUNC symbols by address (their resolvers): every name at that address.
+    ifuncs: HashMap<u64, Vec<String>>,
     patchable: bool,
     /// Statically linked: no `LD_PRELOAD` reaches it.
     pub is_static: bool,
@@ -56,8 +56,9 @@ impl<'a> Binary<'a> {
                 };
                 if st_info & 0xf == object::elf::STT_GNU_IFUNC {
                     if let Ok(name) = sym.name().map(str::to_string) {
-                        if !name.is_empty() {
-                            ifuncs.entry(sym.address()).or_insert(name);
+                        let names: &mut Vec<String> = ifuncs.entry(sym.address()).or_default();
+                        if !name.is_empty() && !names.contains(&name) {
+                            names.push(name);
                         }
                     }
                 }
@@ -113,9 +114,13 @@ impl<'a> Binary<'a> {
         }
     }
 
-    /// The name of the IFUNC whose resolver is at `addr`, if one is.
-    pub fn ifunc_at(&self, addr: u64) -> Option<&str> {
-        self.ifuncs.get(&addr).map(String::as_str)
+    /// The names of the IFUNC whose resolver is at `addr` (`expf`, `expf32`,
+    /// `__ieee754_expf`, ...), if one is.
+    pub fn ifunc_at(&self, addr: u64) -> Option<&[String]> {
+        self.ifuncs
+            .get(&addr)
+            .map(Vec::as_slice)
+            .filter(|n| !n.is_empty())
     }
 
     /// The code of the function at ELF address `addr` of `size` bytes.

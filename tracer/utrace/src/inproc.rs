@@ -67,9 +67,10 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
 /// `None` and a note (uprobes trace them). An IFUNC's probe becomes one of the chosen
 /// implementation, named by the IFUNC, its values raw (the implementations are assembly,
 /// without DWARF).
-pub fn hooks(
-    targets: &[Target],
-    probes: &mut [Probe<'_>],
+pub fn hooks<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a sigdb::Db],
+    probes: &mut [Probe<'a>],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Option<Vec<PlanFunc>>>> {
     let mut bytes = Vec::new();
@@ -100,13 +101,21 @@ pub fn hooks(
                 })
                 .collect()
         };
-        if let Some(name) = bin.ifunc_at(p.addr) {
-            // The implementations: `__NAME_variant` (glibc's naming), hookable.
-            let prefix = format!("__{name}_");
+        if let Some(names) = bin.ifunc_at(p.addr) {
+            let base = |n: &str| n.split('@').next().unwrap_or(n).to_string();
+            let name = names
+                .iter()
+                .map(|n| base(n))
+                .find(|n| *n == p.symbol)
+                .unwrap_or_else(|| base(&names[0]));
+            let name = name.as_str();
+            // The implementations: `__NAME_variant` (glibc's naming) for any of its
+            // names, hookable.
+            let prefixes: Vec<String> = names.iter().map(|n| format!("__{}_", base(n))).collect();
             let mut impls: Vec<(u64, u64)> = t
                 .symbols
                 .functions()
-                .filter(|s| s.name.starts_with(&prefix) && s.size > 0)
+                .filter(|s| s.size > 0 && prefixes.iter().any(|x| s.name.starts_with(x)))
                 .map(|s| (s.addr, s.size))
                 .collect();
             impls.sort_unstable();
@@ -122,7 +131,13 @@ pub fn hooks(
                 entry: Vec::new(),
                 ret: Vec::new(),
             }];
-            crate::plan::make_raw(p, name);
+            // Typed by the IFUNC's declaration where a caller's DWARF has one.
+            let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
+            match decl {
+                Some(d) => crate::plan::make_typed(p, d, name, crate::plan::Reads::IN_PROCESS),
+                None => crate::plan::make_raw(p, name),
+            }
+            let entry = ops(&p.entry_fields)?;
             let ret = ops(&p.ret_fields)?;
             for (addr, size) in impls {
                 if let Hook::Plain(n) = bin.hook(addr, size) {
@@ -134,24 +149,40 @@ pub fn hooks(
                         flags: fflags::IFUNC_IMPL,
                         site_off: 0,
                         patch_len: n,
-                        entry: Vec::new(),
+                        entry: entry.clone(),
                         ret: ret.clone(),
                     });
                 }
             }
             if funcs.len() > 1 {
+                let values = match decl {
+                    Some(d) => format!(
+                        "typed by the declaration in {}'s DWARF",
+                        d.module().map_or("?", |m| m.name())
+                    ),
+                    None => "with raw values (no DWARF)".to_string(),
+                };
                 notes.push(format!(
                     "{name} in {} is an IFUNC: the implementation its resolver chooses at \
-                     start-up is traced (of {}), with raw values (no DWARF)",
+                     start-up is traced (of {}), {values}",
                     t.path.display(),
                     funcs.len() - 1
                 ));
                 out.push(Some(funcs));
                 continue;
             }
+            // Hooking the resolver would trace the binding, not the calls.
+            notes.push(format!(
+                "{name} in {} is an IFUNC whose implementations dcg cannot name (no \
+                 __{name}_* symbols it can hook): not traced",
+                t.path.display()
+            ));
+            out.push(Some(funcs));
+            continue;
         }
         let size = p
             .func
+            .filter(|f| !f.is_declaration())
             .map(|f| u64::from(f.size()))
             .or_else(|| t.symbols.at(p.addr).iter().map(|s| s.size).max())
             .unwrap_or(0);

@@ -181,8 +181,22 @@ pub fn run(
     let mut selected = Vec::new();
     let mut copies = Vec::new();
     let mut failed = Vec::new();
+    // The command's own DWARF declares the library functions it calls: prototypes for
+    // those no DWARF describes (named without wildcards; the command not a target).
+    let command_db = args
+        .command
+        .first()
+        .filter(|_| specs.iter().any(|(_, p)| !p.contains(['*', '?'])))
+        .and_then(|c| plan::resolve_binary(c, None).ok())
+        .filter(|c| !targets.iter().any(|t| &t.path == c))
+        .and_then(|c| {
+            let given = c.display().to_string();
+            plan::load_target(&given, &c, &[], None, &mut Vec::new()).ok()
+        })
+        .map(|t| t.db);
+    let prototypes: Vec<&sigdb::Db> = command_db.iter().collect();
     for (t, pattern) in &specs {
-        match plan::select(&targets, *t, pattern, frames, &mut notes) {
+        match plan::select(&targets, &prototypes, *t, pattern, frames, &mut notes) {
             Ok(s) => {
                 selected.extend(s.funcs);
                 copies.extend(s.copies);
@@ -214,7 +228,7 @@ pub fn run(
     // In process: how each function is hooked; those the recorder cannot hook are
     // traced with uprobes, planned for what uprobes read.
     let hooks = if in_process {
-        let hooks = inproc::hooks(&targets, &mut probes, &mut notes)?;
+        let hooks = inproc::hooks(&targets, &prototypes, &mut probes, &mut notes)?;
         if hooks.iter().any(Option::is_none) {
             let by_uprobes = plan::plan_probes(
                 &targets,

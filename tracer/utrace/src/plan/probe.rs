@@ -695,6 +695,21 @@ pub fn make_raw(p: &mut Probe<'_>, name: &str) {
     }
 }
 
+/// Make `p` a probe of function `name` typed by `f` (an IFUNC's implementation, typed by
+/// the IFUNC's declaration): its arguments and return value planned from `f` for `reads`.
+pub fn make_typed<'a>(p: &mut Probe<'a>, f: Function<'a>, name: &str, reads: Reads) {
+    let with_ret = !p.ret_fields.is_empty() || p.ret_text.is_some();
+    make_raw(p, name);
+    p.func = Some(f);
+    let (mut fields, args) = plan_entry(f, reads);
+    fields.append(&mut p.entry_fields);
+    p.entry_fields = fields;
+    p.args = args;
+    if with_ret {
+        (p.ret_fields, p.ret_text) = plan_return(f, reads);
+    }
+}
+
 /// The entry field holding the return address.
 pub const RA_FIELD: &str = "ra";
 

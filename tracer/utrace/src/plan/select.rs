@@ -53,6 +53,38 @@ fn copies_of<'a>(db: &'a Db, wanted: &HashSet<u32>) -> (Vec<Instance<'a>>, usize
     dcg_dbset::inlines::copies_of(db, wanted, is_entry)
 }
 
+/// The declaration (a prototype from a caller's DWARF) of the function at `addr` of
+/// `target` that no DWARF describes: by `name` or another symbol at that address, in its
+/// own db, the other targets' or `prototypes` (the traced command's).
+pub fn prototype<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a Db],
+    target: usize,
+    name: &str,
+    addr: u64,
+) -> Option<Function<'a>> {
+    let t = &targets[target];
+    let names = std::iter::once(name).chain(
+        t.symbols
+            .at(addr)
+            .iter()
+            .filter(|s| s.func)
+            .map(|s| s.name.as_str()),
+    );
+    let dbs: Vec<&'a Db> = std::iter::once(&t.db)
+        .chain(targets.iter().map(|t| &t.db))
+        .chain(prototypes.iter().copied())
+        .collect();
+    for n in names {
+        for db in &dbs {
+            if let Some(f) = db.by_name(n).find(|f| f.is_declaration()) {
+                return Some(f);
+            }
+        }
+    }
+    None
+}
+
 /// Select the functions `pattern` matches in `target`'s db, and the inlined copies of
 /// the matching functions (the db's inline instances) with the functions holding them;
 /// `frames`: the copies are shown as frames (else only their containers are traced).
@@ -60,6 +92,7 @@ fn copies_of<'a>(db: &'a Db, wanted: &HashSet<u32>) -> (Vec<Instance<'a>>, usize
 /// note. Returns an error message when nothing traceable matches.
 pub fn select<'a>(
     targets: &'a [Target],
+    prototypes: &[&'a Db],
     target: usize,
     pattern: &str,
     frames: bool,
@@ -73,6 +106,9 @@ pub fn select<'a>(
     let mut with_dwarf = HashSet::new();
     let mut no_dwarf: Vec<(String, u64)> = Vec::new();
     for f in t.db.functions() {
+        if f.is_declaration() {
+            continue;
+        }
         if f.addr() != 0 && !f.flags().contains(FuncFlags::NO_TYPES) {
             with_dwarf.insert(f.addr());
         }
@@ -125,12 +161,21 @@ pub fn select<'a>(
     no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
     if !wild {
         for (name, addr) in no_dwarf {
-            notes.push(format!(
-                "{name}: no DWARF gives its types (written in assembly, or built without -g): \
-                 traced without arguments, its return value raw"
-            ));
+            let decl = prototype(targets, prototypes, target, &name, addr);
+            notes.push(match decl {
+                Some(d) => format!(
+                    "{name}: no DWARF of its own (written in assembly, or built without -g): \
+                     typed by the declaration in {}'s DWARF, its arguments read where the ABI \
+                     passes them",
+                    d.module().map_or("?", |m| m.name())
+                ),
+                None => format!(
+                    "{name}: no DWARF gives its types (written in assembly, or built without \
+                     -g): traced without arguments, its return value raw"
+                ),
+            });
             found.push(Selected {
-                func: None,
+                func: decl,
                 symbol: name,
                 addr,
                 target,
@@ -149,7 +194,7 @@ pub fn select<'a>(
     {
         let wanted: HashSet<u32> = found
             .iter()
-            .filter_map(|s| s.func.map(|f| f.index()))
+            .filter_map(|s| s.func.filter(|f| !f.is_declaration()).map(|f| f.index()))
             .chain(inline_only.iter().map(|f| f.index()))
             .collect();
         let (instances, more) = copies_of(&t.db, &wanted);
