@@ -189,8 +189,14 @@ def dcg_calls(text):
 
 # ---- values -------------------------------------------------------------------------
 
+# The symbolic names uftrace's own argument specs print for libc's flags and signals.
+UFTRACE_NAMES = {"PROT_NONE": 0, "SIGNULL": 0, "O_RDONLY": 0}
+
+
 def as_number(v):
     v = v.strip()
+    if v in UFTRACE_NAMES:
+        return UFTRACE_NAMES[v]
     if v in ("NULL", "false", '"NULL"'):
         return 0
     if v == "true":
@@ -328,7 +334,10 @@ def run_test(tc, level, dcg, tally, problems):
         if f.startswith("t-") or f.endswith(".so") or f == "uftrace.data":
             p = os.path.join(".", f)
             shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-    r = tc.build(tc.name, f"-pg -g {level}", "")
+    # As uftrace's runner passes its flags: CFLAGS reaches every build of a test (its
+    # libraries too).
+    os.environ["CFLAGS"] = f"-pg -g {level}"
+    r = tc.build(tc.name, "", "")
     if r != 0:
         tally["skipped"].append(f"{tc.name}{level} (build: {r})")
         return
@@ -351,8 +360,11 @@ def run_test(tc, level, dcg, tally, problems):
                      text=True).stdout.split())
     libs = lib_functions(prog)
     funcs = [f"{prog}:*"]
+    # The test's own libraries (built beside it): every function, static ones too.
+    funcs += sorted({f"{lib}:*" for lib in libs.values()
+                     if os.path.dirname(lib) == os.path.dirname(prog)})
     for name in sorted({c[0] for c in oracle}):
-        if name not in own and name in libs:
+        if name not in own and name in libs and f"{libs[name]}:*" not in funcs:
             funcs.append(f"{libs[name]}:{name}")
     aliases = {n: lib_aliases(libs[n], n) for n in {c[0] for c in oracle}
                if n not in own and n in libs}
