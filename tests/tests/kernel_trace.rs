@@ -591,6 +591,18 @@ fn bpf_on_debian(kernel_name: &str) {
             "ret=-EINVAL",
         ],
     );
+    // Interrupts that ran inside a traced read: marked where they begin and end, their
+    // time said at the calls they interrupted, their context in the saved calls; none
+    // shown with --irqs hide.
+    let irqs = section(&text, "irqs");
+    must(irqs, "irqs", &["rc=0", "hidden rc=0", "hidden marks: 0"]);
+    let count = |key: &str| count_line(irqs, key);
+    assert!(count("marks: ") >= 1, "no interrupt marked:\n{irqs}");
+    assert_eq!(count("marks: "), count("ends: "), "{irqs}");
+    assert!(count("irq time said: ") >= 1, "{irqs}");
+    assert!(count("interrupt records: ") >= 1, "{irqs}");
+    assert!(count("task records: ") >= 2, "{irqs}");
+    assert!(count("hidden reads: ") >= 2, "{irqs}");
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
 }
 

@@ -590,6 +590,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         decoded: true,
         inline: None,
         ctx: None,
+        irq_ns: None,
     }
 }
 

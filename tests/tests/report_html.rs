@@ -306,6 +306,7 @@ fn large_report_opens() {
                 decoded: true,
                 inline: None,
                 ctx: None,
+                irq_ns: None,
             };
             use std::io::Write;
             writeln!(f, "{}", serde_json::to_string(&rec).unwrap()).unwrap();
@@ -330,6 +331,7 @@ fn large_report_opens() {
             decoded: true,
             inline: None,
             ctx: None,
+            irq_ns: None,
         };
         use std::io::Write;
         writeln!(f, "{}", serde_json::to_string(&rec).unwrap()).unwrap();

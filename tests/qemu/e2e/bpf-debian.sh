@@ -46,6 +46,28 @@ else
 fi
 end module
 
+begin irqs
+# Reads long enough for the timer to fire inside them: the interrupts' calls marked in
+# the text, their context in the saved calls; hidden with --irqs hide.
+dcg trace --db $DB --show-retvals --func ksys_read --output /tmp/irq.calls \
+	-- dd if=/dev/zero of=/dev/null bs=32M count=2 > /tmp/irq.txt 2> /tmp/irq.err
+echo "rc=$?"
+echo "marks: $(grep -c '==========> |' /tmp/irq.txt)"
+echo "ends: $(grep -c '<========== |' /tmp/irq.txt)"
+echo "irq time said: $(grep -c '\*/ /\* irqs [0-9.]* us \*/' /tmp/irq.txt)"
+echo "interrupt records: $(grep -cE '"ctx":"(irq|softirq|nmi)"' /tmp/irq.calls)"
+echo "task records: $(grep -c '"ctx":"task"' /tmp/irq.calls)"
+echo "--- first interrupt"
+grep -m1 -B2 -A6 '==========> |' /tmp/irq.txt
+echo "--- its record"
+grep -m1 -E '"ctx":"(irq|softirq)"' /tmp/irq.calls | cut -c1-300
+dcg trace --db $DB --irqs hide --show-retvals --func ksys_read \
+	-- dd if=/dev/zero of=/dev/null bs=32M count=2 > /tmp/irq-hidden.txt 2>&1
+echo "hidden rc=$?"
+echo "hidden marks: $(grep -c '==========> |' /tmp/irq-hidden.txt)"
+echo "hidden reads: $(grep -c 'ksys_read' /tmp/irq-hidden.txt)"
+end irqs
+
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
 echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder};
 
-pub use records::{Record, INLINE_STACK, STACK_WORDS, STR_MAX};
+pub use records::{ctx, Record, INLINE_STACK, STACK_WORDS, STR_MAX};
 
 mod skel {
     #![allow(clippy::all, missing_docs, unused_imports, non_camel_case_types)]

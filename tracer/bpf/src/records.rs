@@ -12,6 +12,17 @@ const REC_STRING: u32 = 3;
 const REC_STACK: u32 = 4;
 const REC_COMM: u32 = 5;
 const REC_INLINE: u32 = 6;
+/// The context code of entry and return records (the kind's second byte).
+pub mod ctx {
+    /// A task (process context).
+    pub const TASK: u8 = 0;
+    /// Serving a softirq.
+    pub const SOFTIRQ: u8 = 1;
+    /// A hard interrupt.
+    pub const IRQ: u8 = 2;
+    /// A non-maskable interrupt.
+    pub const NMI: u8 = 3;
+}
 /// Words of a stack record.
 pub const STACK_WORDS: usize = 8;
 /// Stack words of an inline record (from the stack pointer up).
@@ -94,6 +105,8 @@ pub enum Record<'a> {
         callsite: u64,
         /// rdi, rsi, rdx, rcx, r8, r9 at entry.
         args: [u64; 6],
+        /// What the CPU was running ([`ctx`]).
+        ctx: u8,
     },
     /// It returned.
     Exit {
@@ -109,6 +122,8 @@ pub enum Record<'a> {
         rax: u64,
         /// rdx (the second word of a two-register return).
         rdx: u64,
+        /// What the CPU was running ([`ctx`]).
+        ctx: u8,
     },
     /// A string argument of the task's latest entry.
     Str {
@@ -155,7 +170,11 @@ pub enum Record<'a> {
 impl<'a> Record<'a> {
     /// Parse one ring-buffer record; None for anything that is not one.
     pub fn parse(data: &'a [u8]) -> Option<Record<'a>> {
-        let kind = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
+        let word = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
+        let (kind, ctx) = match word & 0xff {
+            REC_ENTRY | REC_EXIT => (word & 0xff, (word >> 8) as u8),
+            _ => (word, 0),
+        };
         match kind {
             REC_ENTRY | REC_EXIT => {
                 // Copied out: the bytes need not be 8-byte aligned.
@@ -170,6 +189,7 @@ impl<'a> Record<'a> {
                         ip: r.ip,
                         callsite: r.a,
                         args,
+                        ctx,
                     }
                 } else {
                     Record::Exit {
@@ -179,6 +199,7 @@ impl<'a> Record<'a> {
                         ip: r.ip,
                         rax: r.a,
                         rdx: r.b,
+                        ctx,
                     }
                 })
             }
@@ -248,6 +269,17 @@ mod tests {
             }
             r => panic!("{r:?}"),
         }
+        // The context in the kind's second byte: a hard interrupt.
+        let mut irq = e.clone();
+        irq[0..4].copy_from_slice(&(1u32 | u32::from(ctx::IRQ) << 8).to_ne_bytes());
+        assert!(matches!(
+            Record::parse(&irq),
+            Some(Record::Entry {
+                ctx: ctx::IRQ,
+                tid: 42,
+                ..
+            })
+        ));
         // A return record is the 48-byte head alone: rax at 24, rdx at 32.
         let mut x = e[..48].to_vec();
         x[0..4].copy_from_slice(&2u32.to_ne_bytes());

@@ -336,6 +336,7 @@ impl<'a> Decoder<'a> {
             site: c.retaddr.and_then(|r| self.site_of(r)),
             comment: c.comment.filter(|_| c.ret.is_none() && c.retaddr.is_none()),
             layout: Some(self.layout(line, &c.prefix)),
+            ctx: None,
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
     }

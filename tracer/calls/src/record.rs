@@ -80,6 +80,11 @@ pub struct CallRecord {
     /// in files written before this field and for sources that do not know it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ctx: Option<Context>,
+    /// Of that duration, the time interrupts took in the call (hardirqs, softirqs, NMIs
+    /// that ran in its task's tree below it; kernel engines that know the context).
+    /// Absent when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_ns: Option<u64>,
 }
 
 /// The context a kernel call ran in: `"task"`, `"irq"` (hardirq), `"softirq"`, `"nmi"`.

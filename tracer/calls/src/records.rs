@@ -54,7 +54,8 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
             file: i.file.to_string(),
             line: i.line,
         }),
-        ctx: None,
+        ctx: c.ctx,
+        irq_ns: c.irq_ns,
     })
 }
 

@@ -156,6 +156,13 @@ pub struct CallView<'v> {
     pub tasks: usize,
     /// An inline frame: the code of this function inlined into another.
     pub inlined: Option<Inlined<'v>>,
+    /// The context the call ran in, when the source knows it.
+    pub ctx: Option<crate::record::Context>,
+    /// The call begins an interrupt subtree inside another context's tree (printers
+    /// mark where it begins and ends).
+    pub irq_entry: bool,
+    /// Close: time spent in interrupt subtrees below the call (when any ran).
+    pub irq_ns: Option<u64>,
 }
 
 /// Where an inline frame's code is: the function it was inlined into and the call site

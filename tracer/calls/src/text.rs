@@ -220,6 +220,12 @@ impl TextPrinter {
                 s.push_str(&c.func.name);
                 self.push_ret(s, c);
                 s.push_str(" */");
+                if let Some(ns) = c.irq_ns {
+                    // The interrupts' share of the duration.
+                    s.push_str(" /* irqs ");
+                    push_duration_plain(s, ns);
+                    s.push_str(" */");
+                }
             }
             (Kind::Close, false, true) => {
                 s.push_str("} /* ");
@@ -266,9 +272,16 @@ impl TextPrinter {
 
 impl Sink for TextPrinter {
     fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        let marked = c.irq_entry && c.visible && c.layout.is_none();
+        if marked && matches!(c.kind, Kind::Open | Kind::Leaf) {
+            self.irq_mark(c, true, out);
+        }
         if let Some(l) = self.call_line(c) {
             out.extend_from_slice(l.as_bytes());
             out.push(b'\n');
+        }
+        if marked && matches!(c.kind, Kind::Close | Kind::Leaf) {
+            self.irq_mark(c, false, out);
         }
         Ok(())
     }
@@ -302,6 +315,36 @@ impl Sink for TextPrinter {
 }
 
 impl TextPrinter {
+    /// Where an interrupt subtree begins (`==========> irq`) or ends (`<==========`) in
+    /// a task's tree, as function_graph marks them.
+    fn irq_mark(&mut self, c: &CallView<'_>, begins: bool, out: &mut Vec<u8>) {
+        let (width, threads) = (self.opts.cpu_width.max(1), self.opts.threads);
+        let s = self.line_buf();
+        let _ = write!(s, " {:>width$}) ", c.task.cpu.unwrap_or(0));
+        if threads {
+            let _ = write!(
+                s,
+                "{:<22} | ",
+                format!("{}-{}", c.task.comm.unwrap_or(""), c.task.pid.unwrap_or(0))
+            );
+        } else if c.tasks > 1 {
+            push_proc(s, c.task.comm.unwrap_or(""), c.task.pid.unwrap_or(0));
+            s.push_str(" | ");
+        }
+        if begins {
+            let what = match c.ctx {
+                Some(crate::record::Context::Softirq) => "softirq",
+                Some(crate::record::Context::Nmi) => "nmi",
+                _ => "irq",
+            };
+            let _ = write!(s, "  ==========> |  {what}");
+        } else {
+            s.push_str("  <========== |");
+        }
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
+    }
+
     fn line_buf(&mut self) -> &mut String {
         self.line.clear();
         &mut self.line
@@ -407,6 +450,11 @@ pub fn push_duration(s: &mut String, ns: u64) {
         s.push(' ');
     }
     s.push_str("|  ");
+}
+
+/// `12.345 us`: a duration in a comment.
+fn push_duration_plain(s: &mut String, ns: u64) {
+    let _ = write!(s, "{}.{:03} us", ns / 1000, ns % 1000);
 }
 
 #[cfg(test)]

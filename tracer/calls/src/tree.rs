@@ -132,6 +132,8 @@ pub struct Entry<'e> {
     pub comment: Option<&'e str>,
     /// The line's layout (text sources).
     pub layout: Option<Layout<'e>>,
+    /// The context the call ran in, when the source knows it (the BPF engine).
+    pub ctx: Option<crate::record::Context>,
 }
 
 /// A call returned.
@@ -193,6 +195,13 @@ struct Frame {
     origins: Origins<(u64, FuncId)>,
     /// An inline frame: the inlined copy (index in the tree's [`Inlines`]).
     inline: Option<u32>,
+    /// The context it ran in (flat sources that know it).
+    ctx: Option<crate::record::Context>,
+    /// It begins an interrupt subtree: its context is an interrupt's and its parent's
+    /// is not the same.
+    irq_entry: bool,
+    /// Time spent in interrupt subtrees below it.
+    irq_ns: u64,
 }
 
 #[derive(Debug, Default)]
@@ -444,6 +453,9 @@ impl<'a> CallTree<'a> {
             entry_cpu: None,
             tasks: self.tasks.len(),
             inlined: None,
+            ctx: None,
+            irq_entry: false,
+            irq_ns: None,
         }
     }
 
@@ -750,6 +762,7 @@ mod tests {
             site: None,
             comment: None,
             layout: None,
+            ctx: None,
         }
     }
 

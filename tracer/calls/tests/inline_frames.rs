@@ -133,6 +133,7 @@ impl<'a> Run<'a> {
             }),
             comment: None,
             layout: None,
+            ctx: None,
         };
         self.tree.enter(&e, &mut self.sinks, &mut self.out).unwrap();
     }

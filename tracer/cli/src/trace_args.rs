@@ -10,6 +10,16 @@ use dcg_live::options::{Engine, TraceOptions};
 use crate::ColorChoice;
 
 /// `--engine`.
+/// `--irqs`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IrqsArg {
+    /// Keep them, marked.
+    #[default]
+    Show,
+    /// Leave them out.
+    Hide,
+}
+
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EngineArg {
     /// Chosen by the kernel's features.
@@ -109,6 +119,12 @@ pub struct TraceArgs {
     /// DWARF here (an empty DEBUGINFOD_URLS does the same).
     #[arg(long)]
     pub offline: bool,
+    /// Kernel: calls made in interrupt context (hardirq, softirq, NMI) while a traced
+    /// task ran: `show` keeps them in its tree, between `==========> irq` and
+    /// `<==========` marks (as function_graph's funcgraph-irqs), with the time they took
+    /// said at the calls they interrupted; `hide` leaves them out.
+    #[arg(long, value_enum, default_value = "show", value_name = "WHEN")]
+    pub irqs: IrqsArg,
     /// Trace a running process (and its threads) instead of starting a command.
     #[arg(
         short = 'p',
@@ -153,6 +169,7 @@ impl TraceArgs {
             no_inline_frames: self.no_inline_frames,
             no_children: self.no_children,
             offline: self.offline,
+            hide_irqs: self.irqs == IrqsArg::Hide,
         }
     }
 }

@@ -214,6 +214,19 @@ struct Pending {
     args: [u64; 6],
     strings: Vec<(usize, Option<String>)>,
     stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
+    ctx: u8,
+}
+
+/// A record's context code as the call tree's context.
+fn context(code: u8) -> dcg_calls::record::Context {
+    use dcg_bpf::ctx;
+    use dcg_calls::record::Context;
+    match code {
+        ctx::SOFTIRQ => Context::Softirq,
+        ctx::IRQ => Context::Irq,
+        ctx::NMI => Context::Nmi,
+        _ => Context::Task,
+    }
 }
 
 /// A function's id in the tree, name and module.
@@ -235,6 +248,10 @@ struct Feed<'a> {
     comms: HashMap<u32, Rc<str>>,
     args: bool,
     retvals: bool,
+    /// `--irqs hide`: calls in interrupt context are left out.
+    hide_irqs: bool,
+    /// Per task: interrupt calls left out and still open.
+    hidden: HashMap<u32, u32>,
 }
 
 impl Feed<'_> {
@@ -314,9 +331,14 @@ impl Feed<'_> {
                 ip,
                 callsite,
                 args,
+                ctx,
                 ..
             } => {
                 self.flush_pending(tid)?;
+                if self.hide_irqs && ctx != dcg_bpf::ctx::TASK {
+                    *self.hidden.entry(tid).or_insert(0) += 1;
+                    return Ok(());
+                }
                 self.pending.insert(
                     tid,
                     Pending {
@@ -328,6 +350,7 @@ impl Feed<'_> {
                         args,
                         strings: Vec::new(),
                         stack: None,
+                        ctx,
                     },
                 );
             }
@@ -338,8 +361,16 @@ impl Feed<'_> {
                 ip,
                 rax,
                 rdx,
+                ctx,
             } => {
                 self.flush_pending(tid)?;
+                if let Some(n) = self.hidden.get_mut(&tid).filter(|n| **n > 0) {
+                    if ctx != dcg_bpf::ctx::TASK {
+                        *n -= 1;
+                        return Ok(());
+                    }
+                    *n = 0; // a task's return: the interrupt's returns were lost
+                }
                 let (id, _, _) = self.func(ip);
                 let comm = self.comm(tid);
                 let exit = Exit {
@@ -404,6 +435,7 @@ impl Feed<'_> {
             site,
             comment: None,
             layout: None,
+            ctx: Some(context(p.ctx)),
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
     }
@@ -573,6 +605,8 @@ pub fn run(
         comms: HashMap::new(),
         args: args.args,
         retvals: args.show_retvals,
+        hide_irqs: args.hide_irqs,
+        hidden: HashMap::new(),
     };
     let saved = match &args.output {
         Some(path) => {

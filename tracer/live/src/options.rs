@@ -51,6 +51,9 @@ pub struct TraceOptions {
     pub no_children: bool,
     /// Never ask debuginfod servers (`DEBUGINFOD_URLS`) for a db.
     pub offline: bool,
+    /// Kernel: leave out calls made in interrupt context (hardirq, softirq, NMI) inside
+    /// a task's tree (`--irqs hide`; by default they show, marked).
+    pub hide_irqs: bool,
 }
 
 /// How kernel calls are captured.

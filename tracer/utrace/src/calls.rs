@@ -434,6 +434,7 @@ impl EventSink for Calls<'_> {
             site,
             comment: None,
             layout: None,
+            ctx: None,
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
         if p.returns_twice {

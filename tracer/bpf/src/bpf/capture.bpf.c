@@ -27,6 +27,12 @@ struct task_struct {
 
 #define REC_ENTRY 1
 #define REC_EXIT 2
+/* Entry and return records carry the context in the kind's second byte. */
+#define CTX_TASK 0
+#define CTX_SOFTIRQ 1
+#define CTX_IRQ 2
+#define CTX_NMI 3
+#define CTX_SHIFT 8
 #define REC_STRING 3
 #define REC_STACK 4
 #define REC_COMM 5
@@ -167,6 +173,38 @@ static __always_inline bool is_return(void *ctx)
 	return bpf_session_is_return___void();
 }
 
+/* The preempt count: its own per-CPU variable since 6.15, a field of pcpu_hot before
+ * (x86). Whichever this kernel has; the other is a weak ksym left unresolved. */
+extern const int __preempt_count __ksym __weak;
+struct pcpu_hot {
+	int preempt_count;
+} __attribute__((preserve_access_index));
+extern const struct pcpu_hot pcpu_hot __ksym __weak;
+
+/* What the CPU is running: NMI, hard interrupt, softirq or a task (preempt count bits
+ * 20-23, 16-19 and 8, as include/linux/preempt.h lays them out). */
+static __always_inline __u32 context(void)
+{
+	int count = 0;
+
+	if (bpf_ksym_exists(&__preempt_count)) {
+		const int *p = bpf_this_cpu_ptr(&__preempt_count);
+
+		count = *p;
+	} else if (bpf_ksym_exists(&pcpu_hot)) {
+		const struct pcpu_hot *h = bpf_this_cpu_ptr(&pcpu_hot);
+
+		count = h->preempt_count;
+	}
+	if (count & 0x00f00000)
+		return CTX_NMI;
+	if (count & 0x000f0000)
+		return CTX_IRQ;
+	if (count & 0x00000100)
+		return CTX_SOFTIRQ;
+	return CTX_TASK;
+}
+
 static __always_inline __u32 plan_of(void *ctx)
 {
 	__u64 ip = bpf_get_func_ip(ctx);
@@ -214,7 +252,7 @@ static __always_inline void on_exit(struct pt_regs *ctx)
 		return;
 	r = bpf_ringbuf_reserve(&events, EXIT_SIZE, 0);
 	if (r) {
-		r->kind = REC_EXIT;
+		r->kind = REC_EXIT | context() << CTX_SHIFT;
 		r->tid = tid;
 		r->tgid = id >> 32;
 		r->cpu = bpf_get_smp_processor_id();
@@ -272,7 +310,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		count_lost();
 		return 0;
 	}
-	r->kind = REC_ENTRY;
+	r->kind = REC_ENTRY | context() << CTX_SHIFT;
 	r->tid = tid;
 	r->tgid = tgid;
 	r->cpu = bpf_get_smp_processor_id();

@@ -70,6 +70,7 @@ impl Decoder<'_> {
                     site,
                     comment: None,
                     layout: None,
+                    ctx: None,
                 };
                 self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
             }

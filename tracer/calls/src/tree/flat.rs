@@ -7,6 +7,7 @@ use std::io;
 use super::{CallTree, Entry, Exit, Frame, TaskState};
 use crate::funcs::FuncId;
 use crate::origin::Origins;
+use crate::record::Context;
 use crate::sink::{Kind, Sink, Task};
 
 impl CallTree<'_> {
@@ -19,7 +20,15 @@ impl CallTree<'_> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         remember_comm(&mut self.tasks[ti], e.task.comm);
-        self.push_flat(ti, id, e.func, e.task, e.time_ns, None, sink, out)
+        self.push_flat(ti, id, e.func, e.task, e.time_ns, None, sink, out)?;
+        if let Some(c) = e.ctx {
+            let stack = &mut self.tasks[ti].stack;
+            let below = stack.len().checked_sub(2).and_then(|i| stack[i].ctx);
+            let f = stack.last_mut().expect("pushed");
+            f.ctx = Some(c);
+            f.irq_entry = c != Context::Task && below.is_some_and(|b| b != c);
+        }
+        Ok(())
     }
 
     /// Push an open call of `func` (its arguments in `self.args`); its parent gets its
@@ -51,6 +60,8 @@ impl CallTree<'_> {
                     time_ns: f.time_ns,
                     open_after: t.stack.len(),
                     inlined: self.inlined_view(f.inline),
+                    ctx: f.ctx,
+                    irq_entry: f.irq_entry,
                     ..view
                 },
                 out,
@@ -58,6 +69,8 @@ impl CallTree<'_> {
             let top = self.tasks[ti].stack.len() - 1;
             self.tasks[ti].stack[top].opened = true;
         }
+        // An inline frame runs in its container's context.
+        let ctx = self.tasks[ti].stack.last().and_then(|f| f.ctx);
         self.tasks[ti].stack.push(Frame {
             depth,
             func,
@@ -69,6 +82,9 @@ impl CallTree<'_> {
             opened: false,
             origins: Origins::new(),
             inline,
+            ctx,
+            irq_entry: false,
+            irq_ns: 0,
         });
         Ok(())
     }
@@ -116,6 +132,8 @@ impl CallTree<'_> {
             }
         }
         let f = self.tasks[ti].stack.pop().expect("frame at pos");
+        let duration_ns = x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a));
+        self.count_irq_time(ti, &f, duration_ns);
         let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
         if error {
             self.counts.errors += 1;
@@ -136,13 +154,30 @@ impl CallTree<'_> {
             error,
             origin: self.origin_view(origin),
             time_ns: f.time_ns,
-            duration_ns: x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
+            duration_ns,
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,
+            ctx: f.ctx,
+            irq_entry: f.irq_entry,
+            irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
             ..self.view(close_kind(&f), func, x.task)
         };
         sink.call(&view, out)
+    }
+
+    /// An interrupt subtree that took `duration_ns` ended: its time is in every call of
+    /// the interrupted context still open.
+    fn count_irq_time(&mut self, ti: usize, f: &Frame, duration_ns: Option<u64>) {
+        let (true, Some(ns)) = (f.irq_entry, duration_ns) else {
+            return;
+        };
+        for g in self.tasks[ti].stack.iter_mut().rev() {
+            if g.ctx == f.ctx {
+                break; // an interrupt of the same kind below: already counted there
+            }
+            g.irq_ns += ns;
+        }
     }
 
     /// Pop the innermost open call of task `ti`, which never returned.
@@ -168,6 +203,8 @@ impl CallTree<'_> {
             unfinished: true,
             entry_cpu: f.cpu,
             inlined: self.inlined_view(f.inline),
+            ctx: f.ctx,
+            irq_entry: f.irq_entry,
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)

@@ -478,6 +478,9 @@ impl CallTree<'_> {
                 opened: true,
                 origins: Default::default(),
                 inline: Some(c),
+                ctx: None,
+                irq_entry: false,
+                irq_ns: 0,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
             let view = CallView {

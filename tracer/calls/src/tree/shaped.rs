@@ -111,6 +111,9 @@ impl CallTree<'_> {
                 opened: !hold,
                 origins: Origins::new(),
                 inline: None,
+                ctx: None,
+                irq_entry: false,
+                irq_ns: 0,
             });
             if hold {
                 let held = self.hold_entry(e);
