@@ -549,9 +549,9 @@ fn uprobes_where_nothing_can_be_preloaded() {
 fn unhookable_functions_fall_back_to_uprobes() {
     require!();
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("tiny.c");
-    std::fs::write(
-        &src,
+    let bin = c_program(
+        dir.path(),
+        "tiny",
         r#"#include <stdio.h>
 #define NOINLINE __attribute__((noinline))
 volatile int sink;
@@ -563,9 +563,8 @@ NOINLINE int outer(int n) {
 }
 int main(void) { printf("%d\n", outer(3)); return 0; }
 "#,
-    )
-    .unwrap();
-    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+        &["-O2"],
+    );
     let bs = bin.to_str().unwrap();
     let out = trace_values(bs, "*");
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));
@@ -676,9 +675,9 @@ fn inline_frames_in_process() {
 fn ifunc_implementation_is_traced() {
     require!();
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("lens.c");
-    std::fs::write(
-        &src,
+    let bin = c_program(
+        dir.path(),
+        "lens",
         r#"#include <stdio.h>
 #include <string.h>
 int main(void) {
@@ -689,16 +688,10 @@ int main(void) {
   return 0;
 }
 "#,
-    )
-    .unwrap();
-    let bin = build(dir.path(), "gcc", &src, &["-O0", "-fno-builtin"]);
+        &["-O0", "-fno-builtin"],
+    );
     let bs = bin.to_str().unwrap();
-    let libc = Command::new("gcc")
-        .arg("-print-file-name=libc.so.6")
-        .output()
-        .unwrap();
-    let libc = PathBuf::from(text(&libc.stdout).trim());
-    let libc = libc.canonicalize().unwrap_or(libc);
+    let libc = libc_path();
     let out = dcg(&[
         "--engine",
         "inproc",
@@ -731,9 +724,9 @@ int main(void) {
 fn a_copy_inlined_into_its_own_function_is_no_frame() {
     require!();
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("mm.c");
-    std::fs::write(
-        &src,
+    let bin = c_program(
+        dir.path(),
+        "mm",
         r#"#include <stdio.h>
 #include <sys/mman.h>
 int main(void) {
@@ -742,16 +735,10 @@ int main(void) {
   return 0;
 }
 "#,
-    )
-    .unwrap();
-    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+        &["-O2"],
+    );
     let bs = bin.to_str().unwrap();
-    let libc = Command::new("gcc")
-        .arg("-print-file-name=libc.so.6")
-        .output()
-        .unwrap();
-    let libc = PathBuf::from(text(&libc.stdout).trim());
-    let libc = libc.canonicalize().unwrap_or(libc);
+    let libc = libc_path();
     let out = dcg(&[
         "--show-retvals",
         "--args",
@@ -780,9 +767,9 @@ int main(void) {
 fn libc_allocator_traced_in_process() {
     require!();
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("alloc.c");
-    std::fs::write(
-        &src,
+    let bin = c_program(
+        dir.path(),
+        "alloc",
         r#"#include <stdio.h>
 #include <stdlib.h>
 int main(void) {
@@ -792,16 +779,10 @@ int main(void) {
   return 0;
 }
 "#,
-    )
-    .unwrap();
-    let bin = build(dir.path(), "gcc", &src, &["-O2"]);
+        &["-O2"],
+    );
     let bs = bin.to_str().unwrap();
-    let libc = Command::new("gcc")
-        .arg("-print-file-name=libc.so.6")
-        .output()
-        .unwrap();
-    let libc = PathBuf::from(text(&libc.stdout).trim());
-    let libc = libc.canonicalize().unwrap_or(libc);
+    let libc = libc_path();
     let out = dcg(&[
         "--engine",
         "inproc",
@@ -832,4 +813,21 @@ int main(void) {
             .any(|c| c.trim_start() == format!("__libc_free(mem={ptr});")),
         "free of {ptr} traced:\n{stdout}"
     );
+}
+
+/// The C library the compiler links against, as the dynamic linker loads it.
+fn libc_path() -> PathBuf {
+    let out = Command::new("gcc")
+        .arg("-print-file-name=libc.so.6")
+        .output()
+        .unwrap();
+    let libc = PathBuf::from(text(&out.stdout).trim());
+    libc.canonicalize().unwrap_or(libc)
+}
+
+/// C source `text` written as `NAME.c` in `dir` and built by gcc with `flags`.
+fn c_program(dir: &Path, name: &str, text: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, text).unwrap();
+    build(dir, "gcc", &src, flags)
 }
