@@ -353,6 +353,34 @@ fn call_lines(
     trees
 }
 
+/// The BPF session's debug output (`DCG_KTRACE_DEBUG=1`) says the program's own path
+/// was computed from the loaded program (`how`: interpreted or JIT-compiled) and leaves
+/// out the ring buffer helpers its code calls, what its read helper calls (found in the
+/// kernel's text), and `also`.
+fn own_path_computed(stderr: &str, how: &str, also: &[&str]) {
+    must(
+        stderr,
+        "own path",
+        &["the program's own path: ", &format!(", {how})")],
+    );
+    let own: Vec<&str> = stderr
+        .lines()
+        .find_map(|l| l.split_once("not attached (the program's own path, "))
+        .and_then(|(_, rest)| rest.split_once("): "))
+        .map(|(_, names)| names.split(' ').collect())
+        .unwrap_or_else(|| panic!("no not-attached list in:\n{stderr}"));
+    for f in [
+        "bpf_ringbuf_reserve",
+        "bpf_ringbuf_submit",
+        "copy_from_kernel_nofault",
+    ]
+    .iter()
+    .chain(also)
+    {
+        assert!(own.contains(f), "{f} is attached: own path {own:?}");
+    }
+}
+
 /// Issue 14's oracle: on the test kernel, one workload traced by the BPF engine and by
 /// function_graph with funcgraph-retval at the same time gives the same calls with the
 /// same value for every call. Then BPF-only checks: strings, cleanup, no WARNING.
@@ -381,6 +409,13 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     };
     // The functions the BPF engine leaves out (its own path, listed by its debug output)
     // are left out of both sides, with what runs under them.
+    // The test kernel has no /proc/kcore and no JIT: the kernel text is read through the
+    // BPF reader, the interpreter and the hash map's lookup are the program's own path.
+    own_path_computed(
+        o,
+        "interpreted",
+        &["___bpf_prog_run", "htab_map_lookup_elem"],
+    );
     let not_attached: std::collections::HashSet<&str> = o
         .lines()
         .find_map(|l| l.split_once("not attached (the program's own path, "))
@@ -513,6 +548,9 @@ fn bpf_on_debian(kernel_name: &str) {
         &format!("bpf-debian-{kernel_name}"),
     );
     must(section(&text, "values"), "values", &["rc=0"]);
+    // The engine's own path comes from the loaded, JIT-compiled program: the helpers its
+    // code calls and their callees in the kernel text are not attached.
+    own_path_computed(section(&text, "values"), "JIT-compiled", &[]);
     let calls = dcg_tests::json_records(section(&text, "values-json"));
     let db = sigdb::Db::open(&db_path).unwrap();
     let void = |f: &str| {

@@ -1,13 +1,19 @@
-//! Compile `src/bpf/capture.bpf.c` with clang (Debian's, `.ci/install-deps.sh`) and
-//! generate its libbpf skeleton into OUT_DIR.
+//! Compile the BPF programs (`src/bpf/capture.bpf.c`, `src/bpf/peek.bpf.c`) with clang
+//! (Debian's, `.ci/install-deps.sh`) and generate their libbpf skeletons into OUT_DIR.
 
 use std::path::PathBuf;
 
 fn main() {
-    let src = "src/bpf/capture.bpf.c";
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("capture.skel.rs");
+    skeleton("capture");
+    skeleton("peek");
+}
+
+fn skeleton(name: &str) {
+    let src = format!("src/bpf/{name}.bpf.c");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"))
+        .join(format!("{name}.skel.rs"));
     libbpf_cargo::SkeletonBuilder::new()
-        .source(src)
+        .source(&src)
         .clang_args([
             "-I/usr/include/x86_64-linux-gnu",
             "-D__TARGET_ARCH_x86",

@@ -6,7 +6,8 @@
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
 begin values
-dcg trace --engine bpf --db $DB --show-retvals --args --json \
+# (Debug output: the program's own path, read from the loaded program and the kernel text.)
+DCG_KTRACE_DEBUG=1 dcg trace --engine bpf --db $DB --show-retvals --args --json \
 	--func do_sys_openat2 \
 	-- sh -c 'cat /nonexistent; head -c 8 /proc/version; echo; cat /proc/version > /dev/null' \
 	> /tmp/v.json 2> /tmp/v.err

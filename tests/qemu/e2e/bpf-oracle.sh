@@ -49,6 +49,7 @@ dcg trace --engine bpf --db $DB --func do_sys_openat2 -- sh -c 'while true; do c
 c=$!
 wait_for /tmp/c.err 'dcg: tracing' 240
 kill -INT $c; wait $c; echo "after SIGINT rc=$?"
+rm -f /tmp/c.err # (the next wait_for must not see this session's line)
 dcg trace --engine bpf --db $DB --func do_sys_openat2 -- sh -c 'while true; do cat /proc/version > /dev/null; done' > /tmp/c.out 2> /tmp/c.err &
 c=$!
 wait_for /tmp/c.err 'dcg: tracing' 240

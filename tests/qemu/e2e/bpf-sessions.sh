@@ -39,6 +39,7 @@ end concurrent
 
 for sig in INT TERM KILL; do
 	begin "kill-$sig"
+	rm -f /tmp/k.out /tmp/k.err # (wait_for must see this session's lines)
 	dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 -- \
 		sh -c 'while :; do cat /proc/version > /dev/null; done' > /tmp/k.out 2> /tmp/k.err &
 	k=$!

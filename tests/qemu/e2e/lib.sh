@@ -58,6 +58,8 @@ run_trace() {
 # once it traces and printed a call, then report what is left behind.
 kill_mid_trace() {
 	name=$1; sig=$2; shift 2
+	# A file left by an earlier session must not satisfy wait_for before this one starts.
+	rm -f /tmp/$name.out /tmp/$name.err
 	dcg trace "$@" > /tmp/$name.out 2> /tmp/$name.err &
 	pid=$!
 	wait_for /tmp/$name.err 'dcg: tracing' 240

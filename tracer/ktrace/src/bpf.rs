@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use dcg_bpf::{Capture, Record, Target};
+use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
 use dcg_calls::output::OutputFile;
 use dcg_calls::records::SavedCalls;
@@ -28,81 +28,38 @@ use dcg_live::tracefs;
 
 use crate::{debug, KtraceError, Notice, Result, Summary};
 
-/// What the kernel runs for every hit of the BPF program, and the helpers the program
-/// calls (kprobe_multi/fprobe handlers, rethook, map, ring-buffer and read helpers, RCU and
-/// migration guards, the cookie search). A traced function called from there is hit
-/// again while the program runs: the kernel skips that run (a recursion miss) but only
-/// after the whole fprobe entry path, on every call, which made traced calls several
-/// times slower. These functions and their direct callees (three levels, from the
-/// running kernel's text) are not attached; they never show in the BPF engine's trees.
-const OWN_PATH: &[&str] = &[
+/// What the kernel runs around every run of the BPF program: the kprobe_multi link's
+/// handlers and the fprobe, rethook and function-graph dispatch that calls them, in the
+/// kernels dcg runs on (6.12: fprobe on ftrace with rethook; 6.14 and later: fprobe on
+/// the function graph), and the kprobe path of the probes on inlined copies. What the
+/// program itself calls is read from the loaded program ([`dcg_bpf::Loaded::footprint`]).
+/// A traced function reached from any of these is hit again while the program runs: the
+/// kernel skips that run (a recursion miss), but only after the whole entry path, on
+/// every call. These functions, the program's callees and their callees (three levels,
+/// from the running kernel's text) are not attached.
+const DISPATCH: &[&str] = &[
     "kprobe_multi_link_handler",
     "kprobe_multi_link_exit_handler",
-    "kprobe_multi_link_prog_run",
-    "bpf_kprobe_multi_cookie",
-    "bpf_kprobe_multi_cookie_cmp",
-    "bsearch",
-    "is_endbr",
     "fprobe_handler",
     "fprobe_exit_handler",
     "fprobe_entry",
     "fprobe_fgraph_entry",
+    "fprobe_ftrace_entry",
     "fprobe_return",
-    "rethook_try_get",
-    "rethook_hook",
-    "rethook_recycle",
     "rethook_trampoline_handler",
     "arch_rethook_trampoline_callback",
-    "arch_rethook_prepare",
-    "arch_rethook_fixup_return",
     "function_graph_enter_regs",
     "ftrace_return_to_handler",
-    "migrate_disable",
-    "migrate_enable",
-    "__rcu_read_lock",
-    "__rcu_read_unlock",
-    "bpf_prog_inc_misses_counter",
-    "bpf_get_current_pid_tgid",
-    "bpf_get_smp_processor_id",
-    "bpf_ktime_get_ns",
-    "bpf_map_lookup_elem",
-    "bpf_map_update_elem",
-    "bpf_map_delete_elem",
-    "htab_map_lookup_elem",
-    "__htab_map_lookup_elem",
-    "htab_map_update_elem",
-    "htab_map_delete_elem",
-    "array_map_lookup_elem",
-    "percpu_array_map_lookup_elem",
-    "bpf_ringbuf_reserve",
-    "__bpf_ringbuf_reserve",
-    "bpf_ringbuf_submit",
-    "bpf_ringbuf_commit",
-    "bpf_probe_read_kernel",
-    "bpf_probe_read_kernel_str",
-    "bpf_probe_read_user_str",
-    "copy_from_kernel_nofault",
-    "copy_from_kernel_nofault_allowed",
-    "strncpy_from_kernel_nofault",
-    "strncpy_from_user_nofault",
-    "bpf_get_func_ip_kprobe_multi",
-    "bpf_get_attach_cookie_kprobe_multi",
-    "bpf_session_is_return",
-    // The probes on inlined copies (kprobes, jump-optimized or int3).
     "optimized_callback",
     "opt_pre_handler",
     "aggr_pre_handler",
     "kprobe_dispatcher",
-    "kprobe_perf_func",
     "kprobe_int3_handler",
     "kprobe_post_process",
     "kprobe_ftrace_handler",
-    "get_kprobe",
     "trace_call_bpf",
-    "bpf_get_attach_cookie_trace",
-    "bpf_get_attach_cookie_pe",
 ];
-/// How deep below [`OWN_PATH`] callees are left out, and at most how many.
+/// How deep below the program's own path callees are left out, and at most how many.
 const OWN_PATH_DEPTH: u32 = 3;
 const OWN_PATH_CAP: usize = 600;
 /// How often the ring buffer is read.
@@ -164,17 +121,10 @@ fn fetch_plan(set: &DbSet, name: &str) -> (u8, bool) {
 
 /// The targets: every site but the excluded ones, roots marked; strings and stack words
 /// asked for when arguments are shown.
-fn targets(
-    sites: &[Site],
-    roots: &[String],
-    set: &DbSet,
-    args: bool,
-    skip: &HashSet<String>,
-) -> Vec<Target> {
+fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Target> {
     let mut plans: HashMap<&str, (u8, bool)> = HashMap::new();
     sites
         .iter()
-        .filter(|s| roots.contains(&s.name) || !skip.contains(&s.name))
         .map(|s| {
             let (strings, stack) = if args {
                 *plans
@@ -193,14 +143,57 @@ fn targets(
         .collect()
 }
 
-/// [`OWN_PATH`] and its direct callees in the running kernel (the names alone when its
-/// text cannot be read).
-fn own_path(kallsyms: &str) -> HashSet<String> {
-    let mut own: HashSet<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
-    if let Some(kt) = crate::callees::KernelText::with_kallsyms(kallsyms) {
-        let seeds: Vec<String> = OWN_PATH.iter().map(|s| s.to_string()).collect();
-        own.extend(kt.closure(&seeds, OWN_PATH_DEPTH, OWN_PATH_CAP, &|_| true));
+/// The program's own path in the running kernel: [`DISPATCH`], the functions the loaded
+/// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
+/// of the map operation tables the generic map helpers call through, and their callees
+/// (the names of the seeds alone when the kernel's text cannot be read).
+fn own_path(kallsyms: &str, fp: &dcg_bpf::Footprint) -> HashSet<String> {
+    let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
+    let Some(kt) = crate::callees::KernelText::with_kallsyms(kallsyms) else {
+        return seeds.into_iter().collect();
+    };
+    if let Some(base) = kt.address_of("__bpf_call_base") {
+        for a in fp.call_addrs(base) {
+            if let Some(n) = kt.name_at(a) {
+                seeds.push(n.to_string());
+            }
+        }
     }
+    if fp.interpreted {
+        // `___bpf_prog_run` and its entry points by stack size (`__bpf_prog_run32`...).
+        seeds.extend(kt.names_matching(&|n| {
+            n == "___bpf_prog_run"
+                || n.strip_prefix("__bpf_prog_run")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        }));
+        // The generic map helpers call the map's own operation: the table's function
+        // for that operation (`bpf_map_lookup_elem` -> `htab_map_lookup_elem`).
+        let ops: Vec<&str> = ["lookup_elem", "update_elem", "delete_elem"]
+            .into_iter()
+            .filter(|op| seeds.iter().any(|s| *s == format!("bpf_map_{op}")))
+            .collect();
+        for table in &fp.map_ops {
+            seeds.extend(
+                kt.functions_in_table(kallsyms, table)
+                    .into_iter()
+                    .filter(|f| ops.iter().any(|op| f.ends_with(op))),
+            );
+        }
+    }
+    seeds.sort_unstable();
+    seeds.dedup();
+    debug(format_args!(
+        "the program's own path: {} functions before callees (its code calls {}, {})",
+        seeds.len(),
+        fp.calls.len(),
+        if fp.interpreted {
+            "interpreted"
+        } else {
+            "JIT-compiled"
+        }
+    ));
+    let mut own: HashSet<String> = seeds.iter().cloned().collect();
+    own.extend(kt.closure(&seeds, OWN_PATH_DEPTH, OWN_PATH_CAP, &|_| true));
     own
 }
 
@@ -484,16 +477,7 @@ pub fn run(
     let kallsyms = Kallsyms::parse(&kallsyms_text);
     // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
     let pointer_names = SymbolMap::from_kallsyms(&kallsyms_text);
-    let own = own_path(&kallsyms_text);
-    drop(kallsyms_text);
-    let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
-    listed.sort_unstable();
-    debug(format_args!(
-        "not attached (the program's own path, {}): {}",
-        own.len(),
-        listed.join(" ")
-    ));
-    let targets = targets(&sites, &roots, set, args.args, &own);
+    let mut targets = targets(&sites, &roots, set, args.args);
     let mut child = if args.command.is_empty() {
         None
     } else {
@@ -527,12 +511,31 @@ pub fn run(
             }),
         }
     }
-    debug(format_args!(
-        "attaching to {} functions, {} inlined copies",
-        targets.len(),
-        probe_addrs.len()
-    ));
-    let mut capture = match Capture::attach(&targets, &probe_addrs, procs.as_deref()) {
+    // Loaded first: what the programs call decides what they are not attached to.
+    let attached = Loaded::load(&targets, !probe_addrs.is_empty()).and_then(|loaded| {
+        let own = own_path(&kallsyms_text, &loaded.footprint());
+        let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
+        listed.sort_unstable();
+        debug(format_args!(
+            "not attached (the program's own path, {}): {}",
+            own.len(),
+            listed.join(" ")
+        ));
+        let skip: HashSet<u64> = sites
+            .iter()
+            .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
+            .map(|s| s.addr)
+            .collect();
+        targets.retain(|t| !skip.contains(&t.addr));
+        debug(format_args!(
+            "attaching to {} functions, {} inlined copies",
+            targets.len(),
+            probe_addrs.len()
+        ));
+        loaded.attach(&targets, &probe_addrs, procs.as_deref())
+    });
+    drop(kallsyms_text);
+    let mut capture = match attached {
         Ok(c) => c,
         Err(e) => {
             if let Some(c) = child.as_mut() {

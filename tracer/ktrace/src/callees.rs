@@ -1,6 +1,6 @@
 //! Static callee discovery: the direct `call`/`jmp rel32` targets in a function's machine
-//! code, read from the live kernel through `/proc/kcore` and resolved with
-//! `/proc/kallsyms`. Used to create exit probes before the first traced call (a command
+//! code, read from the live kernel through `/proc/kcore` (or, on kernels without it,
+//! through a BPF program: [`dcg_bpf::KernelPeek`]) and resolved with `/proc/kallsyms`. Used to create exit probes before the first traced call (a command
 //! may call the traced function once only). Indirect calls are not found; the stream
 //! adds those callees lazily.
 
@@ -13,14 +13,20 @@ pub struct KernelText {
     /// Sorted (address, name) of text symbols.
     syms: Vec<(u64, String)>,
     by_name: HashMap<String, u64>,
-    kcore: File,
-    /// (vaddr, file offset, size) of the PT_LOAD segments.
-    segs: Vec<(u64, u64, u64)>,
+    memory: Memory,
+}
+
+/// Where kernel memory is read from.
+enum Memory {
+    /// `/proc/kcore` and the (vaddr, file offset, size) of its PT_LOAD segments.
+    Kcore(File, Vec<(u64, u64, u64)>),
+    /// A BPF program that copies it.
+    Bpf(Box<dcg_bpf::KernelPeek>),
 }
 
 impl KernelText {
-    /// Open `/proc/kallsyms` and `/proc/kcore`; `None` when either is unusable (no
-    /// CONFIG_PROC_KCORE, addresses hidden).
+    /// Open `/proc/kallsyms` and `/proc/kcore` (or the BPF reader); `None` when the
+    /// addresses are hidden or no reader works.
     pub fn open() -> Option<KernelText> {
         let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
         KernelText::with_kallsyms(&text)
@@ -50,31 +56,115 @@ impl KernelText {
         for (a, n) in &syms {
             by_name.entry(n.clone()).or_insert(*a);
         }
-        let kcore = File::open("/proc/kcore").ok()?;
-        let segs = load_segments(&kcore)?;
+        let kcore = File::open("/proc/kcore").ok().and_then(|f| {
+            let segs = load_segments(&f)?;
+            Some(Memory::Kcore(f, segs))
+        });
+        let memory = match kcore {
+            Some(m) => m,
+            None => {
+                // What `getppid` runs, to trigger the reader from this process.
+                let trigger = ["__x64_sys_getppid", "__do_sys_getppid", "sys_getppid"]
+                    .iter()
+                    .find_map(|n| by_name.get(*n))?;
+                match dcg_bpf::KernelPeek::open(*trigger) {
+                    Ok(p) => Memory::Bpf(Box::new(p)),
+                    Err(e) => {
+                        log::debug!("no /proc/kcore and no BPF reader of kernel text: {e}");
+                        return None;
+                    }
+                }
+            }
+        };
         Some(KernelText {
             syms,
             by_name,
-            kcore,
-            segs,
+            memory,
         })
     }
 
     fn read(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
-        let &(va, off, size) = self
-            .segs
-            .iter()
-            .find(|(va, _, size)| addr >= *va && addr + len as u64 <= va + size)?;
-        let _ = size;
-        let mut buf = vec![0u8; len];
-        self.kcore.read_exact_at(&mut buf, off + (addr - va)).ok()?;
-        Some(buf)
+        match &self.memory {
+            Memory::Kcore(kcore, segs) => {
+                let &(va, off, _) = segs
+                    .iter()
+                    .find(|(va, _, size)| addr >= *va && addr + len as u64 <= va + size)?;
+                let mut buf = vec![0u8; len];
+                kcore.read_exact_at(&mut buf, off + (addr - va)).ok()?;
+                Some(buf)
+            }
+            Memory::Bpf(peek) => peek.read(addr, len),
+        }
     }
 
     fn sym_at(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|(a, _)| *a < addr);
         let (a, n) = self.syms.get(i)?;
         (*a == addr).then_some(n.as_str())
+    }
+
+    /// The address of the text symbol `name`.
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The function starting at `addr` (not its `__pfx_` padding label).
+    pub fn name_at(&self, addr: u64) -> Option<&str> {
+        self.sym_at(addr)
+            .map(|n| n.strip_prefix("__pfx_").unwrap_or(n))
+    }
+
+    /// The text symbols whose names satisfy `pick`.
+    pub fn names_matching(&self, pick: &dyn Fn(&str) -> bool) -> Vec<String> {
+        self.syms
+            .iter()
+            .filter(|(_, n)| pick(n))
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    /// The functions a table of function pointers points to: the data symbol `table`
+    /// (found in `kallsyms`, the text it was read from), read word by word up to the
+    /// next symbol, each word that is a function's start.
+    pub fn functions_in_table(&self, kallsyms: &str, table: &str) -> Vec<String> {
+        let mut start = None;
+        let mut addrs = Vec::new();
+        for line in kallsyms.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(a), Some(_), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if it.next().is_some() {
+                continue; // a module's
+            }
+            let Ok(a) = u64::from_str_radix(a, 16) else {
+                continue;
+            };
+            if n == table {
+                start = Some(a);
+            }
+            addrs.push(a);
+        }
+        let Some(start) = start else {
+            return Vec::new();
+        };
+        let end = addrs
+            .into_iter()
+            .filter(|&a| a > start)
+            .min()
+            .unwrap_or(start + 512)
+            .min(start + 4096);
+        let Some(bytes) = self.read(start, (end - start) as usize & !7) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = bytes
+            .chunks_exact(8)
+            .filter_map(|w| self.name_at(u64::from_le_bytes(w.try_into().ok()?)))
+            .map(str::to_string)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Direct call/jump targets of `func` that satisfy `keep`.
