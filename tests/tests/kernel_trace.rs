@@ -302,7 +302,7 @@ fn is_interrupt(func: &str) -> bool {
 fn call_lines(
     calls: &[dcg_calls::record::CallRecord],
     not_attached: &std::collections::HashSet<&str>,
-) -> Vec<Vec<String>> {
+) -> Vec<(Vec<String>, u64)> {
     use std::collections::{BTreeMap, HashMap, HashSet};
     let skip =
         |f: &str| is_interrupt(f) || not_attached.contains(f) || f.starts_with("__bpf_prog_run");
@@ -330,7 +330,7 @@ fn call_lines(
         .flatten()
         .map(|c| (first_id(c, &children), *c))
         .collect();
-    let mut trees: Vec<Vec<String>> = Vec::new();
+    let mut trees: Vec<(Vec<String>, u64)> = Vec::new();
     let mut stack: Vec<(&dcg_calls::record::CallRecord, usize)> =
         roots.values().rev().map(|c| (*c, 0)).collect();
     while let Some((c, depth)) = stack.pop() {
@@ -338,9 +338,9 @@ fn call_lines(
             continue;
         }
         if depth == 0 {
-            trees.push(Vec::new());
+            trees.push((Vec::new(), c.lost.unwrap_or(0)));
         }
-        let out = trees.last_mut().expect("a tree");
+        let out = &mut trees.last_mut().expect("a tree").0;
         out.push(format!(
             "{depth} {} {}",
             c.func,
@@ -399,10 +399,10 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     // Complete trees only: a root record exists when its call returned. (function_graph
     // also records the BPF program's own run inside every probed function, ~15 times the
     // calls, and may not have finished the last tree when it is stopped.)
-    let complete = |trees: Vec<Vec<String>>| -> Vec<Vec<String>> {
+    let complete = |trees: Vec<(Vec<String>, u64)>| -> Vec<(Vec<String>, u64)> {
         trees
             .into_iter()
-            .filter(|t| {
+            .filter(|(t, _)| {
                 t[0].starts_with("0 do_sys_openat2 ") || t[0].starts_with("0 do_faccessat ")
             })
             .collect()
@@ -426,7 +426,7 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
         complete(call_lines(&bpf, &not_attached)),
         complete(call_lines(&fg, &not_attached)),
     );
-    let compared: usize = f.iter().map(Vec::len).sum();
+    let compared: usize = f.iter().map(|(t, _)| t.len()).sum();
     eprintln!(
         "oracle: {} calls from BPF, {} from function_graph; {} complete trees from BPF, {} \
          from function_graph, {compared} calls compared",
@@ -443,7 +443,10 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     // context switch, which function_graph does not record; function_graph sees calls
     // that run while a BPF program runs on the CPU, which BPF skips (recursion).
     let (mut only_bpf, mut only_fg, mut wrong) = (Vec::new(), Vec::new(), Vec::new());
-    for (bt, ft) in b.iter().zip(&f) {
+    // Calls missing from BPF's trees that BPF did not report lost.
+    let mut unexplained = 0;
+    for ((bt, lost), (ft, _)) in b.iter().zip(&f) {
+        let missing_before = only_fg.len();
         let (n, m) = (bt.len(), ft.len());
         let mut l = vec![vec![0u32; m + 1]; n + 1];
         for i in (0..n).rev() {
@@ -477,6 +480,12 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
                 j += 1;
             }
         }
+        let missing = (only_fg.len() - missing_before) as u64;
+        eprintln!(
+            "oracle: tree {}: {missing} calls only in function_graph, BPF reports {lost} lost",
+            bt[0]
+        );
+        unexplained += missing.saturating_sub(*lost) as usize;
     }
     eprintln!("oracle: only in BPF: {only_bpf:?}");
     eprintln!("oracle: only in function_graph: {only_fg:?}");
@@ -484,14 +493,17 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     // Known gap (issue 14's note): in the two-link mode of a kernel without the BPF JIT,
     // BPF sometimes misses a run of the task's calls after an interrupt (up to ~19 % of a
     // tree seen); the values of every call both show must still agree, above.
+    // Calls BPF reports lost (skipped while it recorded, interrupts mostly) are allowed
+    // to be missing from its tree; the rest is held to the known gap.
     assert!(
-        only_bpf.len() * 20 <= compared && only_fg.len() * 5 <= compared,
-        "{} calls only in BPF, {} only in function_graph, of {compared}",
+        only_bpf.len() * 20 <= compared && unexplained * 5 <= compared,
+        "{} calls only in BPF, {} only in function_graph ({unexplained} not reported lost), \
+         of {compared}",
         only_bpf.len(),
         only_fg.len()
     );
     assert!(compared > 100, "{compared} calls compared");
-    let all: Vec<&String> = b.iter().flatten().collect();
+    let all: Vec<&String> = b.iter().flat_map(|(t, _)| t).collect();
     for want in ["do_sys_openat2 -ENOENT", "do_sys_openat2 3"] {
         assert!(all.iter().any(|l| l.contains(want)), "no {want:?}");
     }
@@ -508,6 +520,60 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
         "cleanup",
         &["after SIGINT rc=0", "bpf objects held by dcg processes: 0"],
     );
+    // Calls lost to interrupts during records: said in one note, marked on the trees.
+    let l = section(&text, "losses");
+    must(l, "losses", &["rc=0"]);
+    let note = l
+        .lines()
+        .find_map(|x| x.strip_prefix("dcg: note: "))
+        .filter(|x| x.contains(" of the traced tasks "))
+        .unwrap_or_else(|| panic!("no lost-calls note:\n{l}"));
+    let num = |after: &str| -> u64 {
+        note.split(after)
+            .next()
+            .and_then(|h| h.split(' ').last())
+            .map_or(0, |n| {
+                n.parse()
+                    .unwrap_or_else(|_| panic!("no count before {after:?} in {note:?}"))
+            })
+    };
+    let words: Vec<&str> = note.split(' ').collect();
+    let lost: u64 = words[0].parse().unwrap_or_else(|_| panic!("{note}"));
+    let trees = num(" tree");
+    let calls = dcg_tests::json_records(section(&text, "losses-json"));
+    let marked: Vec<u64> = calls
+        .iter()
+        .filter(|c| c.parent.is_none())
+        .filter_map(|c| c.lost)
+        .collect();
+    eprintln!(
+        "losses: {note}; {} trees, {} marked",
+        calls.iter().filter(|c| c.parent.is_none()).count(),
+        marked.len()
+    );
+    assert!(lost > 0 && trees > 0, "{note}");
+    assert_eq!(
+        marked.len() as u64,
+        trees,
+        "trees marked vs the note: {note}"
+    );
+    assert!(marked.iter().sum::<u64>() <= lost, "{marked:?} vs {note}");
+    // Every call that says it lost calls lies in a marked tree, and says no more than
+    // the tree's top.
+    for c in calls.iter().filter(|c| c.lost.is_some()) {
+        let mut top = c;
+        while let Some(p) = top.parent.and_then(|p| calls.iter().find(|x| x.id == p)) {
+            top = p;
+        }
+        assert!(
+            top.lost >= c.lost,
+            "{} lost {:?} under a top with {:?}",
+            c.func,
+            c.lost,
+            top.lost
+        );
+    }
+
     let d = section(&text, "dmesg");
     must(d, "dmesg", &["warnings: 0"]);
 }

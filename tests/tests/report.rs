@@ -591,6 +591,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         inline: None,
         ctx: None,
         irq_ns: None,
+        lost: None,
     }
 }
 

@@ -181,7 +181,8 @@ fn captures_in_a_browser() {
     screenshots(&page, "a", "lookup_fast");
 }
 
-/// Calls that ran in an interrupt: their subtree is marked where it begins.
+/// Calls that ran in an interrupt: their subtree is marked where it begins; a call that
+/// lost calls says how many.
 #[test]
 fn interrupt_subtrees_are_marked() {
     let dir = tempfile::tempdir().unwrap();
@@ -213,6 +214,10 @@ fn interrupt_subtrees_are_marked() {
         if inside.contains(&r.id) {
             r.ctx = Some(Context::Irq);
         }
+        // And the capture lost 3 calls while recording it.
+        if r.id == top {
+            r.lost = Some(3);
+        }
     }
     let marked = dir.path().join("irq.calls");
     let mut f = std::fs::File::create(&marked).unwrap();
@@ -229,6 +234,11 @@ fn interrupt_subtrees_are_marked() {
         d.matches("==&gt; hardirq (interrupt)").count(),
         1,
         "one subtree, marked once"
+    );
+    assert_eq!(
+        d.matches("3 calls lost").count(),
+        1,
+        "the lost calls, said once"
     );
     screenshots(&page, "irq", "getname_flags");
 }
@@ -307,6 +317,7 @@ fn large_report_opens() {
                 inline: None,
                 ctx: None,
                 irq_ns: None,
+                lost: None,
             };
             use std::io::Write;
             writeln!(f, "{}", serde_json::to_string(&rec).unwrap()).unwrap();
@@ -332,6 +343,7 @@ fn large_report_opens() {
             inline: None,
             ctx: None,
             irq_ns: None,
+            lost: None,
         };
         use std::io::Write;
         writeln!(f, "{}", serde_json::to_string(&rec).unwrap()).unwrap();

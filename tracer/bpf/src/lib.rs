@@ -400,6 +400,16 @@ impl Capture {
 }
 
 impl Capture {
+    /// Whether the program found its recursion-miss counter (it stores the counter's
+    /// address on its first recorded run): loss records ([`Record::Loss`]) come only then.
+    pub fn counts_losses(&self) -> bool {
+        let key = 0u32.to_ne_bytes();
+        matches!(
+            self.skel.maps.stats.lookup(&key, MapFlags::ANY),
+            Ok(Some(v)) if v.iter().any(|&b| b != 0)
+        )
+    }
+
     /// Runs of the programs the kernel skipped, so far: a hit while a BPF program already
     /// ran on that CPU (an interrupt arriving during a record) is not run, and that call
     /// (entry or return) is missing from the records.

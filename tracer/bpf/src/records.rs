@@ -12,6 +12,7 @@ const REC_STRING: u32 = 3;
 const REC_STACK: u32 = 4;
 const REC_COMM: u32 = 5;
 const REC_INLINE: u32 = 6;
+const REC_LOSS: u32 = 7;
 /// The context code of entry and return records (the kind's second byte).
 pub mod ctx {
     /// A task (process context).
@@ -46,6 +47,18 @@ struct CallRec {
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
 struct ArgRegs([u64; 6]);
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct LossRec {
+    kind: u32,
+    tid: u32,
+    ts: u64,
+    ip: u64,
+    n: u64,
+    cpu: u32,
+    pad: u32,
+}
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -157,6 +170,21 @@ pub enum Record<'a> {
         /// Stack words from the stack pointer up (zeros when the read faulted).
         stack: [u64; INLINE_STACK],
     },
+    /// The kernel skipped the entry (or session) program `n` times on this CPU while a
+    /// run recorded a call of `tid` (an entry or a return of the function at `ip`): `n`
+    /// calls that ran on the CPU then (an interrupt's) are missing from the task's tree.
+    Loss {
+        /// Thread id.
+        tid: u32,
+        /// CPU.
+        cpu: u32,
+        /// Time (ns, `bpf_ktime_get_ns`).
+        ts: u64,
+        /// The function whose entry or return was being recorded.
+        ip: u64,
+        /// Entries skipped: calls not recorded.
+        n: u64,
+    },
     /// The stack words of the task's latest entry, from the first stack-passed argument
     /// (the stack pointer at entry + 8) up; zeros when the read faulted.
     Stack {
@@ -212,6 +240,16 @@ impl<'a> Record<'a> {
                     cookie: r.cookie,
                     regs: r.regs,
                     stack: r.stack,
+                })
+            }
+            REC_LOSS => {
+                let (r, _) = LossRec::read_from_prefix(data).ok()?;
+                Some(Record::Loss {
+                    tid: r.tid,
+                    cpu: r.cpu,
+                    ts: r.ts,
+                    ip: r.ip,
+                    n: r.n,
                 })
             }
             REC_STACK => {

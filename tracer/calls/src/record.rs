@@ -85,6 +85,11 @@ pub struct CallRecord {
     /// Absent when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_ns: Option<u64>,
+    /// Calls the capture lost inside this call, below it included (the BPF engine: runs
+    /// of its program the kernel skipped while it recorded them, what an interrupt
+    /// arriving then ran). Absent when none were lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
 }
 
 /// The context a kernel call ran in: `"task"`, `"irq"` (hardirq), `"softirq"`, `"nmi"`.

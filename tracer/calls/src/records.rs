@@ -56,6 +56,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         }),
         ctx: c.ctx,
         irq_ns: c.irq_ns,
+        lost: c.lost,
     })
 }
 

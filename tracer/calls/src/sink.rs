@@ -163,6 +163,11 @@ pub struct CallView<'v> {
     pub irq_entry: bool,
     /// Close: time spent in interrupt subtrees below the call (when any ran).
     pub irq_ns: Option<u64>,
+    /// Close: calls the source lost inside the call, below it included (when any).
+    pub lost: Option<u64>,
+    /// Some of them were lost while the source recorded this call itself (printers say
+    /// so there and at the tree's top).
+    pub lost_here: bool,
 }
 
 /// Where an inline frame's code is: the function it was inlined into and the call site

@@ -226,21 +226,25 @@ impl TextPrinter {
                     push_duration_plain(s, ns);
                     s.push_str(" */");
                 }
+                push_lost(s, c);
             }
             (Kind::Close, false, true) => {
                 s.push_str("} /* ");
                 s.push_str(&c.func.name);
                 s.push_str(" (no return) */");
+                push_lost(s, c);
             }
             (Kind::Leaf, _, false) => {
                 call_text(s, c);
                 s.push(';');
                 push_inlined(s, c);
                 self.comment_tail(s, c);
+                push_lost(s, c);
             }
             (Kind::Leaf, _, true) => {
                 call_text(s, c);
                 s.push_str("; /* no return */");
+                push_lost(s, c);
             }
         }
     }
@@ -453,6 +457,17 @@ pub fn push_duration(s: &mut String, ns: u64) {
 }
 
 /// `12.345 us`: a duration in a comment.
+/// Where calls were lost (the call being recorded then) and at the top of its tree:
+/// ` /* N calls lost */`.
+fn push_lost(s: &mut String, c: &CallView<'_>) {
+    if let Some(n) = c.lost.filter(|_| c.lost_here || c.depth == 0) {
+        s.push_str(&format!(
+            " /* {n} call{} lost */",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+}
+
 fn push_duration_plain(s: &mut String, ns: u64) {
     let _ = write!(s, "{}.{:03} us", ns / 1000, ns % 1000);
 }

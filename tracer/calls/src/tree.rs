@@ -176,6 +176,12 @@ pub struct Counts {
     /// Calls closed without a return value to show (void, or the value never came), by
     /// function.
     pub valueless: FxHashMap<FuncId, u64>,
+    /// Calls the source says were lost inside recorded calls ([`CallTree::lost`]).
+    pub lost_calls: u64,
+    /// Trees (top-level calls) that closed with lost calls in them.
+    pub lossy_trees: u64,
+    /// Lost calls reported while the task had no call open (after its tree ended).
+    pub lost_outside: u64,
 }
 
 /// An open call.
@@ -202,6 +208,10 @@ struct Frame {
     irq_entry: bool,
     /// Time spent in interrupt subtrees below it.
     irq_ns: u64,
+    /// Calls the source says were lost while it recorded this call (`lost_here`), and
+    /// in all, below it included.
+    lost_here: u64,
+    lost: u64,
 }
 
 #[derive(Debug, Default)]
@@ -456,6 +466,8 @@ impl<'a> CallTree<'a> {
             ctx: None,
             irq_entry: false,
             irq_ns: None,
+            lost: None,
+            lost_here: false,
         }
     }
 
@@ -661,6 +673,39 @@ impl<'a> CallTree<'a> {
             }
         }
         error
+    }
+
+    /// The source lost `n` calls in task `key` while it recorded its innermost open call
+    /// (kernel: runs of the BPF program the kernel skipped then, an interrupt's calls):
+    /// that call and every call around it say so when they close.
+    pub fn lost(&mut self, key: u64, n: u64) {
+        let ti = self.task(key);
+        match self.tasks[ti].stack.last_mut() {
+            Some(f) => {
+                f.lost_here += n;
+                f.lost += n;
+                self.counts.lost_calls += n;
+            }
+            None => self.counts.lost_outside += n,
+        }
+    }
+
+    /// A frame of task `ti` closed: its lost calls count in its parent too, and a tree
+    /// that lost calls is counted.
+    fn pass_lost(&mut self, ti: usize, f: &Frame) {
+        if f.lost == 0 {
+            return;
+        }
+        match self.tasks[ti].stack.last_mut() {
+            Some(p) => p.lost += f.lost,
+            None => self.counts.lossy_trees += 1,
+        }
+    }
+
+    /// The lost-call fields of a closing frame's view: (in all, whether some were lost
+    /// while recording the call itself).
+    fn lost_view(f: &Frame) -> (Option<u64>, bool) {
+        ((f.lost > 0).then_some(f.lost), f.lost_here > 0)
     }
 
     /// The task `key` (a shaped source's line that is not a call) is known.

@@ -150,11 +150,37 @@ fn summary(s: &Summary) -> Vec<String> {
             s.dropped
         ));
     }
-    if s.bpf_missed > 0 {
+    let lost: u64 = s.lost_calls.iter().map(|(_, n)| n).sum();
+    if lost > 0 {
+        let at: Vec<String> = s
+            .lost_calls
+            .iter()
+            .take(5)
+            .map(|(f, n)| format!("{f} ({n})"))
+            .collect();
+        let trees = match s.lossy_trees {
+            0 => String::new(),
+            1 => " in 1 tree (marked \"calls lost\")".to_string(),
+            n => format!(" in {n} trees (marked \"calls lost\")"),
+        };
         v.push(format!(
-            "dcg: note: the kernel skipped the BPF program {} times: functions hit while \
-             it already ran on that CPU (interrupts arriving during a record, any task); \
-             such interrupt calls are missing from the trees",
+            "dcg: note: {lost} call{} of the traced tasks {} missing{trees}: the kernel skipped \
+             the BPF program on their CPU while it recorded {}{}; what ran then (an \
+             interrupt) was not recorded",
+            if lost == 1 { "" } else { "s" },
+            if lost == 1 { "is" } else { "are" },
+            at.join(", "),
+            if s.lost_calls.len() > at.len() {
+                ", ..."
+            } else {
+                ""
+            },
+        ));
+    } else if s.losses_unattributed && s.bpf_missed > 0 {
+        v.push(format!(
+            "dcg: note: the kernel skipped the BPF program {} times (a traced function hit \
+             on a CPU where it already ran, any task); calls made in interrupts during a \
+             record may be missing from the trees",
             s.bpf_missed
         ));
     }

@@ -245,6 +245,9 @@ struct Feed<'a> {
     hide_irqs: bool,
     /// Per task: interrupt calls left out and still open.
     hidden: HashMap<u32, u32>,
+    /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
+    /// the function being recorded.
+    lost_at: HashMap<Rc<str>, u64>,
 }
 
 impl Feed<'_> {
@@ -284,6 +287,13 @@ impl Feed<'_> {
                     let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
                     p.strings.push((arg as usize, text));
                 }
+            }
+            Record::Loss { tid, ip, n, .. } => {
+                // After the entry (and its strings) or the return it was measured over.
+                self.flush_pending(tid)?;
+                self.tree.lost(u64::from(tid), n);
+                let name = self.func(ip).1;
+                *self.lost_at.entry(name).or_default() += n;
             }
             Record::Comm { tid, comm } => {
                 self.comms
@@ -610,6 +620,7 @@ pub fn run(
         retvals: args.show_retvals,
         hide_irqs: args.hide_irqs,
         hidden: HashMap::new(),
+        lost_at: HashMap::new(),
     };
     let saved = match &args.output {
         Some(path) => {
@@ -708,11 +719,26 @@ pub fn run(
     out.flush()?;
     summary.lost_in_stream = capture.lost();
     summary.bpf_missed = capture.missed();
+    // Recorded tasks' runs find the counter; a session that recorded nothing has no
+    // losses to attribute.
+    summary.losses_unattributed = feed.tree.counts().calls > 0 && !capture.counts_losses();
+    debug(format_args!(
+        "the kernel skipped the programs {} times in all (any task, any CPU)",
+        summary.bpf_missed
+    ));
     drop(capture);
     if let Some(c) = child.as_mut() {
         c.terminate(Signal::SIGTERM);
     }
     summary.completed = feed.tree.counts().top_level;
+    summary.lossy_trees = feed.tree.counts().lossy_trees;
+    let mut lost: Vec<(String, u64)> = feed
+        .lost_at
+        .iter()
+        .map(|(f, n)| (f.to_string(), *n))
+        .collect();
+    lost.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    summary.lost_calls = lost;
     summary.stop_reason = stop_reason;
     summary.calls = collected.map(|c| c.take());
     drop(feed);

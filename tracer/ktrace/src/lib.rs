@@ -219,6 +219,16 @@ pub struct Summary {
     /// CPU (a traced function hit inside an interrupt that arrived during a record); they
     /// may be any task's, so they are reported apart from lost records.
     pub bpf_missed: u64,
+    /// BPF engine: calls of the traced tasks lost, by the function whose entry or return
+    /// was being recorded when the kernel skipped the program on that CPU (what an
+    /// interrupt arriving then ran), most first. Their trees say so (`/* N calls lost */`,
+    /// `"lost"` in saved calls).
+    pub lost_calls: Vec<(String, u64)>,
+    /// BPF engine: trees (top-level calls) that lost calls.
+    pub lossy_trees: u64,
+    /// BPF engine: the program could not find the kernel's count of its skipped runs,
+    /// so losses are not attributed ([`Summary::bpf_missed`] is all there is).
+    pub losses_unattributed: bool,
     /// Events dropped by the per-CPU buffers.
     pub dropped: u64,
     /// Non-void calls that closed without a value (no exit probe, or it came too late), by

@@ -70,7 +70,7 @@ fn escape(s: &str) -> String {
 }
 
 /// The calls as the page's script reads them: function names, and per call
-/// `[func, parent, args, ret, duration ns, error, origin, ctx, inlined in]`.
+/// `[func, parent, args, ret, duration ns, error, origin, ctx, inlined in, calls lost]`.
 fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
     use serde_json::{json, Value};
     let index: HashMap<u64, usize> = graph
@@ -113,6 +113,7 @@ fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
                     .map_or(-1, |&o| o as i64),
                 ctx,
                 c.inline.as_ref().map(|s| s.container.clone()),
+                c.lost,
             ])
         })
         .collect();

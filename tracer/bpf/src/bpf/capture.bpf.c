@@ -12,6 +12,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 /* x86-64 struct pt_regs, the kprobe context (arch/x86/include/asm/ptrace.h). */
 struct pt_regs {
@@ -23,7 +24,31 @@ struct pt_regs {
 struct task_struct {
 	int pid;
 	int tgid;
+	void *bpf_ctx;
 } __attribute__((preserve_access_index));
+
+/* The path from a running kprobe_multi program to its recursion-miss counter:
+ * current->bpf_ctx is the link's run context, whose link holds the program, whose
+ * per-CPU stats count the runs the kernel skipped. Only the fields read. */
+struct dcg_u64_stats {
+	__u64 v;
+};
+struct bpf_prog_stats {
+	struct dcg_u64_stats misses;
+} __attribute__((preserve_access_index));
+struct bpf_prog {
+	struct bpf_prog_stats *stats;
+} __attribute__((preserve_access_index));
+struct bpf_link {
+	struct bpf_prog *prog;
+} __attribute__((preserve_access_index));
+struct bpf_kprobe_multi_link {
+	struct bpf_link link;
+} __attribute__((preserve_access_index));
+struct bpf_kprobe_multi_run_ctx {
+	struct bpf_kprobe_multi_link *link;
+} __attribute__((preserve_access_index));
+extern const void __per_cpu_offset __ksym __weak;
 
 #define REC_ENTRY 1
 #define REC_EXIT 2
@@ -37,6 +62,7 @@ struct task_struct {
 #define REC_STACK 4
 #define REC_COMM 5
 #define REC_INLINE 6
+#define REC_LOSS 7
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
@@ -95,6 +121,18 @@ struct inline_rec {
 	__u64 stack[INLINE_STACK];
 };
 
+/* The kernel skipped the programs `n` times on this CPU while this run recorded a call
+ * of `tid` (at function `ip`): what ran then (an interrupt) is missing from its tree. */
+struct loss_rec {
+	__u32 kind;
+	__u32 tid;
+	__u64 ts;
+	__u64 ip;
+	__u64 n;
+	__u32 cpu;
+	__u32 pad;
+};
+
 struct str_rec {
 	__u32 kind;
 	__u32 tid;
@@ -144,6 +182,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/* The kernel address of the entry (or session) program's per-CPU stats, which count
+ * the entries it skipped: stored by that program on its first recorded run. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
 
 /* Settings: [0] = whether `procs` filters. A map, not global data: libbpf probes global
  * data support with a socket filter, which kernels without CONFIG_NET cannot load. */
@@ -222,6 +269,68 @@ static __always_inline void count_lost(void)
 		__sync_fetch_and_add(v, 1);
 }
 
+/* This program's per-CPU stats, from its run context (0 where the kernel's structures
+ * are not as expected). */
+static __always_inline __u64 own_stats(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct bpf_kprobe_multi_run_ctx *rc;
+	struct bpf_kprobe_multi_link *l;
+
+	if (!bpf_core_field_exists(t->bpf_ctx) ||
+	    !bpf_core_type_exists(struct bpf_kprobe_multi_run_ctx))
+		return 0;
+	rc = BPF_CORE_READ(t, bpf_ctx);
+	l = BPF_CORE_READ(rc, link);
+	return (__u64)BPF_CORE_READ(l, link.prog, stats);
+}
+
+/* The entries the kernel skipped so far on this CPU (each one a call not recorded: a
+ * skipped return alone leaves its call open, which the tree shows). `entry`: this is the
+ * entry (or session) program, which stores where its counter is. */
+static __always_inline __u64 skipped_here(bool entry)
+{
+	__u32 k = 0, cpu = bpf_get_smp_processor_id();
+	__u64 *p = bpf_map_lookup_elem(&stats, &k);
+	__u64 base = 0, v = 0;
+
+	if (!p || !bpf_ksym_exists(&__per_cpu_offset) || cpu >= 8192)
+		return 0;
+	if (!*p && entry)
+		*p = own_stats();
+	if (!*p)
+		return 0;
+	if (bpf_probe_read_kernel(&base, sizeof(base), (const char *)&__per_cpu_offset + cpu * 8))
+		return 0;
+	bpf_probe_read_kernel(&v, sizeof(v), (const char *)(*p + base) +
+			      bpf_core_field_offset(struct bpf_prog_stats, misses));
+	return v;
+}
+
+/* A run that began with `before` skipped runs on this CPU ends: a record if there are
+ * more now. */
+static __always_inline void check_skipped(void *ctx, bool entry, __u32 tid, __u64 before)
+{
+	__u64 now = skipped_here(entry);
+	struct loss_rec *r;
+
+	if (now <= before)
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_lost();
+		return;
+	}
+	r->kind = REC_LOSS;
+	r->tid = tid;
+	r->ts = bpf_ktime_get_ns();
+	r->ip = bpf_get_func_ip(ctx);
+	r->n = now - before;
+	r->cpu = bpf_get_smp_processor_id();
+	r->pad = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline void emit_string(__u32 tid, __u32 arg, __u64 p)
 {
 	struct str_rec *s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
@@ -241,15 +350,17 @@ static __always_inline void emit_string(__u32 tid, __u32 arg, __u64 p)
 }
 
 /* A return of a recorded call: its record; the task's root nesting when a root returns. */
-static __always_inline void on_exit(struct pt_regs *ctx)
+static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
 	struct call_rec *r;
+	__u64 before;
 
 	if (!depth || !*depth)
 		return;
+	before = skipped_here(entry);
 	r = bpf_ringbuf_reserve(&events, EXIT_SIZE, 0);
 	if (r) {
 		r->kind = REC_EXIT | context() << CTX_SHIFT;
@@ -266,6 +377,7 @@ static __always_inline void on_exit(struct pt_regs *ctx)
 	}
 	if (plan_of(ctx) & PLAN_ROOT)
 		__sync_fetch_and_add(depth, -1);
+	check_skipped(ctx, entry, tid, before);
 }
 
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
@@ -276,6 +388,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
 	__u32 plan;
 	struct call_rec *r;
+	__u64 before;
 
 	if (!depth)
 		return 1;	/* a tid beyond pid_max: not recorded */
@@ -304,6 +417,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (plan & PLAN_ROOT)
 			__sync_fetch_and_add(depth, 1);
 	}
+	before = skipped_here(true);
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -354,6 +468,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (plan & 32)
 			emit_string(tid, 5, ctx->r9);
 	}
+	check_skipped(ctx, true, tid, before);
 	return 0;
 }
 
@@ -363,7 +478,7 @@ SEC("kprobe.session")
 int dcg_call(struct pt_regs *ctx)
 {
 	if (is_return(ctx)) {
-		on_exit(ctx);
+		on_exit(ctx, true);
 		return 0;
 	}
 	return on_entry(ctx);
@@ -380,7 +495,7 @@ int dcg_entry(struct pt_regs *ctx)
 SEC("kretprobe.multi")
 int dcg_exit(struct pt_regs *ctx)
 {
-	on_exit(ctx);
+	on_exit(ctx, false);
 	return 0;
 }
 

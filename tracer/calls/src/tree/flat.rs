@@ -85,6 +85,8 @@ impl CallTree<'_> {
             ctx,
             irq_entry: false,
             irq_ns: 0,
+            lost_here: 0,
+            lost: 0,
         });
         Ok(())
     }
@@ -134,6 +136,8 @@ impl CallTree<'_> {
         let f = self.tasks[ti].stack.pop().expect("frame at pos");
         let duration_ns = x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a));
         self.count_irq_time(ti, &f, duration_ns);
+        self.pass_lost(ti, &f);
+        let (lost, lost_here) = Self::lost_view(&f);
         let (shown, error, raw_given) = self.render_ret(func, x.ret, None);
         if error {
             self.counts.errors += 1;
@@ -161,6 +165,8 @@ impl CallTree<'_> {
             ctx: f.ctx,
             irq_entry: f.irq_entry,
             irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
+            lost,
+            lost_here,
             ..self.view(close_kind(&f), func, x.task)
         };
         sink.call(&view, out)
@@ -192,6 +198,8 @@ impl CallTree<'_> {
             return Ok(());
         };
         self.counts.unfinished += 1;
+        self.pass_lost(ti, &f);
+        let (lost, lost_here) = Self::lost_view(&f);
         let view = crate::sink::CallView {
             id: f.id,
             parent: f.parent,
@@ -205,6 +213,8 @@ impl CallTree<'_> {
             inlined: self.inlined_view(f.inline),
             ctx: f.ctx,
             irq_entry: f.irq_entry,
+            lost,
+            lost_here,
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)

@@ -243,6 +243,8 @@ impl<'a> CallTree<'a> {
             return Ok(());
         };
         self.counts.calls += 1;
+        self.pass_lost(ti, &f);
+        let (lost, lost_here) = Self::lost_view(&f);
         let (depth, head) = self.shaped_place(ti, &f, trigger);
         let view = crate::sink::CallView {
             id: f.id,
@@ -257,6 +259,8 @@ impl<'a> CallTree<'a> {
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,
             inlined: self.inlined_view(f.inline),
+            lost,
+            lost_here,
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)
@@ -481,6 +485,8 @@ impl CallTree<'_> {
                 ctx: None,
                 irq_entry: false,
                 irq_ns: 0,
+                lost_here: 0,
+                lost: 0,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
             let view = CallView {

@@ -114,6 +114,8 @@ impl CallTree<'_> {
                 ctx: None,
                 irq_entry: false,
                 irq_ns: 0,
+                lost_here: 0,
+                lost: 0,
             });
             if hold {
                 let held = self.hold_entry(e);

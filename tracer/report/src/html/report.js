@@ -28,7 +28,8 @@
 
   function us(ns) { return (ns / 1000).toFixed(3) + " us"; }
 
-  // One call: [func, parent, args, ret, duration ns, error, origin, ctx, inlined in]
+  // One call: [func, parent, args, ret, duration ns, error, origin, ctx, inlined in,
+  // calls lost]
   function row(i) {
     var c = D.calls[i];
     var node = el("div", "call");
@@ -45,6 +46,7 @@
       r.appendChild(el("span", "mark origin", "error from " + D.names[D.calls[c[6]][0]]));
     }
     if (origins[i] && c[1] >= 0) r.appendChild(el("span", "mark origin", "error origin"));
+    if (c[9]) r.appendChild(el("span", "mark lost", c[9] + (c[9] === 1 ? " call" : " calls") + " lost"));
     var parentCtx = c[1] >= 0 ? D.calls[c[1]][7] : 0;
     if (c[7] && c[7] !== parentCtx) {
       node.className += " irq";
