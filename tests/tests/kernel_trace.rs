@@ -531,7 +531,7 @@ fn testkernel_bpf_engine_matches_funcgraph_retval() {
     let num = |after: &str| -> u64 {
         note.split(after)
             .next()
-            .and_then(|h| h.split(' ').last())
+            .and_then(|h| h.split(' ').next_back())
             .map_or(0, |n| {
                 n.parse()
                     .unwrap_or_else(|_| panic!("no count before {after:?} in {note:?}"))
