@@ -40,6 +40,8 @@ bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
 	--smp 2 --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
 	>"$tmp/console.txt"
+# DCG_BENCH_CONSOLE=FILE keeps the guest's whole output.
+[ -z "${DCG_BENCH_CONSOLE:-}" ] || cp "$tmp/console.txt" "$DCG_BENCH_CONSOLE"
 
 sec() { # NAME: the section's text
 	awk -v b="=====BEGIN $1=====" -v e="=====END $1=====" \

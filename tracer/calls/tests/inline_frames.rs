@@ -6,8 +6,10 @@
 //! `__x64_sys_pidfd_open` on Debian 7.2 (nested copies, one parameter in a callee-saved
 //! register, one a constant).
 
+mod common;
+
 use dcg_calls::funcs::FuncTable;
-use dcg_calls::sink::{Output, Sinks, Task};
+use dcg_calls::sink::{Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use sigdb::{
@@ -178,15 +180,7 @@ impl<'a> Run<'a> {
 /// the copies, as text (or JSON records).
 fn trace(json: bool, frames: bool) -> String {
     let set = DbSet::new(vec![db()]);
-    let (sinks, _) = Sinks::for_output(&Output {
-        json,
-        errors_only: false,
-        color: false,
-        cpu_width: 1,
-        probe_notes: false,
-        threads: false,
-        report: false,
-    });
+    let sinks = common::sinks(json);
     let mut tree = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);
     tree.show_inline_frames(frames);
     let mut r = Run {

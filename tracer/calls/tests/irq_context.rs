@@ -3,10 +3,13 @@
 //! their context in saved calls, and the time they took is said at the calls they
 //! interrupted.
 
+mod common;
+
+use common::Ev::{Enter, Exit};
 use dcg_calls::funcs::FuncTable;
 use dcg_calls::record::{CallRecord, Context};
-use dcg_calls::sink::{Output, Sinks, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, Shape};
+use dcg_calls::sink::Task;
+use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;
 
 fn task() -> Task<'static> {
@@ -22,65 +25,26 @@ fn task() -> Task<'static> {
 /// then a softirq `run_timers` on the way out. Times in ns.
 fn trace(json: bool) -> String {
     let set = DbSet::new(Vec::new());
-    let (mut sinks, _) = Sinks::for_output(&Output {
-        json,
-        errors_only: false,
-        color: false,
-        cpu_width: 1,
-        probe_notes: false,
-        threads: false,
-        report: false,
-    });
+    let mut sinks = common::sinks(json);
     let mut tree = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);
-    let mut out = Vec::new();
-    let events: &[(&str, bool, u64, Option<Context>)] = &[
-        ("outer", true, 0, Some(Context::Task)),
-        ("inner", true, 1_000, Some(Context::Task)),
-        ("tick", true, 2_000, Some(Context::Irq)),
-        ("wall", true, 2_500, Some(Context::Irq)),
-        ("wall", false, 3_000, None),
-        ("tick", false, 5_000, None),
-        ("inner", false, 9_000, None),
-        ("run_timers", true, 9_500, Some(Context::Softirq)),
-        ("run_timers", false, 10_500, None),
-        ("outer", false, 12_000, None),
+    let (task_ctx, irq, softirq) = (
+        Some(Context::Task),
+        Some(Context::Irq),
+        Some(Context::Softirq),
+    );
+    let events = [
+        Enter("outer", 0, task_ctx),
+        Enter("inner", 1_000, task_ctx),
+        Enter("tick", 2_000, irq),
+        Enter("wall", 2_500, irq),
+        Exit("wall", 3_000),
+        Exit("tick", 5_000),
+        Exit("inner", 9_000),
+        Enter("run_timers", 9_500, softirq),
+        Exit("run_timers", 10_500),
+        Exit("outer", 12_000),
     ];
-    for &(name, entry, t, ctx) in events {
-        let func = tree.funcs.intern(name, None);
-        if entry {
-            let e = Entry {
-                task: task(),
-                depth: 0,
-                func,
-                name,
-                module: None,
-                args: ArgsIn::None,
-                ret: None,
-                leaf: false,
-                time_ns: Some(t),
-                duration_ns: None,
-                callsite: None,
-                site: None,
-                comment: None,
-                layout: None,
-                ctx,
-            };
-            tree.enter(&e, &mut sinks, &mut out).unwrap();
-        } else {
-            let x = Exit {
-                task: task(),
-                depth: 0,
-                func: Some(func),
-                ret: None,
-                time_ns: Some(t),
-                duration_ns: None,
-                layout: None,
-            };
-            tree.exit(&x, &mut sinks, &mut out).unwrap();
-        }
-    }
-    tree.finish(&mut sinks, &mut out).unwrap();
-    String::from_utf8(out).unwrap()
+    common::drive(&mut tree, &mut sinks, task(), &events)
 }
 
 #[test]

@@ -2,10 +2,13 @@
 //! recorded a call) are said where they were lost and at the top of the tree, in text and
 //! in saved calls; counts tell the lost calls and the trees that lost some.
 
+mod common;
+
+use common::Ev::{Enter, Exit, Lost};
 use dcg_calls::funcs::FuncTable;
 use dcg_calls::record::CallRecord;
-use dcg_calls::sink::{Output, Sinks, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, Shape};
+use dcg_calls::sink::Task;
+use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;
 
 fn task() -> Task<'static> {
@@ -18,81 +21,30 @@ fn task() -> Task<'static> {
 }
 
 /// Two trees of `outer` → `inner` (→ `leaf`); in the first, 3 calls are lost while
-/// `inner` is recorded and 2 while `leaf` is; the second loses nothing. Returns the
-/// output and (lost calls, lossy trees, lost outside a tree).
+/// `inner` is recorded and 2 while `leaf` is; the second loses nothing; 1 is lost after
+/// both. Returns the output and (lost calls, lossy trees, lost outside a tree).
 fn trace(json: bool) -> (String, (u64, u64, u64)) {
     let set = DbSet::new(Vec::new());
-    let (mut sinks, _) = Sinks::for_output(&Output {
-        json,
-        errors_only: false,
-        color: false,
-        cpu_width: 1,
-        probe_notes: false,
-        threads: false,
-        report: false,
-    });
+    let mut sinks = common::sinks(json);
     let mut tree = CallTree::new(FuncTable::new(&set), Shape::Flat, 0);
-    let mut out = Vec::new();
-    // (function or "" for a loss of `n`, entry, time)
-    let events: &[(&str, bool, u64)] = &[
-        ("outer", true, 0),
-        ("inner", true, 1_000),
-        ("", false, 3),
-        ("leaf", true, 2_000),
-        ("", false, 2),
-        ("leaf", false, 3_000),
-        ("inner", false, 4_000),
-        ("outer", false, 5_000),
-        ("outer", true, 6_000),
-        ("inner", true, 7_000),
-        ("inner", false, 8_000),
-        ("outer", false, 9_000),
-        ("", false, 1),
+    let events = [
+        Enter("outer", 0, None),
+        Enter("inner", 1_000, None),
+        Lost(3),
+        Enter("leaf", 2_000, None),
+        Lost(2),
+        Exit("leaf", 3_000),
+        Exit("inner", 4_000),
+        Exit("outer", 5_000),
+        Enter("outer", 6_000, None),
+        Enter("inner", 7_000, None),
+        Exit("inner", 8_000),
+        Exit("outer", 9_000),
+        Lost(1),
     ];
-    for &(name, entry, t) in events {
-        if name.is_empty() {
-            tree.lost(task().key, t);
-            continue;
-        }
-        let func = tree.funcs.intern(name, None);
-        if entry {
-            let e = Entry {
-                task: task(),
-                depth: 0,
-                func,
-                name,
-                module: None,
-                args: ArgsIn::None,
-                ret: None,
-                leaf: false,
-                time_ns: Some(t),
-                duration_ns: None,
-                callsite: None,
-                site: None,
-                comment: None,
-                layout: None,
-                ctx: None,
-            };
-            tree.enter(&e, &mut sinks, &mut out).unwrap();
-        } else {
-            let x = Exit {
-                task: task(),
-                depth: 0,
-                func: Some(func),
-                ret: None,
-                time_ns: Some(t),
-                duration_ns: None,
-                layout: None,
-            };
-            tree.exit(&x, &mut sinks, &mut out).unwrap();
-        }
-    }
-    tree.finish(&mut sinks, &mut out).unwrap();
+    let out = common::drive(&mut tree, &mut sinks, task(), &events);
     let c = tree.counts();
-    (
-        String::from_utf8(out).unwrap(),
-        (c.lost_calls, c.lossy_trees, c.lost_outside),
-    )
+    (out, (c.lost_calls, c.lossy_trees, c.lost_outside))
 }
 
 #[test]

@@ -192,6 +192,14 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Per CPU: the address of that counter's copy for the CPU, once known. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} counter_at SEC(".maps");
+
 /* Settings: [0] = whether `procs` filters. A map, not global data: libbpf probes global
  * data support with a socket filter, which kernels without CONFIG_NET cannot load. */
 struct {
@@ -287,23 +295,31 @@ static __always_inline __u64 own_stats(void)
 
 /* The entries the kernel skipped so far on this CPU (each one a call not recorded: a
  * skipped return alone leaves its call open, which the tree shows). `entry`: this is the
- * entry (or session) program, which stores where its counter is. */
+ * entry (or session) program, which stores where its counter is. One read once the
+ * CPU's counter address is known. */
 static __always_inline __u64 skipped_here(bool entry)
 {
-	__u32 k = 0, cpu = bpf_get_smp_processor_id();
-	__u64 *p = bpf_map_lookup_elem(&stats, &k);
-	__u64 base = 0, v = 0;
+	__u32 k = 0, cpu;
+	__u64 *at = bpf_map_lookup_elem(&counter_at, &k);
+	__u64 *p, base = 0, v = 0;
 
-	if (!p || !bpf_ksym_exists(&__per_cpu_offset) || cpu >= 8192)
+	if (!at)
 		return 0;
-	if (!*p && entry)
-		*p = own_stats();
-	if (!*p)
-		return 0;
-	if (bpf_probe_read_kernel(&base, sizeof(base), (const char *)&__per_cpu_offset + cpu * 8))
-		return 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (const char *)(*p + base) +
-			      bpf_core_field_offset(struct bpf_prog_stats, misses));
+	if (!*at) {
+		p = bpf_map_lookup_elem(&stats, &k);
+		cpu = bpf_get_smp_processor_id();
+		if (!p || !bpf_ksym_exists(&__per_cpu_offset) || cpu >= 8192)
+			return 0;
+		if (!*p && entry)
+			*p = own_stats();
+		if (!*p)
+			return 0;
+		if (bpf_probe_read_kernel(&base, sizeof(base),
+					  (const char *)&__per_cpu_offset + cpu * 8))
+			return 0;
+		*at = *p + base + bpf_core_field_offset(struct bpf_prog_stats, misses);
+	}
+	bpf_probe_read_kernel(&v, sizeof(v), (const void *)*at);
 	return v;
 }
 

@@ -1,0 +1,82 @@
+//! What the flat-tree tests share: the text or JSON sinks, and a driver that feeds a
+//! list of entries, returns and losses of one task to a tree.
+
+use dcg_calls::record::Context;
+use dcg_calls::sink::{Output, Sinks, Task};
+use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit};
+
+/// The sinks of `dcg trace` with text (or `--json`) output and nothing else.
+pub fn sinks<'a>(json: bool) -> Sinks<'a> {
+    Sinks::for_output(&Output {
+        json,
+        errors_only: false,
+        color: false,
+        cpu_width: 1,
+        probe_notes: false,
+        threads: false,
+        report: false,
+    })
+    .0
+}
+
+/// One event of a task, times in ns.
+#[allow(dead_code)] // each test file uses the events it needs
+pub enum Ev<'a> {
+    /// Entry of a function, in a context.
+    Enter(&'a str, u64, Option<Context>),
+    /// Return of a function.
+    Exit(&'a str, u64),
+    /// The source lost calls while recording the innermost open call.
+    Lost(u64),
+}
+
+/// Feed `events` of `task` to `tree`, then finish it; returns what the sinks wrote.
+pub fn drive(
+    tree: &mut CallTree<'_>,
+    sinks: &mut Sinks<'_>,
+    task: Task<'_>,
+    events: &[Ev<'_>],
+) -> String {
+    let mut out = Vec::new();
+    for ev in events {
+        match *ev {
+            Ev::Lost(n) => tree.lost(task.key, n),
+            Ev::Enter(name, t, ctx) => {
+                let func = tree.funcs.intern(name, None);
+                let e = Entry {
+                    task,
+                    depth: 0,
+                    func,
+                    name,
+                    module: None,
+                    args: ArgsIn::None,
+                    ret: None,
+                    leaf: false,
+                    time_ns: Some(t),
+                    duration_ns: None,
+                    callsite: None,
+                    site: None,
+                    comment: None,
+                    layout: None,
+                    ctx,
+                };
+                tree.enter(&e, sinks, &mut out).unwrap();
+            }
+            Ev::Exit(name, t) => {
+                let func = tree.funcs.intern(name, None);
+                let x = Exit {
+                    task,
+                    depth: 0,
+                    func: Some(func),
+                    ret: None,
+                    time_ns: Some(t),
+                    duration_ns: None,
+                    layout: None,
+                };
+                tree.exit(&x, sinks, &mut out).unwrap();
+            }
+        }
+    }
+    tree.finish(sinks, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
