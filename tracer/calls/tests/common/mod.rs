@@ -1,5 +1,7 @@
 //! What the flat-tree tests share: the text or JSON sinks, and a driver that feeds a
 //! list of entries, returns and losses of one task to a tree.
+// Each test file compiles this module and uses what it needs of it.
+#![allow(dead_code)]
 
 use dcg_calls::record::Context;
 use dcg_calls::sink::{Output, Sinks, Task};
@@ -20,7 +22,6 @@ pub fn sinks<'a>(json: bool) -> Sinks<'a> {
 }
 
 /// One event of a task, times in ns.
-#[allow(dead_code)] // each test file uses the events it needs
 pub enum Ev<'a> {
     /// Entry of a function, in a context.
     Enter(&'a str, u64, Option<Context>),
