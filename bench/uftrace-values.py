@@ -181,6 +181,11 @@ def dcg_calls(text):
         m2 = re.search(r"/\* ret=(.*?) \*/", tail)
         if m2:
             ret = m2.group(1)
+        # A longjmp says what the setjmp it resumes returns (`/* _setjmp returns 1 */`);
+        # uftrace prints that value on the longjmp's closing line (`} = 1; /* _setjmp */`).
+        m3 = re.search(r"/\* \w+ returns (.*?) \*/", tail)
+        if m3 and ret is None:
+            ret = m3.group(1)
         calls.append([m.group(1), args, ret])
         if tail.rstrip().endswith("{"):
             stack.append(len(calls) - 1)
@@ -372,11 +377,21 @@ def run_test(tc, level, dcg, tally, problems):
     for f in funcs:
         argv += ["--func", f]
     argv += ["--", prog] + run_arg[1:]
+    # uftrace keeps its channel to the recorder open at fd 3 of the traced program
+    # (`uftrace.data/.channel`), so the program's own files start at 4 there: dcg's run
+    # gets the same layout (an inherited /dev/null at 3) for file descriptors to compare.
+    fd3 = os.open(os.devnull, os.O_RDONLY)
+    if fd3 != 3:
+        os.dup2(fd3, 3)
+        os.close(fd3)
+    os.set_inheritable(3, True)
     try:
-        dt = sp.run(argv, capture_output=True, text=True, timeout=300)
+        dt = sp.run(argv, capture_output=True, text=True, timeout=300, pass_fds=(3,))
     except sp.TimeoutExpired:
         tally["skipped"].append(f"{tc.name}{level} (dcg timed out)")
         return
+    finally:
+        os.close(3)
     if dt.returncode != 0:
         why = (dt.stderr.strip().splitlines() or ["?"])[-1]
         problems.append(f"{tc.name}{level}: dcg exited {dt.returncode}: {why} ({' '.join(argv)})")

@@ -212,6 +212,8 @@ struct Frame {
     /// in all, below it included.
     lost_here: u64,
     lost: u64,
+    /// Flat sources: the entry's other comment (a `longjmp`'s `_setjmp returns 1`).
+    comment: Option<Box<str>>,
 }
 
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
 
-use super::plan::{render_arg, InlineSite, Probe, Target, Value};
+use super::plan::{render_arg, setjmp_returns, ArgPlan, InlineSite, Jump, Probe, Target, Value};
 use super::symbolize::Symbolizer;
 
 /// Output options.
@@ -99,6 +99,16 @@ pub struct Calls<'a> {
     /// Return addresses read at the entry of functions whose entry probe sits after the
     /// prologue, by thread: (probe, address), for the entry event that follows.
     entry_ra: HashMap<u32, (usize, u64)>,
+    /// The `jmp_buf`s traced `setjmp`s filled, by (thread, address): the probe of the
+    /// `setjmp` and the thread's open calls then (its caller's depth), where a `longjmp`
+    /// on that buffer returns.
+    jmp_bufs: HashMap<(u32, u64), (usize, usize)>,
+    /// Threads inside a `longjmp`: the depth it returns to. At the thread's next event
+    /// the calls above it are closed (an engine that sees frames go, the in-process one,
+    /// has closed them by then).
+    jumping: HashMap<u32, usize>,
+    /// The comment of the entry being built (a `longjmp`'s).
+    comment: String,
     /// The calls, when collected for a report.
     collected: Option<Collected>,
     tree: CallTree<'a>,
@@ -170,6 +180,9 @@ impl<'a> Calls<'a> {
             code,
             bias: HashMap::new(),
             entry_ra: HashMap::new(),
+            jmp_bufs: HashMap::new(),
+            jumping: HashMap::new(),
+            comment: String::new(),
             collected,
             tree,
             sinks,
@@ -298,6 +311,66 @@ impl<'a> Calls<'a> {
         Ok(())
     }
 
+    /// The word of argument `n` at an entry of `p`, when it was read.
+    fn arg_word(p: &Probe<'_>, values: &[Value], n: usize) -> Option<u64> {
+        match p.args.get(n).map(|(_, a)| a) {
+            Some(ArgPlan::Fetched { words, .. }) => match values.get(*words.first()?) {
+                Some(Value::Num(v)) => Some(*v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A `setjmp` remembers its buffer and its caller's depth (`at_exit`: after its own
+    /// leaf closed); a `longjmp` on that buffer says which `setjmp` returns again and
+    /// what it returns (`/* _setjmp returns 1 */`), and the calls it leaves close at the
+    /// thread's next event. Both need the arguments read (`--args`).
+    fn jump(&mut self, m: &Meta<'_>, p: &Probe<'_>, probe: usize, values: &[Value], at_exit: bool) {
+        use std::fmt::Write as _;
+        let Some(env) = Self::arg_word(p, values, 0) else {
+            return;
+        };
+        match p.jump {
+            Jump::Setjmp if at_exit => {
+                if self.jmp_bufs.len() >= 4096 {
+                    self.jmp_bufs.clear();
+                }
+                let depth = self.tree.depth_of(u64::from(m.tid));
+                self.jmp_bufs.insert((m.tid, env), (probe, depth));
+            }
+            Jump::Longjmp if !at_exit => {
+                let Some(val) = Self::arg_word(p, values, 1) else {
+                    return;
+                };
+                let by = match self.jmp_bufs.get(&(m.tid, env)) {
+                    Some(&(q, depth)) => {
+                        self.jumping.insert(m.tid, depth);
+                        self.probes[q].symbol.as_str()
+                    }
+                    None => "setjmp",
+                };
+                let _ = write!(self.comment, "{by} returns {}", setjmp_returns(val));
+            }
+            _ => {}
+        }
+    }
+
+    /// The thread left a `longjmp`: the calls above the depth it returned to close.
+    fn landed(&mut self, m: &Meta<'_>) -> std::io::Result<()> {
+        let Some(depth) = self.jumping.remove(&m.tid) else {
+            return Ok(());
+        };
+        let comm = self.comm(m).to_string();
+        self.tree.unwind_to(
+            task_of(m, &comm),
+            depth,
+            Some(m.ts),
+            &mut self.sinks,
+            &mut self.obuf,
+        )
+    }
+
     /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
     /// exception unwinding through it): closed without a value.
     pub fn unwound(
@@ -418,6 +491,9 @@ impl EventSink for Calls<'_> {
                 self.args.push("", dcg_calls::sink::VARIADIC);
             }
         }
+        self.landed(m)?;
+        self.comment.clear();
+        self.jump(m, p, probe, values, false);
         let comm = self.comm(m).to_string();
         let entry = Entry {
             task: task_of(m, &comm),
@@ -432,23 +508,29 @@ impl EventSink for Calls<'_> {
             duration_ns: None,
             callsite: None,
             site,
-            comment: None,
+            comment: (!self.comment.is_empty()).then_some(self.comment.as_str()),
             layout: None,
             ctx: None,
         };
         self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
-        if p.returns_twice {
-            // Never hooked: a leaf without a value.
+        if p.jump.returns_twice() {
+            // Never hooked: a leaf, with what a direct setjmp returns.
+            let value = ret_value(p, values, self.opts.role(true), &|_| None);
             let exit = Exit {
                 task: task_of(m, &comm),
                 depth: 0,
                 func: Some(self.ids[probe]),
-                ret: None,
+                ret: value.as_ref().map(|(text, error, raw)| RetIn::Rendered {
+                    text,
+                    raw: raw.as_deref(),
+                    error: *error,
+                }),
                 time_ns: Some(m.ts),
                 duration_ns: None,
                 layout: None,
             };
             self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+            self.jump(m, p, probe, values, true);
             return self.flush(out);
         }
         // Inlined copies starting at the function's first instruction: read by this
@@ -467,6 +549,7 @@ impl EventSink for Calls<'_> {
         values: &[Value],
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
+        self.landed(m)?;
         let p = &self.probes[probe];
         let sym = |v: u64| self.symbolizer.pointer_text(v);
         let value = ret_value(p, values, self.opts.role(true), &sym);
@@ -497,6 +580,7 @@ impl EventSink for Calls<'_> {
         values: Option<&[Value]>,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
+        self.landed(m)?;
         self.open_copies(m, site, values)?;
         self.flush(out)
     }

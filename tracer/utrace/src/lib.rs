@@ -555,7 +555,7 @@ pub(crate) fn probe_session(
                 what: format!("{} in {}", p.symbol, path.display()),
                 error,
             })?;
-        if !p.returns_twice {
+        if !p.jump.returns_twice() {
             session
                 .add_event(
                     EventFile::Uprobe,

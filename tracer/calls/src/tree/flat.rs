@@ -21,6 +21,10 @@ impl CallTree<'_> {
     ) -> io::Result<()> {
         remember_comm(&mut self.tasks[ti], e.task.comm);
         self.push_flat(ti, id, e.func, e.task, e.time_ns, None, sink, out)?;
+        if let Some(c) = e.comment {
+            let f = self.tasks[ti].stack.last_mut().expect("pushed");
+            f.comment = Some(c.into());
+        }
         if let Some(c) = e.ctx {
             let stack = &mut self.tasks[ti].stack;
             let below = stack.len().checked_sub(2).and_then(|i| stack[i].ctx);
@@ -87,6 +91,7 @@ impl CallTree<'_> {
             irq_ns: 0,
             lost_here: 0,
             lost: 0,
+            comment: None,
         });
         Ok(())
     }
@@ -167,6 +172,7 @@ impl CallTree<'_> {
             irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
             lost,
             lost_here,
+            comment: f.comment.as_deref(),
             ..self.view(close_kind(&f), func, x.task)
         };
         sink.call(&view, out)
@@ -184,6 +190,38 @@ impl CallTree<'_> {
             }
             g.irq_ns += ns;
         }
+    }
+
+    /// The calls of `task` above `depth` open calls were left by a non-local jump (a
+    /// `longjmp` back into a function at that depth): each closes, innermost first, as a
+    /// return without a value, the way a source that sees them go says so
+    /// ([`Exit`] without `ret`).
+    pub fn unwind_to(
+        &mut self,
+        task: Task<'_>,
+        depth: usize,
+        time_ns: Option<u64>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(task.key);
+        while let Some(f) = self.tasks[ti].stack.get(depth..).and_then(<[Frame]>::last) {
+            if f.inline.is_some() {
+                self.close_inline(ti, task, time_ns, sink, out)?;
+                continue;
+            }
+            let exit = Exit {
+                task,
+                depth: 0,
+                func: Some(f.func),
+                ret: None,
+                time_ns,
+                duration_ns: None,
+                layout: None,
+            };
+            self.exit_flat(&exit, sink, out)?;
+        }
+        Ok(())
     }
 
     /// Pop the innermost open call of task `ti`, which never returned.
@@ -215,6 +253,7 @@ impl CallTree<'_> {
             irq_entry: f.irq_entry,
             lost,
             lost_here,
+            comment: f.comment.as_deref(),
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)

@@ -487,6 +487,7 @@ impl CallTree<'_> {
                 irq_ns: 0,
                 lost_here: 0,
                 lost: 0,
+                comment: None,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
             let view = CallView {

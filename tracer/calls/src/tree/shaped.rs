@@ -116,6 +116,7 @@ impl CallTree<'_> {
                 irq_ns: 0,
                 lost_here: 0,
                 lost: 0,
+                comment: None,
             });
             if hold {
                 let held = self.hold_entry(e);

@@ -4,12 +4,14 @@
 
 mod binary;
 mod inline;
+mod jumps;
 mod probe;
 mod select;
 mod values;
 
 pub use binary::*;
 pub use inline::*;
+pub use jumps::*;
 pub use probe::*;
 pub use select::*;
 pub use values::*;

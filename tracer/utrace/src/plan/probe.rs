@@ -82,7 +82,7 @@ pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
     let mut funcs: Vec<&str> = probes
         .iter()
         .filter(|p| {
-            p.ret_text.is_some()
+            p.ret_text.as_deref().is_some_and(|t| t.starts_with('?'))
                 || p.args.iter().any(
                     |(_, a)| matches!(a, ArgPlan::Text(t) if t.len() > 1 && t.starts_with('?')),
                 )
@@ -141,26 +141,11 @@ pub struct Probe<'a> {
     /// Inlined copies starting at the probe's address ([`InlineSite`]s whose values
     /// this probe's entry event reads).
     pub inlines: Vec<usize>,
-    /// The function returns twice (`setjmp`, `vfork`): its return is never hooked (a
-    /// hooked return would send the second one back to the first's caller); its call
-    /// shows as a leaf without a value.
-    pub returns_twice: bool,
+    /// Its part in non-local jumps: a function that returns twice (`setjmp`, `vfork`)
+    /// never has its return hooked (a hooked return would send the second one back to
+    /// the first's caller); its call is a leaf, with the value a direct `setjmp` returns.
+    pub jump: Jump,
 }
-
-/// Functions that return twice: no engine hooks their return.
-pub const RETURNS_TWICE: &[&str] = &[
-    "setjmp",
-    "_setjmp",
-    "__setjmp",
-    "sigsetjmp",
-    "__sigsetjmp",
-    "savectx",
-    "vfork",
-    "__vfork",
-    "getcontext",
-    "__getcontext",
-    "swapcontext",
-];
 
 impl Probe<'_> {
     /// The `uprobe_events` line of the entry probe.
@@ -590,8 +575,7 @@ pub fn plan_probes<'a>(
         };
         let base = event_base(&s.symbol);
         let mut n = 1;
-        let returns_twice = RETURNS_TWICE.contains(&s.symbol.as_str())
-            || s.func.is_some_and(|f| RETURNS_TWICE.contains(&f.name()));
+        let jump = Jump::of(&s.symbol, s.func);
         let (entry, ret) = loop {
             let b = if n == 1 {
                 base.clone()
@@ -641,7 +625,9 @@ pub fn plan_probes<'a>(
             string: true,
         });
         let (ret_fields, ret_text) = match s.func {
-            _ if returns_twice => (Vec::new(), None),
+            // Called directly, a setjmp returns 0.
+            _ if jump == Jump::Setjmp && with_ret => (Vec::new(), Some("0".into())),
+            _ if jump.returns_twice() => (Vec::new(), None),
             Some(f) if with_ret => plan_return(f, reads),
             // No type: the raw register.
             None if with_ret => (
@@ -670,7 +656,7 @@ pub fn plan_probes<'a>(
             ra,
             ra_event,
             inlines: Vec::new(),
-            returns_twice,
+            jump,
         });
     }
     probes
