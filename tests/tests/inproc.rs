@@ -437,18 +437,19 @@ fn exits_crashes_and_aborts() {
     );
 }
 
-/// Ctrl-C on dcg (SIGINT) while the command runs: the command is ended, what it
-/// recorded is shown, the ring files are gone.
+/// Ctrl-C on dcg (SIGINT) while the command runs: the command is ended (with the same
+/// signal: it prints how many `tick` calls returned), every one of them is in the trace,
+/// and the ring files are gone.
 #[test]
 fn sigint_flushes_every_record() {
     require!();
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(dir.path(), "gcc", &repo_file("uprobe/loop.c"), &["-O2"]);
+    let bin = build(dir.path(), "gcc", &repo_file("inproc/ends.c"), &["-O2"]);
     let bs = bin.to_str().unwrap();
     let child = Command::new(dcg_tests::dcg_bin())
         .args(["trace", "--engine", "inproc", "--show-retvals", "--func"])
         .arg(format!("{bs}:tick"))
-        .args(["--", bs, "0", "1000"])
+        .args(["--", bs, "signal"])
         .env("DCG_STORE", "/nonexistent/dcg-store-for-tests")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -463,13 +464,156 @@ fn sigint_flushes_every_record() {
     )
     .unwrap();
     let out = child.wait_with_output().unwrap();
-    let stdout = text(&out.stdout);
-    let ticks = stdout
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    let returned: u64 = stdout
         .lines()
-        .filter(|l| l.contains("tick(); /* ret="))
-        .count();
-    assert!(ticks > 10, "{stdout}\n{}", text(&out.stderr));
+        .find_map(|l| l.strip_prefix("ticks="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the program did not say how many ticks: {err}"));
+    let traced = stdout.lines().filter(|l| l.contains("; /* ret=")).count() as u64;
+    assert!(returned > 1000, "{returned} ticks");
+    assert_eq!(traced, returned, "{err}");
+    assert!(!err.contains("LOST"), "{err}");
     assert!(leftovers(pid).is_empty(), "{:?}", leftovers(pid));
+}
+
+/// libc's own `_setjmp` and `longjmp` traced (tests/inproc/jumps.c): neither engine
+/// hooks a function that returns twice, a direct `setjmp` shows its 0, each `longjmp`
+/// says which `setjmp` returns again with what, the frames it leaves close, and the
+/// calls after it are main's again. Both engines give the same calls.
+#[test]
+fn setjmp_and_longjmp_traced() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let libc = libc_path();
+    let lib = libc.to_str().unwrap();
+    for opt in ["-O0", "-O2"] {
+        let bin = build(dir.path(), "gcc", &repo_file("inproc/jumps.c"), &[opt]);
+        let bs = bin.to_str().unwrap();
+        let untraced = text(&run(&bin, &[]).stdout);
+        let mut saved = Vec::new();
+        for engine in ["inproc", "uprobe"] {
+            let calls = dir.path().join(format!("{engine}{opt}.calls"));
+            let out = dcg(&[
+                "--engine",
+                engine,
+                "--args",
+                "--show-retvals",
+                "--func",
+                &format!("{bs}:*"),
+                "--func",
+                &format!("{lib}:_setjmp"),
+                "--func",
+                &format!("{lib}:longjmp"),
+                "--func",
+                &format!("{lib}:getpid"),
+                "--output",
+                calls.to_str().unwrap(),
+                "--",
+                bs,
+            ]);
+            let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+            assert!(out.status.success(), "{engine}{opt}: {err}");
+            let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+            assert_eq!(program.join("\n"), untraced.trim_end(), "{engine}{opt}");
+            let calls_text = calls_only(&stdout);
+            let shown = |want: &str| calls_text.iter().filter(|c| c.contains(want)).count();
+            assert_eq!(
+                shown("_setjmp(arg1=&outer); /* ret=0 */"),
+                1,
+                "{engine}{opt}\n{stdout}"
+            );
+            assert_eq!(
+                shown("_setjmp(arg1=&inner); /* ret=0 */"),
+                1,
+                "{engine}{opt}\n{stdout}"
+            );
+            for want in [
+                "(env=&outer, val=1); /* _setjmp returns 1 */",
+                "(env=&inner, val=5); /* _setjmp returns 5 */",
+                "(env=&inner, val=0); /* _setjmp returns 1 */",
+            ] {
+                assert_eq!(shown(want), 1, "{engine}{opt}: {want}\n{stdout}");
+            }
+            assert!(!stdout.contains("no return"), "{engine}{opt}\n{stdout}");
+            let recs: Vec<(String, u32, Option<String>)> = records(&calls)
+                .into_iter()
+                .filter(|r| r.func != "getpid" && r.depth > 0)
+                .map(|r| (r.func, r.depth, r.ret))
+                .collect();
+            // After each longjmp, main calls again at depth 1.
+            let main_calls = recs.iter().filter(|r| r.1 == 1).count();
+            assert_eq!(main_calls, 5, "{engine}{opt}: {recs:?}");
+            saved.push(recs);
+        }
+        assert_eq!(saved[0], saved[1], "{opt}: inproc vs uprobe");
+    }
+}
+
+/// tests/inproc/threads.c: 200 threads over the program's life, 8 at a time, more than
+/// there are rings: a thread's ring is given back when it ends, and every call of every
+/// thread is traced.
+#[test]
+fn threads_beyond_the_rings() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), "gcc", &repo_file("inproc/threads.c"), &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    let untraced = text(&run(&bin, &[]).stdout);
+    let out = trace_values(bs, "work");
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(stdout.contains(untraced.trim()), "{stdout}");
+    let work = calls_only(&stdout)
+        .iter()
+        .filter(|c| c.contains("work(i="))
+        .count();
+    assert_eq!(work, 2000, "{err}");
+    assert!(
+        !err.contains("no free ring") && !err.contains("LOST"),
+        "{err}"
+    );
+}
+
+/// A traced function that calls `exit` or `abort` two traced frames down: dcg says how
+/// the command ended, exits as it did, and shows the calls that never returned.
+#[test]
+fn exit_and_abort_inside_traced_calls() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), "gcc", &repo_file("inproc/ends.c"), &["-O2"]);
+    let bs = bin.to_str().unwrap();
+    for (how, code, said) in [
+        ("exit", 3, "exited with status 3"),
+        ("abort", 128 + 6, "killed by SIGABRT"),
+    ] {
+        let out = dcg(&[
+            "--engine",
+            "inproc",
+            "--args",
+            "--show-retvals",
+            "--func",
+            &format!("{bs}:*"),
+            "--",
+            bs,
+            how,
+        ]);
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{how}: {err}");
+        assert!(err.contains(said), "{how}: {err}");
+        let calls = calls_only(&stdout);
+        for want in [
+            "work(how=",
+            "tick(i=",
+            "finish(how=",
+            "} /* work (no return) */",
+        ] {
+            assert!(
+                calls.iter().any(|c| c.contains(want)),
+                "{how}: {want}\n{stdout}"
+            );
+        }
+    }
 }
 
 /// `-p PID` and a static binary stay on uprobes (nothing is preloaded into a process dcg

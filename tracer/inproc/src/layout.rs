@@ -7,8 +7,9 @@
 //!
 //! **The rings** (a file in `/dev/shm` dcg creates, mapped shared by every traced process):
 //! a [`ShmHeader`], [`OBJECT_SLOTS`] [`ObjectSlot`]s, then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
-//! data bytes. A thread claims a ring at its first record (`next_ring`, an atomic counter)
-//! and is its only producer; dcg is its only consumer. `head` and `tail` count bytes
+//! data bytes. A thread claims a ring at its first record (one a thread that ended gave
+//! back, else the next fresh one: `next_ring`, an atomic counter) and is its only producer
+//! until it ends; dcg is its only consumer and frees it once drained. `head` and `tail` count bytes
 //! written and consumed since the start; a record never wraps: where one does not fit
 //! before the end, a [`REC_PAD`] record fills the rest.
 
@@ -176,8 +177,9 @@ pub struct ShmHeader {
     pub unhooked: u32,
     /// [`ObjectSlot`]s claimed so far.
     pub next_object: u32,
-    /// Zero.
-    pub reserved0: u32,
+    /// Threads that recorded nothing because the memory behind a new ring could not be
+    /// had (a full `/dev/shm`): writing there would have been a `SIGBUS` in the target.
+    pub no_space: u32,
     /// Zero.
     pub reserved: [u64; 3],
 }
@@ -217,11 +219,22 @@ pub struct RingHeader {
     pub pid: u32,
     /// The thread's name when it claimed the ring (`comm`, NUL-padded).
     pub comm: [u8; 16],
-    /// Set once `tid`, `pid` and `comm` are written.
+    /// Set once `tid`, `pid` and `comm` are written (cleared by dcg when it frees the
+    /// ring for another thread).
     pub ready: u32,
+    /// `RING_*`: who has the ring. A ring is claimed fresh (`next_ring`) or, free again
+    /// after its thread ended, by compare-and-swap from [`RING_FREE`].
+    pub state: u32,
     /// Zero.
-    pub reserved: [u32; 7],
+    pub reserved: [u32; 6],
 }
+
+/// A ring's state: a thread records into it.
+pub const RING_OWNED: u32 = 1;
+/// Its thread ended (its last record is written): dcg drains it, then frees it.
+pub const RING_RETIRED: u32 = 2;
+/// Drained after its thread ended: the next thread that needs a ring may take it.
+pub const RING_FREE: u32 = 3;
 
 /// Padding to the end of the ring: skip.
 pub const REC_PAD: u16 = 0;

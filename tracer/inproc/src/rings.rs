@@ -2,7 +2,9 @@
 //! drained here. See [`crate::layout`] for the bytes.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use memmap2::MmapMut;
 use zerocopy::FromBytes;
@@ -25,8 +27,8 @@ pub struct Record {
     pub tid: u32,
     /// Process.
     pub pid: u32,
-    /// Index of the ring (its thread's name is [`Rings::comm`]).
-    pub ring: u32,
+    /// The thread's name when it claimed its ring.
+    pub comm: String,
     /// The values, still encoded (see [`values`]).
     pub payload: Vec<u8>,
 }
@@ -183,6 +185,12 @@ impl Rings {
             .saturating_sub(self.nrings)
     }
 
+    /// Threads whose new ring could not be backed by memory, and recorded nothing.
+    pub fn no_space(&self) -> u32 {
+        self.u32_at(std::mem::offset_of!(ShmHeader, no_space))
+            .load(Ordering::Acquire)
+    }
+
     /// Processes that loaded the recorder and hooked a traced binary.
     pub fn attached(&self) -> u32 {
         self.u32_at(std::mem::offset_of!(ShmHeader, attached))
@@ -242,72 +250,202 @@ impl Rings {
             .sum()
     }
 
-    /// The name of ring `i`'s thread when it claimed the ring.
-    pub fn comm(&self, i: u32) -> String {
-        let off = ring_offset(i, self.ring_size) + std::mem::offset_of!(RingHeader, comm);
-        let b = &self.map[off..off + 16];
-        let end = b.iter().position(|&c| c == 0).unwrap_or(16);
-        String::from_utf8_lossy(&b[..end]).into_owned()
-    }
-
-    /// Take every complete record from every ring, appending them to `out` in time order
-    /// (each ring is in order; rings are merged by timestamp). Returns how many.
-    pub fn drain(&mut self, out: &mut Vec<Record>) -> usize {
-        let start = out.len();
+    /// Move the bytes recorded since the last call out of every ring, a [`Chunk`] per
+    /// ring that had any, and free the rings whose thread ended once they are empty.
+    /// Only copies: cheap enough to keep pace with a traced hot loop ([`Copier`]).
+    /// Returns the bytes taken.
+    pub fn take(&self, out: &mut Vec<Chunk>) -> usize {
+        let mut taken = 0;
+        let size = u64::from(self.ring_size);
         for i in 0..self.claimed() {
             let base = ring_offset(i, self.ring_size);
-            let hdr = size_of::<RingHeader>();
-            if self
-                .u32_at(base + std::mem::offset_of!(RingHeader, ready))
-                .load(Ordering::Acquire)
-                == 0
-            {
+            let field = |off: usize| self.u32_at(base + off);
+            if field(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire) == 0 {
                 continue;
             }
-            let (tid, pid) = {
-                let r = RingHeader::ref_from_prefix(&self.map[base..])
-                    .expect("in bounds")
-                    .0;
-                (r.tid, r.pid)
-            };
+            // Read before `head`: a retired ring's last record is in by then.
+            let state_at = field(std::mem::offset_of!(RingHeader, state));
+            let state = state_at.load(Ordering::Acquire);
             let head = self
                 .u64_at(base + std::mem::offset_of!(RingHeader, head))
                 .load(Ordering::Acquire);
             let tail_at = self.u64_at(base + std::mem::offset_of!(RingHeader, tail));
-            let mut tail = tail_at.load(Ordering::Relaxed);
-            let size = u64::from(self.ring_size);
-            let data = base + hdr;
-            while tail < head {
-                let at = data + (tail % size) as usize;
-                let Ok((rec, _)) = RecHeader::read_from_prefix(&self.map[at..]) else {
-                    break;
-                };
-                let len = u64::from(rec.len);
-                if len < 8 || len % 8 != 0 || len > head - tail {
-                    // A corrupt ring (the target wrote over it): give it up.
-                    log::warn!("ring {i}: bad record length {len}");
-                    tail = head;
-                    break;
+            let tail = tail_at.load(Ordering::Relaxed);
+            if head > tail {
+                let r = RingHeader::ref_from_prefix(&self.map[base..])
+                    .expect("in bounds")
+                    .0;
+                let mut bytes = Vec::new();
+                if head - tail > size {
+                    // The target wrote over its ring's header: give the ring up.
+                    log::warn!("ring {i}: head {head} is more than a ring past tail {tail}");
+                } else {
+                    let data = base + size_of::<RingHeader>();
+                    let (from, n) = ((tail % size) as usize, (head - tail) as usize);
+                    let first = n.min(size as usize - from);
+                    bytes.reserve_exact(n);
+                    bytes.extend_from_slice(&self.map[data + from..data + from + first]);
+                    bytes.extend_from_slice(&self.map[data..data + (n - first)]);
                 }
-                if rec.kind != REC_PAD && len >= size_of::<RecHeader>() as u64 {
-                    let body = at + size_of::<RecHeader>();
-                    out.push(Record {
-                        kind: rec.kind,
-                        func: rec.func,
-                        ts: rec.ts,
-                        cpu: rec.cpu,
-                        tid,
-                        pid,
-                        ring: i,
-                        payload: self.map[body..at + len as usize].to_vec(),
-                    });
-                }
-                tail += len;
+                taken += bytes.len();
+                out.push(Chunk {
+                    tid: r.tid,
+                    pid: r.pid,
+                    comm: r.comm,
+                    bytes,
+                });
+                tail_at.store(head, Ordering::Release);
             }
-            tail_at.store(tail, Ordering::Release);
+            if state == RING_RETIRED {
+                field(std::mem::offset_of!(RingHeader, ready)).store(0, Ordering::Relaxed);
+                state_at.store(RING_FREE, Ordering::Release);
+            }
         }
-        out[start..].sort_by_key(|r| r.ts);
-        out.len() - start
+        taken
+    }
+
+    /// Take every complete record from every ring, appending them to `out` in time order
+    /// (each ring is in order; rings are merged by timestamp). Returns how many.
+    pub fn drain(&self, out: &mut Vec<Record>) -> usize {
+        let mut chunks = Vec::new();
+        self.take(&mut chunks);
+        records_of(&chunks, out)
+    }
+}
+
+/// The bytes one ring held, with who wrote them.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// Thread.
+    pub tid: u32,
+    /// Process.
+    pub pid: u32,
+    /// The thread's name when it claimed the ring.
+    pub comm: [u8; 16],
+    /// Whole records.
+    pub bytes: Vec<u8>,
+}
+
+impl Chunk {
+    /// The thread's name.
+    pub fn comm(&self) -> String {
+        let end = self.comm.iter().position(|&c| c == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.comm[..end]).into_owned()
+    }
+
+    /// Its records, appended to `out`.
+    pub fn records(&self, out: &mut Vec<Record>) {
+        let b = &self.bytes[..];
+        let comm = self.comm();
+        let mut at = 0usize;
+        while at < b.len() {
+            let Ok((rec, _)) = RecHeader::read_from_prefix(&b[at..]) else {
+                break;
+            };
+            let len = rec.len as usize;
+            if len < 8 || len % 8 != 0 || len > b.len() - at {
+                // A corrupt ring (the target wrote over it): give the rest up.
+                log::warn!("thread {}: bad record length {len}", self.tid);
+                break;
+            }
+            if rec.kind != REC_PAD && len >= size_of::<RecHeader>() {
+                out.push(Record {
+                    kind: rec.kind,
+                    func: rec.func,
+                    ts: rec.ts,
+                    cpu: rec.cpu,
+                    tid: self.tid,
+                    pid: self.pid,
+                    comm: comm.clone(),
+                    payload: b[at + size_of::<RecHeader>()..at + len].to_vec(),
+                });
+            }
+            at += len;
+        }
+    }
+}
+
+/// The records of `chunks`, appended to `out` in time order. Returns how many.
+pub fn records_of(chunks: &[Chunk], out: &mut Vec<Record>) -> usize {
+    let start = out.len();
+    for c in chunks {
+        c.records(out);
+    }
+    out[start..].sort_by_key(|r| r.ts);
+    out.len() - start
+}
+
+/// Most bytes the [`Copier`] holds for dcg before it leaves them in the rings (which then
+/// fill, and count what they drop).
+const COPIER_MAX_BYTES: usize = 1 << 30;
+
+/// A thread that moves the recorders' bytes out of the rings as fast as they come
+/// ([`Rings::take`]), so that a traced hot loop outrunning dcg's decoding fills dcg's
+/// memory instead of its ring.
+pub struct Copier {
+    rings: Arc<Rings>,
+    shared: Arc<(Mutex<(Vec<Chunk>, usize)>, AtomicBool)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Copier {
+    /// Start copying out of `rings`.
+    pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
+        let shared: Arc<(Mutex<(Vec<Chunk>, usize)>, AtomicBool)> = Arc::default();
+        let (r, s) = (rings.clone(), shared.clone());
+        let thread = std::thread::Builder::new()
+            .name("dcg-copier".into())
+            .spawn(move || {
+                let mut local = Vec::new();
+                while !s.1.load(Ordering::Acquire) {
+                    let full = s.0.lock().map_or(true, |q| q.1 >= COPIER_MAX_BYTES);
+                    let n = if full { 0 } else { r.take(&mut local) };
+                    if n > 0 {
+                        if let Ok(mut q) = s.0.lock() {
+                            q.1 += n;
+                            q.0.append(&mut local);
+                        }
+                    } else {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            })?;
+        Ok(Copier {
+            rings,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The rings it copies from.
+    pub fn rings(&self) -> &Rings {
+        &self.rings
+    }
+
+    /// Move what was copied so far to `out` (once stopped, what the rings still hold
+    /// too).
+    pub fn take(&self, out: &mut Vec<Chunk>) {
+        if let Ok(mut q) = self.shared.0.lock() {
+            out.append(&mut q.0);
+            q.1 = 0;
+        }
+        if self.thread.is_none() {
+            self.rings.take(out);
+        }
+    }
+
+    /// Stop the thread (after it finished its round).
+    pub fn stop(&mut self) {
+        self.shared.1.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Copier {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -9,6 +9,7 @@
 //! exceptions close the frames they skip ([`unwind`]); a forked child records into rings
 //! of its own, or nothing when forks are not followed.
 
+mod interpose;
 mod record;
 mod setup;
 mod state;

@@ -68,19 +68,56 @@ fn now() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Claim a ring for this thread (its first record).
+/// Ring `i`'s header.
+unsafe fn ring(st: &State, i: u32) -> *mut RingHeader {
+    st.shm.add(ring_offset(i, st.ring_size)) as *mut RingHeader
+}
+
+/// Back a fresh ring with memory before anything is written to it: a store to a page of
+/// a full `/dev/shm` would be a `SIGBUS` in the target, where this is an error.
+unsafe fn populate(st: &State, r: *mut RingHeader) -> bool {
+    let len = size_of::<RingHeader>() + st.ring_size as usize;
+    let (start, end) = (r as usize & !4095, (r as usize + len + 4095) & !4095);
+    let got = libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE);
+    // Kernels before 5.14 know no such advice: nothing to check there.
+    got == 0 || *libc::__errno_location() == libc::EINVAL
+}
+
+/// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// Claim a ring for this thread (its first record): one a thread that ended gave back,
+/// else a fresh one. The thread gives it back when it ends ([`thread_exit`]).
 unsafe fn claim(st: &State, t: &mut Tls) -> bool {
     if t.no_ring {
         return false;
     }
     let h = st.shm as *mut ShmHeader;
     let next = AtomicU32::from_ptr(&raw mut (*h).next_ring);
-    let i = next.fetch_add(1, Ordering::AcqRel);
-    if i >= st.nrings {
-        t.no_ring = true;
-        return false;
-    }
-    let r = st.shm.add(ring_offset(i, st.ring_size)) as *mut RingHeader;
+    let fresh = next.load(Ordering::Acquire).min(st.nrings);
+    let reused = (0..fresh).map(|i| ring(st, i)).find(|&r| {
+        AtomicU32::from_ptr(&raw mut (*r).state)
+            .compare_exchange(RING_FREE, RING_OWNED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    });
+    let r = match reused {
+        Some(r) => r,
+        None => {
+            let i = next.fetch_add(1, Ordering::AcqRel);
+            if i >= st.nrings {
+                t.no_ring = true;
+                return false;
+            }
+            let r = ring(st, i);
+            if !populate(st, r) {
+                AtomicU32::from_ptr(&raw mut (*h).no_space).fetch_add(1, Ordering::AcqRel);
+                t.no_ring = true;
+                return false;
+            }
+            AtomicU32::from_ptr(&raw mut (*r).state).store(RING_OWNED, Ordering::Relaxed);
+            r
+        }
+    };
     (*r).tid = libc::syscall(libc::SYS_gettid) as u32;
     (*r).pid = libc::getpid() as u32;
     let mut comm = [0u8; 16];
@@ -88,7 +125,28 @@ unsafe fn claim(st: &State, t: &mut Tls) -> bool {
     (*r).comm = comm;
     AtomicU32::from_ptr(&raw mut (*r).ready).store(1, Ordering::Release);
     t.ring = r;
+    // Any non-null value: the key's destructor runs when the thread ends.
+    libc::pthread_setspecific(st.thread_key, r as *const libc::c_void);
     true
+}
+
+/// The destructor of the recorder's thread key: the thread is ending. Its ring goes back
+/// (dcg frees it once drained) and its shadow stack is unmapped; it records nothing more.
+///
+/// # Safety
+/// Called by the C library as a thread ends.
+pub unsafe extern "C" fn thread_exit(_: *mut libc::c_void) {
+    let t = &mut *tls();
+    t.no_ring = true;
+    // A forked child's thread inherited the value, not the ring: its own is in `t`.
+    if !t.ring.is_null() {
+        AtomicU32::from_ptr(&raw mut (*t.ring).state).store(RING_RETIRED, Ordering::Release);
+        t.ring = core::ptr::null_mut();
+    }
+    if !t.frames.is_null() && t.depth == 0 {
+        libc::munmap(t.frames.cast(), MAX_FRAMES * size_of::<Frame>());
+        t.frames = core::ptr::null_mut();
+    }
 }
 
 /// Room for a record of at most `max` bytes at the ring's head, padding to the end where
@@ -133,16 +191,44 @@ unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Bytes at `addr` that can be read directly, without a fault, up to `n`: those in a
+/// read-only file mapping of start-up (while no `dlclose` can have removed one), or in
+/// the page the stack pointer `sp` is in (mapped: the return address was just pushed
+/// there; the next page may be a small signal stack's end).
+#[inline(always)]
+fn direct_len(st: &State, addr: u64, n: usize, sp: u64) -> usize {
+    let page_end = (sp | 4095).wrapping_add(1);
+    if addr >= sp && addr < page_end {
+        return n.min((page_end - addr) as usize);
+    }
+    st.readable_len(addr).min(n as u64) as usize
+}
+
 /// Read `n` bytes at `addr` into `dst` without ever faulting: directly where the address
 /// is known readable, else through the kernel (`process_vm_readv` on ourselves), which
-/// reads up to the first unmapped byte. Returns the bytes read.
-unsafe fn read_mem(st: &State, addr: u64, dst: *mut u8, n: usize, sp: u64) -> usize {
+/// reads up to the first unmapped byte. `string`: stop after a NUL. Returns the bytes
+/// read.
+unsafe fn read_mem(st: &State, addr: u64, dst: *mut u8, n: usize, sp: u64, string: bool) -> usize {
     if addr == 0 {
         return 0;
     }
-    if st.readable(addr, n as u64) || (addr >= sp && addr.wrapping_add(n as u64) <= sp + 4096) {
-        copy(addr as *const u8, dst, n);
-        return n;
+    let direct = direct_len(st, addr, n, sp);
+    if direct == n || (string && direct > 0) {
+        if !string {
+            copy(addr as *const u8, dst, n);
+            return n;
+        }
+        // A string: up to its NUL, which usually comes long before `n`.
+        for i in 0..direct {
+            let b = core::ptr::read_volatile((addr as *const u8).add(i));
+            core::ptr::write_volatile(dst.add(i), b);
+            if b == 0 {
+                return i + 1;
+            }
+        }
+        if direct == n {
+            return n;
+        }
     }
     let local = libc::iovec {
         iov_base: dst.cast(),
@@ -173,7 +259,7 @@ unsafe fn eval(st: &State, op: &FetchOp, regs: &Regs) -> Option<u64> {
     for k in 0..reads {
         let addr = v.wrapping_add(op.off[k] as i64 as u64);
         let mut w = 0u64;
-        if read_mem(st, addr, (&raw mut w).cast(), 8, sp) != 8 {
+        if read_mem(st, addr, (&raw mut w).cast(), 8, sp, false) != 8 {
             return None;
         }
         v = w;
@@ -223,7 +309,7 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
             continue;
         };
         let dst = p.add(at);
-        let got = read_mem(st, addr, dst, MAX_STRING, sp);
+        let got = read_mem(st, addr, dst, MAX_STRING, sp, true);
         if got == 0 {
             *w = STRING_FAULT;
             continue;
@@ -250,12 +336,23 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
 /// stack, a `vfork` child's), and it stays until a return below it shows it gone.
 const SAME_STACK: u64 = 1 << 20;
 
+/// Whether `ra` is one of the recorder's return thunks (a hooked return address).
+#[inline(always)]
+pub fn is_return_thunk(ra: u64) -> bool {
+    ra == dcg_return_thunk as *const () as u64 || ra == dcg_return_thunk_x87 as *const () as u64
+}
+
 /// Close the frames a `longjmp` (or an unwind) skipped: those whose return slot is below
-/// `sp`, the stack pointer of live code, on the same stack.
-pub unsafe fn close_dead(st: &State, t: &mut Tls, sp: u64, regs: &Regs) {
+/// `sp`, the stack pointer of live code, on the same stack. `reused`: the slot at `sp`
+/// was just written by a new call with a real return address, so a frame whose slot is
+/// that very slot is gone too (main calls `foo`, `foo` longjmps back into main, main
+/// calls `getpid` from the same stack depth; a tail call instead leaves the return
+/// thunk in the slot and the frame lives on).
+pub unsafe fn close_dead(st: &State, t: &mut Tls, sp: u64, reused: bool, regs: &Regs) {
     while t.depth > 0 {
         let f = *t.frames.add(t.depth - 1);
-        if f.slot >= sp || sp - f.slot > SAME_STACK {
+        let live = f.slot > sp || (f.slot == sp && !reused);
+        if live || sp - f.slot > SAME_STACK {
             break;
         }
         t.depth -= 1;
@@ -303,7 +400,7 @@ unsafe fn entry(st: &State, t: &mut Tls, regs: &Regs, slot: *mut u64, func: u32)
     // A tail call from a hooked function (or a jump back to its own entry) finds the
     // return thunk in the slot: the new frame's "real" return address is the thunk, so
     // the one return closes both calls, innermost first.
-    close_dead(st, t, slot as u64, regs);
+    close_dead(st, t, slot as u64, !is_return_thunk(*slot), regs);
     let f = st.func(func);
     let hook = f.flags & fflags::NO_RET_HOOK == 0;
     if hook && t.depth >= MAX_FRAMES {

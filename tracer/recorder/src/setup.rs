@@ -520,6 +520,11 @@ pub unsafe fn init() {
     sh_attached.fetch_add(1, Ordering::AcqRel);
     AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(unhooked, Ordering::AcqRel);
     let follow = h.flags & PLAN_FOLLOW_FORKS != 0;
+    let mut thread_key: libc::pthread_key_t = 0;
+    if libc::pthread_key_create(&mut thread_key, Some(crate::record::thread_exit)) != 0 {
+        // No destructor: rings are not given back when threads end.
+        thread_key = libc::pthread_key_t::MAX;
+    }
     publish(State {
         shm: shm.as_mut_ptr(),
         nrings,
@@ -530,6 +535,7 @@ pub unsafe fn init() {
         ro: readonly_mappings(),
         pid: core::sync::atomic::AtomicI32::new(libc::getpid()),
         follow,
+        thread_key,
     });
     if !follow {
         crate::scrub_environment();

@@ -8,6 +8,10 @@ use dcg_inproc::layout::*;
 /// Set in a forked child that is not traced: nothing more is recorded there.
 pub static DISABLED: AtomicBool = AtomicBool::new(false);
 
+/// Set once the program called `dlclose`: the read-only mappings of start-up may be gone,
+/// so every read of the target's memory goes through the kernel from then on.
+pub static RO_STALE: AtomicBool = AtomicBool::new(false);
+
 static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The recorder's state.
@@ -30,6 +34,8 @@ pub struct State {
     pub pid: AtomicI32,
     /// Whether forked children are traced.
     pub follow: bool,
+    /// The key whose destructor gives a ring back when its thread ends.
+    pub thread_key: libc::pthread_key_t,
 }
 
 // SAFETY: written once before publication, read-only afterwards (pid is atomic).
@@ -72,11 +78,18 @@ impl State {
             .unwrap_or(&[])
     }
 
-    /// Whether `[addr, addr + n)` lies in a read-only file mapping of start-up.
+    /// Bytes from `addr` to the end of the read-only file mapping of start-up it lies in
+    /// (0 when none, or once a `dlclose` may have unmapped one: [`RO_STALE`]).
     #[inline(always)]
-    pub fn readable(&self, addr: u64, n: u64) -> bool {
+    pub fn readable_len(&self, addr: u64) -> u64 {
+        if RO_STALE.load(Ordering::Relaxed) {
+            return 0;
+        }
         let i = self.ro.partition_point(|&(s, _)| s <= addr);
-        i > 0 && addr.saturating_add(n) <= self.ro[i - 1].1
+        match i.checked_sub(1).map(|i| self.ro[i]) {
+            Some((_, end)) if addr < end => end - addr,
+            _ => 0,
+        }
     }
 
     /// Whether dcg stopped reading.

@@ -3,9 +3,10 @@
 //! address is put back ([`dcg_on_raise`]); when a catch block starts, the frames below the
 //! catching one are closed and the others get their hooks back ([`dcg_on_catch`]).
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::AtomicUsize;
 
-use crate::record::{close_dead, tls};
+use crate::interpose::next;
+use crate::record::{close_dead, is_return_thunk, tls};
 use crate::state::state;
 use crate::thunks::{dcg_return_thunk, dcg_return_thunk_x87, Regs};
 
@@ -13,23 +14,6 @@ static REAL_RAISE: AtomicUsize = AtomicUsize::new(0);
 static REAL_FORCED: AtomicUsize = AtomicUsize::new(0);
 static REAL_RETHROW: AtomicUsize = AtomicUsize::new(0);
 static REAL_CATCH: AtomicUsize = AtomicUsize::new(0);
-
-/// The next definition of `name` after this library's.
-unsafe fn next(cache: &AtomicUsize, name: &core::ffi::CStr) -> usize {
-    let mut f = cache.load(Ordering::Relaxed);
-    if f == 0 {
-        f = libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize;
-        if f == 0 {
-            crate::fatal(b"dcg recorder: the unwinder's function is missing\n");
-        }
-        cache.store(f, Ordering::Relaxed);
-    }
-    f
-}
-
-fn is_thunk(a: u64) -> bool {
-    a == dcg_return_thunk as *const () as u64 || a == dcg_return_thunk_x87 as *const () as u64
-}
 
 /// `_Unwind_RaiseException` (`forced == 0`), `_Unwind_ForcedUnwind` (1) or
 /// `_Unwind_Resume_or_Rethrow` (2) is called: put the
@@ -42,7 +26,7 @@ pub unsafe extern "C" fn dcg_on_raise(forced: u64) -> usize {
     for d in 0..t.depth {
         let f = &mut *t.frames.add(d);
         let slot = f.slot as *mut u64;
-        if f.restored == 0 && is_thunk(*slot) {
+        if f.restored == 0 && is_return_thunk(*slot) {
             *slot = f.orig;
             f.restored = 1;
         }
@@ -66,7 +50,7 @@ pub unsafe extern "C" fn dcg_on_catch(_exc: u64, sp: u64) -> usize {
         let was_busy = t.busy;
         t.busy = true;
         let regs: Regs = core::mem::zeroed();
-        close_dead(st, t, sp, &regs);
+        close_dead(st, t, sp, false, &regs);
         for d in 0..t.depth {
             let f = &mut *t.frames.add(d);
             let slot = f.slot as *mut u64;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use dcg_inproc::layout::{self, fflags, mode, FetchOp, FETCH_STRING};
 use dcg_inproc::plan::{parse_fetch, PlanFunc, PlanTarget};
-use dcg_inproc::rings::{self, RawValue, Record, Rings};
+use dcg_inproc::rings::{self, Copier, RawValue, Record, Rings};
 use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
@@ -201,7 +201,7 @@ pub fn hooks<'a>(
             }
         };
         let mut flags = 0;
-        if p.returns_twice {
+        if p.jump.returns_twice() {
             flags |= fflags::NO_RET_HOOK;
         }
         if p.ret_fields.iter().any(|f| f.fetch.starts_with("%st0")) {
@@ -222,9 +222,11 @@ pub fn hooks<'a>(
     Ok(out)
 }
 
-/// Rings: how many threads can record, and how much each can hold before dcg drains.
+/// Rings: how many threads can record at once (a ring is given back when its thread
+/// ends), and how much each holds before dcg's copier thread takes it (it looks every
+/// millisecond: a hot loop writes a few MB in that time).
 const RINGS: u32 = 64;
-const RING_BYTES: u32 = 4 << 20;
+const RING_BYTES: u32 = 8 << 20;
 
 /// Run the session in process. Functions the recorder cannot hook are traced with
 /// uprobes in the same session (filtered on the command and its children), their events
@@ -298,7 +300,7 @@ pub fn run(
     };
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, &funcs, flags).map_err(io)?;
     let _plan_file = RemoveOnDrop(plan_path.clone());
-    let mut rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
+    let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
     let recorder = recorder_path()
         .ok_or_else(|| UtraceError::Io(std::io::Error::other(format!("{RECORDER} not found"))))?;
     let preload = match std::env::var("LD_PRELOAD") {
@@ -339,6 +341,7 @@ pub fn run(
         Some((s, e)) => (Some(s), Some(e)),
         None => (None, None),
     };
+    let mut copier = Copier::start(std::sync::Arc::new(rings))?;
     let mut child = Some(Child::spawn_at_exec_with(&args.command, &env)?);
     let mut pipe = match session.as_mut() {
         Some(session) => {
@@ -372,7 +375,8 @@ pub fn run(
     // Load bias of each target by (process, target); (0, target): the latest.
     let mut biases: std::collections::HashMap<(u32, usize), u64> = Default::default();
     // Take what both sources have; pass on what every source has delivered up to `upto`.
-    let mut step = |rings: &mut Rings,
+    let mut chunks = Vec::new();
+    let mut step = |copier: &Copier,
                     pipe: Option<&mut dcg_live::tracefs::TracePipe>,
                     stream: Option<&mut crate::Stream<'_, '_>>,
                     merge: &mut Merge,
@@ -380,7 +384,7 @@ pub fn run(
                     out: &mut dyn Write,
                     last: bool|
      -> std::io::Result<bool> {
-        for (pid, path, bias) in rings.new_objects(&mut objects_seen) {
+        for (pid, path, bias) in copier.rings().new_objects(&mut objects_seen) {
             if let Some(t) = targets
                 .iter()
                 .position(|t| t.path.as_os_str() == path.as_str())
@@ -411,7 +415,9 @@ pub fn run(
             }
         }
         batch.clear();
-        rings.drain(&mut batch);
+        copier.take(&mut chunks);
+        rings::records_of(&chunks, &mut batch);
+        chunks.clear();
         for r in &batch {
             if let Some(&probe) = probe_of.get(r.func as usize) {
                 // Where the function is in the thread's process: inline frames place
@@ -421,7 +427,7 @@ pub fn run(
                     .get(&(r.pid, t))
                     .or_else(|| biases.get(&(0, t)))
                     .map(|b| b.wrapping_add(probes[probe].addr));
-                merge.record(r, probe, ip, rings.comm(r.ring), &entry_kinds, &ret_kinds);
+                merge.record(r, probe, ip, &entry_kinds, &ret_kinds);
             }
         }
         // Uprobe events reach the pipe a little later than the recorder's records.
@@ -438,7 +444,7 @@ pub fn run(
         }
         let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
         match step(
-            &mut rings,
+            &copier,
             pipe.as_mut(),
             stream.as_mut(),
             &mut merge,
@@ -467,13 +473,14 @@ pub fn run(
     };
     // Whatever is recorded by now is read; then the recorders write nothing more.
     let exit = crate::end_of(stop, &mut child, args, note);
-    rings.stop();
+    copier.rings().stop();
+    copier.stop();
     if let Some(session) = session.as_mut() {
         let _ = session.write("tracing_on", "0");
     }
     if !matches!(stop, Stop::Count | Stop::OutputClosed) {
         match step(
-            &mut rings,
+            &copier,
             pipe.as_mut(),
             stream.as_mut(),
             &mut merge,
@@ -502,6 +509,7 @@ pub fn run(
             cleanup_failed = true;
         }
     }
+    let rings = copier.rings();
     if !funcs.is_empty() && rings.attached() == 0 {
         note(&format!(
             "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
@@ -525,6 +533,13 @@ pub fn run(
         note(&format!(
             "{} threads found no free ring (of {RINGS}) and were not traced",
             rings.threads_without_ring()
+        ));
+    }
+    if rings.no_space() > 0 {
+        note(&format!(
+            "{} threads were not traced: the memory for their rings could not be had (is {} full?)",
+            rings.no_space(),
+            dir.display()
         ));
     }
     Ok(Finished {
@@ -582,7 +597,6 @@ impl Merge {
         r: &Record,
         probe: usize,
         ip: Option<u64>,
-        comm: String,
         entry_kinds: &[Vec<bool>],
         ret_kinds: &[Vec<bool>],
     ) {
@@ -608,7 +622,7 @@ impl Merge {
             ts: r.ts,
             tid: r.tid,
             cpu: u32::from(r.cpu),
-            comm,
+            comm: r.comm.clone(),
             kind,
             probe,
             values,
