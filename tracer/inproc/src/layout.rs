@@ -6,7 +6,8 @@
 //! `strings_len` bytes of strings (target paths).
 //!
 //! **The rings** (a file in `/dev/shm` dcg creates, mapped shared by every traced process):
-//! a [`ShmHeader`], [`OBJECT_SLOTS`] [`ObjectSlot`]s, then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
+//! a [`ShmHeader`], [`OBJECT_SLOTS`] [`ObjectSlot`]s, [`UNHOOKED_SLOTS`] `u32` plan indices of
+//! functions a recorder could not hook (and 8 bytes of padding), then `nrings` rings, each a [`RingHeader`] followed by `ring_size`
 //! data bytes. A thread claims a ring at its first record (one a thread that ended gave
 //! back, else the next fresh one: `next_ring`, an atomic counter) and is its only producer
 //! until it ends; dcg is its only consumer and frees it once drained. `head` and `tail` count bytes
@@ -173,7 +174,8 @@ pub struct ShmHeader {
     pub stopped: u32,
     /// Processes whose recorder found a traced binary loaded and hooked it.
     pub attached: u32,
-    /// Functions of the plan a recorder could not hook (its entry could not be patched).
+    /// Functions of the plan a recorder could not hook (its entry could not be patched);
+    /// the first [`UNHOOKED_SLOTS`] are named at [`unhooked_offset`].
     pub unhooked: u32,
     /// [`ObjectSlot`]s claimed so far.
     pub next_object: u32,
@@ -272,9 +274,20 @@ pub const fn object_offset(i: u32) -> usize {
     size_of::<ShmHeader>() + i as usize * size_of::<ObjectSlot>()
 }
 
+/// Functions a recorder could not hook, named by their plan index (a `u32` each) in the
+/// ring file after the object slots: the first [`UNHOOKED_SLOTS`] of
+/// [`ShmHeader::unhooked`].
+pub const UNHOOKED_SLOTS: u32 = 62;
+
+/// Byte offset of unhooked slot `i` in the ring file.
+pub const fn unhooked_offset(i: u32) -> usize {
+    object_offset(OBJECT_SLOTS) + i as usize * 4
+}
+
 /// Byte offset of ring `i`'s header in the ring file.
 pub const fn ring_offset(i: u32, ring_size: u32) -> usize {
-    object_offset(OBJECT_SLOTS) + i as usize * (size_of::<RingHeader>() + ring_size as usize)
+    unhooked_offset(UNHOOKED_SLOTS + 2)
+        + i as usize * (size_of::<RingHeader>() + ring_size as usize)
 }
 
 const _: () = {

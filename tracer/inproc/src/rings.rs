@@ -203,6 +203,17 @@ impl Rings {
             .load(Ordering::Acquire)
     }
 
+    /// Plan indices of the functions recorders could not hook (the first
+    /// [`UNHOOKED_SLOTS`], each once).
+    pub fn unhooked_funcs(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = (0..self.unhooked().min(UNHOOKED_SLOTS))
+            .map(|i| self.u32_at(unhooked_offset(i)).load(Ordering::Acquire))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Objects published since the last call (`seen`: how many were taken before): their
     /// process, path and load bias.
     pub fn new_objects(&self, seen: &mut u32) -> Vec<(u32, String, u64)> {
@@ -458,6 +469,73 @@ impl Drop for Rings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zerocopy::IntoBytes;
+
+    #[test]
+    fn unhooked_functions_named_once() {
+        let dir = std::env::temp_dir();
+        let rings = Rings::create(&dir, 1, 4096).unwrap();
+        // What two recorders write for plan functions 7, 3 and 7 again.
+        for (n, f) in [7u32, 3, 7].into_iter().enumerate() {
+            rings
+                .u32_at(unhooked_offset(n as u32))
+                .store(f, Ordering::Release);
+        }
+        rings
+            .u32_at(std::mem::offset_of!(ShmHeader, unhooked))
+            .store(3, Ordering::Release);
+        assert_eq!(rings.unhooked(), 3);
+        assert_eq!(rings.unhooked_funcs(), vec![3, 7]);
+    }
+
+    #[test]
+    fn taken_bytes_free_a_retired_ring() {
+        let dir = std::env::temp_dir();
+        let rings = Rings::create(&dir, 2, 4096).unwrap();
+        let base = ring_offset(0, 4096);
+        // A thread's one record, then its end.
+        let rec = RecHeader {
+            len: 32,
+            kind: REC_ENTRY,
+            cpu: 1,
+            func: 5,
+            reserved: 0,
+            ts: 42,
+        };
+        let data = base + size_of::<RingHeader>();
+        let mut bytes = rec.as_bytes().to_vec();
+        bytes.extend_from_slice(&9u64.to_ne_bytes());
+        // SAFETY: in bounds of the map this test owns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                rings.map.as_ptr().add(data) as *mut u8,
+                bytes.len(),
+            )
+        };
+        let at = |f: usize| rings.u32_at(base + f);
+        rings
+            .u64_at(base + std::mem::offset_of!(RingHeader, head))
+            .store(32, Ordering::Release);
+        at(std::mem::offset_of!(RingHeader, state)).store(RING_RETIRED, Ordering::Release);
+        at(std::mem::offset_of!(RingHeader, ready)).store(1, Ordering::Release);
+        rings
+            .u32_at(std::mem::offset_of!(ShmHeader, next_ring))
+            .store(1, Ordering::Release);
+        let mut out = Vec::new();
+        assert_eq!(rings.drain(&mut out), 1);
+        assert_eq!((out[0].func, out[0].ts, out[0].kind), (5, 42, REC_ENTRY));
+        assert_eq!(out[0].payload, 9u64.to_ne_bytes());
+        // Drained and its thread gone: free for the next thread.
+        assert_eq!(
+            at(std::mem::offset_of!(RingHeader, state)).load(Ordering::Acquire),
+            RING_FREE
+        );
+        assert_eq!(
+            at(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire),
+            0
+        );
+    }
 
     #[test]
     fn payload_values() {

@@ -3,8 +3,9 @@
 //! how each value is fetched), hooks those functions ([`setup`]) and from then on records
 //! every entry and return of them into its thread's ring ([`record`]), which dcg drains.
 //!
-//! It never parses DWARF, never allocates, locks or makes a system call on the hot path
-//! (strings outside read-only mappings are read through `process_vm_readv`), and never
+//! It never parses DWARF, never allocates or locks on the hot path, and makes no system
+//! call there but one: memory outside the stack pointer's page and the read-only mappings
+//! of start-up is read through `process_vm_readv`, which cannot fault. It never
 //! records its own work. Return hooks keep a per-thread shadow stack; `longjmp` and
 //! exceptions close the frames they skip ([`unwind`]); a forked child records into rings
 //! of its own, or nothing when forks are not followed.

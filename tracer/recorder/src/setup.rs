@@ -455,7 +455,8 @@ pub unsafe fn init() {
     }
     let mut sites = Vec::new();
     let mut patches: Vec<(Patch, u32)> = Vec::new();
-    let mut unhooked = 0u32;
+    // Plan indices of the functions that could not be hooked.
+    let mut unhooked: Vec<u32> = Vec::new();
     for (t, obj) in found.iter().enumerate() {
         let Some(obj) = obj else { continue };
         let mine: Vec<(usize, &FuncDesc)> = funcs
@@ -472,22 +473,23 @@ pub unsafe fn init() {
         } else {
             None
         };
-        // The implementation the last IFUNC's resolver chose, until one is hooked.
-        let mut chosen: Option<u64> = None;
+        // The implementation the last IFUNC's resolver chose (and the IFUNC), until one
+        // is hooked.
+        let mut chosen: Option<(u64, u32)> = None;
         for (i, f) in mine {
             if f.mode == mode::IFUNC {
-                if chosen.is_some() {
-                    unhooked += 1;
+                if let Some((_, ifunc)) = chosen {
+                    unhooked.push(ifunc);
                 }
                 // SAFETY: an IFUNC resolver of a loaded object: the dynamic linker
                 // calls these with no arguments before any code of the object runs.
                 let resolve: extern "C" fn() -> u64 =
                     std::mem::transmute((obj.bias + f.addr) as usize);
-                chosen = Some(resolve());
+                chosen = Some((resolve(), i as u32));
                 continue;
             }
             if f.flags & fflags::IFUNC_IMPL != 0 {
-                if chosen != Some(obj.bias + f.addr) {
+                if chosen.map(|c| c.0) != Some(obj.bias + f.addr) {
                     continue;
                 }
                 chosen = None;
@@ -497,11 +499,11 @@ pub unsafe fn init() {
                     sites.push((site, i as u32));
                     patches.extend(patch.map(|p| (p, i as u32)));
                 }
-                None => unhooked += 1,
+                None => unhooked.push(i as u32),
             }
         }
-        if chosen.is_some() {
-            unhooked += 1;
+        if let Some((_, ifunc)) = chosen {
+            unhooked.push(ifunc);
         }
         // Trampolines executable before any entry jumps to them.
         if let Some(s) = &stubs {
@@ -510,7 +512,7 @@ pub unsafe fn init() {
         for (p, i) in patches.drain(..) {
             if !p.apply() {
                 sites.retain(|&(_, j)| j != i);
-                unhooked += 1;
+                unhooked.push(i);
             }
         }
     }
@@ -518,7 +520,13 @@ pub unsafe fn init() {
     publish_objects(sh, &objects, &exe);
     let sh_attached = AtomicU32::from_ptr(&raw mut (*sh).attached);
     sh_attached.fetch_add(1, Ordering::AcqRel);
-    AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(unhooked, Ordering::AcqRel);
+    for i in unhooked {
+        // Counted, and the first ones named for dcg's note.
+        let n = AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(1, Ordering::AcqRel);
+        if n < UNHOOKED_SLOTS {
+            *((sh as *mut u8).add(unhooked_offset(n)) as *mut u32) = i;
+        }
+    }
     let follow = h.flags & PLAN_FOLLOW_FORKS != 0;
     let mut thread_key: libc::pthread_key_t = 0;
     if libc::pthread_key_create(&mut thread_key, Some(crate::record::thread_exit)) != 0 {

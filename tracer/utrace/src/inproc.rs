@@ -518,9 +518,18 @@ pub fn run(
         ));
     }
     if rings.unhooked() > 0 {
+        let names: Vec<&str> = rings
+            .unhooked_funcs()
+            .into_iter()
+            .filter_map(|i| probe_of.get(i as usize))
+            .map(|&p| probes[p].symbol.as_str())
+            .collect();
         note(&format!(
-            "{} function entries could not be patched in process and were not traced",
-            rings.unhooked()
+            "{} function entries could not be patched in process when the command started \
+             (no room for a trampoline near them, or their code could not be made writable) \
+             and were not traced: {}",
+            rings.unhooked(),
+            names.join(", ")
         ));
     }
     let lost = rings.lost();
