@@ -367,8 +367,8 @@ fn cpp_exceptions_through_traced_frames() {
     }
 }
 
-/// A float-heavy program: every float, double and long double argument and return (and a
-/// struct too big to show whole).
+/// A float-heavy program: every float, double and long double argument and return, struct
+/// returns of every class (and a struct too big to show whole).
 #[test]
 fn floats_are_read() {
     require!();
@@ -385,11 +385,21 @@ NOINLINE double many(double a, double b, double c, double d, double e, double f,
                      double g, double h, double i) { return a + b + c + d + e + f + g + h + i; }
 struct huge { long v[10]; };
 NOINLINE long first(struct huge h) { return h.v[0] + h.v[9]; }
+struct ld { long l; double d; };
+NOINLINE struct ld mixed(long l, double d) { struct ld r = { l * 2, d / 2 }; return r; }
+struct dd { double x, y; };
+NOINLINE struct dd pair(double x) { struct dd r = { x, -x }; return r; }
+struct big { long a, b, c; };
+NOINLINE struct big big3(long x) { struct big r = { x, x + 1, x + 2 }; return r; }
 int main(void) {
   double s = fscale(-0.1f, 3) + dmix(1.5, 2, -0.25) + (double)lhalf(5.0L);
   s += many(1, 2, 3, 4, 5, 6, 7, 8, 9.5);
   struct huge h = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}};
   s += first(h);
+  struct ld m = mixed(21, 5.0);
+  struct dd p = pair(0.25);
+  struct big b = big3(7);
+  s += m.l + m.d + p.y + b.a + b.c;
   printf("%g\n", s);
   return 0;
 }
@@ -409,6 +419,11 @@ int main(void) {
             "many(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9.5); /* ret=45.5 */",
             // An 80-byte struct: the words read, and a mark that there is more.
             "first(h=(struct huge){0x1, 0x2, 0x3, 0x4, ...}); /* ret=11 */",
+            // Struct returns by value: INTEGER+SSE (rax, xmm0: 42 and 2.5), two SSE
+            // eightbytes (xmm0, xmm1: 0.25 and -0.25), MEMORY (through rax).
+            "mixed(l=21, d=5); /* ret=(struct ld){0x2a, 0x4004000000000000} */",
+            "pair(x=0.25); /* ret=(struct dd){0x3fd0000000000000, 0xbfd0000000000000} */",
+            "big3(x=7); /* ret=(struct big){0x7, 0x8, 0x9} */",
         ] {
             assert!(stdout.contains(want), "{opt}: {want}\n{stdout}");
         }
