@@ -363,6 +363,12 @@ pub fn run(
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
+    // The decoding (this thread) yields the CPU to the traced program: what it has not
+    // decoded yet waits in the copier's memory, which keeps its normal priority.
+    // SAFETY: setpriority on this thread (Linux: a thread id is a PRIO_PROCESS who).
+    unsafe {
+        nix::libc::setpriority(nix::libc::PRIO_PROCESS, nix::libc::gettid() as u32, 10);
+    }
     let deadline = args
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
