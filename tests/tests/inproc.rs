@@ -98,16 +98,24 @@ fn dcg(args: &[&str]) -> Output {
 
 /// `dcg trace --engine inproc --args --show-retvals --func BIN:PATTERN -- BIN`.
 fn trace_values(bin: &str, pattern: &str) -> Output {
-    dcg(&[
+    trace_values_of(bin, pattern, &[])
+}
+
+/// The same with arguments for the command: `-- BIN ARGS...`.
+fn trace_values_of(bin: &str, pattern: &str, cmd_args: &[&str]) -> Output {
+    let func = format!("{bin}:{pattern}");
+    let mut args = vec![
         "--engine",
         "inproc",
         "--args",
         "--show-retvals",
         "--func",
-        &format!("{bin}:{pattern}"),
+        &func,
         "--",
         bin,
-    ])
+    ];
+    args.extend_from_slice(cmd_args);
+    dcg(&args)
 }
 
 fn text(b: &[u8]) -> String {
@@ -199,19 +207,7 @@ fn engines_agree_on_integer_functions() {
         let mut saved = Vec::new();
         for engine in ["inproc", "uprobe"] {
             let calls = dir.path().join(format!("{engine}{opt}.calls"));
-            let out = dcg(&[
-                "--engine",
-                engine,
-                "--args",
-                "--show-retvals",
-                "--errno",
-                "--func",
-                &format!("{bs}:*"),
-                "--output",
-                calls.to_str().unwrap(),
-                "--",
-                bs,
-            ]);
+            let out = trace_engine(engine, &[format!("{bs}:*")], &["--errno"], &calls, bs);
             assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
             let recs: Vec<Shown> = records(&calls)
                 .into_iter()
@@ -225,6 +221,18 @@ fn engines_agree_on_integer_functions() {
         assert!(saved[0].len() > 15, "{:#?}", saved[0]);
         assert_eq!(saved[0], saved[1], "{opt}: inproc vs uprobe");
     }
+}
+
+/// `dcg trace --engine ENGINE --args --show-retvals EXTRA --func F... --output CALLS --
+/// CMD`.
+fn trace_engine(engine: &str, funcs: &[String], extra: &[&str], calls: &Path, cmd: &str) -> Output {
+    let mut args = vec!["--engine", engine, "--args", "--show-retvals"];
+    args.extend_from_slice(extra);
+    for f in funcs {
+        args.extend(["--func", f.as_str()]);
+    }
+    args.extend(["--output", calls.to_str().unwrap(), "--", cmd]);
+    dcg(&args)
 }
 
 /// Lines of a trace's text output with durations, CPUs and thread ids removed.
@@ -509,24 +517,13 @@ fn setjmp_and_longjmp_traced() {
         let mut saved = Vec::new();
         for engine in ["inproc", "uprobe"] {
             let calls = dir.path().join(format!("{engine}{opt}.calls"));
-            let out = dcg(&[
-                "--engine",
-                engine,
-                "--args",
-                "--show-retvals",
-                "--func",
-                &format!("{bs}:*"),
-                "--func",
-                &format!("{lib}:_setjmp"),
-                "--func",
-                &format!("{lib}:longjmp"),
-                "--func",
-                &format!("{lib}:getpid"),
-                "--output",
-                calls.to_str().unwrap(),
-                "--",
-                bs,
-            ]);
+            let funcs = [
+                format!("{bs}:*"),
+                format!("{lib}:_setjmp"),
+                format!("{lib}:longjmp"),
+                format!("{lib}:getpid"),
+            ];
+            let out = trace_engine(engine, &funcs, &[], &calls, bs);
             let (stdout, err) = (text(&out.stdout), text(&out.stderr));
             assert!(out.status.success(), "{engine}{opt}: {err}");
             let program: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
@@ -602,17 +599,7 @@ fn exit_and_abort_inside_traced_calls() {
         ("exit", 3, "exited with status 3"),
         ("abort", 128 + 6, "killed by SIGABRT"),
     ] {
-        let out = dcg(&[
-            "--engine",
-            "inproc",
-            "--args",
-            "--show-retvals",
-            "--func",
-            &format!("{bs}:*"),
-            "--",
-            bs,
-            how,
-        ]);
+        let out = trace_values_of(bs, "*", &[how]);
         let (stdout, err) = (text(&out.stdout), text(&out.stderr));
         assert_eq!(out.status.code(), Some(code), "{how}: {err}");
         assert!(err.contains(said), "{how}: {err}");
