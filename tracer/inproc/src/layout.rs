@@ -28,6 +28,10 @@ pub const ENV_SHM: &str = "DCG_INPROC_SHM";
 
 /// Plan flag: processes forked by the traced command are traced too.
 pub const PLAN_FOLLOW_FORKS: u32 = 1;
+/// Plan flag: timestamps may be the CPU's time-stamp counter (`rdtsc`, a third of the cost
+/// of `clock_gettime`), which dcg converts: the machine's clock source is the TSC, constant
+/// and running in every state. A ring says what its thread used ([`RingHeader::clock`]).
+pub const PLAN_TSC: u32 = 2;
 
 /// Plan header.
 #[repr(C)]
@@ -227,9 +231,16 @@ pub struct RingHeader {
     /// `RING_*`: who has the ring. A ring is claimed fresh (`next_ring`) or, free again
     /// after its thread ended, by compare-and-swap from [`RING_FREE`].
     pub state: u32,
+    /// What its records' `ts` are: [`CLOCK_MONO`] or [`CLOCK_TSC`] (set at the claim).
+    pub clock: u32,
     /// Zero.
-    pub reserved: [u32; 6],
+    pub reserved: [u32; 5],
 }
+
+/// Record timestamps in `CLOCK_MONOTONIC` nanoseconds.
+pub const CLOCK_MONO: u32 = 0;
+/// Record timestamps in time-stamp counter ticks (`rdtsc`), which dcg converts.
+pub const CLOCK_TSC: u32 = 1;
 
 /// A ring's state: a thread records into it.
 pub const RING_OWNED: u32 = 1;
@@ -265,7 +276,7 @@ pub struct RecHeader {
     pub func: u32,
     /// Zero.
     pub reserved: u32,
-    /// `CLOCK_MONOTONIC` nanoseconds.
+    /// `CLOCK_MONOTONIC` nanoseconds, or TSC ticks (its ring's [`RingHeader::clock`]).
     pub ts: u64,
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use memmap2::MmapMut;
@@ -111,6 +111,8 @@ pub struct Rings {
     path: PathBuf,
     nrings: u32,
     ring_size: u32,
+    /// Rings whose pages this mapping has in its page tables (see [`Rings::take`]).
+    mapped: Vec<AtomicBool>,
 }
 
 impl Rings {
@@ -152,6 +154,7 @@ impl Rings {
             path,
             nrings,
             ring_size,
+            mapped: (0..nrings).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
@@ -265,7 +268,7 @@ impl Rings {
     /// ring that had any, and free the rings whose thread ended once they are empty.
     /// Only copies: cheap enough to keep pace with a traced hot loop ([`Copier`]).
     /// Returns the bytes taken.
-    pub fn take(&self, out: &mut Vec<Chunk>) -> usize {
+    pub fn take(&self, out: &mut Vec<Chunk>, spare: &mut Vec<Vec<u8>>) -> usize {
         let mut taken = 0;
         let size = u64::from(self.ring_size);
         for i in 0..self.claimed() {
@@ -273,6 +276,19 @@ impl Rings {
             let field = |off: usize| self.u32_at(base + off);
             if field(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire) == 0 {
                 continue;
+            }
+            if !self.mapped[i as usize].swap(true, Ordering::Relaxed) {
+                // The recorder populated the ring's pages: map them all in one call instead
+                // of a fault per 4 KiB on the first pass (slower than a hot loop writes).
+                let (start, len) = (base & !4095, size_of::<RingHeader>() + size as usize);
+                // SAFETY: advice on pages of this mapping.
+                unsafe {
+                    libc::madvise(
+                        self.map.as_ptr().add(start) as *mut libc::c_void,
+                        (len + base - start).next_multiple_of(4096),
+                        MADV_POPULATE_READ,
+                    )
+                };
             }
             // Read before `head`: a retired ring's last record is in by then.
             let state_at = field(std::mem::offset_of!(RingHeader, state));
@@ -286,7 +302,11 @@ impl Rings {
                 let r = RingHeader::ref_from_prefix(&self.map[base..])
                     .expect("in bounds")
                     .0;
-                let mut bytes = Vec::new();
+                // A buffer whose pages are mapped already, when there is one.
+                let mut bytes = spare
+                    .pop()
+                    .unwrap_or_else(|| fresh_buffer((head - tail) as usize));
+                bytes.clear();
                 if head - tail > size {
                     // The target wrote over its ring's header: give the ring up.
                     log::warn!("ring {i}: head {head} is more than a ring past tail {tail}");
@@ -303,6 +323,7 @@ impl Rings {
                     tid: r.tid,
                     pid: r.pid,
                     comm: r.comm,
+                    clock: r.clock,
                     bytes,
                 });
                 tail_at.store(head, Ordering::Release);
@@ -317,11 +338,28 @@ impl Rings {
 
     /// Take every complete record from every ring, appending them to `out` in time order
     /// (each ring is in order; rings are merged by timestamp). Returns how many.
-    pub fn drain(&self, out: &mut Vec<Record>) -> usize {
+    pub fn drain(&self, clock: &TscClock, out: &mut Vec<Record>) -> usize {
         let mut chunks = Vec::new();
-        self.take(&mut chunks);
-        records_of(&chunks, out)
+        self.take(&mut chunks, &mut Vec::new());
+        records_of(&chunks, clock, out)
     }
+}
+
+/// `MADV_POPULATE_READ` (Linux 5.14), which the libc crate may not name.
+const MADV_POPULATE_READ: libc::c_int = 22;
+
+/// A buffer for at least `n` bytes, in huge pages where the kernel has them: filling 4 KiB
+/// pages one fault at a time is slower than a traced hot loop writes.
+fn fresh_buffer(n: usize) -> Vec<u8> {
+    const HUGE: usize = 2 << 20;
+    let mut v: Vec<u8> = Vec::with_capacity(n.max(2 * HUGE) + HUGE);
+    let p = v.as_mut_ptr() as usize;
+    let (start, end) = (p.next_multiple_of(HUGE), (p + v.capacity()) & !(HUGE - 1));
+    if end > start {
+        // SAFETY: advice on memory this vector owns and has not touched.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+    v
 }
 
 /// The bytes one ring held, with who wrote them.
@@ -333,6 +371,8 @@ pub struct Chunk {
     pub pid: u32,
     /// The thread's name when it claimed the ring.
     pub comm: [u8; 16],
+    /// What its timestamps are ([`CLOCK_MONO`], [`CLOCK_TSC`]).
+    pub clock: u32,
     /// Whole records.
     pub bytes: Vec<u8>,
 }
@@ -344,8 +384,8 @@ impl Chunk {
         String::from_utf8_lossy(&self.comm[..end]).into_owned()
     }
 
-    /// Its records, appended to `out`.
-    pub fn records(&self, out: &mut Vec<Record>) {
+    /// Its records, appended to `out`, their timestamps in `CLOCK_MONOTONIC` ns.
+    pub fn records(&self, clock: &TscClock, out: &mut Vec<Record>) {
         let b = &self.bytes[..];
         let comm = self.comm();
         let mut at = 0usize;
@@ -363,7 +403,11 @@ impl Chunk {
                 out.push(Record {
                     kind: rec.kind,
                     func: rec.func,
-                    ts: rec.ts,
+                    ts: if self.clock == CLOCK_TSC {
+                        clock.ns(rec.ts)
+                    } else {
+                        rec.ts
+                    },
                     cpu: rec.cpu,
                     tid: self.tid,
                     pid: self.pid,
@@ -377,48 +421,147 @@ impl Chunk {
 }
 
 /// The records of `chunks`, appended to `out` in time order. Returns how many.
-pub fn records_of(chunks: &[Chunk], out: &mut Vec<Record>) -> usize {
+pub fn records_of(chunks: &[Chunk], clock: &TscClock, out: &mut Vec<Record>) -> usize {
     let start = out.len();
     for c in chunks {
-        c.records(out);
+        c.records(clock, out);
     }
     out[start..].sort_by_key(|r| r.ts);
     out.len() - start
+}
+
+/// Converts time-stamp counter ticks into `CLOCK_MONOTONIC` nanoseconds: the line through
+/// the (ticks, ns) pairs sampled when the session started and at the latest
+/// [`TscClock::update`] (which dcg calls before it converts what it drained).
+#[derive(Debug, Clone, Copy)]
+pub struct TscClock {
+    start: (u64, u64),
+    last: (u64, u64),
+}
+
+impl Default for TscClock {
+    fn default() -> Self {
+        TscClock::new()
+    }
+}
+
+impl TscClock {
+    /// Sample the counter and the clock now.
+    pub fn new() -> TscClock {
+        let s = tsc_sample();
+        TscClock { start: s, last: s }
+    }
+
+    /// Sample them again: the slope from the start to now.
+    pub fn update(&mut self) {
+        self.last = tsc_sample();
+    }
+
+    /// `ticks` in ns.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        let ((t0, n0), (t1, n1)) = (self.start, self.last);
+        if t1 <= t0 {
+            // No slope yet: the nanoseconds since the start are unknown.
+            return n0;
+        }
+        let dt = i128::from(ticks) - i128::from(t0);
+        let ns = i128::from(n0) + dt * i128::from(n1 - n0) / i128::from(t1 - t0);
+        u64::try_from(ns).unwrap_or(0)
+    }
+}
+
+/// The counter, and `CLOCK_MONOTONIC` ns at the moment it was read (the midpoint of two
+/// clock reads around it).
+fn tsc_sample() -> (u64, u64) {
+    let a = mono_ns();
+    // SAFETY: rdtsc has no preconditions (dcg's own process never disables it).
+    let t = unsafe { core::arch::x86_64::_rdtsc() };
+    let b = mono_ns();
+    (t, a / 2 + b / 2)
+}
+
+fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Whether the recorders may stamp records with the TSC ([`PLAN_TSC`]): the kernel's
+/// clock source is the TSC (so it is synchronized across CPUs and trusted) and the CPU
+/// says it is constant and keeps running in every state.
+pub fn tsc_usable() -> bool {
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default();
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    source.trim() == "tsc" && has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// Run this thread ahead of the traced program and of other work when it wakes, where dcg
+/// may (as root): a ring fills in a few milliseconds of a hot loop, and a busy machine can
+/// keep a thread of normal priority off the CPU for longer. (Real-time scheduling measured
+/// worse here: more records lost on a loaded 2-CPU machine.)
+fn ahead_of_others() {
+    // SAFETY: setpriority on this thread (a thread id is a PRIO_PROCESS who).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, -10) };
 }
 
 /// Most bytes the [`Copier`] holds for dcg before it leaves them in the rings (which then
 /// fill, and count what they drop).
 const COPIER_MAX_BYTES: usize = 1 << 30;
 
-/// What the copier thread and dcg share: the chunks taken and their bytes, and the stop
-/// flag.
-type Shared = (Mutex<(Vec<Chunk>, usize)>, AtomicBool);
+/// Buffers kept for the copier at the most.
+const SPARE_BUFFERS: usize = 64;
 
 /// A thread that moves the recorders' bytes out of the rings as fast as they come
 /// ([`Rings::take`]), so that a traced hot loop outrunning dcg's decoding fills dcg's
-/// memory instead of its ring.
+/// memory instead of its ring. It never waits for dcg: chunks go over a channel, and
+/// buffers dcg is done with come back over another (their pages are mapped already: a
+/// fresh buffer costs a page fault per 4 KiB, more than the copy).
 pub struct Copier {
     rings: Arc<Rings>,
-    shared: Arc<Shared>,
+    chunks: std::sync::mpsc::Receiver<Vec<Chunk>>,
+    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// Bytes sent and not yet taken by dcg.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Copier {
     /// Start copying out of `rings`.
     pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
-        let shared: Arc<Shared> = Arc::default();
-        let (r, s) = (rings.clone(), shared.clone());
+        let (to_dcg, chunks) = std::sync::mpsc::channel::<Vec<Chunk>>();
+        let (spare, spares) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPARE_BUFFERS);
+        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, q, st) = (rings.clone(), queued.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("dcg-copier".into())
             .spawn(move || {
+                ahead_of_others();
                 let mut local = Vec::new();
-                while !s.1.load(Ordering::Acquire) {
-                    let full = s.0.lock().map_or(true, |q| q.1 >= COPIER_MAX_BYTES);
-                    let n = if full { 0 } else { r.take(&mut local) };
+                let mut buffers: Vec<Vec<u8>> = Vec::new();
+                while !st.load(Ordering::Acquire) {
+                    buffers.extend(spares.try_iter());
+                    let n = if q.load(Ordering::Relaxed) >= COPIER_MAX_BYTES {
+                        0
+                    } else {
+                        r.take(&mut local, &mut buffers)
+                    };
                     if n > 0 {
-                        if let Ok(mut q) = s.0.lock() {
-                            q.1 += n;
-                            q.0.append(&mut local);
+                        q.fetch_add(n, Ordering::Relaxed);
+                        if to_dcg.send(std::mem::take(&mut local)).is_err() {
+                            break;
                         }
                     } else {
                         std::thread::sleep(Duration::from_millis(1));
@@ -427,7 +570,10 @@ impl Copier {
             })?;
         Ok(Copier {
             rings,
-            shared,
+            chunks,
+            spare,
+            queued,
+            stop,
             thread: Some(thread),
         })
     }
@@ -440,18 +586,32 @@ impl Copier {
     /// Move what was copied so far to `out` (once stopped, what the rings still hold
     /// too).
     pub fn take(&self, out: &mut Vec<Chunk>) {
-        if let Ok(mut q) = self.shared.0.lock() {
-            out.append(&mut q.0);
-            q.1 = 0;
+        for mut c in self.chunks.try_iter() {
+            let n: usize = c.iter().map(|c| c.bytes.len()).sum();
+            self.queued.fetch_sub(
+                n.min(self.queued.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
+            out.append(&mut c);
         }
         if self.thread.is_none() {
-            self.rings.take(out);
+            self.rings.take(out, &mut Vec::new());
         }
+    }
+
+    /// Chunks dcg has decoded: their buffers go back to the copier.
+    pub fn give_back(&self, chunks: &mut Vec<Chunk>) {
+        for c in chunks.drain(..) {
+            if self.spare.try_send(c.bytes).is_err() {
+                break;
+            }
+        }
+        chunks.clear();
     }
 
     /// Stop the thread (after it finished its round).
     pub fn stop(&mut self) {
-        self.shared.1.store(true, Ordering::Release);
+        self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -474,6 +634,24 @@ impl Drop for Rings {
 mod tests {
     use super::*;
     use zerocopy::IntoBytes;
+
+    #[test]
+    fn counter_ticks_in_monotonic_ns() {
+        let mut clock = TscClock::new();
+        std::thread::sleep(Duration::from_millis(20));
+        clock.update();
+        std::thread::sleep(Duration::from_millis(5));
+        // A tick read between two clock reads converts to a time between them.
+        let before = mono_ns();
+        // SAFETY: rdtsc.
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        let after = mono_ns();
+        let ns = clock.ns(t);
+        assert!(
+            ns + 50_000 >= before && ns <= after + 50_000,
+            "{before} <= {ns} <= {after} (within 50 us)"
+        );
+    }
 
     #[test]
     fn unhooked_functions_named_once() {
@@ -527,7 +705,7 @@ mod tests {
             .u32_at(std::mem::offset_of!(ShmHeader, next_ring))
             .store(1, Ordering::Release);
         let mut out = Vec::new();
-        assert_eq!(rings.drain(&mut out), 1);
+        assert_eq!(rings.drain(&TscClock::new(), &mut out), 1);
         assert_eq!((out[0].func, out[0].ts, out[0].kind), (5, 42, REC_ENTRY));
         assert_eq!(out[0].payload, 9u64.to_ne_bytes());
         // Drained and its thread gone: free for the next thread.

@@ -118,6 +118,7 @@ unsafe fn claim(st: &State, t: &mut Tls) -> bool {
             r
         }
     };
+    (*r).clock = if st.tsc { CLOCK_TSC } else { CLOCK_MONO };
     (*r).tid = libc::syscall(libc::SYS_gettid) as u32;
     (*r).pid = libc::getpid() as u32;
     let mut comm = [0u8; 16];
@@ -327,7 +328,12 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
     (*h).cpu = libc::sched_getcpu().max(0) as u16;
     (*h).func = func;
     (*h).reserved = 0;
-    (*h).ts = now();
+    (*h).ts = if st.tsc {
+        // SAFETY: rdtsc, which start-up checked this process may execute.
+        core::arch::x86_64::_rdtsc()
+    } else {
+        now()
+    };
     commit(r, at);
 }
 

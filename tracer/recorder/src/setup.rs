@@ -533,6 +533,11 @@ pub unsafe fn init() {
         // No destructor: rings are not given back when threads end.
         thread_key = libc::pthread_key_t::MAX;
     }
+    // The counter unless the process made `rdtsc` fault (PR_SET_TSC).
+    let mut tsc_state: libc::c_int = 0;
+    let tsc = h.flags & PLAN_TSC != 0
+        && libc::prctl(libc::PR_GET_TSC, &mut tsc_state as *mut libc::c_int) == 0
+        && tsc_state == libc::PR_TSC_ENABLE;
     publish(State {
         shm: shm.as_mut_ptr(),
         nrings,
@@ -544,6 +549,7 @@ pub unsafe fn init() {
         pid: core::sync::atomic::AtomicI32::new(libc::getpid()),
         follow,
         thread_key,
+        tsc,
     });
     if !follow {
         crate::scrub_environment();

@@ -36,6 +36,9 @@ pub struct State {
     pub follow: bool,
     /// The key whose destructor gives a ring back when its thread ends.
     pub thread_key: libc::pthread_key_t,
+    /// Timestamps are `rdtsc` ticks ([`CLOCK_TSC`]): dcg asked for them and this process
+    /// may read the counter.
+    pub tsc: bool,
 }
 
 // SAFETY: written once before publication, read-only afterwards (pid is atomic).

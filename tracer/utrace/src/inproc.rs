@@ -224,9 +224,10 @@ pub fn hooks<'a>(
 
 /// Rings: how many threads can record at once (a ring is given back when its thread
 /// ends), and how much each holds before dcg's copier thread takes it (it looks every
-/// millisecond: a hot loop writes a few MB in that time).
+/// millisecond; a hot loop writes half a GB a second, and a loaded machine can keep the
+/// copier off the CPU for ten).
 const RINGS: u32 = 64;
-const RING_BYTES: u32 = 8 << 20;
+const RING_BYTES: u32 = 16 << 20;
 
 /// Run the session in process. Functions the recorder cannot hook are traced with
 /// uprobes in the same session (filtered on the command and its children), their events
@@ -293,11 +294,15 @@ pub fn run(
     }
     let io = |e: dcg_inproc::InprocError| UtraceError::Io(std::io::Error::other(e.to_string()));
     let plan_path = rings::session_file(dir, "plan");
-    let flags = if args.no_children {
+    let mut flags = if args.no_children {
         0
     } else {
         layout::PLAN_FOLLOW_FORKS
     };
+    if rings::tsc_usable() {
+        flags |= layout::PLAN_TSC;
+    }
+    let mut clock = rings::TscClock::new();
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, &funcs, flags).map_err(io)?;
     let _plan_file = RemoveOnDrop(plan_path.clone());
     let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
@@ -422,8 +427,9 @@ pub fn run(
         }
         batch.clear();
         copier.take(&mut chunks);
-        rings::records_of(&chunks, &mut batch);
-        chunks.clear();
+        clock.update();
+        rings::records_of(&chunks, &clock, &mut batch);
+        copier.give_back(&mut chunks);
         for r in &batch {
             if let Some(&probe) = probe_of.get(r.func as usize) {
                 // Where the function is in the thread's process: inline frames place
