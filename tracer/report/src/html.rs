@@ -132,7 +132,14 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     } else {
         FoldedWeight::Calls
     };
-    let lines: Vec<String> = super::folded::stacks(graph, weight)
+    // Ordered frame by frame, so that the stacks under one frame are next to each other
+    // and inferno draws it once: ordered as strings (inferno's order), `f;g` and `f;g;h`
+    // can have `f;g.isra.0`, `f;g [module]` or `f;g2` between them (`.`, ` ` and digits
+    // sort before `;`) and `g` would be drawn twice. Inferno keeps the order of its input
+    // only as a flame chart's, whose lines it reverses: given reversed here.
+    let mut stacks = super::folded::stacks(graph, weight);
+    stacks.sort_by(|a, b| b.0.split(';').cmp(a.0.split(';')));
+    let lines: Vec<String> = stacks
         .into_iter()
         .map(|(s, w)| format!("{s} {w}"))
         .collect();
@@ -147,6 +154,7 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     opts.count_name = if timed { "ns" } else { "calls" }.into();
     // Every frame is drawn, however narrow: the page shows the whole graph.
     opts.min_width = 0.0;
+    opts.flame_chart = true;
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
         .map_err(ReportError::Io)?;
