@@ -106,6 +106,26 @@ pub enum Context {
     Nmi,
 }
 
+impl Context {
+    /// Its name in saved calls: `task`, `irq`, `softirq`, `nmi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Task => "task",
+            Context::Irq => "irq",
+            Context::Softirq => "softirq",
+            Context::Nmi => "nmi",
+        }
+    }
+
+    /// Whether a call in this context, made under a call in `caller`'s (the one below it
+    /// on its CPU), begins an interrupt subtree inside another context's tree: an
+    /// interrupt context under a different known one. Printers and reports mark where
+    /// such a subtree begins.
+    pub fn begins_subtree(self, caller: Option<Context>) -> bool {
+        self != Context::Task && caller.is_some_and(|b| b != self)
+    }
+}
+
 /// Where an inline frame's code is.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct InlineSite {

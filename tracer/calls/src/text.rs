@@ -18,6 +18,7 @@
 use std::fmt::Write as _;
 use std::io;
 
+use crate::record::Context;
 use crate::sink::{CallView, Kind, Layout, Note, Sink};
 
 /// Printer options.
@@ -336,11 +337,7 @@ impl TextPrinter {
             s.push_str(" | ");
         }
         if begins {
-            let what = match c.ctx {
-                Some(crate::record::Context::Softirq) => "softirq",
-                Some(crate::record::Context::Nmi) => "nmi",
-                _ => "irq",
-            };
+            let what = interrupt_name(c.ctx);
             let _ = write!(s, "  ==========> |  {what}");
         } else {
             s.push_str("  <========== |");
@@ -353,6 +350,14 @@ impl TextPrinter {
         self.line.clear();
         &mut self.line
     }
+}
+
+/// The word that marks where an interrupt subtree of context `ctx` begins: `irq`,
+/// `softirq`, `nmi`.
+pub fn interrupt_name(ctx: Option<Context>) -> &'static str {
+    ctx.filter(|&c| c != Context::Task)
+        .unwrap_or(Context::Irq)
+        .name()
 }
 
 /// ` /* inlined in FUNC */` for an inline frame.
@@ -388,7 +393,18 @@ fn push_head(s: &mut String, l: Layout<'_>) {
 
 /// `name=value, ...` (a name only where the source gave one).
 fn push_args(s: &mut String, c: &CallView<'_>, always_named: bool) {
-    for (i, (n, v)) in c.args.iter().enumerate() {
+    push_arg_list(s, c.args.iter(), always_named);
+}
+
+/// An argument list as the printer writes it between the parentheses, `name=value, ...`
+/// from `(name, value)` pairs: a name where the source gave one (or every name but the
+/// variadic marker's with `always_named`). Reports of saved calls use it too.
+pub fn push_arg_list<'a>(
+    s: &mut String,
+    args: impl IntoIterator<Item = (&'a str, &'a str)>,
+    always_named: bool,
+) {
+    for (i, (n, v)) in args.into_iter().enumerate() {
         if i > 0 {
             s.push_str(", ");
         }
@@ -428,6 +444,20 @@ fn push_proc(s: &mut String, comm: &str, tid: u32) {
 
 /// The function_graph duration column: `+ 12.345 us   |  `.
 pub fn push_duration(s: &mut String, ns: u64) {
+    let start = s.len();
+    push_duration_value(s, ns);
+    // The mark, a space, the number, ` us`.
+    let len = s.len() - start - 5;
+    s.push(' ');
+    for _ in len..8 {
+        s.push(' ');
+    }
+    s.push_str("|  ");
+}
+
+/// The duration as its column shows it, without the padding: `+ 12.345 us` (the
+/// kernel's mark of its magnitude, or a space, then at most 7 digits of µs).
+pub fn push_duration_value(s: &mut String, ns: u64) {
     let mark = match ns {
         n if n > 1_000_000_000 => '$',
         n if n > 100_000_000 => '@',
@@ -440,35 +470,34 @@ pub fn push_duration(s: &mut String, ns: u64) {
     s.push(mark);
     s.push(' ');
     let usecs = (ns / 1000).to_string();
-    let mut len = usecs.len();
+    let len = usecs.len();
     s.push_str(&usecs);
     if len < 7 {
         let digits = (7 - len).min(3);
         let frac = format!("{:03}", ns % 1000);
         s.push('.');
         s.push_str(&frac[..digits]);
-        len += digits + 1;
     }
-    s.push_str(" us ");
-    for _ in len..8 {
-        s.push(' ');
-    }
-    s.push_str("|  ");
+    s.push_str(" us");
 }
 
-/// `12.345 us`: a duration in a comment.
 /// Where calls were lost (the call being recorded then) and at the top of its tree:
 /// ` /* N calls lost */`.
 fn push_lost(s: &mut String, c: &CallView<'_>) {
     if let Some(n) = c.lost.filter(|_| c.lost_here || c.depth == 0) {
-        s.push_str(&format!(
-            " /* {n} call{} lost */",
-            if n == 1 { "" } else { "s" }
-        ));
+        s.push_str(" /* ");
+        push_lost_count(s, n);
+        s.push_str(" */");
     }
 }
 
-fn push_duration_plain(s: &mut String, ns: u64) {
+/// `N calls lost` (`1 call lost`).
+pub fn push_lost_count(s: &mut String, n: u64) {
+    let _ = write!(s, "{n} call{} lost", if n == 1 { "" } else { "s" });
+}
+
+/// `12.345 us`: a duration in a comment (the interrupts' share of a call).
+pub fn push_duration_plain(s: &mut String, ns: u64) {
     let _ = write!(s, "{}.{:03} us", ns / 1000, ns % 1000);
 }
 

@@ -38,7 +38,8 @@ pub fn write(
          <span>{calls} calls</span><nav>\
          <button id=\"tab-tree\">Call trees</button><button id=\"tab-flame\">Flame graph</button>\
          <button id=\"tab-graph\">Call graph</button><button id=\"tab-tables\">Tables</button></nav>\
-         <input id=\"dcg-search\" placeholder=\"find a function (Enter)\"></header>\n\
+         <input id=\"dcg-search\" placeholder=\"find a function (Enter: next)\">\
+         <span id=\"search-count\"></span></header>\n\
          <section id=\"view-flame\">{flame}</section>\n\
          <section id=\"view-tree\"><div id=\"tree\"></div></section>\n\
          <section id=\"view-graph\">{call_graph}</section>\n\
@@ -69,9 +70,14 @@ fn escape(s: &str) -> String {
     o
 }
 
-/// The calls as the page's script reads them: function names, and per call
-/// `[func, parent, args, ret, duration ns, error, origin, ctx, inlined in, calls lost]`.
+/// The calls as the page's script reads them: function names, and per call `[func,
+/// parent, args, ret, duration, error, origin, interrupt, inlined in, lost, irqs]`. What
+/// a call line shows is written here by the text printer's code (`dcg_calls::text`): the
+/// argument list, the duration as its column shows it (`+ 14.000 us`), where an interrupt
+/// subtree begins and the word for it, the calls lost, the interrupts' time; the values
+/// are the saved calls' own (rendered by type when they were decoded).
 fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
+    use dcg_calls::text;
     use serde_json::{json, Value};
     let index: HashMap<u64, usize> = graph
         .calls
@@ -79,41 +85,57 @@ fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
         .enumerate()
         .map(|(i, c)| (c.id, i))
         .collect();
+    let with = |f: &dyn Fn(&mut String)| {
+        let mut s = String::new();
+        f(&mut s);
+        s
+    };
     let calls: Vec<Value> = graph
         .calls
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let args: Vec<String> = c
-                .args
+            let args = with(&|s| {
+                text::push_arg_list(
+                    s,
+                    c.args.iter().map(|a| (a.name.as_str(), a.value.as_str())),
+                    false,
+                )
+            });
+            let parent = graph.parent[i];
+            let caller_ctx = parent.and_then(|p| graph.calls[p].ctx);
+            let interrupt = c
+                .ctx
+                .filter(|x| x.begins_subtree(caller_ctx))
+                .map(|x| text::interrupt_name(Some(x)));
+            // Lost calls are said where they were lost (more than its callees lost) and
+            // at the top of the tree, as the text printer says them.
+            let below: u64 = graph.children[i]
                 .iter()
-                .map(|a| {
-                    if a.name.is_empty() {
-                        a.value.clone()
-                    } else {
-                        format!("{}={}", a.name, a.value)
-                    }
-                })
-                .collect();
-            let ctx = match c.ctx {
-                Some(dcg_calls::record::Context::Irq) => 1,
-                Some(dcg_calls::record::Context::Softirq) => 2,
-                Some(dcg_calls::record::Context::Nmi) => 3,
-                _ => 0,
-            };
+                .filter_map(|&k| graph.calls[k].lost)
+                .sum();
+            let lost = c
+                .lost
+                .filter(|&n| parent.is_none() || n > below)
+                .map(|n| with(&|s| text::push_lost_count(s, n)));
             json!([
                 graph.func[i],
-                graph.parent[i].map_or(-1, |p| p as i64),
-                args.join(", "),
+                parent.map_or(-1, |p| p as i64),
+                args,
                 c.ret,
-                c.duration_ns,
+                c.duration_ns
+                    .map(|ns| with(&|s| text::push_duration_value(s, ns))
+                        .trim_start()
+                        .to_string()),
                 u8::from(c.error),
                 c.origin
                     .and_then(|o| index.get(&o))
                     .map_or(-1, |&o| o as i64),
-                ctx,
+                interrupt,
                 c.inline.as_ref().map(|s| s.container.clone()),
-                c.lost,
+                lost,
+                c.irq_ns
+                    .map(|ns| with(&|s| text::push_duration_plain(s, ns))),
             ])
         })
         .collect();
@@ -132,7 +154,14 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     } else {
         FoldedWeight::Calls
     };
-    let lines: Vec<String> = super::folded::stacks(graph, weight)
+    // Ordered frame by frame, so that the stacks under one frame are next to each other
+    // and inferno draws it once: ordered as strings (inferno's order), `f;g` and `f;g;h`
+    // can have `f;g.isra.0`, `f;g [module]` or `f;g2` between them (`.`, ` ` and digits
+    // sort before `;`) and `g` would be drawn twice. Inferno keeps the order of its input
+    // only as a flame chart's, whose lines it reverses: given reversed here.
+    let mut stacks = super::folded::stacks(graph, weight);
+    stacks.sort_by(|a, b| b.0.split(';').cmp(a.0.split(';')));
+    let lines: Vec<String> = stacks
         .into_iter()
         .map(|(s, w)| format!("{s} {w}"))
         .collect();
@@ -147,6 +176,7 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     opts.count_name = if timed { "ns" } else { "calls" }.into();
     // Every frame is drawn, however narrow: the page shows the whole graph.
     opts.min_width = 0.0;
+    opts.flame_chart = true;
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
         .map_err(ReportError::Io)?;
@@ -156,17 +186,36 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     Ok(svg[start..].replacen(" onload=\"init(evt)\"", "", 1))
 }
 
-/// The call graph: Graphviz's SVG of the DOT report when `dot` is installed, else a
-/// table of caller → callee edges with their counts.
+/// Graphviz lays out this many functions in a few seconds (1,215 functions and 1,488
+/// edges: 3.2 s on the machine of BENCHMARKS.md, growing faster than the graph); above
+/// it the page shows the table, and says why.
+pub const GRAPHVIZ_MAX_FUNCTIONS: usize = 1000;
+
+/// The call graph: Graphviz's SVG of the DOT report (fit to the page, a click shows it
+/// at full size) when `dot` is installed and the graph
+/// is small enough to lay out quickly, else a table of caller → callee edges with their
+/// counts, after a note that says why.
 fn call_graph_html(graph: &CallGraph, summary: &Summary) -> Result<String, ReportError> {
-    let mut dot = Vec::new();
-    super::dot::write(&mut dot, graph, summary)?;
-    if let Some(svg) = graphviz(&dot) {
-        return Ok(svg);
-    }
-    let mut s = String::from(
-        "<p>Graphviz is not installed: the edges as a table (<code>dcg report --format dot</code> \
-         for a drawing).</p><table class=\"edges\"><tr><th>caller</th><th>callee</th><th>calls</th></tr>",
+    let functions = summary.functions.len();
+    let why = if functions > GRAPHVIZ_MAX_FUNCTIONS {
+        format!(
+            "{functions} functions: more than Graphviz lays out in a few seconds \
+             ({GRAPHVIZ_MAX_FUNCTIONS}); the edges as a table \
+             (<code>dcg report --format dot | dot -Tsvg</code> for a drawing)."
+        )
+    } else {
+        let mut dot = Vec::new();
+        super::dot::write(&mut dot, graph, summary)?;
+        if let Some(svg) = graphviz(&dot) {
+            return Ok(svg);
+        }
+        "Graphviz is not installed: the edges as a table (<code>dcg report --format dot</code> \
+         for a drawing)."
+            .to_string()
+    };
+    let mut s = format!(
+        "<p class=\"note\">{why}</p><table class=\"edges\">\
+         <tr><th>caller</th><th>callee</th><th>calls</th></tr>"
     );
     for e in &summary.edges {
         s.push_str(&format!(

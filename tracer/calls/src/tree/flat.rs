@@ -7,7 +7,6 @@ use std::io;
 use super::{CallTree, Entry, Exit, Frame, TaskState};
 use crate::funcs::FuncId;
 use crate::origin::Origins;
-use crate::record::Context;
 use crate::sink::{Kind, Sink, Task};
 
 impl CallTree<'_> {
@@ -30,7 +29,7 @@ impl CallTree<'_> {
             let below = stack.len().checked_sub(2).and_then(|i| stack[i].ctx);
             let f = stack.last_mut().expect("pushed");
             f.ctx = Some(c);
-            f.irq_entry = c != Context::Task && below.is_some_and(|b| b != c);
+            f.irq_entry = c.begins_subtree(below);
         }
         Ok(())
     }

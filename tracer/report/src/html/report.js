@@ -16,7 +16,6 @@
   var OPEN_DEPTH = 2;   // calls this deep start open...
   var OPEN_BUDGET = 3000; // ...while the rows built at the start stay below this
   var ROOTS_AT_ONCE = 500;
-  var CTX = ["", "hardirq", "softirq", "nmi"];
   var D, kids, roots, origins, made = {};
 
   function el(tag, cls, text) {
@@ -26,10 +25,8 @@
     return e;
   }
 
-  function us(ns) { return (ns / 1000).toFixed(3) + " us"; }
-
-  // One call: [func, parent, args, ret, duration ns, error, origin, ctx, inlined in,
-  // calls lost]
+  // One call: [func, parent, args, ret, duration, error, origin, interrupt, inlined in,
+  // calls lost, interrupts' time]; every text as the text printer writes it.
   function row(i) {
     var c = D.calls[i];
     var node = el("div", "call");
@@ -41,16 +38,20 @@
     r.appendChild(el("span", "args", "(" + c[2] + ")"));
     if (c[8]) r.appendChild(el("span", "mark inline", "inlined in " + c[8]));
     if (c[3] !== null) r.appendChild(el("span", "ret" + (c[5] ? " err" : ""), " = " + c[3]));
-    if (c[4] !== null) r.appendChild(el("span", "dur", us(c[4])));
+    if (c[4] !== null) r.appendChild(el("span", "dur", c[4]));
     if (c[6] >= 0 && c[6] !== i) {
-      r.appendChild(el("span", "mark origin", "error from " + D.names[D.calls[c[6]][0]]));
+      var o = c[6];
+      var from = el("span", "mark origin from", "error from " + D.names[D.calls[o][0]]);
+      from.title = "show the call where the error began";
+      from.onclick = function () { reveal(o); };
+      r.appendChild(from);
     }
     if (origins[i] && c[1] >= 0) r.appendChild(el("span", "mark origin", "error origin"));
-    if (c[9]) r.appendChild(el("span", "mark lost", c[9] + (c[9] === 1 ? " call" : " calls") + " lost"));
-    var parentCtx = c[1] >= 0 ? D.calls[c[1]][7] : 0;
-    if (c[7] && c[7] !== parentCtx) {
+    if (c[9]) r.appendChild(el("span", "mark lost", c[9]));
+    if (c[10]) r.appendChild(el("span", "mark irqs", "irqs " + c[10]));
+    if (c[7]) {
       node.className += " irq";
-      r.appendChild(el("span", "mark irq", "==> " + CTX[c[7]] + " (interrupt)"));
+      r.appendChild(el("span", "mark irq", "==> " + c[7] + " (interrupt)"));
     }
     node.appendChild(r);
     if (kids[i].length) tog.onclick = function () { toggle(node, i); };
@@ -106,27 +107,45 @@
     }
   }
 
-  // Find the first call of a function whose name contains `q`: open its path, mark it.
-  function search(q) {
-    if (!q) return;
+  // Open the path to call `i` and mark it.
+  function reveal(i) {
     var prev = document.querySelector(".call.found");
     if (prev) prev.classList.remove("found");
-    for (var i = 0; i < D.calls.length; i++) {
-      if (D.names[D.calls[i][0]].indexOf(q) < 0) continue;
-      var path = [];
-      for (var p = i; p >= 0; p = D.calls[p][1]) path.unshift(p);
-      var r = roots.indexOf(path[0]);
-      if (r >= shownRoots) moreRoots(r + 1);
-      for (var k = 0; k < path.length - 1; k++) open(made[path[k]], path[k]);
-      var n = made[i];
-      n.classList.add("found");
-      show("tree");
-      n.scrollIntoView({ block: "center" });
-      document.body.dataset.found = i;
-      document.body.dataset.foundDepth = path.length - 1;
+    var path = [];
+    for (var p = i; p >= 0; p = D.calls[p][1]) path.unshift(p);
+    var r = roots.indexOf(path[0]);
+    if (r >= shownRoots) moreRoots(r + 1);
+    for (var k = 0; k < path.length - 1; k++) open(made[path[k]], path[k]);
+    var n = made[i];
+    n.classList.add("found");
+    show("tree");
+    n.scrollIntoView({ block: "center" });
+    document.body.dataset.found = i;
+    document.body.dataset.foundDepth = path.length - 1;
+  }
+
+  // The calls of functions whose name contains the query, in entry order; Enter goes to
+  // the next one (Shift+Enter: the one before), round.
+  var found = { q: null, calls: [], at: -1 };
+  function search(q, back) {
+    var count = document.getElementById("search-count");
+    if (!q) return;
+    if (q !== found.q) {
+      var hit = D.names.map(function (name) { return name.indexOf(q) >= 0; });
+      found = { q: q, calls: [], at: -1 };
+      for (var i = 0; i < D.calls.length; i++) if (hit[D.calls[i][0]]) found.calls.push(i);
+    }
+    var n = found.calls.length;
+    document.body.dataset.foundCount = n;
+    if (!n) {
+      count.textContent = "no call";
+      document.body.dataset.found = "none";
       return;
     }
-    document.body.dataset.found = "none";
+    found.at = back ? (found.at + n - 1) % n : (found.at + 1) % n;
+    count.textContent = (found.at + 1) + " of " + n;
+    document.body.dataset.foundAt = found.at + 1;
+    reveal(found.calls[found.at]);
   }
 
   function show(view) {
@@ -136,6 +155,20 @@
     });
     // The flame graph lays its labels out for its width, which it has only when shown.
     if (view === "flame") window.dispatchEvent(new Event("resize"));
+  }
+
+  // `#view=flame&zoom=NAME`: zoom the flame graph to the first frame of NAME, as a
+  // click on it does.
+  function zoomTo(name) {
+    var gs = document.querySelectorAll("#frames > g");
+    for (var k = 0; k < gs.length; k++) {
+      var t = gs[k].querySelector("title");
+      if (!t || t.textContent.lastIndexOf(name + " (", 0) !== 0) continue;
+      gs[k].querySelector("rect").dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      document.body.dataset.zoomed = name;
+      return;
+    }
+    document.body.dataset.zoomed = "none";
   }
 
   function start() {
@@ -151,20 +184,39 @@
       document.getElementById("tab-" + v).onclick = function () { show(v); };
     });
     var box = document.getElementById("dcg-search");
-    box.onkeydown = function (e) { if (e.key === "Enter") search(box.value); };
+    box.onkeydown = function (e) { if (e.key === "Enter") search(box.value, e.shiftKey); };
     moreRoots();
+    // The call graph fits the page; a click shows it at full size, another fits it again.
+    var graph = document.querySelector("#view-graph > svg");
+    if (graph) {
+      graph.classList.add("fit");
+      graph.onclick = function () { graph.classList.toggle("fit"); };
+    }
     if (typeof window.init === "function" && document.getElementById("frames")) window.init();
-    // `#view=flame&search=name`: what to show first.
+    // `#view=flame&search=name&n=2&call=17&zoom=name`: what to show first.
     var params = {};
     location.hash.slice(1).split("&").forEach(function (kv) {
       var p = kv.split("=");
       if (p[0]) params[p[0]] = decodeURIComponent(p[1] || "");
     });
     show(params.view || "tree");
-    if (params.search) { box.value = params.search; search(params.search); }
+    if (params.search) {
+      // As many Enters in the search box as `n` says (1 by default).
+      box.value = params.search;
+      for (var k = 0; k < (parseInt(params.n, 10) || 1); k++) {
+        box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+      }
+    }
+    if (params.call) reveal(parseInt(params.call, 10));
     if (params.view) show(params.view);
     document.body.dataset.calls = D.calls.length;
-    document.body.dataset.ready = "1";
+    // Ready once the flame graph laid itself out (its script does it after a turn).
+    setTimeout(function () {
+      if (params.zoom) zoomTo(params.zoom);
+      void document.body.offsetHeight;
+      document.body.dataset.loadMs = Math.round(performance.now());
+      document.body.dataset.ready = "1";
+    }, 0);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
