@@ -233,8 +233,11 @@ pub struct RingHeader {
     pub state: u32,
     /// What its records' `ts` are: [`CLOCK_MONO`] or [`CLOCK_TSC`] (set at the claim).
     pub clock: u32,
+    /// Data bytes whose memory the recorder has made sure of (the producer's; grows a
+    /// megabyte at a time during the first lap, then stays at `ring_size`).
+    pub populated: u32,
     /// Zero.
-    pub reserved: [u32; 5],
+    pub reserved: [u32; 4],
 }
 
 /// Record timestamps in `CLOCK_MONOTONIC` nanoseconds.

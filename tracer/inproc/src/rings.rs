@@ -111,8 +111,8 @@ pub struct Rings {
     path: PathBuf,
     nrings: u32,
     ring_size: u32,
-    /// Rings whose pages this mapping has in its page tables (see [`Rings::take`]).
-    mapped: Vec<AtomicBool>,
+    /// Data bytes of each ring this mapping has in its page tables (see [`Rings::take`]).
+    mapped: Vec<AtomicU32>,
 }
 
 impl Rings {
@@ -154,7 +154,7 @@ impl Rings {
             path,
             nrings,
             ring_size,
-            mapped: (0..nrings).map(|_| AtomicBool::new(false)).collect(),
+            mapped: (0..nrings).map(|_| AtomicU32::new(0)).collect(),
         })
     }
 
@@ -277,15 +277,24 @@ impl Rings {
             if field(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire) == 0 {
                 continue;
             }
-            if !self.mapped[i as usize].swap(true, Ordering::Relaxed) {
-                // The recorder populated the ring's pages: map them all in one call instead
-                // of a fault per 4 KiB on the first pass (slower than a hot loop writes).
-                let (start, len) = (base & !4095, size_of::<RingHeader>() + size as usize);
+            let populated =
+                field(std::mem::offset_of!(RingHeader, populated)).load(Ordering::Acquire);
+            let mapped = self.mapped[i as usize].swap(populated, Ordering::Relaxed);
+            if populated > mapped {
+                // What the recorder made sure of since: into this mapping's page tables in
+                // one call instead of a fault per 4 KiB (slower than a hot loop writes).
+                let data = base + size_of::<RingHeader>();
+                let start = if mapped == 0 {
+                    base
+                } else {
+                    data + mapped as usize
+                } & !4095;
+                let end = (data + populated as usize).next_multiple_of(4096);
                 // SAFETY: advice on pages of this mapping.
                 unsafe {
                     libc::madvise(
                         self.map.as_ptr().add(start) as *mut libc::c_void,
-                        (len + base - start).next_multiple_of(4096),
+                        end - start,
                         MADV_POPULATE_READ,
                     )
                 };

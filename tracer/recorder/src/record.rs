@@ -73,15 +73,31 @@ unsafe fn ring(st: &State, i: u32) -> *mut RingHeader {
     st.shm.add(ring_offset(i, st.ring_size)) as *mut RingHeader
 }
 
-/// Back a fresh ring with memory before anything is written to it: a store to a page of
-/// a full `/dev/shm` would be a `SIGBUS` in the target, where this is an error.
-unsafe fn populate(st: &State, r: *mut RingHeader) -> bool {
-    let len = size_of::<RingHeader>() + st.ring_size as usize;
-    let (start, end) = (r as usize & !4095, (r as usize + len + 4095) & !4095);
+/// Back `[from, to)` of ring `r`'s data with memory before anything is written there: a
+/// store to a page of a full `/dev/shm` would be a `SIGBUS` in the target, where this is
+/// an error. (The ring's header page with `from` 0.) Done a megabyte at a time as the
+/// first lap goes, so that a thread that records little costs little.
+unsafe fn populate(st: &State, r: *mut RingHeader, from: u64, to: u64) -> bool {
+    let data = r as usize + size_of::<RingHeader>();
+    let start = if from == 0 {
+        r as usize
+    } else {
+        data + from as usize
+    };
+    let end = data + to.min(u64::from(st.ring_size)) as usize;
+    let (start, end) = (start & !4095, (end + 4095) & !4095);
     let got = libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE);
     // Kernels before 5.14 know no such advice: nothing to check there.
-    got == 0 || *libc::__errno_location() == libc::EINVAL
+    if got == 0 || *libc::__errno_location() == libc::EINVAL {
+        (*r).populated = to.min(u64::from(st.ring_size)) as u32;
+        true
+    } else {
+        false
+    }
 }
+
+/// Memory made sure of ahead of the records, at a time.
+const POPULATE_STEP: u64 = 1 << 20;
 
 /// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
 const MADV_POPULATE_WRITE: libc::c_int = 23;
@@ -109,7 +125,8 @@ unsafe fn claim(st: &State, t: &mut Tls) -> bool {
                 return false;
             }
             let r = ring(st, i);
-            if !populate(st, r) {
+            (*r).populated = 0;
+            if !populate(st, r, 0, POPULATE_STEP) {
                 AtomicU32::from_ptr(&raw mut (*h).no_space).fetch_add(1, Ordering::AcqRel);
                 t.no_ring = true;
                 return false;
@@ -163,7 +180,11 @@ unsafe fn reserve(st: &State, r: *mut RingHeader, max: usize) -> *mut u8 {
         0
     };
     let data = (r as *mut u8).add(size_of::<RingHeader>());
-    if head + pad + max as u64 - tail > size {
+    let need = (head + pad + max as u64).min(size);
+    let populated = u64::from((*r).populated);
+    if head + pad + max as u64 - tail > size
+        || (need > populated && !populate(st, r, populated, need + POPULATE_STEP))
+    {
         AtomicU64::from_ptr(&raw mut (*r).lost).fetch_add(1, Ordering::Relaxed);
         return core::ptr::null_mut();
     }
