@@ -109,7 +109,17 @@ impl Store {
     /// for the same key replaces the old one ([`LoadStatus::Replaced`]). Safe to run
     /// concurrently; on any error the store is unchanged.
     pub fn load(&self, file: &Path, opts: &LoadOptions) -> Result<LoadOutcome> {
-        let bytes = read_input(file)?;
+        self.load_bytes(read_input(file)?, file, opts)
+    }
+
+    /// [`Store::load`] of a db already in memory (a sigdb's bytes) that was made from
+    /// `file`: errors name `file`, and the entry records it as its source.
+    pub fn load_bytes(
+        &self,
+        bytes: Vec<u8>,
+        file: &Path,
+        opts: &LoadOptions,
+    ) -> Result<LoadOutcome> {
         let db = Db::from_bytes(bytes).map_err(|e| db_error(file, e))?;
         let kind = DbKind::of(db.flags());
         let key = self.key_for(file, &db, kind, opts)?;

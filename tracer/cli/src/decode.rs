@@ -14,9 +14,9 @@ use dcg_ringbuf::graph::GraphFormats;
 
 use crate::args::DecodeArgs;
 
-/// Run `dcg decode`.
-pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let set = crate::resolve_db(&args.db)?;
+/// Run `dcg decode` (`offline`: never ask debuginfod for the db).
+pub fn run(args: &DecodeArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let set = crate::resolve_db(&args.db, offline)?;
     let job = args.job(std::io::stdout().is_terminal());
     let summary = if args.raw {
         raw(args, &set, job.opts, out)?

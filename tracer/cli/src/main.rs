@@ -23,6 +23,10 @@ use trace_args::TraceArgs;
 #[derive(Parser)]
 #[command(name = "dcg", version, about = "Function tracing that speaks in types")]
 struct Cli {
+    /// Never ask a debuginfod server (DEBUGINFOD_URLS) for a db, in any command (an
+    /// empty DEBUGINFOD_URLS does the same).
+    #[arg(long, global = true)]
+    offline: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -105,10 +109,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// The one db resolver, with debuginfod as its last source (`DEBUGINFOD_URLS`); says on
-/// stderr when the db came from there.
-pub(crate) fn resolve_db(paths: &[PathBuf]) -> Result<DbSet> {
-    let net = dcg_debuginfod::Client::from_env(false);
+/// The one db resolver, with debuginfod as its last source (`DEBUGINFOD_URLS`; none
+/// `offline`); says on stderr when the db came from there.
+pub(crate) fn resolve_db(paths: &[PathBuf], offline: bool) -> Result<DbSet> {
+    let net = dcg_debuginfod::Client::from_env(offline);
     let set = DbSet::resolve(paths, net.as_ref())?;
     if let Some(note) = set.fetched() {
         eprintln!("dcg: {note}");
@@ -121,7 +125,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
         Command::Sig { db, what } => {
-            let set = resolve_db(&db.db)?;
+            let set = resolve_db(&db.db, cli.offline)?;
             let mut missing = Vec::new();
             for w in &what {
                 let found: Vec<_> = match parse_addr(w) {
@@ -141,7 +145,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Dump { db, json } => {
-            let set = resolve_db(&db.db)?;
+            let set = resolve_db(&db.db, cli.offline)?;
             for d in set.dbs() {
                 for f in d.functions() {
                     if json {
@@ -153,9 +157,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
-        Command::Decode(args) => decode::run(&args, &mut out)?,
+        Command::Decode(args) => decode::run(&args, cli.offline, &mut out)?,
         Command::Trace(args) => {
-            let code = trace::run(args, &mut out)?;
+            let code = trace::run(args, cli.offline, &mut out)?;
             out.flush()?;
             return Ok(code);
         }
@@ -170,8 +174,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let Some(file) = file else {
                 let id = loader::parse_build_id(build_id.as_deref().unwrap_or_default())?;
-                let net = dcg_debuginfod::Client::from_env(false)
-                    .context("--build-id: DEBUGINFOD_URLS names no debuginfod server")?;
+                if cli.offline {
+                    bail!("load --build-id fetches from debuginfod, which --offline forbids");
+                }
+                let net = dcg_debuginfod::Client::from_env(false).context(
+                    "load --build-id: no debuginfod server (DEBUGINFOD_URLS is empty, or unset \
+                     and the system names none)",
+                )?;
                 let (db, path, how) = dcg_dbset::binary::fetch_db(&id, &net)?;
                 writeln!(
                     out,

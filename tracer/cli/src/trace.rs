@@ -14,14 +14,15 @@ use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions}
 use crate::trace_args::TraceArgs;
 
 /// Run `dcg trace`; returns the exit code (2: nothing to trace; user space: the traced
-/// command's). The trace goes to `out`, or with `--trace-output` to that file.
-pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+/// command's). The trace goes to `out`, or with `--trace-output` to that file. `offline`:
+/// never ask debuginfod.
+pub fn run(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let Some(path) = args.trace_output.clone() else {
-        return trace(args, out);
+        return trace(args, offline, out);
     };
     let file = OutputFile::create(&path)?;
     let mut w = std::io::BufWriter::new(file.file()?);
-    let code = trace(args, &mut w)?;
+    let code = trace(args, offline, &mut w)?;
     w.flush()
         .with_context(|| format!("writing {}", path.display()))?;
     drop(w);
@@ -29,12 +30,12 @@ pub fn run(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-fn trace(args: TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let report = ReportOptions {
         format: args.report.map_or(dcg_report::Format::Text, Into::into),
         ..ReportOptions::default()
     };
-    let opts = args.options();
+    let opts = args.options(offline);
     use dcg_live::options::Engine;
     match (opts.is_user_space(), opts.engine) {
         (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(

@@ -115,10 +115,6 @@ pub struct TraceArgs {
     /// programs they exec (by default they are traced, as the command is).
     #[arg(long)]
     pub no_children: bool,
-    /// Never ask a debuginfod server (DEBUGINFOD_URLS) for the db of a binary without
-    /// DWARF here (an empty DEBUGINFOD_URLS does the same).
-    #[arg(long)]
-    pub offline: bool,
     /// Kernel: calls made in interrupt context (hardirq, softirq, NMI) while a traced
     /// task ran: `show` keeps them in its tree, between `==========> irq` and
     /// `<==========` marks (as function_graph's funcgraph-irqs), with the time they took
@@ -140,7 +136,8 @@ pub struct TraceArgs {
 
 impl TraceArgs {
     /// The session options; colour decided against where the trace goes.
-    pub fn options(self) -> TraceOptions {
+    /// `offline`: never ask debuginfod (`dcg --offline`).
+    pub fn options(self, offline: bool) -> TraceOptions {
         let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
             color: self.color.decide(terminal && !self.json),
@@ -168,7 +165,7 @@ impl TraceArgs {
             command: self.command,
             no_inline_frames: self.no_inline_frames,
             no_children: self.no_children,
-            offline: self.offline,
+            offline,
             hide_irqs: self.irqs == IrqsArg::Hide,
         }
     }

@@ -73,94 +73,152 @@ pub fn resolve_binary(
 /// The section dcg's dbs travel in.
 pub const SECTION: &str = ".dcg_sigdb";
 
+/// Why one way of getting a db from debuginfod gave none.
+enum Miss {
+    /// The fetch failed.
+    Fetch(dcg_debuginfod::FetchError),
+    /// The file is not a db for the build-id (removed from the client's cache).
+    Bad(String),
+}
+
+impl Miss {
+    fn reason(&self) -> String {
+        match self {
+            Miss::Fetch(e) => e.reason(),
+            Miss::Bad(e) => e.clone(),
+        }
+    }
+}
+
 /// The db of build-id `build_id` from debuginfod: its `.dcg_sigdb` section if a server
-/// has one, else one built from the debug file a server has; validated, its build-id
-/// checked, and installed in the store (so the next run needs no network). A file that
-/// fails the checks is removed from the client's cache; the store is changed only by a
-/// valid db.
+/// has one, else (none has it, it is bad, or some server failed) one built from the
+/// debug file a server has; validated, its build-id checked, and installed in the store
+/// (so the next run needs no network). A file that fails the checks is removed from the
+/// client's cache; the store is changed only by a valid db. The db built from a debug
+/// file goes straight into the store: dcg writes nothing of its own into the client
+/// cache, which it shares with gdb and perf.
 pub fn fetch_db(
     build_id: &[u8],
     net: &dcg_debuginfod::Client,
 ) -> Result<(Db, PathBuf, &'static str), DbError> {
-    use dcg_debuginfod::What;
+    use dcg_debuginfod::{FetchError, What};
     let id = sigdb::hex(build_id);
-    let bad = |what: What<'_>, error: String| {
-        net.forget(build_id, what);
-        DbError::Fetched {
-            what: match what {
-                What::Section(s) => format!("section {s}"),
-                What::Debuginfo => "debuginfo".into(),
-                What::Executable => "executable".into(),
-            },
-            build_id: id.clone(),
-            servers: net.servers().join(" "),
-            error,
-        }
-    };
-    let check = |db: &Db| -> Result<(), String> {
-        let own = db
-            .modules()
-            .find(|m| !m.build_id().is_empty())
-            .map(|m| m.build_id());
-        match own {
-            Some(b) if b == build_id => Ok(()),
-            Some(b) => Err(format!("its build-id is {}", sigdb::hex(b))),
-            None => Err("it names no build-id".into()),
-        }
-    };
-    let section = What::Section(SECTION);
-    let (db_file, how) = match dcg_debuginfod::fetch_reporting(net, build_id, section) {
-        Ok(p) => {
-            let bytes = std::fs::read(&p).map_err(|source| DbError::Io {
-                path: p.clone(),
-                source,
-            })?;
-            let db = Db::from_bytes(bytes).map_err(|e| bad(section, e.to_string()))?;
-            check(&db).map_err(|e| bad(section, e))?;
-            (p, "its .dcg_sigdb section")
-        }
-        Err(dcg_debuginfod::FetchError::NotFound { .. }) => {
-            let p = dcg_debuginfod::fetch_reporting(net, build_id, What::Debuginfo)?;
-            let bytes = std::fs::read(&p).map_err(|source| DbError::Io {
-                path: p.clone(),
-                source,
-            })?;
-            // As `dwarfscan` writes a db by default (the kept file is a store db).
-            let opts = dwarfscan::Options {
-                inline_instances: dwarfscan::InlineInstances::Traceable,
-                ..dwarfscan::Options::default()
-            };
-            let scanned = dwarfscan::scan_elf_bytes(&id, &bytes, &opts)
-                .and_then(|mut r| r.to_bytes())
-                .map_err(|e| bad(What::Debuginfo, e.to_string()))?;
-            let db = Db::from_bytes(scanned).map_err(|e| bad(What::Debuginfo, e.to_string()))?;
-            check(&db).map_err(|e| bad(What::Debuginfo, e))?;
-            let out = p.with_file_name("dcg.sigdb");
-            let tmp = p.with_file_name(".dcg.sigdb.part");
-            std::fs::write(&tmp, db.bytes())
-                .and_then(|()| std::fs::rename(&tmp, &out))
-                .map_err(|source| DbError::Io {
-                    path: out.clone(),
-                    source,
-                })?;
-            (out, "a db built from its debug file")
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let store = loader::Store::from_env().map_err(|e| DbError::Build {
-        path: db_file.clone(),
-        error: e.to_string(),
-    })?;
     // A kernel's db goes under the build-id asked for, not the running kernel's.
     let opts = loader::LoadOptions {
         force: false,
         kernel_build_id: Some(build_id.to_vec()),
     };
-    let outcome = store.load(&db_file, &opts).map_err(|e| DbError::Build {
-        path: db_file.clone(),
-        error: e.to_string(),
-    })?;
-    Ok((Db::open(&outcome.path)?, outcome.path, how))
+    let section = What::Section(SECTION);
+    let first = match section_db(build_id, net, section) {
+        Ok(p) => {
+            let o = loader::Store::from_env()?.load(&p, &opts)?;
+            return Ok((Db::open(&o.path)?, o.path, "its .dcg_sigdb section"));
+        }
+        Err(Miss::Fetch(e @ FetchError::Cache { .. })) => return Err(e.into()),
+        Err(m) => m,
+    };
+    if !net.any_server_left() {
+        return Err(match first {
+            Miss::Fetch(e) => e.into(),
+            Miss::Bad(error) => DbError::Fetched {
+                build_id: id,
+                servers: net.servers().join(" "),
+                error: format!("{}: {error}", section.describe()),
+            },
+        });
+    }
+    match debug_file_db(build_id, &id, net) {
+        Ok((bytes, from)) => {
+            let o = loader::Store::from_env()?.load_bytes(bytes, &from, &opts)?;
+            Ok((Db::open(&o.path)?, o.path, "a db built from its debug file"))
+        }
+        Err(Miss::Fetch(e @ FetchError::Cache { .. })) => Err(e.into()),
+        Err(second) => Err(match (&first, &second) {
+            (
+                Miss::Fetch(FetchError::NotFound { .. }),
+                Miss::Fetch(FetchError::NotFound { why, .. }),
+            ) => DbError::NotOnServers {
+                build_id: id,
+                why: why.clone(),
+            },
+            _ => DbError::Fetched {
+                build_id: id,
+                servers: net.servers().join(" "),
+                error: format!(
+                    "{}: {}; {}: {}",
+                    section.describe(),
+                    first.reason(),
+                    What::Debuginfo.describe(),
+                    second.reason()
+                ),
+            },
+        }),
+    }
+}
+
+/// Where a fetched file came from, for a message.
+fn origin(f: &dcg_debuginfod::Fetched) -> String {
+    match &f.server {
+        Some(s) => format!("the one {s} sent"),
+        None => format!("the cached {}", f.path.display()),
+    }
+}
+
+/// Whether `db` is the db of `build_id`.
+fn check_build_id(db: &Db, build_id: &[u8]) -> Result<(), String> {
+    let own = db
+        .modules()
+        .find(|m| !m.build_id().is_empty())
+        .map(|m| m.build_id());
+    match own {
+        Some(b) if b == build_id => Ok(()),
+        Some(b) => Err(format!("its build-id is {}", sigdb::hex(b))),
+        None => Err("it names no build-id".into()),
+    }
+}
+
+/// The `.dcg_sigdb` section of `build_id` from debuginfod, checked: its cache file.
+fn section_db(
+    build_id: &[u8],
+    net: &dcg_debuginfod::Client,
+    section: dcg_debuginfod::What<'_>,
+) -> Result<PathBuf, Miss> {
+    let f = dcg_debuginfod::fetch_reporting(net, build_id, section).map_err(Miss::Fetch)?;
+    let bad = |e: String| {
+        net.forget(build_id, section);
+        Miss::Bad(format!("{}: {e}", origin(&f)))
+    };
+    let bytes = std::fs::read(&f.path).map_err(|e| bad(e.to_string()))?;
+    let db = Db::from_bytes(bytes).map_err(|e| bad(e.to_string()))?;
+    check_build_id(&db, build_id).map_err(bad)?;
+    Ok(f.path)
+}
+
+/// A db built from the debug file of `build_id` from debuginfod, checked: its bytes, and
+/// the debug file's cache path.
+fn debug_file_db(
+    build_id: &[u8],
+    id: &str,
+    net: &dcg_debuginfod::Client,
+) -> Result<(Vec<u8>, PathBuf), Miss> {
+    use dcg_debuginfod::What;
+    let f = dcg_debuginfod::fetch_reporting(net, build_id, What::Debuginfo).map_err(Miss::Fetch)?;
+    let bad = |e: String| {
+        net.forget(build_id, What::Debuginfo);
+        Miss::Bad(format!("{}: {e}", origin(&f)))
+    };
+    let bytes = std::fs::read(&f.path).map_err(|e| bad(e.to_string()))?;
+    // As `dwarfscan` writes a db by default (the kept file is a store db).
+    let opts = dwarfscan::Options {
+        inline_instances: dwarfscan::InlineInstances::Traceable,
+        ..dwarfscan::Options::default()
+    };
+    let scanned = dwarfscan::scan_elf_bytes(id, &bytes, &opts)
+        .and_then(|mut r| r.to_bytes())
+        .map_err(|e| bad(e.to_string()))?;
+    let db = Db::from_bytes(scanned).map_err(|e| bad(e.to_string()))?;
+    check_build_id(&db, build_id).map_err(bad)?;
+    Ok((db.bytes().to_vec(), f.path))
 }
 
 /// [`fetch_db`] for a binary, with the note that says where its db came from.

@@ -60,17 +60,27 @@ pub enum DbError {
         /// Why the scan failed.
         error: String,
     },
-    /// A debuginfod server's answer was not usable (and was removed from the cache).
-    #[error("{what} of build-id {build_id} from debuginfod ({servers}): {error}")]
+    /// Debuginfod gave no usable db: what each way of getting one found.
+    #[error("no db for build-id {build_id} from debuginfod ({servers}): {error}")]
     Fetched {
-        /// What was fetched.
-        what: String,
         /// The build-id.
         build_id: String,
         /// The servers configured.
         servers: String,
-        /// What is wrong with it.
+        /// What went wrong, for the section and the debug file.
         error: String,
+    },
+    /// Every debuginfod server answered that it has neither the section nor the debug
+    /// file.
+    #[error(
+        "no debuginfod server has a db for build-id {build_id}: neither a .dcg_sigdb \
+         section nor a debug file ({why})"
+    )]
+    NotOnServers {
+        /// The build-id.
+        build_id: String,
+        /// The servers asked (or the remembered miss).
+        why: String,
     },
     /// Fetching from debuginfod failed.
     #[error(transparent)]
