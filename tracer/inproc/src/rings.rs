@@ -354,7 +354,7 @@ impl Chunk {
                 break;
             };
             let len = rec.len as usize;
-            if len < 8 || len % 8 != 0 || len > b.len() - at {
+            if len < 8 || !len.is_multiple_of(8) || len > b.len() - at {
                 // A corrupt ring (the target wrote over it): give the rest up.
                 log::warn!("thread {}: bad record length {len}", self.tid);
                 break;
@@ -390,19 +390,23 @@ pub fn records_of(chunks: &[Chunk], out: &mut Vec<Record>) -> usize {
 /// fill, and count what they drop).
 const COPIER_MAX_BYTES: usize = 1 << 30;
 
+/// What the copier thread and its owner share: the chunks taken (and their bytes), and
+/// the stop flag.
+type CopierShared = Arc<(Mutex<(Vec<Chunk>, usize)>, AtomicBool)>;
+
 /// A thread that moves the recorders' bytes out of the rings as fast as they come
 /// ([`Rings::take`]), so that a traced hot loop outrunning dcg's decoding fills dcg's
 /// memory instead of its ring.
 pub struct Copier {
     rings: Arc<Rings>,
-    shared: Arc<(Mutex<(Vec<Chunk>, usize)>, AtomicBool)>,
+    shared: CopierShared,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Copier {
     /// Start copying out of `rings`.
     pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
-        let shared: Arc<(Mutex<(Vec<Chunk>, usize)>, AtomicBool)> = Arc::default();
+        let shared: CopierShared = Arc::default();
         let (r, s) = (rings.clone(), shared.clone());
         let thread = std::thread::Builder::new()
             .name("dcg-copier".into())
