@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -147,9 +148,13 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Tar
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
 /// (the names of the seeds alone when the kernel's text cannot be read).
-fn own_path(kallsyms: &str, fp: &dcg_bpf::Footprint) -> HashSet<String> {
+fn own_path(
+    kt: Option<&crate::callees::KernelText>,
+    kallsyms: &str,
+    fp: &dcg_bpf::Footprint,
+) -> HashSet<String> {
     let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
-    let Some(kt) = crate::callees::KernelText::with_kallsyms(kallsyms) else {
+    let Some(kt) = kt else {
         return seeds.into_iter().collect();
     };
     if let Some(base) = kt.address_of("__bpf_call_base") {
@@ -197,6 +202,46 @@ fn own_path(kallsyms: &str, fp: &dcg_bpf::Footprint) -> HashSet<String> {
     own
 }
 
+/// The sites by the addresses the program reports functions at (indices in `sites`).
+fn site_index(sites: &[Site]) -> HashMap<u64, u32> {
+    let mut at = HashMap::with_capacity(2 * sites.len());
+    for (i, s) in sites.iter().enumerate() {
+        // The program names a function by its start where IBT left its endbr64 live,
+        // by the site after it where IBT sealed it.
+        at.entry(s.addr - dcg_bpf::ENDBR_LEN).or_insert(i as u32);
+        at.insert(s.addr, i as u32);
+    }
+    at
+}
+
+/// The name a site is shown by. The file names an address by one of its symbols, which
+/// can be a section label (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and
+/// function_graph print it): the symbol there that the db knows wins.
+fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
+    if set.by_name(&site.name).next().is_some() {
+        return site.name.clone();
+    }
+    kallsyms
+        .all_at(site.addr)
+        .map(|(n, _)| n)
+        .find(|n| set.by_name(n).next().is_some())
+        .unwrap_or(&site.name)
+        .to_string()
+}
+
+/// Log dcg's CPU time so far after `what` (debug).
+fn cpu_time(what: &str) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    if let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) {
+        let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
+        debug(format_args!(
+            "{what}; dcg's CPU time so far: user {} ms, system {} ms",
+            ms(u.user_time()),
+            ms(u.system_time())
+        ));
+    }
+}
+
 /// An entry waiting for its string records (they follow it in the ring buffer).
 struct Pending {
     tid: u32,
@@ -234,8 +279,12 @@ struct Feed<'a> {
     inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
-    /// Function by address: its id, name and module (shared, cloned per record).
+    /// Function by address: its id, name and module (shared, cloned per record), for the
+    /// functions seen so far.
     names: HashMap<u64, Named>,
+    /// The traceable sites, and by address ([`site_index`]): named when first seen.
+    sites: Vec<Site>,
+    site_at: HashMap<u64, u32>,
     kallsyms: Kallsyms,
     pending: HashMap<u32, Pending>,
     comms: HashMap<u32, Rc<str>>,
@@ -254,6 +303,13 @@ impl Feed<'_> {
     fn func(&mut self, ip: u64) -> Named {
         if let Some(v) = self.names.get(&ip) {
             return v.clone();
+        }
+        if let Some(s) = self.site_at.get(&ip).map(|&i| &self.sites[i as usize]) {
+            let name = site_name(s, self.tree.funcs.set(), &self.kallsyms);
+            let id = self.tree.funcs.intern(&name, s.module.as_deref());
+            let v = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
+            self.names.insert(ip, v.clone());
+            return v;
         }
         // Not a site of the file: the symbol at the address the db knows, else the one
         // kallsyms resolves to (see `run` for why they can differ).
@@ -480,14 +536,17 @@ pub fn run(
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
+    debug(format_args!("BPF session: reading the sites"));
     let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
         .map_err(KtraceError::Available)?;
     let sites = parse_sites(&sites_text);
+    drop(sites_text);
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
-    let kallsyms = Kallsyms::parse(&kallsyms_text);
-    // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-    let pointer_names = SymbolMap::from_kallsyms(&kallsyms_text);
     let mut targets = targets(&sites, &roots, set, args.args);
+    debug(format_args!(
+        "{} sites and kallsyms read; loading the programs",
+        sites.len()
+    ));
     let mut child = if args.command.is_empty() {
         None
     } else {
@@ -498,53 +557,90 @@ pub fn run(
         .map(|c| c.pid())
         .or(args.pid)
         .map(|p| vec![p as u32]);
-    // Each inlined copy's first instruction, where the running kernel has its container.
-    let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
-    let mut probe_addrs = Vec::new();
-    for i in inlines {
-        let Some(c) = i.caller() else { continue };
-        let module = c
-            .module()
-            .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
-            .map(|m| m.name());
-        match kallsyms.addr_of(c.symbol(), module) {
-            Some(start) if i.entry_pc() >= c.addr() => {
-                probed.push(*i);
-                probe_addrs.push(start + (i.entry_pc() - c.addr()));
+    // What only decoding needs (the symbol tables, the sites by address) is made in
+    // threads while the kernel loads and attaches the programs.
+    let (attached, kallsyms, pointer_names, site_at, probed) = std::thread::scope(|sc| {
+        let (ktx, krx) = std::sync::mpsc::channel();
+        let (text, sites) = (&kallsyms_text, &sites);
+        let symbols = sc.spawn(move || {
+            let kallsyms = Arc::new(Kallsyms::parse(text));
+            // The receiver is alive until this thread is joined.
+            let _ = ktx.send(Arc::clone(&kallsyms));
+            // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+            let pointer_names = SymbolMap::from_kallsyms(text);
+            (pointer_names, site_index(sites))
+        });
+        let kernel_text = sc.spawn(move || crate::callees::KernelText::with_kallsyms(text));
+        // Loaded first: what the programs call decides what they are not attached to.
+        let attached = Loaded::load(&targets, !inlines.is_empty()).inspect(|loaded| {
+            debug(format_args!("loaded"));
+            let kt = kernel_text
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let own = own_path(kt.as_ref(), &kallsyms_text, &loaded.footprint());
+            drop(kt);
+            let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
+            listed.sort_unstable();
+            debug(format_args!(
+                "not attached (the program's own path, {}): {}",
+                own.len(),
+                listed.join(" ")
+            ));
+            let skip: HashSet<u64> = sites
+                .iter()
+                .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
+                .map(|s| s.addr)
+                .collect();
+            targets.retain(|t| !skip.contains(&t.addr));
+        });
+        let kallsyms: Arc<Kallsyms> = match krx.recv() {
+            Ok(k) => k,
+            // The thread panicked before it parsed: its panic, here.
+            Err(_) => match symbols.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(_) => unreachable!("the symbols thread sends before it returns"),
+            },
+        };
+        // Each inlined copy's first instruction, where the running kernel has its
+        // container.
+        let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
+        let mut probe_addrs = Vec::new();
+        for i in inlines {
+            let Some(c) = i.caller() else { continue };
+            let module = c
+                .module()
+                .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+                .map(|m| m.name());
+            match kallsyms.addr_of(c.symbol(), module) {
+                Some(start) if i.entry_pc() >= c.addr() => {
+                    probed.push(*i);
+                    probe_addrs.push(start + (i.entry_pc() - c.addr()));
+                }
+                _ => notify(Notice::InlineProbeFailed {
+                    func: i
+                        .callee()
+                        .map_or_else(String::new, |f| f.name().to_string()),
+                    container: c.symbol().to_string(),
+                    why: "its container is not in /proc/kallsyms".into(),
+                }),
             }
-            _ => notify(Notice::InlineProbeFailed {
-                func: i
-                    .callee()
-                    .map_or_else(String::new, |f| f.name().to_string()),
-                container: c.symbol().to_string(),
-                why: "its container is not in /proc/kallsyms".into(),
-            }),
         }
-    }
-    // Loaded first: what the programs call decides what they are not attached to.
-    let attached = Loaded::load(&targets, !probe_addrs.is_empty()).and_then(|loaded| {
-        let own = own_path(&kallsyms_text, &loaded.footprint());
-        let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
-        listed.sort_unstable();
-        debug(format_args!(
-            "not attached (the program's own path, {}): {}",
-            own.len(),
-            listed.join(" ")
-        ));
-        let skip: HashSet<u64> = sites
-            .iter()
-            .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
-            .map(|s| s.addr)
-            .collect();
-        targets.retain(|t| !skip.contains(&t.addr));
-        debug(format_args!(
-            "attaching to {} functions, {} inlined copies",
-            targets.len(),
-            probe_addrs.len()
-        ));
-        loaded.attach(&targets, &probe_addrs, procs.as_deref())
+        let attached = attached.and_then(|loaded| {
+            debug(format_args!(
+                "attaching to {} functions, {} inlined copies",
+                targets.len(),
+                probe_addrs.len()
+            ));
+            loaded.attach(&targets, &probe_addrs, procs.as_deref())
+        });
+        debug(format_args!("attach returned"));
+        let (pointer_names, site_at) = symbols
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (attached, kallsyms, pointer_names, site_at, probed)
     });
     drop(kallsyms_text);
+    let kallsyms = Arc::try_unwrap(kallsyms).unwrap_or_else(|k| (*k).clone());
     let mut capture = match attached {
         Ok(c) => c,
         Err(e) => {
@@ -570,30 +666,6 @@ pub fn run(
 
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
-    let mut names = HashMap::new();
-    for s in &sites {
-        // The file names an address by one of its symbols, which can be a section label
-        // (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and function_graph
-        // print it): the symbol there that the db knows wins.
-        let name = if set.by_name(&s.name).next().is_some() {
-            s.name.clone()
-        } else {
-            kallsyms
-                .all_at(s.addr)
-                .map(|(n, _)| n)
-                .find(|n| set.by_name(n).next().is_some())
-                .unwrap_or(&s.name)
-                .to_string()
-        };
-        let id = funcs.intern(&name, s.module.as_deref());
-        let named: Named = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
-        // The program names a function by its start where IBT left its endbr64 live,
-        // by the site after it where IBT sealed it.
-        names
-            .entry(s.addr - dcg_bpf::ENDBR_LEN)
-            .or_insert_with(|| named.clone());
-        names.insert(s.addr, named);
-    }
     let (sinks, collected) = Sinks::for_output(&Output {
         json: args.json,
         errors_only: args.errors_only,
@@ -612,7 +684,9 @@ pub fn run(
         inline_frames,
         sinks,
         obuf: Vec::with_capacity(1 << 16),
-        names,
+        names: HashMap::new(),
+        sites,
+        site_at,
         kallsyms,
         pending: HashMap::new(),
         comms: HashMap::new(),
@@ -646,6 +720,7 @@ pub fn run(
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
+    cpu_time("command resumed");
     let start = Instant::now();
     let deadline = args
         .duration
@@ -671,6 +746,17 @@ pub fn run(
             capture.drain()?;
             std::thread::sleep(POLL);
             continue;
+        }
+        // The session ends after this read: the programs are detached first (the records
+        // stay in the ring until it is freed), then decoded without the programs firing
+        // on every function the decoding reaches in the kernel.
+        if exited
+            || tracefs::stop_requested().is_some()
+            || deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            debug(format_args!("detaching"));
+            capture.detach();
+            cpu_time("detached");
         }
         let mut err = None;
         capture.consume(|r| {
@@ -704,19 +790,14 @@ pub fn run(
         }
         std::thread::sleep(POLL);
     };
-    debug(format_args!("loop ended: {stop_reason}"));
-    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
-        let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
-        debug(format_args!(
-            "dcg's own CPU time: user {} ms, system {} ms",
-            ms(u.user_time()),
-            ms(u.system_time())
-        ));
-    }
+    cpu_time(&format!("loop ended: {stop_reason}"));
+    // Ended on a count: detached now.
+    capture.detach();
     feed.flush_all()?;
     feed.tree.finish(&mut feed.sinks, &mut feed.obuf)?;
     feed.write_out(out)?;
     out.flush()?;
+    debug(format_args!("records decoded and written"));
     summary.lost_in_stream = capture.lost();
     summary.bpf_missed = capture.missed();
     // Recorded tasks' runs find the counter; a session that recorded nothing has no
@@ -727,6 +808,7 @@ pub fn run(
         summary.bpf_missed
     ));
     drop(capture);
+    debug(format_args!("ring and programs closed"));
     if let Some(c) = child.as_mut() {
         c.terminate(Signal::SIGTERM);
     }
@@ -745,6 +827,7 @@ pub fn run(
     if let Some(file) = saved {
         file.commit()?;
     }
+    debug(format_args!("output committed"));
     Ok(summary)
 }
 
