@@ -55,6 +55,8 @@ untraced=$(sec untraced | val per_call_ns)
 echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, 2 vCPUs;"
 echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call."
 echo
+# PHASE < stderr: the time of dcg's debug line for PHASE (DCG_KTRACE_DEBUG).
+at() { sed -n "s/^dcg debug \[dcg_ktrace\] *\([0-9.]*\): $1.*/\1/p" | head -1; }
 secs() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN {printf "%.1f", (a + b) / 2000}'; } # MS [MS]
 printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s \
 	fg_on_s fg_off_s lost missed
@@ -75,6 +77,13 @@ for e in ${engines//,/ }; do
 	fg_off=$(secs "$(echo "$rb" | val stop_ms)" "$(echo "$ra" | val stop_ms)")
 	printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
 		"${ratio}x" "$start" "$stop" "$fg_on" "$fg_off" "${lost:-0}" "${missed:-0}"
+	# The BPF engine's stop: detaching, then decoding the records deferred while the
+	# command ran (detach_s+decode_s, under stop_s).
+	t1=$(echo "$d" | at detaching)
+	t2=$(echo "$d" | at detached)
+	t3=$(echo "$d" | at "loop ended")
+	[ -z "$t1$t2$t3" ] || printf '%-8s %10s %10s %9s %9s %9s\n' "" "" "" "" "" \
+		"$(awk -v a="$t1" -v b="$t2" -v c="$t3" 'BEGIN {printf "%.1f+%.1f", b - a, c - b}')"
 	met+=("$e: $(awk -v r="$ratio" -v s="$start" -v on="$fg_on" -v t="$stop" -v off="$fg_off" \
 		-v l="${lost:-0}" -v m="${missed:-0}" 'BEGIN {
 		printf "start %s, stop %s, per-call %s, lost %s",
@@ -87,7 +96,10 @@ echo "graph filter, mean of the runs before and after); start_s/stop_s: dcg laun
 echo "loop's first call, and the loop's end to dcg's exit; fg_on_s/fg_off_s: switching"
 echo "current_tracer to function_graph and back (mean of the runs before and after dcg);"
 echo "lost: records dropped (ring full); missed: calls the kernel skipped while the BPF"
-echo "program recorded (dcg's note). TCG's speed drifts between boots: compare several runs."
+echo "program recorded (dcg's note); under stop_s, detach_s+decode_s: the BPF engine"
+echo "detaching its programs, then decoding the records it deferred while the command ran"
+echo "(about 1 us a record natively, 25-30 times that on TCG). TCG's speed drifts between"
+echo "boots: compare several runs."
 echo "Targets (issue 26): start_s <= fg_on_s, stop_s <= fg_off_s, ratio <= 1.3x, 0 lost."
 printf '  %s\n' "${met[@]}"
 grep -q 'warnings: 0' <(sec dmesg) || { echo "kernel WARNING or BUG during the run" >&2; exit 1; }
