@@ -848,3 +848,148 @@ mod tests {
         assert_eq!(s[1].module.as_deref(), Some("binfmt_misc"));
     }
 }
+
+/// Decoding speed, on records made up from a real kernel's db and `System.map`
+/// (`DCG_DECODE_DB=k.sigdb DCG_DECODE_MAP=System.map cargo test --release -p dcg-ktrace
+/// decode_speed -- --ignored --nocapture`): trees of a root with nested calls of the
+/// db's functions, each call an entry and a return record, decoded into JSON lines.
+#[cfg(test)]
+mod decode_speed {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn decode_speed() {
+        let (Some(db), Some(map)) = (
+            std::env::var_os("DCG_DECODE_DB"),
+            std::env::var_os("DCG_DECODE_MAP"),
+        ) else {
+            return;
+        };
+        let set = DbSet::new(vec![sigdb::Db::open(Path::new(&db)).unwrap()]);
+        let text = std::fs::read_to_string(map).unwrap();
+        let kallsyms = Kallsyms::parse(&text);
+        let sites: Vec<Site> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                let name = it.next()?;
+                (matches!(kind, "t" | "T") && set.by_name(name).next().is_some()).then(|| Site {
+                    addr,
+                    name: name.to_string(),
+                    module: None,
+                })
+            })
+            .collect();
+        let pool: Vec<u64> = sites
+            .iter()
+            .step_by(sites.len() / 300)
+            .map(|s| s.addr)
+            .collect();
+        let root = sites
+            .iter()
+            .find(|s| s.name == "do_faccessat")
+            .unwrap()
+            .addr;
+        let pointer_names = SymbolMap::from_kallsyms(&text);
+        let mut funcs = FuncTable::new(&set);
+        funcs.set_pointer_names(&pointer_names);
+        let (sinks, _) = Sinks::for_output(&Output {
+            json: true,
+            errors_only: false,
+            color: false,
+            cpu_width: 1,
+            probe_notes: false,
+            threads: false,
+            report: false,
+        });
+        let mut tree = CallTree::new(funcs, Shape::Flat, 0);
+        tree.show_inline_frames(set.has_inline_instances());
+        let inline_frames = tree.inline_frames();
+        let site_at = site_index(&sites);
+        let mut feed = Feed {
+            tree,
+            inlines: Vec::new(),
+            inline_frames,
+            sinks,
+            obuf: Vec::with_capacity(1 << 16),
+            names: HashMap::new(),
+            sites,
+            site_at,
+            kallsyms,
+            pending: HashMap::new(),
+            comms: HashMap::new(),
+            args: false,
+            retvals: true,
+            hide_irqs: false,
+            hidden: HashMap::new(),
+            lost_at: HashMap::new(),
+        };
+        let mut out =
+            std::io::BufWriter::new(std::fs::File::create("/tmp/decode-speed.json").unwrap());
+        let (mut ts, mut k, mut records) = (0u64, 0usize, 0usize);
+        let t = Instant::now();
+        for _ in 0..3000 {
+            // A root, then 38 calls: each the child of the last open one, four deep at most.
+            let mut stack = vec![root];
+            let enter = |feed: &mut Feed, ts: u64, ip: u64, parent: u64| {
+                feed.record(Record::Entry {
+                    tid: 7,
+                    tgid: 7,
+                    cpu: 0,
+                    ts,
+                    ip,
+                    callsite: parent + 0x24,
+                    args: [1, 2, 3, 4, 5, 6],
+                    ctx: dcg_bpf::ctx::TASK,
+                })
+                .unwrap();
+            };
+            let exit = |feed: &mut Feed, ts: u64, ip: u64| {
+                feed.record(Record::Exit {
+                    tid: 7,
+                    cpu: 0,
+                    ts,
+                    ip,
+                    rax: (ts % 5).wrapping_sub(2),
+                    rdx: 0,
+                    ctx: dcg_bpf::ctx::TASK,
+                })
+                .unwrap();
+            };
+            ts += 100;
+            enter(&mut feed, ts, root, root);
+            for _ in 0..38 {
+                k += 1;
+                while stack.len() > 4 || (stack.len() > 1 && k % 3 == 0) {
+                    ts += 100;
+                    exit(&mut feed, ts, stack.pop().unwrap());
+                    records += 1;
+                }
+                let ip = pool[k * 7 % pool.len()];
+                ts += 100;
+                enter(&mut feed, ts, ip, *stack.last().unwrap());
+                records += 1;
+                stack.push(ip);
+            }
+            while let Some(ip) = stack.pop() {
+                ts += 100;
+                exit(&mut feed, ts, ip);
+                records += 1;
+            }
+            records += 1;
+            feed.write_out(&mut out).unwrap();
+        }
+        feed.flush_all().unwrap();
+        feed.write_out(&mut out).unwrap();
+        out.flush().unwrap();
+        let el = t.elapsed();
+        eprintln!(
+            "{records} records decoded in {:.3} s: {:.2} us/record",
+            el.as_secs_f64(),
+            el.as_secs_f64() * 1e6 / records as f64
+        );
+    }
+}
