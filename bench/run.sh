@@ -35,6 +35,7 @@ run decode bench/decode-throughput.sh
 if [ -x bench/uprobe-cost.sh ]; then run uprobe bench/uprobe-cost.sh; fi
 run userengines bench/user-engines.sh
 run engines72 bench/kernel-engines.sh 7.2-cloud
+run engines612 bench/kernel-engines.sh 6.12-cloud
 run enginestk bench/kernel-engines.sh testkernel
 
 {
@@ -46,7 +47,7 @@ run enginestk bench/kernel-engines.sh testkernel
 	echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')),"
 	echo "$(free -g | awk '/Mem:/{print $2}') GiB RAM, kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
-	for name in scan kernel sigdb decode uprobe userengines engines72 enginestk; do
+	for name in scan kernel sigdb decode uprobe userengines engines72 engines612 enginestk; do
 		[ -f "$out/$name.txt" ] || continue
 		case $name in
 			scan) echo "## dwarfscan vs pahole (Debian 6.12 cloud vmlinux)" ;;
@@ -56,6 +57,7 @@ run enginestk bench/kernel-engines.sh testkernel
 			uprobe) echo "## User-space tracing cost: dcg trace vs hand-placed uprobes" ;;
 			userengines) echo "## User-space engines vs uftrace (in process: -pg, patchable, plain builds; uprobes)" ;;
 			engines72) echo "## Kernel engines under load vs raw function_graph: Debian 7.2 cloud (qemu)" ;;
+			engines612) echo "## Kernel engines under load vs raw function_graph: Debian 6.12 cloud (qemu)" ;;
 			enginestk) echo "## Kernel engines under load vs raw function_graph: the test kernel (qemu)" ;;
 		esac
 		echo

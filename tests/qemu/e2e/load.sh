@@ -52,7 +52,7 @@ for e in $ENGINES; do
 	raw_fgraph "$e-before"
 	begin "dcg-$e"
 	t0=$(now)
-	dcg trace --engine $e --db $DB --show-retvals --func $ROOT --json \
+	DCG_KTRACE_DEBUG=1 dcg trace --engine $e --db $DB --show-retvals --func $ROOT --json \
 		--trace-output /tmp/$e.json -- $LOOP $N > /tmp/$e.loop 2> /tmp/$e.err
 	echo "rc=$?"
 	t3=$(now)
