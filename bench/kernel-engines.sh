@@ -100,6 +100,6 @@ echo "program recorded (dcg's note); under stop_s, detach_s+decode_s: the BPF en
 echo "detaching its programs, then decoding the records it deferred while the command ran"
 echo "(about 1 us a record natively, 25-30 times that on TCG). TCG's speed drifts between"
 echo "boots: compare several runs."
-echo "Targets (issue 26): start_s <= fg_on_s, stop_s <= fg_off_s, ratio <= 1.3x, 0 lost."
+echo "Targets (issue 26): start_s <= fg_on_s, stop_s <= fg_off_s, ratio <= 1.3x, 0 lost (lost + missed)."
 printf '  %s\n' "${met[@]}"
 grep -q 'warnings: 0' <(sec dmesg) || { echo "kernel WARNING or BUG during the run" >&2; exit 1; }
