@@ -6,8 +6,7 @@
 //! polling (no wakeups: a wakeup per record slows the traced calls several times).
 //!
 //! Everything attached is a file descriptor of this process: dropping the [`Capture`] (or
-//! the process ending, SIGKILL included) detaches it. [`Capture::detach`] detaches the
-//! programs first: the records already in the ring stay readable until it is dropped.
+//! the process ending, SIGKILL included) detaches it.
 
 mod peek;
 mod records;
@@ -97,8 +96,7 @@ pub struct Capture {
     queue: Rc<RefCell<Vec<u8>>>,
     /// The batch being handed out (kept to reuse its allocation).
     batch: Vec<u8>,
-    /// Empty once [`Capture::detach`]ed.
-    links: Vec<Link>,
+    _links: Vec<Link>,
     skel: CaptureSkel<'static>,
     mode: Mode,
     inline_failed: Vec<(usize, std::io::Error)>,
@@ -332,7 +330,7 @@ impl Loaded {
             ring,
             queue,
             batch: Vec::new(),
-            links,
+            _links: links,
             skel,
             mode,
             inline_failed,
@@ -350,18 +348,6 @@ impl Capture {
     /// How the program is attached.
     pub fn mode(&self) -> Mode {
         self.mode
-    }
-
-    /// Detach every program now (the kernel restores the attached functions' text and
-    /// waits until no CPU runs them: seconds for tens of thousands of functions on a slow
-    /// machine). The records already in the ring stay readable as long as the [`Capture`]
-    /// lives; nothing is recorded any more. Reading them after this costs the least: while
-    /// attached, the program runs on every traced function the reader's own system calls
-    /// and page faults reach (on Debian 7.2 in qemu, decoding a session's 230,000 records
-    /// took 5.5 s of CPU detached and 11 s of CPU plus 12 s of system time attached).
-    /// A second call does nothing.
-    pub fn detach(&mut self) {
-        self.links.clear();
     }
 
     /// Add a process to record (with the process filter on).
