@@ -489,7 +489,10 @@ fn tsc_sample() -> (u64, u64) {
     (t, a / 2 + b / 2)
 }
 
-fn mono_ns() -> u64 {
+/// `CLOCK_MONOTONIC` now, in ns: the clock of every record and event (dcg's, the
+/// recorder's, uprobes' `trace_clock mono`).
+#[inline(always)]
+pub fn mono_ns() -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

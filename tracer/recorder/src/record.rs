@@ -57,17 +57,6 @@ pub fn tls() -> *mut Tls {
     TLS.with(|t| t.get())
 }
 
-#[inline(always)]
-fn now() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Ring `i`'s header.
 unsafe fn ring(st: &State, i: u32) -> *mut RingHeader {
     st.shm.add(ring_offset(i, st.ring_size)) as *mut RingHeader
@@ -353,7 +342,7 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
         // SAFETY: rdtsc, which start-up checked this process may execute.
         core::arch::x86_64::_rdtsc()
     } else {
-        now()
+        dcg_inproc::rings::mono_ns()
     };
     commit(r, at);
 }

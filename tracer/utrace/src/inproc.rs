@@ -446,7 +446,7 @@ pub fn run(
         let upto = if last || only_recorder {
             u64::MAX
         } else {
-            now_ns().saturating_sub(100_000_000)
+            rings::mono_ns().saturating_sub(100_000_000)
         };
         merge.release(upto, calls, out, args.count)
     };
@@ -567,17 +567,6 @@ pub fn run(
         exit: if cleanup_failed { 1 } else { exit },
         calls: calls.take_collected(),
     })
-}
-
-/// `CLOCK_MONOTONIC` now, in ns (the recorder's and the uprobes' `mono` clock).
-fn now_ns() -> u64 {
-    let mut t = nix::libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// What a held event is.
