@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages the dcg tests need (compilers, pahole, bpftool, qemu,
 # busybox for guest initramfs images, compressors, graphviz, ELF tools, what the test
-# kernel's build needs, curl for Debian's package registry, libc6-dbg for libc's DWARF,
-# libc6-dev for static test programs, llvm for llvm-dwarfdump, the inline instances'
-# oracle).
+# kernel's build needs (kmod: depmod for its modules_install), curl for Debian's package
+# registry, libc6-dbg for libc's DWARF, libc6-dev for static test programs, llvm for
+# llvm-dwarfdump, the inline instances' oracle).
 #
 #   .ci/install-deps.sh            # as root; idempotent, non-interactive
 #
@@ -25,7 +25,7 @@ wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
   binutils elfutils file curl libc6-dbg libc6-dev llvm uftrace g++ chromium debuginfod
-  make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config
+  make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config kmod
 )
 # shellcheck disable=SC2206
 [ -n "${DCG_DEPS_EXTRA:-}" ] && wanted+=(${DCG_DEPS_EXTRA})

@@ -4,10 +4,12 @@
 #      dwarfscan it into a signature db → show its signatures → trace it live in process
 #      (root) → report the call graph;
 #   2. the kernel, in qemu: the test kernel (tests/kernels/testkernel, built from Debian's
-#      linux-source-7.2 on the first run) → `dwarfscan vmlinux -o sigs.db` on the host →
-#      in the guest `dcg load sigs.db` and `dcg trace --show-retvals --func pidfd_create
-#      -- inline-calls pidfd` (pidfd_create is inlined into the pidfd_open syscall), then
-#      a tree with arguments under do_sys_openat2 (root).
+#      linux-source-7.2 on the first run, with dwarfscan/kbuild's patch and
+#      CONFIG_DEBUG_INFO_DCG=m: the kernel build itself runs dwarfscan on vmlinux and the
+#      modules and makes the db module dcg_sigdb.ko) → in the guest `modprobe dcg_sigdb`
+#      and `dcg trace --show-retvals --func pidfd_create -- inline-calls pidfd` with no
+#      --db (pidfd_create is inlined into the pidfd_open syscall), then a tree with
+#      arguments under do_sys_openat2 (root).
 #
 #   bash examples/run.sh
 #
@@ -64,17 +66,19 @@ if [ "$(id -u)" != 0 ]; then
 	echo "(skipping the kernel part: it needs root to install qemu and build the test kernel)"
 	exit 0
 fi
-step "the kernel: the test kernel (first run: download + ~6 min build)"
+step "the kernel: the test kernel, built with CONFIG_DEBUG_INFO_DCG=m (first run: download + ~7 min build)"
 kernel=$(bash tests/kernels/testkernel/build.sh)
-echo "test kernel: $kernel (release $(cat "$kernel/release"), build-id $(cat "$kernel/build-id"))"
-
-step "dwarfscan vmlinux -o sigs.db"
-"$bin/dwarfscan" "$kernel/vmlinux" -o "$out/sigs.db"
+release=$(cat "$kernel/release")
+echo "test kernel: $kernel (release $release, build-id $(cat "$kernel/build-id"))"
+grep '^CONFIG_DEBUG_INFO_DCG=' "$kernel/config"
+modroot=$kernel/modules/lib/modules/$release
+echo "the kernel build ran dwarfscan on vmlinux and its modules; make modules_install installed:"
+(cd "$modroot" && ls -l kernel/kernel/dcg/dcg_sigdb.ko && grep dcg_sigdb modules.dep)
 gcc -O2 -static -o "$out/inline-calls" tests/qemu/progs/inline-calls.c
 
-step "boot it in qemu (TCG): dcg load sigs.db, dcg trace --show-retvals --func pidfd_create"
+step "boot it in qemu (TCG): modprobe dcg_sigdb, dcg trace --show-retvals --func pidfd_create"
 bash tests/qemu/mkinitramfs.sh "$out/guest.cpio.gz" --add "$bin/dcg:/bin/dcg" \
-	--add "$out/sigs.db:/dcg/sigs.db" --add "$out/inline-calls:/dcg/inline-calls" \
+	--add "$modroot:/lib/modules/$release" --add "$out/inline-calls:/dcg/inline-calls" \
 	--init examples/kernel-guest.sh --timeout 500
 rc=0
 bash tests/qemu/run-guest.sh --kernel "$kernel/vmlinuz" --initrd "$out/guest.cpio.gz" \

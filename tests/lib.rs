@@ -41,7 +41,12 @@ pub fn cache_dir() -> PathBuf {
 /// Run one of the `tests/kernels/` scripts and return the directory it prints.
 pub fn kernel_script(script: &str, args: &[&str]) -> PathBuf {
     let path = repo_root().join("tests").join("kernels").join(script);
-    let out = Command::new("bash")
+    let mut cmd = Command::new("bash");
+    if script.starts_with("testkernel/") {
+        // The test kernel's build runs dwarfscan (CONFIG_DEBUG_INFO_DCG): this one.
+        cmd.env("DWARFSCAN", dwarfscan_bin());
+    }
+    let out = cmd
         .arg(&path)
         .args(args)
         .stderr(std::process::Stdio::inherit())
@@ -52,8 +57,9 @@ pub fn kernel_script(script: &str, args: &[&str]) -> PathBuf {
 }
 
 /// The test kernel's cache directory (`vmlinuz`, `vmlinux`, `System.map`, `config`,
-/// `release`, `build-id`, `dbg-modules/*.ko`), built from Debian's linux-source-7.2 by
-/// `tests/kernels/testkernel/build.sh` on first use (~6 min).
+/// `release`, `build-id`, `dbg-modules/*.ko`, `modules/lib/modules/RELEASE/` with the db
+/// module the kernel build made), built from Debian's linux-source-7.2 by
+/// `tests/kernels/testkernel/build.sh` on first use (~7 min).
 pub fn testkernel_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| kernel_script("testkernel/build.sh", &[]))

@@ -350,7 +350,7 @@ fn raw_pages_decode_like_their_text() {
     let out = decode(true, &[caps.join("g2-raw-cpu0.bin").as_os_str()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("do_sys_openat2(dfd=-100, filename=0x7ffc1970cf96, how=0xffa0000000203f18) { /* <-__x64_sys_openat+0x60/0x80 */"),
+        text.contains("do_sys_openat2(dfd=-100, filename=0x7ffca6f94f96, how=0xffa0000000233f18) { /* <-__x64_sys_openat+0x60/0x80 */"),
         "{}",
         &text[..text.len().min(2000)]
     );
@@ -449,7 +449,7 @@ fn retaddr_captures_show_inline_frames() {
     );
     assert!(
         out.contains(
-            "|            lookup_fast(nd=0xffa0000000203db0) { /* <-link_path_walk+0x23a/0x600 */"
+            "|            lookup_fast(nd=0xffa0000000233db0) { /* <-link_path_walk+0x23a/0x600 */"
         ),
         "{out}"
     );

@@ -260,3 +260,131 @@ fn module_template_is_checkpatch_clean() {
         );
     }
 }
+
+/// Issue 27: the test kernel is built with `dwarfscan/kbuild/linux-7.2.patch` and
+/// `CONFIG_DEBUG_INFO_DCG=m`. Its `make modules_install` tree has `dcg_sigdb.ko` (in
+/// modules.dep), whose db carries the vmlinux build-id and is byte for byte what dwarfscan
+/// writes for that vmlinux and its modules. Booted: `modprobe dcg_sigdb`, `dcg trace` with
+/// no `--db` and an empty store, `modprobe -r`, no kernel warning.
+#[test]
+fn testkernel_build_makes_the_db_module() {
+    if !enabled() {
+        return;
+    }
+    let kdir = dcg_tests::testkernel_dir();
+    let config = std::fs::read_to_string(kdir.join("config")).unwrap();
+    assert!(
+        config.lines().any(|l| l == "CONFIG_DEBUG_INFO_DCG=m"),
+        "the test kernel's .config has no CONFIG_DEBUG_INFO_DCG=m"
+    );
+    let release = std::fs::read_to_string(kdir.join("release")).unwrap();
+    let modroot = kdir.join("modules/lib/modules").join(release.trim());
+    let ko = modroot.join("kernel/kernel/dcg/dcg_sigdb.ko");
+    let dep = std::fs::read_to_string(modroot.join("modules.dep")).unwrap();
+    assert!(
+        dep.lines()
+            .any(|l| l.starts_with("kernel/kernel/dcg/dcg_sigdb.ko:")),
+        "modules.dep does not list the db module:\n{dep}"
+    );
+    let embedded = loader::extract_from_elf(&ko, &std::fs::read(&ko).unwrap()).unwrap();
+    let db = sigdb::Db::from_bytes(embedded.clone()).unwrap();
+    let build_id = std::fs::read_to_string(kdir.join("build-id")).unwrap();
+    let hex: String = db.build_id().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        hex,
+        build_id.trim(),
+        "the module's db is for another kernel"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let fresh = tmp.path().join("k.sigdb");
+    run(Command::new(dcg_tests::dwarfscan_bin())
+        .arg("-q")
+        .arg(kdir.join("vmlinux"))
+        .args(dcg_tests::testkernel_modules())
+        .arg("-o")
+        .arg(&fresh));
+    assert!(
+        std::fs::read(&fresh).unwrap() == embedded,
+        "the db in {} differs from dwarfscan's for the same vmlinux and modules",
+        ko.display()
+    );
+
+    let initrd = tmp.path().join("guest.cpio.gz");
+    let guest_modroot = format!("/lib/modules/{}", release.trim());
+    initramfs(
+        &initrd,
+        &[(modroot.as_path(), guest_modroot.as_str())],
+        "kbuild-module.sh",
+        600,
+    );
+    let text = guest::boot(
+        &kdir.join("vmlinuz"),
+        &initrd,
+        660,
+        "",
+        "kernel-module-kbuild-module.sh",
+    );
+    must(
+        section(&text, "kb-modprobe"),
+        "kb-modprobe",
+        &[
+            "kernel/kernel/dcg/dcg_sigdb.ko:",
+            "rc=0",
+            "dcg_sigdb",
+            "-r--r--r--",
+            "vmlinux",
+        ],
+    );
+    must(
+        section(&text, "kb-trace"),
+        "kb-trace",
+        &[
+            "rc=0",
+            "do_sys_openat2(",
+            "} /* do_sys_openat2 ret=-ENOENT",
+            "dcg instances: 0",
+        ],
+    );
+    must(
+        section(&text, "kb-unload"),
+        "kb-unload",
+        &["rc=0", "proc/modules: 0", "sysfs file: gone"],
+    );
+    must(
+        section(&text, "kb-dmesg"),
+        "kb-dmesg",
+        &["kernel warnings: 0"],
+    );
+    must(
+        section(&text, "after"),
+        "after",
+        &["global state unchanged: yes"],
+    );
+}
+
+/// The Kbuild patches (`dwarfscan/kbuild/`) by the kernel's own checkpatch (`--strict`):
+/// no errors; the two warnings the README names are the only ones.
+#[test]
+fn kbuild_patches_are_checkpatch_clean() {
+    if !enabled() {
+        return;
+    }
+    let checkpatch = dcg_tests::kernel_script("kernel-checkpatch.sh", &[]);
+    for v in ["7.2", "6.12"] {
+        let patch = dcg_tests::repo_root().join(format!("dwarfscan/kbuild/linux-{v}.patch"));
+        let out = Command::new("perl")
+            .arg(&checkpatch)
+            .args(["--no-tree", "--strict"])
+            .arg(&patch)
+            .output()
+            .expect("running checkpatch.pl");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("WARNING:")).collect();
+        assert!(
+            text.contains("total: 0 errors, 2 warnings, 0 checks")
+                && warnings.iter().all(|w| w.contains("filename in the file")
+                    || w.contains("MAINTAINERS need updating")),
+            "checkpatch {v}:\n{text}"
+        );
+    }
+}

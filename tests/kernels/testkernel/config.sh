@@ -2,9 +2,10 @@
 # The test kernel's configuration, run inside the unpacked linux-source-7.2 tree:
 # tinyconfig, then what dcg needs (function_graph with return values, return addresses
 # and arguments; kprobe/fprobe/uprobe events; BPF; DWARF 5 and BTF; modules), booting under
-# qemu with a busybox initramfs and a serial console.
+# qemu with a busybox initramfs and a serial console; the db module (CONFIG_DEBUG_INFO_DCG,
+# dwarfscan/kbuild: needs $DWARFSCAN, which build.sh sets).
 set -e
-make -s tinyconfig
+make -s DWARFSCAN="$DWARFSCAN" tinyconfig
 on="64BIT EXPERT PRINTK TTY SERIAL_8250 SERIAL_8250_CONSOLE BLK_DEV_INITRD RD_GZIP
     PROC_FS SYSFS DEVTMPFS TMPFS BINFMT_ELF BINFMT_SCRIPT MULTIUSER FUTEX EPOLL
     FILE_LOCKING POSIX_TIMERS SHMEM MODULES MODULE_UNLOAD KALLSYMS KALLSYMS_ALL
@@ -21,7 +22,7 @@ off="CC_OPTIMIZE_FOR_SIZE DEBUG_INFO_NONE DEBUG_INFO_REDUCED DEBUG_INFO_SPLIT
      DEBUG_INFO_DWARF4 DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT
      ACPI_AC ACPI_BATTERY ACPI_FAN ACPI_THERMAL ACPI_DEBUG ACPI_TABLE_UPGRADE
      ACPI_PLATFORM_PROFILE X86_AMD_PSTATE"
-mod="BINFMT_MISC SAMPLE_KPROBES SAMPLE_KRETPROBES SAMPLE_TRACE_EVENTS"
+mod="BINFMT_MISC SAMPLE_KPROBES SAMPLE_KRETPROBES SAMPLE_TRACE_EVENTS DEBUG_INFO_DCG"
 set_all() {
   for o in $on; do scripts/config --enable "$o"; done
   for o in $off; do scripts/config --disable "$o"; done
@@ -30,5 +31,5 @@ set_all() {
 # Some options only appear once an earlier pass enabled what they depend on.
 for pass in 1 2 3 4; do
   set_all
-  make -s olddefconfig
+  make -s DWARFSCAN="$DWARFSCAN" olddefconfig
 done

@@ -753,7 +753,7 @@ fn all_captures() {
         assert_eq!(get("e.txt", "comment/probe"), 21);
     }
     if totals.contains_key("a0.txt") {
-        assert_eq!(get("a0.txt", "marker/ctxsw"), 10);
+        assert_eq!(get("a0.txt", "marker/ctxsw"), 9);
     }
     if totals.contains_key("testkernel-probe.txt") {
         assert!(get("testkernel-probe.txt", "comment/probe") >= 4);
