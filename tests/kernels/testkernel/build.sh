@@ -63,6 +63,9 @@ trap '[ -d "$src" ] && [ -e "$src/.dcg-recipe" ] && [ ! -e "$tree" ] && mv "$src
 if [ "$(cat "$tree/.dcg-recipe" 2>/dev/null)" = "$stamp" ]; then
   echo "build.sh: remaking the test kernel's db module in $src (log: $log)" >&2
   rm -rf "$src"; mkdir -p "$(dirname "$src")"; mv "$tree" "$src"
+  # Kbuild remakes the db when the dwarfscan binary is newer than it; cargo can hand back
+  # an older build of it with its old time, so the db goes and is made again for sure.
+  rm -f "$src/kernel/dcg/sigdb.bin"
 else
   echo "build.sh: building the test kernel in $src (~7 min on 2 cores; log: $log)" >&2
   tmp=$(mktemp -d "$kcache/.testkernel-deb.XXXXXX")
