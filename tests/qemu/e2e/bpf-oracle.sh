@@ -66,7 +66,7 @@ c=$!
 wait_for /tmp/c.err 'dcg: tracing' 240
 kill -INT $c; wait $c; echo "after SIGINT rc=$?"
 # (What it wrote, and any OOM kill: a session that ends must not grow without bound.)
-echo "output after SIGINT: $(wc -c < /tmp/c.out) bytes, $(wc -l < /tmp/c.out) lines, deepest indent $(awk '{ match($0, /^ */); if (RLENGTH > m) m = RLENGTH } END { print m + 0 }' /tmp/c.out)"
+echo "output after SIGINT: $(wc -c < /tmp/c.out) bytes, $(wc -l < /tmp/c.out) lines, deepest nesting $(awk '{ i = index($0, "|"); if (i) { s = substr($0, i + 1); match(s, /^ */); if (RLENGTH > m) m = RLENGTH } } END { print int(m / 2) }' /tmp/c.out)"
 dmesg | grep -iE 'out of memory|killed process|oom-kill' | head -3
 rm -f /tmp/c.err # (the next wait_for must not see this session's line)
 dcg trace --engine bpf --db $DB --func do_sys_openat2 -- sh -c 'while true; do cat /proc/version > /dev/null; done' > /tmp/c.out 2> /tmp/c.err &
