@@ -910,12 +910,8 @@ mod decode_speed {
         funcs.set_pointer_names(&pointer_names);
         let (sinks, _) = Sinks::for_output(&Output {
             json: true,
-            errors_only: false,
-            color: false,
             cpu_width: 1,
-            probe_notes: false,
-            threads: false,
-            report: false,
+            ..Output::default()
         });
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
