@@ -47,27 +47,43 @@ else
 fi
 end module
 
-begin irqs
 # Reads long enough for the timer to fire inside them: the interrupts' calls marked in
 # the text, their context in the saved calls; hidden with --irqs hide.
-dcg trace --db $DB --show-retvals --func ksys_read --output /tmp/irq.calls \
-	-- dd if=/dev/zero of=/dev/null bs=32M count=2 > /tmp/irq.txt 2> /tmp/irq.err
-echo "rc=$?"
-echo "marks: $(grep -c '==========> |' /tmp/irq.txt)"
-echo "ends: $(grep -c '<========== |' /tmp/irq.txt)"
-echo "irq time said: $(grep -c '\*/ /\* irqs [0-9.]* us \*/' /tmp/irq.txt)"
-echo "interrupt records: $(grep -cE '"ctx":"(irq|softirq|nmi)"' /tmp/irq.calls)"
-echo "task records: $(grep -c '"ctx":"task"' /tmp/irq.calls)"
-echo "--- first interrupt"
-grep -m1 -B2 -A6 '==========> |' /tmp/irq.txt
-echo "--- its record"
-grep -m1 -E '"ctx":"(irq|softirq)"' /tmp/irq.calls | cut -c1-300
-dcg trace --db $DB --irqs hide --show-retvals --func ksys_read \
-	-- dd if=/dev/zero of=/dev/null bs=32M count=2 > /tmp/irq-hidden.txt 2>&1
-echo "hidden rc=$?"
-echo "hidden marks: $(grep -c '==========> |' /tmp/irq-hidden.txt)"
-echo "hidden reads: $(grep -c 'ksys_read' /tmp/irq-hidden.txt)"
+READ='dd if=/dev/zero of=/dev/null bs=32M count=2'
+irqs_shown() { # NAME DCG-ARGS...: the marks and contexts of one session
+	n=$1; shift
+	dcg trace "$@" --db $DB --func ksys_read --output /tmp/$n.calls -- $READ > /tmp/$n.txt 2> /tmp/$n.err
+	echo "rc=$?"
+	echo "marks: $(grep -c '==========> |' /tmp/$n.txt)"
+	echo "ends: $(grep -c '<========== |' /tmp/$n.txt)"
+	echo "irq time said: $(grep -c '\*/ /\* irqs [0-9.]* us \*/' /tmp/$n.txt)"
+	echo "interrupt records: $(grep -cE '"ctx":"(irq|softirq|nmi)"' /tmp/$n.calls)"
+	echo "task records: $(grep -c '"ctx":"task"' /tmp/$n.calls)"
+	echo "--- first interrupt"
+	grep -m1 -B2 -A6 '==========> |' /tmp/$n.txt
+	echo "--- its record"
+	grep -m1 -E '"ctx":"(irq|softirq)"' /tmp/$n.calls | cut -c1-300
+}
+irqs_hidden() { # NAME DCG-ARGS...: the same with --irqs hide
+	n=$1; shift
+	dcg trace "$@" --db $DB --irqs hide --func ksys_read --output /tmp/$n.calls -- $READ > /tmp/$n.txt 2>&1
+	echo "hidden rc=$?"
+	echo "hidden marks: $(grep -c '==========> |' /tmp/$n.txt)"
+	echo "hidden interrupt records: $(grep -cE '"ctx":"(irq|softirq|nmi)"' /tmp/$n.calls)"
+	echo "hidden reads: $(grep -c 'ksys_read' /tmp/$n.txt)"
+}
+
+begin irqs
+irqs_shown irq --show-retvals
+irqs_hidden irq-hidden --show-retvals
 end irqs
+
+begin fgraph-irqs
+# The same with the function_graph engine (funcgraph-irqs on, the context of each call
+# from its records' flags); --irqs hide turns funcgraph-irqs off and leaves softirqs out.
+irqs_shown fgi --engine fgraph
+irqs_hidden fgi-hidden --engine fgraph
+end fgraph-irqs
 
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30

@@ -141,6 +141,8 @@ pub struct Decoder<'a> {
     shift: usize,
     /// Scratch for a probe event's fields.
     fields: ArgList,
+    /// Calls from binary records carry the context their records were written in.
+    contexts: bool,
 }
 
 impl<'a> Decoder<'a> {
@@ -171,6 +173,7 @@ impl<'a> Decoder<'a> {
             lines: 0,
             shift: 0,
             fields: ArgList::default(),
+            contexts: false,
         }
     }
 
@@ -178,6 +181,13 @@ impl<'a> Decoder<'a> {
     /// `idmap=&nop_mnt_idmap`, `actor=filldir64`.
     pub fn set_pointer_names(&mut self, names: &'a dcg_dbset::symbols::SymbolMap) {
         self.tree.funcs.set_pointer_names(names);
+    }
+
+    /// Give every call from binary records ([`Decoder::feed_record`]) the context it ran
+    /// in (task, irq, softirq, NMI: its records' flags), and mark where an interrupt
+    /// subtree begins and ends inside a task's tree.
+    pub fn mark_contexts(&mut self) {
+        self.contexts = true;
     }
 
     /// Also feed `sink`.

@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -147,9 +148,13 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Tar
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
 /// (the names of the seeds alone when the kernel's text cannot be read).
-fn own_path(kallsyms: &str, fp: &dcg_bpf::Footprint) -> HashSet<String> {
+fn own_path(
+    kt: Option<&crate::callees::KernelText>,
+    kallsyms: &str,
+    fp: &dcg_bpf::Footprint,
+) -> HashSet<String> {
     let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
-    let Some(kt) = crate::callees::KernelText::with_kallsyms(kallsyms) else {
+    let Some(kt) = kt else {
         return seeds.into_iter().collect();
     };
     if let Some(base) = kt.address_of("__bpf_call_base") {
@@ -197,6 +202,46 @@ fn own_path(kallsyms: &str, fp: &dcg_bpf::Footprint) -> HashSet<String> {
     own
 }
 
+/// The sites by the addresses the program reports functions at (indices in `sites`).
+fn site_index(sites: &[Site]) -> HashMap<u64, u32> {
+    let mut at = HashMap::with_capacity(2 * sites.len());
+    for (i, s) in sites.iter().enumerate() {
+        // The program names a function by its start where IBT left its endbr64 live,
+        // by the site after it where IBT sealed it.
+        at.entry(s.addr - dcg_bpf::ENDBR_LEN).or_insert(i as u32);
+        at.insert(s.addr, i as u32);
+    }
+    at
+}
+
+/// The name a site is shown by. The file names an address by one of its symbols, which
+/// can be a section label (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and
+/// function_graph print it): the symbol there that the db knows wins.
+fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
+    if set.by_name(&site.name).next().is_some() {
+        return site.name.clone();
+    }
+    kallsyms
+        .all_at(site.addr)
+        .map(|(n, _)| n)
+        .find(|n| set.by_name(n).next().is_some())
+        .unwrap_or(&site.name)
+        .to_string()
+}
+
+/// Log dcg's CPU time so far after `what` (debug).
+fn cpu_time(what: &str) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    if let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) {
+        let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
+        debug(format_args!(
+            "{what}; dcg's CPU time so far: user {} ms, system {} ms",
+            ms(u.user_time()),
+            ms(u.system_time())
+        ));
+    }
+}
+
 /// An entry waiting for its string records (they follow it in the ring buffer).
 struct Pending {
     tid: u32,
@@ -234,8 +279,12 @@ struct Feed<'a> {
     inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
-    /// Function by address: its id, name and module (shared, cloned per record).
+    /// Function by address: its id, name and module (shared, cloned per record), for the
+    /// functions seen so far.
     names: HashMap<u64, Named>,
+    /// The traceable sites, and by address ([`site_index`]): named when first seen.
+    sites: Vec<Site>,
+    site_at: HashMap<u64, u32>,
     kallsyms: Kallsyms,
     pending: HashMap<u32, Pending>,
     comms: HashMap<u32, Rc<str>>,
@@ -250,10 +299,47 @@ struct Feed<'a> {
     lost_at: HashMap<Rc<str>, u64>,
 }
 
-impl Feed<'_> {
+impl<'a> Feed<'a> {
+    /// A feed into `tree` (its depth and inline frames set) and `sinks`, for a session
+    /// with `args`' values and `--irqs`.
+    fn new(
+        tree: CallTree<'a>,
+        sinks: Sinks<'a>,
+        inlines: Vec<sigdb::Instance<'a>>,
+        (sites, site_at): (Vec<Site>, HashMap<u64, u32>),
+        kallsyms: Kallsyms,
+        args: &TraceOptions,
+    ) -> Self {
+        Feed {
+            inline_frames: tree.inline_frames(),
+            tree,
+            inlines,
+            sinks,
+            obuf: Vec::with_capacity(1 << 16),
+            names: HashMap::new(),
+            sites,
+            site_at,
+            kallsyms,
+            pending: HashMap::new(),
+            comms: HashMap::new(),
+            args: args.args,
+            retvals: args.show_retvals,
+            hide_irqs: args.hide_irqs,
+            hidden: HashMap::new(),
+            lost_at: HashMap::new(),
+        }
+    }
+
     fn func(&mut self, ip: u64) -> Named {
         if let Some(v) = self.names.get(&ip) {
             return v.clone();
+        }
+        if let Some(s) = self.site_at.get(&ip).map(|&i| &self.sites[i as usize]) {
+            let name = site_name(s, self.tree.funcs.set(), &self.kallsyms);
+            let id = self.tree.funcs.intern(&name, s.module.as_deref());
+            let v = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
+            self.names.insert(ip, v.clone());
+            return v;
         }
         // Not a site of the file: the symbol at the address the db knows, else the one
         // kallsyms resolves to (see `run` for why they can differ).
@@ -480,14 +566,17 @@ pub fn run(
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
+    debug(format_args!("BPF session: reading the sites"));
     let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
         .map_err(KtraceError::Available)?;
     let sites = parse_sites(&sites_text);
+    drop(sites_text);
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
-    let kallsyms = Kallsyms::parse(&kallsyms_text);
-    // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-    let pointer_names = SymbolMap::from_kallsyms(&kallsyms_text);
     let mut targets = targets(&sites, &roots, set, args.args);
+    debug(format_args!(
+        "{} sites and kallsyms read; loading the programs",
+        sites.len()
+    ));
     let mut child = if args.command.is_empty() {
         None
     } else {
@@ -498,53 +587,90 @@ pub fn run(
         .map(|c| c.pid())
         .or(args.pid)
         .map(|p| vec![p as u32]);
-    // Each inlined copy's first instruction, where the running kernel has its container.
-    let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
-    let mut probe_addrs = Vec::new();
-    for i in inlines {
-        let Some(c) = i.caller() else { continue };
-        let module = c
-            .module()
-            .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
-            .map(|m| m.name());
-        match kallsyms.addr_of(c.symbol(), module) {
-            Some(start) if i.entry_pc() >= c.addr() => {
-                probed.push(*i);
-                probe_addrs.push(start + (i.entry_pc() - c.addr()));
+    // What only decoding needs (the symbol tables, the sites by address) is made in
+    // threads while the kernel loads and attaches the programs.
+    let (attached, kallsyms, pointer_names, site_at, probed) = std::thread::scope(|sc| {
+        let (ktx, krx) = std::sync::mpsc::channel();
+        let (text, sites) = (&kallsyms_text, &sites);
+        let symbols = sc.spawn(move || {
+            let kallsyms = Arc::new(Kallsyms::parse(text));
+            // The receiver is alive until this thread is joined.
+            let _ = ktx.send(Arc::clone(&kallsyms));
+            // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+            let pointer_names = SymbolMap::from_kallsyms(text);
+            (pointer_names, site_index(sites))
+        });
+        let kernel_text = sc.spawn(move || crate::callees::KernelText::with_kallsyms(text));
+        // Loaded first: what the programs call decides what they are not attached to.
+        let attached = Loaded::load(&targets, !inlines.is_empty()).inspect(|loaded| {
+            debug(format_args!("loaded"));
+            let kt = kernel_text
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let own = own_path(kt.as_ref(), &kallsyms_text, &loaded.footprint());
+            drop(kt);
+            let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
+            listed.sort_unstable();
+            debug(format_args!(
+                "not attached (the program's own path, {}): {}",
+                own.len(),
+                listed.join(" ")
+            ));
+            let skip: HashSet<u64> = sites
+                .iter()
+                .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
+                .map(|s| s.addr)
+                .collect();
+            targets.retain(|t| !skip.contains(&t.addr));
+        });
+        let kallsyms: Arc<Kallsyms> = match krx.recv() {
+            Ok(k) => k,
+            // The thread panicked before it parsed: its panic, here.
+            Err(_) => match symbols.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(_) => unreachable!("the symbols thread sends before it returns"),
+            },
+        };
+        // Each inlined copy's first instruction, where the running kernel has its
+        // container.
+        let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
+        let mut probe_addrs = Vec::new();
+        for i in inlines {
+            let Some(c) = i.caller() else { continue };
+            let module = c
+                .module()
+                .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+                .map(|m| m.name());
+            match kallsyms.addr_of(c.symbol(), module) {
+                Some(start) if i.entry_pc() >= c.addr() => {
+                    probed.push(*i);
+                    probe_addrs.push(start + (i.entry_pc() - c.addr()));
+                }
+                _ => notify(Notice::InlineProbeFailed {
+                    func: i
+                        .callee()
+                        .map_or_else(String::new, |f| f.name().to_string()),
+                    container: c.symbol().to_string(),
+                    why: "its container is not in /proc/kallsyms".into(),
+                }),
             }
-            _ => notify(Notice::InlineProbeFailed {
-                func: i
-                    .callee()
-                    .map_or_else(String::new, |f| f.name().to_string()),
-                container: c.symbol().to_string(),
-                why: "its container is not in /proc/kallsyms".into(),
-            }),
         }
-    }
-    // Loaded first: what the programs call decides what they are not attached to.
-    let attached = Loaded::load(&targets, !probe_addrs.is_empty()).and_then(|loaded| {
-        let own = own_path(&kallsyms_text, &loaded.footprint());
-        let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
-        listed.sort_unstable();
-        debug(format_args!(
-            "not attached (the program's own path, {}): {}",
-            own.len(),
-            listed.join(" ")
-        ));
-        let skip: HashSet<u64> = sites
-            .iter()
-            .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
-            .map(|s| s.addr)
-            .collect();
-        targets.retain(|t| !skip.contains(&t.addr));
-        debug(format_args!(
-            "attaching to {} functions, {} inlined copies",
-            targets.len(),
-            probe_addrs.len()
-        ));
-        loaded.attach(&targets, &probe_addrs, procs.as_deref())
+        let attached = attached.and_then(|loaded| {
+            debug(format_args!(
+                "attaching to {} functions, {} inlined copies",
+                targets.len(),
+                probe_addrs.len()
+            ));
+            loaded.attach(&targets, &probe_addrs, procs.as_deref())
+        });
+        debug(format_args!("attach returned"));
+        let (pointer_names, site_at) = symbols
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (attached, kallsyms, pointer_names, site_at, probed)
     });
     drop(kallsyms_text);
+    let kallsyms = Arc::try_unwrap(kallsyms).unwrap_or_else(|k| (*k).clone());
     let mut capture = match attached {
         Ok(c) => c,
         Err(e) => {
@@ -570,30 +696,6 @@ pub fn run(
 
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
-    let mut names = HashMap::new();
-    for s in &sites {
-        // The file names an address by one of its symbols, which can be a section label
-        // (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and function_graph
-        // print it): the symbol there that the db knows wins.
-        let name = if set.by_name(&s.name).next().is_some() {
-            s.name.clone()
-        } else {
-            kallsyms
-                .all_at(s.addr)
-                .map(|(n, _)| n)
-                .find(|n| set.by_name(n).next().is_some())
-                .unwrap_or(&s.name)
-                .to_string()
-        };
-        let id = funcs.intern(&name, s.module.as_deref());
-        let named: Named = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
-        // The program names a function by its start where IBT left its endbr64 live,
-        // by the site after it where IBT sealed it.
-        names
-            .entry(s.addr - dcg_bpf::ENDBR_LEN)
-            .or_insert_with(|| named.clone());
-        names.insert(s.addr, named);
-    }
     let (sinks, collected) = Sinks::for_output(&Output {
         json: args.json,
         errors_only: args.errors_only,
@@ -605,23 +707,7 @@ pub fn run(
     });
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
-    let inline_frames = tree.inline_frames();
-    let mut feed = Feed {
-        tree,
-        inlines: probed,
-        inline_frames,
-        sinks,
-        obuf: Vec::with_capacity(1 << 16),
-        names,
-        kallsyms,
-        pending: HashMap::new(),
-        comms: HashMap::new(),
-        args: args.args,
-        retvals: args.show_retvals,
-        hide_irqs: args.hide_irqs,
-        hidden: HashMap::new(),
-        lost_at: HashMap::new(),
-    };
+    let mut feed = Feed::new(tree, sinks, probed, (sites, site_at), kallsyms, args);
     let saved = match &args.output {
         Some(path) => {
             let file = OutputFile::create(path)?;
@@ -646,6 +732,7 @@ pub fn run(
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
+    cpu_time("command resumed");
     let start = Instant::now();
     let deadline = args
         .duration
@@ -671,6 +758,17 @@ pub fn run(
             capture.drain()?;
             std::thread::sleep(POLL);
             continue;
+        }
+        // The session ends after this read: the programs are detached first (the records
+        // stay in the ring until it is freed), then decoded without the programs firing
+        // on every function the decoding reaches in the kernel.
+        if exited
+            || tracefs::stop_requested().is_some()
+            || deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            debug(format_args!("detaching"));
+            capture.detach();
+            cpu_time("detached");
         }
         let mut err = None;
         capture.consume(|r| {
@@ -704,19 +802,14 @@ pub fn run(
         }
         std::thread::sleep(POLL);
     };
-    debug(format_args!("loop ended: {stop_reason}"));
-    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
-        let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
-        debug(format_args!(
-            "dcg's own CPU time: user {} ms, system {} ms",
-            ms(u.user_time()),
-            ms(u.system_time())
-        ));
-    }
+    cpu_time(&format!("loop ended: {stop_reason}"));
+    // Ended on a count: detached now.
+    capture.detach();
     feed.flush_all()?;
     feed.tree.finish(&mut feed.sinks, &mut feed.obuf)?;
     feed.write_out(out)?;
     out.flush()?;
+    debug(format_args!("records decoded and written"));
     summary.lost_in_stream = capture.lost();
     summary.bpf_missed = capture.missed();
     // Recorded tasks' runs find the counter; a session that recorded nothing has no
@@ -727,6 +820,7 @@ pub fn run(
         summary.bpf_missed
     ));
     drop(capture);
+    debug(format_args!("ring and programs closed"));
     if let Some(c) = child.as_mut() {
         c.terminate(Signal::SIGTERM);
     }
@@ -745,6 +839,7 @@ pub fn run(
     if let Some(file) = saved {
         file.commit()?;
     }
+    debug(format_args!("output committed"));
     Ok(summary)
 }
 
@@ -763,5 +858,132 @@ mod tests {
             (0xffffffff81001000, "do_one_initcall")
         );
         assert_eq!(s[1].module.as_deref(), Some("binfmt_misc"));
+    }
+}
+
+/// Decoding speed, on records made up from a real kernel's db and `System.map`
+/// (`DCG_DECODE_DB=k.sigdb DCG_DECODE_MAP=System.map cargo test --release -p dcg-ktrace
+/// decode_speed -- --ignored --nocapture`): trees of a root with nested calls of the
+/// db's functions, each call an entry and a return record, decoded into JSON lines.
+#[cfg(test)]
+mod decode_speed {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn decode_speed() {
+        let (Some(db), Some(map)) = (
+            std::env::var_os("DCG_DECODE_DB"),
+            std::env::var_os("DCG_DECODE_MAP"),
+        ) else {
+            return;
+        };
+        let set = DbSet::new(vec![sigdb::Db::open(Path::new(&db)).unwrap()]);
+        let text = std::fs::read_to_string(map).unwrap();
+        let kallsyms = Kallsyms::parse(&text);
+        let sites: Vec<Site> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                let name = it.next()?;
+                (matches!(kind, "t" | "T") && set.by_name(name).next().is_some()).then(|| Site {
+                    addr,
+                    name: name.to_string(),
+                    module: None,
+                })
+            })
+            .collect();
+        let pool: Vec<u64> = sites
+            .iter()
+            .step_by(sites.len() / 300)
+            .map(|s| s.addr)
+            .collect();
+        let root = sites
+            .iter()
+            .find(|s| s.name == "do_faccessat")
+            .unwrap()
+            .addr;
+        let pointer_names = SymbolMap::from_kallsyms(&text);
+        let mut funcs = FuncTable::new(&set);
+        funcs.set_pointer_names(&pointer_names);
+        let (sinks, _) = Sinks::for_output(&Output {
+            json: true,
+            cpu_width: 1,
+            ..Output::default()
+        });
+        let mut tree = CallTree::new(funcs, Shape::Flat, 0);
+        tree.show_inline_frames(set.has_inline_instances());
+        let site_at = site_index(&sites);
+        let opts = TraceOptions {
+            show_retvals: true,
+            ..TraceOptions::default()
+        };
+        let mut feed = Feed::new(tree, sinks, Vec::new(), (sites, site_at), kallsyms, &opts);
+        let mut out =
+            std::io::BufWriter::new(std::fs::File::create("/tmp/decode-speed.json").unwrap());
+        let (mut ts, mut k, mut records) = (0u64, 0usize, 0usize);
+        let t = Instant::now();
+        for _ in 0..3000 {
+            // A root, then 38 calls: each the child of the last open one, four deep at most.
+            let mut stack = vec![root];
+            let enter = |feed: &mut Feed, ts: u64, ip: u64, parent: u64| {
+                feed.record(Record::Entry {
+                    tid: 7,
+                    tgid: 7,
+                    cpu: 0,
+                    ts,
+                    ip,
+                    callsite: parent + 0x24,
+                    args: [1, 2, 3, 4, 5, 6],
+                    ctx: dcg_bpf::ctx::TASK,
+                })
+                .unwrap();
+            };
+            let exit = |feed: &mut Feed, ts: u64, ip: u64| {
+                feed.record(Record::Exit {
+                    tid: 7,
+                    cpu: 0,
+                    ts,
+                    ip,
+                    rax: (ts % 5).wrapping_sub(2),
+                    rdx: 0,
+                    ctx: dcg_bpf::ctx::TASK,
+                })
+                .unwrap();
+            };
+            ts += 100;
+            enter(&mut feed, ts, root, root);
+            for _ in 0..38 {
+                k += 1;
+                while stack.len() > 4 || (stack.len() > 1 && k % 3 == 0) {
+                    ts += 100;
+                    exit(&mut feed, ts, stack.pop().unwrap());
+                    records += 1;
+                }
+                let ip = pool[k * 7 % pool.len()];
+                ts += 100;
+                enter(&mut feed, ts, ip, *stack.last().unwrap());
+                records += 1;
+                stack.push(ip);
+            }
+            while let Some(ip) = stack.pop() {
+                ts += 100;
+                exit(&mut feed, ts, ip);
+                records += 1;
+            }
+            records += 1;
+            feed.write_out(&mut out).unwrap();
+        }
+        feed.flush_all().unwrap();
+        feed.write_out(&mut out).unwrap();
+        out.flush().unwrap();
+        let el = t.elapsed();
+        eprintln!(
+            "{records} records decoded in {:.3} s: {:.2} us/record",
+            el.as_secs_f64(),
+            el.as_secs_f64() * 1e6 / records as f64
+        );
     }
 }

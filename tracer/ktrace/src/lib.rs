@@ -477,7 +477,6 @@ impl<'s> Setup<'s> {
             Some(Child::spawn_stopped(&args.command)?)
         };
         let target = child.as_ref().map(|c| c.pid()).or(args.pid);
-        opt(&sess, "funcgraph-irqs", false)?;
         opt(&sess, "funcgraph-proc", true)?;
         opt(&sess, "funcgraph-tail", false)?;
         let kernel_retvals = args.show_retvals && feat.retval;
@@ -490,6 +489,11 @@ impl<'s> Setup<'s> {
         // traced loop under TCG: give it 16 MiB.
         let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
         let raw = !probes_needed && std::env::var_os("DCG_FGRAPH_TEXT").is_none();
+        // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
+        // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
+        // context it ran in, read from the binary records. The text (probe events'
+        // sessions) has no context per line: hardirqs are left out there, as before.
+        opt(&sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
@@ -612,14 +616,19 @@ impl<'s> Setup<'s> {
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
         if !(self.want_exit || self.want_entry) && std::env::var_os("DCG_FGRAPH_TEXT").is_none() {
-            let filter = rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
+            let mut filter =
+                rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
+            filter.hide_irqs(self.args.hide_irqs);
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
                 Ok(raw) => {
                     debug(format_args!("reading trace_pipe_raw"));
                     self.raw = Some(raw);
                     return Ok(());
                 }
-                Err(e) => debug(format_args!("trace_pipe_raw unusable ({e}): reading text")),
+                Err(e) => {
+                    debug(format_args!("trace_pipe_raw unusable ({e}): reading text"));
+                    opt(&self.sess, "funcgraph-irqs", false)?;
+                }
             }
         }
         self.pipe = Some(self.sess.open_pipe()?);
@@ -651,6 +660,7 @@ impl<'s> Setup<'s> {
         let pointer_names = SymbolMap::from_kallsyms(&self.kallsyms);
         let mut dec = Decoder::with_sinks(self.set, opts, sinks);
         dec.set_pointer_names(&pointer_names);
+        dec.mark_contexts();
         let saved = match &args.output {
             Some(path) => {
                 let file = OutputFile::create(path)?;

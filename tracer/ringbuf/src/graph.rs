@@ -7,6 +7,34 @@ use crate::format::{read_uint, Format};
 use crate::page::Record;
 use crate::RingError;
 
+/// The context a record was written in, from its `common_flags` (the kernel's
+/// `TRACE_FLAG_*` bits, the same since Linux 4.x: hardirq 0x08, softirq 0x10 — serving
+/// one —, NMI 0x40).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordContext {
+    /// Process context.
+    Task,
+    /// A hard interrupt.
+    Irq,
+    /// A softirq being served.
+    Softirq,
+    /// A non-maskable interrupt.
+    Nmi,
+}
+
+/// The context of a record with `common_flags` `flags`.
+pub fn context_of(flags: u8) -> RecordContext {
+    if flags & 0x40 != 0 {
+        RecordContext::Nmi
+    } else if flags & 0x08 != 0 {
+        RecordContext::Irq
+    } else if flags & 0x10 != 0 {
+        RecordContext::Softirq
+    } else {
+        RecordContext::Task
+    }
+}
+
 /// A function_graph record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GraphRecord<'a> {
@@ -24,6 +52,8 @@ pub enum GraphRecord<'a> {
         retaddr: Option<u64>,
         /// Argument words (`funcgraph-args`), in parameter order.
         args: Vec<u64>,
+        /// The record's context flags (`common_flags`, see [`context_of`]).
+        flags: u8,
     },
     /// A function returned.
     Exit {
@@ -41,6 +71,8 @@ pub enum GraphRecord<'a> {
         calltime: u64,
         /// Return time (ns).
         rettime: u64,
+        /// The record's context flags (`common_flags`, see [`context_of`]).
+        flags: u8,
     },
     /// A trace marker (`print`).
     Print {
@@ -85,6 +117,7 @@ pub struct GraphFormats {
     exit: Exit,
     print: Option<(u16, usize)>,
     pid: usize,
+    flags: usize,
 }
 
 impl GraphFormats {
@@ -122,6 +155,8 @@ impl GraphFormats {
             exit,
             print: find("print").and_then(|f| Some((f.id, f.field("buf")?.offset))),
             pid: entry_format.require("common_pid")?.offset,
+            // After the type (2 bytes) in every kernel's common header.
+            flags: entry_format.field("common_flags").map_or(2, |f| f.offset),
         })
     }
 
@@ -130,6 +165,7 @@ impl GraphFormats {
         let d = rec.data;
         let id = read_uint(d, 0, 2)? as u16;
         let pid = read_uint(d, self.pid, 4)? as u32;
+        let flags = read_uint(d, self.flags, 1)? as u8;
         let word = |at: usize| read_uint(d, at, 8);
         let entry = match (&self.retaddr_entry, id) {
             (_, i) if i == self.entry.id => Some(&self.entry),
@@ -151,6 +187,7 @@ impl GraphFormats {
                 depth: read_uint(d, e.depth.0, e.depth.1)? as u32,
                 retaddr: e.retaddr.and_then(word),
                 args,
+                flags,
             });
         }
         if id == self.exit.id {
@@ -166,6 +203,7 @@ impl GraphFormats {
                 },
                 calltime: word(x.calltime)?,
                 rettime: word(x.rettime)?,
+                flags,
             });
         }
         if let Some((_, buf)) = self.print.filter(|(i, _)| *i == id) {

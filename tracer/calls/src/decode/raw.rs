@@ -5,9 +5,10 @@
 use std::io::Write;
 
 use dcg_dbset::kallsyms::Kallsyms;
-use dcg_ringbuf::graph::GraphRecord;
+use dcg_ringbuf::graph::{context_of, GraphRecord, RecordContext};
 
 use super::Decoder;
+use crate::record::Context;
 use crate::sink::{Note, Task};
 use crate::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 
@@ -44,6 +45,8 @@ impl Decoder<'_> {
                 depth,
                 args,
                 retaddr,
+                flags,
+                ..
             } => {
                 let (name, module) = name_of(*func);
                 let callsite = retaddr.and_then(|a| syms.describe(a));
@@ -70,7 +73,7 @@ impl Decoder<'_> {
                     site,
                     comment: None,
                     layout: None,
-                    ctx: None,
+                    ctx: self.contexts.then(|| context(*flags)),
                 };
                 self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
             }
@@ -112,5 +115,15 @@ impl Decoder<'_> {
             GraphRecord::Other { .. } => {}
         }
         self.flush_out(out)
+    }
+}
+
+/// The call tree's context of a record with `common_flags` `flags`.
+fn context(flags: u8) -> Context {
+    match context_of(flags) {
+        RecordContext::Task => Context::Task,
+        RecordContext::Irq => Context::Irq,
+        RecordContext::Softirq => Context::Softirq,
+        RecordContext::Nmi => Context::Nmi,
     }
 }

@@ -179,7 +179,7 @@ impl CallTree<'_> {
 
     /// An interrupt subtree that took `duration_ns` ended: its time is in every call of
     /// the interrupted context still open.
-    fn count_irq_time(&mut self, ti: usize, f: &Frame, duration_ns: Option<u64>) {
+    pub(super) fn count_irq_time(&mut self, ti: usize, f: &Frame, duration_ns: Option<u64>) {
         let (true, Some(ns)) = (f.irq_entry, duration_ns) else {
             return;
         };

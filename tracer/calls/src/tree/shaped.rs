@@ -80,6 +80,15 @@ impl CallTree<'_> {
         if error {
             self.counts.errors += 1;
         }
+        // The context it ran in, and whether an interrupt subtree begins with it (its
+        // caller: the innermost open call above its depth).
+        let caller_ctx = self.tasks[ti]
+            .stack
+            .iter()
+            .rev()
+            .find(|f| f.depth < e.depth)
+            .and_then(|f| f.ctx);
+        let irq_entry = e.ctx.is_some_and(|c| c.begins_subtree(caller_ctx));
         if e.leaf {
             self.counts.calls += 1;
             if !shown {
@@ -111,8 +120,8 @@ impl CallTree<'_> {
                 opened: !hold,
                 origins: Origins::new(),
                 inline: None,
-                ctx: None,
-                irq_entry: false,
+                ctx: e.ctx,
+                irq_entry,
                 irq_ns: 0,
                 lost_here: 0,
                 lost: 0,
@@ -147,6 +156,8 @@ impl CallTree<'_> {
             comment: e.comment,
             layout,
             open_after: self.tasks[ti].stack.len(),
+            ctx: e.ctx,
+            irq_entry,
             ..self.view(if e.leaf { Kind::Leaf } else { Kind::Open }, e.func, e.task)
         };
         sink.call(&view, out)
@@ -210,6 +221,9 @@ impl CallTree<'_> {
         let Some(func) = x.func.or(frame.as_ref().map(|f| f.func)) else {
             return Ok(false);
         };
+        if let Some(f) = &frame {
+            self.count_irq_time(ti, f, x.duration_ns);
+        }
         let probe = self.take_pending_ret(ti, func);
         let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
         self.count_return(func, frame.is_some(), shown, error);
@@ -239,6 +253,9 @@ impl CallTree<'_> {
             view.parent = f.parent;
             view.args = &f.args;
             view.time_ns = f.time_ns;
+            view.ctx = f.ctx;
+            view.irq_entry = f.irq_entry;
+            view.irq_ns = (f.irq_ns > 0).then_some(f.irq_ns);
         }
         sink.call(&view, out)?;
         Ok(true)
@@ -311,6 +328,8 @@ impl CallTree<'_> {
             comment: h.comment.as_deref(),
             layout: super::inline::laid_out(&shifted, own),
             open_after: self.tasks[ti].stack.len(),
+            ctx: f.ctx,
+            irq_entry: f.irq_entry,
             ..self.view(Kind::Open, h.func, h.task())
         };
         sink.call(&view, out)
@@ -327,6 +346,7 @@ impl CallTree<'_> {
     ) -> io::Result<()> {
         let h = self.tasks[ti].held.take().expect("held");
         let f = self.tasks[ti].stack.pop().expect("held frame");
+        self.count_irq_time(ti, &f, x.duration_ns);
         let probe = self.take_pending_ret(ti, h.func);
         let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
         self.count_return(h.func, true, shown, error);
@@ -351,6 +371,9 @@ impl CallTree<'_> {
             comment: h.comment.as_deref(),
             layout: super::inline::laid_out(&shifted, x.layout),
             open_after: self.tasks[ti].stack.len(),
+            ctx: f.ctx,
+            irq_entry: f.irq_entry,
+            irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
             ..self.view(Kind::Leaf, h.func, x.task)
         };
         sink.call(&view, out)
