@@ -400,8 +400,19 @@ impl<'b> Writer<'b> {
         let (unique, new_index) = order;
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
-        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, new_index))?;
-        let inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let (mut inline_index, inline_callers) =
+            crate::callers::encode(&inline_edges(b, new_index))?;
+        let mut inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let inline = compress_blocks(
+            inline_index.iter_mut().map(|b| &mut b.offset),
+            &inline_callers,
+            "inline caller lists (a frame past 16 MiB)",
+        )?;
+        let inst_data = compress_blocks(
+            inst.index.iter_mut().map(|b| &mut b.offset),
+            &inst.data,
+            "inline instances (a frame past 16 MiB)",
+        )?;
         let modules = self.module_records(unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
@@ -415,13 +426,15 @@ impl<'b> Writer<'b> {
             self.params.as_bytes(),
             names.as_bytes(),
             inline_index.as_bytes(),
-            &inline_callers,
+            &inline.bytes,
             inst.index.as_bytes(),
-            &inst.data,
+            &inst_data.bytes,
             inst.files.as_bytes(),
             self.param_values.as_bytes(),
             buckets.as_bytes(),
             code.as_bytes(),
+            inline.frames.as_bytes(),
+            inst_data.frames.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -434,13 +447,15 @@ impl<'b> Writer<'b> {
             self.params.len(),
             names.len(),
             inline_index.len(),
-            inline_callers.len(),
+            inline.bytes.len(),
             inst.index.len(),
-            inst.data.len(),
+            inst_data.bytes.len(),
             inst.files.len(),
             self.param_values.len(),
             buckets.len(),
             code.len(),
+            inline.frames.len(),
+            inst_data.frames.len(),
         ];
         assemble(b, &sections, &counts, inst.count)
     }
@@ -659,31 +674,41 @@ impl<'b> Writer<'b> {
 /// output functions in order, and each builder function's output index.
 fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     let fp = b.fingerprints();
-    let key = |f: &FunctionDesc| {
-        (
-            f.module,
-            // Functions without code first in their module.
-            !f.flags.contains(FuncFlags::INLINE_ONLY),
-            f.addr,
-            f.size,
-            f.name.clone(),
-            f.symbol.clone(),
-            f.flags,
-            fp[f.ret.0 as usize],
+    // Compared field by field in place: no key is built (and no string copied) per
+    // function.
+    let cmp = |x: &FunctionDesc, y: &FunctionDesc| {
+        let head = |f: &FunctionDesc| {
+            (
+                f.module,
+                // Functions without code first in their module.
+                !f.flags.contains(FuncFlags::INLINE_ONLY),
+                f.addr,
+                f.size,
+            )
+        };
+        fn params<'f>(
+            f: &'f FunctionDesc,
+            fp: &'f [u64],
+        ) -> impl Iterator<Item = (&'f str, u64, Location)> + 'f {
             f.params
                 .iter()
-                .map(|p| (p.name.clone(), fp[p.ty.0 as usize], p.loc))
-                .collect::<Vec<_>>(),
-        )
+                .map(|p| (p.name.as_str(), fp[p.ty.0 as usize], p.loc))
+        }
+        head(x)
+            .cmp(&head(y))
+            .then_with(|| x.name.cmp(&y.name))
+            .then_with(|| x.symbol.cmp(&y.symbol))
+            .then_with(|| x.flags.cmp(&y.flags))
+            .then_with(|| fp[x.ret.0 as usize].cmp(&fp[y.ret.0 as usize]))
+            .then_with(|| params(x, &fp).cmp(params(y, &fp)))
     };
-    let keys: Vec<_> = b.functions.iter().map(key).collect();
     let mut order: Vec<usize> = (0..b.functions.len()).collect();
-    order.sort_by(|&x, &y| keys[x].cmp(&keys[y]));
+    order.sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
     let mut new_index = vec![0u32; b.functions.len()];
     let mut unique: Vec<usize> = Vec::with_capacity(order.len());
     for &i in &order {
         if let Some(&last) = unique.last() {
-            if keys[last] == keys[i] {
+            if cmp(&b.functions[last], &b.functions[i]).is_eq() {
                 new_index[i] = unique.len() as u32 - 1;
                 continue;
             }
@@ -750,6 +775,22 @@ fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> Vec<(u32, u32)> {
     inlines
 }
 
+/// Cut a packed section into compressed frames of [`BLOCKS_PER_FRAME`] blocks; each
+/// block's `offset` (in `data`) becomes its offset in its frame.
+fn compress_blocks<'o>(
+    offsets: impl Iterator<Item = &'o mut zerocopy::little_endian::U32>,
+    data: &[u8],
+    what: &'static str,
+) -> Result<crate::frames::Packed, Error> {
+    let mut offsets: Vec<_> = offsets.collect();
+    let starts: Vec<u32> = offsets.iter().map(|o| o.get()).collect();
+    let packed = crate::frames::pack(&starts, data, BLOCKS_PER_FRAME, what)?;
+    for (o, s) in offsets.iter_mut().zip(&packed.starts) {
+        **o = (*s).into();
+    }
+    Ok(packed)
+}
+
 fn assemble(
     b: &DbBuilder,
     sections: &[&[u8]; SECTION_COUNT],
@@ -757,7 +798,11 @@ fn assemble(
     instance_count: u32,
 ) -> Result<Vec<u8>, Error> {
     let header_size = core::mem::size_of::<Header>();
-    let mut out = vec![0u8; header_size];
+    let total = sections
+        .iter()
+        .fold(header_size, |at, s| at.next_multiple_of(ALIGN) + s.len());
+    let mut out = Vec::with_capacity(total.next_multiple_of(ALIGN));
+    out.resize(header_size, 0);
     let mut table = [SectionEntry::default(); SECTION_COUNT];
     for (i, bytes) in sections.iter().enumerate() {
         while !out.len().is_multiple_of(ALIGN) {
