@@ -1,7 +1,7 @@
 //! Inline caller lists: for each inlined function (callee), the out-of-line functions
 //! holding a copy of it, packed as varint lists in blocks of [`CALLEE_BLOCK`] callees.
 
-use crate::layout::{FrameRecord, InlineBlock, SectionId, BLOCKS_PER_FRAME, CALLEE_BLOCK};
+use crate::layout::{InlineBlock, SectionId, BLOCKS_PER_FRAME, CALLEE_BLOCK};
 use crate::validate::Validator;
 use crate::varint::{self, Cursor};
 use crate::{Db, Error, FormatError};
@@ -191,15 +191,7 @@ impl Db {
 pub(crate) fn validate_index(v: &Validator<'_>, functions: usize) -> Result<(), FormatError> {
     use SectionId::*;
     let index: &[InlineBlock] = v.recs(InlineIndex);
-    let frames: &[FrameRecord] = v.recs(InlineFrames);
-    if let Err(f) = crate::frames::check_table(
-        frames,
-        v.bytes_of(InlineCallers).len(),
-        index.len(),
-        BLOCKS_PER_FRAME,
-    ) {
-        return v.err(InlineFrames, f, "frame table does not match the blocks");
-    }
+    let frames = v.frame_table(InlineCallers, InlineFrames, index.len())?;
     for (b, x) in index.iter().enumerate() {
         if x.callee.get() as usize >= functions {
             return v.err(InlineIndex, b, "function out of bounds");

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::builder::{FuncId, StringTable};
-use crate::layout::{FrameRecord, InstanceBlock, SectionId, BLOCKS_PER_FRAME, INSTANCE_BLOCK};
+use crate::layout::{InstanceBlock, SectionId, BLOCKS_PER_FRAME, INSTANCE_BLOCK};
 use crate::model::Location;
 use crate::validate::Validator;
 use crate::varint::{self, Cursor};
@@ -656,7 +656,6 @@ pub(crate) fn validate_index(
 ) -> Result<(), FormatError> {
     use SectionId::*;
     let blocks: &[InstanceBlock] = v.recs(InstanceIndex);
-    let frames: &[FrameRecord] = v.recs(InstanceFrames);
     let files: &[zerocopy::little_endian::U32] = v.recs(CallFiles);
     for (i, f) in files.iter().enumerate() {
         if !string_ok(f.get()) {
@@ -670,14 +669,7 @@ pub(crate) fn validate_index(
             "block count does not match the instance count",
         );
     }
-    if let Err(f) = crate::frames::check_table(
-        frames,
-        v.bytes_of(InstanceData).len(),
-        blocks.len(),
-        BLOCKS_PER_FRAME,
-    ) {
-        return v.err(InstanceFrames, f, "frame table does not match the blocks");
-    }
+    let frames = v.frame_table(InstanceData, InstanceFrames, blocks.len())?;
     for (k, b) in blocks.iter().enumerate() {
         if b.caller.get() as usize >= functions {
             return v.err(InstanceIndex, k, "function out of bounds");

@@ -119,10 +119,6 @@ impl<'a> Validator<'a> {
         &self.bytes[o..o + l]
     }
 
-    pub(crate) fn bytes_of(&self, id: SectionId) -> &'a [u8] {
-        self.sec(id)
-    }
-
     /// A bad record of a packed section: `at` is its byte offset in the section.
     pub(crate) fn err_at<T>(
         &self,
@@ -147,6 +143,21 @@ impl<'a> Validator<'a> {
         id: SectionId,
     ) -> &'a [T] {
         <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
+    }
+
+    /// The frame table `table` of the compressed section `data`, checked against the
+    /// `blocks` blocks it holds ([`crate::frames::check_table`]).
+    pub(crate) fn frame_table(
+        &self,
+        data: SectionId,
+        table: SectionId,
+        blocks: usize,
+    ) -> Result<&'a [FrameRecord], FormatError> {
+        let frames: &[FrameRecord] = self.recs(table);
+        match crate::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
+            Ok(()) => Ok(frames),
+            Err(f) => self.err(table, f, "frame table does not match the blocks"),
+        }
     }
 
     pub(crate) fn err<T>(
