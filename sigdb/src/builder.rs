@@ -229,57 +229,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// The string section, laid out before the writer runs from the set of strings it will
 /// store ([`DbBuilder::strings_written`]): each string that ends another one is stored as
-/// that one's tail (suffix sharing). The writer then only looks strings up.
-pub(crate) struct StringTable {
+/// that one's tail (suffix sharing). The writer then only looks strings up; the table
+/// borrows them from the builder.
+pub(crate) struct StringTable<'s> {
     bytes: Vec<u8>,
-    offsets: HashMap<String, u32>,
+    offsets: HashMap<&'s str, u32>,
 }
 
-impl StringTable {
-    fn new() -> StringTable {
-        StringTable {
-            bytes: vec![0],
-            offsets: HashMap::from([(String::new(), 0)]),
-        }
-    }
-
+impl<'s> StringTable<'s> {
     /// The final layout of `strings`, which depends on the set alone: strings sorted by
     /// their reversed bytes; one that is a suffix of the next in that order is not
     /// stored but points into it.
-    fn laid_out<'s>(strings: impl Iterator<Item = &'s str>) -> Result<StringTable, Error> {
+    fn laid_out(strings: impl Iterator<Item = &'s str>) -> Result<StringTable<'s>, Error> {
         // Interior NULs cannot be represented; strings keep the part before the first one.
-        let mut rev: Vec<Vec<u8>> = strings
+        let mut sorted: Vec<&'s str> = strings
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
-            .map(|s| s.bytes().rev().collect())
             .collect();
-        rev.sort_unstable();
-        rev.dedup();
-        let mut table = StringTable::new();
+        sorted.sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
+        sorted.dedup();
+        let mut bytes = vec![0];
         // Longest first within each chain of suffixes: walk from the end.
-        let mut offset = vec![0u32; rev.len()];
-        for i in (0..rev.len()).rev() {
-            offset[i] = match rev.get(i + 1) {
-                Some(next) if next.starts_with(&rev[i]) => {
-                    offset[i + 1] + (next.len() - rev[i].len()) as u32
+        let mut offset = vec![0u32; sorted.len()];
+        for i in (0..sorted.len()).rev() {
+            offset[i] = match sorted.get(i + 1) {
+                Some(next) if next.ends_with(sorted[i]) => {
+                    offset[i + 1] + (next.len() - sorted[i].len()) as u32
                 }
                 _ => {
-                    let off =
-                        u32::try_from(table.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-                    table.bytes.extend(rev[i].iter().rev());
-                    table.bytes.push(0);
+                    let off = u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+                    bytes.extend_from_slice(sorted[i].as_bytes());
+                    bytes.push(0);
                     off
                 }
             };
         }
-        for (r, off) in rev.into_iter().zip(offset) {
-            let s: Vec<u8> = r.into_iter().rev().collect();
-            // Reversing twice gives back the UTF-8 it came from.
-            let s =
-                String::from_utf8(s).map_err(|_| Error::Builder("string is not UTF-8".into()))?;
-            table.offsets.insert(s, off);
-        }
-        Ok(table)
+        let mut offsets = HashMap::with_capacity(sorted.len() + 1);
+        offsets.insert("", 0);
+        offsets.extend(sorted.into_iter().zip(offset));
+        Ok(StringTable { bytes, offsets })
     }
 
     /// The offset of `s`, which the layout must hold.
@@ -300,7 +288,7 @@ type EncodedParam = (u32, u32, (u8, u8, u8, i32));
 
 struct Writer<'b> {
     b: &'b DbBuilder,
-    strings: StringTable,
+    strings: StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     type_index: Vec<u32>,
     types: Vec<TypeRecord>,
@@ -312,7 +300,7 @@ struct Writer<'b> {
 }
 
 impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder, strings: StringTable) -> Writer<'b> {
+    fn new(b: &'b DbBuilder, strings: StringTable<'b>) -> Writer<'b> {
         Writer {
             b,
             strings,
