@@ -316,6 +316,35 @@ fn layout_sections(file: &File64<'_>) -> HashMap<SectionIndex, u64> {
     map
 }
 
+/// The file ranges (offset, length) read only while relocating a relocatable file's
+/// DWARF: each relocated `.debug_*` section (its relocated copy is what the scan reads)
+/// and its `.rela` section. Empty for other files.
+pub fn relocation_inputs(data: &[u8]) -> Vec<(u64, u64)> {
+    let Ok(file) = File64::parse(data) else {
+        return Vec::new();
+    };
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Vec::new();
+    }
+    let mut ranges = Vec::new();
+    for id in DWARF_SECTIONS {
+        let (Some(sec), Some(rela)) = (
+            file.section_by_name(id.name()),
+            file.section_by_name(&format!(".rela{}", id.name())),
+        ) else {
+            continue;
+        };
+        // A compressed section is decompressed into memory: its file bytes are not
+        // what is read.
+        ranges.extend(sec.file_range().filter(|_| {
+            sec.compressed_file_range()
+                .is_ok_and(|c| c.format == object::CompressionFormat::None)
+        }));
+        ranges.extend(rela.file_range());
+    }
+    ranges
+}
+
 /// Apply the absolute relocations of `sec` to a copy of its data.
 fn relocate<'a>(
     file: &File64<'a>,

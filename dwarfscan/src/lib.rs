@@ -139,7 +139,12 @@ impl ScanResult {
 
 /// Files whose `.debug_info` is larger than this are scanned alone, unit chunk by unit
 /// chunk, to bound memory; smaller files are scanned in parallel batches.
-const BIG_FILE: usize = 32 << 20;
+const BIG_FILE: usize = 8 << 20;
+
+/// Small files are scanned in batches of at most this many bytes of input: a batch's
+/// results are all held until it is merged, so this bounds memory, while a batch of
+/// several files still keeps every core busy.
+const BATCH_BYTES: usize = 8 << 20;
 
 struct State {
     merger: Merger,
@@ -229,7 +234,7 @@ pub fn scan(inputs: &[Input], opts: &Options) -> Result<ScanResult, ScanError> {
         // A batch of small files, scanned in parallel, merged in order.
         let mut j = i;
         let mut total = 0usize;
-        while j < files.len() && j - i < 256 && total < BIG_FILE {
+        while j < files.len() && j - i < 256 && total < BATCH_BYTES {
             let s = std::fs::metadata(&files[j].path).map_or(0, |m| m.len()) as usize;
             if s > BIG_FILE {
                 break;
@@ -242,7 +247,8 @@ pub fn scan(inputs: &[Input], opts: &Options) -> Result<ScanResult, ScanError> {
             .par_iter()
             .map(|f| {
                 let data = input::load(&f.path)?;
-                scan_small(&f.path, None, data.bytes(), opts)
+                let mapped = matches!(data, input::FileData::Mapped(_));
+                scan_small(&f.path, None, data.bytes(), mapped, opts)
             })
             .collect();
         state.stats.t_scan += t.elapsed();
@@ -266,7 +272,7 @@ pub fn scan_elf_bytes(name: &str, bytes: &[u8], opts: &Options) -> Result<ScanRe
         scan_big(&mut state, &path, Some(name), bytes, false, opts)?;
     } else {
         let t = Instant::now();
-        let f = scan_small(&path, Some(name), bytes, opts)?;
+        let f = scan_small(&path, Some(name), bytes, false, opts)?;
         state.stats.t_scan += t.elapsed();
         let t = Instant::now();
         merge_small(&mut state, f);
@@ -318,8 +324,39 @@ fn file_stats(elf: &ElfInfo<'_>, bytes: &[u8]) -> Stats {
     }
 }
 
-fn prepare<'a>(path: &Path, bytes: &'a [u8]) -> Result<ElfInfo<'a>, ScanError> {
-    elf::read_elf(path, bytes)
+/// Read an ELF file's kind, symbols and DWARF sections. When `bytes` is a file mapping,
+/// the pages only read while relocating (a relocatable file's `.rela.debug_*` sections
+/// and the `.debug_*` sections they were applied to a copy of) are returned to the
+/// kernel afterwards: for a large debug module they are most of its resident pages.
+fn prepare<'a>(path: &Path, bytes: &'a [u8], mapped: bool) -> Result<ElfInfo<'a>, ScanError> {
+    let elf = elf::read_elf(path, bytes)?;
+    if mapped && elf.kind.is_relocatable() {
+        for (offset, len) in elf::relocation_inputs(bytes) {
+            let (Ok(offset), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) else {
+                continue;
+            };
+            if let Some(part) = bytes.get(offset..offset.saturating_add(len)) {
+                release_pages(part);
+            }
+        }
+    }
+    Ok(elf)
+}
+
+/// Return the whole pages inside `part`, a slice of a private read-only file mapping, to
+/// the kernel (`MADV_DONTNEED`: they are read from the file again if touched).
+fn release_pages(part: &[u8]) {
+    let page = 4096;
+    let from = (part.as_ptr() as usize).div_ceil(page) * page;
+    let to = (part.as_ptr() as usize + part.len()) / page * page;
+    if to > from {
+        // SAFETY: the range lies inside a private read-only file mapping that outlives
+        // this call (the slice borrows it); MADV_DONTNEED on such a mapping only discards
+        // cached pages, which are faulted in again from the file if read.
+        unsafe {
+            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED);
+        }
+    }
 }
 
 fn scan_units(
@@ -380,9 +417,10 @@ fn scan_small(
     path: &Path,
     name: Option<&str>,
     bytes: &[u8],
+    mapped: bool,
     opts: &Options,
 ) -> Result<SmallFile, ScanError> {
-    let elf = prepare(path, bytes)?;
+    let elf = prepare(path, bytes, mapped)?;
     let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
     opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
     let ctx = FileCtx {
@@ -421,7 +459,7 @@ fn scan_big(
     opts: &Options,
 ) -> Result<(), ScanError> {
     let t = Instant::now();
-    let elf = prepare(path, bytes)?;
+    let elf = prepare(path, bytes, mapped)?;
     let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
     state.stats.t_load += t.elapsed();
     opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
@@ -450,7 +488,17 @@ fn scan_big(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<CuResult, UnitError>)>();
     let info = elf.section(gimli::SectionId::DebugInfo);
-    let mut dropper = PageDropper::new(info, mapped);
+    // The other sections read in place from the mapping (not decompressed or relocated
+    // copies).
+    let followers: Vec<&[u8]> = elf
+        .sections
+        .iter()
+        .filter(|(id, data)| {
+            **id != gimli::SectionId::DebugInfo && matches!(data, std::borrow::Cow::Borrowed(_))
+        })
+        .map(|(_, data)| &data[..])
+        .collect();
+    let mut dropper = PageDropper::new(info, followers, mapped);
     let t = Instant::now();
     let mut merge_time = std::time::Duration::ZERO;
     let mut err = None;
@@ -527,41 +575,49 @@ fn scan_big(
 
 /// Returns the pages of an already merged prefix of a mapped `.debug_info` to the kernel
 /// (`MADV_DONTNEED`: they are re-read from the file if a later unit refers back), so the
-/// resident set stays small while scanning a large file.
-struct PageDropper {
-    start: usize,
-    len: usize,
+/// resident set stays small while scanning a large file. The sections units read beside
+/// it (line programs, location and range lists, strings, abbreviations) are laid out in
+/// unit order too: the same fraction of each of them, less a margin, is returned with it.
+/// A unit that reads below that point only faults the pages in again.
+struct PageDropper<'a> {
+    section: &'a [u8],
+    followers: Vec<&'a [u8]>,
     dropped: usize,
     enabled: bool,
 }
 
-impl PageDropper {
+impl<'a> PageDropper<'a> {
     const STEP: usize = 4 << 20;
+    /// How far, as a fraction of `.debug_info` merged (in 1/64ths), the followers' drop
+    /// point stays behind.
+    const FOLLOWER_MARGIN_64THS: usize = 4;
 
-    fn new(section: &[u8], mapped: bool) -> PageDropper {
+    fn new(section: &'a [u8], followers: Vec<&'a [u8]>, mapped: bool) -> PageDropper<'a> {
         PageDropper {
-            start: section.as_ptr() as usize,
-            len: section.len(),
+            section,
+            followers,
             dropped: 0,
             enabled: mapped,
         }
     }
 
-    /// Drop the pages entirely below section offset `upto`.
+    /// Drop the pages entirely below section offset `upto` (and the followers' share).
     fn drop_below(&mut self, upto: usize) {
         if !self.enabled || upto < self.dropped + Self::STEP {
             return;
         }
-        let page = 4096;
-        let from = (self.start + self.dropped).div_ceil(page) * page;
-        let to = (self.start + upto.min(self.len)) / page * page;
-        if to > from {
-            // SAFETY: the range lies inside a private read-only file mapping that
-            // outlives this call (the section slice borrows it); MADV_DONTNEED on such
-            // a mapping only discards cached pages, which are faulted in again from the
-            // file if read.
-            unsafe {
-                libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_DONTNEED);
+        let len = self.section.len().max(1);
+        let upto = upto.min(len);
+        if let Some(part) = self.section.get(self.dropped..upto) {
+            release_pages(part);
+        }
+        // In 1/64ths of the section, as u128 so the product cannot overflow.
+        let done = (upto as u128 * 64 / len as u128) as usize;
+        let share = done.saturating_sub(Self::FOLLOWER_MARGIN_64THS);
+        for f in &self.followers {
+            let end = (f.len() as u128 * share as u128 / 64) as usize;
+            if let Some(part) = f.get(..end) {
+                release_pages(part);
             }
         }
         self.dropped = upto;

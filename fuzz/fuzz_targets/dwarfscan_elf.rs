@@ -8,7 +8,8 @@ fuzz_target!(|data: &[u8]| {
     let opts = dwarfscan::Options::default();
     if let Ok(mut result) = dwarfscan::scan_elf_bytes("fuzz.o", data, &opts) {
         if let Ok(bytes) = result.to_bytes() {
-            sigdb::Db::from_bytes(bytes).expect("dwarfscan wrote an invalid db");
+            let db = sigdb::Db::from_bytes(bytes).expect("dwarfscan wrote an invalid db");
+            db.check_frames().expect("dwarfscan wrote an invalid frame");
         }
     }
 });

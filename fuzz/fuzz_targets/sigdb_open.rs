@@ -68,7 +68,7 @@ fn exercise(db: &Db) {
         n += db.type_at(i).map_or(0, |t| t.display().len());
     }
     n += db.by_addr_any(0x1234).is_some() as usize + db.by_name("").count();
-    n += db.inline_count();
+    n += db.inline_count() + db.check_frames().is_ok() as usize;
     for k in [0, 1, 15, 16, 17, db.instance_count().saturating_sub(1), db.instance_count()] {
         n += db.instance(k).map_or(0, |i| i.locations().count() + i.index() as usize);
     }

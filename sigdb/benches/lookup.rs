@@ -175,6 +175,51 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // Nothing cached: each access is the first one on a freshly opened db (the open is
+    // not timed), so a compressed block would be decompressed in the timed part.
+    let mut m_cold = 0usize;
+    c.bench_function("first params access (real db, fresh open, cold)", |b| {
+        b.iter_batched(
+            || {
+                m_cold = (m_cold + 7919) % n;
+                (Db::open(&real).unwrap(), m_cold)
+            },
+            |(db, m)| {
+                let f = db.function(m).unwrap();
+                black_box(
+                    f.params()
+                        .map(|p| p.name().len() + p.ty().display().len())
+                        .sum::<usize>(),
+                );
+                db
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    if db.instance_count() > 0 {
+        let callers: Vec<u32> = db
+            .instances()
+            .step_by(997)
+            .map(|i| i.caller_index())
+            .collect();
+        let mut q = 0usize;
+        c.bench_function(
+            "instances_in (real db, fresh open, cold frame: decompress + check)",
+            |b| {
+                b.iter_batched(
+                    || {
+                        q = (q + 1) % callers.len();
+                        (Db::open(&real).unwrap(), callers[q])
+                    },
+                    |(db, caller)| {
+                        black_box(db.instances_in(caller).map(|i| i.entry_pc()).sum::<u64>());
+                        db
+                    },
+                    BatchSize::PerIteration,
+                )
+            },
+        );
+    }
     let mut m = 0usize;
     c.bench_function("first params access (real db, open)", |b| {
         b.iter(|| {

@@ -229,57 +229,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// The string section, laid out before the writer runs from the set of strings it will
 /// store ([`DbBuilder::strings_written`]): each string that ends another one is stored as
-/// that one's tail (suffix sharing). The writer then only looks strings up.
-pub(crate) struct StringTable {
+/// that one's tail (suffix sharing). The writer then only looks strings up; the table
+/// borrows them from the builder.
+pub(crate) struct StringTable<'s> {
     bytes: Vec<u8>,
-    offsets: HashMap<String, u32>,
+    offsets: HashMap<&'s str, u32>,
 }
 
-impl StringTable {
-    fn new() -> StringTable {
-        StringTable {
-            bytes: vec![0],
-            offsets: HashMap::from([(String::new(), 0)]),
-        }
-    }
-
+impl<'s> StringTable<'s> {
     /// The final layout of `strings`, which depends on the set alone: strings sorted by
     /// their reversed bytes; one that is a suffix of the next in that order is not
     /// stored but points into it.
-    fn laid_out<'s>(strings: impl Iterator<Item = &'s str>) -> Result<StringTable, Error> {
+    fn laid_out(strings: impl Iterator<Item = &'s str>) -> Result<StringTable<'s>, Error> {
         // Interior NULs cannot be represented; strings keep the part before the first one.
-        let mut rev: Vec<Vec<u8>> = strings
+        let mut sorted: Vec<&'s str> = strings
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
-            .map(|s| s.bytes().rev().collect())
             .collect();
-        rev.sort_unstable();
-        rev.dedup();
-        let mut table = StringTable::new();
+        sorted.sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
+        sorted.dedup();
+        let mut bytes = vec![0];
         // Longest first within each chain of suffixes: walk from the end.
-        let mut offset = vec![0u32; rev.len()];
-        for i in (0..rev.len()).rev() {
-            offset[i] = match rev.get(i + 1) {
-                Some(next) if next.starts_with(&rev[i]) => {
-                    offset[i + 1] + (next.len() - rev[i].len()) as u32
+        let mut offset = vec![0u32; sorted.len()];
+        for i in (0..sorted.len()).rev() {
+            offset[i] = match sorted.get(i + 1) {
+                Some(next) if next.ends_with(sorted[i]) => {
+                    offset[i + 1] + (next.len() - sorted[i].len()) as u32
                 }
                 _ => {
-                    let off =
-                        u32::try_from(table.bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-                    table.bytes.extend(rev[i].iter().rev());
-                    table.bytes.push(0);
+                    let off = u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+                    bytes.extend_from_slice(sorted[i].as_bytes());
+                    bytes.push(0);
                     off
                 }
             };
         }
-        for (r, off) in rev.into_iter().zip(offset) {
-            let s: Vec<u8> = r.into_iter().rev().collect();
-            // Reversing twice gives back the UTF-8 it came from.
-            let s =
-                String::from_utf8(s).map_err(|_| Error::Builder("string is not UTF-8".into()))?;
-            table.offsets.insert(s, off);
-        }
-        Ok(table)
+        let mut offsets = HashMap::with_capacity(sorted.len() + 1);
+        offsets.insert("", 0);
+        offsets.extend(sorted.into_iter().zip(offset));
+        Ok(StringTable { bytes, offsets })
     }
 
     /// The offset of `s`, which the layout must hold.
@@ -300,7 +288,7 @@ type EncodedParam = (u32, u32, (u8, u8, u8, i32));
 
 struct Writer<'b> {
     b: &'b DbBuilder,
-    strings: StringTable,
+    strings: StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     type_index: Vec<u32>,
     types: Vec<TypeRecord>,
@@ -312,7 +300,7 @@ struct Writer<'b> {
 }
 
 impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder, strings: StringTable) -> Writer<'b> {
+    fn new(b: &'b DbBuilder, strings: StringTable<'b>) -> Writer<'b> {
         Writer {
             b,
             strings,
@@ -400,8 +388,19 @@ impl<'b> Writer<'b> {
         let (unique, new_index) = order;
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let (names, buckets) = name_index(&self.strings.bytes, names)?;
-        let (inline_index, inline_callers) = crate::callers::encode(&inline_edges(b, new_index))?;
-        let inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let (mut inline_index, inline_callers) =
+            crate::callers::encode(&inline_edges(b, new_index))?;
+        let mut inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
+        let inline = compress_blocks(
+            inline_index.iter_mut().map(|b| &mut b.offset),
+            &inline_callers,
+            "inline caller lists (a frame past 16 MiB)",
+        )?;
+        let inst_data = compress_blocks(
+            inst.index.iter_mut().map(|b| &mut b.offset),
+            &inst.data,
+            "inline instances (a frame past 16 MiB)",
+        )?;
         let modules = self.module_records(unique)?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
@@ -415,13 +414,15 @@ impl<'b> Writer<'b> {
             self.params.as_bytes(),
             names.as_bytes(),
             inline_index.as_bytes(),
-            &inline_callers,
+            &inline.bytes,
             inst.index.as_bytes(),
-            &inst.data,
+            &inst_data.bytes,
             inst.files.as_bytes(),
             self.param_values.as_bytes(),
             buckets.as_bytes(),
             code.as_bytes(),
+            inline.frames.as_bytes(),
+            inst_data.frames.as_bytes(),
         ];
         let counts = [
             self.strings.bytes.len(),
@@ -434,13 +435,15 @@ impl<'b> Writer<'b> {
             self.params.len(),
             names.len(),
             inline_index.len(),
-            inline_callers.len(),
+            inline.bytes.len(),
             inst.index.len(),
-            inst.data.len(),
+            inst_data.bytes.len(),
             inst.files.len(),
             self.param_values.len(),
             buckets.len(),
             code.len(),
+            inline.frames.len(),
+            inst_data.frames.len(),
         ];
         assemble(b, &sections, &counts, inst.count)
     }
@@ -659,31 +662,41 @@ impl<'b> Writer<'b> {
 /// output functions in order, and each builder function's output index.
 fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
     let fp = b.fingerprints();
-    let key = |f: &FunctionDesc| {
-        (
-            f.module,
-            // Functions without code first in their module.
-            !f.flags.contains(FuncFlags::INLINE_ONLY),
-            f.addr,
-            f.size,
-            f.name.clone(),
-            f.symbol.clone(),
-            f.flags,
-            fp[f.ret.0 as usize],
+    // Compared field by field in place: no key is built (and no string copied) per
+    // function.
+    let cmp = |x: &FunctionDesc, y: &FunctionDesc| {
+        let head = |f: &FunctionDesc| {
+            (
+                f.module,
+                // Functions without code first in their module.
+                !f.flags.contains(FuncFlags::INLINE_ONLY),
+                f.addr,
+                f.size,
+            )
+        };
+        fn params<'f>(
+            f: &'f FunctionDesc,
+            fp: &'f [u64],
+        ) -> impl Iterator<Item = (&'f str, u64, Location)> + 'f {
             f.params
                 .iter()
-                .map(|p| (p.name.clone(), fp[p.ty.0 as usize], p.loc))
-                .collect::<Vec<_>>(),
-        )
+                .map(|p| (p.name.as_str(), fp[p.ty.0 as usize], p.loc))
+        }
+        head(x)
+            .cmp(&head(y))
+            .then_with(|| x.name.cmp(&y.name))
+            .then_with(|| x.symbol.cmp(&y.symbol))
+            .then_with(|| x.flags.cmp(&y.flags))
+            .then_with(|| fp[x.ret.0 as usize].cmp(&fp[y.ret.0 as usize]))
+            .then_with(|| params(x, &fp).cmp(params(y, &fp)))
     };
-    let keys: Vec<_> = b.functions.iter().map(key).collect();
     let mut order: Vec<usize> = (0..b.functions.len()).collect();
-    order.sort_by(|&x, &y| keys[x].cmp(&keys[y]));
+    order.sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
     let mut new_index = vec![0u32; b.functions.len()];
     let mut unique: Vec<usize> = Vec::with_capacity(order.len());
     for &i in &order {
         if let Some(&last) = unique.last() {
-            if keys[last] == keys[i] {
+            if cmp(&b.functions[last], &b.functions[i]).is_eq() {
                 new_index[i] = unique.len() as u32 - 1;
                 continue;
             }
@@ -750,6 +763,22 @@ fn inline_edges(b: &DbBuilder, new_index: &[u32]) -> Vec<(u32, u32)> {
     inlines
 }
 
+/// Cut a packed section into compressed frames of [`BLOCKS_PER_FRAME`] blocks; each
+/// block's `offset` (in `data`) becomes its offset in its frame.
+fn compress_blocks<'o>(
+    offsets: impl Iterator<Item = &'o mut zerocopy::little_endian::U32>,
+    data: &[u8],
+    what: &'static str,
+) -> Result<crate::frames::Packed, Error> {
+    let mut offsets: Vec<_> = offsets.collect();
+    let starts: Vec<u32> = offsets.iter().map(|o| o.get()).collect();
+    let packed = crate::frames::pack(&starts, data, BLOCKS_PER_FRAME, what)?;
+    for (o, s) in offsets.iter_mut().zip(&packed.starts) {
+        **o = (*s).into();
+    }
+    Ok(packed)
+}
+
 fn assemble(
     b: &DbBuilder,
     sections: &[&[u8]; SECTION_COUNT],
@@ -757,7 +786,11 @@ fn assemble(
     instance_count: u32,
 ) -> Result<Vec<u8>, Error> {
     let header_size = core::mem::size_of::<Header>();
-    let mut out = vec![0u8; header_size];
+    let total = sections
+        .iter()
+        .fold(header_size, |at, s| at.next_multiple_of(ALIGN) + s.len());
+    let mut out = Vec::with_capacity(total.next_multiple_of(ALIGN));
+    out.resize(header_size, 0);
     let mut table = [SectionEntry::default(); SECTION_COUNT];
     for (i, bytes) in sections.iter().enumerate() {
         while !out.len().is_multiple_of(ALIGN) {

@@ -1,7 +1,7 @@
 //! Inline caller lists: for each inlined function (callee), the out-of-line functions
 //! holding a copy of it, packed as varint lists in blocks of [`CALLEE_BLOCK`] callees.
 
-use crate::layout::{InlineBlock, SectionId, CALLEE_BLOCK};
+use crate::layout::{InlineBlock, SectionId, BLOCKS_PER_FRAME, CALLEE_BLOCK};
 use crate::validate::Validator;
 use crate::varint::{self, Cursor};
 use crate::{Db, Error, FormatError};
@@ -42,6 +42,15 @@ pub(crate) fn encode(edges: &[(u32, u32)]) -> Result<(Vec<InlineBlock>, Vec<u8>)
     Ok((index, data))
 }
 
+/// Where block `b` of `index` ends in its decompressed frame of `frame_len` bytes: at the
+/// next block of the same frame, else at the end of the frame.
+fn block_end(index: &[InlineBlock], b: usize, frame_len: u64) -> u64 {
+    match index.get(b + 1) {
+        Some(next) if !(b + 1).is_multiple_of(BLOCKS_PER_FRAME) => next.offset.get().into(),
+        _ => frame_len,
+    }
+}
+
 /// One caller list: its callee, and a cursor on its callers.
 #[derive(Clone, Debug)]
 pub(crate) struct List<'a> {
@@ -60,14 +69,14 @@ pub(crate) struct Lists<'a> {
 }
 
 impl<'a> Lists<'a> {
-    /// The lists of block `b` of `index` over `data`.
-    pub(crate) fn block(index: &[InlineBlock], data: &'a [u8], b: usize) -> Lists<'a> {
-        let start = index.get(b).map_or(data.len(), |x| x.offset.get() as usize);
-        let end = index
-            .get(b + 1)
-            .map_or(data.len(), |x| x.offset.get() as usize);
+    /// The lists of block `b` of `index`; `frame` is the decompressed frame holding it.
+    pub(crate) fn block(index: &[InlineBlock], frame: &'a [u8], b: usize) -> Lists<'a> {
+        let start = index
+            .get(b)
+            .map_or(frame.len(), |x| x.offset.get() as usize);
+        let end = block_end(index, b, frame.len() as u64) as usize;
         Lists {
-            c: Cursor::new(data, start),
+            c: Cursor::new(frame, start),
             end,
             next_callee: index.get(b).map(|x| x.callee.get()),
             prev: 0,
@@ -148,13 +157,22 @@ impl Iterator for Callers<'_> {
 }
 
 impl Db {
+    /// The caller lists of block `b` (none when its frame is bad).
+    fn lists(&self, b: usize) -> Lists<'_> {
+        Lists::block(
+            self.inline_index(),
+            self.inline_frame(b / BLOCKS_PER_FRAME),
+            b,
+        )
+    }
+
     /// The callers of `callee` (empty when it was never inlined).
     pub(crate) fn callers_of(&self, callee: u32) -> Option<Callers<'_>> {
         let index = self.inline_index();
         let b = index
             .partition_point(|x| x.callee.get() <= callee)
             .checked_sub(1)?;
-        Lists::block(index, self.inline_data(), b)
+        self.lists(b)
             .take_while(|l| l.callee <= callee)
             .find(|l| l.callee == callee)
             .map(|l| l.callers)
@@ -162,35 +180,51 @@ impl Db {
 
     /// Number of (callee, caller) edges.
     pub fn inline_count(&self) -> usize {
-        let index = self.inline_index();
-        (0..index.len())
-            .flat_map(|b| Lists::block(index, self.inline_data(), b))
+        (0..self.inline_index().len())
+            .flat_map(|b| self.lists(b))
             .map(|l| l.callers.left as usize)
             .sum()
     }
 }
 
-/// Check the caller lists (called by the validator once on open).
-pub(crate) fn validate(v: &Validator<'_>, functions: usize) -> Result<(), FormatError> {
+/// Check the block index and the frame table of the caller lists (on open).
+pub(crate) fn validate_index(v: &Validator<'_>, functions: usize) -> Result<(), FormatError> {
     use SectionId::*;
     let index: &[InlineBlock] = v.recs(InlineIndex);
-    let data = v.bytes_of(InlineCallers);
-    if index.is_empty() != data.is_empty() || index.first().is_some_and(|b| b.offset.get() != 0) {
-        return v.err(InlineIndex, 0, "blocks do not start the caller lists");
-    }
-    let mut prev_callee: Option<u32> = None;
-    for b in 0..index.len() {
-        let end = index
-            .get(b + 1)
-            .map_or(data.len() as u64, |x| x.offset.get() as u64);
-        if end <= index[b].offset.get() as u64 || end > data.len() as u64 {
+    let frames = v.frame_table(InlineCallers, InlineFrames, index.len())?;
+    for (b, x) in index.iter().enumerate() {
+        if x.callee.get() as usize >= functions {
+            return v.err(InlineIndex, b, "function out of bounds");
+        }
+        if b > 0 && index[b - 1].callee.get() >= x.callee.get() {
+            return v.err(InlineIndex, b, "callees not sorted");
+        }
+        let frame_len = frames[b / BLOCKS_PER_FRAME].raw_len.get();
+        let end = block_end(index, b, frame_len.into());
+        let first_of_frame = b.is_multiple_of(BLOCKS_PER_FRAME);
+        if (first_of_frame && x.offset.get() != 0) || u64::from(x.offset.get()) >= end {
             return v.err(InlineIndex, b, "block offsets out of order or bounds");
         }
-        let mut lists = Lists::block(index, data, b);
+    }
+    Ok(())
+}
+
+/// Check the caller lists of frame `f`, decompressed (on its first use).
+pub(crate) fn validate_frame(
+    v: &Validator<'_>,
+    f: usize,
+    frame: &[u8],
+    functions: usize,
+) -> Result<(), FormatError> {
+    use SectionId::*;
+    let index: &[InlineBlock] = v.recs(InlineIndex);
+    let blocks = f * BLOCKS_PER_FRAME..((f + 1) * BLOCKS_PER_FRAME).min(index.len());
+    for b in blocks {
+        let mut lists = Lists::block(index, frame, b);
+        let mut prev_callee: Option<u32> = None;
         let mut n = 0;
+        let bad = |what| v.err(InlineIndex, b, what);
         while lists.c.pos < lists.end {
-            let at = lists.c.pos;
-            let bad = |what| v.err_at(InlineCallers, at, b as u32, what);
             let Some(list) = lists.next() else {
                 return bad("malformed caller list");
             };
@@ -214,8 +248,14 @@ pub(crate) fn validate(v: &Validator<'_>, functions: usize) -> Result<(), Format
             }
             n += 1;
         }
+        if index
+            .get(b + 1)
+            .is_some_and(|next| prev_callee.is_none_or(|p| p >= next.callee.get()))
+        {
+            return bad("callees not sorted");
+        }
         if n > CALLEE_BLOCK || (n < CALLEE_BLOCK && b + 1 < index.len()) {
-            return v.err(InlineIndex, b, "block does not hold 16 callees");
+            return bad("block does not hold 16 callees");
         }
     }
     Ok(())

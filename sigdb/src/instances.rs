@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::builder::{FuncId, StringTable};
-use crate::layout::{InstanceBlock, SectionId, INSTANCE_BLOCK};
+use crate::layout::{InstanceBlock, SectionId, BLOCKS_PER_FRAME, INSTANCE_BLOCK};
 use crate::model::Location;
 use crate::validate::Validator;
 use crate::varint::{self, Cursor};
@@ -57,7 +57,15 @@ pub(crate) struct Encoded {
 const NO_PARENT: u32 = u32::MAX;
 
 /// Everything of an instance but its parent, with function indices already renumbered.
-type Key = (u32, u64, Vec<(u64, u64)>, u32, String, u32, Vec<Location>);
+type Key<'d> = (
+    u32,
+    u64,
+    &'d [(u64, u64)],
+    u32,
+    &'d str,
+    u32,
+    &'d [Location],
+);
 
 /// Order instances canonically — by (caller, nesting depth, entry pc, ranges, callee, call
 /// site, locations, parent) — merge exact duplicates, and pack them. `addrs[f]` is the
@@ -66,7 +74,7 @@ pub(crate) fn encode(
     all: &[InstanceDesc],
     new_index: &[u32],
     addrs: &[u64],
-    strings: &mut StringTable,
+    strings: &mut StringTable<'_>,
 ) -> Result<Encoded, Error> {
     let depth = depths(all, new_index.len())?;
     let max_depth = depth.iter().copied().max().unwrap_or(0);
@@ -83,11 +91,11 @@ pub(crate) fn encode(
                 (
                     new_index[x.caller.0 as usize],
                     x.entry_pc,
-                    x.ranges.clone(),
+                    &x.ranges[..],
                     new_index[x.callee.0 as usize],
-                    x.call_file.clone(),
+                    x.call_file.as_str(),
                     x.call_line,
-                    x.params.clone(),
+                    &x.params[..],
                 ),
                 parent,
             )
@@ -384,6 +392,8 @@ fn depths(all: &[InstanceDesc], functions: usize) -> Result<Vec<u32>, Error> {
 #[derive(Clone, Copy)]
 pub struct Instance<'a> {
     db: &'a Db,
+    /// The decompressed frame holding the record.
+    data: &'a [u8],
     index: u32,
     raw: Raw,
     entry_pc: u64,
@@ -419,9 +429,10 @@ impl std::fmt::Debug for Instance<'_> {
 }
 
 impl<'a> Instance<'a> {
-    pub(crate) fn new(db: &'a Db, index: u32, raw: Raw) -> Self {
+    pub(crate) fn new(db: &'a Db, data: &'a [u8], index: u32, raw: Raw) -> Self {
         Instance {
             db,
+            data,
             index,
             raw,
             entry_pc: raw.entry_pc,
@@ -457,7 +468,11 @@ impl<'a> Instance<'a> {
     pub fn parent(&self) -> Option<Instance<'a>> {
         match self.raw.parent_back {
             0 => None,
-            back => self.db.instance(self.index.checked_sub(back)? as usize),
+            back => self
+                .db
+                .instance(self.index.checked_sub(back)? as usize)
+                // Checked here rather than on open when the parent is in another frame.
+                .filter(|p| p.caller_index() == self.caller_index()),
         }
     }
 
@@ -485,7 +500,7 @@ impl<'a> Instance<'a> {
     /// Code ranges `[start, end)`.
     pub fn ranges(&self) -> Ranges<'a> {
         Ranges {
-            c: Cursor::new(self.db.instance_data(), self.raw.ranges_at),
+            c: Cursor::new(self.data, self.raw.ranges_at),
             left: self.raw.range_count,
             prev: self.entry_pc,
         }
@@ -505,7 +520,7 @@ impl<'a> Instance<'a> {
     /// callee's parameter order.
     pub fn locations(&self) -> Locations<'a> {
         Locations {
-            c: Cursor::new(self.db.instance_data(), self.raw.locs_at),
+            c: Cursor::new(self.data, self.raw.locs_at),
             left: self.raw.loc_count,
         }
     }
@@ -580,7 +595,7 @@ impl<'a> InstanceIter<'a> {
     pub(crate) fn at_block(db: &'a Db, block: usize, end: u32) -> Self {
         InstanceIter {
             db,
-            c: Cursor::new(db.instance_data(), usize::MAX),
+            c: Cursor::new(&[], 0),
             ctx: Context::default(),
             index: (block * INSTANCE_BLOCK).min(u32::MAX as usize) as u32,
             end,
@@ -592,27 +607,39 @@ impl<'a> Iterator for InstanceIter<'a> {
     type Item = Instance<'a>;
 
     fn next(&mut self) -> Option<Instance<'a>> {
-        if self.index >= self.end {
-            return None;
+        loop {
+            if self.index >= self.end {
+                return None;
+            }
+            if (self.index as usize).is_multiple_of(INSTANCE_BLOCK) {
+                // Each block starts afresh from its index record.
+                let block = self.index as usize / INSTANCE_BLOCK;
+                let b = self.db.instance_index().get(block)?;
+                let frame = self.db.instance_frame(block / BLOCKS_PER_FRAME);
+                self.c = Cursor::new(frame, b.offset.get() as usize);
+                self.ctx = Context::block(b.caller.get(), self.db.function_addr(b.caller.get()));
+            }
+            let db = self.db;
+            match decode_raw(&mut self.c, &mut self.ctx, |f| db.function_addr(f)) {
+                Some(raw) => {
+                    let i = Instance::new(self.db, self.c.data, self.index, raw);
+                    self.index += 1;
+                    return Some(i);
+                }
+                // Only a frame that failed its check (read as empty) ends early: go on
+                // with the next frame.
+                None => {
+                    let per_frame = (BLOCKS_PER_FRAME * INSTANCE_BLOCK) as u32;
+                    self.index = (self.index / per_frame)
+                        .saturating_add(1)
+                        .saturating_mul(per_frame);
+                }
+            }
         }
-        if (self.index as usize).is_multiple_of(INSTANCE_BLOCK) {
-            // Each block starts afresh from its index record.
-            let b = self
-                .db
-                .instance_index()
-                .get(self.index as usize / INSTANCE_BLOCK)?;
-            self.c.pos = b.offset.get() as usize;
-            self.ctx = Context::block(b.caller.get(), self.db.function_addr(b.caller.get()));
-        }
-        let db = self.db;
-        let raw = decode_raw(&mut self.c, &mut self.ctx, |f| db.function_addr(f))?;
-        let i = Instance::new(self.db, self.index, raw);
-        self.index += 1;
-        Some(i)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        // Exact: the validator decoded every record once.
+        // Exact unless a frame failed its check.
         let n = self.end.saturating_sub(self.index) as usize;
         (n, Some(n))
     }
@@ -620,17 +647,15 @@ impl<'a> Iterator for InstanceIter<'a> {
 
 impl ExactSizeIterator for InstanceIter<'_> {}
 
-/// Check the instance sections (called by the validator once on open).
-pub(crate) fn validate(
+/// Check the block index, the frame table and the call files (on open).
+pub(crate) fn validate_index(
     v: &Validator<'_>,
     count: u32,
     functions: usize,
-    addr_of: &dyn Fn(u32) -> u64,
     string_ok: &dyn Fn(u32) -> bool,
 ) -> Result<(), FormatError> {
     use SectionId::*;
     let blocks: &[InstanceBlock] = v.recs(InstanceIndex);
-    let data = v.bytes_of(InstanceData);
     let files: &[zerocopy::little_endian::U32] = v.recs(CallFiles);
     for (i, f) in files.iter().enumerate() {
         if !string_ok(f.get()) {
@@ -644,31 +669,60 @@ pub(crate) fn validate(
             "block count does not match the instance count",
         );
     }
-    let mut c = Cursor::new(data, 0);
+    let frames = v.frame_table(InstanceData, InstanceFrames, blocks.len())?;
+    for (k, b) in blocks.iter().enumerate() {
+        if b.caller.get() as usize >= functions {
+            return v.err(InstanceIndex, k, "function out of bounds");
+        }
+        if k > 0 && b.caller.get() < blocks[k - 1].caller.get() {
+            return v.err(InstanceIndex, k, "not sorted by caller");
+        }
+        let frame = &frames[k / BLOCKS_PER_FRAME];
+        if (k.is_multiple_of(BLOCKS_PER_FRAME) && b.offset.get() != 0)
+            || b.offset.get() >= frame.raw_len.get()
+        {
+            return v.err(InstanceIndex, k, "offset is not where the block starts");
+        }
+    }
+    Ok(())
+}
+
+/// Check the records of frame `f`, decompressed (on its first use). `addr_of` gives a
+/// function's address. A parent in an earlier frame is checked when it is read
+/// ([`Instance::parent`]).
+pub(crate) fn validate_frame(
+    v: &Validator<'_>,
+    f: usize,
+    frame: &[u8],
+    count: u32,
+    functions: usize,
+    addr_of: &dyn Fn(u32) -> u64,
+) -> Result<(), FormatError> {
+    use SectionId::*;
+    let blocks: &[InstanceBlock] = v.recs(InstanceIndex);
+    let files = v.recs::<zerocopy::little_endian::U32>(CallFiles).len();
+    let per_frame = (BLOCKS_PER_FRAME * INSTANCE_BLOCK) as u64;
+    let first = (f as u64 * per_frame).min(u64::from(count)) as u32;
+    let end = ((f as u64 + 1) * per_frame).min(u64::from(count)) as u32;
+    let mut c = Cursor::new(frame, 0);
     let mut ctx = Context::default();
-    // First index of the current caller's instances: parents must not precede it.
-    let mut run_start = 0u32;
-    for i in 0..count {
+    // First index of the current caller's instances within this frame.
+    let mut run_start = first;
+    for i in first..end {
         let at = c.pos;
         let block = i as usize / INSTANCE_BLOCK;
+        let bad = |what| v.err(InstanceIndex, block, what);
         if (i as usize).is_multiple_of(INSTANCE_BLOCK) {
             let b = &blocks[block];
             if b.offset.get() as usize != at {
-                return v.err(InstanceIndex, block, "offset is not where the block starts");
+                return bad("offset is not where the block starts");
             }
-            if b.caller.get() < ctx.caller {
-                return v.err(InstanceIndex, block, "not sorted by caller");
-            }
-            if b.caller.get() as usize >= functions {
-                return v.err(InstanceIndex, block, "function out of bounds");
-            }
-            if i == 0 || b.caller.get() != ctx.caller {
+            if i == first || b.caller.get() != ctx.caller {
                 run_start = i;
             }
             ctx = Context::block(b.caller.get(), addr_of(b.caller.get()));
         }
         let prev_caller = ctx.caller;
-        let bad = |what| v.err_at(InstanceData, at, i, what);
         let Some(raw) = decode_raw(&mut c, &mut ctx, |f| {
             if (f as usize) < functions {
                 addr_of(f)
@@ -676,7 +730,7 @@ pub(crate) fn validate(
                 0
             }
         }) else {
-            return bad("malformed record");
+            return bad("malformed instance record");
         };
         if raw.caller as usize >= functions || raw.callee as usize >= functions {
             return bad("function out of bounds");
@@ -687,18 +741,24 @@ pub(crate) fn validate(
             }
             run_start = i;
         }
-        if raw.parent_back > i || i - raw.parent_back < run_start {
+        let parent_in_frame = i - first >= raw.parent_back;
+        if raw.parent_back > i || (parent_in_frame && i - raw.parent_back < run_start) {
             return bad("parent does not precede it or has another caller");
         }
-        if raw.file as usize >= files.len() {
+        if raw.file as usize >= files {
             return bad("call file out of bounds");
         }
         if !raw.ranges_ok {
             return bad("range ends past the address space");
         }
+        if let Some(next) = blocks.get(block + 1) {
+            if (i as usize + 1).is_multiple_of(INSTANCE_BLOCK) && next.caller.get() < ctx.caller {
+                return bad("not sorted by caller");
+            }
+        }
     }
-    if c.pos != data.len() {
-        return v.err_at(InstanceData, c.pos, count, "bytes after the last instance");
+    if c.pos != frame.len() {
+        return v.err(InstanceFrames, f, "bytes after the frame's last instance");
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The on-disk records of sigdb version 3, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 4, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
@@ -9,7 +9,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -39,11 +39,13 @@ pub enum SectionId {
     Names = 8,
     /// [`InlineBlock`]s: where each block of [`CALLEE_BLOCK`] caller lists starts.
     InlineIndex = 9,
-    /// The packed caller lists of the inlined functions (bytes), sorted by callee.
+    /// The packed caller lists of the inlined functions, sorted by callee, in compressed
+    /// frames of [`BLOCKS_PER_FRAME`] blocks (bytes).
     InlineCallers = 10,
     /// [`InstanceBlock`]s: where each block of [`INSTANCE_BLOCK`] inline instances starts.
     InstanceIndex = 11,
-    /// The packed inline instance records (bytes), sorted by (caller, depth, entry pc, ...).
+    /// The packed inline instance records, sorted by (caller, depth, entry pc, ...), in
+    /// compressed frames of [`BLOCKS_PER_FRAME`] blocks (bytes).
     InstanceData = 12,
     /// `u32` string offsets: the source files of inline call sites.
     CallFiles = 13,
@@ -53,10 +55,14 @@ pub enum SectionId {
     NameBuckets = 15,
     /// [`CodeRecord`]s: address and size of every function that has code.
     Code = 16,
+    /// [`FrameRecord`]s: where each compressed frame of `inline_callers` starts.
+    InlineFrames = 17,
+    /// [`FrameRecord`]s: where each compressed frame of `instance_data` starts.
+    InstanceFrames = 18,
 }
 
-/// Number of sections in version 3.
-pub const SECTION_COUNT: usize = 17;
+/// Number of sections in version 4.
+pub const SECTION_COUNT: usize = 19;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -80,6 +86,8 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<ParamValue>(),
     4,
     core::mem::size_of::<CodeRecord>(),
+    core::mem::size_of::<FrameRecord>(),
+    core::mem::size_of::<FrameRecord>(),
 ];
 
 /// Human-readable section names, for error messages.
@@ -101,6 +109,8 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "param_values",
     "name_buckets",
     "code",
+    "inline_frames",
+    "instance_frames",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -117,7 +127,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (496 bytes), at offset 0.
+/// The file header (544 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -125,11 +135,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 496.
+    /// Size of this header, section table included: 544.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 17.
+    /// Number of section table entries: 19.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -141,7 +151,7 @@ pub struct Header {
     pub build_id: [u8; MAX_BUILD_ID],
     /// ELF machine of the inputs (62 = x86-64).
     pub machine: U32,
-    /// Number of inline instances packed in the `instance_data` section.
+    /// Number of inline instances packed in the `instance_data` frames.
     pub instance_count: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
@@ -388,7 +398,7 @@ pub const CALLEE_BLOCK: usize = 16;
 pub struct InlineBlock {
     /// Function index of the callee of the block's first list.
     pub callee: U32,
-    /// Byte offset of the block's first list in the `inline_callers` section.
+    /// Byte offset of the block's first list in its frame, decompressed.
     pub offset: U32,
 }
 
@@ -401,13 +411,31 @@ pub const INSTANCE_BLOCK: usize = 16;
 pub struct InstanceBlock {
     /// Function index of the caller of the block's first instance.
     pub caller: U32,
-    /// Byte offset of the block's first instance in the `instance_data` section.
+    /// Byte offset of the block's first instance in its frame, decompressed.
     pub offset: U32,
+}
+
+/// Number of blocks (of caller lists or of inline instances) per compressed frame.
+pub const BLOCKS_PER_FRAME: usize = 64;
+
+/// Largest decompressed frame a reader accepts (and a writer writes).
+pub const MAX_FRAME_BYTES: u32 = 16 << 20;
+
+/// Where a compressed frame starts (8 bytes): frame `f` of a compressed section runs
+/// from its `offset` to the next frame's (the last one to the end of the section).
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct FrameRecord {
+    /// Byte offset of the frame in its compressed section.
+    pub offset: U32,
+    /// Length of the frame once decompressed.
+    pub raw_len: U32,
 }
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 496);
+    assert!(core::mem::size_of::<Header>() == 544);
+    assert!(core::mem::size_of::<FrameRecord>() == 8);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);

@@ -13,6 +13,7 @@ pub mod builder;
 mod callers;
 mod desc;
 mod error;
+mod frames;
 mod instances;
 pub mod layout;
 mod model;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
+use crate::frames::FrameCache;
 use crate::instances::{Instance, InstanceIter};
 use crate::layout::*;
 use crate::model::*;
@@ -25,6 +26,10 @@ pub struct Db {
     data: Storage,
     path: PathBuf,
     sections: [(usize, usize); SECTION_COUNT],
+    /// The decompressed frames of `inline_callers`, filled on first use.
+    inline_frames: FrameCache,
+    /// The decompressed frames of `instance_data`, filled on first use.
+    instance_frames: FrameCache,
 }
 
 impl std::fmt::Debug for Db {
@@ -78,11 +83,16 @@ impl Db {
             Storage::Owned(v) => v,
         };
         match validate(bytes) {
-            Ok(sections) => Ok(Db {
-                data,
-                path,
-                sections,
-            }),
+            Ok(sections) => {
+                let frames = |id: SectionId| FrameCache::new(sections[id as usize].1 / 8);
+                Ok(Db {
+                    inline_frames: frames(SectionId::InlineFrames),
+                    instance_frames: frames(SectionId::InstanceFrames),
+                    data,
+                    path,
+                    sections,
+                })
+            }
             Err(error) => Err(Error::Format { path, error }),
         }
     }
@@ -157,14 +167,76 @@ impl Db {
     pub(crate) fn inline_index(&self) -> &[InlineBlock] {
         self.records(SectionId::InlineIndex)
     }
-    pub(crate) fn inline_data(&self) -> &[u8] {
-        self.section(SectionId::InlineCallers)
-    }
     pub(crate) fn instance_index(&self) -> &[InstanceBlock] {
         self.records(SectionId::InstanceIndex)
     }
-    pub(crate) fn instance_data(&self) -> &[u8] {
-        self.section(SectionId::InstanceData)
+
+    /// Frame `f` of `inline_callers`, decompressed (empty when it is bad: see
+    /// [`Db::check_frames`]).
+    pub(crate) fn inline_frame(&self, f: usize) -> &[u8] {
+        self.load_frame(SectionId::InlineCallers, f).unwrap_or(&[])
+    }
+
+    /// Frame `f` of `instance_data`, decompressed (empty when it is bad: see
+    /// [`Db::check_frames`]).
+    pub(crate) fn instance_frame(&self, f: usize) -> &[u8] {
+        self.load_frame(SectionId::InstanceData, f).unwrap_or(&[])
+    }
+
+    /// Frame `f` of the compressed section `id`: decompressed and checked on first use,
+    /// then cached.
+    fn load_frame(&self, id: SectionId, f: usize) -> Result<&[u8], &crate::FormatError> {
+        let (cache, table, name) = match id {
+            SectionId::InlineCallers => (
+                &self.inline_frames,
+                SectionId::InlineFrames,
+                "inline_callers",
+            ),
+            _ => (
+                &self.instance_frames,
+                SectionId::InstanceFrames,
+                "instance_data",
+            ),
+        };
+        cache.get(f, || {
+            let (offset, _) = self.sections[id as usize];
+            let raw =
+                crate::frames::decompress(self.records(table), self.section(id), offset, f, name)?;
+            let v = crate::validate::Validator::new(self.bytes(), self.sections);
+            let functions = self.function_count();
+            match id {
+                SectionId::InlineCallers => crate::callers::validate_frame(&v, f, &raw, functions)?,
+                _ => crate::instances::validate_frame(
+                    &v,
+                    f,
+                    &raw,
+                    self.instance_count() as u32,
+                    functions,
+                    &|f| self.function_addr(f),
+                )?,
+            }
+            Ok(raw)
+        })
+    }
+
+    /// Decompress and check every compressed frame now. Opening checks everything else;
+    /// a frame is checked when it is first used, and a bad one reads as empty (no caller
+    /// lists, no instances), so this is where a damaged frame is reported.
+    pub fn check_frames(&self) -> Result<(), Error> {
+        for (id, cache) in [
+            (SectionId::InlineCallers, &self.inline_frames),
+            (SectionId::InstanceData, &self.instance_frames),
+        ] {
+            for f in 0..cache.len() {
+                if let Err(error) = self.load_frame(id, f) {
+                    return Err(Error::Format {
+                        path: self.path.clone(),
+                        error: error.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The call file with index `index` in the call file table.

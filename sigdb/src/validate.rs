@@ -46,10 +46,10 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 496"));
+        return fail(12, BadHeader("header size is not 544"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 17"));
+        return fail(20, BadHeader("section count is not 19"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -108,13 +108,15 @@ pub(crate) struct Validator<'a> {
 }
 
 impl<'a> Validator<'a> {
+    /// The validator of a file already checked by [`validate`] (for the frames, which
+    /// are checked on first use).
+    pub(crate) fn new(bytes: &'a [u8], sections: [(usize, usize); SECTION_COUNT]) -> Self {
+        Validator { bytes, sections }
+    }
+
     fn sec(&self, id: SectionId) -> &'a [u8] {
         let (o, l) = self.sections[id as usize];
         &self.bytes[o..o + l]
-    }
-
-    pub(crate) fn bytes_of(&self, id: SectionId) -> &'a [u8] {
-        self.sec(id)
     }
 
     /// A bad record of a packed section: `at` is its byte offset in the section.
@@ -141,6 +143,21 @@ impl<'a> Validator<'a> {
         id: SectionId,
     ) -> &'a [T] {
         <[T]>::ref_from_bytes(self.sec(id)).unwrap_or(&[])
+    }
+
+    /// The frame table `table` of the compressed section `data`, checked against the
+    /// `blocks` blocks it holds ([`crate::frames::check_table`]).
+    pub(crate) fn frame_table(
+        &self,
+        data: SectionId,
+        table: SectionId,
+        blocks: usize,
+    ) -> Result<&'a [FrameRecord], FormatError> {
+        let frames: &[FrameRecord] = self.recs(table);
+        match crate::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
+            Ok(()) => Ok(frames),
+            Err(f) => self.err(table, f, "frame table does not match the blocks"),
+        }
     }
 
     pub(crate) fn err<T>(
@@ -391,26 +408,8 @@ impl<'a> Validator<'a> {
                 FormatErrorKind::BadSection("name_buckets (do not cover the name index)"),
             );
         }
-        crate::callers::validate(self, functions.len())?;
-        let addr_of = |f: u32| -> u64 {
-            let mi =
-                modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
-            let Some(m) = modules.get(mi) else {
-                return 0;
-            };
-            let code_end = modules
-                .get(mi + 1)
-                .map_or(code.len(), |n| n.first_code.get() as usize);
-            let ncode = code_end - m.first_code.get() as usize;
-            let j = (f - m.first_function.get()) as usize;
-            match j.checked_sub(m.function_count.get() as usize - ncode) {
-                Some(k) => {
-                    m.base.get() + u64::from(code[m.first_code.get() as usize + k].addr.get())
-                }
-                None => 0,
-            }
-        };
-        crate::instances::validate(self, instance_count, functions.len(), &addr_of, &string_ok)?;
+        crate::callers::validate_index(self, functions.len())?;
+        crate::instances::validate_index(self, instance_count, functions.len(), &string_ok)?;
         Ok(())
     }
 }

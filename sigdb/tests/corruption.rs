@@ -42,6 +42,8 @@ fn exercise(db: &Db) -> usize {
     for m in db.modules() {
         n += m.name().len() + m.functions().count() + m.build_id().len();
     }
+    n += db.instances().count() + db.inline_count();
+    n += db.check_frames().is_ok() as usize;
     n + db.names().count()
 }
 
@@ -76,12 +78,17 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads version 3); rebuild the db \
+            "format version 1 is not supported (this dcg reads version 4); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads version 3); rebuild the db \
+            "format version 2 is not supported (this dcg reads version 4); rebuild the db \
+             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+        ),
+        (
+            Box::new(|b| b[8] = 3),
+            "format version 3 is not supported (this dcg reads version 4); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
@@ -97,7 +104,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 496 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 544 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -120,6 +127,38 @@ fn clear_messages() {
         msg.contains("functions record 0: return type out of bounds"),
         "{msg}"
     );
+}
+
+/// A damaged compressed frame behind a valid checksum opens (frames are checked on
+/// first use), reads as empty, and `check_frames` names it.
+#[test]
+fn bad_frames_read_empty_and_are_reported() {
+    let bytes = sample();
+    let good = Db::from_bytes(bytes.clone()).unwrap();
+    assert!(good.instance_count() > 0 && good.inline_count() > 0);
+    good.check_frames().unwrap();
+    for (section, name) in [(10usize, "inline_callers"), (12, "instance_data")] {
+        let (at, len) = {
+            let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
+            let s = &h.sections[section];
+            (s.offset.get() as usize, s.length.get() as usize)
+        };
+        // Zero the frame's body, past the zstd frame header.
+        let mut b = bytes.clone();
+        for x in &mut b[at + 6..at + len] {
+            *x = 0;
+        }
+        fix_checksum(&mut b);
+        let db = Db::from_bytes(b).unwrap();
+        exercise(&db);
+        let msg = db.check_frames().unwrap_err().to_string();
+        assert!(msg.contains(&format!("{name} record 0: frame")), "{msg}");
+        if name == "instance_data" {
+            assert_eq!(db.instances().count(), 0);
+        } else {
+            assert_eq!(db.inline_count(), 0);
+        }
+    }
 }
 
 #[test]

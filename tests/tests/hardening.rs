@@ -551,7 +551,9 @@ fn fuzz_regressions() {
                     }
                     Ok(mut result) => {
                         if let Ok(db) = result.to_bytes() {
-                            sigdb::Db::from_bytes(db).expect("dwarfscan wrote an invalid db");
+                            let db =
+                                sigdb::Db::from_bytes(db).expect("dwarfscan wrote an invalid db");
+                            db.check_frames().expect("dwarfscan wrote an invalid frame");
                         }
                     }
                     Err(e) => {

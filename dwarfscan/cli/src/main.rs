@@ -120,8 +120,12 @@ fn run(args: &Args) -> anyhow::Result<()> {
         result.builder.set_build_id(&id);
     }
     let bytes = result.to_bytes()?;
+    // The builder is done with: its memory is returned before the db is checked.
+    let stats = result.stats;
+    drop(result.builder);
     let (modules_only, sections) = {
         let db = sigdb::Db::from_bytes(bytes.clone())?;
+        db.check_frames()?;
         let sections: Vec<(&str, usize)> = db.section_sizes().collect();
         (db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections)
     };
@@ -142,7 +146,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         bar.finish_and_clear();
     }
     if args.stats {
-        eprint!("{}", result.stats.report());
+        eprint!("{}", stats.report());
         eprintln!("db sections (bytes):");
         for (name, len) in sections.into_iter().filter(|&(_, len)| len > 0) {
             eprintln!("  {name:<20}{len:>10}");
