@@ -324,12 +324,8 @@ fn resolve_roots<'a>(
     }
 }
 
-fn opt(sess: &Session, name: &str, on: bool) -> Result<()> {
-    let rel = format!("options/{name}");
-    if sess.has(&rel) {
-        sess.write(&rel, if on { "1" } else { "0" })?;
-    }
-    Ok(())
+fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
+    Ok(sess.set_option(name, on)?)
 }
 
 /// Run `dcg trace` on the kernel: notices go to `notify` as they happen, the trace to
@@ -466,7 +462,7 @@ impl<'s> Setup<'s> {
         avail: &'s Available,
         roots: Vec<String>,
     ) -> Result<Setup<'s>> {
-        let sess = Session::create(root)?;
+        let mut sess = Session::create(root)?;
         let feat = Features::detect(&sess);
         if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
             return Err(KtraceError::ExitProbesWarn);
@@ -477,13 +473,13 @@ impl<'s> Setup<'s> {
             Some(Child::spawn_stopped(&args.command)?)
         };
         let target = child.as_ref().map(|c| c.pid()).or(args.pid);
-        opt(&sess, "funcgraph-proc", true)?;
-        opt(&sess, "funcgraph-tail", false)?;
+        opt(&mut sess, "funcgraph-proc", true)?;
+        opt(&mut sess, "funcgraph-tail", false)?;
         let kernel_retvals = args.show_retvals && feat.retval;
-        opt(&sess, "funcgraph-retval", kernel_retvals)?;
-        opt(&sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
+        opt(&mut sess, "funcgraph-retval", kernel_retvals)?;
+        opt(&mut sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
         let kernel_args = args.args && feat.args;
-        opt(&sess, "funcgraph-args", kernel_args)?;
+        opt(&mut sess, "funcgraph-args", kernel_args)?;
         // Binary reading (no probe events: see `start`) copies pages out faster than the
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
@@ -493,14 +489,14 @@ impl<'s> Setup<'s> {
         // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
         // context it ran in, read from the binary records. The text (probe events'
         // sessions) has no context per line: hardirqs are left out there, as before.
-        opt(&sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
+        opt(&mut sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
-            opt(&sess, "function-fork", true)?;
+            opt(&mut sess, "function-fork", true)?;
             if sess.has("set_event_pid") {
                 sess.write("set_event_pid", &pid.to_string())?;
-                opt(&sess, "event-fork", true)?;
+                opt(&mut sess, "event-fork", true)?;
             }
         }
         // Never dcg itself (reading the pipe would trace itself).
@@ -627,7 +623,7 @@ impl<'s> Setup<'s> {
                 }
                 Err(e) => {
                     debug(format_args!("trace_pipe_raw unusable ({e}): reading text"));
-                    opt(&self.sess, "funcgraph-irqs", false)?;
+                    opt(&mut self.sess, "funcgraph-irqs", false)?;
                 }
             }
         }

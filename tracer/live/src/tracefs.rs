@@ -205,6 +205,10 @@ pub struct Session {
     name: String,
     group: String,
     events: Vec<(EventFile, String)>,
+    /// Options this session changed and their values before: written back at close. On
+    /// kernels whose tracer options are shared by every instance (6.12's function_graph
+    /// flags), the instance's option file is the kernel-wide setting.
+    restore: Vec<(String, String)>,
     closed: bool,
 }
 
@@ -224,6 +228,7 @@ impl Session {
             name,
             group: format!("dcg_{pid}"),
             events: Vec::new(),
+            restore: Vec::new(),
             closed: false,
         })
     }
@@ -256,6 +261,22 @@ impl Session {
     /// Write a file of the instance.
     pub fn write(&self, rel: &str, content: &str) -> Result<()> {
         write(&self.file(rel), content)
+    }
+
+    /// Set `options/NAME` of the instance when it has it, remembering the value it had so
+    /// that [`Session::close`] writes it back.
+    pub fn set_option(&mut self, name: &str, on: bool) -> Result<()> {
+        let rel = format!("options/{name}");
+        let path = self.file(&rel);
+        if !path.exists() {
+            return Ok(());
+        }
+        let want = if on { "1" } else { "0" };
+        let before = read(&path)?.trim().to_string();
+        if before != want && !self.restore.iter().any(|(r, _)| *r == rel) {
+            self.restore.push((rel, before));
+        }
+        write(&path, want)
     }
 
     /// Whether the instance has this file (feature detection: `options/funcgraph-retval`).
@@ -358,6 +379,11 @@ impl Session {
         self.closed = true;
         let mut failed = Vec::new();
         let _ = write(&self.file("tracing_on"), "0");
+        for (rel, before) in self.restore.drain(..).rev() {
+            if let Err(e) = write(&self.instance.join(&rel), &before) {
+                failed.push(e.to_string());
+            }
+        }
         // Events must be disabled everywhere before removal; removing the instance does
         // that for the instance's enable files.
         remove_instance_dir(&self.instance, &mut failed);
