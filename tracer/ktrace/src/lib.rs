@@ -477,7 +477,11 @@ impl<'s> Setup<'s> {
         opt(&mut sess, "funcgraph-tail", false)?;
         let kernel_retvals = args.show_retvals && feat.retval;
         opt(&mut sess, "funcgraph-retval", kernel_retvals)?;
-        opt(&mut sess, "funcgraph-retaddr", kernel_retvals && feat.retaddr)?;
+        opt(
+            &mut sess,
+            "funcgraph-retaddr",
+            kernel_retvals && feat.retaddr,
+        )?;
         let kernel_args = args.args && feat.args;
         opt(&mut sess, "funcgraph-args", kernel_args)?;
         // Binary reading (no probe events: see `start`) copies pages out faster than the
