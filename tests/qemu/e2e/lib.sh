@@ -11,6 +11,9 @@ global_state() {
 	echo "tracing_on=$(cat $T/tracing_on)"
 	echo "set_graph_function=$(grep -v '^#' $T/set_graph_function | tr '\n' ' ')"
 	echo "set_ftrace_filter=$(grep -v '^#' $T/set_ftrace_filter | head -5 | tr '\n' ' ')"
+	# function_graph's options: kernel-wide on kernels that share a tracer's flags between
+	# instances (6.12), so a session that changes them in its instance must restore them.
+	for o in $T/options/funcgraph-*; do [ -e "$o" ] && echo "${o##*/}=$(cat "$o")"; done
 }
 
 # What dcg sessions leave behind: instances, probes, registry entries.
