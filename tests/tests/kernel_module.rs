@@ -84,14 +84,20 @@ fn modules_612(kdir: &Path) -> Modules {
 /// Boot `kernel` with the modules and the db (`/dcg/dcg_sigdb.ko`, `/dcg/bad/dcg_sigdb.ko`,
 /// `/dcg/k.sigdb`) and guest script `script`; returns the console.
 fn boot(kernel: &Path, m: &Modules, script: &str) -> String {
-    let tmp = tempfile::tempdir().unwrap();
-    let initrd = tmp.path().join("guest.cpio.gz");
     let files = [
         (m.db.as_path(), "/dcg/k.sigdb"),
         (m.good_ko.as_path(), "/dcg/dcg_sigdb.ko"),
         (m.bad_ko.as_path(), "/dcg/bad/dcg_sigdb.ko"),
     ];
-    initramfs(&initrd, &files, script, 600);
+    boot_with(kernel, &files, script)
+}
+
+/// Boot `kernel` with `files` (host path, guest path) and guest script `script`; returns
+/// the console.
+fn boot_with(kernel: &Path, files: &[(&Path, &str)], script: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let initrd = tmp.path().join("guest.cpio.gz");
+    initramfs(&initrd, files, script, 600);
     guest::boot(kernel, &initrd, 660, "", &format!("kernel-module-{script}"))
 }
 
@@ -300,20 +306,11 @@ fn testkernel_build_makes_the_db_module() {
         ko.display()
     );
 
-    let initrd = tmp.path().join("guest.cpio.gz");
     let guest_modroot = format!("/lib/modules/{}", release.trim());
-    initramfs(
-        &initrd,
+    let text = boot_with(
+        &kdir.join("vmlinuz"),
         &[(modroot.as_path(), guest_modroot.as_str())],
         "kbuild-module.sh",
-        600,
-    );
-    let text = guest::boot(
-        &kdir.join("vmlinuz"),
-        &initrd,
-        660,
-        "",
-        "kernel-module-kbuild-module.sh",
     );
     must(
         section(&text, "kb-modprobe"),
