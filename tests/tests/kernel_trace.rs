@@ -718,6 +718,9 @@ fn bpf_on_debian(kernel_name: &str) {
         assert!(count("irq time said: ") >= 1, "{irqs}");
         assert!(count("interrupt records: ") >= 1, "{irqs}");
         assert!(count("task records: ") >= 2, "{irqs}");
+        // Every saved call names its task (function_graph's binary records carry only
+        // the thread id: dcg names it).
+        assert_eq!(count("unnamed task records: "), 0, "{irqs}");
         assert!(count("hidden reads: ") >= 2, "{irqs}");
     }
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);

@@ -59,6 +59,7 @@ irqs_shown() { # NAME DCG-ARGS...: the marks and contexts of one session
 	echo "irq time said: $(grep -c '\*/ /\* irqs [0-9.]* us \*/' /tmp/$n.txt)"
 	echo "interrupt records: $(grep -cE '"ctx":"(irq|softirq|nmi)"' /tmp/$n.calls)"
 	echo "task records: $(grep -c '"ctx":"task"' /tmp/$n.calls)"
+	echo "unnamed task records: $(grep -c '"comm":null' /tmp/$n.calls)"
 	echo "--- first interrupt"
 	grep -m1 -B2 -A6 '==========> |' /tmp/$n.txt
 	echo "--- its record"

@@ -143,6 +143,14 @@ enum Kind {
     Return,
 }
 
+/// Words of the programs' `planned` bit array (capture.bpf.c's `PLAN_WORDS`).
+const PLAN_WORDS: u64 = 32768;
+
+/// The word of the `planned` bit array holding address `addr`'s bit, and that bit.
+fn plan_slot(addr: u64) -> (u32, u32) {
+    (((addr >> 7) % PLAN_WORDS) as u32, 1 << ((addr >> 2) & 31))
+}
+
 /// The kernel's largest thread id plus one (`kernel.pid_max`, at most 2^22).
 fn pid_max() -> u32 {
     std::fs::read_to_string("/proc/sys/kernel/pid_max")
@@ -194,8 +202,15 @@ pub struct Loaded {
 
 impl Loaded {
     /// Load the programs for `targets` (the plan map is sized for them; attach to these
-    /// or fewer), with the inline probe program when `inlines`.
-    pub fn load(targets: &[Target], inlines: bool) -> Result<Loaded, BpfError> {
+    /// or fewer), with the inline probe program when `inlines`. `per_cpu_offset` is the
+    /// address of the kernel's `__per_cpu_offset` array (from /proc/kallsyms): with it the
+    /// programs find this CPU's copy of their miss counter and say which recorded call
+    /// lost calls; without it only the total is known.
+    pub fn load(
+        targets: &[Target],
+        inlines: bool,
+        per_cpu_offset: Option<u64>,
+    ) -> Result<Loaded, BpfError> {
         if targets.is_empty() {
             return Err(BpfError::NoTargets);
         }
@@ -213,6 +228,12 @@ impl Loaded {
         // only the BPF JIT can); an entry link and a return link otherwise.
         let mode = Mode::detect();
         let skel = load(mode, targets, inlines)?;
+        if let Some(addr) = per_cpu_offset {
+            skel.maps
+                .kaddrs
+                .update(&0u32.to_ne_bytes(), &addr.to_ne_bytes(), MapFlags::ANY)
+                .map_err(libbpf("setting the per-CPU offsets' address"))?;
+        }
         Ok(Loaded { skel, mode })
     }
 
@@ -246,9 +267,11 @@ impl Loaded {
             &self.skel.maps.events,
             &self.skel.maps.active,
             &self.skel.maps.plans,
+            &self.skel.maps.planned,
             &self.skel.maps.procs,
             &self.skel.maps.lost,
             &self.skel.maps.config,
+            &self.skel.maps.kaddrs,
         ];
         for m in maps {
             if let Some(ops) = map_ops(m.map_type()) {
@@ -274,13 +297,22 @@ impl Loaded {
             return Err(BpfError::NoTargets);
         }
         let Loaded { skel, mode } = self;
+        let mut planned: std::collections::BTreeMap<u32, u32> = Default::default();
         for t in targets.iter().filter(|t| t.plan() != 0) {
             for addr in [t.addr, t.addr - ENDBR_LEN] {
                 skel.maps
                     .plans
                     .update(&addr.to_ne_bytes(), &t.plan().to_ne_bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the plan map"))?;
+                let (word, bit) = plan_slot(addr);
+                *planned.entry(word).or_default() |= bit;
             }
+        }
+        for (word, bits) in planned {
+            skel.maps
+                .planned
+                .update(&word.to_ne_bytes(), &bits.to_ne_bytes(), MapFlags::ANY)
+                .map_err(libbpf("filling the plan bits"))?;
         }
         if let Some(procs) = procs {
             skel.maps

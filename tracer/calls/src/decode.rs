@@ -143,6 +143,8 @@ pub struct Decoder<'a> {
     fields: ArgList,
     /// Calls from binary records carry the context their records were written in.
     contexts: bool,
+    /// Task names for binary records, which carry only the thread id ([`Decoder::name_task`]).
+    comms: std::collections::HashMap<u32, String>,
 }
 
 impl<'a> Decoder<'a> {
@@ -174,6 +176,7 @@ impl<'a> Decoder<'a> {
             shift: 0,
             fields: ArgList::default(),
             contexts: false,
+            comms: std::collections::HashMap::new(),
         }
     }
 
@@ -188,6 +191,17 @@ impl<'a> Decoder<'a> {
     /// subtree begins and ends inside a task's tree.
     pub fn mark_contexts(&mut self) {
         self.contexts = true;
+    }
+
+    /// Name thread `pid` in the calls of binary records ([`Decoder::feed_record`]), whose
+    /// records carry no name.
+    pub fn name_task(&mut self, pid: u32, comm: &str) {
+        self.comms.insert(pid, comm.to_string());
+    }
+
+    /// Whether thread `pid` was named by [`Decoder::name_task`].
+    pub fn has_task_name(&self, pid: u32) -> bool {
+        self.comms.contains_key(&pid)
     }
 
     /// Also feed `sink`.

@@ -6,6 +6,9 @@
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
 struct Stderr {
+    /// When the logger was installed: libbpf's lines carry the seconds since (the kernel
+    /// tracer's carry its own session clock), to see where a session's start goes.
+    start: std::time::Instant,
     ktrace: bool,
     libbpf: bool,
     all: bool,
@@ -31,6 +34,11 @@ impl Log for Stderr {
         }
         match r.level() {
             Level::Error | Level::Warn => eprintln!("dcg: {}", r.args()),
+            _ if r.target() == "libbpf" => eprintln!(
+                "dcg debug [libbpf] {:8.3}: {}",
+                self.start.elapsed().as_secs_f64(),
+                r.args()
+            ),
             _ => eprintln!("dcg debug [{}] {}", r.target(), r.args()),
         }
     }
@@ -42,6 +50,7 @@ impl Log for Stderr {
 pub fn init() {
     let on = |v: &str| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0");
     let logger = Stderr {
+        start: std::time::Instant::now(),
         ktrace: on("DCG_KTRACE_DEBUG"),
         libbpf: on("DCG_BPF_DEBUG"),
         all: on("DCG_DEBUG"),

@@ -17,6 +17,22 @@ pub fn parse_line(l: &str) -> Option<(u64, char, &str, Option<&str>)> {
     Some((addr, k, name, module))
 }
 
+/// The address of the vmlinux symbol `name`, of any type (data too), in kallsyms / System.map
+/// `text`: a search of the text for the one symbol, without parsing the rest.
+pub fn vmlinux_symbol(text: &str, name: &str) -> Option<u64> {
+    let pat = format!(" {name}\n");
+    let mut from = 0;
+    while let Some(i) = text[from..].find(&pat).map(|i| from + i) {
+        from = i + pat.len();
+        let start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+        match parse_line(&text[start..from]) {
+            Some((addr, _, n, None)) if n == name && addr != 0 => return Some(addr),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Text symbols sorted by address.
 #[derive(Debug, Default, Clone)]
 pub struct Kallsyms {
@@ -100,6 +116,21 @@ impl Kallsyms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_symbol_of_any_type() {
+        let text = "ffffffff81000000 T _stext\nffffffff82000000 D my__per_cpu_offset\n\
+                    ffffffff82000100 D __per_cpu_offset_end\nffffffff82000200 R __per_cpu_offset\n\
+                    ffffffffc0001000 d __per_cpu_offset\t[mod]\n";
+        assert_eq!(
+            vmlinux_symbol(text, "__per_cpu_offset"),
+            Some(0xffffffff82000200)
+        );
+        assert_eq!(vmlinux_symbol(text, "_stext"), Some(0xffffffff81000000));
+        assert_eq!(vmlinux_symbol(text, "missing"), None);
+        // Unprivileged readers see zeros: no address.
+        assert_eq!(vmlinux_symbol("0000000000000000 D x\n", "x"), None);
+    }
 
     #[test]
     fn by_address() {

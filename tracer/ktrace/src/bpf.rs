@@ -602,7 +602,12 @@ pub fn run(
         });
         let kernel_text = sc.spawn(move || crate::callees::KernelText::with_kallsyms(text));
         // Loaded first: what the programs call decides what they are not attached to.
-        let attached = Loaded::load(&targets, !inlines.is_empty()).inspect(|loaded| {
+        let attached = Loaded::load(
+            &targets,
+            !inlines.is_empty(),
+            dcg_dbset::kallsyms::vmlinux_symbol(&kallsyms_text, "__per_cpu_offset"),
+        )
+        .inspect(|loaded| {
             debug(format_args!("loaded"));
             let kt = kernel_text
                 .join()

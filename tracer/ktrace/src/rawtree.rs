@@ -26,6 +26,8 @@ pub struct RawTreeFilter {
     hide_irqs: bool,
     /// Per task: the depth of its kept tree's root.
     tasks: HashMap<u32, u32>,
+    /// Where to look up the name of a task gone before its records were read.
+    tracefs: Option<std::path::PathBuf>,
     /// Roots entered, and trees given up (a new root began before the old one's exit).
     pub started: u64,
     pub abandoned: u64,
@@ -39,6 +41,7 @@ impl RawTreeFilter {
             is_root: HashMap::new(),
             depth,
             hide_irqs: false,
+            tracefs: None,
             tasks: HashMap::new(),
             started: 0,
             abandoned: 0,
@@ -98,6 +101,17 @@ impl RawTreeFilter {
                     self.tasks.remove(pid);
                     return Ok(false);
                 };
+                // Records carry the thread id alone: the task's name, once, from /proc
+                // while it runs, else from what the kernel saved at its context switches.
+                if !dec.has_task_name(*pid) {
+                    let comm = dcg_live::process::comm(*pid as i32).or_else(|| {
+                        let t = self.tracefs.as_deref()?;
+                        dcg_live::tracefs::saved_cmdline(t, *pid)
+                    });
+                    if let Some(c) = comm {
+                        dec.name_task(*pid, &c);
+                    }
+                }
                 self.tasks.insert(*pid, root);
                 if limit > 0 && *depth >= root + limit {
                     return Ok(false);
@@ -161,8 +175,9 @@ impl RawSource {
         sess: &Session,
         tracefs: &Path,
         kallsyms: &str,
-        filter: RawTreeFilter,
+        mut filter: RawTreeFilter,
     ) -> Result<RawSource, String> {
+        filter.tracefs = Some(tracefs.to_path_buf());
         let mut formats = Vec::new();
         for ev in [
             "funcgraph_entry",

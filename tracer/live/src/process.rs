@@ -354,11 +354,16 @@ pub fn is_alive(pid: i32) -> bool {
     }
 }
 
-/// The command name of process `pid`.
+/// The command name of process `pid`, `?` when it is gone.
 pub fn comm_of(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+    comm(pid).unwrap_or_else(|| "?".into())
+}
+
+/// The command name of thread `tid` while it exists.
+pub fn comm(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
         .map(|s| s.trim_end().to_string())
-        .unwrap_or_else(|_| "?".into())
 }
 
 /// `name` looked up in `$PATH`.

@@ -602,3 +602,39 @@ pub fn remove_stale(root: &Path) -> Vec<String> {
     }
     removed
 }
+
+/// The name the tracing code saved for thread `pid` (`saved_cmdlines` under `tracefs`, kept
+/// by the kernel at context switches while a tracer that wants names runs: function_graph
+/// does), for a task that may have exited since.
+pub fn saved_cmdline(tracefs: &Path, pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(tracefs.join("saved_cmdlines")).ok()?;
+    text.lines().find_map(|l| {
+        let (p, comm) = l.split_once(' ')?;
+        (p.parse::<u32>().ok()? == pid && !comm.is_empty() && comm != "<...>")
+            .then(|| comm.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_cmdlines_name_tasks_that_left() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("saved_cmdlines"),
+            "1 init\n1234 dd\n77 <...>\n4242 kworker/0:1H\n",
+        )
+        .unwrap();
+        assert_eq!(saved_cmdline(dir.path(), 1234).as_deref(), Some("dd"));
+        assert_eq!(
+            saved_cmdline(dir.path(), 4242).as_deref(),
+            Some("kworker/0:1H")
+        );
+        // A slot the kernel reused has no name; an unknown thread neither.
+        assert_eq!(saved_cmdline(dir.path(), 77), None);
+        assert_eq!(saved_cmdline(dir.path(), 123), None);
+        assert_eq!(saved_cmdline(Path::new("/nonexistent"), 1), None);
+    }
+}

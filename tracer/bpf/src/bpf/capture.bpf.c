@@ -48,7 +48,6 @@ struct bpf_kprobe_multi_link {
 struct bpf_kprobe_multi_run_ctx {
 	struct bpf_kprobe_multi_link *link;
 } __attribute__((preserve_access_index));
-extern const void __per_cpu_offset __ksym __weak;
 
 #define REC_ENTRY 1
 #define REC_EXIT 2
@@ -167,6 +166,18 @@ struct {
 	__type(value, __u32);
 } plans SEC(".maps");
 
+/* A bit per 4-byte slot of kernel text, folded onto 2^20 bits: set for each address in
+ * `plans`. Most functions have no plan; this array (its lookup inlined by the verifier)
+ * says so without the hash lookup, which every call would pay. Slot of address a: bit
+ * (a >> 2) mod 2^20, in word (a >> 7) mod 2^15. */
+#define PLAN_WORDS 32768
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PLAN_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} planned SEC(".maps");
+
 /* The traced processes (tgid) when filter_procs is set; forks of them join. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -199,6 +210,16 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counter_at SEC(".maps");
+
+/* The address of the kernel's __per_cpu_offset array (0: unknown), from dcg's read of
+ * /proc/kallsyms: a typeless __ksym extern would have libbpf read all of kallsyms once
+ * more on every load, seconds under emulation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} kaddrs SEC(".maps");
 
 /* Settings: [0] = whether `procs` filters. A map, not global data: libbpf probes global
  * data support with a socket filter, which kernels without CONFIG_NET cannot load. */
@@ -263,8 +284,13 @@ static __always_inline __u32 context(void)
 static __always_inline __u32 plan_of(void *ctx)
 {
 	__u64 ip = bpf_get_func_ip(ctx);
-	__u32 *v = bpf_map_lookup_elem(&plans, &ip);
+	__u32 w = (ip >> 7) & (PLAN_WORDS - 1);
+	__u32 *bits = bpf_map_lookup_elem(&planned, &w);
+	__u32 *v;
 
+	if (!bits || !(*bits & (1U << ((ip >> 2) & 31))))
+		return 0;
+	v = bpf_map_lookup_elem(&plans, &ip);
 	return v ? *v : 0;
 }
 
@@ -306,16 +332,17 @@ static __always_inline __u64 skipped_here(bool entry)
 	if (!at)
 		return 0;
 	if (!*at) {
+		__u64 *offsets = bpf_map_lookup_elem(&kaddrs, &k);
+
 		p = bpf_map_lookup_elem(&stats, &k);
 		cpu = bpf_get_smp_processor_id();
-		if (!p || !bpf_ksym_exists(&__per_cpu_offset) || cpu >= 8192)
+		if (!p || !offsets || !*offsets || cpu >= 8192)
 			return 0;
 		if (!*p && entry)
 			*p = own_stats();
 		if (!*p)
 			return 0;
-		if (bpf_probe_read_kernel(&base, sizeof(base),
-					  (const char *)&__per_cpu_offset + cpu * 8))
+		if (bpf_probe_read_kernel(&base, sizeof(base), (const void *)(*offsets + cpu * 8)))
 			return 0;
 		*at = *p + base + bpf_core_field_offset(struct bpf_prog_stats, misses);
 	}

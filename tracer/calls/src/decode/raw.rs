@@ -24,10 +24,11 @@ impl Decoder<'_> {
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
         self.lines += 1;
+        let comms = &self.comms;
         let task = |pid: u32| Task {
             key: u64::from(pid),
             pid: Some(pid),
-            comm: None,
+            comm: comms.get(&pid).map(String::as_str),
             cpu: Some(cpu),
         };
         // A function kallsyms does not know is named by its address.
