@@ -3,7 +3,8 @@
 //! offsets. A block is small (about 1 KiB decompressed), so decompressing it on first
 //! use costs well under a microsecond; it is checked then and cached.
 
-use crate::{Error, FormatError, FormatErrorKind};
+use crate::frames::unit_error;
+use crate::{Error, FormatError};
 
 /// A record section cut into LZ4 blocks.
 pub(crate) struct Blocks {
@@ -52,16 +53,7 @@ pub(crate) fn decompress(
     raw_len: usize,
     name: &'static str,
 ) -> Result<Box<[u8]>, FormatError> {
-    let bad = |at: usize, what| {
-        Err(FormatError {
-            offset: (file_offset + at) as u64,
-            kind: FormatErrorKind::BadRecord {
-                section: name,
-                index: b as u64,
-                what,
-            },
-        })
-    };
+    let bad = |at: usize, what| Err(unit_error(name, b, file_offset + at, what));
     let Some(start) = offsets.get(b).map(|o| o.get() as usize) else {
         return bad(0, "block out of bounds");
     };

@@ -726,12 +726,5 @@ fn check_string_frame(f: usize, raw: &[u8], file_offset: usize) -> Result<(), cr
     } else {
         return Ok(());
     };
-    Err(crate::FormatError {
-        offset: file_offset as u64,
-        kind: crate::FormatErrorKind::BadRecord {
-            section: "strings",
-            index: f as u64,
-            what,
-        },
-    })
+    Err(crate::frames::unit_error("strings", f, file_offset, what))
 }
