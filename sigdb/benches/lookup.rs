@@ -196,6 +196,45 @@ fn bench(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    // The parameter records alone (location, type size), cold: the first read of an LZ4
+    // parameter block and type block, no string frame.
+    let mut r_cold = 0usize;
+    c.bench_function(
+        "first param records (real db, fresh open, cold LZ4 blocks, no names)",
+        |b| {
+            b.iter_batched(
+                || {
+                    r_cold = (r_cold + 7919) % n;
+                    (Db::open(&real).unwrap(), r_cold)
+                },
+                |(db, m)| {
+                    let f = db.function(m).unwrap();
+                    black_box(
+                        f.params()
+                            .map(|p| p.loc().encode().0 as usize + p.ty().size() as usize)
+                            .sum::<usize>(),
+                    );
+                    db
+                },
+                BatchSize::PerIteration,
+            )
+        },
+    );
+    // A lookup by name on a fresh open: its first compare decompresses a string frame.
+    let mut s_cold = 0usize;
+    c.bench_function("by_name (real db, fresh open, cold string frame)", |b| {
+        b.iter_batched(
+            || {
+                s_cold = (s_cold + 1) & 1023;
+                (Db::open(&real).unwrap(), picks[s_cold].name().to_string())
+            },
+            |(db, name)| {
+                black_box(db.by_name(&name).next().map(|f| f.addr()));
+                db
+            },
+            BatchSize::PerIteration,
+        )
+    });
     if db.instance_count() > 0 {
         let callers: Vec<u32> = db
             .instances()

@@ -233,13 +233,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// borrows them from the builder.
 pub(crate) struct StringTable<'s> {
     bytes: Vec<u8>,
+    /// Where each compressed frame starts in `bytes` (the first at 0): a frame holds
+    /// whole strings, ending after the first one that reaches [`STRING_FRAME_BYTES`].
+    frames: Vec<u32>,
     offsets: HashMap<&'s str, u32>,
 }
 
 impl<'s> StringTable<'s> {
-    /// The final layout of `strings`, which depends on the set alone: strings sorted by
-    /// their reversed bytes; one that is a suffix of the next in that order is not
-    /// stored but points into it.
+    /// The final layout of `strings`, which depends on the set alone. Sorted by their
+    /// reversed bytes, a string that is a suffix of the next one in that order is not
+    /// stored but points into it; the strings stored are laid out in byte order (which
+    /// compresses better: neighbours share prefixes), cut into frames of whole strings.
     fn laid_out(strings: impl Iterator<Item = &'s str>) -> Result<StringTable<'s>, Error> {
         // Interior NULs cannot be represented; strings keep the part before the first one.
         let mut sorted: Vec<&'s str> = strings
@@ -248,26 +252,50 @@ impl<'s> StringTable<'s> {
             .collect();
         sorted.sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
         sorted.dedup();
-        let mut bytes = vec![0];
-        // Longest first within each chain of suffixes: walk from the end.
-        let mut offset = vec![0u32; sorted.len()];
+        // Each string's (stored string holding it, offset in that one). Longest first
+        // within each chain of suffixes: walk from the end.
+        let mut home = vec![(0usize, 0usize); sorted.len()];
+        let mut stored = Vec::new();
         for i in (0..sorted.len()).rev() {
-            offset[i] = match sorted.get(i + 1) {
+            home[i] = match sorted.get(i + 1) {
                 Some(next) if next.ends_with(sorted[i]) => {
-                    offset[i + 1] + (next.len() - sorted[i].len()) as u32
+                    let (root, at) = home[i + 1];
+                    (root, at + next.len() - sorted[i].len())
                 }
                 _ => {
-                    let off = u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-                    bytes.extend_from_slice(sorted[i].as_bytes());
-                    bytes.push(0);
-                    off
+                    stored.push(i);
+                    (i, 0)
                 }
             };
         }
+        stored.sort_unstable_by_key(|&i| sorted[i]);
+        let mut start = vec![0u32; sorted.len()];
+        let mut bytes = vec![0];
+        let mut frames = vec![0];
+        let mut frame_start = 0;
+        for &i in &stored {
+            if bytes.len() - frame_start >= STRING_FRAME_BYTES {
+                frame_start = bytes.len();
+                frames.push(frame_start as u32);
+            }
+            start[i] = u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
+            bytes.extend_from_slice(sorted[i].as_bytes());
+            bytes.push(0);
+        }
+        u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
         let mut offsets = HashMap::with_capacity(sorted.len() + 1);
         offsets.insert("", 0);
-        offsets.extend(sorted.into_iter().zip(offset));
-        Ok(StringTable { bytes, offsets })
+        offsets.extend(
+            sorted
+                .into_iter()
+                .zip(home)
+                .map(|(s, (root, at))| (s, start[root] + at as u32)),
+        );
+        Ok(StringTable {
+            bytes,
+            frames,
+            offsets,
+        })
     }
 
     /// The offset of `s`, which the layout must hold.
@@ -339,7 +367,6 @@ impl<'b> Writer<'b> {
                         let name = self.strings.add(name)?;
                         self.enumerators.push(EnumeratorRecord {
                             name: name.into(),
-                            reserved: 0.into(),
                             value: (*value).into(),
                         });
                     }
@@ -402,16 +429,34 @@ impl<'b> Writer<'b> {
             "inline instances (a frame past 16 MiB)",
         )?;
         let modules = self.module_records(unique)?;
+        let strings = crate::frames::pack(
+            &self.strings.frames,
+            &self.strings.bytes,
+            1,
+            "strings (a frame past 16 MiB)",
+        )?;
+        let params = crate::blocks::pack(
+            self.params.as_bytes(),
+            core::mem::size_of::<ParamRecord>(),
+            PARAM_BLOCK,
+            "parameter records",
+        )?;
+        let types = crate::blocks::pack(
+            self.types.as_bytes(),
+            core::mem::size_of::<TypeRecord>(),
+            TYPE_BLOCK,
+            "type records",
+        )?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
-            &self.strings.bytes,
+            &strings.bytes,
             modules.as_bytes(),
-            self.types.as_bytes(),
+            &types.bytes,
             self.enumerators.as_bytes(),
             self.proto_params.as_bytes(),
             functions.as_bytes(),
             symbols.as_bytes(),
-            self.params.as_bytes(),
+            &params.bytes,
             names.as_bytes(),
             inline_index.as_bytes(),
             &inline.bytes,
@@ -423,16 +468,19 @@ impl<'b> Writer<'b> {
             code.as_bytes(),
             inline.frames.as_bytes(),
             inst_data.frames.as_bytes(),
+            strings.frames.as_bytes(),
+            params.offsets.as_bytes(),
+            types.offsets.as_bytes(),
         ];
         let counts = [
-            self.strings.bytes.len(),
+            strings.bytes.len(),
             modules.len(),
-            self.types.len(),
+            types.bytes.len(),
             self.enumerators.len(),
             self.proto_params.len(),
             functions.len(),
             symbols.len(),
-            self.params.len(),
+            params.bytes.len(),
             names.len(),
             inline_index.len(),
             inline.bytes.len(),
@@ -444,8 +492,17 @@ impl<'b> Writer<'b> {
             code.len(),
             inline.frames.len(),
             inst_data.frames.len(),
+            strings.frames.len(),
+            params.offsets.len(),
+            types.offsets.len(),
         ];
-        assemble(b, &sections, &counts, inst.count)
+        let records = Records {
+            instances: inst.count,
+            params: u32::try_from(self.params.len())
+                .map_err(|_| Error::TooLarge("parameter records"))?,
+            types: u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?,
+        };
+        assemble(b, &sections, &counts, &records)
     }
 
     /// Every function's module exists.
@@ -779,11 +836,18 @@ fn compress_blocks<'o>(
     Ok(packed)
 }
 
+/// The record counts of the packed sections, kept in the header.
+struct Records {
+    instances: u32,
+    params: u32,
+    types: u32,
+}
+
 fn assemble(
     b: &DbBuilder,
     sections: &[&[u8]; SECTION_COUNT],
     counts: &[usize; SECTION_COUNT],
-    instance_count: u32,
+    records: &Records,
 ) -> Result<Vec<u8>, Error> {
     let header_size = core::mem::size_of::<Header>();
     let total = sections
@@ -821,7 +885,9 @@ fn assemble(
         build_id_len: (b.build_id.len() as u32).into(),
         build_id,
         machine: b.machine.into(),
-        instance_count: instance_count.into(),
+        instance_count: records.instances.into(),
+        param_count: records.params.into(),
+        type_count: records.types.into(),
         sections: table,
     };
     out[..header_size].copy_from_slice(header.as_bytes());

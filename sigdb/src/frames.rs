@@ -93,6 +93,24 @@ impl FrameCache {
     }
 }
 
+/// The format error of frame (or block) `index` of section `name`, found at byte
+/// `offset` of the file.
+pub(crate) fn unit_error(
+    name: &'static str,
+    index: usize,
+    offset: usize,
+    what: &'static str,
+) -> FormatError {
+    FormatError {
+        offset: offset as u64,
+        kind: FormatErrorKind::BadRecord {
+            section: name,
+            index: index as u64,
+            what,
+        },
+    }
+}
+
 /// Decompress frame `f` of a compressed section (`file_offset`: where the section is in
 /// the file, for errors): exactly `raw_len` bytes or a format error.
 pub(crate) fn decompress(
@@ -102,16 +120,7 @@ pub(crate) fn decompress(
     f: usize,
     name: &'static str,
 ) -> Result<Box<[u8]>, FormatError> {
-    let bad = |at: usize, what| {
-        Err(FormatError {
-            offset: (file_offset + at) as u64,
-            kind: FormatErrorKind::BadRecord {
-                section: name,
-                index: f as u64,
-                what,
-            },
-        })
-    };
+    let bad = |at: usize, what| Err(unit_error(name, f, file_offset + at, what));
     let Some(frame) = frames.get(f) else {
         return bad(0, "frame out of bounds");
     };

@@ -1,4 +1,4 @@
-//! The on-disk records of sigdb version 4, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 5, exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
@@ -9,7 +9,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
 /// The format version this crate writes and reads.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -19,11 +19,12 @@ pub const ALIGN: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub enum SectionId {
-    /// NUL-terminated UTF-8 strings; offset 0 is the empty string.
+    /// NUL-terminated UTF-8 strings (offset 0 is the empty string), in compressed
+    /// frames of about [`STRING_FRAME_BYTES`] (bytes).
     Strings = 0,
     /// [`ModuleRecord`]s.
     Modules = 1,
-    /// [`TypeRecord`]s.
+    /// [`TypeRecord`]s in LZ4 blocks of [`TYPE_BLOCK`] records (bytes).
     Types = 2,
     /// [`EnumeratorRecord`]s, referenced by enum types.
     Enumerators = 3,
@@ -33,7 +34,8 @@ pub enum SectionId {
     Functions = 5,
     /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
     Symbols = 6,
-    /// [`ParamRecord`]s, referenced by functions.
+    /// [`ParamRecord`]s, referenced by functions, in LZ4 blocks of [`PARAM_BLOCK`]
+    /// records (bytes).
     Params = 7,
     /// [`NameRecord`]s sorted by (name hash, name bytes, function index).
     Names = 8,
@@ -59,10 +61,16 @@ pub enum SectionId {
     InlineFrames = 17,
     /// [`FrameRecord`]s: where each compressed frame of `instance_data` starts.
     InstanceFrames = 18,
+    /// [`FrameRecord`]s: where each compressed frame of `strings` starts.
+    StringFrames = 19,
+    /// `u32` offsets: where each LZ4 block of `params` starts.
+    ParamBlocks = 20,
+    /// `u32` offsets: where each LZ4 block of `types` starts.
+    TypeBlocks = 21,
 }
 
-/// Number of sections in version 4.
-pub const SECTION_COUNT: usize = 19;
+/// Number of sections in version 5.
+pub const SECTION_COUNT: usize = 22;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -71,12 +79,12 @@ pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
 pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     1,
     core::mem::size_of::<ModuleRecord>(),
-    core::mem::size_of::<TypeRecord>(),
+    1,
     core::mem::size_of::<EnumeratorRecord>(),
     4,
     core::mem::size_of::<FunctionRecord>(),
     core::mem::size_of::<SymbolRecord>(),
-    core::mem::size_of::<ParamRecord>(),
+    1,
     core::mem::size_of::<NameRecord>(),
     core::mem::size_of::<InlineBlock>(),
     1,
@@ -88,6 +96,9 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<CodeRecord>(),
     core::mem::size_of::<FrameRecord>(),
     core::mem::size_of::<FrameRecord>(),
+    core::mem::size_of::<FrameRecord>(),
+    4,
+    4,
 ];
 
 /// Human-readable section names, for error messages.
@@ -111,6 +122,9 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "code",
     "inline_frames",
     "instance_frames",
+    "string_frames",
+    "param_blocks",
+    "type_blocks",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -127,7 +141,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (544 bytes), at offset 0.
+/// The file header (624 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -135,11 +149,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 544.
+    /// Size of this header, section table included: 624.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 19.
+    /// Number of section table entries: 22.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -153,6 +167,10 @@ pub struct Header {
     pub machine: U32,
     /// Number of inline instances packed in the `instance_data` frames.
     pub instance_count: U32,
+    /// Number of parameter records packed in the `params` blocks.
+    pub param_count: U32,
+    /// Number of type records packed in the `types` blocks.
+    pub type_count: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
 }
@@ -206,14 +224,12 @@ pub struct TypeRecord {
     pub count: U32,
 }
 
-/// One enumerator of an enum (16 bytes).
+/// One enumerator of an enum (12 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct EnumeratorRecord {
     /// String offset of the enumerator's name.
     pub name: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
     /// Value; unsigned enums store the bit pattern.
     pub value: I64,
 }
@@ -421,6 +437,16 @@ pub const BLOCKS_PER_FRAME: usize = 64;
 /// Largest decompressed frame a reader accepts (and a writer writes).
 pub const MAX_FRAME_BYTES: u32 = 16 << 20;
 
+/// A string frame holds whole strings; the writer ends one after the first string that
+/// reaches this many bytes (so a frame is at most this plus one string long).
+pub const STRING_FRAME_BYTES: usize = 64 << 10;
+
+/// Number of parameter records per LZ4 block of the `params` section (1 KiB).
+pub const PARAM_BLOCK: usize = 128;
+
+/// Number of type records per LZ4 block of the `types` section (1.5 KiB).
+pub const TYPE_BLOCK: usize = 64;
+
 /// Where a compressed frame starts (8 bytes): frame `f` of a compressed section runs
 /// from its `offset` to the next frame's (the last one to the end of the section).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -434,12 +460,12 @@ pub struct FrameRecord {
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 544);
+    assert!(core::mem::size_of::<Header>() == 624);
     assert!(core::mem::size_of::<FrameRecord>() == 8);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);
     assert!(core::mem::size_of::<TypeRecord>() == 24);
-    assert!(core::mem::size_of::<EnumeratorRecord>() == 16);
+    assert!(core::mem::size_of::<EnumeratorRecord>() == 12);
     assert!(core::mem::size_of::<FunctionRecord>() == 12);
     assert!(core::mem::size_of::<CodeRecord>() == 8);
     assert!(core::mem::size_of::<SymbolRecord>() == 8);

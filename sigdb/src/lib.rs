@@ -9,6 +9,7 @@
 //! validates every offset, count, reference, sort order and the checksum once, after which
 //! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
 
+mod blocks;
 pub mod builder;
 mod callers;
 mod desc;

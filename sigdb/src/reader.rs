@@ -30,6 +30,16 @@ pub struct Db {
     inline_frames: FrameCache,
     /// The decompressed frames of `instance_data`, filled on first use.
     instance_frames: FrameCache,
+    /// The decompressed frames of `strings`, filled on first use.
+    string_frames: FrameCache,
+    /// Where each string frame starts in the decompressed string table.
+    string_starts: Vec<u32>,
+    /// Length of the decompressed string table.
+    strings_len: u64,
+    /// The decompressed LZ4 blocks of `params`, filled on first use.
+    param_blocks: FrameCache,
+    /// The decompressed LZ4 blocks of `types`, filled on first use.
+    type_blocks: FrameCache,
 }
 
 impl std::fmt::Debug for Db {
@@ -84,10 +94,28 @@ impl Db {
         };
         match validate(bytes) {
             Ok(sections) => {
-                let frames = |id: SectionId| FrameCache::new(sections[id as usize].1 / 8);
+                let frames =
+                    |id: SectionId, size: usize| FrameCache::new(sections[id as usize].1 / size);
+                let (off, len) = sections[SectionId::StringFrames as usize];
+                let table = bytes
+                    .get(off..off + len)
+                    .and_then(|t| <[FrameRecord]>::ref_from_bytes(t).ok())
+                    .unwrap_or(&[]);
+                // Validated: the lengths add up to at most 2^32.
+                let mut string_starts = Vec::with_capacity(table.len());
+                let mut strings_len = 0u64;
+                for f in table {
+                    string_starts.push(strings_len as u32);
+                    strings_len += u64::from(f.raw_len.get());
+                }
                 Ok(Db {
-                    inline_frames: frames(SectionId::InlineFrames),
-                    instance_frames: frames(SectionId::InstanceFrames),
+                    inline_frames: frames(SectionId::InlineFrames, 8),
+                    instance_frames: frames(SectionId::InstanceFrames, 8),
+                    string_frames: frames(SectionId::StringFrames, 8),
+                    string_starts,
+                    strings_len,
+                    param_blocks: frames(SectionId::ParamBlocks, 4),
+                    type_blocks: frames(SectionId::TypeBlocks, 4),
                     data,
                     path,
                     sections,
@@ -133,9 +161,6 @@ impl Db {
     pub(crate) fn module_records(&self) -> &[ModuleRecord] {
         self.records(SectionId::Modules)
     }
-    pub(crate) fn type_records(&self) -> &[TypeRecord] {
-        self.records(SectionId::Types)
-    }
     pub(crate) fn enumerator_records(&self) -> &[EnumeratorRecord] {
         self.records(SectionId::Enumerators)
     }
@@ -145,10 +170,84 @@ impl Db {
     pub(crate) fn function_records(&self) -> &[FunctionRecord] {
         self.records(SectionId::Functions)
     }
-    pub(crate) fn param_records(&self) -> &[ParamRecord] {
-        self.records(SectionId::Params)
+
+    /// Parameter record `index` (`None` past the end or in a bad block).
+    pub(crate) fn param_record(&self, index: u32) -> Option<&ParamRecord> {
+        let i = index as usize;
+        let block = self.load_block(SectionId::Params, i / PARAM_BLOCK).ok()?;
+        <[ParamRecord]>::ref_from_bytes(block)
+            .ok()?
+            .get(i % PARAM_BLOCK)
     }
 
+    /// Type record `index` (`None` past the end or in a bad block).
+    fn type_record(&self, index: u32) -> Option<&TypeRecord> {
+        let i = index as usize;
+        let block = self.load_block(SectionId::Types, i / TYPE_BLOCK).ok()?;
+        <[TypeRecord]>::ref_from_bytes(block)
+            .ok()?
+            .get(i % TYPE_BLOCK)
+    }
+
+    /// Block `b` of the LZ4 record section `id` (params or types): decompressed and
+    /// checked on first use, then cached.
+    fn load_block(&self, id: SectionId, b: usize) -> Result<&[u8], &crate::FormatError> {
+        let h = self.header();
+        let (cache, table, count, per_block, size) = match id {
+            SectionId::Params => (
+                &self.param_blocks,
+                SectionId::ParamBlocks,
+                h.param_count.get(),
+                PARAM_BLOCK,
+                core::mem::size_of::<ParamRecord>(),
+            ),
+            _ => (
+                &self.type_blocks,
+                SectionId::TypeBlocks,
+                h.type_count.get(),
+                TYPE_BLOCK,
+                core::mem::size_of::<TypeRecord>(),
+            ),
+        };
+        cache.get(b, || {
+            let (offset, _) = self.sections[id as usize];
+            let n = crate::blocks::records_in(b, count as usize, per_block);
+            let offsets = self.records(table);
+            let raw = crate::blocks::decompress(
+                offsets,
+                self.section(id),
+                offset,
+                b,
+                n * size,
+                SECTION_NAMES[id as usize],
+            )?;
+            let v = crate::validate::Validator::new(self.bytes(), self.sections);
+            let cx = crate::validate::BlockContext {
+                strings_len: self.strings_len,
+                type_count: h.type_count.get(),
+                enumerators: self.enumerator_records().len(),
+                protos: self.proto_params(),
+                values: self.records(SectionId::ParamValues),
+            };
+            let first = (b * per_block) as u32;
+            let at = offsets.get(b).map_or(0, |o| o.get() as usize);
+            match id {
+                SectionId::Params => v.param_block(
+                    &cx,
+                    first,
+                    <[ParamRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
+                    at,
+                )?,
+                _ => v.type_block(
+                    &cx,
+                    first,
+                    <[TypeRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
+                    at,
+                )?,
+            }
+            Ok(raw)
+        })
+    }
     /// The full operand of parameter record `index` (one with [`PARAM_EXT`]).
     pub(crate) fn param_value(&self, index: u32) -> u32 {
         let values: &[ParamValue] = self.records(SectionId::ParamValues);
@@ -192,6 +291,7 @@ impl Db {
                 SectionId::InlineFrames,
                 "inline_callers",
             ),
+            SectionId::Strings => (&self.string_frames, SectionId::StringFrames, "strings"),
             _ => (
                 &self.instance_frames,
                 SectionId::InstanceFrames,
@@ -205,6 +305,7 @@ impl Db {
             let v = crate::validate::Validator::new(self.bytes(), self.sections);
             let functions = self.function_count();
             match id {
+                SectionId::Strings => check_string_frame(f, &raw, offset)?,
                 SectionId::InlineCallers => crate::callers::validate_frame(&v, f, &raw, functions)?,
                 _ => crate::instances::validate_frame(
                     &v,
@@ -219,21 +320,30 @@ impl Db {
         })
     }
 
-    /// Decompress and check every compressed frame now. Opening checks everything else;
-    /// a frame is checked when it is first used, and a bad one reads as empty (no caller
-    /// lists, no instances), so this is where a damaged frame is reported.
+    /// Decompress and check every compressed frame and block now. Opening checks
+    /// everything else; a frame or block is checked when it is first used, and a bad one
+    /// reads as empty (empty strings, no caller lists, no instances; parameters and
+    /// types read as unknown and void), so this is where damage there is reported.
     pub fn check_frames(&self) -> Result<(), Error> {
+        let fail = |error: &crate::FormatError| Error::Format {
+            path: self.path.clone(),
+            error: error.clone(),
+        };
         for (id, cache) in [
+            (SectionId::Strings, &self.string_frames),
             (SectionId::InlineCallers, &self.inline_frames),
             (SectionId::InstanceData, &self.instance_frames),
         ] {
             for f in 0..cache.len() {
-                if let Err(error) = self.load_frame(id, f) {
-                    return Err(Error::Format {
-                        path: self.path.clone(),
-                        error: error.clone(),
-                    });
-                }
+                self.load_frame(id, f).map_err(fail)?;
+            }
+        }
+        for (id, cache) in [
+            (SectionId::Types, &self.type_blocks),
+            (SectionId::Params, &self.param_blocks),
+        ] {
+            for b in 0..cache.len() {
+                self.load_block(id, b).map_err(fail)?;
             }
         }
         Ok(())
@@ -310,19 +420,28 @@ impl Db {
         }
     }
 
-    /// The string at `offset` of the string table (empty when out of range or not on a
-    /// character boundary).
-    pub fn string(&self, offset: u32) -> &str {
-        let table = self.section(SectionId::Strings);
-        // SAFETY: `validate` checked that the whole string section is UTF-8 before this
-        // Db was constructed, and the section never changes afterwards.
-        let text = unsafe { std::str::from_utf8_unchecked(table) };
-        let tail = text.get(offset as usize..).unwrap_or("");
-        match tail.bytes().position(|b| b == 0) {
-            // A NUL is ASCII, so the slice ends on a character boundary.
-            Some(end) => &tail[..end],
-            None => "",
+    /// The bytes of the string table from `offset` to the end of its frame (empty when
+    /// out of range or in a bad frame). The frame is decompressed on first use.
+    fn string_tail(&self, offset: u32) -> &[u8] {
+        let f = self.string_starts.partition_point(|&s| s <= offset);
+        let Some(&start) = f.checked_sub(1).and_then(|f| self.string_starts.get(f)) else {
+            return &[];
+        };
+        match self.load_frame(SectionId::Strings, f - 1) {
+            Ok(frame) => frame.get((offset - start) as usize..).unwrap_or(&[]),
+            Err(_) => &[],
         }
+    }
+
+    /// The string at `offset` of the string table (empty when out of range, not on a
+    /// character boundary, or in a bad frame: see [`Db::check_frames`]).
+    pub fn string(&self, offset: u32) -> &str {
+        let tail = self.string_tail(offset);
+        // Frames hold whole strings, each ending with a NUL (checked on decompression).
+        let bytes = &tail[..tail.iter().position(|&b| b == 0).unwrap_or(0)];
+        // The frame is UTF-8 (checked on decompression): this fails only when `offset`
+        // is not on a character boundary, and then costs one string's check.
+        std::str::from_utf8(bytes).unwrap_or("")
     }
 
     /// Each section's name and length in bytes, in file order: where the bytes go.
@@ -406,14 +525,19 @@ impl Db {
 
     /// Number of types.
     pub fn type_count(&self) -> usize {
-        self.type_records().len()
+        self.header().type_count.get() as usize
     }
 
-    /// Type by index.
+    /// Type by index (`None` past the end, or in a damaged block: see
+    /// [`Db::check_frames`]).
     pub fn type_at(&self, index: u32) -> Option<Type<'_>> {
-        self.type_records()
-            .get(index as usize)
+        self.type_record(index)
             .map(|rec| Type::new(self, index, rec))
+    }
+
+    /// Number of parameter records (shared by functions with identical lists).
+    pub fn param_record_count(&self) -> usize {
+        self.header().param_count.get() as usize
     }
 
     /// The function of module `module` whose code contains `addr` (binary search).
@@ -462,7 +586,6 @@ impl Db {
 
     /// Every function whose name or ELF symbol name is `name`.
     pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = Function<'a>> + 'a {
-        let strings = self.section(SectionId::Strings);
         let key = name.as_bytes();
         let h = name_hash(key);
         // Hash to a bucket of about eight entries; compare 8-bit tags there, and only on
@@ -479,8 +602,8 @@ impl Db {
             let Some(rec) = funcs.get(f as usize) else {
                 continue;
             };
-            if cmp_cstr(strings, rec.name.get(), key) == Ordering::Equal
-                || cmp_cstr(strings, self.symbol_of(f), key) == Ordering::Equal
+            if cmp_cstr(self.string_tail(rec.name.get()), key) == Ordering::Equal
+                || cmp_cstr(self.string_tail(self.symbol_of(f)), key) == Ordering::Equal
             {
                 match hits.get_mut(count) {
                     Some(slot) => *slot = f,
@@ -567,6 +690,8 @@ static EMPTY_HEADER: Header = Header {
     build_id: [0; MAX_BUILD_ID],
     machine: zerocopy::little_endian::U32::ZERO,
     instance_count: zerocopy::little_endian::U32::ZERO,
+    param_count: zerocopy::little_endian::U32::ZERO,
+    type_count: zerocopy::little_endian::U32::ZERO,
     sections: [SectionEntry {
         offset: zerocopy::little_endian::U64::ZERO,
         length: zerocopy::little_endian::U64::ZERO,
@@ -575,10 +700,9 @@ static EMPTY_HEADER: Header = Header {
     }; SECTION_COUNT],
 };
 
-/// Compare the NUL-terminated string at `off` with `key`, without scanning for the NUL
-/// first: the terminator sorts below every other byte, as a shorter prefix does.
-fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
-    let tail = strings.get(off as usize..).unwrap_or(&[]);
+/// Compare the NUL-terminated string starting `tail` with `key`, without scanning for
+/// the NUL first: the terminator sorts below every other byte, as a shorter prefix does.
+fn cmp_cstr(tail: &[u8], key: &[u8]) -> Ordering {
     let n = key.len().min(tail.len());
     match tail[..n].cmp(&key[..n]) {
         Ordering::Equal if n == key.len() => match tail.get(n) {
@@ -588,4 +712,19 @@ fn cmp_cstr(strings: &[u8], off: u32, key: &[u8]) -> Ordering {
         Ordering::Equal => Ordering::Less,
         other => other,
     }
+}
+
+/// The checks of a decompressed string frame: UTF-8, ending with the NUL of its last
+/// string; the first frame starts with the empty string.
+fn check_string_frame(f: usize, raw: &[u8], file_offset: usize) -> Result<(), crate::FormatError> {
+    let what = if std::str::from_utf8(raw).is_err() {
+        "frame is not UTF-8"
+    } else if raw.last() != Some(&0) {
+        "frame does not end with a NUL"
+    } else if f == 0 && raw.first() != Some(&0) {
+        "first frame does not start with the empty string"
+    } else {
+        return Ok(());
+    };
+    Err(crate::frames::unit_error("strings", f, file_offset, what))
 }

@@ -46,10 +46,10 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
         );
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 544"));
+        return fail(12, BadHeader("header size is not 624"));
     }
     if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 19"));
+        return fail(20, BadHeader("section count is not 22"));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -98,7 +98,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
             },
         );
     }
-    Validator { bytes, sections }.run(h.instance_count.get())?;
+    Validator { bytes, sections }.run(h)?;
     Ok(sections)
 }
 
@@ -170,30 +170,61 @@ impl<'a> Validator<'a> {
         self.err_at(id, index * RECORD_SIZES[id as usize], index as u32, what)
     }
 
-    fn run(&self, instance_count: u32) -> Result<(), FormatError> {
+    /// The total decompressed length of the string frames, checked on open: at least one
+    /// frame, the table as for every compressed section, and at most 2^32 bytes in all.
+    pub(crate) fn strings_len(&self) -> Result<u64, FormatError> {
         use SectionId::*;
-        let strings = self.sec(Strings);
-        let (str_off, _) = self.sections[Strings as usize];
-        let Ok(text) = std::str::from_utf8(strings) else {
-            return fail(str_off, FormatErrorKind::BadSection("strings (not UTF-8)"));
-        };
-        if strings.first() != Some(&0) || strings.last() != Some(&0) {
+        let frames: &[FrameRecord] = self.recs(StringFrames);
+        if frames.is_empty() {
+            return self.err(StringFrames, 0, "no string frame");
+        }
+        let len = self.sec(Strings).len();
+        if let Err(f) = crate::frames::check_table(frames, len, frames.len(), 1) {
+            return self.err(StringFrames, f, "frame table does not match the section");
+        }
+        let total: u64 = frames.iter().map(|f| u64::from(f.raw_len.get())).sum();
+        if total > 1 << 32 {
+            return self.err(StringFrames, 0, "strings past 4 GiB");
+        }
+        Ok(total)
+    }
+
+    /// The block offsets of the LZ4 record section `data` (`count` records of `per_block`).
+    fn block_table(
+        &self,
+        data: SectionId,
+        table: SectionId,
+        count: u32,
+        per_block: usize,
+    ) -> Result<(), FormatError> {
+        let offsets: &[zerocopy::little_endian::U32] = self.recs(table);
+        let blocks = (count as usize).div_ceil(per_block);
+        match crate::blocks::check_offsets(offsets, self.sec(data).len(), blocks) {
+            Ok(()) => Ok(()),
+            Err(b) => self.err(table, b, "block table does not match the records"),
+        }
+    }
+
+    fn run(&self, h: &Header) -> Result<(), FormatError> {
+        use SectionId::*;
+        let strings_len = self.strings_len()?;
+        let string_ok = |off: u32| u64::from(off) < strings_len;
+        let type_count = h.type_count.get();
+        let param_count = h.param_count.get();
+        if type_count == 0 {
             return fail(
-                str_off,
-                FormatErrorKind::BadSection("strings (must start and end with NUL)"),
+                self.sections[Types as usize].0,
+                FormatErrorKind::BadSection("types (type 0 must be void)"),
             );
         }
-        let string_ok =
-            |off: u32| (off as usize) < strings.len() && text.is_char_boundary(off as usize);
+        self.block_table(Types, TypeBlocks, type_count, TYPE_BLOCK)?;
+        self.block_table(Params, ParamBlocks, param_count, PARAM_BLOCK)?;
 
-        let types: &[TypeRecord] = self.recs(Types);
         let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
         let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
         let functions: &[FunctionRecord] = self.recs(Functions);
-        let params: &[ParamRecord] = self.recs(Params);
         let symbols: &[SymbolRecord] = self.recs(Symbols);
-        let within =
-            |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
+        let within = |first: u32, count: u32, len: u64| (first as u64 + count as u64) <= len;
 
         let modules: &[ModuleRecord] = self.recs(Modules);
         let code: &[CodeRecord] = self.recs(Code);
@@ -234,95 +265,36 @@ impl<'a> Validator<'a> {
                 FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
             );
         }
-
-        if types.is_empty() {
-            return fail(
-                self.sections[Types as usize].0,
-                FormatErrorKind::BadSection("types (type 0 must be void)"),
-            );
-        }
-        for (i, t) in types.iter().enumerate() {
-            let Some(kind) = TypeKind::from_code(t.kind) else {
-                return self.err(Types, i, "unknown type kind");
-            };
-            if i == 0 && kind != TypeKind::Void {
-                return self.err(Types, i, "type 0 must be void");
-            }
-            if !string_ok(t.name.get()) {
-                return self.err(Types, i, "name is not a string");
-            }
-            if kind.has_target() && t.target.get() as usize >= i {
-                return self.err(Types, i, "refers to a type that does not precede it");
-            }
-            match kind {
-                TypeKind::Enum if !within(t.first.get(), t.count.get(), enumerators.len()) => {
-                    return self.err(Types, i, "enumerator range out of bounds");
-                }
-                TypeKind::Func => {
-                    if !within(t.first.get(), t.count.get(), protos.len()) {
-                        return self.err(Types, i, "parameter range out of bounds");
-                    }
-                    let first = t.first.get() as usize;
-                    for p in &protos[first..first + t.count.get() as usize] {
-                        if p.get() as usize >= i {
-                            return self.err(Types, i, "parameter type does not precede it");
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
         for (i, e) in enumerators.iter().enumerate() {
             if !string_ok(e.name.get()) {
                 return self.err(Enumerators, i, "name is not a string");
             }
         }
         for (i, p) in protos.iter().enumerate() {
-            if p.get() as usize >= types.len() {
+            if p.get() >= type_count {
                 return self.err(ProtoParams, i, "type out of bounds");
             }
         }
         let values: &[ParamValue] = self.recs(ParamValues);
-        let mut next_value = 0;
-        for (i, p) in params.iter().enumerate() {
-            if !string_ok(p.name()) {
-                return self.err(Params, i, "name is not a string");
+        for (i, v) in values.iter().enumerate() {
+            if v.param.get() >= param_count {
+                return self.err(ParamValues, i, "parameter out of bounds");
             }
-            if p.ty() as usize >= types.len() {
-                return self.err(Params, i, "type out of bounds");
+            if i > 0 && values[i - 1].param.get() >= v.param.get() {
+                return fail(
+                    self.sections[ParamValues as usize].0 + i * 8,
+                    FormatErrorKind::NotSorted("param_values"),
+                );
             }
-            if p.name_loc.get() >> 28 != 0 || Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
-                return self.err(Params, i, "unknown location kind");
-            }
-            // A frame location's operand (32 bits) never fits the short one; unknown and
-            // optimized-out locations have none.
-            let ext_ok = match p.loc_kind() {
-                0 | 4 => !p.ext() && p.short_op() == 0,
-                6 => p.ext() && p.short_op() == 0,
-                _ => !p.ext() || p.short_op() == 0,
-            };
-            if !ext_ok {
-                return self.err(Params, i, "operand kind does not fit the location");
-            }
-            // Each extended operand has its value, in parameter order, and only those.
-            if p.ext() {
-                if values.get(next_value).map(|v| v.param.get()) != Some(i as u32) {
-                    return self.err(Params, i, "extended operand without its value");
-                }
-                next_value += 1;
-            }
-        }
-        if next_value != values.len() {
-            return self.err(ParamValues, next_value, "value of no extended parameter");
         }
         for (i, f) in functions.iter().enumerate() {
             if !string_ok(f.name.get()) {
                 return self.err(Functions, i, "name is not a string");
             }
-            if f.ret() as usize >= types.len() {
+            if f.ret() >= type_count {
                 return self.err(Functions, i, "return type out of bounds");
             }
-            if !within(f.first_param(), f.param_count(), params.len()) {
+            if !within(f.first_param(), f.param_count(), param_count.into()) {
                 return self.err(Functions, i, "parameter range out of bounds");
             }
         }
@@ -409,7 +381,121 @@ impl<'a> Validator<'a> {
             );
         }
         crate::callers::validate_index(self, functions.len())?;
-        crate::instances::validate_index(self, instance_count, functions.len(), &string_ok)?;
+        crate::instances::validate_index(
+            self,
+            h.instance_count.get(),
+            functions.len(),
+            &string_ok,
+        )?;
+        Ok(())
+    }
+}
+
+/// What the checks of a decompressed block need to know of the rest of the file.
+pub(crate) struct BlockContext<'a> {
+    pub strings_len: u64,
+    pub type_count: u32,
+    pub enumerators: usize,
+    pub protos: &'a [zerocopy::little_endian::U32],
+    pub values: &'a [ParamValue],
+}
+
+impl Validator<'_> {
+    /// Check the parameter records `recs`, the first of which is record `first`: names in
+    /// the strings, types in bounds, known location kinds with their operand rules, and
+    /// exactly the `EXT` ones having a parameter value record. `at`: the block's offset in
+    /// the section, for errors.
+    pub(crate) fn param_block(
+        &self,
+        cx: &BlockContext<'_>,
+        first: u32,
+        recs: &[ParamRecord],
+        at: usize,
+    ) -> Result<(), FormatError> {
+        let bad = |i: usize, what| self.err_at(SectionId::Params, at, first + i as u32, what);
+        let mut values = cx.values[cx.values.partition_point(|v| v.param.get() < first)..]
+            .iter()
+            .map(|v| v.param.get())
+            .peekable();
+        for (i, p) in recs.iter().enumerate() {
+            let index = first + i as u32;
+            if u64::from(p.name()) >= cx.strings_len {
+                return bad(i, "name is not a string");
+            }
+            if p.ty() >= cx.type_count {
+                return bad(i, "type out of bounds");
+            }
+            if p.name_loc.get() >> 28 != 0 || Location::decode(p.loc_kind(), 0, 0, 0).is_none() {
+                return bad(i, "unknown location kind");
+            }
+            // A frame location's operand (32 bits) never fits the short one; unknown and
+            // optimized-out locations have none.
+            let ext_ok = match p.loc_kind() {
+                0 | 4 => !p.ext() && p.short_op() == 0,
+                6 => p.ext() && p.short_op() == 0,
+                _ => !p.ext() || p.short_op() == 0,
+            };
+            if !ext_ok {
+                return bad(i, "operand kind does not fit the location");
+            }
+            // Values are sorted by parameter (checked on open): each extended operand has
+            // its value, and no other parameter has one.
+            let has_value = values.next_if_eq(&index).is_some();
+            if p.ext() != has_value {
+                return bad(
+                    i,
+                    "extended operand without its value, or a value without one",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Check the type records `recs`, the first of which is type `first`: type 0 is
+    /// void, kinds are known, names are strings, targets and prototype parameters
+    /// precede their type, enumerator and prototype ranges are in bounds.
+    pub(crate) fn type_block(
+        &self,
+        cx: &BlockContext<'_>,
+        first: u32,
+        recs: &[TypeRecord],
+        at: usize,
+    ) -> Result<(), FormatError> {
+        let within =
+            |first: u32, count: u32, len: usize| (first as u64 + count as u64) <= len as u64;
+        for (j, t) in recs.iter().enumerate() {
+            let i = first + j as u32;
+            let bad = |what| self.err_at(SectionId::Types, at, i, what);
+            let Some(kind) = TypeKind::from_code(t.kind) else {
+                return bad("unknown type kind");
+            };
+            if i == 0 && kind != TypeKind::Void {
+                return bad("type 0 must be void");
+            }
+            if u64::from(t.name.get()) >= cx.strings_len {
+                return bad("name is not a string");
+            }
+            if kind.has_target() && t.target.get() >= i {
+                return bad("refers to a type that does not precede it");
+            }
+            match kind {
+                TypeKind::Enum if !within(t.first.get(), t.count.get(), cx.enumerators) => {
+                    return bad("enumerator range out of bounds");
+                }
+                TypeKind::Func => {
+                    if !within(t.first.get(), t.count.get(), cx.protos.len()) {
+                        return bad("parameter range out of bounds");
+                    }
+                    let first = t.first.get() as usize;
+                    for p in &cx.protos[first..first + t.count.get() as usize] {
+                        if p.get() >= i {
+                            return bad("parameter type does not precede it");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         Ok(())
     }
 }

@@ -98,19 +98,17 @@ impl<'a> Function<'a> {
             .unwrap_or_else(|| Type::void(self.db))
     }
 
-    /// Parameters in declaration order.
+    /// Parameters in declaration order. Their records are read from the LZ4 block(s)
+    /// holding them, decompressed on first use; a damaged block reads as unnamed
+    /// parameters of unknown location and type void (see [`Db::check_frames`]).
     pub fn params(&self) -> impl ExactSizeIterator<Item = Param<'a>> + 'a {
-        let first = self.rec.first_param() as usize;
-        let recs = self
-            .db
-            .param_records()
-            .get(first..first + self.rec.param_count() as usize)
-            .unwrap_or(&[]);
+        let first = self.rec.first_param();
         let db = self.db;
-        recs.iter().enumerate().map(move |(i, rec)| Param {
+        // Validated on open: the range is within the parameter records.
+        (first..first + self.rec.param_count()).map(move |index| Param {
             db,
-            rec,
-            index: first as u32 + i as u32,
+            rec: db.param_record(index).unwrap_or(&UNKNOWN_PARAM),
+            index,
         })
     }
 
@@ -129,6 +127,12 @@ impl<'a> Function<'a> {
         self.db.instances_of(self.index)
     }
 }
+
+/// What a parameter of a damaged block reads as: unnamed, void, location unknown.
+static UNKNOWN_PARAM: ParamRecord = ParamRecord {
+    name_loc: zerocopy::little_endian::U32::ZERO,
+    ty_op: zerocopy::little_endian::U32::ZERO,
+};
 
 /// A parameter of a [`Function`].
 #[derive(Clone, Copy)]

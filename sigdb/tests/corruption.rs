@@ -78,17 +78,22 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads version 4); rebuild the db \
+            "format version 1 is not supported (this dcg reads version 5); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads version 4); rebuild the db \
+            "format version 2 is not supported (this dcg reads version 5); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 3),
-            "format version 3 is not supported (this dcg reads version 4); rebuild the db \
+            "format version 3 is not supported (this dcg reads version 5); rebuild the db \
+             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+        ),
+        (
+            Box::new(|b| b[8] = 4),
+            "format version 4 is not supported (this dcg reads version 5); rebuild the db \
              from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
@@ -104,7 +109,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 544 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 624 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -157,6 +162,41 @@ fn bad_frames_read_empty_and_are_reported() {
             assert_eq!(db.instances().count(), 0);
         } else {
             assert_eq!(db.inline_count(), 0);
+        }
+    }
+}
+
+/// Damaged strings, parameter and type blocks behind a valid checksum: the db opens,
+/// reads them as empty strings, unknown parameters and void types, and `check_frames`
+/// names the section.
+#[test]
+fn bad_strings_params_and_types_read_empty_and_are_reported() {
+    let bytes = sample();
+    let good = Db::from_bytes(bytes.clone()).unwrap();
+    let named = good.functions().find(|f| f.params().len() > 0).unwrap();
+    assert!(!named.name().is_empty());
+    for (section, name, skip) in [(0usize, "strings", 6), (7, "params", 0), (2, "types", 0)] {
+        let (at, len) = {
+            let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
+            let s = &h.sections[section];
+            (s.offset.get() as usize, s.length.get() as usize)
+        };
+        let mut b = bytes.clone();
+        for x in &mut b[at + skip..at + len] {
+            *x = 0xff;
+        }
+        fix_checksum(&mut b);
+        let db = Db::from_bytes(b).unwrap();
+        exercise(&db);
+        let msg = db.check_frames().unwrap_err().to_string();
+        assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
+        let f = db.function(named.index() as usize).unwrap();
+        match name {
+            "strings" => assert_eq!(f.name(), ""),
+            "params" => assert!(f.params().all(|p| p.name().is_empty()
+                && p.loc() == Location::Unknown
+                && p.ty().kind() == TypeKind::Void)),
+            _ => assert!(db.type_at(1).is_none() && f.ret().kind() == TypeKind::Void),
         }
     }
 }

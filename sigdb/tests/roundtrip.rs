@@ -56,7 +56,7 @@ fn sample_inline_instances() {
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 4);
+    assert_eq!(db.version(), 5);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -564,4 +564,63 @@ proptest! {
                 .any(|j| j.index() == i.index()));
         }
     }
+}
+
+/// A db large enough that its strings span several compressed frames and its parameter
+/// and type records several LZ4 blocks (one list crossing a block boundary): every
+/// name, parameter and type reads back, and every function is found by name.
+#[test]
+fn strings_params_and_types_across_frames_and_blocks() {
+    let mut b = DbBuilder::new(62);
+    let m = b.add_module(ModuleDesc {
+        name: "vmlinux".into(),
+        kind: ModuleKind::Kernel,
+        build_id: vec![1; 20],
+        base: 0x1000,
+    });
+    let types: Vec<TypeId> = (0..300)
+        .map(|i| {
+            let s = b.add_type(TypeDesc::aggregate(TypeKind::Struct, &format!("s{i}"), 8));
+            b.add_type(TypeDesc::pointer(s, 8))
+        })
+        .collect();
+    let n = 6000;
+    for i in 0..n {
+        b.add_function(FunctionDesc {
+            module: m,
+            addr: 0x1000 + 64 * i as u64,
+            size: 32,
+            name: format!("function_with_a_rather_long_name_{i:05}"),
+            symbol: None,
+            ret: types[i % types.len()],
+            params: (0..1 + i % 5)
+                .map(|k| ParamDesc {
+                    name: format!("p{i}_{k}"),
+                    ty: types[(i + k) % types.len()],
+                    loc: Location::Reg(SYSV_INT_ARG_REGS[k]),
+                })
+                .collect(),
+            flags: FuncFlags::empty(),
+        });
+    }
+    let bytes = b.finish().unwrap();
+    let db = Db::from_bytes(bytes.clone()).unwrap();
+    db.check_frames().unwrap();
+    let (h, _) =
+        <sigdb::layout::Header as zerocopy::FromBytes>::ref_from_prefix(&bytes[..]).unwrap();
+    assert!(h.sections[19].count.get() >= 3, "several string frames");
+    assert!(h.param_count.get() as usize > 4 * sigdb::layout::PARAM_BLOCK);
+    assert!(h.type_count.get() as usize > 4 * sigdb::layout::TYPE_BLOCK);
+    for i in 0..n {
+        let f = db.by_addr(0, 0x1000 + 64 * i as u64 + 1).unwrap();
+        assert_eq!(f.name(), format!("function_with_a_rather_long_name_{i:05}"));
+        assert_eq!(db.by_name(f.name()).next().unwrap().index(), f.index());
+        let decl: Vec<String> = f.params().map(|p| p.ty().declare(p.name())).collect();
+        let want: Vec<String> = (0..1 + i % 5)
+            .map(|k| format!("struct s{} *p{i}_{k}", (i + k) % types.len()))
+            .collect();
+        assert_eq!(decl, want);
+        assert_eq!(f.ret().display(), format!("struct s{} *", i % types.len()));
+    }
+    assert_eq!(db.by_name("function_with_a_rather_long_name_9").count(), 0);
 }

@@ -1,0 +1,96 @@
+//! LZ4 record blocks: a section of fixed-size records (parameters, types) stored as
+//! independent LZ4 blocks of a fixed number of records, behind a table of `u32` block
+//! offsets. A block is small (about 1 KiB decompressed), so decompressing it on first
+//! use costs well under a microsecond; it is checked then and cached.
+
+use crate::frames::unit_error;
+use crate::{Error, FormatError};
+
+/// A record section cut into LZ4 blocks.
+pub(crate) struct Blocks {
+    /// Where each block starts in `bytes`.
+    pub offsets: Vec<u32>,
+    pub bytes: Vec<u8>,
+}
+
+/// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,
+/// each on its own.
+pub(crate) fn pack(
+    data: &[u8],
+    record_size: usize,
+    per_block: usize,
+    what: &'static str,
+) -> Result<Blocks, Error> {
+    use rayon::prelude::*;
+    let compressed: Vec<Vec<u8>> = data
+        .par_chunks(record_size * per_block)
+        .map(lz4_flex::block::compress)
+        .collect();
+    let mut out = Blocks {
+        offsets: Vec::with_capacity(compressed.len()),
+        bytes: Vec::with_capacity(compressed.iter().map(Vec::len).sum()),
+    };
+    for block in &compressed {
+        out.offsets
+            .push(u32::try_from(out.bytes.len()).map_err(|_| Error::TooLarge(what))?);
+        out.bytes.extend_from_slice(block);
+    }
+    Ok(out)
+}
+
+/// The number of records of block `b` of a section of `count` records.
+pub(crate) fn records_in(b: usize, count: usize, per_block: usize) -> usize {
+    count.saturating_sub(b * per_block).min(per_block)
+}
+
+/// Decompress block `b` of an LZ4 record section into exactly `raw_len` bytes, or fail
+/// with a format error (`file_offset`: where the section is in the file).
+pub(crate) fn decompress(
+    offsets: &[zerocopy::little_endian::U32],
+    section: &[u8],
+    file_offset: usize,
+    b: usize,
+    raw_len: usize,
+    name: &'static str,
+) -> Result<Box<[u8]>, FormatError> {
+    let bad = |at: usize, what| Err(unit_error(name, b, file_offset + at, what));
+    let Some(start) = offsets.get(b).map(|o| o.get() as usize) else {
+        return bad(0, "block out of bounds");
+    };
+    let end = offsets
+        .get(b + 1)
+        .map_or(section.len(), |n| n.get() as usize);
+    let Some(src) = section.get(start..end) else {
+        return bad(start, "block out of bounds");
+    };
+    let mut raw = vec![0u8; raw_len].into_boxed_slice();
+    match lz4_flex::block::decompress_into(src, &mut raw) {
+        Ok(n) if n == raw_len => Ok(raw),
+        Ok(_) => bad(start, "block decompresses to another length"),
+        Err(_) => bad(start, "block is not valid LZ4"),
+    }
+}
+
+/// The checks made on open: one offset per block, the first 0, strictly ascending and
+/// inside the section. On error, the index of the bad offset.
+pub(crate) fn check_offsets(
+    offsets: &[zerocopy::little_endian::U32],
+    section_len: usize,
+    blocks: usize,
+) -> Result<(), usize> {
+    if offsets.len() != blocks || (blocks == 0 && section_len != 0) {
+        return Err(0);
+    }
+    if offsets.first().is_some_and(|o| o.get() != 0) {
+        return Err(0);
+    }
+    for (i, o) in offsets.iter().enumerate() {
+        let end = offsets
+            .get(i + 1)
+            .map_or(section_len as u64, |n| u64::from(n.get()));
+        if u64::from(o.get()) >= end || end > section_len as u64 {
+            return Err(i);
+        }
+    }
+    Ok(())
+}
