@@ -220,6 +220,37 @@ fn bench(c: &mut Criterion) {
             )
         },
     );
+    // On a db whose bytes are already in memory (a fresh `Db` over resident bytes: no
+    // page faults, as for a db mapped and read before), what a cold LZ4 block costs: the
+    // first parameter's record (its location), one parameter block decompressed and
+    // checked; then the same with its type's record, a type block more.
+    let bytes = std::fs::read(&real).unwrap();
+    let with_params: Vec<usize> = (0..n)
+        .filter(|&m| db.function(m).is_some_and(|f| f.params().len() > 0))
+        .collect();
+    for typed in [false, true] {
+        let mut k = 0usize;
+        let name = if typed {
+            "first param record + its type (real db in memory, cold LZ4 blocks)"
+        } else {
+            "first param record (real db in memory, cold LZ4 block)"
+        };
+        c.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    k = (k + 7919) % with_params.len();
+                    (Db::from_bytes(bytes.clone()).unwrap(), with_params[k])
+                },
+                |(db, m)| {
+                    let p = db.function(m).unwrap().params().next().unwrap();
+                    let ty = if typed { p.ty().size() as usize } else { 0 };
+                    black_box(p.loc().encode().0 as usize + ty);
+                    db
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
     // A lookup by name on a fresh open: its first compare decompresses a string frame.
     let mut s_cold = 0usize;
     c.bench_function("by_name (real db, fresh open, cold string frame)", |b| {

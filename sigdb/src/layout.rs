@@ -442,7 +442,7 @@ pub const MAX_FRAME_BYTES: u32 = 16 << 20;
 pub const STRING_FRAME_BYTES: usize = 64 << 10;
 
 /// Number of parameter records per LZ4 block of the `params` section (1 KiB).
-pub const PARAM_BLOCK: usize = 128;
+pub const PARAM_BLOCK: usize = 64;
 
 /// Number of type records per LZ4 block of the `types` section (1.5 KiB).
 pub const TYPE_BLOCK: usize = 64;
