@@ -2,7 +2,7 @@
 //! directory (for `DW_FORM_ref_addr` references into other units) and the attributes
 //! dwarfscan reads from a DIE.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gimli::{constants as dw, AttributeValue};
 
@@ -75,7 +75,7 @@ impl<'a, 's> Units<'a, 's> {
             file,
             cur_index,
             cur,
-            foreign: HashMap::new(),
+            foreign: HashMap::default(),
         }
     }
 

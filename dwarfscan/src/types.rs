@@ -4,7 +4,7 @@
 //! offset, children before parents. Structs and unions are name and size only, so the
 //! graph is acyclic; a malformed cycle through pointers resolves to `void`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use gimli::constants as dw;
 use sigdb::{Qualifiers, TypeFlags, TypeKind};

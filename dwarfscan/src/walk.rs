@@ -2,7 +2,7 @@
 //! (with their parameters when instances are collected), nothing else; subtrees of no
 //! interest are jumped over by their `DW_AT_sibling`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gimli::constants as dw;
 
@@ -110,7 +110,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     };
     let mut walk = Walk {
         sps: Vec::new(),
-        sp_index: HashMap::new(),
+        sp_index: HashMap::default(),
         inlined: Vec::new(),
         raw_instances: Vec::new(),
         decls: Vec::new(),
@@ -134,7 +134,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         sps,
         sp_index,
         types: TypeGraph::default(),
-        files: HashMap::new(),
+        files: HashMap::default(),
         res,
         line_rows: None,
         asm_unit,

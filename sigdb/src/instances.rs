@@ -1,7 +1,7 @@
 //! Inlined copies ("instances") of functions: what the builder collects and how the
 //! writer orders and encodes them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::{FuncId, StringTable};
 use crate::layout::{InstanceBlock, SectionId, BLOCKS_PER_FRAME, INSTANCE_BLOCK};
