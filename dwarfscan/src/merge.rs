@@ -3,7 +3,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
-    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
+    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, ModuleId, ParamDesc,
+    TypeDesc, TypeId,
 };
 
 use crate::units::{Callee, CuResult, Identity, LFunc};
@@ -28,9 +29,10 @@ pub struct Merger {
     pending_edges: Vec<(usize, FuncId)>,
     /// Whether to keep edges to callees that also have an out-of-line copy.
     pub all_edges: bool,
-    /// Inline instances, added at the end (their callee may be pending); parents are
-    /// indices into this list and precede their children.
-    instances: Vec<(PendingCallee, Option<usize>, InstanceDesc)>,
+    /// Inline instances, added at the end (their callee may be pending), and beside
+    /// each its callee and its parent (an index into this list, before its child).
+    instances: Vec<InstanceDesc>,
+    instance_links: Vec<(PendingCallee, Option<usize>)>,
     /// Names (and symbols) of the functions with code of the module being merged.
     defined: FxHashSet<String>,
     /// One declaration per module and name, in order of appearance; those of the module
@@ -53,6 +55,7 @@ impl Merger {
             pending_edges: Vec::new(),
             all_edges: true,
             instances: Vec::new(),
+            instance_links: Vec::new(),
             defined: FxHashSet::default(),
             decls: Vec::new(),
             module_decls: 0,
@@ -167,7 +170,8 @@ impl Merger {
                 params: inst.params,
             };
             let parent = inst.parent.map(|p| base + p as usize);
-            self.instances.push((callee, parent, desc));
+            self.instances.push(desc);
+            self.instance_links.push((callee, parent));
         }
     }
 
@@ -220,30 +224,36 @@ impl Merger {
                 self.builder.add_inline(callee, caller);
             }
         }
-        let mut added = Vec::with_capacity(self.instances.len());
-        for (callee, parent, mut desc) in std::mem::take(&mut self.instances) {
-            desc.callee = match callee {
-                PendingCallee::Func(f) => f,
-                PendingCallee::Pending(p) => match ids[p].or_else(|| outlined_ids[p]) {
-                    Some(f) => f,
-                    None => {
-                        added.push(None);
-                        continue;
-                    }
-                },
+        // Resolve each instance's callee and parent in place; drop those whose callee
+        // has no record, and those inside a dropped one.
+        let first = self.builder.next_instance_id().index();
+        let mut added: Vec<Option<InstanceId>> = Vec::with_capacity(self.instances.len());
+        let mut next = first;
+        let links = std::mem::take(&mut self.instance_links);
+        for (desc, (callee, parent)) in self.instances.iter_mut().zip(links) {
+            let callee = match callee {
+                PendingCallee::Func(f) => Some(f),
+                PendingCallee::Pending(p) => ids[p].or(outlined_ids[p]),
             };
-            desc.parent = match parent {
-                Some(p) => match added.get(p).copied().flatten() {
-                    Some(id) => Some(id),
-                    None => {
-                        added.push(None);
-                        continue;
-                    }
-                },
-                None => None,
+            let parent = match parent {
+                Some(p) => added[p].map(Some),
+                None => Some(None),
             };
-            added.push(Some(self.builder.add_instance(desc)));
+            let id = match (callee, parent) {
+                (Some(callee), Some(parent)) => {
+                    desc.callee = callee;
+                    desc.parent = parent;
+                    next += 1;
+                    Some(InstanceId::from_index(next - 1))
+                }
+                _ => None,
+            };
+            added.push(id);
         }
+        let mut kept = added.iter().map(Option::is_some);
+        let mut instances = std::mem::take(&mut self.instances);
+        instances.retain(|_| kept.next().unwrap_or(false));
+        self.builder.add_instances(instances);
         self.builder
     }
 }

@@ -135,6 +135,21 @@ impl DbBuilder {
         InstanceId(self.instances.len() as u32 - 1)
     }
 
+    /// The id the next instance added gets.
+    pub fn next_instance_id(&self) -> InstanceId {
+        InstanceId(self.instances.len() as u32)
+    }
+
+    /// Record inlined copies, in order: they get the ids from [`Self::next_instance_id`]
+    /// on. The list becomes the builder's own when none was added before (no copy).
+    pub fn add_instances(&mut self, instances: Vec<InstanceDesc>) {
+        if self.instances.is_empty() {
+            self.instances = instances;
+        } else {
+            self.instances.extend(instances);
+        }
+    }
+
     /// Number of functions added so far.
     pub fn function_count(&self) -> usize {
         self.functions.len()

@@ -20,6 +20,12 @@ impl InstanceId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The id of the instance added `index`-th (0, 1, 2, ...), for lists added at once
+    /// ([`crate::DbBuilder::add_instances`]).
+    pub fn from_index(index: usize) -> InstanceId {
+        InstanceId(index as u32)
+    }
 }
 
 /// One inlined copy of a function (a `DW_TAG_inlined_subroutine`).
