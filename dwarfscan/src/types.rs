@@ -153,7 +153,7 @@ impl TypeGraph {
             let (unit, uoff) = units.locate(off).ok()?;
             let die = Die::read(&file.dwarf, unit, uoff).ok()?;
             if (needs_children(die.tag) || small_aggregate(&die)) && die.has_children {
-                read_with_children(units, off).ok()?
+                read_with_children(units, off, |_| true).ok()?
             } else {
                 (die, Vec::new())
             }

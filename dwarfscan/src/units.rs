@@ -140,7 +140,10 @@ impl<'s> Builder<'_, 's, '_> {
         if let Some(&i) = self.sp_index.get(&off) {
             return Some(i);
         }
-        let (die, children) = read_with_children(&mut self.units, off).ok()?;
+        let (die, children) = read_with_children(&mut self.units, off, |t| {
+            t == dw::DW_TAG_formal_parameter || t == dw::DW_TAG_unspecified_parameters
+        })
+        .ok()?;
         let mut params = Vec::new();
         let mut variadic = false;
         for c in children {

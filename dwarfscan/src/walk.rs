@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use gimli::constants as dw;
 
-use crate::dwarf::{Die, Units, R};
+use crate::dwarf::{sibling, Die, Units, R};
 use crate::inlines::RawInstance;
 use crate::stats::SkipReason;
 use crate::types::TypeGraph;
@@ -382,23 +382,4 @@ fn abstract_origin(
         }
     }
     Ok(origin)
-}
-
-/// Read the DIE's attributes for its `DW_AT_sibling` (unit offset).
-fn sibling(
-    raw: &mut Raw<'_, '_>,
-    abbrev: &gimli::Abbreviation,
-) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
-    let specs = abbrev.attributes();
-    let mut sibling = None;
-    for (i, spec) in specs.iter().enumerate() {
-        if spec.name() == dw::DW_AT_sibling {
-            if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
-                sibling = Some(o);
-            }
-        } else {
-            raw.skip_attributes(&specs[i..i + 1])?;
-        }
-    }
-    Ok(sibling)
 }
