@@ -11,12 +11,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long mimalloc keeps freed memory before returning it to the kernel, in ms. Its
 /// default (1 s in mimalloc 3) holds on to about a second's worth of freed unit results
-/// and relocated section copies: 30-60 MB more peak resident set on a whole-kernel scan
-/// (and the reason its peak varied by ±40 MB from run to run). Returning it sooner costs
-/// the page faults (and zeroing) of taking it back: with huge pages off, 100 ms keeps
-/// the peak of the whole Debian 7.2 kernel at 267-273 MB for about 0.3 s more system
-/// time than 1 s; 10 ms cost twice that (`BENCHMARKS.md`, "Scan speed").
-const PURGE_DELAY_MS: std::ffi::c_long = 100;
+/// and relocated section copies: 30-50 MB more peak resident set on a whole-kernel scan,
+/// up to 300 MB on the whole Debian 7.2 kernel (and the reason its peak varies by ±40 MB
+/// from run to run). Returning it sooner costs the page faults (and zeroing) of taking it
+/// back: with huge pages off, 300 ms keeps that peak at 250-276 MB for 0.1-0.3 s more
+/// system time than 1 s; 10 ms cost about 1 s (`BENCHMARKS.md`, "Scan speed").
+const PURGE_DELAY_MS: std::ffi::c_long = 300;
 
 extern "C" {
     // mimalloc's own API (`mimalloc.h`), linked in by the `mimalloc` crate.
