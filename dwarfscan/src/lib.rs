@@ -311,7 +311,6 @@ fn merge_small(state: &mut State, f: SmallFile) {
         state.stats.add(&cu.stats);
         state.merger.merge_unit(module, cu);
     }
-    state.merger.end_module();
     state.stats.add(&f.stats);
 }
 
@@ -557,7 +556,6 @@ fn scan_big(
             }
         }
     });
-    state.merger.end_module();
     if let Some(e) = err {
         return Err(e);
     }

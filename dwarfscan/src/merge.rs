@@ -38,7 +38,8 @@ pub struct Merger {
     /// One declaration per module and name, in order of appearance; those of the module
     /// being merged are checked against `defined` when it ends.
     decls: Vec<FunctionDesc>,
-    /// Where the module being merged starts in `decls`.
+    /// The module being merged, and where it starts in `decls`.
+    module: Option<ModuleId>,
     module_decls: usize,
     /// Names of the declarations of the module being merged.
     decl_names: FxHashSet<String>,
@@ -58,6 +59,7 @@ impl Merger {
             instance_links: Vec::new(),
             defined: FxHashSet::default(),
             decls: Vec::new(),
+            module: None,
             module_decls: 0,
             decl_names: FxHashSet::default(),
         }
@@ -86,6 +88,10 @@ impl Merger {
 
     /// Merge one unit of `module` (its strings and lists move into the builder).
     pub fn merge_unit(&mut self, module: ModuleId, cu: CuResult) {
+        if self.module != Some(module) {
+            self.end_module();
+            self.module = Some(module);
+        }
         let CuResult {
             types,
             funcs,
@@ -175,9 +181,9 @@ impl Merger {
         }
     }
 
-    /// End the module whose units were merged last: keep its declarations of names none
-    /// of its units defines.
-    pub fn end_module(&mut self) {
+    /// End the module whose units were merged last (the units of a module come
+    /// together): keep its declarations of names none of its units defines.
+    fn end_module(&mut self) {
         let defined = std::mem::take(&mut self.defined);
         let mut i = 0;
         self.decls.retain(|d| {
