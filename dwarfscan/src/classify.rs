@@ -81,7 +81,7 @@ fn place<'s>(
     if depth > MAX_DEPTH {
         return None;
     }
-    let (die, children) = read_with_children(units, ty).ok()?;
+    let (die, children) = read_with_children(units, ty, |_| true).ok()?;
     match die.tag {
         dw::DW_TAG_typedef
         | dw::DW_TAG_const_type
@@ -97,7 +97,7 @@ fn place<'s>(
             depth + 1,
         ),
         dw::DW_TAG_array_type => {
-            let (elem, _) = read_with_children(units, die.ty?).ok()?;
+            let (elem, _) = read_with_children(units, die.ty?, |_| false).ok()?;
             let esize = resolved_size(units, elem, depth)?;
             let count = children
                 .iter()
@@ -164,7 +164,7 @@ fn resolved_size<'s>(units: &mut Units<'_, 's>, die: Die<'s>, depth: u32) -> Opt
         }
         match d.tag {
             dw::DW_TAG_pointer_type => return Some(8),
-            _ => d = read_with_children(units, d.ty?).ok()?.0,
+            _ => d = read_with_children(units, d.ty?, |_| false).ok()?.0,
         }
     }
     None

@@ -2,7 +2,7 @@
 //! directory (for `DW_FORM_ref_addr` references into other units) and the attributes
 //! dwarfscan reads from a DIE.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gimli::{constants as dw, AttributeValue};
 
@@ -75,7 +75,7 @@ impl<'a, 's> Units<'a, 's> {
             file,
             cur_index,
             cur,
-            foreign: HashMap::new(),
+            foreign: HashMap::default(),
         }
     }
 
@@ -385,14 +385,18 @@ impl<'s> Die<'s> {
     }
 }
 
-/// Read the DIE at `off` (global offset) and its direct children.
+/// Read the DIE at `off` (global offset) and those of its direct children whose tag
+/// `keep` accepts; the subtrees of the others are jumped over where they give their
+/// `DW_AT_sibling`.
 pub fn read_with_children<'s>(
     units: &mut Units<'_, 's>,
     off: u64,
+    keep: impl Fn(gimli::DwTag) -> bool,
 ) -> Result<(Die<'s>, Vec<Die<'s>>), gimli::Error> {
     let dwarf = &units.file.dwarf;
     let (unit, uoff) = units.locate(off)?;
     let base = off - uoff.0 as u64;
+    let unit_len = unit.header.length_including_self() as u64;
     let mut raw = unit.entries_raw(Some(uoff))?;
     let Some(abbrev) = raw.read_abbreviation()? else {
         return Err(gimli::Error::NoEntryAtGivenOffset);
@@ -404,26 +408,56 @@ pub fn read_with_children<'s>(
     }
     let mut children = Vec::new();
     if die.has_children {
+        // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
+        let mut depth_base: isize = 0;
         while !raw.is_empty() {
-            let depth = raw.next_depth();
-            let coff = base + raw.next_offset().0 as u64;
+            let depth = depth_base + raw.next_depth();
+            let uoff = raw.next_offset();
+            let coff = base + uoff.0 as u64;
             let Some(abbrev) = raw.read_abbreviation()? else {
-                if raw.next_depth() <= 0 {
+                if depth_base + raw.next_depth() <= 0 {
                     break;
                 }
                 continue;
             };
-            if depth == 1 {
+            if depth == 1 && keep(abbrev.tag()) {
                 let mut c = Die::new(abbrev.tag(), coff, abbrev.has_children());
                 for spec in abbrev.attributes() {
                     let a = raw.read_attribute(*spec)?;
                     c.apply(dwarf, unit, a);
                 }
                 children.push(c);
+            } else if depth == 1 && abbrev.has_children() {
+                match sibling(&mut raw, abbrev)? {
+                    Some(sib) if sib > uoff && (sib.0 as u64) < unit_len => {
+                        raw = unit.entries_raw(Some(sib))?;
+                        depth_base = 1;
+                    }
+                    _ => {}
+                }
             } else {
                 raw.skip_attributes(abbrev.attributes())?;
             }
         }
     }
     Ok((die, children))
+}
+
+/// Read the DIE's attributes for its `DW_AT_sibling` (unit offset).
+pub(crate) fn sibling(
+    raw: &mut gimli::EntriesRaw<'_, '_, R<'_>>,
+    abbrev: &gimli::Abbreviation,
+) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
+    let specs = abbrev.attributes();
+    let mut sibling = None;
+    for (i, spec) in specs.iter().enumerate() {
+        if spec.name() == dw::DW_AT_sibling {
+            if let AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
+                sibling = Some(o);
+            }
+        } else {
+            raw.skip_attributes(&specs[i..i + 1])?;
+        }
+    }
+    Ok(sibling)
 }

@@ -2,7 +2,7 @@
 //! its code ranges, entry pc, call site and where the inlined function's parameters are
 //! at that entry pc.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use sigdb::Location;
 
@@ -66,7 +66,7 @@ impl<'s> Builder<'_, 's, '_> {
             Dropped,
         }
         let all = self.ctx.instances == crate::InlineInstances::All;
-        let mut worth: HashMap<u64, bool> = HashMap::new();
+        let mut worth: HashMap<u64, bool> = HashMap::default();
         let mut slots: Vec<Slot> = Vec::with_capacity(raw.len());
         for r in raw {
             let parent = match r.parent.map(|p| slots[p]) {

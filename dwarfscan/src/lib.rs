@@ -307,9 +307,9 @@ fn merge_small(state: &mut State, f: SmallFile) {
         build_id: f.build_id,
         base: f.base,
     });
-    for cu in &f.cus {
-        state.merger.merge_unit(module, cu);
+    for cu in f.cus {
         state.stats.add(&cu.stats);
+        state.merger.merge_unit(module, cu);
     }
     state.stats.add(&f.stats);
 }
@@ -531,8 +531,8 @@ fn scan_big(
                 match r {
                     Ok(cu) => {
                         any_ok |= cu.stats.units > 0;
-                        state.merger.merge_unit(module, &cu);
                         state.stats.add(&cu.stats);
+                        state.merger.merge_unit(module, cu);
                     }
                     Err(UnitError::SplitDwarf(why)) => {
                         if err.is_none() {

@@ -1,9 +1,10 @@
 //! Merging unit results into the [`sigdb::DbBuilder`], in input and unit order.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
-    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
+    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, ModuleId, ParamDesc,
+    TypeDesc, TypeId,
 };
 
 use crate::units::{Callee, CuResult, Identity, LFunc};
@@ -19,22 +20,29 @@ pub struct Merger {
     /// The database being built.
     pub builder: DbBuilder,
     /// Out-of-line copies of inline functions, by (module, identity).
-    outlined: HashMap<(ModuleId, Identity), FuncId>,
-    /// Inline-only functions, by (module, identity): their record (added at the end).
-    pending: HashMap<(ModuleId, Identity), usize>,
-    pending_funcs: Vec<((ModuleId, Identity), FunctionDesc)>,
+    outlined: FxHashMap<(ModuleId, Identity), FuncId>,
+    /// Inline-only functions, by (module, identity): the index of their record in
+    /// `pending_funcs` (added at the end).
+    pending: FxHashMap<(ModuleId, Identity), usize>,
+    pending_funcs: Vec<FunctionDesc>,
     /// Edges whose callee is pending: (pending index, caller).
     pending_edges: Vec<(usize, FuncId)>,
     /// Whether to keep edges to callees that also have an out-of-line copy.
     pub all_edges: bool,
-    /// Inline instances, added at the end (their callee may be pending); parents are
-    /// indices into this list and precede their children.
-    instances: Vec<(PendingCallee, Option<usize>, InstanceDesc)>,
-    /// Names (and symbols) of the functions with code, by module.
-    defined: HashSet<(ModuleId, String)>,
-    /// One declaration per module and name, in order of appearance.
+    /// Inline instances, added at the end (their callee may be pending), and beside
+    /// each its callee and its parent (an index into this list, before its child).
+    instances: Vec<InstanceDesc>,
+    instance_links: Vec<(PendingCallee, Option<usize>)>,
+    /// Names (and symbols) of the functions with code of the module being merged.
+    defined: FxHashSet<String>,
+    /// One declaration per module and name, in order of appearance; those of the module
+    /// being merged are checked against `defined` when it ends.
     decls: Vec<FunctionDesc>,
-    decl_names: HashSet<(ModuleId, String)>,
+    /// The module being merged, and where it starts in `decls`.
+    module: Option<ModuleId>,
+    module_decls: usize,
+    /// Names of the declarations of the module being merged.
+    decl_names: FxHashSet<String>,
 }
 
 impl Merger {
@@ -42,31 +50,34 @@ impl Merger {
     pub fn new(builder: DbBuilder) -> Merger {
         Merger {
             builder,
-            outlined: HashMap::new(),
-            pending: HashMap::new(),
+            outlined: FxHashMap::default(),
+            pending: FxHashMap::default(),
             pending_funcs: Vec::new(),
             pending_edges: Vec::new(),
             all_edges: true,
             instances: Vec::new(),
-            defined: HashSet::new(),
+            instance_links: Vec::new(),
+            defined: FxHashSet::default(),
             decls: Vec::new(),
-            decl_names: HashSet::new(),
+            module: None,
+            module_decls: 0,
+            decl_names: FxHashSet::default(),
         }
     }
 
-    fn desc(module: ModuleId, f: &LFunc, map: &[TypeId]) -> FunctionDesc {
+    fn desc(module: ModuleId, f: LFunc, map: &[TypeId]) -> FunctionDesc {
         FunctionDesc {
             module,
             addr: f.addr,
             size: f.size,
-            name: f.name.clone(),
-            symbol: f.symbol.clone(),
+            name: f.name,
+            symbol: f.symbol,
             ret: map[f.ret as usize],
             params: f
                 .params
-                .iter()
+                .into_iter()
                 .map(|p| ParamDesc {
-                    name: p.name.clone(),
+                    name: p.name,
                     ty: map[p.ty as usize],
                     loc: p.loc,
                 })
@@ -75,61 +86,68 @@ impl Merger {
         }
     }
 
-    /// Merge one unit of `module`.
-    pub fn merge_unit(&mut self, module: ModuleId, cu: &CuResult) {
-        let mut map: Vec<TypeId> = Vec::with_capacity(cu.types.len());
-        for t in &cu.types {
+    /// Merge one unit of `module` (its strings and lists move into the builder).
+    pub fn merge_unit(&mut self, module: ModuleId, cu: CuResult) {
+        if self.module != Some(module) {
+            self.end_module();
+            self.module = Some(module);
+        }
+        let CuResult {
+            types,
+            funcs,
+            inline_only,
+            edges,
+            instances,
+            decls,
+            stats: _,
+        } = cu;
+        let mut map: Vec<TypeId> = Vec::with_capacity(types.len());
+        for t in types {
             let id = self.builder.add_type(TypeDesc {
                 kind: t.kind,
-                name: t.name.clone(),
+                name: t.name,
                 size: t.size,
                 flags: t.flags,
                 quals: t.quals,
                 target: t.target.map(|i| map[i as usize]),
                 count: t.count,
-                enumerators: t.enumerators.clone(),
+                enumerators: t.enumerators,
                 params: t.params.iter().map(|&i| map[i as usize]).collect(),
             });
             map.push(id);
         }
-        let ids: Vec<FuncId> = cu
-            .funcs
-            .iter()
-            .map(|f| {
-                let id = self.builder.add_function(Self::desc(module, f, &map));
-                if let Some(ident) = &f.identity {
-                    self.outlined.entry((module, ident.clone())).or_insert(id);
+        let mut ids: Vec<FuncId> = Vec::with_capacity(funcs.len());
+        for mut f in funcs {
+            for name in std::iter::once(&f.name).chain(&f.symbol) {
+                if !self.defined.contains(name.as_str()) {
+                    self.defined.insert(name.clone());
                 }
-                id
-            })
-            .collect();
-        for f in &cu.funcs {
-            self.defined.insert((module, f.name.clone()));
-            if let Some(sym) = &f.symbol {
-                self.defined.insert((module, sym.clone()));
             }
+            let identity = f.identity.take();
+            let id = self.builder.add_function(Self::desc(module, f, &map));
+            if let Some(ident) = identity {
+                self.outlined.entry((module, ident)).or_insert(id);
+            }
+            ids.push(id);
         }
-        for d in &cu.decls {
-            if self.decl_names.insert((module, d.name.clone())) {
+        for d in decls {
+            if !self.decl_names.contains(d.name.as_str()) {
+                self.decl_names.insert(d.name.clone());
                 self.decls.push(Self::desc(module, d, &map));
             }
         }
-        let inline_ids: Vec<usize> = cu
-            .inline_only
-            .iter()
+        let inline_ids: Vec<usize> = inline_only
+            .into_iter()
             .map(|(ident, f)| {
-                let key = (module, ident.clone());
-                if let Some(&i) = self.pending.get(&key) {
-                    return i;
+                let next = self.pending_funcs.len();
+                let i = *self.pending.entry((module, ident)).or_insert(next);
+                if i == next {
+                    self.pending_funcs.push(Self::desc(module, f, &map));
                 }
-                let i = self.pending_funcs.len();
-                self.pending_funcs
-                    .push((key.clone(), Self::desc(module, f, &map)));
-                self.pending.insert(key, i);
                 i
             })
             .collect();
-        for &(callee, caller) in &cu.edges {
+        for (callee, caller) in edges {
             let caller = ids[caller as usize];
             match callee {
                 Callee::Local(f) => {
@@ -141,7 +159,7 @@ impl Merger {
             }
         }
         let base = self.instances.len();
-        for inst in &cu.instances {
+        for inst in instances {
             let callee = match inst.callee {
                 Callee::Local(f) => PendingCallee::Func(ids[f as usize]),
                 Callee::Inline(i) => PendingCallee::Pending(inline_ids[i as usize]),
@@ -151,39 +169,55 @@ impl Merger {
                 callee: caller, // replaced in `finish`
                 caller,
                 parent: None,
-                ranges: inst.ranges.clone(),
+                ranges: inst.ranges,
                 entry_pc: inst.entry_pc,
-                call_file: inst.call_file.clone(),
+                call_file: inst.call_file,
                 call_line: inst.call_line,
-                params: inst.params.clone(),
+                params: inst.params,
             };
             let parent = inst.parent.map(|p| base + p as usize);
-            self.instances.push((callee, parent, desc));
+            self.instances.push(desc);
+            self.instance_links.push((callee, parent));
         }
+    }
+
+    /// End the module whose units were merged last (the units of a module come
+    /// together): keep its declarations of names none of its units defines.
+    fn end_module(&mut self) {
+        let defined = std::mem::take(&mut self.defined);
+        let mut i = 0;
+        self.decls.retain(|d| {
+            i += 1;
+            i <= self.module_decls || !defined.contains(d.name.as_str())
+        });
+        self.module_decls = self.decls.len();
+        self.decl_names = FxHashSet::default();
     }
 
     /// Add the inline-only functions (those without an out-of-line copy in their module)
     /// and their edges, and the declarations of functions no unit defines; return the
     /// builder.
     pub fn finish(mut self) -> DbBuilder {
+        self.end_module();
         for mut d in std::mem::take(&mut self.decls) {
-            if !self.defined.contains(&(d.module, d.name.clone())) {
-                // No code: a record of size 0 at the module's base.
-                d.addr = self.builder.module_base(d.module);
-                self.builder.add_function(d);
-            }
+            // No code: a record of size 0 at the module's base.
+            d.addr = self.builder.module_base(d.module);
+            self.builder.add_function(d);
         }
         let mut ids: Vec<Option<FuncId>> = Vec::with_capacity(self.pending_funcs.len());
         // The out-of-line copy of each pending function, for instances (which name their
         // callee even when edges to out-of-line callees are not kept).
-        let outlined_ids: Vec<Option<FuncId>> = self
-            .pending_funcs
-            .iter()
-            .map(|(key, _)| self.outlined.get(key).copied())
-            .collect();
-        for (key, desc) in std::mem::take(&mut self.pending_funcs) {
-            match self.outlined.get(&key) {
-                Some(&f) if self.all_edges => ids.push(Some(f)),
+        let mut outlined_ids: Vec<Option<FuncId>> = vec![None; self.pending_funcs.len()];
+        for (key, &i) in std::mem::take(&mut self.pending).iter() {
+            outlined_ids[i] = self.outlined.get(key).copied();
+        }
+        self.outlined = FxHashMap::default();
+        for (i, desc) in std::mem::take(&mut self.pending_funcs)
+            .into_iter()
+            .enumerate()
+        {
+            match outlined_ids[i] {
+                Some(f) if self.all_edges => ids.push(Some(f)),
                 Some(_) => ids.push(None),
                 None => {
                     debug_assert!(desc.flags.contains(FuncFlags::INLINE_ONLY));
@@ -196,30 +230,36 @@ impl Merger {
                 self.builder.add_inline(callee, caller);
             }
         }
-        let mut added = Vec::with_capacity(self.instances.len());
-        for (callee, parent, mut desc) in std::mem::take(&mut self.instances) {
-            desc.callee = match callee {
-                PendingCallee::Func(f) => f,
-                PendingCallee::Pending(p) => match ids[p].or_else(|| outlined_ids[p]) {
-                    Some(f) => f,
-                    None => {
-                        added.push(None);
-                        continue;
-                    }
-                },
+        // Resolve each instance's callee and parent in place; drop those whose callee
+        // has no record, and those inside a dropped one.
+        let first = self.builder.next_instance_id().index();
+        let mut added: Vec<Option<InstanceId>> = Vec::with_capacity(self.instances.len());
+        let mut next = first;
+        let links = std::mem::take(&mut self.instance_links);
+        for (desc, (callee, parent)) in self.instances.iter_mut().zip(links) {
+            let callee = match callee {
+                PendingCallee::Func(f) => Some(f),
+                PendingCallee::Pending(p) => ids[p].or(outlined_ids[p]),
             };
-            desc.parent = match parent {
-                Some(p) => match added.get(p).copied().flatten() {
-                    Some(id) => Some(id),
-                    None => {
-                        added.push(None);
-                        continue;
-                    }
-                },
-                None => None,
+            let parent = match parent {
+                Some(p) => added[p].map(Some),
+                None => Some(None),
             };
-            added.push(Some(self.builder.add_instance(desc)));
+            let id = match (callee, parent) {
+                (Some(callee), Some(parent)) => {
+                    desc.callee = callee;
+                    desc.parent = parent;
+                    next += 1;
+                    Some(InstanceId::from_index(next - 1))
+                }
+                _ => None,
+            };
+            added.push(id);
         }
+        let mut kept = added.iter().map(Option::is_some);
+        let mut instances = std::mem::take(&mut self.instances);
+        instances.retain(|_| kept.next().unwrap_or(false));
+        self.builder.add_instances(instances);
         self.builder
     }
 }

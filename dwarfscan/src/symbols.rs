@@ -20,7 +20,7 @@ pub struct Symbol<'a> {
 #[derive(Debug, Default)]
 pub struct Symbols<'a> {
     syms: Vec<Symbol<'a>>,
-    by_name: std::collections::HashMap<&'a str, Vec<u32>>,
+    by_name: rustc_hash::FxHashMap<&'a str, Vec<u32>>,
 }
 
 impl<'a> Symbols<'a> {
@@ -28,7 +28,7 @@ impl<'a> Symbols<'a> {
     pub fn new(mut syms: Vec<Symbol<'a>>) -> Symbols<'a> {
         syms.sort_by(|a, b| (a.addr, a.local, a.name).cmp(&(b.addr, b.local, b.name)));
         syms.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
-        let mut by_name: std::collections::HashMap<&'a str, Vec<u32>> = Default::default();
+        let mut by_name: rustc_hash::FxHashMap<&'a str, Vec<u32>> = Default::default();
         for (i, s) in syms.iter().enumerate() {
             by_name.entry(s.name).or_default().push(i as u32);
         }

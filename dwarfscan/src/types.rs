@@ -4,7 +4,7 @@
 //! offset, children before parents. Structs and unions are name and size only, so the
 //! graph is acyclic; a malformed cycle through pointers resolves to `void`.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use gimli::constants as dw;
 use sigdb::{Qualifiers, TypeFlags, TypeKind};
@@ -153,7 +153,7 @@ impl TypeGraph {
             let (unit, uoff) = units.locate(off).ok()?;
             let die = Die::read(&file.dwarf, unit, uoff).ok()?;
             if (needs_children(die.tag) || small_aggregate(&die)) && die.has_children {
-                read_with_children(units, off).ok()?
+                read_with_children(units, off, |_| true).ok()?
             } else {
                 (die, Vec::new())
             }

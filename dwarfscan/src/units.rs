@@ -1,7 +1,7 @@
 //! One compilation unit: walk its DIEs, collect subprograms, parameters and inlined
 //! instances, then assemble function records with CU-local types.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
@@ -140,7 +140,10 @@ impl<'s> Builder<'_, 's, '_> {
         if let Some(&i) = self.sp_index.get(&off) {
             return Some(i);
         }
-        let (die, children) = read_with_children(&mut self.units, off).ok()?;
+        let (die, children) = read_with_children(&mut self.units, off, |t| {
+            t == dw::DW_TAG_formal_parameter || t == dw::DW_TAG_unspecified_parameters
+        })
+        .ok()?;
         let mut params = Vec::new();
         let mut variadic = false;
         for c in children {
@@ -162,8 +165,8 @@ impl<'s> Builder<'_, 's, '_> {
     }
 
     pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
-        let mut func_of_sp: HashMap<usize, u32> = HashMap::new();
-        let mut by_origin: HashMap<u64, u32> = HashMap::new();
+        let mut func_of_sp: HashMap<usize, u32> = HashMap::default();
+        let mut by_origin: HashMap<u64, u32> = HashMap::default();
         for idx in 0..self.sps.len() {
             let Some(fi) = self.function(idx) else {
                 continue;
@@ -174,7 +177,7 @@ impl<'s> Builder<'_, 's, '_> {
             }
             by_origin.entry(self.sps[idx].die.off).or_insert(fi);
         }
-        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::new();
+        let mut inline_of: HashMap<u64, Option<u32>> = HashMap::default();
         self.edges(inlined, &func_of_sp, &by_origin, &mut inline_of);
         self.assemble_instances(raw_instances, &func_of_sp, &by_origin, &mut inline_of);
     }
@@ -368,7 +371,7 @@ impl<'s> Builder<'_, 's, '_> {
         by_origin: &HashMap<u64, u32>,
         inline_of: &mut HashMap<u64, Option<u32>>,
     ) {
-        let mut seen: HashSet<(Callee, u32)> = HashSet::new();
+        let mut seen: HashSet<(Callee, u32)> = HashSet::default();
         for &(origin, owner) in inlined {
             let Some(&caller) = func_of_sp.get(&owner) else {
                 continue;

@@ -2,11 +2,11 @@
 //! (with their parameters when instances are collected), nothing else; subtrees of no
 //! interest are jumped over by their `DW_AT_sibling`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gimli::constants as dw;
 
-use crate::dwarf::{Die, Units, R};
+use crate::dwarf::{sibling, Die, Units, R};
 use crate::inlines::RawInstance;
 use crate::stats::SkipReason;
 use crate::types::TypeGraph;
@@ -110,7 +110,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     };
     let mut walk = Walk {
         sps: Vec::new(),
-        sp_index: HashMap::new(),
+        sp_index: HashMap::default(),
         inlined: Vec::new(),
         raw_instances: Vec::new(),
         decls: Vec::new(),
@@ -134,7 +134,7 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
         sps,
         sp_index,
         types: TypeGraph::default(),
-        files: HashMap::new(),
+        files: HashMap::default(),
         res,
         line_rows: None,
         asm_unit,
@@ -382,23 +382,4 @@ fn abstract_origin(
         }
     }
     Ok(origin)
-}
-
-/// Read the DIE's attributes for its `DW_AT_sibling` (unit offset).
-fn sibling(
-    raw: &mut Raw<'_, '_>,
-    abbrev: &gimli::Abbreviation,
-) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
-    let specs = abbrev.attributes();
-    let mut sibling = None;
-    for (i, spec) in specs.iter().enumerate() {
-        if spec.name() == dw::DW_AT_sibling {
-            if let gimli::AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
-                sibling = Some(o);
-            }
-        } else {
-            raw.skip_attributes(&specs[i..i + 1])?;
-        }
-    }
-    Ok(sibling)
 }

@@ -8,11 +8,11 @@
 //! bytes for any thread count.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
 
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet};
 use zerocopy::IntoBytes;
 
 pub use crate::desc::{FunctionDesc, ModuleDesc, ParamDesc, TypeDesc};
@@ -53,7 +53,9 @@ pub struct DbBuilder {
     machine: u32,
     modules: Vec<ModuleDesc>,
     types: Vec<TypeDesc>,
-    type_ids: HashMap<TypeDesc, TypeId>,
+    /// The types by content: (hash of the description, id); each description is
+    /// stored once, in `types`.
+    type_ids: hashbrown::HashTable<(u64, TypeId)>,
     functions: Vec<FunctionDesc>,
     inlines: Vec<(FuncId, FuncId)>,
     instances: Vec<InstanceDesc>,
@@ -92,13 +94,23 @@ impl DbBuilder {
 
     /// Add (or find) a type. Types it refers to must have been added first.
     pub fn add_type(&mut self, desc: TypeDesc) -> TypeId {
-        if let Some(&id) = self.type_ids.get(&desc) {
+        let hash = FxBuildHasher.hash_one(&desc);
+        if let Some(id) = self.find_type(hash, &desc) {
             return id;
         }
         let id = TypeId(self.types.len() as u32);
-        self.types.push(desc.clone());
-        self.type_ids.insert(desc, id);
+        self.types.push(desc);
+        self.type_ids.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
+    }
+
+    /// The id of a type already added with the description `desc` (of hash `hash`).
+    fn find_type(&self, hash: u64, desc: &TypeDesc) -> Option<TypeId> {
+        self.type_ids
+            .find(hash, |&(h, id)| {
+                h == hash && self.types[id.index()] == *desc
+            })
+            .map(|&(_, id)| id)
     }
 
     /// The description of an added type.
@@ -123,6 +135,21 @@ impl DbBuilder {
         InstanceId(self.instances.len() as u32 - 1)
     }
 
+    /// The id the next instance added gets.
+    pub fn next_instance_id(&self) -> InstanceId {
+        InstanceId(self.instances.len() as u32)
+    }
+
+    /// Record inlined copies, in order: they get the ids from [`Self::next_instance_id`]
+    /// on. The list becomes the builder's own when none was added before (no copy).
+    pub fn add_instances(&mut self, instances: Vec<InstanceDesc>) {
+        if self.instances.is_empty() {
+            self.instances = instances;
+        } else {
+            self.instances.extend(instances);
+        }
+    }
+
     /// Number of functions added so far.
     pub fn function_count(&self) -> usize {
         self.functions.len()
@@ -144,8 +171,8 @@ impl DbBuilder {
     /// Every string the writer will store for the functions `unique` (builder indices):
     /// the names of the modules, the functions, their symbols and parameters, of the types
     /// they reach and of those types' enumerators, and the instances' call files.
-    fn strings_written(&self, unique: &[usize]) -> std::collections::HashSet<&str> {
-        let mut out: std::collections::HashSet<&str> = ["", "void"].into();
+    fn strings_written(&self, unique: &[usize]) -> FxHashSet<&str> {
+        let mut out: FxHashSet<&str> = ["", "void"].into_iter().collect();
         let mut seen = vec![false; self.types.len()];
         let mut stack = Vec::new();
         for &i in unique {
@@ -283,7 +310,7 @@ impl<'s> StringTable<'s> {
             bytes.push(0);
         }
         u32::try_from(bytes.len()).map_err(|_| Error::TooLarge("strings"))?;
-        let mut offsets = HashMap::with_capacity(sorted.len() + 1);
+        let mut offsets = HashMap::with_capacity_and_hasher(sorted.len() + 1, FxBuildHasher);
         offsets.insert("", 0);
         offsets.extend(
             sorted
@@ -338,7 +365,7 @@ impl<'b> Writer<'b> {
             proto_params: Vec::new(),
             params: Vec::new(),
             param_values: Vec::new(),
-            param_lists: HashMap::new(),
+            param_lists: HashMap::default(),
         }
     }
 
@@ -523,7 +550,8 @@ impl<'b> Writer<'b> {
 
     /// Type 0 is always void.
     fn emit_void(&mut self) -> Result<(), Error> {
-        if let Some(v) = self.b.type_ids.get(&TypeDesc::void()).copied() {
+        let void = TypeDesc::void();
+        if let Some(v) = self.b.find_type(FxBuildHasher.hash_one(&void), &void) {
             self.emit_type(v)?;
             return Ok(());
         }
@@ -786,7 +814,7 @@ fn name_index(
     keyed.dedup();
     let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
     // A name and a symbol of one function with the same hash need one entry.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = FxHashSet::default();
     names.retain(|&e| seen.insert(e));
     let bits = name_bucket_bits(names.len());
     let mut buckets = Vec::with_capacity((1 << bits) + 1);

@@ -1,7 +1,7 @@
 //! Inlined copies ("instances") of functions: what the builder collects and how the
 //! writer orders and encodes them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::builder::{FuncId, StringTable};
 use crate::layout::{InstanceBlock, SectionId, BLOCKS_PER_FRAME, INSTANCE_BLOCK};
@@ -19,6 +19,12 @@ impl InstanceId {
     /// Position in the order of addition (0, 1, 2, ...).
     pub fn index(self) -> usize {
         self.0 as usize
+    }
+
+    /// The id of the instance added `index`-th (0, 1, 2, ...), for lists added at once
+    /// ([`crate::DbBuilder::add_instances`]).
+    pub fn from_index(index: usize) -> InstanceId {
+        InstanceId(index as u32)
     }
 }
 

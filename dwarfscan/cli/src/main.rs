@@ -11,36 +11,54 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long mimalloc keeps freed memory before returning it to the kernel, in ms. Its
 /// default (1 s in mimalloc 3) holds on to about a second's worth of freed unit results
-/// and relocated section copies: 60-100 MB of the resident set of a whole-kernel scan,
-/// and the reason its peak varied by ±40 MB from run to run. 10 ms (mimalloc 2's
-/// default) returns it at once, at no measurable cost in time.
-const PURGE_DELAY_MS: std::ffi::c_long = 10;
+/// and relocated section copies: 30-50 MB more peak resident set on a whole-kernel scan,
+/// up to 300 MB on the whole Debian 7.2 kernel (and the reason its peak varies by ±40 MB
+/// from run to run). Returning it sooner costs the page faults (and zeroing) of taking it
+/// back: with huge pages off, 300 ms keeps that peak at 250-276 MB for 0.1-0.3 s more
+/// system time than 1 s; 10 ms cost about 1 s (`BENCHMARKS.md`, "Scan speed").
+const PURGE_DELAY_MS: std::ffi::c_long = 300;
 
 extern "C" {
     // mimalloc's own API (`mimalloc.h`), linked in by the `mimalloc` crate.
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     #[cfg(test)]
     fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    #[cfg(test)]
+    fn mi_version() -> std::ffi::c_int;
 }
 
 /// `mi_option_purge_delay` in `mimalloc.h` (the same value in mimalloc 2 and 3).
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+/// `mi_option_allow_thp` in mimalloc 3's `mimalloc.h`.
+const MI_OPTION_ALLOW_THP: std::ffi::c_int = 43;
 
-/// Set mimalloc's purge delay unless `MIMALLOC_PURGE_DELAY` asks for another one.
+/// Set mimalloc's purge delay and turn transparent huge pages off, unless
+/// `MIMALLOC_PURGE_DELAY` or `MIMALLOC_ALLOW_THP` ask otherwise. With huge pages, every
+/// 2 MiB mimalloc takes back after a purge is faulted in and zeroed whole, and partly
+/// used huge pages count in full in the resident set: without them the scan of a
+/// kernel takes less system time and less memory (`BENCHMARKS.md`, "Scan speed").
 fn tune_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: plain FFI calls on an option index `mimalloc.h` defines; called first
-        // thing in `main`, before any other thread exists (`mi_option_set` is not
-        // thread safe).
-        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    // SAFETY: plain FFI calls on option indices `mimalloc.h` defines; called first thing
+    // in `main`, before any other thread exists (`mi_option_set` is not thread safe).
+    unsafe {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
+        }
+        if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+            mi_option_set(MI_OPTION_ALLOW_THP, 0);
+            // What mimalloc does at start-up when the option is 0 (it has started
+            // already): huge pages off for the whole process, the memory it has
+            // reserved included.
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        }
     }
 }
 
-/// mimalloc's current purge delay (ms).
+/// mimalloc's current value of `option`.
 #[cfg(test)]
-fn purge_delay() -> std::ffi::c_long {
+fn option(option: std::ffi::c_int) -> std::ffi::c_long {
     // SAFETY: a plain FFI call reading an option.
-    unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }
+    unsafe { mi_option_get(option) }
 }
 
 /// Extract every function signature from ELF/DWARF into a dcg signature database.
@@ -205,14 +223,29 @@ fn base_build_id(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn purge_delay_is_set() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return;
+    fn allocator_is_tuned() {
+        use super::{option, MI_OPTION_ALLOW_THP, MI_OPTION_PURGE_DELAY};
+        // The option indices are mimalloc 3's.
+        // SAFETY: a plain FFI call.
+        let version = unsafe { super::mi_version() };
+        assert!(
+            (30000..40000).contains(&version),
+            "mimalloc version {version}"
+        );
+        let delay_set = std::env::var_os("MIMALLOC_PURGE_DELAY").is_some();
+        let thp_set = std::env::var_os("MIMALLOC_ALLOW_THP").is_some();
+        if !delay_set {
+            assert_eq!(option(MI_OPTION_PURGE_DELAY), 1000, "mimalloc 3's default");
         }
-        // Index 15 is the purge delay: its default is mimalloc 3's (1 s) or 2's (10 ms).
-        let before = super::purge_delay();
-        assert!(before == 1000 || before == 10, "option 15 is {before}");
+        if !thp_set {
+            assert_eq!(option(MI_OPTION_ALLOW_THP), 1, "mimalloc 3's default");
+        }
         super::tune_allocator();
-        assert_eq!(super::purge_delay(), super::PURGE_DELAY_MS);
+        if !delay_set {
+            assert_eq!(option(MI_OPTION_PURGE_DELAY), super::PURGE_DELAY_MS);
+        }
+        if !thp_set {
+            assert_eq!(option(MI_OPTION_ALLOW_THP), 0);
+        }
     }
 }
