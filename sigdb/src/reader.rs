@@ -437,11 +437,16 @@ impl Db {
     /// character boundary, or in a bad frame: see [`Db::check_frames`]).
     pub fn string(&self, offset: u32) -> &str {
         let tail = self.string_tail(offset);
+        // Inside a character (a UTF-8 continuation byte): no string starts here.
+        if tail.first().is_some_and(|&b| b & 0xc0 == 0x80) {
+            return "";
+        }
         // Frames hold whole strings, each ending with a NUL (checked on decompression).
         let bytes = &tail[..tail.iter().position(|&b| b == 0).unwrap_or(0)];
-        // The frame is UTF-8 (checked on decompression): this fails only when `offset`
-        // is not on a character boundary, and then costs one string's check.
-        std::str::from_utf8(bytes).unwrap_or("")
+        // SAFETY: a frame is handed out only once it was checked to be UTF-8
+        // (`check_string_frame`); `bytes` starts on a character boundary (not a
+        // continuation byte) and ends before a NUL, which is ASCII, so it is UTF-8 too.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 
     /// Each section's name and length in bytes, in file order: where the bytes go.

@@ -624,3 +624,54 @@ fn strings_params_and_types_across_frames_and_blocks() {
     }
     assert_eq!(db.by_name("function_with_a_rather_long_name_9").count(), 0);
 }
+
+/// A string is read from any offset of the table without decoding it again: an offset
+/// inside a multi-byte character reads as the empty string, one on a character boundary
+/// as the rest of its string.
+#[test]
+fn strings_at_every_offset() {
+    let mut b = sample_builder();
+    let prog = b.add_module(ModuleDesc {
+        name: "prog".into(),
+        kind: ModuleKind::Executable,
+        build_id: vec![0x34; 20],
+        base: 0,
+    });
+    let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
+    b.add_function(FunctionDesc {
+        module: prog,
+        addr: 0x1000,
+        size: 0x10,
+        name: "größe".into(),
+        symbol: None,
+        ret: int,
+        params: vec![],
+        flags: FuncFlags::STATIC,
+    });
+    let db = Db::from_bytes(b.finish().unwrap()).unwrap();
+    let f = db
+        .by_name("größe")
+        .next()
+        .expect("the function by its name");
+    assert_eq!(f.name(), "größe");
+    let mut seen = std::collections::BTreeSet::new();
+    for offset in 0..1 << 16 {
+        let s = db.string(offset);
+        if !s.is_empty() {
+            seen.insert(s);
+        }
+    }
+    // Every non-empty read is a suffix of a stored string starting on a character.
+    assert!(seen.contains("größe") && seen.contains("ße") && seen.contains("e"));
+    assert!(!seen.iter().any(|s| s.starts_with('\u{fffd}')));
+    let names: Vec<&str> = seen
+        .iter()
+        .copied()
+        .filter(|s| "größe".ends_with(s))
+        .collect();
+    assert_eq!(
+        names.len(),
+        5,
+        "g r ö ß e: one string per character, {names:?}"
+    );
+}
