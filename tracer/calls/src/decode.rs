@@ -199,11 +199,6 @@ impl<'a> Decoder<'a> {
         self.comms.insert(pid, comm.to_string());
     }
 
-    /// Whether thread `pid` was named by [`Decoder::name_task`].
-    pub fn has_task_name(&self, pid: u32) -> bool {
-        self.comms.contains_key(&pid)
-    }
-
     /// Also feed `sink`.
     pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
         self.sinks.push(sink);

@@ -6,8 +6,8 @@
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
 struct Stderr {
-    /// When the logger was installed: libbpf's lines carry the seconds since (the kernel
-    /// tracer's carry its own session clock), to see where a session's start goes.
+    /// When the logger was installed: debug lines carry the seconds since, one clock for
+    /// the kernel tracer's progress and libbpf's steps alike.
     start: std::time::Instant,
     ktrace: bool,
     libbpf: bool,
@@ -34,12 +34,12 @@ impl Log for Stderr {
         }
         match r.level() {
             Level::Error | Level::Warn => eprintln!("dcg: {}", r.args()),
-            _ if r.target() == "libbpf" => eprintln!(
-                "dcg debug [libbpf] {:8.3}: {}",
+            _ => eprintln!(
+                "dcg debug [{}] {:8.3}: {}",
+                r.target(),
                 self.start.elapsed().as_secs_f64(),
                 r.args()
             ),
-            _ => eprintln!("dcg debug [{}] {}", r.target(), r.args()),
         }
     }
 

@@ -45,15 +45,10 @@ const DEFER_MAX: usize = 256 << 20;
 /// still run); what was recorded is then read whole.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
-/// Progress with the seconds since the first message, at the `log` facade's debug level
-/// (`DCG_KTRACE_DEBUG=1` has the dcg binary show it).
+/// Progress at the `log` facade's debug level (`DCG_KTRACE_DEBUG=1` has the dcg binary
+/// show it, each line with the seconds since dcg started).
 pub(crate) fn debug(msg: std::fmt::Arguments<'_>) {
-    use std::sync::OnceLock;
-    static START: OnceLock<Instant> = OnceLock::new();
-    if log::log_enabled!(log::Level::Debug) {
-        let t = START.get_or_init(Instant::now);
-        log::debug!("{:8.3}: {msg}", t.elapsed().as_secs_f64());
-    }
+    log::debug!("{msg}");
 }
 
 /// What the kernel's tracefs offers.

@@ -28,6 +28,8 @@ pub struct RawTreeFilter {
     tasks: HashMap<u32, u32>,
     /// Where to look up the name of a task gone before its records were read.
     tracefs: Option<std::path::PathBuf>,
+    /// Tasks whose name was looked up (found or not): once per task.
+    named: HashSet<u32>,
     /// Roots entered, and trees given up (a new root began before the old one's exit).
     pub started: u64,
     pub abandoned: u64,
@@ -42,6 +44,7 @@ impl RawTreeFilter {
             depth,
             hide_irqs: false,
             tracefs: None,
+            named: HashSet::new(),
             tasks: HashMap::new(),
             started: 0,
             abandoned: 0,
@@ -103,7 +106,7 @@ impl RawTreeFilter {
                 };
                 // Records carry the thread id alone: the task's name, once, from /proc
                 // while it runs, else from what the kernel saved at its context switches.
-                if !dec.has_task_name(*pid) {
+                if self.named.insert(*pid) {
                     let comm = dcg_live::process::comm(*pid as i32).or_else(|| {
                         let t = self.tracefs.as_deref()?;
                         dcg_live::tracefs::saved_cmdline(t, *pid)
