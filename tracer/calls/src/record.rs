@@ -165,32 +165,72 @@ pub fn write_header(out: &mut dyn Write, source: &str) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// Write one record line.
-pub fn write_record(out: &mut dyn Write, r: &CallRecord) -> std::io::Result<()> {
+/// Write one record line. Generic over the writer so that serializing into a `Vec`
+/// inlines each of the many small writes a record makes.
+pub fn write_record<W: Write + ?Sized>(out: &mut W, r: &CallRecord) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, r)?;
     out.write_all(b"\n")
 }
 
-/// A saved-calls stream being written: the header first, then one line per record.
+/// A saved-calls stream being written: the header first, then one line per record. Lines
+/// are gathered and go to `out` in writes of about [`RecordSink::CHUNK`] bytes (a session
+/// writes hundreds of thousands of records: one system call a line, or a few per 8 KiB
+/// buffer, is the bulk of the cost on an emulated CPU).
 pub struct RecordSink<'a> {
     out: Box<dyn Write + 'a>,
+    /// Lines not yet written to `out`.
+    buf: Vec<u8>,
 }
 
 impl<'a> RecordSink<'a> {
+    /// Bytes gathered before a write.
+    pub const CHUNK: usize = 256 << 10;
+
     /// Start a stream on `out` with a header naming `source`.
     pub fn new(mut out: Box<dyn Write + 'a>, source: &str) -> std::io::Result<RecordSink<'a>> {
         write_header(&mut *out, source)?;
-        Ok(RecordSink { out })
+        Ok(RecordSink {
+            out,
+            buf: Vec::with_capacity(Self::CHUNK + 4096),
+        })
     }
 
     /// Append a record.
     pub fn write(&mut self, r: &CallRecord) -> std::io::Result<()> {
-        write_record(&mut *self.out, r)
+        write_record(&mut self.buf, r)?;
+        self.write_full()
     }
 
-    /// Flush what was written.
+    /// Append a record already written as its line ([`write_record`]).
+    pub fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(line);
+        self.write_full()
+    }
+
+    fn write_full(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= Self::CHUNK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Write and flush what was appended.
     pub fn flush(&mut self) -> std::io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()
+    }
+}
+
+impl Drop for RecordSink<'_> {
+    /// What was appended and not flushed is written, as a `BufWriter` does when dropped
+    /// (errors are for [`RecordSink::flush`] to report).
+    fn drop(&mut self) {
+        if !self.buf.is_empty() {
+            let _ = self.out.write_all(&self.buf);
+            let _ = self.out.flush();
+        }
     }
 }
 

@@ -79,6 +79,15 @@ impl Sink for JsonLines {
     fn wants_args_at_close(&self) -> bool {
         true
     }
+
+    fn takes_json_lines(&self) -> bool {
+        true
+    }
+
+    fn json_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        out.extend_from_slice(line);
+        Ok(())
+    }
 }
 
 /// `--output FILE`: the saved-calls stream (header, then a record per completed call).
@@ -113,6 +122,14 @@ impl Sink for SavedCalls<'_> {
 
     fn finish(&mut self, _: &mut Vec<u8>) -> io::Result<()> {
         self.sink.flush()
+    }
+
+    fn takes_json_lines(&self) -> bool {
+        true
+    }
+
+    fn json_line(&mut self, line: &[u8], _: &mut Vec<u8>) -> io::Result<()> {
+        self.sink.write_line(line)
     }
 }
 

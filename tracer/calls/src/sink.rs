@@ -253,6 +253,16 @@ pub trait Sink {
     fn finish(&mut self, _out: &mut Vec<u8>) -> io::Result<()> {
         Ok(())
     }
+    /// Whether this sink takes completed calls as saved-calls JSON lines
+    /// ([`Sink::json_line`]) when fed through [`Sinks`], which then makes each line once
+    /// for all such sinks (`--json` with `--output`).
+    fn takes_json_lines(&self) -> bool {
+        false
+    }
+    /// A completed call as its saved-calls JSON line, newline included.
+    fn json_line(&mut self, _line: &[u8], _out: &mut Vec<u8>) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What a stream's output is (the sinks [`Sinks::for_output`] builds).
@@ -281,6 +291,8 @@ pub struct Sinks<'s> {
     sinks: Vec<Box<dyn Sink + 's>>,
     args_at_close: bool,
     notes: bool,
+    /// The current call's JSON line, for the sinks that take lines.
+    line: Vec<u8>,
 }
 
 impl<'s> Sinks<'s> {
@@ -332,8 +344,22 @@ impl<'s> Sinks<'s> {
 
 impl Sink for Sinks<'_> {
     fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut line_made = false;
         for s in &mut self.sinks {
-            s.call(c, out)?;
+            if !s.takes_json_lines() {
+                s.call(c, out)?;
+                continue;
+            }
+            if !line_made {
+                line_made = true;
+                self.line.clear();
+                if let Some(r) = crate::records::record_of(c) {
+                    crate::record::write_record(&mut self.line, &r)?;
+                }
+            }
+            if !self.line.is_empty() {
+                s.json_line(&self.line, out)?;
+            }
         }
         Ok(())
     }

@@ -267,6 +267,9 @@ fn context(code: u8) -> dcg_calls::record::Context {
     }
 }
 
+/// A call site: `func+0xoff/0xsize`, and the function's start and the offset.
+type Callsite = (Option<Rc<str>>, Option<(u64, u64)>);
+
 /// A function's id in the tree, name and module.
 type Named = (FuncId, Rc<str>, Option<Rc<str>>);
 
@@ -288,6 +291,9 @@ struct Feed<'a> {
     kallsyms: Kallsyms,
     pending: HashMap<u32, Pending>,
     comms: HashMap<u32, Rc<str>>,
+    /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
+    /// the offset), by address: a loop calls from the same few sites.
+    callsites: HashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
     /// `--irqs hide`: calls in interrupt context are left out.
@@ -322,6 +328,7 @@ impl<'a> Feed<'a> {
             kallsyms,
             pending: HashMap::new(),
             comms: HashMap::new(),
+            callsites: HashMap::new(),
             args: args.args,
             retvals: args.show_retvals,
             hide_irqs: args.hide_irqs,
@@ -356,6 +363,22 @@ impl<'a> Feed<'a> {
         let v = (id, Rc::from(name), module.map(Rc::from));
         self.names.insert(ip, v.clone());
         v
+    }
+
+    /// The call site at `addr`, described and located (cached).
+    fn callsite(&mut self, addr: u64) -> Callsite {
+        let kallsyms = &self.kallsyms;
+        self.callsites
+            .entry(addr)
+            .or_insert_with(|| {
+                (
+                    kallsyms.describe(addr).map(Rc::from),
+                    kallsyms
+                        .locate(addr)
+                        .map(|(start, _, _)| (start, addr - start)),
+                )
+            })
+            .clone()
     }
 
     fn comm(&mut self, tid: u32) -> Rc<str> {
@@ -483,11 +506,8 @@ impl<'a> Feed<'a> {
         };
         let (id, name, module) = self.func(p.ip);
         let comm = self.comm(p.tid);
-        let callsite = if self.retvals {
-            self.kallsyms.describe(p.callsite)
-        } else {
-            None
-        };
+        let (described, located) = self.callsite(p.callsite);
+        let callsite = if self.retvals { described } else { None };
         let args = if self.args {
             ArgsIn::Fetched {
                 words: &p.args,
@@ -498,13 +518,7 @@ impl<'a> Feed<'a> {
             ArgsIn::None
         };
         // Where in its caller the call was made: places it under inline frames.
-        let site = if self.inline_frames {
-            self.kallsyms
-                .locate(p.callsite)
-                .map(|(start, _, _)| (start, p.callsite - start))
-        } else {
-            None
-        };
+        let site = if self.inline_frames { located } else { None };
         let site = site.map(|(start, offset)| CodeSite {
             func: self.func(start).0,
             offset,
@@ -913,11 +927,22 @@ mod decode_speed {
         let pointer_names = SymbolMap::from_kallsyms(&text);
         let mut funcs = FuncTable::new(&set);
         funcs.set_pointer_names(&pointer_names);
-        let (sinks, _) = Sinks::for_output(&Output {
+        // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
+        // output and the saved-calls file.
+        let (mut sinks, _) = Sinks::for_output(&Output {
             json: true,
             cpu_width: 1,
             ..Output::default()
         });
+        sinks.push(Box::new(
+            SavedCalls::new(
+                Box::new(std::io::BufWriter::new(
+                    std::fs::File::create("/tmp/decode-speed.calls").unwrap(),
+                )),
+                "decode_speed",
+            )
+            .unwrap(),
+        ));
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
@@ -982,6 +1007,7 @@ mod decode_speed {
             feed.write_out(&mut out).unwrap();
         }
         feed.flush_all().unwrap();
+        feed.tree.finish(&mut feed.sinks, &mut feed.obuf).unwrap();
         feed.write_out(&mut out).unwrap();
         out.flush().unwrap();
         let el = t.elapsed();

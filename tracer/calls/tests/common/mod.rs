@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use dcg_calls::record::Context;
-use dcg_calls::sink::{Output, Sinks, Task};
+use dcg_calls::sink::{Output, Sink, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit};
 
 /// The sinks of `dcg trace` with text (or `--json`) output and nothing else.
@@ -34,7 +34,7 @@ pub enum Ev<'a> {
 /// Feed `events` of `task` to `tree`, then finish it; returns what the sinks wrote.
 pub fn drive(
     tree: &mut CallTree<'_>,
-    sinks: &mut Sinks<'_>,
+    sinks: &mut dyn Sink,
     task: Task<'_>,
     events: &[Ev<'_>],
 ) -> String {
