@@ -478,9 +478,9 @@ impl Capture {
             .unwrap_or_default();
         let mut q = self.queue.borrow_mut();
         for v in per_cpu {
-            let len = v
-                .get(..4)
-                .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])) as usize);
+            let len = v.get(..4).map_or(0, |b| {
+                u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])) as usize
+            });
             if let Some(data) = v.get(16..16 + len).filter(|d| !d.is_empty()) {
                 q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
                 q.extend_from_slice(data);

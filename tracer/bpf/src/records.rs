@@ -439,7 +439,13 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(recs[1], Record::Comm { tid: 9, comm: b"sh" });
+        assert_eq!(
+            recs[1],
+            Record::Comm {
+                tid: 9,
+                comm: b"sh"
+            }
+        );
         // A length past the end, or too short to be a record, ends the batch.
         assert_eq!(batch(&data[..100]).count(), 2);
         let mut bad = data.clone();

@@ -924,7 +924,26 @@ mod decode_speed {
             .find(|s| s.name == "do_faccessat")
             .unwrap()
             .addr;
+        // What a session computes before the command starts (natively; emulated CPUs
+        // take 25-35 times as long).
+        let t = Instant::now();
+        let plans = targets(&sites, &["do_faccessat".to_string()], &set, true);
+        let t_targets = t.elapsed();
+        let t = Instant::now();
+        let parsed = Kallsyms::parse(&text);
+        let t_kallsyms = t.elapsed();
+        let t = Instant::now();
         let pointer_names = SymbolMap::from_kallsyms(&text);
+        let t_pointers = t.elapsed();
+        eprintln!(
+            "before the command: targets (with plans) of {} sites {:?}, kallsyms parsed {:?} ({} bytes), pointer names {:?}",
+            plans.len(),
+            t_targets,
+            t_kallsyms,
+            text.len(),
+            t_pointers
+        );
+        drop(parsed);
         let mut funcs = FuncTable::new(&set);
         funcs.set_pointer_names(&pointer_names);
         // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
