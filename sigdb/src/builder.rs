@@ -12,6 +12,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
 
+use rayon::slice::ParallelSliceMut;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet};
 use zerocopy::IntoBytes;
 
@@ -165,7 +166,7 @@ impl DbBuilder {
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
         let order = canonical_order(self)?;
         let strings = StringTable::laid_out(self.strings_written(&order.0).into_iter())?;
-        Writer::new(self, strings).write(&order)
+        Writer::new(self, &strings).write(&order)
     }
 
     /// Every string the writer will store for the functions `unique` (builder indices):
@@ -277,7 +278,9 @@ impl<'s> StringTable<'s> {
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
             .collect();
-        sorted.sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
+        // Equal strings are the same bytes: which copy the unstable sort puts first cannot
+        // show in the output.
+        sorted.par_sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
         sorted.dedup();
         // Each string's (stored string holding it, offset in that one). Longest first
         // within each chain of suffixes: walk from the end.
@@ -295,7 +298,7 @@ impl<'s> StringTable<'s> {
                 }
             };
         }
-        stored.sort_unstable_by_key(|&i| sorted[i]);
+        stored.par_sort_unstable_by_key(|&i| sorted[i]);
         let mut start = vec![0u32; sorted.len()];
         let mut bytes = vec![0];
         let mut frames = vec![0];
@@ -326,8 +329,12 @@ impl<'s> StringTable<'s> {
     }
 
     /// The offset of `s`, which the layout must hold.
-    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
-        // Interior NULs cannot be represented; keep the part before the first one.
+    pub(crate) fn add(&self, s: &str) -> Result<u32, Error> {
+        if let Some(&o) = self.offsets.get(s) {
+            return Ok(o);
+        }
+        // Interior NULs cannot be represented; the layout holds the part before the first
+        // one.
         let s = s.split('\0').next().unwrap_or("");
         match self.offsets.get(s) {
             Some(&o) => Ok(o),
@@ -338,12 +345,28 @@ impl<'s> StringTable<'s> {
     }
 }
 
+/// The sections [`Writer::body`] builds.
+struct Body {
+    functions: Vec<FunctionRecord>,
+    code: Vec<CodeRecord>,
+    symbols: Vec<SymbolRecord>,
+    names: Vec<NameRecord>,
+    buckets: Vec<u32>,
+    inline_index: Vec<InlineBlock>,
+    inline: crate::frames::Packed,
+    inst: instances::Encoded,
+    inst_data: crate::frames::Packed,
+    modules: Vec<ModuleRecord>,
+    params: crate::blocks::Blocks,
+    types: crate::blocks::Blocks,
+}
+
 /// A parameter as written: (name string, type index, encoded location).
 type EncodedParam = (u32, u32, (u8, u8, u8, i32));
 
-struct Writer<'b> {
+struct Writer<'b, 't> {
     b: &'b DbBuilder,
-    strings: StringTable<'b>,
+    strings: &'t StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     type_index: Vec<u32>,
     types: Vec<TypeRecord>,
@@ -354,8 +377,8 @@ struct Writer<'b> {
     param_lists: HashMap<Vec<EncodedParam>, u32>,
 }
 
-impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder, strings: StringTable<'b>) -> Writer<'b> {
+impl<'b, 't> Writer<'b, 't> {
+    fn new(b: &'b DbBuilder, strings: &'t StringTable<'b>) -> Writer<'b, 't> {
         Writer {
             b,
             strings,
@@ -434,46 +457,39 @@ impl<'b> Writer<'b> {
 
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
-    /// interned in this order, which makes the output deterministic.
+    /// interned in this order, which makes the output deterministic. The string frames are
+    /// compressed while the records are written, and the parts that only read the
+    /// records written before them (name index, caller lists, instances, modules, LZ4
+    /// blocks) are built at the same time: each part's bytes depend on its inputs alone.
     fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
         let b = self.b;
-        self.check_modules()?;
-        self.emit_void()?;
-        let (unique, new_index) = order;
-        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
-        let (names, buckets) = name_index(&self.strings.bytes, names)?;
-        let (mut inline_index, inline_callers) =
-            crate::callers::encode(&inline_edges(b, new_index))?;
-        let mut inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
-        let inline = compress_blocks(
-            inline_index.iter_mut().map(|b| &mut b.offset),
-            &inline_callers,
-            "inline caller lists (a frame past 16 MiB)",
-        )?;
-        let inst_data = compress_blocks(
-            inst.index.iter_mut().map(|b| &mut b.offset),
-            &inst.data,
-            "inline instances (a frame past 16 MiB)",
-        )?;
-        let modules = self.module_records(unique)?;
-        let strings = crate::frames::pack(
-            &self.strings.frames,
-            &self.strings.bytes,
-            1,
-            "strings (a frame past 16 MiB)",
-        )?;
-        let params = crate::blocks::pack(
-            self.params.as_bytes(),
-            core::mem::size_of::<ParamRecord>(),
-            PARAM_BLOCK,
-            "parameter records",
-        )?;
-        let types = crate::blocks::pack(
-            self.types.as_bytes(),
-            core::mem::size_of::<TypeRecord>(),
-            TYPE_BLOCK,
-            "type records",
-        )?;
+        let table = self.strings;
+        let (strings, body) = rayon::join(
+            || {
+                crate::frames::pack(
+                    &table.frames,
+                    &table.bytes,
+                    1,
+                    "strings (a frame past 16 MiB)",
+                )
+            },
+            || self.body(order),
+        );
+        let strings = strings?;
+        let Body {
+            functions,
+            code,
+            symbols,
+            names,
+            buckets,
+            inline_index,
+            inline,
+            inst,
+            inst_data,
+            modules,
+            params,
+            types,
+        } = body?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
             &strings.bytes,
@@ -530,6 +546,82 @@ impl<'b> Writer<'b> {
             types: u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?,
         };
         assemble(b, &sections, &counts, &records)
+    }
+
+    /// Everything but the string frames: the records, then (in parallel) the parts built
+    /// from them.
+    fn body(&mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Body, Error> {
+        let b = self.b;
+        self.check_modules()?;
+        self.emit_void()?;
+        let (unique, new_index) = order;
+        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
+        let this = &*self;
+        let strings = this.strings;
+        let ((names, callers), (instances, rest)) = rayon::join(
+            || {
+                rayon::join(
+                    || name_index(&strings.bytes, names),
+                    || {
+                        let (mut index, lists) =
+                            crate::callers::encode(&inline_edges(b, new_index))?;
+                        let packed = compress_blocks(
+                            index.iter_mut().map(|b| &mut b.offset),
+                            &lists,
+                            "inline caller lists (a frame past 16 MiB)",
+                        )?;
+                        Ok::<_, Error>((index, packed))
+                    },
+                )
+            },
+            || {
+                rayon::join(
+                    || {
+                        let mut inst = instances::encode(&b.instances, new_index, &addrs, strings)?;
+                        let packed = compress_blocks(
+                            inst.index.iter_mut().map(|b| &mut b.offset),
+                            &inst.data,
+                            "inline instances (a frame past 16 MiB)",
+                        )?;
+                        Ok::<_, Error>((inst, packed))
+                    },
+                    || {
+                        let modules = this.module_records(unique)?;
+                        let params = crate::blocks::pack(
+                            this.params.as_bytes(),
+                            core::mem::size_of::<ParamRecord>(),
+                            PARAM_BLOCK,
+                            "parameter records",
+                        )?;
+                        let types = crate::blocks::pack(
+                            this.types.as_bytes(),
+                            core::mem::size_of::<TypeRecord>(),
+                            TYPE_BLOCK,
+                            "type records",
+                        )?;
+                        Ok::<_, Error>((modules, params, types))
+                    },
+                )
+            },
+        );
+        let (names, buckets) = names?;
+        let (inline_index, inline) = callers?;
+        let (inst, inst_data) = instances?;
+        let (modules, params, types) = rest?;
+        Ok(Body {
+            functions,
+            code,
+            symbols,
+            names,
+            buckets,
+            inline_index,
+            inline,
+            inst,
+            inst_data,
+            modules,
+            params,
+            types,
+        })
     }
 
     /// Every function's module exists.
@@ -710,7 +802,7 @@ impl<'b> Writer<'b> {
     }
 
     /// Module records with their function ranges (functions are sorted by module first).
-    fn module_records(&mut self, unique: &[usize]) -> Result<Vec<ModuleRecord>, Error> {
+    fn module_records(&self, unique: &[usize]) -> Result<Vec<ModuleRecord>, Error> {
         let b = self.b;
         let mut modules = Vec::with_capacity(b.modules.len());
         let mut next = 0usize;
@@ -776,7 +868,8 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
             .then_with(|| params(x, &fp).cmp(params(y, &fp)))
     };
     let mut order: Vec<usize> = (0..b.functions.len()).collect();
-    order.sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
+    // Stable: equal functions keep their order of addition, as sequentially.
+    order.par_sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
     let mut new_index = vec![0u32; b.functions.len()];
     let mut unique: Vec<usize> = Vec::with_capacity(order.len());
     for &i in &order {
@@ -948,7 +1041,7 @@ mod tests {
             let end = tail.iter().position(|&c| c == 0).unwrap();
             assert_eq!(&tail[..end], w.as_bytes());
         }
-        let mut table = a;
+        let table = a;
         assert_eq!(table.add("open").unwrap(), table.offsets["open"]);
         assert!(table.add("unseen").is_err());
     }
