@@ -164,7 +164,7 @@ impl<'s> Builder<'_, 's, '_> {
         Some(i)
     }
 
-    pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
+    pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance]) {
         let mut func_of_sp: HashMap<usize, u32> = HashMap::default();
         let mut by_origin: HashMap<u64, u32> = HashMap::default();
         for idx in 0..self.sps.len() {
