@@ -164,20 +164,27 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        let order = canonical_order(self)?;
-        let strings = StringTable::laid_out(self.strings_written(&order.0).into_iter())?;
+        // The strings are laid out while the functions are sorted: an exact duplicate the
+        // sort merges has the strings of the function written in its place.
+        let (order, strings) = rayon::join(
+            || canonical_order(self),
+            || StringTable::laid_out(self.strings_written().into_iter()),
+        );
+        let (order, strings) = (order?, strings?);
         Writer::new(self, &strings).write(&order)
     }
 
-    /// Every string the writer will store for the functions `unique` (builder indices):
-    /// the names of the modules, the functions, their symbols and parameters, of the types
-    /// they reach and of those types' enumerators, and the instances' call files.
-    fn strings_written(&self, unique: &[usize]) -> FxHashSet<&str> {
-        let mut out: FxHashSet<&str> = ["", "void"].into_iter().collect();
+    /// Every string the writer will store: the names of the modules, the functions, their
+    /// symbols and parameters, of the types they reach and of those types' enumerators,
+    /// and the instances' call files.
+    fn strings_written(&self) -> FxHashSet<&str> {
+        // About one distinct string per function (most parameter and type names repeat).
+        let mut out: FxHashSet<&str> =
+            FxHashSet::with_capacity_and_hasher(self.functions.len() * 2, FxBuildHasher);
+        out.extend(["", "void"]);
         let mut seen = vec![false; self.types.len()];
         let mut stack = Vec::new();
-        for &i in unique {
-            let f = &self.functions[i];
+        for f in &self.functions {
             out.insert(&f.name);
             if let Some(s) = &f.symbol {
                 out.insert(s);
