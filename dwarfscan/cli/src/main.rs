@@ -177,19 +177,19 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // milliseconds): the command ends soon, which returns its memory at once.
     let stats = result.stats;
     std::mem::forget(result.builder);
-    let (modules_only, sections) = {
+    // The db is checked while it is written; it replaces the output only if it passes.
+    let (modules_only, sections) = sigdb::write_atomic_checked(&args.output, &bytes, || {
         let db = sigdb::Db::from_bytes(bytes.clone())?;
         db.check_frames()?;
         let sections: Vec<(&str, usize)> = db.section_sizes().collect();
-        (db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections)
-    };
+        Ok((db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections))
+    })?;
     if modules_only && args.base_build_id.is_none() && args.base.is_none() {
         eprintln!(
             "dwarfscan: warning: a db of kernel modules alone is keyed to its kernel's build-id; \
              pass --base VMLINUX or --base-build-id HEX so `dcg load` can match it"
         );
     }
-    sigdb::write_atomic(&args.output, &bytes)?;
     if let Some(obj) = &args.emit_object {
         loader::write_object(obj, &bytes)?;
     }
