@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use gimli::constants as dw;
 
-use crate::dwarf::{sibling, Die, Units, R};
+use crate::dwarf::{read_one, sibling, Die, Units, R};
 use crate::inlines::RawInstance;
 use crate::stats::SkipReason;
 use crate::types::TypeGraph;
@@ -377,18 +377,9 @@ fn abstract_origin(
     abbrev: &gimli::Abbreviation,
     base: u64,
 ) -> Result<Option<u64>, gimli::Error> {
-    let specs = abbrev.attributes();
-    let mut origin = None;
-    for (i, spec) in specs.iter().enumerate() {
-        if spec.name() == dw::DW_AT_abstract_origin {
-            origin = match raw.read_attribute(*spec)?.value() {
-                gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
-                gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
-                _ => None,
-            };
-        } else {
-            raw.skip_attributes(&specs[i..i + 1])?;
-        }
-    }
-    Ok(origin)
+    Ok(match read_one(raw, abbrev, dw::DW_AT_abstract_origin)? {
+        Some(gimli::AttributeValue::UnitRef(o)) => Some(base + o.0 as u64),
+        Some(gimli::AttributeValue::DebugInfoRef(o)) => Some(o.0 as u64),
+        _ => None,
+    })
 }
