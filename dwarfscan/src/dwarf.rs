@@ -443,21 +443,33 @@ pub fn read_with_children<'s>(
     Ok((die, children))
 }
 
+/// Read the value of the DIE's first attribute `name`, if it has one, and skip its other
+/// attributes: those before it and those after it each in one go (gimli skips a run of
+/// fixed-size attributes at once).
+pub(crate) fn read_one<'s>(
+    raw: &mut gimli::EntriesRaw<'_, '_, R<'s>>,
+    abbrev: &gimli::Abbreviation,
+    name: gimli::DwAt,
+) -> Result<Option<AttributeValue<R<'s>>>, gimli::Error> {
+    let specs = abbrev.attributes();
+    let Some(i) = specs.iter().position(|s| s.name() == name) else {
+        raw.skip_attributes(specs)?;
+        return Ok(None);
+    };
+    raw.skip_attributes(&specs[..i])?;
+    let value = raw.read_attribute(specs[i])?.value();
+    raw.skip_attributes(&specs[i + 1..])?;
+    Ok(Some(value))
+}
+
 /// Read the DIE's attributes for its `DW_AT_sibling` (unit offset).
 pub(crate) fn sibling(
     raw: &mut gimli::EntriesRaw<'_, '_, R<'_>>,
     abbrev: &gimli::Abbreviation,
 ) -> Result<Option<gimli::UnitOffset>, gimli::Error> {
-    let specs = abbrev.attributes();
-    let mut sibling = None;
-    for (i, spec) in specs.iter().enumerate() {
-        if spec.name() == dw::DW_AT_sibling {
-            if let AttributeValue::UnitRef(o) = raw.read_attribute(*spec)?.value() {
-                sibling = Some(o);
-            }
-        } else {
-            raw.skip_attributes(&specs[i..i + 1])?;
-        }
-    }
-    Ok(sibling)
+    let value = read_one(raw, abbrev, dw::DW_AT_sibling)?;
+    Ok(match value {
+        Some(AttributeValue::UnitRef(o)) => Some(o),
+        _ => None,
+    })
 }

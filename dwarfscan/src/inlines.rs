@@ -6,20 +6,22 @@ use rustc_hash::FxHashMap as HashMap;
 
 use sigdb::Location;
 
-use crate::dwarf::{Die, FrameBase};
+use crate::dwarf::{read_with_children, Die, FrameBase};
 use crate::location::{self, EntryLoc};
 use crate::units::{code_ranges, Builder, Callee};
 
-/// An inlined subroutine as read during the DIE walk.
-pub(crate) struct RawInstance<'s> {
-    /// The `DW_TAG_inlined_subroutine` DIE.
-    pub die: Die<'s>,
+/// An inlined subroutine as found by the DIE walk: only where it is and what it is a copy
+/// of. Its other attributes and its parameters are read when it is recorded (by default
+/// most copies are not: they are copies of header `inline` functions).
+pub(crate) struct RawInstance {
+    /// Global `.debug_info` offset of the `DW_TAG_inlined_subroutine` DIE.
+    pub off: u64,
+    /// Its `DW_AT_abstract_origin` (global offset).
+    pub origin: Option<u64>,
     /// The subprogram with code that holds it (arena index).
     pub owner: usize,
     /// The enclosing instance (index into the raw instances), for nested inlining.
     pub parent: Option<usize>,
-    /// Its `DW_TAG_formal_parameter` children.
-    pub params: Vec<Die<'s>>,
 }
 
 /// An inlined copy, as a unit contributes it.
@@ -50,7 +52,7 @@ impl<'s> Builder<'_, 's, '_> {
     /// out, and the copies nested in them hang from the nearest kept enclosing copy.
     pub(crate) fn assemble_instances(
         &mut self,
-        raw: &[RawInstance<'s>],
+        raw: &[RawInstance],
         func_of_sp: &HashMap<usize, u32>,
         by_origin: &HashMap<u64, u32>,
         inline_of: &mut HashMap<u64, Option<u32>>,
@@ -79,7 +81,7 @@ impl<'s> Builder<'_, 's, '_> {
                 }
             };
             if !all {
-                if let Some(origin) = r.die.origin {
+                if let Some(origin) = r.origin {
                     let keep = match worth.get(&origin) {
                         Some(&k) => k,
                         None => {
@@ -119,28 +121,32 @@ impl<'s> Builder<'_, 's, '_> {
 
     fn instance(
         &mut self,
-        r: &RawInstance<'s>,
+        r: &RawInstance,
         parent: Option<u32>,
         func_of_sp: &HashMap<usize, u32>,
         by_origin: &HashMap<u64, u32>,
         inline_of: &mut HashMap<u64, Option<u32>>,
     ) -> Option<LInstance> {
         let caller = *func_of_sp.get(&r.owner)?;
-        let origin = r.die.origin?;
+        let origin = r.origin?;
         let callee = self.callee(origin, by_origin, inline_of)?;
-        let ranges = code_ranges(&self.units, &r.die);
+        // The walk read this DIE already, so it reads again.
+        let (die, params) = read_with_children(&mut self.units, r.off, |t| {
+            t == gimli::DW_TAG_formal_parameter
+        })
+        .ok()?;
+        let ranges = code_ranges(&self.units, &die);
         let first = ranges.first().map(|&(lo, _)| lo)?;
-        let entry_pc = r
-            .die
+        let entry_pc = die
             .entry_pc
-            .or_else(|| r.die.entry_pc_offset.map(|o| first.wrapping_add(o)))
+            .or_else(|| die.entry_pc_offset.map(|o| first.wrapping_add(o)))
             .unwrap_or(first);
-        let call_file = match r.die.call_file {
-            Some(f) => self.file_name(r.die.off, f),
+        let call_file = match die.call_file {
+            Some(f) => self.file_name(die.off, f),
             None => String::new(),
         };
         let frame_base = self.sps[r.owner].die.frame_base.unwrap_or(FrameBase::Cfa);
-        let params = self.instance_params(origin, r, entry_pc, frame_base);
+        let params = self.instance_params(origin, &params, entry_pc, frame_base);
         Some(LInstance {
             callee,
             caller,
@@ -148,17 +154,18 @@ impl<'s> Builder<'_, 's, '_> {
             ranges,
             entry_pc,
             call_file,
-            call_line: r.die.call_line.unwrap_or(0).min(u64::from(u32::MAX)) as u32,
+            call_line: die.call_line.unwrap_or(0).min(u64::from(u32::MAX)) as u32,
             params,
         })
     }
 
     /// For each formal parameter of the abstract function at `origin`, its location at
-    /// `pc` from the instance's own parameter DIE (optimized out when it has none).
+    /// `pc` from the instance's own parameter DIE (of `own`; optimized out when it has
+    /// none).
     fn instance_params(
         &mut self,
         origin: u64,
-        r: &RawInstance<'s>,
+        own: &[Die<'s>],
         pc: u64,
         frame_base: FrameBase,
     ) -> Vec<Location> {
@@ -171,7 +178,7 @@ impl<'s> Builder<'_, 's, '_> {
         abstract_params
             .iter()
             .map(|&ap| {
-                let Some(c) = r.params.iter().find(|c| c.origin == Some(ap)) else {
+                let Some(c) = own.iter().find(|c| c.origin == Some(ap)) else {
                     return Location::OptimizedOut;
                 };
                 match (&c.location, c.const_value) {

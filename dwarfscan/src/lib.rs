@@ -430,6 +430,8 @@ fn scan_small(
         kind: elf.kind,
         instances: opts.inline_instances,
         elf: &elf,
+        // Merged after the whole file is scanned.
+        merged: None,
     };
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
@@ -472,6 +474,8 @@ fn scan_big(
     };
     let module = state.add_module(name, &elf);
     state.stats.add(&file_stats(&elf, bytes));
+    state.merger.start_module(module);
+    let merged = state.merger.merged();
     let ctx = FileCtx {
         dwarf: &fd,
         symbols: &elf.symbols,
@@ -479,6 +483,7 @@ fn scan_big(
         kind: elf.kind,
         instances: opts.inline_instances,
         elf: &elf,
+        merged: Some(&merged),
     };
     let n = fd.headers.len();
     let mut any_ok = false;

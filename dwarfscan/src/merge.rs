@@ -1,5 +1,7 @@
 //! Merging unit results into the [`sigdb::DbBuilder`], in input and unit order.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
@@ -8,6 +10,10 @@ use sigdb::{
 };
 
 use crate::units::{Callee, CuResult, Identity, LFunc};
+
+/// The identities of the inline-only functions of the module being merged that the
+/// merger holds a record of, shared with the units being scanned meanwhile.
+pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
 
 /// The callee of an instance while inline-only functions are still pending.
 enum PendingCallee {
@@ -43,6 +49,8 @@ pub struct Merger {
     module_decls: usize,
     /// Names of the declarations of the module being merged.
     decl_names: FxHashSet<String>,
+    /// The keys of `pending` of the module being merged.
+    merged: std::sync::Arc<Merged>,
 }
 
 impl Merger {
@@ -62,6 +70,25 @@ impl Merger {
             module: None,
             module_decls: 0,
             decl_names: FxHashSet::default(),
+            merged: std::sync::Arc::default(),
+        }
+    }
+
+    /// The identities of the inline-only functions of the module being merged (since
+    /// [`Merger::start_module`]) it holds a record of: a unit scanned after they were
+    /// merged may give such a function by identity alone.
+    pub fn merged(&self) -> std::sync::Arc<Merged> {
+        self.merged.clone()
+    }
+
+    /// Merge the units of `module` from now on (they come together).
+    pub fn start_module(&mut self, module: ModuleId) {
+        if self.module != Some(module) {
+            self.end_module();
+            self.module = Some(module);
+            if let Ok(mut m) = self.merged.write() {
+                m.clear();
+            }
         }
     }
 
@@ -88,10 +115,7 @@ impl Merger {
 
     /// Merge one unit of `module` (its strings and lists move into the builder).
     pub fn merge_unit(&mut self, module: ModuleId, cu: CuResult) {
-        if self.module != Some(module) {
-            self.end_module();
-            self.module = Some(module);
-        }
+        self.start_module(module);
         let CuResult {
             types,
             funcs,
@@ -136,17 +160,26 @@ impl Merger {
                 self.decls.push(Self::desc(module, d, &map));
             }
         }
+        let mut merged = self.merged.write().ok();
         let inline_ids: Vec<usize> = inline_only
             .into_iter()
-            .map(|(ident, f)| {
-                let next = self.pending_funcs.len();
-                let i = *self.pending.entry((module, ident)).or_insert(next);
-                if i == next {
+            .map(|(ident, f)| match self.pending.entry((module, ident)) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    // A unit leaves out only the records of identities in `merged`, which
+                    // are keys of `pending`.
+                    let f = f.expect("an inline-only function the merger has no record of");
+                    if let Some(m) = merged.as_mut() {
+                        m.insert(e.key().1.clone());
+                    }
+                    let next = self.pending_funcs.len();
+                    e.insert(next);
                     self.pending_funcs.push(Self::desc(module, f, &map));
+                    next
                 }
-                i
             })
             .collect();
+        drop(merged);
         for (callee, caller) in edges {
             let caller = ids[caller as usize];
             match callee {

@@ -74,6 +74,15 @@ impl<'s> Builder<'_, 's, '_> {
             .any(|&i| matches!(self.sps[i].die.inline, Some(2 | 3)))
     }
 
+    /// The function's name: the first of the chain's.
+    pub(crate) fn name(&self, chain: &[usize]) -> Option<String> {
+        chain
+            .iter()
+            .map(|&i| &self.sps[i].die)
+            .find(|d| d.name.is_some())
+            .map(|d| text(d.name))
+    }
+
     pub(crate) fn identity(&mut self, chain: &[usize], name: &str) -> Option<Identity> {
         let d = chain
             .iter()
@@ -94,7 +103,7 @@ impl<'s> Builder<'_, 's, '_> {
                 .find(|d| f(d))
                 .cloned()
         };
-        let name = first(&|d| d.name.is_some()).map(|d| text(d.name));
+        let name = self.name(chain);
         let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
         let mut flags = FuncFlags::empty();
         let external = chain.iter().any(|&i| self.sps[i].die.external);

@@ -20,6 +20,9 @@ pub struct Symbol<'a> {
 #[derive(Debug, Default)]
 pub struct Symbols<'a> {
     syms: Vec<Symbol<'a>>,
+    /// `syms`' addresses, searched instead of the 40-byte records (a kernel's symbols
+    /// take 1 MiB this way instead of 5: fewer cache misses per search).
+    addrs: Vec<u64>,
     by_name: rustc_hash::FxHashMap<&'a str, Vec<u32>>,
 }
 
@@ -32,7 +35,12 @@ impl<'a> Symbols<'a> {
         for (i, s) in syms.iter().enumerate() {
             by_name.entry(s.name).or_default().push(i as u32);
         }
-        Symbols { syms, by_name }
+        let addrs = syms.iter().map(|s| s.addr).collect();
+        Symbols {
+            syms,
+            addrs,
+            by_name,
+        }
     }
 
     /// All symbols called `name`.
@@ -55,8 +63,8 @@ impl<'a> Symbols<'a> {
 
     /// All symbols starting at `addr`.
     pub fn at(&self, addr: u64) -> &[Symbol<'a>] {
-        let lo = self.syms.partition_point(|s| s.addr < addr);
-        let hi = lo + self.syms[lo..].partition_point(|s| s.addr == addr);
+        let lo = self.addrs.partition_point(|&a| a < addr);
+        let hi = lo + self.addrs[lo..].partition_point(|&a| a == addr);
         &self.syms[lo..hi]
     }
 

@@ -66,8 +66,9 @@ pub struct CuResult {
     pub types: Vec<crate::types::LType>,
     /// Functions with code.
     pub funcs: Vec<LFunc>,
-    /// Functions seen only inlined in this unit, with their identity.
-    pub inline_only: Vec<(Identity, LFunc)>,
+    /// Functions seen only inlined in this unit, with their identity; no record for those
+    /// the merger already held when the unit was scanned ([`FileCtx::merged`]).
+    pub inline_only: Vec<(Identity, Option<LFunc>)>,
     /// Inline edges: callee → caller (index into `funcs`).
     pub edges: Vec<(Callee, u32)>,
     /// Inlined copies, parents before their children.
@@ -93,6 +94,10 @@ pub struct FileCtx<'a, 's> {
     pub instances: crate::InlineInstances,
     /// The file, for its code bytes (frame-pointer prologues).
     pub elf: &'s crate::elf::ElfInfo<'s>,
+    /// The identities of the inline-only functions of this file the merger holds a
+    /// record of already ([`crate::merge::Merger::merged`]), when units are merged while
+    /// others are scanned: a unit names those by identity and skips their signature.
+    pub merged: Option<&'a crate::merge::Merged>,
 }
 
 /// Why a unit could not be scanned.
@@ -164,7 +169,7 @@ impl<'s> Builder<'_, 's, '_> {
         Some(i)
     }
 
-    pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance<'s>]) {
+    pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance]) {
         let mut func_of_sp: HashMap<usize, u32> = HashMap::default();
         let mut by_origin: HashMap<u64, u32> = HashMap::default();
         for idx in 0..self.sps.len() {
@@ -412,11 +417,20 @@ impl<'s> Builder<'_, 's, '_> {
     pub(crate) fn inline_only(&mut self, origin: u64) -> Option<u32> {
         let idx = self.sp(origin)?;
         let chain = self.chain(idx);
-        let sig = self.signature(&chain);
-        let name = sig.name.clone()?;
+        let name = self.name(&chain)?;
         let identity = self
             .identity(&chain, &name)
             .unwrap_or((name.clone(), String::new(), 0));
+        let i = self.res.inline_only.len() as u32;
+        let known = self
+            .ctx
+            .merged
+            .is_some_and(|m| m.read().is_ok_and(|m| m.contains(&identity)));
+        if known {
+            self.res.inline_only.push((identity, None));
+            return Some(i);
+        }
+        let sig = self.signature(&chain);
         let mut flags = sig.flags | FuncFlags::INLINE_ONLY;
         if !sig.external {
             flags |= FuncFlags::STATIC;
@@ -430,10 +444,9 @@ impl<'s> Builder<'_, 's, '_> {
                 loc: Location::Unknown,
             })
             .collect();
-        let i = self.res.inline_only.len() as u32;
         self.res.inline_only.push((
             identity,
-            LFunc {
+            Some(LFunc {
                 addr: 0,
                 size: 0,
                 name,
@@ -442,7 +455,7 @@ impl<'s> Builder<'_, 's, '_> {
                 params,
                 flags,
                 identity: None,
-            },
+            }),
         ));
         Some(i)
     }

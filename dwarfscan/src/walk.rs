@@ -1,12 +1,13 @@
 //! The walk over one unit's DIEs: subprograms with their parameters, inlined subroutines
-//! (with their parameters when instances are collected), nothing else; subtrees of no
-//! interest are jumped over by their `DW_AT_sibling`.
+//! (where they are and what they are copies of: those recorded as instances are read
+//! again later), nothing else; subtrees of no interest are jumped over by their
+//! `DW_AT_sibling`.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use gimli::constants as dw;
 
-use crate::dwarf::{sibling, Die, Units, R};
+use crate::dwarf::{read_one, sibling, Die, Units, R};
 use crate::inlines::RawInstance;
 use crate::stats::SkipReason;
 use crate::types::TypeGraph;
@@ -24,7 +25,7 @@ enum Frame {
         owner: Option<usize>,
         inst: Option<usize>,
     },
-    /// An inline instance being collected (its parameters follow).
+    /// An inline instance being collected (what is nested in it hangs from it).
     Inline { owner: usize, inst: usize },
     /// Nothing of interest below.
     Skip,
@@ -57,7 +58,7 @@ struct Walk<'s> {
     /// Inline edges: abstract origin offset → the subprogram with code holding the copy.
     inlined: Vec<(u64, usize)>,
     /// Inline instances with their parameters (when `ctx.instances`).
-    raw_instances: Vec<RawInstance<'s>>,
+    raw_instances: Vec<RawInstance>,
     /// Offsets of function declarations (user space: prototypes of what the unit calls).
     decls: Vec<u64>,
     /// Whether declarations are collected.
@@ -258,11 +259,6 @@ impl<'s> Walk<'s> {
                 self.sps[sp].variadic = true;
                 Frame::Skip
             }
-            (Some(Frame::Inline { inst, .. }), dw::DW_TAG_formal_parameter) => {
-                let die = read(raw)?;
-                self.raw_instances[inst].params.push(die);
-                Frame::Skip
-            }
             (
                 Some(
                     Frame::Sub {
@@ -278,7 +274,12 @@ impl<'s> Walk<'s> {
                     Some(Frame::Body { inst, .. }) => inst,
                     _ => None,
                 };
-                self.instance(read(raw)?, owner, enclosing)
+                self.instance(
+                    abstract_origin(raw, abbrev, cx.base)?,
+                    off,
+                    owner,
+                    enclosing,
+                )
             }
             (
                 Some(Frame::Sub { owner, .. } | Frame::Body { owner, .. }),
@@ -293,7 +294,8 @@ impl<'s> Walk<'s> {
             }
             (Some(Frame::Inline { owner, inst }), dw::DW_TAG_inlined_subroutine) => {
                 // Only reached with instances on: an inline inside an inline.
-                self.instance(read(raw)?, owner, Some(inst))
+                let origin = abstract_origin(raw, abbrev, cx.base)?;
+                self.instance(origin, off, owner, Some(inst))
             }
             (Some(Frame::Sub { owner, .. }), dw::DW_TAG_lexical_block) => {
                 raw.skip_attributes(abbrev.attributes())?;
@@ -319,17 +321,24 @@ impl<'s> Walk<'s> {
         Ok(Some(frame))
     }
 
-    /// An inline instance collected with its parameters (they follow as children).
-    fn instance(&mut self, die: Die<'s>, owner: usize, parent: Option<usize>) -> Frame {
+    /// An inline instance at `off`, a copy of the subprogram at `origin` (its attributes
+    /// and parameters are read if it is recorded, `Builder::assemble_instances`).
+    fn instance(
+        &mut self,
+        origin: Option<u64>,
+        off: u64,
+        owner: usize,
+        parent: Option<usize>,
+    ) -> Frame {
         self.res.stats.inlined_instances += 1;
-        if let Some(o) = die.origin {
+        if let Some(o) = origin {
             self.inlined.push((o, owner));
         }
         self.raw_instances.push(RawInstance {
-            die,
+            off,
+            origin,
             owner,
             parent,
-            params: Vec::new(),
         });
         Frame::Inline {
             owner,
@@ -368,18 +377,9 @@ fn abstract_origin(
     abbrev: &gimli::Abbreviation,
     base: u64,
 ) -> Result<Option<u64>, gimli::Error> {
-    let specs = abbrev.attributes();
-    let mut origin = None;
-    for (i, spec) in specs.iter().enumerate() {
-        if spec.name() == dw::DW_AT_abstract_origin {
-            origin = match raw.read_attribute(*spec)?.value() {
-                gimli::AttributeValue::UnitRef(o) => Some(base + o.0 as u64),
-                gimli::AttributeValue::DebugInfoRef(o) => Some(o.0 as u64),
-                _ => None,
-            };
-        } else {
-            raw.skip_attributes(&specs[i..i + 1])?;
-        }
-    }
-    Ok(origin)
+    Ok(match read_one(raw, abbrev, dw::DW_AT_abstract_origin)? {
+        Some(gimli::AttributeValue::UnitRef(o)) => Some(base + o.0 as u64),
+        Some(gimli::AttributeValue::DebugInfoRef(o)) => Some(o.0 as u64),
+        _ => None,
+    })
 }

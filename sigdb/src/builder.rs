@@ -12,6 +12,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
 
+use rayon::slice::ParallelSliceMut;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet};
 use zerocopy::IntoBytes;
 
@@ -163,20 +164,27 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        let order = canonical_order(self)?;
-        let strings = StringTable::laid_out(self.strings_written(&order.0).into_iter())?;
-        Writer::new(self, strings).write(&order)
+        // The strings are laid out while the functions are sorted: an exact duplicate the
+        // sort merges has the strings of the function written in its place.
+        let (order, strings) = rayon::join(
+            || canonical_order(self),
+            || StringTable::laid_out(self.strings_written().into_iter()),
+        );
+        let (order, strings) = (order?, strings?);
+        Writer::new(self, &strings).write(&order)
     }
 
-    /// Every string the writer will store for the functions `unique` (builder indices):
-    /// the names of the modules, the functions, their symbols and parameters, of the types
-    /// they reach and of those types' enumerators, and the instances' call files.
-    fn strings_written(&self, unique: &[usize]) -> FxHashSet<&str> {
-        let mut out: FxHashSet<&str> = ["", "void"].into_iter().collect();
+    /// Every string the writer will store: the names of the modules, the functions, their
+    /// symbols and parameters, of the types they reach and of those types' enumerators,
+    /// and the instances' call files.
+    fn strings_written(&self) -> FxHashSet<&str> {
+        // About one distinct string per function (most parameter and type names repeat).
+        let mut out: FxHashSet<&str> =
+            FxHashSet::with_capacity_and_hasher(self.functions.len() * 2, FxBuildHasher);
+        out.extend(["", "void"]);
         let mut seen = vec![false; self.types.len()];
         let mut stack = Vec::new();
-        for &i in unique {
-            let f = &self.functions[i];
+        for f in &self.functions {
             out.insert(&f.name);
             if let Some(s) = &f.symbol {
                 out.insert(s);
@@ -229,6 +237,17 @@ impl DbBuilder {
 /// Write `bytes` to `path` through a temporary file in the same directory and a rename,
 /// so readers never see a partial file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    write_atomic_checked(path, bytes, || Ok(()))
+}
+
+/// [`write_atomic`], with `check` run on another thread while the temporary file is
+/// written: the file replaces `path` only if `check` succeeds, else it is removed and
+/// the check's error returned.
+pub fn write_atomic_checked<T: Send>(
+    path: &Path,
+    bytes: &[u8],
+    check: impl FnOnce() -> Result<T, Error> + Send,
+) -> Result<T, Error> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -242,16 +261,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    let (checked, written) = std::thread::scope(|s| {
+        let checker = s.spawn(check);
+        let written = (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        (checker.join(), written)
+    });
+    let checked = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let result = match (written, checked) {
+        (Ok(()), Ok(value)) => std::fs::rename(&tmp, path).map(|()| value).map_err(io),
+        (Err(e), _) => Err(io(e)),
+        (Ok(()), Err(e)) => Err(e),
+    };
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result.map_err(io)
+    result
 }
 
 /// The string section, laid out before the writer runs from the set of strings it will
@@ -277,7 +305,9 @@ impl<'s> StringTable<'s> {
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
             .collect();
-        sorted.sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
+        // Equal strings are the same bytes: which copy the unstable sort puts first cannot
+        // show in the output.
+        sorted.par_sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
         sorted.dedup();
         // Each string's (stored string holding it, offset in that one). Longest first
         // within each chain of suffixes: walk from the end.
@@ -295,7 +325,7 @@ impl<'s> StringTable<'s> {
                 }
             };
         }
-        stored.sort_unstable_by_key(|&i| sorted[i]);
+        stored.par_sort_unstable_by_key(|&i| sorted[i]);
         let mut start = vec![0u32; sorted.len()];
         let mut bytes = vec![0];
         let mut frames = vec![0];
@@ -326,8 +356,12 @@ impl<'s> StringTable<'s> {
     }
 
     /// The offset of `s`, which the layout must hold.
-    pub(crate) fn add(&mut self, s: &str) -> Result<u32, Error> {
-        // Interior NULs cannot be represented; keep the part before the first one.
+    pub(crate) fn add(&self, s: &str) -> Result<u32, Error> {
+        if let Some(&o) = self.offsets.get(s) {
+            return Ok(o);
+        }
+        // Interior NULs cannot be represented; the layout holds the part before the first
+        // one.
         let s = s.split('\0').next().unwrap_or("");
         match self.offsets.get(s) {
             Some(&o) => Ok(o),
@@ -338,12 +372,28 @@ impl<'s> StringTable<'s> {
     }
 }
 
+/// The sections [`Writer::body`] builds.
+struct Body {
+    functions: Vec<FunctionRecord>,
+    code: Vec<CodeRecord>,
+    symbols: Vec<SymbolRecord>,
+    names: Vec<NameRecord>,
+    buckets: Vec<u32>,
+    inline_index: Vec<InlineBlock>,
+    inline: crate::frames::Packed,
+    inst: instances::Encoded,
+    inst_data: crate::frames::Packed,
+    modules: Vec<ModuleRecord>,
+    params: crate::blocks::Blocks,
+    types: crate::blocks::Blocks,
+}
+
 /// A parameter as written: (name string, type index, encoded location).
 type EncodedParam = (u32, u32, (u8, u8, u8, i32));
 
-struct Writer<'b> {
+struct Writer<'b, 't> {
     b: &'b DbBuilder,
-    strings: StringTable<'b>,
+    strings: &'t StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     type_index: Vec<u32>,
     types: Vec<TypeRecord>,
@@ -354,8 +404,8 @@ struct Writer<'b> {
     param_lists: HashMap<Vec<EncodedParam>, u32>,
 }
 
-impl<'b> Writer<'b> {
-    fn new(b: &'b DbBuilder, strings: StringTable<'b>) -> Writer<'b> {
+impl<'b, 't> Writer<'b, 't> {
+    fn new(b: &'b DbBuilder, strings: &'t StringTable<'b>) -> Writer<'b, 't> {
         Writer {
             b,
             strings,
@@ -434,46 +484,39 @@ impl<'b> Writer<'b> {
 
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
-    /// interned in this order, which makes the output deterministic.
+    /// interned in this order, which makes the output deterministic. The string frames are
+    /// compressed while the records are written, and the parts that only read the
+    /// records written before them (name index, caller lists, instances, modules, LZ4
+    /// blocks) are built at the same time: each part's bytes depend on its inputs alone.
     fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
         let b = self.b;
-        self.check_modules()?;
-        self.emit_void()?;
-        let (unique, new_index) = order;
-        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
-        let (names, buckets) = name_index(&self.strings.bytes, names)?;
-        let (mut inline_index, inline_callers) =
-            crate::callers::encode(&inline_edges(b, new_index))?;
-        let mut inst = instances::encode(&b.instances, new_index, &addrs, &mut self.strings)?;
-        let inline = compress_blocks(
-            inline_index.iter_mut().map(|b| &mut b.offset),
-            &inline_callers,
-            "inline caller lists (a frame past 16 MiB)",
-        )?;
-        let inst_data = compress_blocks(
-            inst.index.iter_mut().map(|b| &mut b.offset),
-            &inst.data,
-            "inline instances (a frame past 16 MiB)",
-        )?;
-        let modules = self.module_records(unique)?;
-        let strings = crate::frames::pack(
-            &self.strings.frames,
-            &self.strings.bytes,
-            1,
-            "strings (a frame past 16 MiB)",
-        )?;
-        let params = crate::blocks::pack(
-            self.params.as_bytes(),
-            core::mem::size_of::<ParamRecord>(),
-            PARAM_BLOCK,
-            "parameter records",
-        )?;
-        let types = crate::blocks::pack(
-            self.types.as_bytes(),
-            core::mem::size_of::<TypeRecord>(),
-            TYPE_BLOCK,
-            "type records",
-        )?;
+        let table = self.strings;
+        let (strings, body) = rayon::join(
+            || {
+                crate::frames::pack(
+                    &table.frames,
+                    &table.bytes,
+                    1,
+                    "strings (a frame past 16 MiB)",
+                )
+            },
+            || self.body(order),
+        );
+        let strings = strings?;
+        let Body {
+            functions,
+            code,
+            symbols,
+            names,
+            buckets,
+            inline_index,
+            inline,
+            inst,
+            inst_data,
+            modules,
+            params,
+            types,
+        } = body?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
             &strings.bytes,
@@ -530,6 +573,82 @@ impl<'b> Writer<'b> {
             types: u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?,
         };
         assemble(b, &sections, &counts, &records)
+    }
+
+    /// Everything but the string frames: the records, then (in parallel) the parts built
+    /// from them.
+    fn body(&mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Body, Error> {
+        let b = self.b;
+        self.check_modules()?;
+        self.emit_void()?;
+        let (unique, new_index) = order;
+        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
+        let this = &*self;
+        let strings = this.strings;
+        let ((names, callers), (instances, rest)) = rayon::join(
+            || {
+                rayon::join(
+                    || name_index(&strings.bytes, names),
+                    || {
+                        let (mut index, lists) =
+                            crate::callers::encode(&inline_edges(b, new_index))?;
+                        let packed = compress_blocks(
+                            index.iter_mut().map(|b| &mut b.offset),
+                            &lists,
+                            "inline caller lists (a frame past 16 MiB)",
+                        )?;
+                        Ok::<_, Error>((index, packed))
+                    },
+                )
+            },
+            || {
+                rayon::join(
+                    || {
+                        let mut inst = instances::encode(&b.instances, new_index, &addrs, strings)?;
+                        let packed = compress_blocks(
+                            inst.index.iter_mut().map(|b| &mut b.offset),
+                            &inst.data,
+                            "inline instances (a frame past 16 MiB)",
+                        )?;
+                        Ok::<_, Error>((inst, packed))
+                    },
+                    || {
+                        let modules = this.module_records(unique)?;
+                        let params = crate::blocks::pack(
+                            this.params.as_bytes(),
+                            core::mem::size_of::<ParamRecord>(),
+                            PARAM_BLOCK,
+                            "parameter records",
+                        )?;
+                        let types = crate::blocks::pack(
+                            this.types.as_bytes(),
+                            core::mem::size_of::<TypeRecord>(),
+                            TYPE_BLOCK,
+                            "type records",
+                        )?;
+                        Ok::<_, Error>((modules, params, types))
+                    },
+                )
+            },
+        );
+        let (names, buckets) = names?;
+        let (inline_index, inline) = callers?;
+        let (inst, inst_data) = instances?;
+        let (modules, params, types) = rest?;
+        Ok(Body {
+            functions,
+            code,
+            symbols,
+            names,
+            buckets,
+            inline_index,
+            inline,
+            inst,
+            inst_data,
+            modules,
+            params,
+            types,
+        })
     }
 
     /// Every function's module exists.
@@ -710,7 +829,7 @@ impl<'b> Writer<'b> {
     }
 
     /// Module records with their function ranges (functions are sorted by module first).
-    fn module_records(&mut self, unique: &[usize]) -> Result<Vec<ModuleRecord>, Error> {
+    fn module_records(&self, unique: &[usize]) -> Result<Vec<ModuleRecord>, Error> {
         let b = self.b;
         let mut modules = Vec::with_capacity(b.modules.len());
         let mut next = 0usize;
@@ -776,7 +895,8 @@ fn canonical_order(b: &DbBuilder) -> Result<(Vec<usize>, Vec<u32>), Error> {
             .then_with(|| params(x, &fp).cmp(params(y, &fp)))
     };
     let mut order: Vec<usize> = (0..b.functions.len()).collect();
-    order.sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
+    // Stable: equal functions keep their order of addition, as sequentially.
+    order.par_sort_by(|&x, &y| cmp(&b.functions[x], &b.functions[y]));
     let mut new_index = vec![0u32; b.functions.len()];
     let mut unique: Vec<usize> = Vec::with_capacity(order.len());
     for &i in &order {
@@ -927,6 +1047,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_written_while_checked_appears_only_if_the_check_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.sigdb");
+        std::fs::write(&path, b"old").unwrap();
+        let failed = write_atomic_checked(&path, b"new", || -> Result<(), Error> {
+            Err(Error::Builder("refused".into()))
+        });
+        assert!(matches!(failed, Err(Error::Builder(m)) if m == "refused"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "temporary file left"
+        );
+        let value = write_atomic_checked(&path, b"new", || Ok(7)).unwrap();
+        assert_eq!(value, 7);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
     fn strings_share_suffixes_whatever_the_order() {
         let words = [
             "__x64_sys_open",
@@ -948,7 +1089,7 @@ mod tests {
             let end = tail.iter().position(|&c| c == 0).unwrap();
             assert_eq!(&tail[..end], w.as_bytes());
         }
-        let mut table = a;
+        let table = a;
         assert_eq!(table.add("open").unwrap(), table.offsets["open"]);
         assert!(table.add("unseen").is_err());
     }

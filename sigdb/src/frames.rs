@@ -8,8 +8,11 @@ use crate::layout::{FrameRecord, MAX_FRAME_BYTES};
 use crate::{Error, FormatError, FormatErrorKind};
 
 /// The zstd level the writer compresses frames with: the output must be the same for
-/// the same content, so this is part of what makes a db byte-identical.
-pub(crate) const LEVEL: i32 = 12;
+/// the same content, so this is part of what makes a db byte-identical. Level 7
+/// compresses these frames three times as fast as level 12 for 0.5 % more bytes (21 KB
+/// on the 6.12 vmlinux db, 24 KB on 7.2's; `BENCHMARKS.md`, "Scan and write speed,
+/// second pass").
+pub(crate) const LEVEL: i32 = 7;
 
 /// A packed section cut into compressed frames.
 pub(crate) struct Packed {

@@ -80,7 +80,7 @@ pub(crate) fn encode(
     all: &[InstanceDesc],
     new_index: &[u32],
     addrs: &[u64],
-    strings: &mut StringTable<'_>,
+    strings: &StringTable<'_>,
 ) -> Result<Encoded, Error> {
     let depth = depths(all, new_index.len())?;
     let max_depth = depth.iter().copied().max().unwrap_or(0);

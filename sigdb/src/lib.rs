@@ -25,8 +25,8 @@ mod varint;
 mod view;
 
 pub use builder::{
-    write_atomic, DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc,
-    TypeId,
+    write_atomic, write_atomic_checked, DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId,
+    ParamDesc, TypeDesc, TypeId,
 };
 pub use callers::Callers;
 pub use error::{Error, FormatError, FormatErrorKind};
