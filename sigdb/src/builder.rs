@@ -301,14 +301,27 @@ impl<'s> StringTable<'s> {
     /// compresses better: neighbours share prefixes), cut into frames of whole strings.
     fn laid_out(strings: impl Iterator<Item = &'s str>) -> Result<StringTable<'s>, Error> {
         // Interior NULs cannot be represented; strings keep the part before the first one.
-        let mut sorted: Vec<&'s str> = strings
+        let strings: Vec<&'s str> = strings
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
             .collect();
+        // Sorted by their reversed bytes, kept reversed side by side so that two strings
+        // compare as two byte slices (one memcmp) rather than byte by byte.
+        let mut reversed = Vec::with_capacity(strings.iter().map(|s| s.len()).sum());
+        for s in &strings {
+            reversed.extend(s.bytes().rev());
+        }
+        let mut keyed: Vec<(&[u8], &'s str)> = Vec::with_capacity(strings.len());
+        let mut at = 0;
+        for s in strings {
+            keyed.push((&reversed[at..at + s.len()], s));
+            at += s.len();
+        }
         // Equal strings are the same bytes: which copy the unstable sort puts first cannot
         // show in the output.
-        sorted.par_sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
-        sorted.dedup();
+        keyed.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        let sorted: Vec<&'s str> = keyed.into_iter().map(|(_, s)| s).collect();
         // Each string's (stored string holding it, offset in that one). Longest first
         // within each chain of suffixes: walk from the end.
         let mut home = vec![(0usize, 0usize); sorted.len()];
@@ -402,6 +415,8 @@ struct Writer<'b, 't> {
     params: Vec<ParamRecord>,
     param_values: Vec<ParamValue>,
     param_lists: HashMap<Vec<EncodedParam>, u32>,
+    /// The parameter list [`Writer::emit_params`] is building.
+    param_list: Vec<EncodedParam>,
 }
 
 impl<'b, 't> Writer<'b, 't> {
@@ -416,6 +431,7 @@ impl<'b, 't> Writer<'b, 't> {
             params: Vec::new(),
             param_values: Vec::new(),
             param_lists: HashMap::default(),
+            param_list: Vec::new(),
         }
     }
 
@@ -776,7 +792,9 @@ impl<'b, 't> Writer<'b, 't> {
     /// `f`'s parameter list: (index of its first record, count). Identical lists share
     /// their records.
     fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u8), Error> {
-        let mut list = Vec::with_capacity(f.params.len());
+        // Built in a buffer kept across calls; only a new list is copied into the map.
+        let mut list = std::mem::take(&mut self.param_list);
+        list.clear();
         for p in &f.params {
             let pname = self.strings.add(&p.name)?;
             let ty = self.emit_type(p.ty)?;
@@ -784,11 +802,10 @@ impl<'b, 't> Writer<'b, 't> {
         }
         let count = u8::try_from(list.len())
             .map_err(|_| Error::TooLarge("parameters of one function (255 at most)"))?;
-        if list.is_empty() {
-            return Ok((self.param_lists.get(&list).copied().unwrap_or(0), count));
-        }
-        if let Some(&first) = self.param_lists.get(&list) {
-            return Ok((first, count));
+        let known = self.param_lists.get(list.as_slice()).copied();
+        if list.is_empty() || known.is_some() {
+            self.param_list = list;
+            return Ok((known.unwrap_or(0), count));
         }
         let first = self.params.len() as u32;
         for &(name, ty, (kind, reg, reg2, offset)) in &list {
@@ -824,7 +841,8 @@ impl<'b, 't> Writer<'b, 't> {
                 ty_op: (ty | short.unwrap_or(0) << 18).into(),
             });
         }
-        self.param_lists.insert(list, first);
+        self.param_lists.insert(list.clone(), first);
+        self.param_list = list;
         Ok((first, count))
     }
 
@@ -919,18 +937,18 @@ fn name_index(
     strings: &[u8],
     names: Vec<(u32, u32)>,
 ) -> Result<(Vec<NameRecord>, Vec<u32>), Error> {
-    let str_at = |off: u32| -> Vec<u8> {
+    let str_at = |off: u32| -> &[u8] {
         let s = &strings[off as usize..];
-        s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
+        &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())]
     };
-    let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
+    let mut keyed: Vec<(u32, &[u8], u32)> = names
         .into_iter()
         .map(|(n, f)| {
             let bytes = str_at(n);
-            (name_hash(&bytes), bytes, f)
+            (name_hash(bytes), bytes, f)
         })
         .collect();
-    keyed.sort();
+    keyed.sort_unstable();
     keyed.dedup();
     let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
     // A name and a symbol of one function with the same hash need one entry.
