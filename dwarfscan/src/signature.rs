@@ -96,6 +96,9 @@ impl<'s> Builder<'_, 's, '_> {
     /// Name, return type, parameters (name, type, concrete DIE) and flags common to the
     /// whole chain.
     pub(crate) fn signature(&mut self, chain: &[usize]) -> Signature {
+        for &i in chain {
+            self.read_params(i);
+        }
         let name = self.name(chain);
         let ret_off = chain.iter().find_map(|&i| self.sps[i].die.ty);
         let mut flags = FuncFlags::empty();
