@@ -164,14 +164,19 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        // The strings are laid out while the functions are sorted: an exact duplicate the
-        // sort merges has the strings of the function written in its place.
+        // The strings are laid out while the functions are sorted and the caller lists,
+        // which need the order alone, encoded: an exact duplicate the sort merges has the
+        // strings of the function written in its place.
         let (order, strings) = rayon::join(
-            || canonical_order(self),
+            || {
+                let order = canonical_order(self)?;
+                let callers = caller_lists(self, &order.1)?;
+                Ok::<_, Error>((order, callers))
+            },
             || StringTable::laid_out(self.strings_written().into_iter()),
         );
-        let (order, strings) = (order?, strings?);
-        Writer::new(self, &strings).write(&order)
+        let ((order, callers), strings) = (order?, strings?);
+        Writer::new(self, &strings).write(&order, callers)
     }
 
     /// Every string the writer will store: the names of the modules, the functions, their
@@ -502,9 +507,14 @@ impl<'b, 't> Writer<'b, 't> {
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
     /// interned in this order, which makes the output deterministic. The string frames are
     /// compressed while the records are written, and the parts that only read the
-    /// records written before them (name index, caller lists, instances, modules, LZ4
-    /// blocks) are built at the same time: each part's bytes depend on its inputs alone.
-    fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
+    /// records written before them (name index, instances, modules, LZ4 blocks) are built
+    /// at the same time; the caller lists (`callers`) were encoded with the order. Each
+    /// part's bytes depend on its inputs alone.
+    fn write(
+        mut self,
+        order: &(Vec<usize>, Vec<u32>),
+        callers: (Vec<InlineBlock>, crate::frames::Packed),
+    ) -> Result<Vec<u8>, Error> {
         let b = self.b;
         let table = self.strings;
         let (strings, body) = rayon::join(
@@ -516,7 +526,7 @@ impl<'b, 't> Writer<'b, 't> {
                     "strings (a frame past 16 MiB)",
                 )
             },
-            || self.body(order),
+            || self.body(order, callers),
         );
         let strings = strings?;
         let Body {
@@ -592,8 +602,12 @@ impl<'b, 't> Writer<'b, 't> {
     }
 
     /// Everything but the string frames: the records, then (in parallel) the parts built
-    /// from them.
-    fn body(&mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Body, Error> {
+    /// from them; the caller lists come encoded.
+    fn body(
+        &mut self,
+        order: &(Vec<usize>, Vec<u32>),
+        (inline_index, inline): (Vec<InlineBlock>, crate::frames::Packed),
+    ) -> Result<Body, Error> {
         let b = self.b;
         self.check_modules()?;
         self.emit_void()?;
@@ -601,22 +615,8 @@ impl<'b, 't> Writer<'b, 't> {
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let this = &*self;
         let strings = this.strings;
-        let ((names, callers), (instances, rest)) = rayon::join(
-            || {
-                rayon::join(
-                    || name_index(&strings.bytes, names),
-                    || {
-                        let (mut index, lists) =
-                            crate::callers::encode(&inline_edges(b, new_index))?;
-                        let packed = compress_blocks(
-                            index.iter_mut().map(|b| &mut b.offset),
-                            &lists,
-                            "inline caller lists (a frame past 16 MiB)",
-                        )?;
-                        Ok::<_, Error>((index, packed))
-                    },
-                )
-            },
+        let (names, (instances, rest)) = rayon::join(
+            || name_index(&strings.bytes, names),
             || {
                 rayon::join(
                     || {
@@ -648,7 +648,6 @@ impl<'b, 't> Writer<'b, 't> {
             },
         );
         let (names, buckets) = names?;
-        let (inline_index, inline) = callers?;
         let (inst, inst_data) = instances?;
         let (modules, params, types) = rest?;
         Ok(Body {
@@ -972,6 +971,21 @@ fn name_index(
         buckets.push(names.len() as u32);
     }
     Ok((records, buckets))
+}
+
+/// The caller lists of the inline edges in output order (`new_index`), encoded and cut
+/// into compressed frames.
+fn caller_lists(
+    b: &DbBuilder,
+    new_index: &[u32],
+) -> Result<(Vec<InlineBlock>, crate::frames::Packed), Error> {
+    let (mut index, lists) = crate::callers::encode(&inline_edges(b, new_index))?;
+    let packed = compress_blocks(
+        index.iter_mut().map(|b| &mut b.offset),
+        &lists,
+        "inline caller lists (a frame past 16 MiB)",
+    )?;
+    Ok((index, packed))
 }
 
 /// Inline edges in output indices, sorted and deduplicated.
