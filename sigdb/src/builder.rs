@@ -12,7 +12,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
 
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet};
 use zerocopy::IntoBytes;
 
@@ -726,15 +726,39 @@ impl<'b, 't> Writer<'b, 't> {
         let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
-        for (out, &i) in unique.iter().enumerate() {
+        // The functions' strings are looked up on all cores first; the records, whose
+        // types and parameter lists are numbered in order, are then written one by one.
+        let strings = self.strings;
+        let (own, param_names) = rayon::join(
+            || {
+                unique
+                    .par_iter()
+                    .map(|&i| {
+                        let f = &b.functions[i];
+                        let symbol = match &f.symbol {
+                            Some(s) if *s != f.name => strings.add(s)?,
+                            _ => 0,
+                        };
+                        Ok((strings.add(&f.name)?, symbol))
+                    })
+                    .collect::<Result<Vec<(u32, u32)>, Error>>()
+            },
+            || {
+                unique
+                    .par_iter()
+                    .flat_map_iter(|&i| b.functions[i].params.iter())
+                    .map(|p| strings.add(&p.name))
+                    .collect::<Result<Vec<u32>, Error>>()
+            },
+        );
+        let (own, param_names) = (own?, param_names?);
+        let mut next_param = 0;
+        for (out, (&i, &(name, symbol))) in unique.iter().zip(&own).enumerate() {
             let f = &b.functions[i];
-            let name = self.strings.add(&f.name)?;
-            let symbol = match &f.symbol {
-                Some(s) if *s != f.name => self.strings.add(s)?,
-                _ => 0,
-            };
             let ret = self.emit_type(f.ret)?;
-            let (params, param_count) = self.emit_params(f)?;
+            let names_of_params = &param_names[next_param..next_param + f.params.len()];
+            next_param += f.params.len();
+            let (params, param_count) = self.emit_params(f, names_of_params)?;
             if ret > MAX_RET_TYPE {
                 return Err(Error::TooLarge("types referenced by return types"));
             }
@@ -788,14 +812,13 @@ impl<'b, 't> Writer<'b, 't> {
         Ok((functions, code, symbols, names, addrs))
     }
 
-    /// `f`'s parameter list: (index of its first record, count). Identical lists share
-    /// their records.
-    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u8), Error> {
+    /// `f`'s parameter list, whose names are at `names` in the string table: (index of its
+    /// first record, count). Identical lists share their records.
+    fn emit_params(&mut self, f: &FunctionDesc, names: &[u32]) -> Result<(u32, u8), Error> {
         // Built in a buffer kept across calls; only a new list is copied into the map.
         let mut list = std::mem::take(&mut self.param_list);
         list.clear();
-        for p in &f.params {
-            let pname = self.strings.add(&p.name)?;
+        for (p, &pname) in f.params.iter().zip(names) {
             let ty = self.emit_type(p.ty)?;
             list.push((pname, ty, p.loc.encode()));
         }
