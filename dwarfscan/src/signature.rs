@@ -125,7 +125,7 @@ impl<'s> Builder<'_, 's, '_> {
             .copied()
             .find(|&i| !self.sps[i].params.is_empty());
         // (name, type, index of the concrete parameter in the concrete DIE's).
-        let mut params: Vec<(Option<&'s [u8]>, Option<u64>, Option<usize>)> = Vec::new();
+        let mut params = Vec::new();
         match abstract_idx {
             Some(a)
                 if self.sps[concrete].die.origin.is_some()
