@@ -393,6 +393,21 @@ pub fn read_with_children<'s>(
     off: u64,
     keep: impl Fn(gimli::DwTag) -> bool,
 ) -> Result<(Die<'s>, Vec<Die<'s>>), gimli::Error> {
+    read_at(units, off, Some(&keep))
+}
+
+/// Read the DIE at `off` (global offset) alone.
+pub fn read_die<'s>(units: &mut Units<'_, 's>, off: u64) -> Result<Die<'s>, gimli::Error> {
+    Ok(read_at(units, off, None)?.0)
+}
+
+/// The DIE at `off` and, with `keep`, its children it accepts.
+#[allow(clippy::type_complexity)]
+fn read_at<'s>(
+    units: &mut Units<'_, 's>,
+    off: u64,
+    keep: Option<&dyn Fn(gimli::DwTag) -> bool>,
+) -> Result<(Die<'s>, Vec<Die<'s>>), gimli::Error> {
     let dwarf = &units.file.dwarf;
     let (unit, uoff) = units.locate(off)?;
     let base = off - uoff.0 as u64;
@@ -407,37 +422,39 @@ pub fn read_with_children<'s>(
         die.apply(dwarf, unit, a);
     }
     let mut children = Vec::new();
-    if die.has_children {
-        // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
-        let mut depth_base: isize = 0;
-        while !raw.is_empty() {
-            let depth = depth_base + raw.next_depth();
-            let uoff = raw.next_offset();
-            let coff = base + uoff.0 as u64;
-            let Some(abbrev) = raw.read_abbreviation()? else {
-                if depth_base + raw.next_depth() <= 0 {
-                    break;
-                }
-                continue;
-            };
-            if depth == 1 && keep(abbrev.tag()) {
-                let mut c = Die::new(abbrev.tag(), coff, abbrev.has_children());
-                for spec in abbrev.attributes() {
-                    let a = raw.read_attribute(*spec)?;
-                    c.apply(dwarf, unit, a);
-                }
-                children.push(c);
-            } else if depth == 1 && abbrev.has_children() {
-                match sibling(&mut raw, abbrev)? {
-                    Some(sib) if sib > uoff && (sib.0 as u64) < unit_len => {
-                        raw = unit.entries_raw(Some(sib))?;
-                        depth_base = 1;
-                    }
-                    _ => {}
-                }
-            } else {
-                raw.skip_attributes(abbrev.attributes())?;
+    let keep = match keep {
+        Some(keep) if die.has_children => keep,
+        _ => return Ok((die, children)),
+    };
+    // Real depth = depth_base + raw's depth (raw restarts at 0 after a sibling jump).
+    let mut depth_base: isize = 0;
+    while !raw.is_empty() {
+        let depth = depth_base + raw.next_depth();
+        let uoff = raw.next_offset();
+        let coff = base + uoff.0 as u64;
+        let Some(abbrev) = raw.read_abbreviation()? else {
+            if depth_base + raw.next_depth() <= 0 {
+                break;
             }
+            continue;
+        };
+        if depth == 1 && keep(abbrev.tag()) {
+            let mut c = Die::new(abbrev.tag(), coff, abbrev.has_children());
+            for spec in abbrev.attributes() {
+                let a = raw.read_attribute(*spec)?;
+                c.apply(dwarf, unit, a);
+            }
+            children.push(c);
+        } else if depth == 1 && abbrev.has_children() {
+            match sibling(&mut raw, abbrev)? {
+                Some(sib) if sib > uoff && (sib.0 as u64) < unit_len => {
+                    raw = unit.entries_raw(Some(sib))?;
+                    depth_base = 1;
+                }
+                _ => {}
+            }
+        } else {
+            raw.skip_attributes(abbrev.attributes())?;
         }
     }
     Ok((die, children))

@@ -172,6 +172,7 @@ impl<'s> Builder<'_, 's, '_> {
         let Some(sp) = self.sp(origin) else {
             return Vec::new();
         };
+        self.read_params(sp);
         let abstract_params: Vec<u64> = self.sps[sp].params.iter().map(|p| p.off).collect();
         let dwarf = &self.units.file.dwarf;
         let unit = self.units.cur;

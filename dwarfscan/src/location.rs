@@ -61,12 +61,13 @@ pub fn expression(
     if expr.0.is_empty() || expr.0.slice()[0] == 0xfa {
         return EntryLoc::At(Location::OptimizedOut);
     }
+    // No expression recognized below has more than four operations.
     let mut ops = Vec::with_capacity(4);
     let mut iter = (*expr).operations(encoding);
     loop {
         match iter.next() {
             Ok(Some(op)) => {
-                if ops.len() == 8 {
+                if ops.len() == 4 {
                     return EntryLoc::At(Location::Unknown);
                 }
                 ops.push(op);

@@ -241,10 +241,20 @@ impl Merger {
         // The out-of-line copy of each pending function, for instances (which name their
         // callee even when edges to out-of-line callees are not kept).
         let mut outlined_ids: Vec<Option<FuncId>> = vec![None; self.pending_funcs.len()];
-        for (key, &i) in std::mem::take(&mut self.pending).iter() {
+        for (key, &i) in &self.pending {
             outlined_ids[i] = self.outlined.get(key).copied();
         }
-        self.outlined = FxHashMap::default();
+        // Freeing the identities, most allocated by the threads that scanned the units,
+        // takes tens of milliseconds: another thread does it while the db is written (if
+        // none can be started, they are freed here).
+        let identities = (
+            std::mem::take(&mut self.pending),
+            std::mem::take(&mut self.outlined),
+            std::mem::take(&mut self.merged),
+        );
+        let _ = std::thread::Builder::new()
+            .name("free identities".into())
+            .spawn(move || drop(identities));
         for (i, desc) in std::mem::take(&mut self.pending_funcs)
             .into_iter()
             .enumerate()

@@ -93,18 +93,14 @@ impl<'s> Builder<'_, 's, '_> {
         Some((name.to_string(), file, line))
     }
 
-    /// Name, return type, parameters (name, type, concrete DIE index) and flags common to
-    /// the whole chain.
-    pub(crate) fn signature(&mut self, chain: &[usize]) -> Signature<'s> {
-        let first = |f: &dyn Fn(&Die<'s>) -> bool| {
-            chain
-                .iter()
-                .map(|&i| &self.sps[i].die)
-                .find(|d| f(d))
-                .cloned()
-        };
+    /// Name, return type, parameters (name, type, concrete DIE) and flags common to the
+    /// whole chain.
+    pub(crate) fn signature(&mut self, chain: &[usize]) -> Signature {
+        for &i in chain {
+            self.read_params(i);
+        }
         let name = self.name(chain);
-        let ret_off = first(&|d| d.ty.is_some()).and_then(|d| d.ty);
+        let ret_off = chain.iter().find_map(|&i| self.sps[i].die.ty);
         let mut flags = FuncFlags::empty();
         let external = chain.iter().any(|&i| self.sps[i].die.external);
         if chain.iter().any(|&i| self.sps[i].variadic) {
@@ -128,7 +124,8 @@ impl<'s> Builder<'_, 's, '_> {
             .iter()
             .copied()
             .find(|&i| !self.sps[i].params.is_empty());
-        let mut params: Vec<(Die<'s>, Option<Die<'s>>)> = Vec::new();
+        // (name, type, index of the concrete parameter in the concrete DIE's).
+        let mut params = Vec::new();
         match abstract_idx {
             Some(a)
                 if self.sps[concrete].die.origin.is_some()
@@ -141,44 +138,43 @@ impl<'s> Builder<'_, 's, '_> {
                     if let Some(c) = c {
                         used[c] = true;
                     }
-                    params.push((ap.clone(), c.map(|c| cparams[c].clone())));
+                    params.push((ap.name, ap.ty, c));
                 }
                 for (c, cp) in cparams.iter().enumerate() {
                     if !used[c] && cp.origin.is_none() {
-                        params.push((cp.clone(), Some(cp.clone())));
+                        params.push((cp.name, cp.ty, Some(c)));
                     }
                 }
             }
             _ => {
-                let cparams = self.sps[concrete].params.clone();
-                for cp in cparams {
-                    let mut decl = cp.clone();
-                    if (decl.name.is_none() || decl.ty.is_none()) && cp.origin.is_some() {
-                        if let Some(o) = cp.origin {
-                            let file = self.units.file;
-                            if let Ok((unit, uoff)) = self.units.locate(o) {
-                                if let Ok(od) = Die::read(&file.dwarf, unit, uoff) {
-                                    decl.name = decl.name.or(od.name);
-                                    decl.ty = decl.ty.or(od.ty);
-                                }
+                for c in 0..self.sps[concrete].params.len() {
+                    let cp = &self.sps[concrete].params[c];
+                    let (mut name, mut ty) = (cp.name, cp.ty);
+                    if let Some(o) = cp.origin.filter(|_| name.is_none() || ty.is_none()) {
+                        let file = self.units.file;
+                        if let Ok((unit, uoff)) = self.units.locate(o) {
+                            if let Ok(od) = Die::read(&file.dwarf, unit, uoff) {
+                                name = name.or(od.name);
+                                ty = ty.or(od.ty);
                             }
                         }
                     }
-                    params.push((decl, Some(cp)));
+                    params.push((name, ty, Some(c)));
                 }
             }
         }
         let params = params
             .into_iter()
-            .map(|(decl, conc)| {
-                let ty = self.types.convert(&mut self.units, decl.ty);
-                (text(decl.name), ty, conc)
+            .map(|(name, ty, conc)| {
+                let ty = self.types.convert(&mut self.units, ty);
+                (text(name), ty, conc)
             })
             .collect();
         Signature {
             name,
             ret,
             params,
+            concrete,
             flags,
             external,
         }
@@ -189,7 +185,7 @@ impl<'s> Builder<'_, 's, '_> {
     /// location at the entry is where the ABI puts it, when its class is known.
     pub(crate) fn locate_params(
         &mut self,
-        sig: &Signature<'s>,
+        sig: &Signature,
         (entry, hi): (u64, u64),
         frame_base: FrameBase,
         abi_only: bool,
@@ -233,7 +229,7 @@ impl<'s> Builder<'_, 's, '_> {
         let mut located = Vec::with_capacity(sig.params.len());
         for (_, _, conc) in &sig.params {
             let at = match conc {
-                Some(c) if !abi_only => c
+                Some(c) if !abi_only => self.sps[sig.concrete].params[*c]
                     .location
                     .as_ref()
                     .map(|v| location::at_entry(dwarf, unit, v, entry, frame_base)),
@@ -250,6 +246,7 @@ impl<'s> Builder<'_, 's, '_> {
                 other => other,
             })
             .collect();
+        let cparams = &self.sps[sig.concrete].params;
         let params = sig
             .params
             .iter()
@@ -270,7 +267,7 @@ impl<'s> Builder<'_, 's, '_> {
                         }
                         Some(EntryLoc::At(l)) => l,
                         Some(EntryLoc::Abi | EntryLoc::Frame(_)) => exp,
-                        None => match c.const_value {
+                        None => match cparams[*c].const_value {
                             Some((v, _)) => {
                                 i32::try_from(v).map_or(Location::Unknown, Location::Const)
                             }
@@ -293,10 +290,13 @@ impl<'s> Builder<'_, 's, '_> {
     }
 }
 
-pub(crate) struct Signature<'s> {
+pub(crate) struct Signature {
     pub(crate) name: Option<String>,
     pub(crate) ret: u32,
-    pub(crate) params: Vec<(String, u32, Option<Die<'s>>)>,
+    /// Name, type, and the index of the concrete parameter DIE in those of `concrete`.
+    pub(crate) params: Vec<(String, u32, Option<usize>)>,
+    /// The subprogram the signature is of (the first of its chain).
+    pub(crate) concrete: usize,
     pub(crate) flags: FuncFlags,
     pub(crate) external: bool,
 }

@@ -6,7 +6,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use gimli::constants as dw;
 use sigdb::{FuncFlags, Location};
 
-use crate::dwarf::{read_with_children, Die, FileDwarf, FrameBase, Units};
+use crate::dwarf::{read_die, read_with_children, Die, FileDwarf, FrameBase, Units};
 use crate::elf::ElfKind;
 use crate::inlines::{LInstance, RawInstance};
 pub use crate::walk::scan_unit;
@@ -123,6 +123,9 @@ pub(crate) struct Sp<'s> {
     /// for functions whose body became an alias of another (identical code folding);
     /// the ELF symbol of the same name gives the address.
     pub(crate) orphan: bool,
+    /// Whether `params` and `variadic` are known (the walk collects them; a subprogram
+    /// read on demand has them read when first needed, [`Builder::read_params`]).
+    pub(crate) params_read: bool,
 }
 
 pub(crate) struct Builder<'a, 's, 'c> {
@@ -140,33 +143,42 @@ pub(crate) struct Builder<'a, 's, 'c> {
 }
 
 impl<'s> Builder<'_, 's, '_> {
-    /// The subprogram at global offset `off`, read on demand when outside this unit.
+    /// The subprogram at global offset `off`, read on demand when the walk did not collect
+    /// it (without its parameters: [`Builder::read_params`]).
     pub(crate) fn sp(&mut self, off: u64) -> Option<usize> {
         if let Some(&i) = self.sp_index.get(&off) {
             return Some(i);
         }
-        let (die, children) = read_with_children(&mut self.units, off, |t| {
-            t == dw::DW_TAG_formal_parameter || t == dw::DW_TAG_unspecified_parameters
-        })
-        .ok()?;
-        let mut params = Vec::new();
-        let mut variadic = false;
-        for c in children {
-            match c.tag {
-                dw::DW_TAG_formal_parameter => params.push(c),
-                dw::DW_TAG_unspecified_parameters => variadic = true,
-                _ => {}
-            }
-        }
+        let die = read_die(&mut self.units, off).ok()?;
         let i = self.sps.len();
         self.sps.push(Sp {
             die,
-            params,
-            variadic,
+            params: Vec::new(),
+            variadic: false,
             orphan: false,
+            params_read: false,
         });
         self.sp_index.insert(off, i);
         Some(i)
+    }
+
+    /// Read the parameters of subprogram `idx` if [`Builder::sp`] left them unread.
+    pub(crate) fn read_params(&mut self, idx: usize) {
+        if std::mem::replace(&mut self.sps[idx].params_read, true) {
+            return;
+        }
+        let Ok((_, mut params)) = read_with_children(&mut self.units, self.sps[idx].die.off, |t| {
+            t == dw::DW_TAG_formal_parameter || t == dw::DW_TAG_unspecified_parameters
+        }) else {
+            return;
+        };
+        // The parameters stay where they were read.
+        let sp = &mut self.sps[idx];
+        sp.variadic = params
+            .iter()
+            .any(|c| c.tag == dw::DW_TAG_unspecified_parameters);
+        params.retain(|c| c.tag == dw::DW_TAG_formal_parameter);
+        sp.params = params;
     }
 
     pub(crate) fn assemble(&mut self, inlined: &[(u64, usize)], raw_instances: &[RawInstance]) {

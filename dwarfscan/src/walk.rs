@@ -230,6 +230,7 @@ impl<'s> Walk<'s> {
                     params: Vec::new(),
                     variadic: false,
                     orphan: !code,
+                    params_read: true,
                 });
                 Frame::Sub {
                     sp: i,

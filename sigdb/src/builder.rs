@@ -12,7 +12,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::Path;
 
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet};
 use zerocopy::IntoBytes;
 
@@ -164,14 +164,19 @@ impl DbBuilder {
 
     /// Serialize to bytes.
     pub fn finish(&self) -> Result<Vec<u8>, Error> {
-        // The strings are laid out while the functions are sorted: an exact duplicate the
-        // sort merges has the strings of the function written in its place.
+        // The strings are laid out while the functions are sorted and the caller lists,
+        // which need the order alone, encoded: an exact duplicate the sort merges has the
+        // strings of the function written in its place.
         let (order, strings) = rayon::join(
-            || canonical_order(self),
+            || {
+                let order = canonical_order(self)?;
+                let callers = caller_lists(self, &order.1)?;
+                Ok::<_, Error>((order, callers))
+            },
             || StringTable::laid_out(self.strings_written().into_iter()),
         );
-        let (order, strings) = (order?, strings?);
-        Writer::new(self, &strings).write(&order)
+        let ((order, callers), strings) = (order?, strings?);
+        Writer::new(self, &strings).write(&order, callers)
     }
 
     /// Every string the writer will store: the names of the modules, the functions, their
@@ -301,14 +306,27 @@ impl<'s> StringTable<'s> {
     /// compresses better: neighbours share prefixes), cut into frames of whole strings.
     fn laid_out(strings: impl Iterator<Item = &'s str>) -> Result<StringTable<'s>, Error> {
         // Interior NULs cannot be represented; strings keep the part before the first one.
-        let mut sorted: Vec<&'s str> = strings
+        let strings: Vec<&'s str> = strings
             .map(|s| s.split('\0').next().unwrap_or(""))
             .filter(|s| !s.is_empty())
             .collect();
+        // Sorted by their reversed bytes, kept reversed side by side so that two strings
+        // compare as two byte slices (one memcmp) rather than byte by byte.
+        let mut reversed = Vec::with_capacity(strings.iter().map(|s| s.len()).sum());
+        for s in &strings {
+            reversed.extend(s.bytes().rev());
+        }
+        let mut keyed: Vec<(&[u8], &'s str)> = Vec::with_capacity(strings.len());
+        let mut at = 0;
+        for s in strings {
+            keyed.push((&reversed[at..at + s.len()], s));
+            at += s.len();
+        }
         // Equal strings are the same bytes: which copy the unstable sort puts first cannot
         // show in the output.
-        sorted.par_sort_unstable_by(|a, b| a.bytes().rev().cmp(b.bytes().rev()));
-        sorted.dedup();
+        keyed.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        let sorted: Vec<&'s str> = keyed.into_iter().map(|(_, s)| s).collect();
         // Each string's (stored string holding it, offset in that one). Longest first
         // within each chain of suffixes: walk from the end.
         let mut home = vec![(0usize, 0usize); sorted.len()];
@@ -402,6 +420,8 @@ struct Writer<'b, 't> {
     params: Vec<ParamRecord>,
     param_values: Vec<ParamValue>,
     param_lists: HashMap<Vec<EncodedParam>, u32>,
+    /// The parameter list [`Writer::emit_params`] is building.
+    param_list: Vec<EncodedParam>,
 }
 
 impl<'b, 't> Writer<'b, 't> {
@@ -416,6 +436,7 @@ impl<'b, 't> Writer<'b, 't> {
             params: Vec::new(),
             param_values: Vec::new(),
             param_lists: HashMap::default(),
+            param_list: Vec::new(),
         }
     }
 
@@ -486,9 +507,14 @@ impl<'b, 't> Writer<'b, 't> {
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
     /// interned in this order, which makes the output deterministic. The string frames are
     /// compressed while the records are written, and the parts that only read the
-    /// records written before them (name index, caller lists, instances, modules, LZ4
-    /// blocks) are built at the same time: each part's bytes depend on its inputs alone.
-    fn write(mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Vec<u8>, Error> {
+    /// records written before them (name index, instances, modules, LZ4 blocks) are built
+    /// at the same time; the caller lists (`callers`) were encoded with the order. Each
+    /// part's bytes depend on its inputs alone.
+    fn write(
+        mut self,
+        order: &(Vec<usize>, Vec<u32>),
+        callers: (Vec<InlineBlock>, crate::frames::Packed),
+    ) -> Result<Vec<u8>, Error> {
         let b = self.b;
         let table = self.strings;
         let (strings, body) = rayon::join(
@@ -500,7 +526,7 @@ impl<'b, 't> Writer<'b, 't> {
                     "strings (a frame past 16 MiB)",
                 )
             },
-            || self.body(order),
+            || self.body(order, callers),
         );
         let strings = strings?;
         let Body {
@@ -576,8 +602,12 @@ impl<'b, 't> Writer<'b, 't> {
     }
 
     /// Everything but the string frames: the records, then (in parallel) the parts built
-    /// from them.
-    fn body(&mut self, order: &(Vec<usize>, Vec<u32>)) -> Result<Body, Error> {
+    /// from them; the caller lists come encoded.
+    fn body(
+        &mut self,
+        order: &(Vec<usize>, Vec<u32>),
+        (inline_index, inline): (Vec<InlineBlock>, crate::frames::Packed),
+    ) -> Result<Body, Error> {
         let b = self.b;
         self.check_modules()?;
         self.emit_void()?;
@@ -585,22 +615,8 @@ impl<'b, 't> Writer<'b, 't> {
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
         let this = &*self;
         let strings = this.strings;
-        let ((names, callers), (instances, rest)) = rayon::join(
-            || {
-                rayon::join(
-                    || name_index(&strings.bytes, names),
-                    || {
-                        let (mut index, lists) =
-                            crate::callers::encode(&inline_edges(b, new_index))?;
-                        let packed = compress_blocks(
-                            index.iter_mut().map(|b| &mut b.offset),
-                            &lists,
-                            "inline caller lists (a frame past 16 MiB)",
-                        )?;
-                        Ok::<_, Error>((index, packed))
-                    },
-                )
-            },
+        let (names, (instances, rest)) = rayon::join(
+            || name_index(&strings.bytes, names),
             || {
                 rayon::join(
                     || {
@@ -632,7 +648,6 @@ impl<'b, 't> Writer<'b, 't> {
             },
         );
         let (names, buckets) = names?;
-        let (inline_index, inline) = callers?;
         let (inst, inst_data) = instances?;
         let (modules, params, types) = rest?;
         Ok(Body {
@@ -711,15 +726,39 @@ impl<'b, 't> Writer<'b, 't> {
         let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
-        for (out, &i) in unique.iter().enumerate() {
+        // The functions' strings are looked up on all cores first; the records, whose
+        // types and parameter lists are numbered in order, are then written one by one.
+        let strings = self.strings;
+        let (own, param_names) = rayon::join(
+            || {
+                unique
+                    .par_iter()
+                    .map(|&i| {
+                        let f = &b.functions[i];
+                        let symbol = match &f.symbol {
+                            Some(s) if *s != f.name => strings.add(s)?,
+                            _ => 0,
+                        };
+                        Ok((strings.add(&f.name)?, symbol))
+                    })
+                    .collect::<Result<Vec<(u32, u32)>, Error>>()
+            },
+            || {
+                unique
+                    .par_iter()
+                    .flat_map_iter(|&i| b.functions[i].params.iter())
+                    .map(|p| strings.add(&p.name))
+                    .collect::<Result<Vec<u32>, Error>>()
+            },
+        );
+        let (own, param_names) = (own?, param_names?);
+        let mut next_param = 0;
+        for (out, (&i, &(name, symbol))) in unique.iter().zip(&own).enumerate() {
             let f = &b.functions[i];
-            let name = self.strings.add(&f.name)?;
-            let symbol = match &f.symbol {
-                Some(s) if *s != f.name => self.strings.add(s)?,
-                _ => 0,
-            };
             let ret = self.emit_type(f.ret)?;
-            let (params, param_count) = self.emit_params(f)?;
+            let names_of_params = &param_names[next_param..next_param + f.params.len()];
+            next_param += f.params.len();
+            let (params, param_count) = self.emit_params(f, names_of_params)?;
             if ret > MAX_RET_TYPE {
                 return Err(Error::TooLarge("types referenced by return types"));
             }
@@ -773,22 +812,22 @@ impl<'b, 't> Writer<'b, 't> {
         Ok((functions, code, symbols, names, addrs))
     }
 
-    /// `f`'s parameter list: (index of its first record, count). Identical lists share
-    /// their records.
-    fn emit_params(&mut self, f: &FunctionDesc) -> Result<(u32, u8), Error> {
-        let mut list = Vec::with_capacity(f.params.len());
-        for p in &f.params {
-            let pname = self.strings.add(&p.name)?;
+    /// `f`'s parameter list, whose names are at `names` in the string table: (index of its
+    /// first record, count). Identical lists share their records.
+    fn emit_params(&mut self, f: &FunctionDesc, names: &[u32]) -> Result<(u32, u8), Error> {
+        // Built in a buffer kept across calls; only a new list is copied into the map.
+        let mut list = std::mem::take(&mut self.param_list);
+        list.clear();
+        for (p, &pname) in f.params.iter().zip(names) {
             let ty = self.emit_type(p.ty)?;
             list.push((pname, ty, p.loc.encode()));
         }
         let count = u8::try_from(list.len())
             .map_err(|_| Error::TooLarge("parameters of one function (255 at most)"))?;
-        if list.is_empty() {
-            return Ok((self.param_lists.get(&list).copied().unwrap_or(0), count));
-        }
-        if let Some(&first) = self.param_lists.get(&list) {
-            return Ok((first, count));
+        let known = self.param_lists.get(list.as_slice()).copied();
+        if list.is_empty() || known.is_some() {
+            self.param_list = list;
+            return Ok((known.unwrap_or(0), count));
         }
         let first = self.params.len() as u32;
         for &(name, ty, (kind, reg, reg2, offset)) in &list {
@@ -824,7 +863,8 @@ impl<'b, 't> Writer<'b, 't> {
                 ty_op: (ty | short.unwrap_or(0) << 18).into(),
             });
         }
-        self.param_lists.insert(list, first);
+        self.param_lists.insert(list.clone(), first);
+        self.param_list = list;
         Ok((first, count))
     }
 
@@ -919,18 +959,18 @@ fn name_index(
     strings: &[u8],
     names: Vec<(u32, u32)>,
 ) -> Result<(Vec<NameRecord>, Vec<u32>), Error> {
-    let str_at = |off: u32| -> Vec<u8> {
+    let str_at = |off: u32| -> &[u8] {
         let s = &strings[off as usize..];
-        s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec()
+        &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())]
     };
-    let mut keyed: Vec<(u32, Vec<u8>, u32)> = names
+    let mut keyed: Vec<(u32, &[u8], u32)> = names
         .into_iter()
         .map(|(n, f)| {
             let bytes = str_at(n);
-            (name_hash(&bytes), bytes, f)
+            (name_hash(bytes), bytes, f)
         })
         .collect();
-    keyed.sort();
+    keyed.sort_unstable();
     keyed.dedup();
     let mut names: Vec<(u32, u32)> = keyed.into_iter().map(|(h, _, f)| (h, f)).collect();
     // A name and a symbol of one function with the same hash need one entry.
@@ -954,6 +994,21 @@ fn name_index(
         buckets.push(names.len() as u32);
     }
     Ok((records, buckets))
+}
+
+/// The caller lists of the inline edges in output order (`new_index`), encoded and cut
+/// into compressed frames.
+fn caller_lists(
+    b: &DbBuilder,
+    new_index: &[u32],
+) -> Result<(Vec<InlineBlock>, crate::frames::Packed), Error> {
+    let (mut index, lists) = crate::callers::encode(&inline_edges(b, new_index))?;
+    let packed = compress_blocks(
+        index.iter_mut().map(|b| &mut b.offset),
+        &lists,
+        "inline caller lists (a frame past 16 MiB)",
+    )?;
+    Ok((index, packed))
 }
 
 /// Inline edges in output indices, sorted and deduplicated.

@@ -8,11 +8,11 @@ use crate::layout::{FrameRecord, MAX_FRAME_BYTES};
 use crate::{Error, FormatError, FormatErrorKind};
 
 /// The zstd level the writer compresses frames with: the output must be the same for
-/// the same content, so this is part of what makes a db byte-identical. Level 7
-/// compresses these frames three times as fast as level 12 for 0.5 % more bytes (21 KB
-/// on the 6.12 vmlinux db, 24 KB on 7.2's; `BENCHMARKS.md`, "Scan and write speed,
-/// second pass").
-pub(crate) const LEVEL: i32 = 7;
+/// the same content, so this is part of what makes a db byte-identical. Level 3 (zstd's
+/// default) compresses these frames about three times as fast as level 7 for 1.1 % more
+/// db bytes (45 KB on the 6.12 vmlinux db, 62 KB on 7.2's; `BENCHMARKS.md`, "Scan and
+/// write speed, second pass" and "third pass").
+pub(crate) const LEVEL: i32 = 3;
 
 /// A packed section cut into compressed frames.
 pub(crate) struct Packed {
