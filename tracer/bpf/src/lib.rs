@@ -2,8 +2,9 @@
 //! compiled by clang at build time, loaded through its libbpf skeleton) attached by
 //! address to many functions. Tasks are recorded while they are inside a root function;
 //! each call gives an entry record (function, call site, the six argument registers, the
-//! strings asked for) and a return record (rax, rdx), through a BPF ring buffer read by
-//! polling (no wakeups: a wakeup per record slows the traced calls several times).
+//! strings asked for) and a return record (rax, rdx), gathered in a per-CPU batch that
+//! goes into a BPF ring buffer a batch at a time, read by polling (no wakeups: a wakeup
+//! per record slows the traced calls several times).
 //!
 //! Everything attached is a file descriptor of this process: dropping the [`Capture`] (or
 //! the process ending, SIGKILL included) detaches it. [`Capture::detach`] detaches the
