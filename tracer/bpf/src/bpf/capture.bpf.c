@@ -157,14 +157,21 @@ struct {
  * context-switch program runs with interrupts off), but for NMIs: `flushing` keeps an
  * NMI's run from writing while the context-switch program copies the batch out. The
  * slack after BATCH_BYTES lets the verifier see a masked offset plus a record's size
- * inside the value. */
+ * inside the value.
+ *
+ * `leaving` (tid + 1) is the task the CPU is switching away from, set at the
+ * `sched_switch` tracepoint: from there until the switch itself that task still runs
+ * here (the tracepoint iterator's return, the switch's own calls) and could next run on
+ * another CPU, so each of its runs puts the batch into the ring at once. The next
+ * `sched_switch` on this CPU names another task: a task never finds its own tid here
+ * once it runs again, wherever that is (the switch to it set another). */
 #define BATCH_BYTES 8192
 #define REC_MAX 512
 struct batch {
 	__u32 len;	/* bytes of records in data */
 	__u32 n;	/* records in data */
 	__u32 flushing;
-	__u32 pad;
+	__u32 leaving;
 	__u8 data[BATCH_BYTES + REC_MAX];
 };
 
@@ -353,6 +360,14 @@ static __always_inline void flush(struct batch *b)
 	b->n = 0;
 }
 
+/* The end of a run that recorded for `tid`: if the CPU is switching away from that task,
+ * its records into the ring now (see `struct batch`). */
+static __always_inline void ran(struct batch *b, __u32 tid)
+{
+	if (b->leaving == tid + 1 && !*(volatile __u32 *)&b->flushing)
+		flush(b);
+}
+
 /* Room for a record of `size` bytes (a multiple of 8, at most REC_MAX) in the batch,
  * flushed first if it is full; NULL (the record counted lost) while the context-switch
  * program flushes it. The record's first word is set: `kind` and its length. */
@@ -488,8 +503,11 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		r->b = ctx->dx;
 	}
 	check_skipped(ctx, b, entry, tid, before);
-	if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1)
-		flush(b);
+	if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1) {
+		if (!*(volatile __u32 *)&b->flushing)
+			flush(b);
+	} else
+		ran(b, tid);
 }
 
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
@@ -535,8 +553,10 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	before = skipped_here(true);
 
 	r = reserve(b, sizeof(*r), REC_ENTRY | context() << CTX_SHIFT);
-	if (!r)
+	if (!r) {
+		ran(b, tid);
 		return 0;
+	}
 	r->tid = tid;
 	r->tgid = tgid;
 	r->cpu = bpf_get_smp_processor_id();
@@ -576,6 +596,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			emit_string(b, tid, 5, ctx->r9);
 	}
 	check_skipped(ctx, b, true, tid, before);
+	ran(b, tid);
 	return 0;
 }
 
@@ -621,8 +642,10 @@ int dcg_inline(struct pt_regs *ctx)
 	if (!b)
 		return 0;
 	r = reserve(b, sizeof(*r), REC_INLINE);
-	if (!r)
+	if (!r) {
+		ran(b, tid);
 		return 0;
+	}
 	r->tid = tid;
 	r->ts = bpf_ktime_get_ns();
 	r->cookie = bpf_get_attach_cookie(ctx);
@@ -646,18 +669,23 @@ int dcg_inline(struct pt_regs *ctx)
 	r->regs[15] = ctx->r15;
 	if (bpf_probe_read_kernel(r->stack, sizeof(r->stack), (void *)ctx->sp))
 		__builtin_memset(r->stack, 0, sizeof(r->stack));
+	ran(b, tid);
 	return 0;
 }
 
 /* The CPU switches tasks: its batch goes into the ring first, so the task switched out
- * (which may next run on another CPU) has all its records there before any later one.
- * Runs with interrupts off (__schedule). */
+ * (which may next run on another CPU) has all its records there before any later one,
+ * and what it still records here before the switch goes in at once (`leaving`). Runs
+ * with interrupts off (__schedule). */
 SEC("tp_btf/sched_switch")
-int dcg_switch(void *ctx)
+int BPF_PROG(dcg_switch, bool preempt, struct task_struct *prev)
 {
 	struct batch *b = this_batch();
 
-	if (!b || !b->len)
+	if (!b)
+		return 0;
+	b->leaving = (__u32)prev->pid + 1;
+	if (!b->len)
 		return 0;
 	*(volatile __u32 *)&b->flushing = 1;
 	flush(b);
