@@ -21,7 +21,6 @@ use dcg_calls::records::SavedCalls;
 use dcg_calls::sink::{Output, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
-use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
@@ -148,11 +147,7 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Tar
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
 /// (the names of the seeds alone when the kernel's text cannot be read).
-fn own_path(
-    kt: Option<&crate::callees::KernelText>,
-    kallsyms: &str,
-    fp: &dcg_bpf::Footprint,
-) -> HashSet<String> {
+fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) -> HashSet<String> {
     let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
     let Some(kt) = kt else {
         return seeds.into_iter().collect();
@@ -179,7 +174,7 @@ fn own_path(
             .collect();
         for table in &fp.map_ops {
             seeds.extend(
-                kt.functions_in_table(kallsyms, table)
+                kt.functions_in_table(table)
                     .into_iter()
                     .filter(|f| ops.iter().any(|op| f.ends_with(op))),
             );
@@ -611,22 +606,27 @@ pub fn run(
             // The receiver is alive until this thread is joined.
             let _ = ktx.send(Arc::clone(&kallsyms));
             // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-            let pointer_names = SymbolMap::from_kallsyms(text);
+            let pointer_names = kallsyms.symbol_map();
             (pointer_names, site_index(sites))
         });
-        let kernel_text = sc.spawn(move || crate::callees::KernelText::with_kallsyms(text));
-        // Loaded first: what the programs call decides what they are not attached to.
-        let attached = Loaded::load(
+        let loaded = Loaded::load(
             &targets,
             !inlines.is_empty(),
             dcg_dbset::kallsyms::vmlinux_symbol(&kallsyms_text, "__per_cpu_offset"),
-        )
-        .inspect(|loaded| {
+        );
+        let kallsyms: Arc<Kallsyms> = match krx.recv() {
+            Ok(k) => k,
+            // The thread panicked before it parsed: its panic, here.
+            Err(_) => match symbols.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(_) => unreachable!("the symbols thread sends before it returns"),
+            },
+        };
+        // Loaded first: what the programs call decides what they are not attached to.
+        let attached = loaded.inspect(|loaded| {
             debug(format_args!("loaded"));
-            let kt = kernel_text
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            let own = own_path(kt.as_ref(), &kallsyms_text, &loaded.footprint());
+            let kt = crate::callees::KernelText::new(&kallsyms);
+            let own = own_path(kt.as_ref(), &loaded.footprint());
             drop(kt);
             let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
             listed.sort_unstable();
@@ -642,14 +642,6 @@ pub fn run(
                 .collect();
             targets.retain(|t| !skip.contains(&t.addr));
         });
-        let kallsyms: Arc<Kallsyms> = match krx.recv() {
-            Ok(k) => k,
-            // The thread panicked before it parsed: its panic, here.
-            Err(_) => match symbols.join() {
-                Err(p) => std::panic::resume_unwind(p),
-                Ok(_) => unreachable!("the symbols thread sends before it returns"),
-            },
-        };
         // Each inlined copy's first instruction, where the running kernel has its
         // container.
         let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
@@ -933,15 +925,20 @@ mod decode_speed {
         let parsed = Kallsyms::parse(&text);
         let t_kallsyms = t.elapsed();
         let t = Instant::now();
-        let pointer_names = SymbolMap::from_kallsyms(&text);
+        let pointer_names = parsed.symbol_map();
         let t_pointers = t.elapsed();
+        let t = Instant::now();
+        let kernel_text = crate::callees::KernelText::new(&parsed);
+        let t_kernel_text = t.elapsed();
+        drop(kernel_text);
         eprintln!(
-            "before the command: targets (with plans) of {} sites {:?}, kallsyms parsed {:?} ({} bytes), pointer names {:?}",
+            "before the command: targets (with plans) of {} sites {:?}, kallsyms parsed {:?} ({} bytes), pointer names {:?}, kernel text {:?}",
             plans.len(),
             t_targets,
             t_kallsyms,
             text.len(),
-            t_pointers
+            t_pointers,
+            t_kernel_text
         );
         drop(parsed);
         let mut funcs = FuncTable::new(&set);

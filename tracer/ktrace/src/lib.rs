@@ -541,7 +541,8 @@ impl<'s> Setup<'s> {
         let (set, avail) = (self.set, self.avail);
         let mut funcs: Vec<String> = self.roots.clone();
         if self.lazy_depth > 0 {
-            if let Some(kt) = callees::KernelText::open() {
+            let kallsyms = dcg_dbset::kallsyms::Kallsyms::parse(&self.kallsyms);
+            if let Some(kt) = callees::KernelText::new(&kallsyms) {
                 // Void callees only matter for their arguments.
                 let want_entry = self.want_entry;
                 let keep =
