@@ -26,6 +26,7 @@ use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
+use crate::funcs::{parse_sites, Site};
 use crate::{debug, KtraceError, Notice, Result, Summary};
 
 /// What the kernel runs around every run of the BPF program: the kprobe_multi link's
@@ -66,33 +67,6 @@ const OWN_PATH_CAP: usize = 600;
 const POLL: Duration = Duration::from_millis(50);
 /// At most this many bytes of records wait undecoded (about 3 M calls).
 const DEFER_MAX: usize = 256 << 20;
-
-/// One traceable site (`available_filter_functions_addrs`).
-#[derive(Debug, Clone)]
-pub struct Site {
-    /// Address.
-    pub addr: u64,
-    /// Function name.
-    pub name: String,
-    /// Module, for module functions.
-    pub module: Option<String>,
-}
-
-/// Parse `available_filter_functions_addrs` (`ffffffff81001234 name [module]`).
-pub fn parse_sites(text: &str) -> Vec<Site> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-            let name = it.next()?.to_string();
-            let module = it
-                .next()
-                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                .map(str::to_string);
-            Some(Site { addr, name, module })
-        })
-        .collect()
-}
 
 /// What the program reads at `name`'s entry besides the argument registers, by the db:
 /// which registers hold C strings (bit i: register i), and whether some parameter is on
@@ -569,18 +543,25 @@ fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
 pub fn run(
     args: &TraceOptions,
     set: &DbSet,
-    root: &Path,
+    (root, sites): (&Path, Option<Vec<Site>>),
     roots: Vec<String>,
     inlines: &[sigdb::Instance<'_>],
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
-    debug(format_args!("BPF session: reading the sites"));
-    let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
-        .map_err(KtraceError::Available)?;
-    let sites = parse_sites(&sites_text);
-    drop(sites_text);
+    let sites = match sites {
+        Some(s) => s,
+        None => parse_sites(
+            &std::fs::read_to_string(root.join("available_filter_functions_addrs"))
+                .map_err(KtraceError::Available)?,
+        ),
+    };
+    debug(format_args!(
+        "BPF session: {} sites; reading kallsyms",
+        sites.len()
+    ));
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
+    debug(format_args!("kallsyms read"));
     let mut targets = targets(&sites, &roots, set, args.args);
     debug(format_args!(
         "{} sites and kallsyms read; loading the programs",

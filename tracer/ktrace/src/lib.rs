@@ -351,7 +351,7 @@ pub fn run(
     for r in tracefs::remove_stale(&root) {
         notify(Notice::RemovedStale(r));
     }
-    let avail = Available::read(&root).map_err(KtraceError::Available)?;
+    let mut avail = Available::read(&root).map_err(KtraceError::Available)?;
     // Inlined copies are probed by the BPF engine only.
     let with_inlines = args.engine != Engine::Fgraph;
     let resolved = match resolve_roots(&args.func, &avail, &set, with_inlines) {
@@ -400,7 +400,7 @@ pub fn run(
         match bpf::run(
             args,
             &set,
-            &root,
+            (&root, avail.take_sites()),
             roots.clone(),
             &resolved.inlines,
             out,
