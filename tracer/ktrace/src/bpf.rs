@@ -883,7 +883,12 @@ mod tests {
 /// Decoding speed, on records made up from a real kernel's db and `System.map`
 /// (`DCG_DECODE_DB=k.sigdb DCG_DECODE_MAP=System.map cargo test --release -p dcg-ktrace
 /// decode_speed -- --ignored --nocapture`): trees of a root with nested calls of the
-/// db's functions, each call an entry and a return record, decoded into JSON lines.
+/// db's functions, each call an entry and a return record, decoded into JSON lines and the
+/// saved-calls file (`--json --trace-output F`), or with `DCG_DECODE_TEXT=1` into the text
+/// tree (`dcg trace`'s default output). The outputs go to `DCG_DECODE_OUT` (a path prefix;
+/// `.json` or `.txt` and `.calls` are appended), by default in the temporary directory;
+/// `DCG_DECODE_LOOPS` sets the number of trees (3000); `DCG_DECODE_ARGS=1` shows arguments
+/// too (`--args`).
 #[cfg(test)]
 mod decode_speed {
     use super::*;
@@ -946,35 +951,51 @@ mod decode_speed {
         drop(parsed);
         let mut funcs = FuncTable::new(&set);
         funcs.set_pointer_names(&pointer_names);
+        let prefix = std::env::var_os("DCG_DECODE_OUT")
+            .unwrap_or_else(|| std::env::temp_dir().join("decode-speed").into_os_string());
+        let path = |ext: &str| {
+            let mut p = prefix.clone();
+            p.push(ext);
+            p
+        };
+        let text_output = std::env::var_os("DCG_DECODE_TEXT").is_some_and(|v| v == "1");
+        let loops: usize = std::env::var("DCG_DECODE_LOOPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000);
         // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
-        // output and the saved-calls file.
+        // output and the saved-calls file; or the text tree alone.
         let (mut sinks, _) = Sinks::for_output(&Output {
-            json: true,
+            json: !text_output,
             cpu_width: 1,
             ..Output::default()
         });
-        sinks.push(Box::new(
-            SavedCalls::new(
-                Box::new(std::io::BufWriter::new(
-                    std::fs::File::create("/tmp/decode-speed.calls").unwrap(),
-                )),
-                "decode_speed",
-            )
-            .unwrap(),
-        ));
+        if !text_output {
+            sinks.push(Box::new(
+                SavedCalls::new(
+                    Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(path(".calls")).unwrap(),
+                    )),
+                    "decode_speed",
+                )
+                .unwrap(),
+            ));
+        }
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
         let opts = TraceOptions {
             show_retvals: true,
+            args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
             ..TraceOptions::default()
         };
         let mut feed = Feed::new(tree, sinks, Vec::new(), (sites, site_at), kallsyms, &opts);
-        let mut out =
-            std::io::BufWriter::new(std::fs::File::create("/tmp/decode-speed.json").unwrap());
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
+        );
         let (mut ts, mut k, mut records) = (0u64, 0usize, 0usize);
         let t = Instant::now();
-        for _ in 0..3000 {
+        for _ in 0..loops {
             // A root, then 38 calls: each the child of the last open one, four deep at most.
             let mut stack = vec![root];
             let enter = |feed: &mut Feed, ts: u64, ip: u64, parent: u64| {
