@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
@@ -203,8 +204,8 @@ fn own_path(
 }
 
 /// The sites by the addresses the program reports functions at (indices in `sites`).
-fn site_index(sites: &[Site]) -> HashMap<u64, u32> {
-    let mut at = HashMap::with_capacity(2 * sites.len());
+fn site_index(sites: &[Site]) -> FxHashMap<u64, u32> {
+    let mut at = FxHashMap::with_capacity_and_hasher(2 * sites.len(), Default::default());
     for (i, s) in sites.iter().enumerate() {
         // The program names a function by its start where IBT left its endbr64 live,
         // by the site after it where IBT sealed it.
@@ -282,27 +283,29 @@ struct Feed<'a> {
     inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
+    // The maps are looked up on every record, with keys the kernel gives: Fx hashing
+    // (SipHash's resistance to chosen keys buys nothing here).
     /// Function by address: its id, name and module (shared, cloned per record), for the
     /// functions seen so far.
-    names: HashMap<u64, Named>,
+    names: FxHashMap<u64, Named>,
     /// The traceable sites, and by address ([`site_index`]): named when first seen.
     sites: Vec<Site>,
-    site_at: HashMap<u64, u32>,
+    site_at: FxHashMap<u64, u32>,
     kallsyms: Kallsyms,
-    pending: HashMap<u32, Pending>,
-    comms: HashMap<u32, Rc<str>>,
+    pending: FxHashMap<u32, Pending>,
+    comms: FxHashMap<u32, Rc<str>>,
     /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
     /// the offset), by address: a loop calls from the same few sites.
-    callsites: HashMap<u64, Callsite>,
+    callsites: FxHashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
     /// `--irqs hide`: calls in interrupt context are left out.
     hide_irqs: bool,
     /// Per task: interrupt calls left out and still open.
-    hidden: HashMap<u32, u32>,
+    hidden: FxHashMap<u32, u32>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
-    lost_at: HashMap<Rc<str>, u64>,
+    lost_at: FxHashMap<Rc<str>, u64>,
 }
 
 impl<'a> Feed<'a> {
@@ -312,7 +315,7 @@ impl<'a> Feed<'a> {
         tree: CallTree<'a>,
         sinks: Sinks<'a>,
         inlines: Vec<sigdb::Instance<'a>>,
-        (sites, site_at): (Vec<Site>, HashMap<u64, u32>),
+        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
         args: &TraceOptions,
     ) -> Self {
@@ -322,18 +325,18 @@ impl<'a> Feed<'a> {
             inlines,
             sinks,
             obuf: Vec::with_capacity(1 << 16),
-            names: HashMap::new(),
+            names: FxHashMap::default(),
             sites,
             site_at,
             kallsyms,
-            pending: HashMap::new(),
-            comms: HashMap::new(),
-            callsites: HashMap::new(),
+            pending: FxHashMap::default(),
+            comms: FxHashMap::default(),
+            callsites: FxHashMap::default(),
             args: args.args,
             retvals: args.show_retvals,
             hide_irqs: args.hide_irqs,
-            hidden: HashMap::new(),
-            lost_at: HashMap::new(),
+            hidden: FxHashMap::default(),
+            lost_at: FxHashMap::default(),
         }
     }
 
