@@ -542,6 +542,20 @@ mod tests {
     }
 
     #[test]
+    fn cpu_column() {
+        let col = |cpu, width| {
+            let mut s = String::new();
+            push_cpu(&mut s, cpu, width);
+            s
+        };
+        assert_eq!(col(0, 0), " 0) ");
+        assert_eq!(col(3, 2), "  3) ");
+        assert_eq!(col(12, 2), " 12) ");
+        assert_eq!(col(123, 2), " 123) ");
+        assert_eq!(col(u32::MAX, 1), " 4294967295) ");
+    }
+
+    #[test]
     fn proc_column() {
         let mut s = String::new();
         push_proc(&mut s, "cat", 102);
