@@ -383,7 +383,12 @@ pub fn push_u64(out: &mut String, v: u64) {
             break;
         }
     }
-    push_ascii(out, &buf[i..]);
+    // A few digits as a rule (durations, CPUs, small values): pushed one by one, which
+    // costs less than checking the buffer is UTF-8 and copying it.
+    out.reserve(buf.len() - i);
+    for &d in &buf[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// Append decimal `v` with its sign.
