@@ -243,8 +243,13 @@ fn cpu_time(what: &str) {
     }
 }
 
-/// An entry waiting for its string records (they follow it in the ring buffer).
+/// A task's entry waiting for its string records (they follow it in the ring buffer).
+/// The slot stays once the entry has gone to the tree, its buffers kept for the task's
+/// next entry: most records are a task's entry or return, which look it up.
+#[derive(Default)]
 struct Pending {
+    /// An entry is waiting.
+    open: bool,
     tid: u32,
     cpu: u32,
     ts: u64,
@@ -395,7 +400,7 @@ impl<'a> Feed<'a> {
     fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
         match r {
             Record::Str { tid, arg, bytes } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
                     p.strings.push((arg as usize, text));
                 }
@@ -435,7 +440,7 @@ impl<'a> Feed<'a> {
                 )?;
             }
             Record::Stack { tid, words } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     p.stack = Some(words);
                 }
             }
@@ -454,20 +459,20 @@ impl<'a> Feed<'a> {
                     *self.hidden.entry(tid).or_insert(0) += 1;
                     return Ok(());
                 }
-                self.pending.insert(
+                let p = self.pending.entry(tid).or_default();
+                p.strings.clear();
+                *p = Pending {
+                    open: true,
                     tid,
-                    Pending {
-                        tid,
-                        cpu,
-                        ts,
-                        ip,
-                        callsite,
-                        args,
-                        strings: Vec::new(),
-                        stack: None,
-                        ctx,
-                    },
-                );
+                    cpu,
+                    ts,
+                    ip,
+                    callsite,
+                    args,
+                    strings: std::mem::take(&mut p.strings),
+                    stack: None,
+                    ctx,
+                };
             }
             Record::Exit {
                 tid,
@@ -504,13 +509,26 @@ impl<'a> Feed<'a> {
     }
 
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
-        let Some(p) = self.pending.remove(&tid) else {
+        let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
             return Ok(());
         };
-        let (id, name, module) = self.func(p.ip);
-        let comm = self.comm(p.tid);
-        let (described, located) = self.callsite(p.callsite);
+        p.open = false;
+        let (ip, callsite) = (p.ip, p.callsite);
+        let (id, name, module) = self.func(ip);
+        let comm = self.comm(tid);
+        let (described, located) = self.callsite(callsite);
         let callsite = if self.retvals { described } else { None };
+        // Where in its caller the call was made: places it under inline frames.
+        let site = if self.inline_frames { located } else { None };
+        let site = site.map(|(start, offset)| CodeSite {
+            func: self.func(start).0,
+            offset,
+        });
+        // The values are read where they are (the slot is still there: nothing above
+        // removes one).
+        let Some(p) = self.pending.get(&tid) else {
+            return Ok(());
+        };
         let args = if self.args {
             ArgsIn::Fetched {
                 words: &p.args,
@@ -520,12 +538,6 @@ impl<'a> Feed<'a> {
         } else {
             ArgsIn::None
         };
-        // Where in its caller the call was made: places it under inline frames.
-        let site = if self.inline_frames { located } else { None };
-        let site = site.map(|(start, offset)| CodeSite {
-            func: self.func(start).0,
-            offset,
-        });
         let entry = Entry {
             task: task(p.tid, p.cpu, &comm),
             depth: 0,
