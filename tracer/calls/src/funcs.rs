@@ -282,9 +282,10 @@ impl<'a> FuncInfo<'a> {
                 }
             }
             push(p.name, &mut |out: &mut String| {
-                let text = format!("{raw:#x}");
-                if !p.render.push(out, &text, raw, Role::Arg) {
-                    out.push_str(&text);
+                let mut buf = [0u8; 18];
+                let text = dcg_render::hex_text(raw, &mut buf);
+                if !p.render.push(out, text, raw, Role::Arg) {
+                    out.push_str(text);
                 }
             });
         }
@@ -327,9 +328,10 @@ impl<'a> FuncInfo<'a> {
             };
             match raw {
                 Some(raw) => push(p.name, &mut |out: &mut String| {
-                    let text = format!("{raw:#x}");
-                    if !p.render.push(out, &text, raw, role) {
-                        out.push_str(&text);
+                    let mut buf = [0u8; 18];
+                    let text = dcg_render::hex_text(raw, &mut buf);
+                    if !p.render.push(out, text, raw, role) {
+                        out.push_str(text);
                     }
                 }),
                 None => push(p.name, &mut |out: &mut String| out.push('?')),

@@ -332,6 +332,15 @@ pub fn push_hex(out: &mut String, v: u64) {
     push_ascii(out, &digits[16 - n..]);
 }
 
+/// What [`push_hex`] writes for `v`, in `buf` (`format!("{v:#x}")` without allocating):
+/// the text a value is rendered from when a source gives only its bits.
+pub fn hex_text(v: u64, buf: &mut [u8; 18]) -> &str {
+    let n = ((64 - v.leading_zeros()).div_ceil(4).max(1)) as usize;
+    buf[..2].copy_from_slice(b"0x");
+    buf[2..2 + n].copy_from_slice(&hex_digits(v)[16 - n..]);
+    std::str::from_utf8(&buf[..2 + n]).unwrap_or("")
+}
+
 /// Whether `text` is exactly what [`push_hex`] writes for `v` (`0x`, lower-case digits,
 /// no leading zeros): then it can be copied instead of formatted.
 pub fn is_hex_of(text: &str, v: u64) -> bool {
@@ -515,6 +524,14 @@ pub fn push_value(s: &mut String, v: &str, red: bool) {
 mod tests {
     use super::*;
     use sigdb::*;
+
+    #[test]
+    fn hex_texts() {
+        for v in [0, 1, 0xf, 0x10, 0xdead_beef, u64::MAX, 1 << 63] {
+            let mut buf = [0u8; 18];
+            assert_eq!(hex_text(v, &mut buf), format!("{v:#x}"));
+        }
+    }
 
     #[test]
     fn floats() {
