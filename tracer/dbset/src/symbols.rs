@@ -115,11 +115,15 @@ impl SymbolMap {
                     )
                 })
         }
-        if let Some(best) = preferred(self.at(addr), addr, false) {
+        // One search: the symbols starting at or below `addr`, those at `addr` last (a
+        // value shown as a pointer is looked up, most often in vain).
+        let end = self.syms.partition_point(|s| s.addr <= addr);
+        let below = &self.syms[..end];
+        let at = below.len() - below.iter().rev().take_while(|s| s.addr == addr).count();
+        if let Some(best) = preferred(&below[at..], addr, false) {
             return Some((best, 0));
         }
-        let end = self.syms.partition_point(|s| s.addr <= addr);
-        let start = self.syms[..end]
+        let start = below
             .iter()
             .rev()
             .take(64)

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
@@ -172,8 +173,8 @@ fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) ->
 }
 
 /// The sites by the addresses the program reports functions at (indices in `sites`).
-fn site_index(sites: &[Site]) -> HashMap<u64, u32> {
-    let mut at = HashMap::with_capacity(2 * sites.len());
+fn site_index(sites: &[Site]) -> FxHashMap<u64, u32> {
+    let mut at = FxHashMap::with_capacity_and_hasher(2 * sites.len(), Default::default());
     for (i, s) in sites.iter().enumerate() {
         // The program names a function by its start where IBT left its endbr64 live,
         // by the site after it where IBT sealed it.
@@ -211,8 +212,13 @@ fn cpu_time(what: &str) {
     }
 }
 
-/// An entry waiting for its string records (they follow it in the ring buffer).
+/// A task's entry waiting for its string records (they follow it in the ring buffer).
+/// The slot stays once the entry has gone to the tree, its buffers kept for the task's
+/// next entry: most records are a task's entry or return, which look it up.
+#[derive(Default)]
 struct Pending {
+    /// An entry is waiting.
+    open: bool,
     tid: u32,
     cpu: u32,
     ts: u64,
@@ -251,27 +257,29 @@ struct Feed<'a> {
     inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
+    // The maps are looked up on every record, with keys the kernel gives: Fx hashing
+    // (SipHash's resistance to chosen keys buys nothing here).
     /// Function by address: its id, name and module (shared, cloned per record), for the
     /// functions seen so far.
-    names: HashMap<u64, Named>,
+    names: FxHashMap<u64, Named>,
     /// The traceable sites, and by address ([`site_index`]): named when first seen.
     sites: Vec<Site>,
-    site_at: HashMap<u64, u32>,
+    site_at: FxHashMap<u64, u32>,
     kallsyms: Kallsyms,
-    pending: HashMap<u32, Pending>,
-    comms: HashMap<u32, Rc<str>>,
+    pending: FxHashMap<u32, Pending>,
+    comms: FxHashMap<u32, Rc<str>>,
     /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
     /// the offset), by address: a loop calls from the same few sites.
-    callsites: HashMap<u64, Callsite>,
+    callsites: FxHashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
     /// `--irqs hide`: calls in interrupt context are left out.
     hide_irqs: bool,
     /// Per task: interrupt calls left out and still open.
-    hidden: HashMap<u32, u32>,
+    hidden: FxHashMap<u32, u32>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
-    lost_at: HashMap<Rc<str>, u64>,
+    lost_at: FxHashMap<Rc<str>, u64>,
 }
 
 impl<'a> Feed<'a> {
@@ -281,7 +289,7 @@ impl<'a> Feed<'a> {
         tree: CallTree<'a>,
         sinks: Sinks<'a>,
         inlines: Vec<sigdb::Instance<'a>>,
-        (sites, site_at): (Vec<Site>, HashMap<u64, u32>),
+        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
         args: &TraceOptions,
     ) -> Self {
@@ -291,18 +299,18 @@ impl<'a> Feed<'a> {
             inlines,
             sinks,
             obuf: Vec::with_capacity(1 << 16),
-            names: HashMap::new(),
+            names: FxHashMap::default(),
             sites,
             site_at,
             kallsyms,
-            pending: HashMap::new(),
-            comms: HashMap::new(),
-            callsites: HashMap::new(),
+            pending: FxHashMap::default(),
+            comms: FxHashMap::default(),
+            callsites: FxHashMap::default(),
             args: args.args,
             retvals: args.show_retvals,
             hide_irqs: args.hide_irqs,
-            hidden: HashMap::new(),
-            lost_at: HashMap::new(),
+            hidden: FxHashMap::default(),
+            lost_at: FxHashMap::default(),
         }
     }
 
@@ -361,7 +369,7 @@ impl<'a> Feed<'a> {
     fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
         match r {
             Record::Str { tid, arg, bytes } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
                     p.strings.push((arg as usize, text));
                 }
@@ -401,7 +409,7 @@ impl<'a> Feed<'a> {
                 )?;
             }
             Record::Stack { tid, words } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     p.stack = Some(words);
                 }
             }
@@ -420,20 +428,20 @@ impl<'a> Feed<'a> {
                     *self.hidden.entry(tid).or_insert(0) += 1;
                     return Ok(());
                 }
-                self.pending.insert(
+                let p = self.pending.entry(tid).or_default();
+                p.strings.clear();
+                *p = Pending {
+                    open: true,
                     tid,
-                    Pending {
-                        tid,
-                        cpu,
-                        ts,
-                        ip,
-                        callsite,
-                        args,
-                        strings: Vec::new(),
-                        stack: None,
-                        ctx,
-                    },
-                );
+                    cpu,
+                    ts,
+                    ip,
+                    callsite,
+                    args,
+                    strings: std::mem::take(&mut p.strings),
+                    stack: None,
+                    ctx,
+                };
             }
             Record::Exit {
                 tid,
@@ -470,13 +478,26 @@ impl<'a> Feed<'a> {
     }
 
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
-        let Some(p) = self.pending.remove(&tid) else {
+        let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
             return Ok(());
         };
-        let (id, name, module) = self.func(p.ip);
-        let comm = self.comm(p.tid);
-        let (described, located) = self.callsite(p.callsite);
+        p.open = false;
+        let (ip, callsite) = (p.ip, p.callsite);
+        let (id, name, module) = self.func(ip);
+        let comm = self.comm(tid);
+        let (described, located) = self.callsite(callsite);
         let callsite = if self.retvals { described } else { None };
+        // Where in its caller the call was made: places it under inline frames.
+        let site = if self.inline_frames { located } else { None };
+        let site = site.map(|(start, offset)| CodeSite {
+            func: self.func(start).0,
+            offset,
+        });
+        // The values are read where they are (the slot is still there: nothing above
+        // removes one).
+        let Some(p) = self.pending.get(&tid) else {
+            return Ok(());
+        };
         let args = if self.args {
             ArgsIn::Fetched {
                 words: &p.args,
@@ -486,12 +507,6 @@ impl<'a> Feed<'a> {
         } else {
             ArgsIn::None
         };
-        // Where in its caller the call was made: places it under inline frames.
-        let site = if self.inline_frames { located } else { None };
-        let site = site.map(|(start, offset)| CodeSite {
-            func: self.func(start).0,
-            offset,
-        });
         let entry = Entry {
             task: task(p.tid, p.cpu, &comm),
             depth: 0,
@@ -856,7 +871,12 @@ mod tests {
 /// Decoding speed, on records made up from a real kernel's db and `System.map`
 /// (`DCG_DECODE_DB=k.sigdb DCG_DECODE_MAP=System.map cargo test --release -p dcg-ktrace
 /// decode_speed -- --ignored --nocapture`): trees of a root with nested calls of the
-/// db's functions, each call an entry and a return record, decoded into JSON lines.
+/// db's functions, each call an entry and a return record, decoded into JSON lines and the
+/// saved-calls file (`--json --trace-output F`), or with `DCG_DECODE_TEXT=1` into the text
+/// tree (`dcg trace`'s default output). The outputs go to `DCG_DECODE_OUT` (a path prefix;
+/// `.json` or `.txt` and `.calls` are appended), by default in the temporary directory;
+/// `DCG_DECODE_LOOPS` sets the number of trees (3000); `DCG_DECODE_ARGS=1` shows arguments
+/// too (`--args`).
 #[cfg(test)]
 mod decode_speed {
     use super::*;
@@ -924,35 +944,51 @@ mod decode_speed {
         drop(parsed);
         let mut funcs = FuncTable::new(&set);
         funcs.set_pointer_names(&pointer_names);
+        let prefix = std::env::var_os("DCG_DECODE_OUT")
+            .unwrap_or_else(|| std::env::temp_dir().join("decode-speed").into_os_string());
+        let path = |ext: &str| {
+            let mut p = prefix.clone();
+            p.push(ext);
+            p
+        };
+        let text_output = std::env::var_os("DCG_DECODE_TEXT").is_some_and(|v| v == "1");
+        let loops: usize = std::env::var("DCG_DECODE_LOOPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000);
         // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
-        // output and the saved-calls file.
+        // output and the saved-calls file; or the text tree alone.
         let (mut sinks, _) = Sinks::for_output(&Output {
-            json: true,
+            json: !text_output,
             cpu_width: 1,
             ..Output::default()
         });
-        sinks.push(Box::new(
-            SavedCalls::new(
-                Box::new(std::io::BufWriter::new(
-                    std::fs::File::create("/tmp/decode-speed.calls").unwrap(),
-                )),
-                "decode_speed",
-            )
-            .unwrap(),
-        ));
+        if !text_output {
+            sinks.push(Box::new(
+                SavedCalls::new(
+                    Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(path(".calls")).unwrap(),
+                    )),
+                    "decode_speed",
+                )
+                .unwrap(),
+            ));
+        }
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
         let opts = TraceOptions {
             show_retvals: true,
+            args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
             ..TraceOptions::default()
         };
         let mut feed = Feed::new(tree, sinks, Vec::new(), (sites, site_at), kallsyms, &opts);
-        let mut out =
-            std::io::BufWriter::new(std::fs::File::create("/tmp/decode-speed.json").unwrap());
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
+        );
         let (mut ts, mut k, mut records) = (0u64, 0usize, 0usize);
         let t = Instant::now();
-        for _ in 0..3000 {
+        for _ in 0..loops {
             // A root, then 38 calls: each the child of the last open one, four deep at most.
             let mut stack = vec![root];
             let enter = |feed: &mut Feed, ts: u64, ip: u64, parent: u64| {
