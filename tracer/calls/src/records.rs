@@ -136,17 +136,7 @@ mod json {
     /// A number in decimal.
     pub fn number(out: &mut Vec<u8>, v: impl Into<u64>) {
         let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut x: u64 = v.into();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (x % 10) as u8;
-            x /= 10;
-            if x == 0 {
-                break;
-            }
-        }
-        out.extend_from_slice(&buf[i..]);
+        out.extend_from_slice(dcg_render::decimal(&mut buf, v.into()));
     }
 
     pub fn opt_number(out: &mut Vec<u8>, v: Option<impl Into<u64>>) {

@@ -382,6 +382,17 @@ fn hex_digits(v: u64) -> [u8; 16] {
 /// Append decimal `v` (faster than `write!`).
 pub fn push_u64(out: &mut String, v: u64) {
     let mut buf = [0u8; 20];
+    let digits = decimal(&mut buf, v);
+    // A few digits as a rule (durations, CPUs, small values): pushed one by one, which
+    // costs less than checking the buffer is UTF-8 and copying it.
+    out.reserve(digits.len());
+    for &d in digits {
+        out.push(char::from(d));
+    }
+}
+
+/// `v`'s decimal digits (ASCII), written at the end of `buf`.
+pub fn decimal(buf: &mut [u8; 20], v: u64) -> &[u8] {
     let mut i = buf.len();
     let mut x = v;
     loop {
@@ -392,12 +403,7 @@ pub fn push_u64(out: &mut String, v: u64) {
             break;
         }
     }
-    // A few digits as a rule (durations, CPUs, small values): pushed one by one, which
-    // costs less than checking the buffer is UTF-8 and copying it.
-    out.reserve(buf.len() - i);
-    for &d in &buf[i..] {
-        out.push(char::from(d));
-    }
+    &buf[i..]
 }
 
 /// Append decimal `v` with its sign.
