@@ -32,6 +32,12 @@ testkernel)
 esac
 # DCG_BENCH_ENGINES=bpf measures one engine only.
 engines=${DCG_BENCH_ENGINES:-$engines}
+# DCG_BENCH_ICOUNT=1: the guest's clock counts instructions (qemu -icount shift=0: one
+# instruction a nanosecond, idle time skipped), so its times and ratios do not move with
+# the host's load; time spent in qemu itself (its soft TLB refilled after each of the
+# kernel's text pokes) is not counted. Without it, wall time on a quiet host.
+qextra=()
+[ "${DCG_BENCH_ICOUNT:-0}" = 0 ] || qextra=(-- -icount shift=0,sleep=off)
 "$CARGO_TARGET_DIR/release/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k.sigdb"
 gcc -O2 -static -o "$tmp/syscall-loop" "$here/tests/qemu/progs/syscall-loop.c"
 bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
@@ -42,7 +48,7 @@ bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 	--init "$here/tests/qemu/e2e/load.sh" --timeout 1500 >/dev/null
 bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
 	--smp 2 --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
-	>"$tmp/console.txt"
+	"${qextra[@]}" >"$tmp/console.txt"
 # DCG_BENCH_CONSOLE=FILE keeps the guest's whole output.
 [ -z "${DCG_BENCH_CONSOLE:-}" ] || cp "$tmp/console.txt" "$DCG_BENCH_CONSOLE"
 
@@ -52,7 +58,7 @@ sec() { # NAME: the section's text
 }
 val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -1; } # KEY < text
 untraced=$(sec untraced | val per_call_ns)
-echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, 2 vCPUs;"
+echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, 2 vCPUs${qextra[*]:+, clock: -icount shift=0};"
 echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call."
 echo
 # PHASE < stderr: the time of dcg's debug line for PHASE (DCG_KTRACE_DEBUG).

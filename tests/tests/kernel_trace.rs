@@ -356,7 +356,7 @@ fn call_lines(
 
 /// The BPF session's debug output (`DCG_KTRACE_DEBUG=1`) says the program's own path
 /// was computed from the loaded program (`how`: interpreted or JIT-compiled) and leaves
-/// out the ring buffer helpers its code calls, what its read helper calls (found in the
+/// out the ring buffer helper its code calls (and what that calls), what its read helper calls (found in the
 /// kernel's text), and `also`.
 fn own_path_computed(stderr: &str, how: &str, also: &[&str]) {
     must(
@@ -371,8 +371,8 @@ fn own_path_computed(stderr: &str, how: &str, also: &[&str]) {
         .map(|(_, names)| names.split(' ').collect())
         .unwrap_or_else(|| panic!("no not-attached list in:\n{stderr}"));
     for f in [
-        "bpf_ringbuf_reserve",
-        "bpf_ringbuf_submit",
+        "bpf_ringbuf_output",
+        "__bpf_ringbuf_reserve",
         "copy_from_kernel_nofault",
     ]
     .iter()

@@ -2,8 +2,9 @@
 //! compiled by clang at build time, loaded through its libbpf skeleton) attached by
 //! address to many functions. Tasks are recorded while they are inside a root function;
 //! each call gives an entry record (function, call site, the six argument registers, the
-//! strings asked for) and a return record (rax, rdx), through a BPF ring buffer read by
-//! polling (no wakeups: a wakeup per record slows the traced calls several times).
+//! strings asked for) and a return record (rax, rdx), gathered in a per-CPU batch that
+//! goes into a BPF ring buffer a batch at a time, read by polling (no wakeups: a wakeup
+//! per record slows the traced calls several times).
 //!
 //! Everything attached is a file descriptor of this process: dropping the [`Capture`] (or
 //! the process ending, SIGKILL included) detaches it. [`Capture::detach`] detaches the
@@ -97,6 +98,8 @@ pub struct Capture {
     queue: Rc<RefCell<Vec<u8>>>,
     /// The batch being handed out (kept to reuse its allocation).
     batch: Vec<u8>,
+    /// The records left in the programs' per-CPU batches were read (after detaching).
+    batches_taken: bool,
     /// In the order they were attached; empty once [`Capture::detach`]ed.
     links: Vec<Link>,
     skel: CaptureSkel<'static>,
@@ -246,6 +249,7 @@ impl Loaded {
             &self.skel.progs.dcg_exit,
             &self.skel.progs.dcg_inline,
             &self.skel.progs.dcg_fork,
+            &self.skel.progs.dcg_switch,
         ];
         let mut fp = Footprint::default();
         for p in progs {
@@ -265,6 +269,7 @@ impl Loaded {
         fp.calls.dedup();
         let maps = [
             &self.skel.maps.events,
+            &self.skel.maps.batches,
             &self.skel.maps.active,
             &self.skel.maps.plans,
             &self.skel.maps.planned,
@@ -333,6 +338,13 @@ impl Loaded {
                 .map_err(libbpf("attaching to sched_process_fork"))?;
             links.push(fork);
         }
+        // Before anything records: a CPU switching tasks puts its batch into the ring.
+        links.push(
+            skel.progs
+                .dcg_switch
+                .attach()
+                .map_err(libbpf("attaching to sched_switch"))?,
+        );
         match mode {
             Mode::Session => {
                 links.push(attach_multi(&skel.progs.dcg_call, targets, Kind::Session)?)
@@ -372,6 +384,7 @@ impl Loaded {
             ring,
             queue,
             batch: Vec::new(),
+            batches_taken: false,
             links,
             skel,
             mode,
@@ -430,19 +443,49 @@ impl Capture {
         self.queue.borrow().len()
     }
 
-    /// Take every record in the ring buffer (and the queue) now, in order, through `f`.
+    /// Take every record in the ring buffer (and the queue) now, in order, through `f`;
+    /// once detached, the records still in the programs' per-CPU batches too (each CPU's
+    /// are the newest of the tasks that ran there last).
     pub fn consume(&mut self, mut f: impl FnMut(Record<'_>)) -> Result<(), BpfError> {
         self.drain()?;
+        if self.links.is_empty() && !self.batches_taken {
+            self.batches_taken = true;
+            self.take_batches()?;
+        }
         self.batch.clear();
         std::mem::swap(&mut self.batch, &mut *self.queue.borrow_mut());
         let mut rest = &self.batch[..];
         while let Some((len, tail)) = rest.split_first_chunk::<4>() {
             let len = u32::from_ne_bytes(*len) as usize;
             let (raw, next) = tail.split_at(len.min(tail.len()));
-            if let Some(r) = Record::parse(raw) {
+            for r in records::batch(raw).filter_map(Record::parse) {
                 f(r);
             }
             rest = next;
+        }
+        Ok(())
+    }
+
+    /// Queue the records left in each CPU's batch (`struct batch`: length, count, flag,
+    /// pad, then the records), as the ring would have given them.
+    fn take_batches(&mut self) -> Result<(), BpfError> {
+        let key = 0u32.to_ne_bytes();
+        let per_cpu = self
+            .skel
+            .maps
+            .batches
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(libbpf("reading the per-CPU batches"))?
+            .unwrap_or_default();
+        let mut q = self.queue.borrow_mut();
+        for v in per_cpu {
+            let len = v.get(..4).map_or(0, |b| {
+                u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])) as usize
+            });
+            if let Some(data) = v.get(16..16 + len).filter(|d| !d.is_empty()) {
+                q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+                q.extend_from_slice(data);
+            }
         }
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! The records of `capture.bpf.c` (`struct call_rec`, `struct str_rec`), read from the
-//! ring buffer's bytes.
+//! The records of `capture.bpf.c` (`struct call_rec`, `struct str_rec`, ...), read from
+//! the ring buffer's bytes: each ring entry is a batch of records ([`batch`]).
 
 use zerocopy::{FromBytes, Immutable, KnownLayout};
 
@@ -13,6 +13,8 @@ const REC_STACK: u32 = 4;
 const REC_COMM: u32 = 5;
 const REC_INLINE: u32 = 6;
 const REC_LOSS: u32 = 7;
+/// A record's first word carries its length in the upper half.
+const LEN_SHIFT: u32 = 16;
 /// The context code of entry and return records (the kind's second byte).
 pub mod ctx {
     /// A task (process context).
@@ -195,14 +197,27 @@ pub enum Record<'a> {
     },
 }
 
+/// The records of one ring-buffer entry (a batch): each begins with a word whose upper
+/// half is its length in bytes. Ends at the first record whose length does not fit.
+pub fn batch(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        let word = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?);
+        let len = (word >> LEN_SHIFT) as usize;
+        if len < 8 || len > rest.len() {
+            return None;
+        }
+        let (r, next) = rest.split_at(len);
+        rest = next;
+        Some(r)
+    })
+}
+
 impl<'a> Record<'a> {
     /// Parse one ring-buffer record; None for anything that is not one.
     pub fn parse(data: &'a [u8]) -> Option<Record<'a>> {
         let word = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
-        let (kind, ctx) = match word & 0xff {
-            REC_ENTRY | REC_EXIT => (word & 0xff, (word >> 8) as u8),
-            _ => (word, 0),
-        };
+        let (kind, ctx) = (word & 0xff, (word >> 8) as u8);
         match kind {
             REC_ENTRY | REC_EXIT => {
                 // Copied out: the bytes need not be 8-byte aligned.
@@ -392,5 +407,49 @@ mod tests {
         assert_eq!(Record::parse(&shifted[4..]), Record::parse(&e));
         assert_eq!(Record::parse(&[9, 0, 0, 0]), None);
         assert_eq!(Record::parse(&e[..40]), None, "truncated");
+    }
+
+    /// A record's first word with its length in the upper half, as the program writes it.
+    fn sized(mut r: Vec<u8>) -> Vec<u8> {
+        let word = u32::from_ne_bytes(r[..4].try_into().unwrap()) | (r.len() as u32) << 16;
+        r[..4].copy_from_slice(&word.to_ne_bytes());
+        r
+    }
+
+    #[test]
+    fn a_batch_splits_by_the_lengths_it_carries() {
+        // An exit record (48 bytes, a hard interrupt's), a comm record (24), an exit.
+        let mut x = vec![0u8; 48];
+        x[0..4].copy_from_slice(&(2u32 | u32::from(ctx::IRQ) << 8).to_ne_bytes());
+        x[4..8].copy_from_slice(&9u32.to_ne_bytes());
+        let mut c = vec![0u8; 24];
+        c[0..4].copy_from_slice(&5u32.to_ne_bytes());
+        c[4..8].copy_from_slice(&9u32.to_ne_bytes());
+        c[8..10].copy_from_slice(b"sh");
+        let mut data = sized(x.clone());
+        data.extend(sized(c));
+        data.extend(sized(x));
+        let recs: Vec<Record<'_>> = batch(&data).filter_map(Record::parse).collect();
+        assert_eq!(recs.len(), 3, "{recs:?}");
+        assert!(matches!(
+            recs[0],
+            Record::Exit {
+                tid: 9,
+                ctx: ctx::IRQ,
+                ..
+            }
+        ));
+        assert_eq!(
+            recs[1],
+            Record::Comm {
+                tid: 9,
+                comm: b"sh"
+            }
+        );
+        // A length past the end, or too short to be a record, ends the batch.
+        assert_eq!(batch(&data[..100]).count(), 2);
+        let mut bad = data.clone();
+        bad[48..52].copy_from_slice(&5u32.to_ne_bytes()); // length 0
+        assert_eq!(batch(&bad).count(), 1);
     }
 }

@@ -57,6 +57,10 @@ pub struct FuncInfo<'a> {
     /// Return type (`None`: function unknown).
     ret: Option<Render<'a>>,
     params: Vec<ParamInfo<'a>>,
+    /// What saved calls name a db function by, looked up once (a record per call): its
+    /// ELF symbol, and its module when it is a kernel module's.
+    symbol: Option<&'a str>,
+    kernel_module: Option<&'a str>,
 }
 
 /// How a value of one type is rendered, worked out once per parameter or return type.
@@ -163,6 +167,21 @@ impl<'a> FuncInfo<'a> {
             module_label: None,
             ret,
             params,
+            symbol: func.map(|f| f.symbol()),
+            kernel_module: func
+                .and_then(|f| f.module())
+                .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+                .map(|m| m.name()),
+        }
+    }
+
+    /// The function and module a saved call names: a db function by its ELF symbol and
+    /// its module label, else its kernel module; a function the db does not know by its
+    /// name in the stream, without module.
+    pub fn saved_names(&self) -> (&str, Option<&str>) {
+        match self.symbol {
+            Some(symbol) => (symbol, self.module_label.as_deref().or(self.kernel_module)),
+            None => (&self.name, None),
         }
     }
 
@@ -263,9 +282,10 @@ impl<'a> FuncInfo<'a> {
                 }
             }
             push(p.name, &mut |out: &mut String| {
-                let text = format!("{raw:#x}");
-                if !p.render.push(out, &text, raw, Role::Arg) {
-                    out.push_str(&text);
+                let mut buf = [0u8; 18];
+                let text = dcg_render::hex_text(raw, &mut buf);
+                if !p.render.push(out, text, raw, Role::Arg) {
+                    out.push_str(text);
                 }
             });
         }
@@ -308,9 +328,10 @@ impl<'a> FuncInfo<'a> {
             };
             match raw {
                 Some(raw) => push(p.name, &mut |out: &mut String| {
-                    let text = format!("{raw:#x}");
-                    if !p.render.push(out, &text, raw, role) {
-                        out.push_str(&text);
+                    let mut buf = [0u8; 18];
+                    let text = dcg_render::hex_text(raw, &mut buf);
+                    if !p.render.push(out, text, raw, role) {
+                        out.push_str(text);
                     }
                 }),
                 None => push(p.name, &mut |out: &mut String| out.push('?')),

@@ -72,8 +72,11 @@ impl<T: Copy> Origins<T> {
         if self.first.iter().flatten().any(|(e, _)| &**e == error) {
             return;
         }
-        // Rare (a new error value among one call's children): grown one at a time.
-        let mut v = self.first.take().map_or_else(Vec::new, <[_]>::into_vec);
+        // Rare (a new error value among one call's children): grown one at a time, to
+        // the exact size (no spare room for the boxed slice to shed again).
+        let old = self.first.take().map_or_else(Vec::new, <[_]>::into_vec);
+        let mut v = Vec::with_capacity(old.len() + 1);
+        v.extend(old);
         v.push((error.into(), origin));
         self.first = Some(v.into_boxed_slice());
     }

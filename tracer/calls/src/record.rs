@@ -201,6 +201,12 @@ impl<'a> RecordSink<'a> {
         self.write_full()
     }
 
+    /// Append a record line that `write` appends to the buffer it is given.
+    pub fn write_line_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
+        write(&mut self.buf);
+        self.write_full()
+    }
+
     /// Append a record already written as its line ([`write_record`]).
     pub fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
         self.buf.extend_from_slice(line);

@@ -353,9 +353,7 @@ impl Sink for Sinks<'_> {
             if !line_made {
                 line_made = true;
                 self.line.clear();
-                if let Some(r) = crate::records::record_of(c) {
-                    crate::record::write_record(&mut self.line, &r)?;
-                }
+                crate::records::write_record_line(&mut self.line, c);
             }
             if !self.line.is_empty() {
                 s.json_line(&self.line, out)?;

@@ -252,8 +252,7 @@ impl TextPrinter {
 
     /// ` 1) ` [` comm-tid | `] duration `|  `, two spaces a level.
     fn columns(&self, s: &mut String, c: &CallView<'_>, dur: Option<u64>, depth: u32) {
-        let cpu = c.task.cpu.unwrap_or(0);
-        let _ = write!(s, " {cpu:>w$}) ", w = self.opts.cpu_width.max(1));
+        push_cpu(s, c.task.cpu.unwrap_or(0), self.opts.cpu_width);
         if self.opts.threads {
             // The whole name (at most 15 bytes) and the thread id, in 22 columns.
             let _ = write!(
@@ -425,18 +424,34 @@ fn call_text(s: &mut String, c: &CallView<'_>) {
     s.push(')');
 }
 
+/// ` 1) `: the CPU column, right-aligned in `width` (at least 1) columns.
+fn push_cpu(s: &mut String, cpu: u32, width: usize) {
+    s.push(' ');
+    for _ in decimal_len(cpu)..width.max(1) {
+        s.push(' ');
+    }
+    dcg_render::push_u64(s, u64::from(cpu));
+    s.push_str(") ");
+}
+
+/// How many digits `v` has in decimal.
+fn decimal_len(v: u32) -> usize {
+    v.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
 /// `comm-tid` centered in 14 columns, the comm cut to 7 bytes (as the kernel prints it).
 fn push_proc(s: &mut String, comm: &str, tid: u32) {
     let mut end = comm.len().min(7);
     while !comm.is_char_boundary(end) {
         end -= 1;
     }
-    let text = format!("{}-{tid}", &comm[..end]);
-    let spaces = 14usize.saturating_sub(text.len());
+    let spaces = 14usize.saturating_sub(end + 1 + decimal_len(tid));
     for _ in 0..spaces / 2 {
         s.push(' ');
     }
-    s.push_str(&text);
+    s.push_str(&comm[..end]);
+    s.push('-');
+    dcg_render::push_u64(s, u64::from(tid));
     for _ in 0..spaces - spaces / 2 {
         s.push(' ');
     }
@@ -469,14 +484,18 @@ pub fn push_duration_value(s: &mut String, ns: u64) {
     };
     s.push(mark);
     s.push(' ');
-    let usecs = (ns / 1000).to_string();
-    let len = usecs.len();
-    s.push_str(&usecs);
+    let before = s.len();
+    dcg_render::push_u64(s, ns / 1000);
+    let len = s.len() - before;
     if len < 7 {
-        let digits = (7 - len).min(3);
-        let frac = format!("{:03}", ns % 1000);
+        // The fraction's first digits, as many as fit in 7 (a line per call: no
+        // formatting machinery).
+        let frac = ns % 1000;
+        let digits = [frac / 100, frac / 10 % 10, frac % 10];
         s.push('.');
-        s.push_str(&frac[..digits]);
+        for d in &digits[..(7 - len).min(3)] {
+            s.push(char::from(b'0' + *d as u8));
+        }
     }
     s.push_str(" us");
 }
@@ -520,6 +539,20 @@ mod tests {
         assert_eq!(dur(12_345_678), "* 12345.67 us |  ");
         assert_eq!(dur(1_234_567_000), "$ 1234567 us  |  ");
         assert_eq!(dur(0).len(), "              |  ".len());
+    }
+
+    #[test]
+    fn cpu_column() {
+        let col = |cpu, width| {
+            let mut s = String::new();
+            push_cpu(&mut s, cpu, width);
+            s
+        };
+        assert_eq!(col(0, 0), " 0) ");
+        assert_eq!(col(3, 2), "  3) ");
+        assert_eq!(col(12, 2), " 12) ");
+        assert_eq!(col(123, 2), " 123) ");
+        assert_eq!(col(u32::MAX, 1), " 4294967295) ");
     }
 
     #[test]

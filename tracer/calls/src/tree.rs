@@ -364,11 +364,10 @@ impl<'a> CallTree<'a> {
                 }
             }
             (Some(RetIn::Regs { rax, rdx }), _) => {
-                let raw = format!("{rax:#x}");
-                self.raw.push_str(&raw);
+                dcg_render::push_hex(&mut self.raw, rax);
                 let r = match info.ret_words() {
                     2 => info.ret_pair_into(rax, rdx, &mut self.ret),
-                    _ => info.ret_into(&raw, Some(rax), &mut self.ret),
+                    _ => info.ret_into(&self.raw, Some(rax), &mut self.ret),
                 };
                 match r {
                     Some(e) => (true, e, true),

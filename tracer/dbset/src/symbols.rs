@@ -59,30 +59,13 @@ impl SymbolMap {
     }
 
     /// Symbols of kallsyms / `System.map` text: text (`t T w W`) as functions, data (`d D
-    /// r R b B`) as data; sizes unknown.
+    /// r R b B`) as data; sizes unknown ([`Kallsyms::symbol_map`](crate::kallsyms::Kallsyms::symbol_map)
+    /// when the text is parsed anyway).
     pub fn from_kallsyms(text: &str) -> SymbolMap {
-        let syms = text
-            .lines()
-            .filter_map(|l| {
-                let (addr, kind, name, module) = crate::kallsyms::parse_line(l)?;
-                let func = match kind {
-                    't' | 'T' | 'w' | 'W' => true,
-                    'd' | 'D' | 'r' | 'R' | 'b' | 'B' => false,
-                    _ => return None,
-                };
-                (addr != 0 && module.is_none()).then(|| Symbol {
-                    addr,
-                    size: 0,
-                    name: name.to_string(),
-                    func,
-                    global: kind.is_ascii_uppercase(),
-                })
-            })
-            .collect();
-        SymbolMap::new(syms)
+        crate::kallsyms::Kallsyms::parse(text).symbol_map()
     }
 
-    fn new(mut syms: Vec<Symbol>) -> SymbolMap {
+    pub(crate) fn new(mut syms: Vec<Symbol>) -> SymbolMap {
         syms.sort_by(|a, b| (a.addr, &a.name).cmp(&(b.addr, &b.name)));
         syms.dedup_by(|a, b| a.addr == b.addr && a.name == b.name);
         SymbolMap { syms }
@@ -132,11 +115,15 @@ impl SymbolMap {
                     )
                 })
         }
-        if let Some(best) = preferred(self.at(addr), addr, false) {
+        // One search: the symbols starting at or below `addr`, those at `addr` last (a
+        // value shown as a pointer is looked up, most often in vain).
+        let end = self.syms.partition_point(|s| s.addr <= addr);
+        let below = &self.syms[..end];
+        let at = below.len() - below.iter().rev().take_while(|s| s.addr == addr).count();
+        if let Some(best) = preferred(&below[at..], addr, false) {
             return Some((best, 0));
         }
-        let end = self.syms.partition_point(|s| s.addr <= addr);
-        let start = self.syms[..end]
+        let start = below
             .iter()
             .rev()
             .take(64)

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
@@ -21,12 +22,12 @@ use dcg_calls::records::SavedCalls;
 use dcg_calls::sink::{Output, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
-use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
+use crate::funcs::{parse_sites, Site};
 use crate::{debug, KtraceError, Notice, Result, Summary};
 
 /// What the kernel runs around every run of the BPF program: the kprobe_multi link's
@@ -67,33 +68,6 @@ const OWN_PATH_CAP: usize = 600;
 const POLL: Duration = Duration::from_millis(50);
 /// At most this many bytes of records wait undecoded (about 3 M calls).
 const DEFER_MAX: usize = 256 << 20;
-
-/// One traceable site (`available_filter_functions_addrs`).
-#[derive(Debug, Clone)]
-pub struct Site {
-    /// Address.
-    pub addr: u64,
-    /// Function name.
-    pub name: String,
-    /// Module, for module functions.
-    pub module: Option<String>,
-}
-
-/// Parse `available_filter_functions_addrs` (`ffffffff81001234 name [module]`).
-pub fn parse_sites(text: &str) -> Vec<Site> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-            let name = it.next()?.to_string();
-            let module = it
-                .next()
-                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
-                .map(str::to_string);
-            Some(Site { addr, name, module })
-        })
-        .collect()
-}
 
 /// What the program reads at `name`'s entry besides the argument registers, by the db:
 /// which registers hold C strings (bit i: register i), and whether some parameter is on
@@ -148,11 +122,7 @@ fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Tar
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
 /// (the names of the seeds alone when the kernel's text cannot be read).
-fn own_path(
-    kt: Option<&crate::callees::KernelText>,
-    kallsyms: &str,
-    fp: &dcg_bpf::Footprint,
-) -> HashSet<String> {
+fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) -> HashSet<String> {
     let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
     let Some(kt) = kt else {
         return seeds.into_iter().collect();
@@ -179,7 +149,7 @@ fn own_path(
             .collect();
         for table in &fp.map_ops {
             seeds.extend(
-                kt.functions_in_table(kallsyms, table)
+                kt.functions_in_table(table)
                     .into_iter()
                     .filter(|f| ops.iter().any(|op| f.ends_with(op))),
             );
@@ -203,8 +173,8 @@ fn own_path(
 }
 
 /// The sites by the addresses the program reports functions at (indices in `sites`).
-fn site_index(sites: &[Site]) -> HashMap<u64, u32> {
-    let mut at = HashMap::with_capacity(2 * sites.len());
+fn site_index(sites: &[Site]) -> FxHashMap<u64, u32> {
+    let mut at = FxHashMap::with_capacity_and_hasher(2 * sites.len(), Default::default());
     for (i, s) in sites.iter().enumerate() {
         // The program names a function by its start where IBT left its endbr64 live,
         // by the site after it where IBT sealed it.
@@ -242,8 +212,13 @@ fn cpu_time(what: &str) {
     }
 }
 
-/// An entry waiting for its string records (they follow it in the ring buffer).
+/// A task's entry waiting for its string records (they follow it in the ring buffer).
+/// The slot stays once the entry has gone to the tree, its buffers kept for the task's
+/// next entry: most records are a task's entry or return, which look it up.
+#[derive(Default)]
 struct Pending {
+    /// An entry is waiting.
+    open: bool,
     tid: u32,
     cpu: u32,
     ts: u64,
@@ -282,27 +257,29 @@ struct Feed<'a> {
     inline_frames: bool,
     sinks: Sinks<'a>,
     obuf: Vec<u8>,
+    // The maps are looked up on every record, with keys the kernel gives: Fx hashing
+    // (SipHash's resistance to chosen keys buys nothing here).
     /// Function by address: its id, name and module (shared, cloned per record), for the
     /// functions seen so far.
-    names: HashMap<u64, Named>,
+    names: FxHashMap<u64, Named>,
     /// The traceable sites, and by address ([`site_index`]): named when first seen.
     sites: Vec<Site>,
-    site_at: HashMap<u64, u32>,
+    site_at: FxHashMap<u64, u32>,
     kallsyms: Kallsyms,
-    pending: HashMap<u32, Pending>,
-    comms: HashMap<u32, Rc<str>>,
+    pending: FxHashMap<u32, Pending>,
+    comms: FxHashMap<u32, Rc<str>>,
     /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
     /// the offset), by address: a loop calls from the same few sites.
-    callsites: HashMap<u64, Callsite>,
+    callsites: FxHashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
     /// `--irqs hide`: calls in interrupt context are left out.
     hide_irqs: bool,
     /// Per task: interrupt calls left out and still open.
-    hidden: HashMap<u32, u32>,
+    hidden: FxHashMap<u32, u32>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
-    lost_at: HashMap<Rc<str>, u64>,
+    lost_at: FxHashMap<Rc<str>, u64>,
 }
 
 impl<'a> Feed<'a> {
@@ -312,7 +289,7 @@ impl<'a> Feed<'a> {
         tree: CallTree<'a>,
         sinks: Sinks<'a>,
         inlines: Vec<sigdb::Instance<'a>>,
-        (sites, site_at): (Vec<Site>, HashMap<u64, u32>),
+        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
         args: &TraceOptions,
     ) -> Self {
@@ -322,18 +299,18 @@ impl<'a> Feed<'a> {
             inlines,
             sinks,
             obuf: Vec::with_capacity(1 << 16),
-            names: HashMap::new(),
+            names: FxHashMap::default(),
             sites,
             site_at,
             kallsyms,
-            pending: HashMap::new(),
-            comms: HashMap::new(),
-            callsites: HashMap::new(),
+            pending: FxHashMap::default(),
+            comms: FxHashMap::default(),
+            callsites: FxHashMap::default(),
             args: args.args,
             retvals: args.show_retvals,
             hide_irqs: args.hide_irqs,
-            hidden: HashMap::new(),
-            lost_at: HashMap::new(),
+            hidden: FxHashMap::default(),
+            lost_at: FxHashMap::default(),
         }
     }
 
@@ -392,7 +369,7 @@ impl<'a> Feed<'a> {
     fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
         match r {
             Record::Str { tid, arg, bytes } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
                     p.strings.push((arg as usize, text));
                 }
@@ -432,7 +409,7 @@ impl<'a> Feed<'a> {
                 )?;
             }
             Record::Stack { tid, words } => {
-                if let Some(p) = self.pending.get_mut(&tid) {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
                     p.stack = Some(words);
                 }
             }
@@ -451,20 +428,20 @@ impl<'a> Feed<'a> {
                     *self.hidden.entry(tid).or_insert(0) += 1;
                     return Ok(());
                 }
-                self.pending.insert(
+                let p = self.pending.entry(tid).or_default();
+                p.strings.clear();
+                *p = Pending {
+                    open: true,
                     tid,
-                    Pending {
-                        tid,
-                        cpu,
-                        ts,
-                        ip,
-                        callsite,
-                        args,
-                        strings: Vec::new(),
-                        stack: None,
-                        ctx,
-                    },
-                );
+                    cpu,
+                    ts,
+                    ip,
+                    callsite,
+                    args,
+                    strings: std::mem::take(&mut p.strings),
+                    stack: None,
+                    ctx,
+                };
             }
             Record::Exit {
                 tid,
@@ -501,13 +478,26 @@ impl<'a> Feed<'a> {
     }
 
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
-        let Some(p) = self.pending.remove(&tid) else {
+        let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
             return Ok(());
         };
-        let (id, name, module) = self.func(p.ip);
-        let comm = self.comm(p.tid);
-        let (described, located) = self.callsite(p.callsite);
+        p.open = false;
+        let (ip, callsite) = (p.ip, p.callsite);
+        let (id, name, module) = self.func(ip);
+        let comm = self.comm(tid);
+        let (described, located) = self.callsite(callsite);
         let callsite = if self.retvals { described } else { None };
+        // Where in its caller the call was made: places it under inline frames.
+        let site = if self.inline_frames { located } else { None };
+        let site = site.map(|(start, offset)| CodeSite {
+            func: self.func(start).0,
+            offset,
+        });
+        // The values are read where they are (the slot is still there: nothing above
+        // removes one).
+        let Some(p) = self.pending.get(&tid) else {
+            return Ok(());
+        };
         let args = if self.args {
             ArgsIn::Fetched {
                 words: &p.args,
@@ -517,12 +507,6 @@ impl<'a> Feed<'a> {
         } else {
             ArgsIn::None
         };
-        // Where in its caller the call was made: places it under inline frames.
-        let site = if self.inline_frames { located } else { None };
-        let site = site.map(|(start, offset)| CodeSite {
-            func: self.func(start).0,
-            offset,
-        });
         let entry = Entry {
             task: task(p.tid, p.cpu, &comm),
             depth: 0,
@@ -574,18 +558,25 @@ fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
 pub fn run(
     args: &TraceOptions,
     set: &DbSet,
-    root: &Path,
+    (root, sites): (&Path, Option<Vec<Site>>),
     roots: Vec<String>,
     inlines: &[sigdb::Instance<'_>],
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
-    debug(format_args!("BPF session: reading the sites"));
-    let sites_text = std::fs::read_to_string(root.join("available_filter_functions_addrs"))
-        .map_err(KtraceError::Available)?;
-    let sites = parse_sites(&sites_text);
-    drop(sites_text);
+    let sites = match sites {
+        Some(s) => s,
+        None => parse_sites(
+            &std::fs::read_to_string(root.join("available_filter_functions_addrs"))
+                .map_err(KtraceError::Available)?,
+        ),
+    };
+    debug(format_args!(
+        "BPF session: {} sites; reading kallsyms",
+        sites.len()
+    ));
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
+    debug(format_args!("kallsyms read"));
     let mut targets = targets(&sites, &roots, set, args.args);
     debug(format_args!(
         "{} sites and kallsyms read; loading the programs",
@@ -611,22 +602,27 @@ pub fn run(
             // The receiver is alive until this thread is joined.
             let _ = ktx.send(Arc::clone(&kallsyms));
             // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-            let pointer_names = SymbolMap::from_kallsyms(text);
+            let pointer_names = kallsyms.symbol_map();
             (pointer_names, site_index(sites))
         });
-        let kernel_text = sc.spawn(move || crate::callees::KernelText::with_kallsyms(text));
-        // Loaded first: what the programs call decides what they are not attached to.
-        let attached = Loaded::load(
+        let loaded = Loaded::load(
             &targets,
             !inlines.is_empty(),
             dcg_dbset::kallsyms::vmlinux_symbol(&kallsyms_text, "__per_cpu_offset"),
-        )
-        .inspect(|loaded| {
+        );
+        let kallsyms: Arc<Kallsyms> = match krx.recv() {
+            Ok(k) => k,
+            // The thread panicked before it parsed: its panic, here.
+            Err(_) => match symbols.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(_) => unreachable!("the symbols thread sends before it returns"),
+            },
+        };
+        // Loaded first: what the programs call decides what they are not attached to.
+        let attached = loaded.inspect(|loaded| {
             debug(format_args!("loaded"));
-            let kt = kernel_text
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            let own = own_path(kt.as_ref(), &kallsyms_text, &loaded.footprint());
+            let kt = crate::callees::KernelText::new(&kallsyms);
+            let own = own_path(kt.as_ref(), &loaded.footprint());
             drop(kt);
             let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
             listed.sort_unstable();
@@ -642,14 +638,6 @@ pub fn run(
                 .collect();
             targets.retain(|t| !skip.contains(&t.addr));
         });
-        let kallsyms: Arc<Kallsyms> = match krx.recv() {
-            Ok(k) => k,
-            // The thread panicked before it parsed: its panic, here.
-            Err(_) => match symbols.join() {
-                Err(p) => std::panic::resume_unwind(p),
-                Ok(_) => unreachable!("the symbols thread sends before it returns"),
-            },
-        };
         // Each inlined copy's first instruction, where the running kernel has its
         // container.
         let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
@@ -883,7 +871,12 @@ mod tests {
 /// Decoding speed, on records made up from a real kernel's db and `System.map`
 /// (`DCG_DECODE_DB=k.sigdb DCG_DECODE_MAP=System.map cargo test --release -p dcg-ktrace
 /// decode_speed -- --ignored --nocapture`): trees of a root with nested calls of the
-/// db's functions, each call an entry and a return record, decoded into JSON lines.
+/// db's functions, each call an entry and a return record, decoded into JSON lines and the
+/// saved-calls file (`--json --trace-output F`), or with `DCG_DECODE_TEXT=1` into the text
+/// tree (`dcg trace`'s default output). The outputs go to `DCG_DECODE_OUT` (a path prefix;
+/// `.json` or `.txt` and `.calls` are appended), by default in the temporary directory;
+/// `DCG_DECODE_LOOPS` sets the number of trees (3000); `DCG_DECODE_ARGS=1` shows arguments
+/// too (`--args`).
 #[cfg(test)]
 mod decode_speed {
     use super::*;
@@ -933,48 +926,69 @@ mod decode_speed {
         let parsed = Kallsyms::parse(&text);
         let t_kallsyms = t.elapsed();
         let t = Instant::now();
-        let pointer_names = SymbolMap::from_kallsyms(&text);
+        let pointer_names = parsed.symbol_map();
         let t_pointers = t.elapsed();
+        let t = Instant::now();
+        let kernel_text = crate::callees::KernelText::new(&parsed);
+        let t_kernel_text = t.elapsed();
+        drop(kernel_text);
         eprintln!(
-            "before the command: targets (with plans) of {} sites {:?}, kallsyms parsed {:?} ({} bytes), pointer names {:?}",
+            "before the command: targets (with plans) of {} sites {:?}, kallsyms parsed {:?} ({} bytes), pointer names {:?}, kernel text {:?}",
             plans.len(),
             t_targets,
             t_kallsyms,
             text.len(),
-            t_pointers
+            t_pointers,
+            t_kernel_text
         );
         drop(parsed);
         let mut funcs = FuncTable::new(&set);
         funcs.set_pointer_names(&pointer_names);
+        let prefix = std::env::var_os("DCG_DECODE_OUT")
+            .unwrap_or_else(|| std::env::temp_dir().join("decode-speed").into_os_string());
+        let path = |ext: &str| {
+            let mut p = prefix.clone();
+            p.push(ext);
+            p
+        };
+        let text_output = std::env::var_os("DCG_DECODE_TEXT").is_some_and(|v| v == "1");
+        let loops: usize = std::env::var("DCG_DECODE_LOOPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000);
         // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
-        // output and the saved-calls file.
+        // output and the saved-calls file; or the text tree alone.
         let (mut sinks, _) = Sinks::for_output(&Output {
-            json: true,
+            json: !text_output,
             cpu_width: 1,
             ..Output::default()
         });
-        sinks.push(Box::new(
-            SavedCalls::new(
-                Box::new(std::io::BufWriter::new(
-                    std::fs::File::create("/tmp/decode-speed.calls").unwrap(),
-                )),
-                "decode_speed",
-            )
-            .unwrap(),
-        ));
+        if !text_output {
+            sinks.push(Box::new(
+                SavedCalls::new(
+                    Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(path(".calls")).unwrap(),
+                    )),
+                    "decode_speed",
+                )
+                .unwrap(),
+            ));
+        }
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
         let opts = TraceOptions {
             show_retvals: true,
+            args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
             ..TraceOptions::default()
         };
         let mut feed = Feed::new(tree, sinks, Vec::new(), (sites, site_at), kallsyms, &opts);
-        let mut out =
-            std::io::BufWriter::new(std::fs::File::create("/tmp/decode-speed.json").unwrap());
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
+        );
         let (mut ts, mut k, mut records) = (0u64, 0usize, 0usize);
         let t = Instant::now();
-        for _ in 0..3000 {
+        for _ in 0..loops {
             // A root, then 38 calls: each the child of the last open one, four deep at most.
             let mut stack = vec![root];
             let enter = |feed: &mut Feed, ts: u64, ip: u64, parent: u64| {

@@ -8,11 +8,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-/// Kernel text symbols and a reader of kernel memory.
-pub struct KernelText {
-    /// Sorted (address, name) of text symbols.
-    syms: Vec<(u64, String)>,
-    by_name: HashMap<String, u64>,
+use dcg_dbset::kallsyms::Kallsyms;
+
+/// Kernel text symbols (borrowed from a parsed `/proc/kallsyms`) and a reader of kernel
+/// memory.
+pub struct KernelText<'k> {
+    /// The kernel image's `t`/`T` symbols by address: (address, name).
+    syms: Vec<(u64, &'k str)>,
+    by_name: HashMap<&'k str, u64>,
+    kallsyms: &'k Kallsyms,
     memory: Memory,
 }
 
@@ -24,37 +28,20 @@ enum Memory {
     Bpf(Box<dcg_bpf::KernelPeek>),
 }
 
-impl KernelText {
-    /// Open `/proc/kallsyms` and `/proc/kcore` (or the BPF reader); `None` when the
-    /// addresses are hidden or no reader works.
-    pub fn open() -> Option<KernelText> {
-        let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
-        KernelText::with_kallsyms(&text)
-    }
-
-    /// [`KernelText::open`] with `/proc/kallsyms` already read into `text`.
-    pub fn with_kallsyms(text: &str) -> Option<KernelText> {
-        let mut syms = Vec::new();
-        for line in text.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            if !matches!(t, "t" | "T") || it.next().is_some() {
-                continue; // module symbols carry `[module]`
-            }
-            let Ok(addr) = u64::from_str_radix(a, 16) else {
-                continue;
-            };
-            if addr == 0 {
-                return None; // kptr_restrict
-            }
-            syms.push((addr, n.to_string()));
-        }
+impl<'k> KernelText<'k> {
+    /// The kernel's text symbols in `kallsyms` (`/proc/kallsyms` parsed) and a reader of
+    /// its memory, `/proc/kcore` or the BPF reader; `None` when the addresses are hidden
+    /// or no reader works.
+    pub fn new(kallsyms: &'k Kallsyms) -> Option<KernelText<'k>> {
+        let mut syms: Vec<(u64, &str)> = kallsyms.kernel_text().collect();
+        // Among symbols at one address, the first by name.
         syms.sort();
-        let mut by_name = HashMap::new();
-        for (a, n) in &syms {
-            by_name.entry(n.clone()).or_insert(*a);
+        if syms.first().is_none_or(|s| s.0 == 0) {
+            return None; // kptr_restrict: every address reads 0
+        }
+        let mut by_name = HashMap::with_capacity(syms.len());
+        for &(a, n) in &syms {
+            by_name.entry(n).or_insert(a);
         }
         let kcore = File::open("/proc/kcore").ok().and_then(|f| {
             let segs = load_segments(&f)?;
@@ -79,6 +66,7 @@ impl KernelText {
         Some(KernelText {
             syms,
             by_name,
+            kallsyms,
             memory,
         })
     }
@@ -97,10 +85,10 @@ impl KernelText {
         }
     }
 
-    fn sym_at(&self, addr: u64) -> Option<&str> {
+    fn sym_at(&self, addr: u64) -> Option<&'k str> {
         let i = self.syms.partition_point(|(a, _)| *a < addr);
-        let (a, n) = self.syms.get(i)?;
-        (*a == addr).then_some(n.as_str())
+        let &(a, n) = self.syms.get(i)?;
+        (a == addr).then_some(n)
     }
 
     /// The address of the text symbol `name`.
@@ -109,7 +97,7 @@ impl KernelText {
     }
 
     /// The function starting at `addr` (not its `__pfx_` padding label).
-    pub fn name_at(&self, addr: u64) -> Option<&str> {
+    pub fn name_at(&self, addr: u64) -> Option<&'k str> {
         self.sym_at(addr)
             .map(|n| n.strip_prefix("__pfx_").unwrap_or(n))
     }
@@ -119,41 +107,18 @@ impl KernelText {
         self.syms
             .iter()
             .filter(|(_, n)| pick(n))
-            .map(|(_, n)| n.clone())
+            .map(|(_, n)| n.to_string())
             .collect()
     }
 
-    /// The functions a table of function pointers points to: the data symbol `table`
-    /// (found in `kallsyms`, the text it was read from), read word by word up to the
-    /// next symbol, each word that is a function's start.
-    pub fn functions_in_table(&self, kallsyms: &str, table: &str) -> Vec<String> {
-        let mut start = None;
-        let mut addrs = Vec::new();
-        for line in kallsyms.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(a), Some(_), Some(n)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            if it.next().is_some() {
-                continue; // a module's
-            }
-            let Ok(a) = u64::from_str_radix(a, 16) else {
-                continue;
-            };
-            if n == table {
-                start = Some(a);
-            }
-            addrs.push(a);
-        }
-        let Some(start) = start else {
+    /// The functions a table of function pointers points to: the kernel image's data
+    /// symbol `table`, read word by word up to the next symbol, each word that is a
+    /// function's start.
+    pub fn functions_in_table(&self, table: &str) -> Vec<String> {
+        let Some((start, next)) = self.kallsyms.data_symbol(table) else {
             return Vec::new();
         };
-        let end = addrs
-            .into_iter()
-            .filter(|&a| a > start)
-            .min()
-            .unwrap_or(start + 512)
-            .min(start + 4096);
+        let end = next.unwrap_or(start + 512).min(start + 4096);
         let Some(bytes) = self.read(start, (end - start) as usize & !7) else {
             return Vec::new();
         };

@@ -15,27 +15,56 @@ pub struct Available {
     /// Names in file order, deduplicated (`func` or `func [module]` stripped to `func`).
     pub names: Vec<String>,
     set: HashSet<String>,
+    /// Every site with its address, when read from `available_filter_functions_addrs`.
+    sites: Option<Vec<Site>>,
 }
 
 impl Available {
-    /// Read `available_filter_functions` of the tracefs root.
+    /// Read the tracefs root's `available_filter_functions_addrs` (6.5+: the BPF engine
+    /// needs the addresses too, and the kernel writes either file at the same cost, a
+    /// noticeable one under emulation), else `available_filter_functions`.
     pub fn read(root: &Path) -> std::io::Result<Available> {
-        let text = std::fs::read_to_string(root.join("available_filter_functions"))?;
-        Ok(Available::parse(&text))
+        match std::fs::read_to_string(root.join("available_filter_functions_addrs")) {
+            Ok(text) => Ok(Available::from_sites(parse_sites(&text))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = std::fs::read_to_string(root.join("available_filter_functions"))?;
+                Ok(Available::parse(&text))
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// Parse the file's text.
+    /// Parse `available_filter_functions`' text.
     pub fn parse(text: &str) -> Available {
         let mut a = Available::default();
         for line in text.lines() {
-            let Some(name) = line.split_whitespace().next() else {
-                continue;
-            };
-            if a.set.insert(name.to_string()) {
-                a.names.push(name.to_string());
+            if let Some(name) = line.split_whitespace().next() {
+                a.add(name);
             }
         }
         a
+    }
+
+    /// The functions of `available_filter_functions_addrs`' sites.
+    pub fn from_sites(sites: Vec<Site>) -> Available {
+        let mut a = Available::default();
+        for s in &sites {
+            a.add(&s.name);
+        }
+        a.sites = Some(sites);
+        a
+    }
+
+    fn add(&mut self, name: &str) {
+        if self.set.insert(name.to_string()) {
+            self.names.push(name.to_string());
+        }
+    }
+
+    /// The sites with their addresses, if they were read (taken: the BPF session keeps
+    /// them).
+    pub fn take_sites(&mut self) -> Option<Vec<Site>> {
+        self.sites.take()
     }
 
     /// Whether `name` is traceable.
@@ -58,6 +87,33 @@ impl Available {
             .cloned()
             .collect()
     }
+}
+
+/// One traceable site (`available_filter_functions_addrs`).
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// Address.
+    pub addr: u64,
+    /// Function name.
+    pub name: String,
+    /// Module, for module functions.
+    pub module: Option<String>,
+}
+
+/// Parse `available_filter_functions_addrs` (`ffffffff81001234 name [module]`).
+pub fn parse_sites(text: &str) -> Vec<Site> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let name = it.next()?.to_string();
+            let module = it
+                .next()
+                .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+                .map(str::to_string);
+            Some(Site { addr, name, module })
+        })
+        .collect()
 }
 
 pub use dcg_dbset::inlines::INLINE_MAX;
@@ -197,4 +253,34 @@ pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
 pub fn returns_void(set: &DbSet, name: &str) -> bool {
     set.find(name, None)
         .is_some_and(|f| f.ret().resolve().kind() == TypeKind::Void)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites_when_the_kernel_lists_addresses() {
+        let dir = std::env::temp_dir().join(format!("dcg-avail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("available_filter_functions"), "a\nb [m]\n").unwrap();
+        // Without the addresses: names only.
+        let mut a = Available::read(&dir).unwrap();
+        assert_eq!(a.names, ["a", "b"]);
+        assert!(a.take_sites().is_none());
+        // With them: the same names, and the sites (a name twice: both sites, one name).
+        std::fs::write(
+            dir.join("available_filter_functions_addrs"),
+            "ffffffff81000010 a\nffffffff81000020 a\nffffffffc0000010 b [m]\n",
+        )
+        .unwrap();
+        let mut a = Available::read(&dir).unwrap();
+        assert_eq!(a.names, ["a", "b"]);
+        assert!(a.contains("b") && !a.contains("m"));
+        let sites = a.take_sites().unwrap();
+        assert_eq!(sites.len(), 3);
+        assert_eq!(sites[2].addr, 0xffffffffc0000010);
+        assert_eq!(sites[2].module.as_deref(), Some("m"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -22,7 +22,7 @@ use nix::sys::signal::Signal;
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::output::OutputFile;
 use dcg_calls::sink::{Output, Sinks};
-use dcg_dbset::symbols::SymbolMap;
+use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
 use dcg_live::options::{Engine, TraceOptions};
@@ -351,7 +351,7 @@ pub fn run(
     for r in tracefs::remove_stale(&root) {
         notify(Notice::RemovedStale(r));
     }
-    let avail = Available::read(&root).map_err(KtraceError::Available)?;
+    let mut avail = Available::read(&root).map_err(KtraceError::Available)?;
     // Inlined copies are probed by the BPF engine only.
     let with_inlines = args.engine != Engine::Fgraph;
     let resolved = match resolve_roots(&args.func, &avail, &set, with_inlines) {
@@ -400,7 +400,7 @@ pub fn run(
         match bpf::run(
             args,
             &set,
-            &root,
+            (&root, avail.take_sites()),
             roots.clone(),
             &resolved.inlines,
             out,
@@ -444,8 +444,9 @@ struct Setup<'s> {
     pipe: Option<tracefs::TracePipe>,
     /// The binary source, when the session needs no probe events.
     raw: Option<rawtree::RawSource>,
-    /// `/proc/kallsyms`, read once (names of functions in binary records, of pointers).
-    kallsyms: String,
+    /// `/proc/kallsyms`, read and parsed once (names of functions in binary records, of
+    /// pointers; the kernel text the probes' callees are found in).
+    kallsyms: Kallsyms,
 }
 
 impl<'s> Setup<'s> {
@@ -528,7 +529,9 @@ impl<'s> Setup<'s> {
             lazy_depth,
             pipe: None,
             raw: None,
-            kallsyms: std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
+            kallsyms: Kallsyms::parse(
+                &std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
+            ),
         })
     }
 
@@ -541,7 +544,7 @@ impl<'s> Setup<'s> {
         let (set, avail) = (self.set, self.avail);
         let mut funcs: Vec<String> = self.roots.clone();
         if self.lazy_depth > 0 {
-            if let Some(kt) = callees::KernelText::open() {
+            if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
                 // Void callees only matter for their arguments.
                 let want_entry = self.want_entry;
                 let keep =
@@ -652,7 +655,7 @@ impl<'s> Setup<'s> {
             report: args.report,
         });
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-        let pointer_names = SymbolMap::from_kallsyms(&self.kallsyms);
+        let pointer_names = self.kallsyms.symbol_map();
         let mut dec = Decoder::with_sinks(self.set, opts, sinks);
         dec.set_pointer_names(&pointer_names);
         dec.mark_contexts();

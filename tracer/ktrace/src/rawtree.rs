@@ -173,11 +173,11 @@ pub const PAGES_PER_ROUND: usize = 1024;
 
 impl RawSource {
     /// Open the session's pipes; formats from `tracefs`'s `events/ftrace/*/format`,
-    /// function names from `kallsyms` (`/proc/kallsyms`' text).
+    /// function names from `kallsyms` (`/proc/kallsyms` parsed).
     pub fn open(
         sess: &Session,
         tracefs: &Path,
-        kallsyms: &str,
+        kallsyms: &Kallsyms,
         mut filter: RawTreeFilter,
     ) -> Result<RawSource, String> {
         filter.tracefs = Some(tracefs.to_path_buf());
@@ -195,7 +195,7 @@ impl RawSource {
             formats.push(Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
         }
         let formats = GraphFormats::new(&formats).map_err(|e| e.to_string())?;
-        let syms = Kallsyms::parse(kallsyms);
+        let syms = kallsyms.clone();
         if syms.is_empty() {
             return Err("/proc/kallsyms has no addresses".into());
         }

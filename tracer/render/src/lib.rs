@@ -63,11 +63,7 @@ const KERNEL_ERRNOS: [(i32, &str); 19] = [
 /// The name of a positive errno value (`22` → `EINVAL`), Linux numbering.
 pub fn errno_name(code: i64) -> Option<&'static str> {
     if (1..512).contains(&code) {
-        let e = nix::errno::Errno::from_raw(code as i32);
-        if e == nix::errno::Errno::UnknownErrno {
-            return None;
-        }
-        return Some(errno_str(e));
+        return uapi_errno_names()[code as usize];
     }
     KERNEL_ERRNOS
         .iter()
@@ -75,28 +71,39 @@ pub fn errno_name(code: i64) -> Option<&'static str> {
         .map(|(_, s)| *s)
 }
 
-/// `Errno`'s variant name (its `Debug` form) as a static string.
-fn errno_str(e: nix::errno::Errno) -> &'static str {
-    use std::collections::HashMap;
+/// The names of the uapi errno values, by value (1..512; `None`: unnamed): `Errno`'s
+/// variant names (their `Debug` form), made once. An array, not a map: a session names an
+/// errno on every failing return.
+fn uapi_errno_names() -> &'static [Option<&'static str>; 512] {
     use std::sync::OnceLock;
-    static NAMES: OnceLock<HashMap<i32, &'static str>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        (1..512)
-            .filter_map(|n| {
-                let e = nix::errno::Errno::from_raw(n);
-                (e != nix::errno::Errno::UnknownErrno)
-                    .then(|| (n, &*Box::leak(format!("{e:?}").into_boxed_str())))
-            })
-            .collect()
-    });
-    names.get(&(e as i32)).copied().unwrap_or("E?")
+    static NAMES: OnceLock<[Option<&'static str>; 512]> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names = [None; 512];
+        for (n, name) in names.iter_mut().enumerate().skip(1) {
+            let e = nix::errno::Errno::from_raw(n as i32);
+            if e != nix::errno::Errno::UnknownErrno {
+                *name = Some(&*Box::leak(format!("{e:?}").into_boxed_str()));
+            }
+        }
+        names
+    })
 }
 
 /// The errno form of a negative value, `-EINVAL`, or the number when unnamed.
 pub fn errno_text(value: i64) -> String {
+    let mut s = String::new();
+    push_errno_text(&mut s, value);
+    s
+}
+
+/// Append [`errno_text`]'s text.
+pub fn push_errno_text(out: &mut String, value: i64) {
     match errno_name(-value) {
-        Some(n) => format!("-{n}"),
-        None => value.to_string(),
+        Some(n) => {
+            out.push('-');
+            out.push_str(n);
+        }
+        None => push_i64(out, value),
     }
 }
 
@@ -208,7 +215,9 @@ pub fn render_pointer(out: &mut String, raw: u64) {
     if raw == 0 {
         out.push_str("NULL");
     } else if !pointer_is_hex(raw) {
-        let _ = write!(out, "ERR_PTR({})", errno_text(raw as i64));
+        out.push_str("ERR_PTR(");
+        push_errno_text(out, raw as i64);
+        out.push(')');
     } else {
         push_hex(out, raw);
     }
@@ -323,6 +332,15 @@ pub fn push_hex(out: &mut String, v: u64) {
     push_ascii(out, &digits[16 - n..]);
 }
 
+/// What [`push_hex`] writes for `v`, in `buf` (`format!("{v:#x}")` without allocating):
+/// the text a value is rendered from when a source gives only its bits.
+pub fn hex_text(v: u64, buf: &mut [u8; 18]) -> &str {
+    let n = ((64 - v.leading_zeros()).div_ceil(4).max(1)) as usize;
+    buf[..2].copy_from_slice(b"0x");
+    buf[2..2 + n].copy_from_slice(&hex_digits(v)[16 - n..]);
+    std::str::from_utf8(&buf[..2 + n]).unwrap_or("")
+}
+
 /// Whether `text` is exactly what [`push_hex`] writes for `v` (`0x`, lower-case digits,
 /// no leading zeros): then it can be copied instead of formatted.
 pub fn is_hex_of(text: &str, v: u64) -> bool {
@@ -364,6 +382,17 @@ fn hex_digits(v: u64) -> [u8; 16] {
 /// Append decimal `v` (faster than `write!`).
 pub fn push_u64(out: &mut String, v: u64) {
     let mut buf = [0u8; 20];
+    let digits = decimal(&mut buf, v);
+    // A few digits as a rule (durations, CPUs, small values): pushed one by one, which
+    // costs less than checking the buffer is UTF-8 and copying it.
+    out.reserve(digits.len());
+    for &d in digits {
+        out.push(char::from(d));
+    }
+}
+
+/// `v`'s decimal digits (ASCII), written at the end of `buf`.
+pub fn decimal(buf: &mut [u8; 20], v: u64) -> &[u8] {
     let mut i = buf.len();
     let mut x = v;
     loop {
@@ -374,7 +403,7 @@ pub fn push_u64(out: &mut String, v: u64) {
             break;
         }
     }
-    push_ascii(out, &buf[i..]);
+    &buf[i..]
 }
 
 /// Append decimal `v` with its sign.
@@ -501,6 +530,14 @@ pub fn push_value(s: &mut String, v: &str, red: bool) {
 mod tests {
     use super::*;
     use sigdb::*;
+
+    #[test]
+    fn hex_texts() {
+        for v in [0, 1, 0xf, 0x10, 0xdead_beef, u64::MAX, 1 << 63] {
+            let mut buf = [0u8; 18];
+            assert_eq!(hex_text(v, &mut buf), format!("{v:#x}"));
+        }
+    }
 
     #[test]
     fn floats() {

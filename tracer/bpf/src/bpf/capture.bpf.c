@@ -6,6 +6,11 @@
  * gives an entry record (function, call site, the six argument registers, the strings
  * and stack words its plan asks for) and a return record (rax, rdx). Everything else
  * returns at once and asks for no return call.
+ *
+ * Records are gathered in a per-CPU batch and reach the ring buffer a batch at a time
+ * (one ring commit for dozens of records): when the batch is full, when a root returns
+ * and when the CPU switches tasks, so that each task's records reach the ring in the
+ * order they were made. dcg reads what is left in the batches after detaching.
  */
 #include <stdbool.h>
 #include <linux/types.h>
@@ -51,7 +56,9 @@ struct bpf_kprobe_multi_run_ctx {
 
 #define REC_ENTRY 1
 #define REC_EXIT 2
-/* Entry and return records carry the context in the kind's second byte. */
+/* A record's first word: its kind (low byte), the context (second byte; entry and
+ * return records) and its length in bytes (upper half), by which a batch is split. */
+#define REC_LEN_SHIFT 16
 #define CTX_TASK 0
 #define CTX_SOFTIRQ 1
 #define CTX_IRQ 2
@@ -144,6 +151,36 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);	/* resized by dcg before loading */
 } events SEC(".maps");
+
+/* This CPU's records not yet in the ring. Only one of the programs runs on a CPU at a
+ * time (the kernel skips a kprobe program hit while another runs there, and the
+ * context-switch program runs with interrupts off), but for NMIs: `flushing` keeps an
+ * NMI's run from writing while the context-switch program copies the batch out. The
+ * slack after BATCH_BYTES lets the verifier see a masked offset plus a record's size
+ * inside the value.
+ *
+ * `leaving` (tid + 1) is the task the CPU is switching away from, set at the
+ * `sched_switch` tracepoint: from there until the switch itself that task still runs
+ * here (the tracepoint iterator's return, the switch's own calls) and could next run on
+ * another CPU, so each of its runs puts the batch into the ring at once. The next
+ * `sched_switch` on this CPU names another task: a task never finds its own tid here
+ * once it runs again, wherever that is (the switch to it set another). */
+#define BATCH_BYTES 8192
+#define REC_MAX 512
+struct batch {
+	__u32 len;	/* bytes of records in data */
+	__u32 n;	/* records in data */
+	__u32 flushing;
+	__u32 leaving;
+	__u8 data[BATCH_BYTES + REC_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch);
+} batches SEC(".maps");
 
 /* tid -> how many roots the task is inside (0: not recorded). An array, sized by dcg to
  * the kernel's pid_max before loading: its lookup is inlined by the verifier, where a
@@ -294,13 +331,66 @@ static __always_inline __u32 plan_of(void *ctx)
 	return v ? *v : 0;
 }
 
-static __always_inline void count_lost(void)
+static __always_inline void count_lost(__u32 n)
 {
 	__u32 k = 0;
 	__u64 *v = bpf_map_lookup_elem(&lost, &k);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline struct batch *this_batch(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&batches, &k);
+}
+
+/* The batch's records into the ring buffer (counted lost if it has no room). */
+static __always_inline void flush(struct batch *b)
+{
+	__u32 len = b->len;
+
+	if (len == 0)
+		return;
+	if (len <= BATCH_BYTES && bpf_ringbuf_output(&events, b->data, len, BPF_RB_NO_WAKEUP))
+		count_lost(b->n);
+	b->len = 0;
+	b->n = 0;
+}
+
+/* The end of a run that recorded for `tid`: if the CPU is switching away from that task,
+ * its records into the ring now (see `struct batch`). */
+static __always_inline void ran(struct batch *b, __u32 tid)
+{
+	if (b->leaving == tid + 1 && !*(volatile __u32 *)&b->flushing)
+		flush(b);
+}
+
+/* Room for a record of `size` bytes (a multiple of 8, at most REC_MAX) in the batch,
+ * flushed first if it is full; NULL (the record counted lost) while the context-switch
+ * program flushes it. The record's first word is set: `kind` and its length. */
+static __always_inline void *reserve(struct batch *b, __u32 size, __u32 kind)
+{
+	__u32 off;
+	__u32 *w;
+
+	if (*(volatile __u32 *)&b->flushing) {
+		count_lost(1);
+		return NULL;
+	}
+	off = b->len;
+	if (off > BATCH_BYTES - size) {
+		flush(b);
+		off = 0;
+	}
+	off &= BATCH_BYTES - 1;
+	b->len = off + size;
+	b->n++;
+	w = (void *)(b->data + off);
+	*w = kind | size << REC_LEN_SHIFT;
+	return w;
 }
 
 /* This program's per-CPU stats, from its run context (0 where the kernel's structures
@@ -352,61 +442,58 @@ static __always_inline __u64 skipped_here(bool entry)
 
 /* A run that began with `before` skipped runs on this CPU ends: a record if there are
  * more now. */
-static __always_inline void check_skipped(void *ctx, bool entry, __u32 tid, __u64 before)
+static __always_inline void check_skipped(void *ctx, struct batch *b, bool entry, __u32 tid,
+					  __u64 before)
 {
 	__u64 now = skipped_here(entry);
 	struct loss_rec *r;
 
 	if (now <= before)
 		return;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		count_lost();
+	r = reserve(b, sizeof(*r), REC_LOSS);
+	if (!r)
 		return;
-	}
-	r->kind = REC_LOSS;
 	r->tid = tid;
 	r->ts = bpf_ktime_get_ns();
 	r->ip = bpf_get_func_ip(ctx);
 	r->n = now - before;
 	r->cpu = bpf_get_smp_processor_id();
 	r->pad = 0;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void emit_string(__u32 tid, __u32 arg, __u64 p)
+static __always_inline void emit_string(struct batch *b, __u32 tid, __u32 arg, __u64 p)
 {
-	struct str_rec *s = bpf_ringbuf_reserve(&events, sizeof(*s), 0);
+	struct str_rec *s = reserve(b, sizeof(*s), REC_STRING);
 
-	if (!s) {
-		count_lost();
+	if (!s)
 		return;
-	}
-	s->kind = REC_STRING;
 	s->tid = tid;
 	s->arg = arg;
 	if (p < USER_TOP)
 		s->len = bpf_probe_read_user_str(s->s, STR_MAX, (void *)p);
 	else
 		s->len = bpf_probe_read_kernel_str(s->s, STR_MAX, (void *)p);
-	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
 }
 
-/* A return of a recorded call: its record; the task's root nesting when a root returns. */
+/* A return of a recorded call: its record; the task's root nesting when a root returns,
+ * and the batch into the ring when the last one does (the tree is whole). */
 static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct batch *b;
 	struct call_rec *r;
 	__u64 before;
 
 	if (!depth || !*depth)
 		return;
+	b = this_batch();
+	if (!b)
+		return;
 	before = skipped_here(entry);
-	r = bpf_ringbuf_reserve(&events, EXIT_SIZE, 0);
+	r = reserve(b, EXIT_SIZE, REC_EXIT | context() << CTX_SHIFT);
 	if (r) {
-		r->kind = REC_EXIT | context() << CTX_SHIFT;
 		r->tid = tid;
 		r->tgid = id >> 32;
 		r->cpu = bpf_get_smp_processor_id();
@@ -414,13 +501,13 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		r->ip = bpf_get_func_ip(ctx);
 		r->a = ctx->ax;
 		r->b = ctx->dx;
-		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	} else {
-		count_lost();
 	}
-	if (plan_of(ctx) & PLAN_ROOT)
-		__sync_fetch_and_add(depth, -1);
-	check_skipped(ctx, entry, tid, before);
+	check_skipped(ctx, b, entry, tid, before);
+	if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1) {
+		if (!*(volatile __u32 *)&b->flushing)
+			flush(b);
+	} else
+		ran(b, tid);
 }
 
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
@@ -429,6 +516,7 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct batch *b;
 	__u32 plan;
 	struct call_rec *r;
 	__u64 before;
@@ -442,32 +530,33 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			return 1;
 		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
 			return 1;
+		b = this_batch();
+		if (!b)
+			return 1;
 		__sync_fetch_and_add(depth, 1);
 		{
-			struct comm_rec *c = bpf_ringbuf_reserve(&events, sizeof(*c), 0);
+			struct comm_rec *c = reserve(b, sizeof(*c), REC_COMM);
 
 			if (c) {
-				c->kind = REC_COMM;
 				c->tid = tid;
 				bpf_get_current_comm(c->comm, sizeof(c->comm));
-				bpf_ringbuf_submit(c, BPF_RB_NO_WAKEUP);
-			} else {
-				count_lost();
 			}
 		}
 	} else {
+		b = this_batch();
+		if (!b)
+			return 0;
 		plan = plan_of(ctx);
 		if (plan & PLAN_ROOT)
 			__sync_fetch_and_add(depth, 1);
 	}
 	before = skipped_here(true);
 
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = reserve(b, sizeof(*r), REC_ENTRY | context() << CTX_SHIFT);
 	if (!r) {
-		count_lost();
+		ran(b, tid);
 		return 0;
 	}
-	r->kind = REC_ENTRY | context() << CTX_SHIFT;
 	r->tid = tid;
 	r->tgid = tgid;
 	r->cpu = bpf_get_smp_processor_id();
@@ -482,36 +571,32 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	r->args[3] = ctx->cx;
 	r->args[4] = ctx->r8;
 	r->args[5] = ctx->r9;
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 
 	if (plan & PLAN_STACK) {
-		struct stack_rec *k = bpf_ringbuf_reserve(&events, sizeof(*k), 0);
+		struct stack_rec *k = reserve(b, sizeof(*k), REC_STACK);
 
 		if (k) {
-			k->kind = REC_STACK;
 			k->tid = tid;
 			if (bpf_probe_read_kernel(k->words, sizeof(k->words), (void *)(ctx->sp + 8)))
 				__builtin_memset(k->words, 0, sizeof(k->words));
-			bpf_ringbuf_submit(k, BPF_RB_NO_WAKEUP);
-		} else {
-			count_lost();
 		}
 	}
 	if (plan & 0x3f) {
 		if (plan & 1)
-			emit_string(tid, 0, ctx->di);
+			emit_string(b, tid, 0, ctx->di);
 		if (plan & 2)
-			emit_string(tid, 1, ctx->si);
+			emit_string(b, tid, 1, ctx->si);
 		if (plan & 4)
-			emit_string(tid, 2, ctx->dx);
+			emit_string(b, tid, 2, ctx->dx);
 		if (plan & 8)
-			emit_string(tid, 3, ctx->cx);
+			emit_string(b, tid, 3, ctx->cx);
 		if (plan & 16)
-			emit_string(tid, 4, ctx->r8);
+			emit_string(b, tid, 4, ctx->r8);
 		if (plan & 32)
-			emit_string(tid, 5, ctx->r9);
+			emit_string(b, tid, 5, ctx->r9);
 	}
-	check_skipped(ctx, true, tid, before);
+	check_skipped(ctx, b, true, tid, before);
+	ran(b, tid);
 	return 0;
 }
 
@@ -548,16 +633,19 @@ int dcg_inline(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 *depth = bpf_map_lookup_elem(&active, &tid);
+	struct batch *b;
 	struct inline_rec *r;
 
 	if (!depth || !*depth)
 		return 0;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	b = this_batch();
+	if (!b)
+		return 0;
+	r = reserve(b, sizeof(*r), REC_INLINE);
 	if (!r) {
-		count_lost();
+		ran(b, tid);
 		return 0;
 	}
-	r->kind = REC_INLINE;
 	r->tid = tid;
 	r->ts = bpf_ktime_get_ns();
 	r->cookie = bpf_get_attach_cookie(ctx);
@@ -581,7 +669,27 @@ int dcg_inline(struct pt_regs *ctx)
 	r->regs[15] = ctx->r15;
 	if (bpf_probe_read_kernel(r->stack, sizeof(r->stack), (void *)ctx->sp))
 		__builtin_memset(r->stack, 0, sizeof(r->stack));
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	ran(b, tid);
+	return 0;
+}
+
+/* The CPU switches tasks: its batch goes into the ring first, so the task switched out
+ * (which may next run on another CPU) has all its records there before any later one,
+ * and what it still records here before the switch goes in at once (`leaving`). Runs
+ * with interrupts off (__schedule). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(dcg_switch, bool preempt, struct task_struct *prev)
+{
+	struct batch *b = this_batch();
+
+	if (!b)
+		return 0;
+	b->leaving = (__u32)prev->pid + 1;
+	if (!b->len)
+		return 0;
+	*(volatile __u32 *)&b->flushing = 1;
+	flush(b);
+	*(volatile __u32 *)&b->flushing = 0;
 	return 0;
 }
 

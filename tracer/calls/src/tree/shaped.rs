@@ -297,6 +297,10 @@ impl CallTree<'_> {
         sink: &mut dyn Sink,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
+        // Flat sources never hold one: checked before `take` moves the large `Held` out.
+        if self.tasks[ti].held.is_none() {
+            return Ok(());
+        }
         let Some(h) = self.tasks[ti].held.take() else {
             return Ok(());
         };
