@@ -3,7 +3,8 @@
 # busybox for guest initramfs images, compressors, graphviz, ELF tools, what the test
 # kernel's build needs (kmod: depmod for its modules_install), curl for Debian's package
 # registry, libc6-dbg for libc's DWARF, libc6-dev for static test programs, llvm for
-# llvm-dwarfdump, the inline instances' oracle).
+# llvm-dwarfdump, the inline instances' oracle), debootstrap, lintian and man-db for the
+# package test; then the pinned cargo tools (cargo-deb).
 #
 #   .ci/install-deps.sh            # as root; idempotent, non-interactive
 #
@@ -26,6 +27,7 @@ wanted=(
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
   binutils elfutils file curl libc6-dbg libc6-dev llvm uftrace g++ chromium debuginfod
   make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config kmod
+  debootstrap lintian man-db dpkg-dev
 )
 # shellcheck disable=SC2206
 [ -n "${DCG_DEPS_EXTRA:-}" ] && wanted+=(${DCG_DEPS_EXTRA})
@@ -47,6 +49,7 @@ update_once() {
   updated=1
 }
 
+install_apt() {
 # First pass: anything already satisfied is skipped without touching apt.
 missing=()
 for w in "${wanted[@]}"; do
@@ -57,7 +60,7 @@ for w in "${wanted[@]}"; do
 done
 if [ ${#missing[@]} = 0 ]; then
   echo "install-deps: all ${#wanted[@]} packages already installed" >&2
-  exit 0
+  return 0
 fi
 
 # Lists missing or stale: refresh before resolving names (apt-cache needs current lists).
@@ -89,3 +92,15 @@ if ! apt-get install -y -qq --no-install-recommends "${to_install[@]}" >&2; then
     || die "apt-get install failed: ${to_install[*]}"
 fi
 echo "install-deps: done" >&2
+}
+install_apt
+
+# Cargo tools, pinned: cargo-deb builds the Debian package (the package test).
+cargo_tool() { # CRATE VERSION
+  if [ "$(cargo install --list 2>/dev/null | awk -v c="$1" '$1 == c {print $2}')" = "v$2:" ]; then
+    return 0
+  fi
+  echo "install-deps: cargo install $1 $2" >&2
+  cargo install --quiet --locked "$1" --version "$2" >&2 || die "cargo install $1 $2 failed"
+}
+cargo_tool cargo-deb 3.8.0

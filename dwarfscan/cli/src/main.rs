@@ -1,7 +1,7 @@
 //! `dwarfscan [OPTIONS] <INPUT>... -o <OUT>`: DWARF function signatures → sigdb.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Parser;
@@ -63,7 +63,12 @@ fn option(option: std::ffi::c_int) -> std::ffi::c_long {
 
 /// Extract every function signature from ELF/DWARF into a dcg signature database.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(
+    name = "dwarfscan",
+    version,
+    about,
+    after_help = dcg_clidoc::help_text(EXAMPLES)
+)]
 struct Args {
     /// vmlinux, executables, shared libraries, objects, kernel modules
     /// (.ko, .ko.xz, .ko.zst, .ko.gz) or directories of modules.
@@ -117,12 +122,48 @@ struct Args {
     base: Option<PathBuf>,
 }
 
+const EXAMPLES: &[dcg_clidoc::Example] = &[
+    dcg_clidoc::Example {
+        what: "A program's functions into a db",
+        cmd: "dwarfscan ./prog -o prog.db",
+    },
+    dcg_clidoc::Example {
+        what: "A kernel and its modules, with the module that carries the db",
+        cmd: "dwarfscan vmlinux /lib/modules/$(uname -r)/kernel -o vmlinux.db --emit-module dcg-module",
+    },
+    dcg_clidoc::Example {
+        what: "libc from its debug file, counters and timings on stderr",
+        cmd: "dwarfscan --stats /usr/lib/debug/.build-id/ab/cdef0123.debug -o libc.db",
+    },
+];
+
 fn main() {
     tune_allocator();
+    // `dwarfscan --generate-docs DIR` (hidden; the arguments above require inputs): the
+    // man page and shell completions generated from these definitions, into DIR.
+    let argv: Vec<_> = std::env::args_os().skip(1).collect();
+    if let [flag, dir] = &argv[..] {
+        if flag == "--generate-docs" {
+            generate_docs(Path::new(dir));
+            return;
+        }
+    }
     let args = Args::parse();
     if let Err(e) = run(&args) {
         eprintln!("dwarfscan: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Write the man page and completions into `dir`, naming each file written.
+fn generate_docs(dir: &Path) {
+    let cmd = <Args as clap::CommandFactory>::command();
+    match dcg_clidoc::write_docs(cmd, |_| EXAMPLES, dir) {
+        Ok(files) => files.iter().for_each(|f| println!("{}", f.display())),
+        Err(e) => {
+            eprintln!("dwarfscan: {}: {e}", dir.display());
+            std::process::exit(1);
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use dcg_render::describe;
 
 mod args;
 mod decode;
+mod examples;
 mod logger;
 mod report;
 mod trace;
@@ -21,7 +22,12 @@ use args::{ColorChoice, DecodeArgs, ReportArgs};
 use trace_args::TraceArgs;
 
 #[derive(Parser)]
-#[command(name = "dcg", version, about = "Function tracing that speaks in types")]
+#[command(
+    name = "dcg",
+    version,
+    about = "Function tracing that speaks in types",
+    after_help = examples::help("dcg")
+)]
 struct Cli {
     /// Never ask a debuginfod server (DEBUGINFOD_URLS) for a db, in any command (an
     /// empty DEBUGINFOD_URLS does the same).
@@ -42,6 +48,7 @@ struct DbArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Print functions as C declarations with parameter locations, module, address, flags.
+    #[command(after_help = examples::help("sig"))]
     Sig {
         #[command(flatten)]
         db: DbArgs,
@@ -50,6 +57,7 @@ enum Command {
         what: Vec<String>,
     },
     /// Print every function of the db.
+    #[command(after_help = examples::help("dump"))]
     Dump {
         #[command(flatten)]
         db: DbArgs,
@@ -58,15 +66,19 @@ enum Command {
         json: bool,
     },
     /// Rewrite saved ftrace function_graph text with every value decoded by its type.
+    #[command(after_help = examples::help("decode"))]
     Decode(DecodeArgs),
     /// Call graph report of saved calls or ftrace text: counts, times, errors, edges;
     /// as text, json, dot, folded stacks or Chrome trace JSON.
+    #[command(after_help = examples::help("report"))]
     Report(ReportArgs),
     /// Trace functions live, every value decoded by its type (`--func PATH:PATTERN`:
     /// user-space functions with uprobes).
+    #[command(after_help = examples::help("trace"))]
     Trace(TraceArgs),
     /// Validate a db and install it in the store, matched by build-id; or validate the db
     /// a kernel module (`dwarfscan --emit-module`) carries and insert the module.
+    #[command(after_help = examples::help("load"))]
     Load {
         /// A sigdb file, an ELF file carrying a .dcg_sigdb section, or a dcg_sigdb .ko.
         #[arg(required_unless_present = "build_id")]
@@ -84,12 +96,18 @@ enum Command {
         kernel_build_id: Option<String>,
     },
     /// List the dbs of loaded modules (/sys/kernel/dcg) and of the store.
+    #[command(after_help = examples::help("list"))]
     List,
     /// Remove the db module (no argument), store entries (a build-id), or both (`all`).
+    #[command(after_help = examples::help("unload"))]
     Unload {
         /// A build-id (or unique prefix) in the store, or `all`; none: the dcg_sigdb module.
         which: Option<String>,
     },
+    /// Write the man pages and shell completions generated from these definitions into
+    /// DIR (`man/`, `completions/`): what `tracer/cli/doc/` holds and the package installs.
+    #[command(hide = true)]
+    GenerateDocs { dir: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -228,6 +246,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 o.build_id,
                 o.path.display()
             )?;
+        }
+        Command::GenerateDocs { dir } => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            for file in dcg_clidoc::write_docs(cmd, examples::of, &dir)? {
+                writeln!(out, "{}", file.display())?;
+            }
         }
         Command::List => {
             list_module_dbs(&mut out)?;
