@@ -25,7 +25,7 @@ wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
   binutils elfutils file curl libc6-dbg libc6-dev llvm uftrace g++ chromium debuginfod
-  make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config kmod
+  make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config kmod time python3
 )
 # shellcheck disable=SC2206
 [ -n "${DCG_DEPS_EXTRA:-}" ] && wanted+=(${DCG_DEPS_EXTRA})
