@@ -140,6 +140,9 @@ pub fn load(path: &Path) -> Result<FileData, ScanError> {
         path: path.to_path_buf(),
         source,
     };
+    // A FIFO or a device is refused before it is opened (a FIFO with no writer would
+    // block the open; a device never ends).
+    sigdb::filekind::require_regular(path, "an ELF file").map_err(io)?;
     let file = std::fs::File::open(path).map_err(io)?;
     let comp = compression_of(path);
     if comp == Compression::None {

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 /// The GNU build-id (`NT_GNU_BUILD_ID` note, normally `.note.gnu.build-id`) of the ELF
 /// file at `path`.
 pub fn build_id_of(path: &Path) -> Result<Vec<u8>> {
+    sigdb::filekind::require_regular(path, "an ELF file").map_err(Error::io(path))?;
     let file = std::fs::File::open(path).map_err(Error::io(path))?;
     // SAFETY: read-only mapping of a file we only parse; a concurrent truncation could
     // fault, as with every mmap reader.

@@ -227,6 +227,17 @@ pub fn modinfo(path: &Path, bytes: &[u8]) -> Result<ModInfo> {
     Ok(info)
 }
 
+/// A read-only mapping of the regular file `path` (a FIFO or a device is refused before
+/// it is opened): a module is parsed where it lies, never read whole.
+pub fn map_regular(path: &Path) -> Result<memmap2::Mmap> {
+    sigdb::filekind::require_regular(path, "a signature db or an ELF file")
+        .map_err(Error::io(path))?;
+    let file = std::fs::File::open(path).map_err(Error::io(path))?;
+    // SAFETY: read-only mapping of a file we only parse; a concurrent truncation could
+    // fault, as with every mmap reader.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))
+}
+
 /// Whether `bytes` are a kernel module (an ELF file with a `.modinfo` section).
 pub fn is_module(bytes: &[u8]) -> bool {
     crate::blob::is_elf(bytes) && modinfo(Path::new(""), bytes).is_ok()
@@ -235,7 +246,7 @@ pub fn is_module(bytes: &[u8]) -> bool {
 /// Validate the db a module at `path` carries, check its build-id against the running
 /// kernel's (from `notes`; skipped with `force`), and insert the module.
 pub fn insert(path: &Path, notes: &Path, force: bool) -> Result<Inserted> {
-    let bytes = std::fs::read(path).map_err(Error::io(path))?;
+    let bytes = map_regular(path)?;
     let info = modinfo(path, &bytes)?;
     let embedded = crate::blob::extract_from_elf(path, &bytes)?;
     let db = Db::from_bytes(embedded).map_err(|e| crate::blob::db_error(path, e))?;

@@ -109,7 +109,7 @@ impl Store {
     /// for the same key replaces the old one ([`LoadStatus::Replaced`]). Safe to run
     /// concurrently; on any error the store is unchanged.
     pub fn load(&self, file: &Path, opts: &LoadOptions) -> Result<LoadOutcome> {
-        self.load_bytes(read_input(file)?, file, opts)
+        self.load_db(read_input(file)?, file, opts)
     }
 
     /// [`Store::load`] of a db already in memory (a sigdb's bytes) that was made from
@@ -121,6 +121,11 @@ impl Store {
         opts: &LoadOptions,
     ) -> Result<LoadOutcome> {
         let db = Db::from_bytes(bytes).map_err(|e| db_error(file, e))?;
+        self.load_db(db, file, opts)
+    }
+
+    /// [`Store::load`] of a validated db made from `file`.
+    fn load_db(&self, db: Db, file: &Path, opts: &LoadOptions) -> Result<LoadOutcome> {
         let kind = DbKind::of(db.flags());
         let key = self.key_for(file, &db, kind, opts)?;
         let modules: Vec<String> = if kind == DbKind::KernelModules {

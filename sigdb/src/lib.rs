@@ -14,6 +14,7 @@ pub mod builder;
 mod callers;
 mod desc;
 mod error;
+pub mod filekind;
 mod frames;
 mod instances;
 pub mod layout;

@@ -55,10 +55,12 @@ impl Db {
     /// Map and validate a database file.
     pub fn open(path: impl AsRef<Path>) -> Result<Db, Error> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        crate::filekind::require_regular(path, "a signature db").map_err(io)?;
+        let file = std::fs::File::open(path).map_err(io)?;
         Db::from_file(&file, path)
     }
 

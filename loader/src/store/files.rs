@@ -12,30 +12,31 @@ use nix::sys::stat::Mode;
 
 use super::types::Meta;
 use super::{DB_EXT, TMP_PREFIX, TRASH_PREFIX};
-use crate::blob::{extract_from_elf, is_elf};
+use crate::blob::{db_error, extract_from_elf, is_elf};
 use crate::error::{Error, Result};
+use sigdb::Db;
 
-/// Read a sigdb or an ELF file carrying one.
-pub(super) fn read_input(path: &Path) -> Result<Vec<u8>> {
+/// Open and validate a sigdb, or an ELF file carrying one. Only what is needed is read:
+/// the file is mapped, its magic decides, a sigdb is validated in place (its header's
+/// size against the file's first), an ELF file gives only its section.
+pub(super) fn read_input(path: &Path) -> Result<Db> {
+    sigdb::filekind::require_regular(path, "a signature db or an ELF file")
+        .map_err(Error::io(path))?;
     let file = File::open(path).map_err(Error::io(path))?;
     let meta = file.metadata().map_err(Error::io(path))?;
-    if !meta.is_file() {
-        return Err(Error::Io {
-            path: path.to_path_buf(),
-            source: std::io::Error::new(ErrorKind::InvalidInput, "not a regular file"),
-        });
-    }
     if meta.len() == 0 {
         return Err(Error::NotADb {
             path: path.to_path_buf(),
         });
     }
-    // SAFETY: read-only mapping; the db is copied out before it is validated.
+    // SAFETY: read-only mapping of a file we only parse; a concurrent truncation could
+    // fault, as with every mmap reader.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::io(path))?;
     if map.starts_with(&sigdb::layout::MAGIC) {
-        Ok(map.to_vec())
+        drop(map);
+        Db::from_file(&file, path).map_err(|e| db_error(path, e))
     } else if is_elf(&map) {
-        extract_from_elf(path, &map)
+        Db::from_bytes(extract_from_elf(path, &map)?).map_err(|e| db_error(path, e))
     } else {
         // A cut-off magic is a truncated db; anything else is not a db at all.
         if map.len() < 8 && sigdb::layout::MAGIC.starts_with(&map) {

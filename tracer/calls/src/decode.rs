@@ -12,6 +12,7 @@ mod raw;
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 
 use dcg_dbset::DbSet;
@@ -93,15 +94,25 @@ pub fn run(
         }
         None => None,
     };
+    // The input's own errors (a line over the cap) name it; the output's do not.
+    let read = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::InvalidData => DecodeError::Read { path, source },
+            _ => DecodeError::Io(source),
+        }
+    };
     match args.input.as_deref() {
-        None => dec.decode_stream(std::io::stdin().lock(), out)?,
-        Some(p) if p.as_os_str() == "-" => dec.decode_stream(std::io::stdin().lock(), out)?,
+        None => dec
+            .decode_stream(std::io::stdin().lock(), out)
+            .map_err(read("stdin".as_ref()))?,
+        Some(p) if p.as_os_str() == "-" => dec
+            .decode_stream(std::io::stdin().lock(), out)
+            .map_err(read("stdin".as_ref()))?,
         Some(p) => {
-            let f = std::fs::File::open(p).map_err(|source| DecodeError::Open {
-                path: p.to_path_buf(),
-                source,
-            })?;
-            dec.decode_stream(std::io::BufReader::with_capacity(1 << 18, f), out)?;
+            let f = open_text(p)?;
+            dec.decode_stream(std::io::BufReader::with_capacity(1 << 18, f), out)
+                .map_err(read(p))?;
         }
     }
     dec.finish(out)?;
@@ -113,6 +124,25 @@ pub fn run(
     Ok(summary)
 }
 
+/// Open a saved trace (or a FIFO that streams one). A device is refused before it is
+/// opened: it is no saved trace, and `/dev/zero` would never end.
+pub fn open_text(path: &std::path::Path) -> Result<std::fs::File, DecodeError> {
+    let open = |source| DecodeError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(open)?;
+    if let Some(kind) = sigdb::filekind::special_kind(meta.file_type()) {
+        if !meta.file_type().is_fifo() {
+            return Err(open(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{kind}, not a saved trace"),
+            )));
+        }
+    }
+    std::fs::File::open(path).map_err(open)
+}
+
 /// Errors of a decoding run.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -122,6 +152,14 @@ pub enum DecodeError {
         /// The file.
         path: PathBuf,
         /// The OS error.
+        source: std::io::Error,
+    },
+    /// The input is not line text: a line of it is over [`crate::lines::MAX_LINE`].
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The input (`stdin` for standard input).
+        path: PathBuf,
+        /// The error.
         source: std::io::Error,
     },
     /// Reading the input or writing the output failed.

@@ -9,6 +9,7 @@
 pub mod decode;
 pub mod errors;
 pub mod funcs;
+pub mod lines;
 pub mod origin;
 pub mod output;
 pub mod record;

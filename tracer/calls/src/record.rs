@@ -247,9 +247,9 @@ pub fn is_header(line: &str) -> bool {
 
 /// Read a saved-calls file: the header, then every record.
 pub fn read(input: impl BufRead) -> Result<(Header, Vec<CallRecord>), RecordError> {
-    let mut lines = input.lines();
-    let first = lines.next().transpose()?.unwrap_or_default();
-    let header: Header = serde_json::from_str(&first).map_err(|e| RecordError::Invalid {
+    let mut lines = crate::lines::Lines::new(input);
+    let first = lines.next_line()?.unwrap_or_default();
+    let header: Header = serde_json::from_slice(first).map_err(|e| RecordError::Invalid {
         line: 1,
         what: format!("not a dcg saved-calls header: {e}"),
     })?;
@@ -269,13 +269,12 @@ pub fn read(input: impl BufRead) -> Result<(Header, Vec<CallRecord>), RecordErro
         });
     }
     let mut records = Vec::new();
-    for (i, line) in lines.enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
+    while let Some(line) = lines.next_line()? {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let r: CallRecord = serde_json::from_str(&line).map_err(|e| RecordError::Invalid {
-            line: i as u64 + 2,
+        let r: CallRecord = serde_json::from_slice(line).map_err(|e| RecordError::Invalid {
+            line: lines.number(),
             what: e.to_string(),
         })?;
         records.push(r);

@@ -22,9 +22,7 @@ pub fn run(args: &DecodeArgs, offline: bool, out: &mut dyn Write) -> anyhow::Res
         raw(args, &set, job.opts, out)?
     } else {
         let names = match &args.kallsyms {
-            Some(p) => Some(SymbolMap::from_kallsyms(&String::from_utf8_lossy(
-                &std::fs::read(p).with_context(|| format!("{}", p.display()))?,
-            ))),
+            Some(p) => Some(SymbolMap::from_kallsyms(&read_text(p, MAX_KALLSYMS)?)),
             None => None,
         };
         dcg_calls::decode::run(&set, &job, names.as_ref(), out)?
@@ -43,23 +41,27 @@ fn raw(
     opts: Options,
     out: &mut dyn Write,
 ) -> anyhow::Result<Option<String>> {
-    let read =
-        |p: &std::path::PathBuf| std::fs::read(p).with_context(|| format!("{}", p.display()));
     let (Some(input), Some(formats), Some(kallsyms)) = (&args.input, &args.formats, &args.kallsyms)
     else {
         anyhow::bail!("--raw needs an input file, --formats and --kallsyms");
     };
-    let formats_text = String::from_utf8_lossy(&read(formats)?).into_owned();
+    let formats_text = read_text(formats, MAX_FORMATS)?;
     let formats = GraphFormats::new(
         &Format::parse_all(&formats_text).with_context(|| format!("{}", formats.display()))?,
     )
     .with_context(|| format!("{}", formats.display()))?;
-    let kallsyms_text = String::from_utf8_lossy(&read(kallsyms)?).into_owned();
+    let kallsyms_text = read_text(kallsyms, MAX_KALLSYMS)?;
     let syms = Kallsyms::parse(&kallsyms_text);
     let names = SymbolMap::from_kallsyms(&kallsyms_text);
-    let bytes = read(input)?;
-    let pages = dcg_ringbuf::page::pages(&bytes, args.page_size)
-        .with_context(|| format!("{}", input.display()))?;
+    // Page by page: one page is held at a time, whatever the input's size.
+    let mut pages =
+        std::io::BufReader::with_capacity(1 << 16, dcg_calls::decode::open_text(input)?);
+    if args.page_size < 16 || args.page_size > MAX_PAGE {
+        anyhow::bail!(
+            "--page-size {}: not between 16 and {MAX_PAGE}",
+            args.page_size
+        );
+    }
     let mut dec = Decoder::new(
         set,
         Options {
@@ -80,16 +82,32 @@ fn raw(
         }
         None => None,
     };
-    let mut lost = 0u64;
-    for page in &pages {
+    let (mut lost, mut corrupt) = (0u64, 0u64);
+    let mut buf = vec![0u8; args.page_size];
+    let mut offset = 0usize;
+    while let Some(len) = read_page(&mut pages, &mut buf, input)? {
+        if len < buf.len() {
+            anyhow::bail!(
+                "{}: {}",
+                input.display(),
+                dcg_ringbuf::RingError::Page {
+                    offset,
+                    what: format!("{len} bytes, not a whole page of {}", args.page_size),
+                }
+            );
+        }
+        let page = dcg_ringbuf::page::parse_page(&buf, offset)
+            .with_context(|| format!("{}", input.display()))?;
         if let Some(n) = page.missed {
             lost += n.unwrap_or(1);
         }
         for rec in &page.records {
-            if let Some(g) = formats.decode(rec) {
-                dec.feed_record(&g, args.cpu, 0, &syms, out)?;
+            match formats.decode(rec) {
+                Some(g) => dec.feed_record(&g, args.cpu, 0, &syms, out)?,
+                None => corrupt += 1,
             }
         }
+        offset += len;
     }
     dec.finish(out)?;
     let summary = dec.summary();
@@ -100,5 +118,53 @@ fn raw(
     if lost > 0 {
         eprintln!("dcg decode: the buffer lost events before {lost} of its pages");
     }
+    if corrupt > 0 {
+        eprintln!(
+            "dcg decode: {}: {corrupt} records skipped: too short for their event, or \
+             deeper than function_graph goes (corrupt pages)",
+            input.display()
+        );
+    }
     Ok(summary)
+}
+
+/// The largest `--kallsyms` file read (a distribution kernel's with every module: ~20 MB).
+const MAX_KALLSYMS: u64 = 256 << 20;
+/// The largest `--formats` file read (the function_graph events': a few KB).
+const MAX_FORMATS: u64 = 16 << 20;
+/// The largest ring-buffer page (`--page-size`; the kernel's are 4 KiB to 1 MiB).
+const MAX_PAGE: usize = 16 << 20;
+
+/// The text of `path`, refused when it is a device or bigger than `max` bytes (read
+/// through a limit, so a file that grows is bounded too).
+fn read_text(path: &std::path::Path, max: u64) -> anyhow::Result<String> {
+    use std::io::Read;
+    let f = dcg_calls::decode::open_text(path)?;
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}", path.display()))?;
+    if bytes.len() as u64 > max {
+        anyhow::bail!("{}: bigger than {} MiB", path.display(), max >> 20);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Fill `buf` with the next page: its length (short at the end of the input), `None`
+/// at the end.
+fn read_page(
+    input: &mut impl std::io::Read,
+    buf: &mut [u8],
+    path: &std::path::Path,
+) -> anyhow::Result<Option<usize>> {
+    let mut len = 0;
+    while len < buf.len() {
+        match input.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(anyhow::Error::new(e).context(path.display().to_string())),
+        }
+    }
+    Ok((len > 0).then_some(len))
 }

@@ -311,7 +311,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// Whether `file` is a kernel module (ELF with `.modinfo`), not a db for the store.
 fn is_module_file(file: &std::path::Path) -> Result<bool> {
-    let bytes = std::fs::read(file).with_context(|| file.display().to_string())?;
+    // Mapped, never read whole: only an ELF file's section headers are looked at.
+    let bytes = loader::module::map_regular(file)?;
     Ok(loader::module::is_module(&bytes))
 }
 

@@ -24,11 +24,23 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut input: Box<dyn BufRead> = match args.input.as_deref() {
         Some(p) if p.as_os_str() != "-" => Box::new(BufReader::with_capacity(
             1 << 18,
-            std::fs::File::open(p).with_context(|| format!("{}", p.display()))?,
+            dcg_calls::decode::open_text(p)?,
         )),
         _ => Box::new(BufReader::with_capacity(1 << 18, std::io::stdin())),
     };
     let first = first_line(&mut input)?;
+    let saved = looks_like_saved_calls(&first) || looks_like_records(&first);
+    if saved {
+        // Saved calls carry their values decoded: a db given for them is refused, not
+        // ignored (a missing one named first).
+        if let Some(db) = args.db.first() {
+            std::fs::metadata(db).with_context(|| format!("--db {}", db.display()))?;
+            anyhow::bail!(
+                "--db {}: {name} holds saved calls, decoded already; --db is for ftrace text",
+                db.display()
+            );
+        }
+    }
     let loaded = if looks_like_saved_calls(&first) {
         load_saved(input, &name)?
     } else if looks_like_records(&first) {

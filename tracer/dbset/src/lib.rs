@@ -209,20 +209,12 @@ impl DbSet {
 
 /// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
 pub fn open_one(path: &Path) -> Result<Db, DbError> {
-    let io = |source| DbError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut head = [0u8; 4];
-    {
-        use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(io)?;
-        let n = f.read(&mut head).map_err(io)?;
-        if n < 4 || !loader::blob::is_elf(&head) {
-            return Ok(Db::open(path)?);
-        }
+    // Mapped, never read whole: a db is validated where it lies, an ELF file gives its
+    // section; a FIFO or a device is refused before it is opened.
+    let bytes = loader::module::map_regular(path)?;
+    if !loader::blob::is_elf(&bytes) {
+        return Ok(Db::open(path)?);
     }
-    let bytes = std::fs::read(path).map_err(io)?;
     let db = loader::extract_from_elf(path, &bytes)?;
     Db::from_bytes(db)
         .map_err(|e| match e {

@@ -82,6 +82,12 @@ pub fn session_file(dir: &Path, what: &str) -> PathBuf {
 
 const STALE_PREFIX: &str = "dcg-inproc-";
 
+/// Whether `path` is a file of a dcg session ([`session_file`]): the rings, the plan.
+pub fn is_session_file(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(STALE_PREFIX))
+}
+
 /// Remove the files of sessions whose dcg is gone (killed before it could): returns
 /// their names.
 pub fn remove_stale(dir: &Path) -> Vec<String> {

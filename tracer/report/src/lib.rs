@@ -48,6 +48,14 @@ pub enum ReportError {
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Reading the input failed (a line over [`dcg_calls::lines::MAX_LINE`] included).
+    #[error("{input}: {error}")]
+    Read {
+        /// The input's name.
+        input: String,
+        /// The error.
+        error: std::io::Error,
+    },
     /// A saved-calls file is not valid.
     #[error("{input}: {error}")]
     Records {
@@ -179,15 +187,18 @@ pub fn looks_like_records(bytes: &[u8]) -> bool {
 /// Read call records without a header, one per line (`dcg decode --json` output).
 pub fn load_records(input: impl BufRead, source: &str) -> Result<Loaded, ReportError> {
     let mut records = Vec::new();
-    for (i, line) in input.split(b'\n').enumerate() {
-        let line = line?;
+    let mut lines = dcg_calls::lines::Lines::new(input);
+    while let Some(line) = lines.next_line().map_err(|error| ReportError::Read {
+        input: source.to_string(),
+        error,
+    })? {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         records.push(
-            serde_json::from_slice(&line).map_err(|error| ReportError::Json {
+            serde_json::from_slice(line).map_err(|error| ReportError::Json {
                 input: source.to_string(),
-                line: i + 1,
+                line: lines.number() as usize,
                 error,
             })?,
         );
@@ -222,7 +233,11 @@ pub fn load_ftrace(input: impl BufRead, source: &str, set: &DbSet) -> Result<Loa
         ..Output::default()
     });
     let mut dec = Decoder::with_sinks(set, Options::default(), sinks);
-    dec.decode_stream(input, &mut std::io::sink())?;
+    dec.decode_stream(input, &mut std::io::sink())
+        .map_err(|error| ReportError::Read {
+            input: source.to_string(),
+            error,
+        })?;
     dec.finish(&mut std::io::sink())?;
     let note = dec.summary().filter(|_| !set.dbs().is_empty()).map(|s| {
         s.strip_prefix("dcg decode: ")

@@ -285,30 +285,50 @@ fn table(
     rows: &[Vec<String>],
     left_from: usize,
 ) -> std::io::Result<()> {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| cut(c)).collect())
+        .collect();
     let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate() {
             w[i] = w[i].max(c.chars().count());
         }
     }
+    // Padded by hand: `format!`'s width stops at 65535 and panics beyond.
     let line = |cells: Vec<&str>| {
         let mut s = String::from(" ");
         let last = cells.len() - 1;
         for (i, c) in cells.into_iter().enumerate() {
             s.push(' ');
+            let pad = w[i].saturating_sub(c.chars().count());
             if i == last {
                 s.push_str(c);
             } else if i < left_from {
-                s.push_str(&format!("{c:>width$}", width = w[i]));
+                s.extend(std::iter::repeat_n(' ', pad));
+                s.push_str(c);
             } else {
-                s.push_str(&format!("{c:<width$}", width = w[i]));
+                s.push_str(c);
+                s.extend(std::iter::repeat_n(' ', pad));
             }
         }
         s
     };
     writeln!(out, "{}", line(head.to_vec()))?;
-    for r in rows {
+    for r in &rows {
         writeln!(out, "{}", line(r.iter().map(String::as_str).collect()))?;
     }
     Ok(())
+}
+
+/// The longest cell shown, in characters: a longer name (a 64 KiB C++ template
+/// instance) is cut there and marked with `…`.
+pub const MAX_CELL: usize = 4096;
+
+/// `c`, cut at [`MAX_CELL`] characters.
+fn cut(c: &str) -> String {
+    match c.char_indices().nth(MAX_CELL) {
+        None => c.to_string(),
+        Some((at, _)) => format!("{}…", &c[..at]),
+    }
 }

@@ -35,6 +35,13 @@ pub fn context_of(flags: u8) -> RecordContext {
     }
 }
 
+/// Deeper than any depth the kernel records: function_graph keeps a task's return
+/// addresses on a shadow stack of one page (before Linux 6.9, an array of 50 entries),
+/// at least two words a call, so even a 64 KiB page holds fewer than 4096 calls. A record
+/// that says more is corrupt; [`GraphFormats::decode`] refuses it (a depth of 4 billion
+/// would otherwise be printed as 8 GB of indentation).
+pub const MAX_DEPTH: u32 = 4096;
+
 /// A function_graph record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GraphRecord<'a> {
@@ -160,7 +167,8 @@ impl GraphFormats {
         })
     }
 
-    /// The function_graph record of `rec`, or `None` when it is too short for its event.
+    /// The function_graph record of `rec`, or `None` when it is too short for its event
+    /// or corrupt (a depth of [`MAX_DEPTH`] or more).
     pub fn decode<'a>(&self, rec: &Record<'a>) -> Option<GraphRecord<'a>> {
         let d = rec.data;
         let id = read_uint(d, 0, 2)? as u16;
@@ -184,7 +192,7 @@ impl GraphFormats {
                 pid,
                 ts: rec.ts,
                 func: word(e.func)?,
-                depth: read_uint(d, e.depth.0, e.depth.1)? as u32,
+                depth: depth_of(read_uint(d, e.depth.0, e.depth.1)?)?,
                 retaddr: e.retaddr.and_then(word),
                 args,
                 flags,
@@ -196,7 +204,7 @@ impl GraphFormats {
                 pid,
                 ts: rec.ts,
                 func: word(x.func)?,
-                depth: read_uint(d, x.depth.0, x.depth.1)? as u32,
+                depth: depth_of(read_uint(d, x.depth.0, x.depth.1)?)?,
                 retval: match x.retval {
                     Some(at) => Some(word(at)?),
                     None => None,
@@ -218,4 +226,9 @@ impl GraphFormats {
         }
         Some(GraphRecord::Other { id })
     }
+}
+
+/// A record's depth, `None` when no kernel could have recorded it.
+fn depth_of(raw: u64) -> Option<u32> {
+    u32::try_from(raw).ok().filter(|&d| d < MAX_DEPTH)
 }

@@ -3,6 +3,7 @@
 //! loaded. A traced binary's load address comes from its own probe hits (the event's
 //! address less the function's); the other files mapped by the process (libraries) from
 //! `/proc/PID/maps`, read once per process while it runs. Unplaced, a pointer stays hex.
+//! Files are mapped, and only their ELF headers and symbol tables read.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -101,10 +102,10 @@ impl<'a> Symbolizer<'a> {
         if !self.files_seen.insert(path.clone()) {
             return;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Some(map) = map_elf(&path) else {
             return;
         };
-        let (Ok(segs), Ok(syms)) = (load_segments(&bytes), SymbolMap::from_elf(&bytes)) else {
+        let (Ok(segs), Ok(syms)) = (load_segments(&map), SymbolMap::from_elf(&map)) else {
             return;
         };
         if let Some(bias) = bias_of(&segs) {
@@ -127,4 +128,22 @@ impl<'a> Symbolizer<'a> {
         }
         None
     }
+}
+
+/// A mapped file of a traced process, mapped read-only when it is a regular ELF file
+/// and not one of dcg's own session files (the rings): only its headers and symbol
+/// tables are then read, never the whole file (a process may map gigabytes of data).
+fn map_elf(path: &std::path::Path) -> Option<memmap2::Mmap> {
+    if dcg_inproc::rings::is_session_file(path) {
+        return None;
+    }
+    // Looked at before it is opened: opening a device can have effects.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: read-only mapping of a file we only parse; a file truncated meanwhile could
+    // fault, as with every mmap reader.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    map.starts_with(b"\x7fELF").then_some(map)
 }

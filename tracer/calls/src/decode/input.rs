@@ -1,11 +1,13 @@
 //! Reading the input: `Decoder::decode_stream` takes whole buffers from a reader, checks
 //! the complete lines of each for UTF-8 at once and splits them in place. Only a line cut
-//! by the buffer end is copied; a line that is not UTF-8 goes out unchanged as bytes.
+//! by the buffer end is copied; a line that is not UTF-8 goes out unchanged as bytes. A
+//! line over [`MAX_LINE`] ends the stream with an error naming it.
 
 use std::io::{BufRead, Write};
 
 use super::Decoder;
 use super::OUT_CHUNK;
+use crate::lines::{too_long, MAX_LINE};
 
 impl<'a> Decoder<'a> {
     /// Decode every line of `input`.
@@ -40,11 +42,17 @@ impl<'a> Decoder<'a> {
             if !carry.is_empty() {
                 match memchr::memchr(b'\n', buf) {
                     None => {
+                        if carry.len() + n > MAX_LINE {
+                            return Err(too_long(self.lines + 1));
+                        }
                         carry.extend_from_slice(buf);
                         input.consume(n);
                         continue;
                     }
                     Some(p) => {
+                        if carry.len() + p > MAX_LINE {
+                            return Err(too_long(self.lines + 1));
+                        }
                         carry.extend_from_slice(&buf[..p]);
                         self.bytes_line(&carry, out)?;
                         carry.clear();
@@ -55,6 +63,9 @@ impl<'a> Decoder<'a> {
             let rest = &buf[start..];
             let end = memchr::memrchr(b'\n', rest).map_or(0, |p| p + 1);
             self.block(&rest[..end], out)?;
+            if rest.len() - end > MAX_LINE {
+                return Err(too_long(self.lines + 1));
+            }
             carry.extend_from_slice(&rest[end..]);
             input.consume(n);
         }
