@@ -25,7 +25,7 @@ command -v apt-get >/dev/null || die "apt-get not found (Debian/Ubuntu only)"
 wanted=(
   gcc clang dwarves "bpftool|linux-bpf-tools|linux-tools-common"
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip graphviz
-  binutils elfutils file curl libc6-dbg libc6-dev llvm uftrace g++ chromium debuginfod
+  binutils elfutils file curl libc6-dbg libc6-dev llvm uftrace g++ chromium debuginfod strace
   make flex bison bc libelf-dev libssl-dev zlib1g-dev pkg-config kmod time python3
   debootstrap lintian man-db dpkg-dev
 )

@@ -607,6 +607,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         ctx: None,
         irq_ns: None,
         lost: None,
+        ended: None,
     }
 }
 

@@ -1285,6 +1285,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 ctx: None,
                 irq_ns: None,
                 lost: None,
+                ended: None,
             });
             t
         }

@@ -90,6 +90,27 @@ pub struct CallRecord {
     /// arriving then ran). Absent when none were lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<u64>,
+    /// How a call that never returned ended, when the source knows: `"exec"`, its
+    /// program called `exec` (the process went on as another program). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<CallEnd>,
+}
+
+/// How a call ended without returning, where the source knows it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum CallEnd {
+    /// Its program called `exec`.
+    Exec,
+}
+
+impl CallEnd {
+    /// Its name in saved calls: `exec`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallEnd::Exec => "exec",
+        }
+    }
 }
 
 /// The context a kernel call ran in: `"task"`, `"irq"` (hardirq), `"softirq"`, `"nmi"`.

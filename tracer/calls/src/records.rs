@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::record::{ArgValue, CallRecord, InlineSite, RecordSink};
+use crate::record::{ArgValue, CallEnd, CallRecord, InlineSite, RecordSink};
 use crate::sink::{CallView, Kind, Note, Sink};
 
 /// The record of a completed call (a close with its entry, or a leaf); `None` otherwise.
@@ -47,6 +47,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         ctx: c.ctx,
         irq_ns: c.irq_ns,
         lost: c.lost,
+        ended: c.exec.then_some(CallEnd::Exec),
     })
 }
 
@@ -126,6 +127,10 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     if let Some(n) = c.lost {
         out.extend_from_slice(b",\"lost\":");
         json::number(out, n);
+    }
+    if c.exec {
+        out.extend_from_slice(b",\"ended\":");
+        json::string(out, CallEnd::Exec.name());
     }
     out.extend_from_slice(b"}\n");
     true
@@ -400,6 +405,7 @@ mod tests {
             open_after: 0,
             visible: true,
             unfinished: false,
+            exec: false,
             entry_missing: false,
             named: true,
             entry_cpu: None,

@@ -145,6 +145,9 @@ pub struct CallView<'v> {
     pub visible: bool,
     /// The call never returned (the trace ended, the task died, events were lost).
     pub unfinished: bool,
+    /// Unfinished because its program called `exec`: the process runs another program,
+    /// whose calls start a new tree.
+    pub exec: bool,
     /// The source found no entry for this return.
     pub entry_missing: bool,
     /// A close shows its function's name (`} /* f */`; text sources print a bare `}` when

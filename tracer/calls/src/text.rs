@@ -232,7 +232,11 @@ impl TextPrinter {
             (Kind::Close, false, true) => {
                 s.push_str("} /* ");
                 s.push_str(&c.func.name);
-                s.push_str(" (no return) */");
+                s.push_str(if c.exec {
+                    " (exec) */"
+                } else {
+                    " (no return) */"
+                });
                 push_lost(s, c);
             }
             (Kind::Leaf, _, false) => {
@@ -244,7 +248,11 @@ impl TextPrinter {
             }
             (Kind::Leaf, _, true) => {
                 call_text(s, c);
-                s.push_str("; /* no return */");
+                s.push_str(if c.exec {
+                    "; /* exec */"
+                } else {
+                    "; /* no return */"
+                });
                 push_lost(s, c);
             }
         }

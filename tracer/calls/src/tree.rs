@@ -459,6 +459,7 @@ impl<'a> CallTree<'a> {
             open_after: 0,
             visible: true,
             unfinished: false,
+            exec: false,
             entry_missing: false,
             named: true,
             entry_cpu: None,

@@ -111,8 +111,9 @@ pub struct TraceArgs {
     /// `pidfd_create(…) /* inlined in __x64_sys_pidfd_open */ {`.
     #[arg(long)]
     pub no_inline_frames: bool,
-    /// User space, in process: do not trace the processes the command forks, nor the
-    /// programs they exec (by default they are traced, as the command is).
+    /// User space (every engine, and the functions the in-process engine leaves to
+    /// uprobes): do not trace the processes the command forks, nor the programs they
+    /// exec (by default they are traced, as the command is); its threads are traced.
     #[arg(long)]
     pub no_children: bool,
     /// Kernel: calls made in interrupt context (hardirq, softirq, NMI) while a traced

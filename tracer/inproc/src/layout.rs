@@ -263,6 +263,10 @@ pub const REC_UNWIND: u16 = 3;
 /// A function that is never given a return hook returned as far as the trace knows: a
 /// leaf without a value.
 pub const REC_NORET: u16 = 4;
+/// The recorder of a new program image started (its start-up, in the thread that runs
+/// it): calls its thread had open in the program before (`exec`) ended. No values;
+/// `func` is 0.
+pub const REC_EXEC: u16 = 5;
 
 /// Header of every record. Values follow: a word per word fetch, and per string fetch a
 /// length word (or [`STRING_FAULT`]) then the bytes, padded to 8.

@@ -161,8 +161,11 @@ impl Child {
         };
         let mut c_envp: Vec<*const nix::libc::c_char> = c_env.iter().map(|a| a.as_ptr()).collect();
         c_envp.push(std::ptr::null());
-        // SAFETY: the child only calls async-signal-safe functions (ptrace, raise, execv,
-        // write, _exit) on data prepared before the fork.
+        // The signals dcg catches get, in the command, the dispositions the shell gave
+        // dcg (a background job's SIGINT stays ignored); the rest dcg leaves as it got them.
+        let dispositions = crate::tracefs::inherited_dispositions();
+        // SAFETY: the child only calls async-signal-safe functions (signal, ptrace, raise,
+        // execv, write, _exit) on data prepared before the fork.
         let fork = unsafe { nix::unistd::fork() }.map_err(|errno| ProcessError::Sys {
             what: "fork".into(),
             errno,
@@ -174,6 +177,14 @@ impl Child {
                 // the child writes a prepared buffer to stderr and exits without running
                 // the parent's atexit handlers.
                 unsafe {
+                    for (sig, ignored) in dispositions {
+                        let h = if ignored {
+                            nix::libc::SIG_IGN
+                        } else {
+                            nix::libc::SIG_DFL
+                        };
+                        nix::libc::signal(sig, h);
+                    }
                     if at_exec {
                         nix::libc::ptrace(
                             nix::libc::PTRACE_TRACEME,
@@ -352,6 +363,15 @@ pub fn is_alive(pid: i32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X"),
         Err(_) => false,
     }
+}
+
+/// The process (thread group) thread `tid` belongs to, while it exists.
+pub fn tgid_of(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The command name of process `pid`, `?` when it is gone.

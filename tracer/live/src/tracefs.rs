@@ -10,7 +10,7 @@ use std::fs;
 use std::io::{ErrorKind, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Errors talking to tracefs.
@@ -106,6 +106,9 @@ pub fn read(path: &Path) -> Result<String> {
 /// The signal that asked dcg to stop (0: none yet).
 static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static HANDLERS_SET: AtomicBool = AtomicBool::new(false);
+/// Bit N: signal N was ignored when dcg started, before its handlers (what a command it
+/// starts inherits).
+static INHERITED_IGNORED: AtomicU64 = AtomicU64::new(0);
 /// Whether tracing state may exist: from then on a stop signal asks for a clean stop;
 /// before, it ends dcg at once, as the signal's default action would.
 static ARMED: AtomicBool = AtomicBool::new(false);
@@ -139,21 +142,52 @@ pub fn install_stop_handlers() {
         SaFlags::empty(),
         SigSet::empty(),
     );
-    for s in [
-        Signal::SIGINT,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGPIPE,
-    ] {
+    for s in CAUGHT {
         // SAFETY: the handler only stores to atomics or re-raises the signal with its
         // default action, all async-signal-safe.
         if let Ok(old) = unsafe { sigaction(s, &action) } {
+            // SIGPIPE's is the Rust runtime's (ignored), not the shell's.
+            if s != Signal::SIGPIPE && old.handler() == SigHandler::SigIgn {
+                INHERITED_IGNORED.fetch_or(1 << s as i32, Ordering::SeqCst);
+            }
             if s == Signal::SIGHUP && old.handler() == SigHandler::SigIgn {
                 // SAFETY: restoring the inherited disposition.
                 let _ = unsafe { sigaction(s, &old) };
             }
         }
     }
+}
+
+/// The signals dcg catches.
+const CAUGHT: [nix::sys::signal::Signal; 4] = [
+    nix::sys::signal::Signal::SIGINT,
+    nix::sys::signal::Signal::SIGTERM,
+    nix::sys::signal::Signal::SIGHUP,
+    nix::sys::signal::Signal::SIGPIPE,
+];
+
+/// The dispositions a command dcg starts must get for the signals dcg catches, as the
+/// shell gave them to dcg: `(signal, ignored)`, else the default action. (SIGPIPE: the
+/// default, as a shell gives it; the Rust runtime ignores it before dcg can look.)
+pub fn inherited_dispositions() -> [(i32, bool); 4] {
+    let set = HANDLERS_SET.load(Ordering::SeqCst);
+    let ignored = INHERITED_IGNORED.load(Ordering::SeqCst);
+    CAUGHT.map(|s| {
+        let n = s as i32;
+        let ign = if set {
+            ignored & (1 << n) != 0
+        } else if s == nix::sys::signal::Signal::SIGPIPE {
+            false
+        } else {
+            // No handler yet: the disposition now is the inherited one.
+            // SAFETY: plain data, for which all zeroes is a valid value.
+            let mut old: nix::libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: a query (no new action) into a local.
+            let r = unsafe { nix::libc::sigaction(n, std::ptr::null(), &mut old) };
+            r == 0 && old.sa_sigaction == nix::libc::SIG_IGN
+        };
+        (n, ign)
+    })
 }
 
 /// From now on a stop signal asks the trace loop to stop and clean up (call this before

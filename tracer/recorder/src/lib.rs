@@ -34,12 +34,27 @@ unsafe extern "C" fn after_fork_child() {
     let t = &mut *record::tls();
     t.ring = core::ptr::null_mut();
     t.no_ring = false;
-    if let Some(st) = state::state() {
-        st.pid.store(libc::getpid(), Ordering::Relaxed);
-        if !st.follow {
-            state::DISABLED.store(true, Ordering::Relaxed);
+    as_recorder(|| {
+        if let Some(st) = state::state() {
+            st.pid.store(libc::getpid(), Ordering::Relaxed);
+            if !st.follow {
+                state::DISABLED.store(true, Ordering::Relaxed);
+            }
         }
-    }
+    });
+}
+
+/// Run `f` as the recorder's own work: the traced functions it calls (`malloc`, `free`,
+/// `open`, `getpid`, ... of its start-up) are not recorded, in this thread.
+pub(crate) fn as_recorder<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: this thread's own state; a signal handler that interrupts `f` sees the
+    // flag set and records nothing, as on the hot path.
+    let t = unsafe { &mut *record::tls() };
+    let was = t.busy;
+    t.busy = true;
+    let r = f();
+    t.busy = was;
+    r
 }
 
 /// Remove the recorder from the environment programs started from here inherit.
@@ -71,10 +86,14 @@ unsafe fn scrub_environment() {
 }
 
 unsafe extern "C" fn init() {
-    setup::init();
-    if state::state().is_some() {
-        libc::pthread_atfork(None, None, Some(after_fork_child));
-    }
+    as_recorder(|| {
+        // SAFETY: start-up, before `main`, as the constructor of a preloaded library.
+        unsafe { setup::init() };
+        if state::state().is_some() {
+            // SAFETY: registers a function of this library, which is never unloaded.
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+        }
+    });
 }
 
 #[used]

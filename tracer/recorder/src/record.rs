@@ -145,6 +145,8 @@ unsafe fn claim(st: &State, t: &mut Tls) -> bool {
 pub unsafe extern "C" fn thread_exit(_: *mut libc::c_void) {
     let t = &mut *tls();
     t.no_ring = true;
+    // Its `munmap` is the recorder's, not the program's.
+    t.busy = true;
     // A forked child's thread inherited the value, not the ring: its own is in `t`.
     if !t.ring.is_null() {
         AtomicU32::from_ptr(&raw mut (*t.ring).state).store(RING_RETIRED, Ordering::Release);
@@ -154,6 +156,7 @@ pub unsafe extern "C" fn thread_exit(_: *mut libc::c_void) {
         libc::munmap(t.frames.cast(), MAX_FRAMES * size_of::<Frame>());
         t.frames = core::ptr::null_mut();
     }
+    t.busy = false;
 }
 
 /// Room for a record of at most `max` bytes at the ring's head, padding to the end where
@@ -345,6 +348,15 @@ unsafe fn record(st: &State, t: &mut Tls, kind: u16, func: u32, ops: &[FetchOp],
         dcg_inproc::rings::mono_ns()
     };
     commit(r, at);
+}
+
+/// This program image starts recording: a [`REC_EXEC`] record in this thread's ring, by
+/// which dcg ends the calls the thread had open in the program it ran before an `exec`.
+pub unsafe fn image_started(st: &State) {
+    let t = &mut *tls();
+    // SAFETY: plain registers, all zero: a record without values reads none of them.
+    let regs: Regs = core::mem::zeroed();
+    record(st, t, REC_EXEC, 0, &[], &regs);
 }
 
 /// How far below live code a frame's return slot may be for the frame to count as left

@@ -551,6 +551,9 @@ pub unsafe fn init() {
         thread_key,
         tsc,
     });
+    if let Some(st) = crate::state::state() {
+        crate::record::image_started(st);
+    }
     if !follow {
         crate::scrub_environment();
     }

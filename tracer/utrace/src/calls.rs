@@ -439,11 +439,25 @@ pub trait EventSink {
     fn call_site(&mut self, tid: u32, probe: usize, ra: u64);
     /// Events were lost on `cpu`.
     fn lost(&mut self, cpu: u32, n: u64, out: &mut dyn Write) -> std::io::Result<()>;
+    /// Thread `m.tid` called `exec`: its open calls end, what it runs next is another
+    /// program's.
+    fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()>;
     /// Top-level calls completed so far (what `--count` counts).
     fn top_level(&self) -> u64;
 }
 
 impl EventSink for Calls<'_> {
+    fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()> {
+        let comm = self.comm(m).to_string();
+        self.tree.exec(
+            task_of(m, &comm),
+            Some(m.ts),
+            &mut self.sinks,
+            &mut self.obuf,
+        )?;
+        self.flush(out)
+    }
+
     /// An entry event of probe `probe` with its field values.
     fn entry(
         &mut self,

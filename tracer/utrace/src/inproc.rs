@@ -62,6 +62,31 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
     None
 }
 
+/// What the recorder cannot see when a traced function is a library's: the calls made
+/// while the loader runs the constructors of the command's libraries, which it does
+/// before the recorder's own (a preloaded library is initialised after every library
+/// the program needs). Names those libraries.
+pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<String> {
+    let exe = dcg_live::process::command_path(args.command.first()?).ok()?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    if targets.iter().all(|t| t.path == exe) {
+        return None;
+    }
+    let libs: Vec<String> = crate::plan::libraries_of_command(&exe)
+        .iter()
+        .filter(|l| !l.to_string_lossy().contains("/ld-linux"))
+        .filter(|l| crate::plan::has_constructors(l))
+        .filter_map(|l| Some(l.file_name()?.to_string_lossy().into_owned()))
+        .collect();
+    (!libs.is_empty()).then(|| {
+        format!(
+            "in process, calls made by the constructors of {} are not traced: the loader \
+             runs them before the recorder's (--engine uprobe traces them)",
+            libs.join(", ")
+        )
+    })
+}
+
 /// The recorder's plan of each probe: how its entry is hooked and its fetches (for an
 /// IFUNC, its resolver and each implementation it may choose); probes it cannot hook get
 /// `None` and a note (uprobes trace them). An IFUNC's probe becomes one of the chosen
@@ -336,8 +361,13 @@ pub fn run(
             for r in tracefs::remove_stale(root) {
                 note(&format!("removed stale {r}"));
             }
-            let (session, events) =
-                crate::probe_session(root, targets, probes, fallback.iter().copied())?;
+            let (session, events) = crate::probe_session(
+                root,
+                targets,
+                probes,
+                fallback.iter().copied(),
+                !args.no_children,
+            )?;
             Some((session, events))
         }
         None => None,
@@ -362,9 +392,13 @@ pub fn run(
         None => None,
     };
     let no_inlines: [crate::plan::InlineSite<'_>; 0] = [];
-    let mut stream = events
-        .as_ref()
-        .map(|events| crate::Stream::new(events, probes, &no_inlines));
+    let mut stream = events.as_ref().map(|events| {
+        let mut s = crate::Stream::new(events, probes, &no_inlines);
+        if args.no_children {
+            s.only_process(child.as_ref().map(Child::pid));
+        }
+        s
+    });
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
@@ -431,7 +465,9 @@ pub fn run(
         rings::records_of(&chunks, &clock, &mut batch);
         copier.give_back(&mut chunks);
         for r in &batch {
-            if let Some(&probe) = probe_of.get(r.func as usize) {
+            if r.kind == layout::REC_EXEC {
+                merge.record(r, 0, None, &entry_kinds, &ret_kinds);
+            } else if let Some(&probe) = probe_of.get(r.func as usize) {
                 // Where the function is in the thread's process: inline frames place
                 // calls by their return addresses. (A forked child has its parent's.)
                 let t = probes[probe].target;
@@ -577,6 +613,8 @@ enum Kind {
     Unwound,
     /// The return address of the next entry (`values[0]`), read by its own uprobe.
     CallSite,
+    /// The thread's program called `exec` (its new image's recorder started).
+    Exec,
 }
 
 /// A call event held until both sources have delivered what came before it.
@@ -623,6 +661,7 @@ impl Merge {
                 .collect()
         };
         let (kind, values) = match r.kind {
+            layout::REC_EXEC => (Kind::Exec, Vec::new()),
             layout::REC_ENTRY => (Kind::Entry, decode(&entry_kinds[f])),
             layout::REC_EXIT => (Kind::Return, decode(&ret_kinds[f])),
             layout::REC_UNWIND => (Kind::Unwound, Vec::new()),
@@ -632,7 +671,12 @@ impl Merge {
             ts: r.ts,
             tid: r.tid,
             cpu: u32::from(r.cpu),
-            comm: r.comm.clone(),
+            // The calls an exec ends keep the old program's name.
+            comm: if kind == Kind::Exec {
+                crate::calls::UNKNOWN_COMM.to_string()
+            } else {
+                r.comm.clone()
+            },
             kind,
             probe,
             values,
@@ -680,6 +724,7 @@ impl Merge {
                 Kind::Entry => calls.entry(&m, h.probe, &h.values, out)?,
                 Kind::Return => calls.ret(&m, h.probe, &h.values, out)?,
                 Kind::Unwound => calls.unwound(&m, h.probe, out)?,
+                Kind::Exec => calls.exec(&m, out)?,
                 Kind::CallSite => {
                     if let Some(Value::Num(ra)) = h.values.first() {
                         calls.call_site(h.tid, h.probe, *ra);
@@ -746,6 +791,10 @@ impl EventSink for Merge {
     }
     fn lost(&mut self, cpu: u32, n: u64, _out: &mut dyn Write) -> std::io::Result<()> {
         self.lost.push((cpu, n));
+        Ok(())
+    }
+    fn exec(&mut self, m: &Meta<'_>, _out: &mut dyn Write) -> std::io::Result<()> {
+        self.hold(m, Kind::Exec, 0, &[]);
         Ok(())
     }
     fn top_level(&self) -> u64 {

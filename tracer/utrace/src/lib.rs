@@ -126,10 +126,15 @@ pub fn run(
             return Err(UtraceError::Spec(f.clone()));
         };
         let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
-            // `dcg trace --func prog:main -- prog`: the command's own file.
             match args.command.first() {
+                // `dcg trace --func prog:main -- prog`: the command's own file.
                 Some(cmd) if cmd == path => process::command_path(cmd).map_err(Into::into),
-                _ => Err(e),
+                // `--func libc.so.6:strlen -- prog`: a library the command loads.
+                Some(cmd) => process::command_path(cmd)
+                    .ok()
+                    .and_then(|exe| plan::library_of_command(&exe, path))
+                    .ok_or(e),
+                None => Err(e),
             }
         })?;
         let resolved = resolved.canonicalize().unwrap_or(resolved);
@@ -170,6 +175,7 @@ pub fn run(
             inproc::RECORDER,
             args.command.first().map_or("the command", String::as_str)
         ));
+        notes.extend(inproc::unseen_constructors(args, &targets));
     }
     let reads = if in_process {
         plan::Reads::IN_PROCESS
@@ -332,7 +338,12 @@ pub(crate) enum Event {
     /// The entry of probe N's function, where its return address is read when its entry
     /// probe sits after the prologue.
     CallSite(usize),
+    /// A traced thread called `exec` (`sched_process_exec`).
+    Exec,
 }
+
+/// The tracepoint that says a process runs another program.
+const EXEC_EVENT: &str = "sched_process_exec";
 
 /// A running trace: the session with its probes, and the traced process.
 struct Tracer {
@@ -352,7 +363,8 @@ impl Tracer {
         args: &TraceOptions,
         note: &mut dyn FnMut(&str),
     ) -> Result<Tracer> {
-        let (mut session, mut events) = probe_session(root, targets, probes, 0..probes.len())?;
+        let (mut session, mut events) =
+            probe_session(root, targets, probes, 0..probes.len(), !args.no_children)?;
         let group = session.group().to_string();
         for (i, s) in inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
@@ -375,6 +387,12 @@ impl Tracer {
                     }
                 }
             }
+        }
+        // An exec ends the calls its thread had open: the new program starts a new tree.
+        let exec = format!("events/sched/{EXEC_EVENT}/enable");
+        if session.has(&exec) {
+            session.write(&exec, "1")?;
+            events.insert(EXEC_EVENT.to_string(), Event::Exec);
         }
         let mut child = None;
         let pids: Vec<i32> = if let Some(pid) = args.pid {
@@ -429,6 +447,10 @@ impl Tracer {
             c.resume()?;
         }
         let mut stream = Stream::new(&self.events, probes, inlines);
+        if args.no_children {
+            let pid = self.child.as_ref().map(|c| c.pid()).or(args.pid);
+            stream.only_process(pid);
+        }
         let stop = read_until_stop(
             &mut self.child,
             &mut pipe,
@@ -528,18 +550,24 @@ pub(crate) fn end_of(
 }
 
 /// A private tracefs instance with the entry and return uprobes of `probes[which]`
-/// (event-fork on: children of a filtered pid follow), tracing off; their events.
+/// (event-fork on: threads and children of a filtered pid follow; without `children`
+/// each event names its process, `record-tgid`, for [`Stream::only_process`]), tracing
+/// off; their events.
 pub(crate) fn probe_session(
     root: &std::path::Path,
     targets: &[Target],
     probes: &[Probe<'_>],
     which: impl Iterator<Item = usize>,
+    children: bool,
 ) -> Result<(Session, HashMap<String, Event>)> {
     let mut session = Session::create(root)?;
     let group = session.group().to_string();
     let _ = session.write("tracing_on", "0");
     if session.has("options/event-fork") {
         session.write("options/event-fork", "1")?;
+    }
+    if !children {
+        session.write("options/record-tgid", "1")?;
     }
     let mut events = HashMap::new();
     for i in which {
@@ -692,6 +720,8 @@ pub(crate) struct Stream<'e, 'p> {
     /// Event lines of this session that did not parse.
     unparsed: u64,
     done: bool,
+    /// `--no-children`: only this process's threads (by the events' `record-tgid`).
+    only: Option<u32>,
 }
 
 impl<'e, 'p> Stream<'e, 'p> {
@@ -708,7 +738,15 @@ impl<'e, 'p> Stream<'e, 'p> {
             lost_seen: 0,
             unparsed: 0,
             done: false,
+            only: None,
         }
+    }
+
+    /// Pass on only the events of process `pid`'s threads (`--no-children`: event-fork
+    /// adds the children to the pid filter along with the threads). The session must
+    /// record tgids ([`probe_session`] without `children`).
+    pub(crate) fn only_process(&mut self, pid: Option<i32>) {
+        self.only = pid.map(|p| p as u32);
     }
 
     /// Feed lines; returns true once `count` top-level calls completed (the rest is
@@ -776,12 +814,39 @@ impl<'e, 'p> Stream<'e, 'p> {
         let Some(ev) = parse_event_line(line) else {
             return Ok(());
         };
+        if let Some(want) = self.only {
+            // A tgid the kernel had not saved: the thread's own, while it lives.
+            if ev.tgid.or_else(|| process::tgid_of(ev.pid)) != Some(want) {
+                return Ok(());
+            }
+        }
         let Some(name) = ev.event else {
             return Ok(());
         };
         let Some(&event) = self.events.get(name) else {
             return Ok(());
         };
+        if event == Event::Exec {
+            // `filename=/usr/bin/ls pid=12 old_pid=13`: a thread other than the leader
+            // that calls exec takes the leader's id; the calls of both end.
+            let old = ev
+                .body
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("old_pid="))
+                .and_then(|p| p.parse::<u32>().ok());
+            let ts = ev.timestamp_ns().unwrap_or(0);
+            for tid in std::iter::once(ev.pid).chain(old.filter(|&o| o != ev.pid)) {
+                let m = Meta {
+                    comm: calls::UNKNOWN_COMM,
+                    tid,
+                    cpu: ev.cpu,
+                    ts,
+                    ip: None,
+                };
+                calls.exec(&m, out)?;
+            }
+            return Ok(());
+        }
         let Some(pe) = ev.probe() else {
             self.unparsed += 1;
             return Ok(());
@@ -810,6 +875,7 @@ impl<'e, 'p> Stream<'e, 'p> {
                 }
                 return Ok(());
             }
+            Event::Exec => return Ok(()),
         };
         let p = &self.probes[probe];
         let fields = if is_return {

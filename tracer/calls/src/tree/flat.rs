@@ -223,11 +223,49 @@ impl CallTree<'_> {
         Ok(())
     }
 
+    /// The program of `task` called `exec`: every call it has open ends there, innermost
+    /// first, unfinished and marked so ([`crate::sink::CallView::exec`]); what the task
+    /// runs next starts a new tree.
+    pub fn exec(
+        &mut self,
+        task: Task<'_>,
+        time_ns: Option<u64>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let Some(&ti) = self.task_ids.get(&task.key) else {
+            return Ok(());
+        };
+        if self.tasks[ti].held.is_some() {
+            self.release(ti, sink, out)?;
+        }
+        while let Some(f) = self.tasks[ti].stack.last() {
+            if f.inline.is_some() {
+                self.close_inline(ti, task, time_ns, sink, out)?;
+            } else {
+                self.unfinished_as(ti, task, true, sink, out)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Pop the innermost open call of task `ti`, which never returned.
     pub(super) fn unfinished(
         &mut self,
         ti: usize,
         task: Task<'_>,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        self.unfinished_as(ti, task, false, sink, out)
+    }
+
+    /// [`CallTree::unfinished`]; `exec`: ended by its program's `exec`.
+    fn unfinished_as(
+        &mut self,
+        ti: usize,
+        task: Task<'_>,
+        exec: bool,
         sink: &mut dyn Sink,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
@@ -246,6 +284,7 @@ impl CallTree<'_> {
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             unfinished: true,
+            exec,
             entry_cpu: f.cpu,
             inlined: self.inlined_view(f.inline),
             ctx: f.ctx,

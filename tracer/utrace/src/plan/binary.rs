@@ -85,14 +85,7 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
                 let Some(path) = line.split_whitespace().nth(5) else {
                     continue;
                 };
-                let name = Path::new(path)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if want
-                    .as_deref()
-                    .is_some_and(|w| name == w || name.starts_with(&format!("{w}.")))
-                {
+                if want.as_deref().is_some_and(|w| names(Path::new(path), w)) {
                     // The process's view: /proc/PID/root keeps it right across mount
                     // namespaces.
                     let root = PathBuf::from(format!("/proc/{pid}/root{path}"));
@@ -109,6 +102,90 @@ pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
         }
     }
     Err(binary_error(given, "no such file"))
+}
+
+/// Whether `path` is the file a short name `want` means: `libc.so.6` or `libc` (a prefix
+/// up to a dot).
+fn names(path: &Path, want: &str) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name == want || name.starts_with(&format!("{want}."))
+}
+
+/// The library a short name (`libc.so.6`, `libc`) means for the command `exe`: one the
+/// dynamic loader would load for it ([`libraries_of_command`]).
+pub fn library_of_command(exe: &Path, want: &str) -> Option<PathBuf> {
+    if want.contains('/') {
+        return None;
+    }
+    libraries_of_command(exe)
+        .into_iter()
+        .find(|p| names(p, want) && p.is_file())
+}
+
+/// The libraries the dynamic loader loads for the command `exe`, found as its own search
+/// finds them (`LD_LIBRARY_PATH`, `RUNPATH`, `ld.so.cache`, ...), the loader itself
+/// last: asked of the loader named in `exe`'s `PT_INTERP` with `--list`, which maps the
+/// libraries and runs none of their code or the command's. Empty for a static binary.
+pub fn libraries_of_command(exe: &Path) -> Vec<PathBuf> {
+    let Some(interp) = std::fs::read(exe).ok().and_then(|b| interpreter(&b)) else {
+        return Vec::new();
+    };
+    let Ok(out) = std::process::Command::new(&interp)
+        .arg("--list")
+        .arg(exe)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            // `\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)`, or
+            // `\t/lib64/ld-linux-x86-64.so.2 (0x...)`.
+            let l = l.trim();
+            let path = match l.split_once(" => ") {
+                Some((_, rest)) => rest,
+                None => l,
+            };
+            let path = path.rsplit_once(" (").map_or(path, |(p, _)| p);
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+/// Whether the ELF file at `path` has constructors the loader runs (`.init`,
+/// `.init_array`).
+pub fn has_constructors(path: &Path) -> bool {
+    use object::{Object, ObjectSection};
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    let Ok(file) = object::File::parse(&*bytes) else {
+        return false;
+    };
+    [".init", ".init_array"]
+        .iter()
+        .any(|n| file.section_by_name(n).is_some_and(|s| s.size() > 0))
+}
+
+/// The `PT_INTERP` of an ELF file: its dynamic loader.
+fn interpreter(bytes: &[u8]) -> Option<PathBuf> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    let elf = ElfFile64::<object::Endianness>::parse(bytes).ok()?;
+    let endian = elf.endian();
+    elf.elf_program_headers()
+        .iter()
+        .find(|ph| ph.p_type(endian) == object::elf::PT_INTERP)
+        .and_then(|ph| ph.data(endian, bytes).ok())
+        .map(|d| {
+            let d = d.split(|&b| b == 0).next().unwrap_or(d);
+            PathBuf::from(String::from_utf8_lossy(d).into_owned())
+        })
 }
 
 /// Open the binary at `path` and find its db: `--db` files (the one with the binary's
