@@ -10,7 +10,6 @@ pub mod decode;
 pub mod errors;
 pub mod funcs;
 pub mod origin;
-pub mod output;
 pub mod record;
 pub mod records;
 pub mod sink;
