@@ -284,7 +284,7 @@ impl Write for Output {
 /// Write `bytes` to `path` ([`Output::create`], then [`Output::commit`]).
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let mut out = Output::create(path)?;
-    out.write_all(bytes).map_err(|e| into_error(&path, e))?;
+    out.write_all(bytes).map_err(|e| into_error(path, e))?;
     out.commit()
 }
 
