@@ -127,11 +127,11 @@ impl ScanResult {
         Ok(bytes)
     }
 
-    /// Write the database atomically (temporary file, then rename).
+    /// Write the database to `path` as every output is written ([`dcg_outfile`]).
     pub fn write(&mut self, path: &Path) -> Result<(), ScanError> {
         let bytes = self.to_bytes()?;
         let t = Instant::now();
-        sigdb::write_atomic(path, &bytes)?;
+        dcg_outfile::write(path, &bytes).map_err(sigdb::Error::from)?;
         self.stats.t_write += t.elapsed();
         Ok(())
     }

@@ -68,10 +68,10 @@ pub fn emit_object(db: &[u8]) -> Result<Vec<u8>> {
     })
 }
 
-/// Write [`emit_object`]`(db)` to `path` atomically (temporary file and rename).
+/// Write [`emit_object`]`(db)` to `path` as every output is written ([`dcg_outfile`]).
 pub fn write_object(path: &Path, db: &[u8]) -> Result<()> {
     let bytes = emit_object(db)?;
-    sigdb::write_atomic(path, &bytes).map_err(Error::from)
+    Ok(dcg_outfile::write(path, &bytes)?)
 }
 
 /// Whether `bytes` start like an ELF file.

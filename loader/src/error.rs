@@ -149,6 +149,9 @@ pub enum Error {
     /// Another sigdb error (opening an installed db).
     #[error(transparent)]
     Db(#[from] sigdb::Error),
+    /// Writing an output failed (the message names the file).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
 }
 
 impl Error {

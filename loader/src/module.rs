@@ -9,6 +9,7 @@
 //! same name); to carry the kernel and its modules, scan both into one db.
 
 use std::ffi::CString;
+use std::io::Write as _;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -103,13 +104,39 @@ pub fn sysfs_name(db: &Db) -> &'static str {
 }
 
 /// Write the Kbuild directory of a module carrying `db` (validated first) into `dir`
-/// (created if needed): `dcg_sigdb_main.c`, `dcg_sigdb.h`, `dcg_sigdb_blob.S`, `Kbuild`, `Makefile` and
-/// the db as [`BLOB_FILE`], each written atomically. Returns the sysfs file name.
+/// (created if needed): `dcg_sigdb_main.c`, `dcg_sigdb.h`, `dcg_sigdb_blob.S`, `Kbuild`,
+/// `Makefile` and the db as [`BLOB_FILE`], all or nothing ([`stage_module_dir`], then
+/// [`StagedModule::commit`]). Returns the sysfs file name.
 pub fn write_module_dir(dir: &Path, db: &[u8]) -> Result<&'static str> {
+    stage_module_dir(dir, db)?.commit()
+}
+
+/// The files of a module directory, written and synced but not yet in place: dropped
+/// uncommitted, they leave `dir` as it was (and remove it if it was made for them).
+#[derive(Debug)]
+pub struct StagedModule {
+    outputs: Vec<dcg_outfile::Output>,
+    /// The directories made for the module, deepest first.
+    made: Vec<PathBuf>,
+    name: &'static str,
+}
+
+/// Write the files of [`write_module_dir`] without putting any in place yet.
+pub fn stage_module_dir(dir: &Path, db: &[u8]) -> Result<StagedModule> {
     let parsed =
         Db::from_bytes(db.to_vec()).map_err(|e| crate::blob::db_error(Path::new("<memory>"), e))?;
     let name = sysfs_name(&parsed);
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    let mut staged = StagedModule {
+        outputs: Vec::new(),
+        made: missing,
+        name,
+    };
     let kbuild = TEMPLATE_KBUILD.replace("@NAME@", name);
     let files: [(&str, &[u8]); 6] = [
         ("dcg_sigdb_main.c", TEMPLATE_C.as_bytes()),
@@ -120,9 +147,36 @@ pub fn write_module_dir(dir: &Path, db: &[u8]) -> Result<&'static str> {
         (BLOB_FILE, db),
     ];
     for (file, bytes) in files {
-        sigdb::write_atomic(&dir.join(file), bytes)?;
+        let path = dir.join(file);
+        let mut out = dcg_outfile::Output::create(&path)?;
+        out.write_all(bytes)
+            .map_err(|e| dcg_outfile::into_error(&path, e))?;
+        out.sync()?;
+        staged.outputs.push(out);
     }
-    Ok(name)
+    Ok(staged)
+}
+
+impl StagedModule {
+    /// Put every file in place (all were written and synced when staged).
+    /// Returns the sysfs file name.
+    pub fn commit(mut self) -> Result<&'static str> {
+        for out in std::mem::take(&mut self.outputs) {
+            out.commit()?;
+        }
+        self.made.clear();
+        Ok(self.name)
+    }
+}
+
+impl Drop for StagedModule {
+    fn drop(&mut self) {
+        // Their temporary files go first; then the directories, empty again.
+        self.outputs.clear();
+        for d in &self.made {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
 }
 
 /// A db exposed by a loaded module, read into memory (sysfs binary attributes cannot be

@@ -9,7 +9,6 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::io::Write;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -156,10 +155,11 @@ impl DbBuilder {
         self.functions.len()
     }
 
-    /// Write the database atomically: a temporary file beside `path`, then a rename.
+    /// Write the database to `path` as every output is written ([`dcg_outfile`]: a
+    /// regular file is replaced atomically, a device or FIFO written in place).
     pub fn write_to(&self, path: &Path) -> Result<(), Error> {
         let bytes = self.finish()?;
-        write_atomic(path, &bytes)
+        Ok(dcg_outfile::write(path, &bytes)?)
     }
 
     /// Serialize to bytes.
@@ -237,54 +237,6 @@ impl DbBuilder {
         }
         fp
     }
-}
-
-/// Write `bytes` to `path` through a temporary file in the same directory and a rename,
-/// so readers never see a partial file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    write_atomic_checked(path, bytes, || Ok(()))
-}
-
-/// [`write_atomic`], with `check` run on another thread while the temporary file is
-/// written: the file replaces `path` only if `check` succeeds, else it is removed and
-/// the check's error returned.
-pub fn write_atomic_checked<T: Send>(
-    path: &Path,
-    bytes: &[u8],
-    check: impl FnOnce() -> Result<T, Error> + Send,
-) -> Result<T, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let (checked, written) = std::thread::scope(|s| {
-        let checker = s.spawn(check);
-        let written = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()
-        })();
-        (checker.join(), written)
-    });
-    let checked = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    let result = match (written, checked) {
-        (Ok(()), Ok(value)) => std::fs::rename(&tmp, path).map(|()| value).map_err(io),
-        (Err(e), _) => Err(io(e)),
-        (Ok(()), Err(e)) => Err(e),
-    };
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// The string section, laid out before the writer runs from the set of strings it will
@@ -1100,27 +1052,6 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_file_written_while_checked_appears_only_if_the_check_passes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.sigdb");
-        std::fs::write(&path, b"old").unwrap();
-        let failed = write_atomic_checked(&path, b"new", || -> Result<(), Error> {
-            Err(Error::Builder("refused".into()))
-        });
-        assert!(matches!(failed, Err(Error::Builder(m)) if m == "refused"));
-        assert_eq!(std::fs::read(&path).unwrap(), b"old");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "temporary file left"
-        );
-        let value = write_atomic_checked(&path, b"new", || Ok(7)).unwrap();
-        assert_eq!(value, 7);
-        assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    }
 
     #[test]
     fn strings_share_suffixes_whatever_the_order() {

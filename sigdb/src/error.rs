@@ -105,6 +105,9 @@ pub enum Error {
     /// A table would exceed the format's 32-bit limits.
     #[error("too many {0} for the sigdb format")]
     TooLarge(&'static str),
+    /// Writing the db out failed (the message names the file).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
     /// The builder was given inconsistent input.
     #[error("invalid database contents: {0}")]
     Builder(String),

@@ -26,8 +26,7 @@ mod varint;
 mod view;
 
 pub use builder::{
-    write_atomic, write_atomic_checked, DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId,
-    ParamDesc, TypeDesc, TypeId,
+    DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
 };
 pub use callers::Callers;
 pub use error::{Error, FormatError, FormatErrorKind};

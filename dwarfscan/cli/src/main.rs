@@ -1,6 +1,6 @@
 //! `dwarfscan [OPTIONS] <INPUT>... -o <OUT>`: DWARF function signatures → sigdb.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -218,25 +218,36 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // milliseconds): the command ends soon, which returns its memory at once.
     let stats = result.stats;
     std::mem::forget(result.builder);
-    // The db is checked while it is written; it replaces the output only if it passes.
-    let (modules_only, sections) = sigdb::write_atomic_checked(&args.output, &bytes, || {
-        let db = sigdb::Db::from_bytes(bytes.clone())?;
-        db.check_frames()?;
-        let sections: Vec<(&str, usize)> = db.section_sizes().collect();
-        Ok((db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections))
-    })?;
+    // Every output is written (and synced) before the first is put in place: a failure
+    // leaves all of them as they were. The db goes in place last.
+    let (db_out, modules_only, sections) = stage_db(&args.output, &bytes)?;
     if modules_only && args.base_build_id.is_none() && args.base.is_none() {
         eprintln!(
             "dwarfscan: warning: a db of kernel modules alone is keyed to its kernel's build-id; \
              pass --base VMLINUX or --base-build-id HEX so `dcg load` can match it"
         );
     }
-    if let Some(obj) = &args.emit_object {
-        loader::write_object(obj, &bytes)?;
+    let object = match &args.emit_object {
+        Some(path) => {
+            let mut out = dcg_outfile::Output::create(path)?;
+            out.write_all(&loader::emit_object(&bytes)?)
+                .map_err(|e| dcg_outfile::into_error(path, e))?;
+            out.sync()?;
+            Some(out)
+        }
+        None => None,
+    };
+    let module = match &args.emit_module {
+        Some(dir) => Some(loader::module::stage_module_dir(dir, &bytes)?),
+        None => None,
+    };
+    if let Some(m) = module {
+        m.commit()?;
     }
-    if let Some(dir) = &args.emit_module {
-        loader::module::write_module_dir(dir, &bytes)?;
+    if let Some(o) = object {
+        o.commit()?;
     }
+    db_out.commit()?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -252,6 +263,43 @@ fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The db sections and their sizes, as `--stats` prints them.
+type Sections = Vec<(&'static str, usize)>;
+
+/// Write the db to `path`, checked (every frame decompressed) while it is written: a db
+/// that fails the check is never put in place. Returns the output to commit, whether the
+/// db holds kernel modules alone, and its sections. An output written in place (a
+/// device, a FIFO) gets the db only once it passed.
+fn stage_db(path: &Path, bytes: &[u8]) -> anyhow::Result<(dcg_outfile::Output, bool, Sections)> {
+    let check = || -> Result<(bool, Sections), sigdb::Error> {
+        let db = sigdb::Db::from_bytes(bytes.to_vec())?;
+        db.check_frames()?;
+        let sections = db.section_sizes().collect();
+        Ok((db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections))
+    };
+    let mut out = dcg_outfile::Output::create(path)?;
+    let write = |out: &mut dcg_outfile::Output| {
+        out.write_all(bytes)
+            .map_err(|e| dcg_outfile::into_error(path, e))?;
+        out.sync()
+    };
+    let (modules_only, sections) = if out.replaces() {
+        let (checked, written) = std::thread::scope(|s| {
+            let checker = s.spawn(check);
+            let written = write(&mut out);
+            (checker.join(), written)
+        });
+        let checked = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        written?;
+        checked?
+    } else {
+        let checked = check()?;
+        write(&mut out)?;
+        checked
+    };
+    Ok((out, modules_only, sections))
 }
 
 /// The build-id of a vmlinux (GNU build-id note) or of a sigdb (its header).

@@ -210,31 +210,15 @@ pub(super) fn remove_stale_trash(root: &Path) {
     }
 }
 
-/// Write `bytes` to `dest` (mode 0644) through a temporary file in `dir` and a rename.
+/// Replace `dest` in `dir` by a file (mode 0644) holding `bytes`, atomically, whatever
+/// is at `dest` ([`dcg_outfile::Output::replace`]: nothing is followed).
 pub(super) fn install_file(dir: &Path, dest: &Path, bytes: &[u8]) -> Result<()> {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!("{TMP_PREFIX}{name}-{}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(nofollow())
-            .open(&tmp)
-            .map_err(Error::io(&tmp))?;
-        nix::sys::stat::fchmod(&f, Mode::from_bits_truncate(0o644)).map_err(Error::nix(&tmp))?;
-        f.write_all(bytes).map_err(Error::io(&tmp))?;
-        f.sync_all().map_err(Error::io(&tmp))?;
-        std::fs::rename(&tmp, dest).map_err(Error::io(dest))?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut out = dcg_outfile::Output::replace(dest)?;
+    out.set_mode(0o644)?;
+    out.write_all(bytes)
+        .map_err(|e| dcg_outfile::into_error(dest, e))?;
+    out.commit()?;
+    sync_dir(dir)
 }
 
 /// `t` as UTC `YYYY-MM-DD HH:MM:SS` (for `dcg list`).

@@ -19,7 +19,6 @@ use dcg_dbset::DbSet;
 use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 
 use crate::funcs::FuncTable;
-use crate::output::OutputFile;
 use crate::records::SavedCalls;
 use crate::sink::{ArgList, Layout, Note, Output, Sink, Sinks, Task};
 use crate::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
@@ -84,12 +83,12 @@ pub fn run(
     }
     let saved = match &args.output {
         Some(path) => {
-            let file = OutputFile::create(path)?;
+            let file = dcg_outfile::Output::create(path)?;
             let source = args
                 .input
                 .as_deref()
                 .map_or("stdin".to_string(), |p| p.display().to_string());
-            dec.save_records(Box::new(std::io::BufWriter::new(file.file()?)), &source)?;
+            dec.save_records(Box::new(std::io::BufWriter::new(file.writer()?)), &source)?;
             Some(file)
         }
         None => None,
@@ -165,6 +164,9 @@ pub enum DecodeError {
     /// Reading the input or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Writing an output file failed (the message names it).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
 }
 
 /// Streaming decoder: feed function_graph lines, the sinks get typed calls.

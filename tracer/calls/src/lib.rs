@@ -11,7 +11,6 @@ pub mod errors;
 pub mod funcs;
 pub mod lines;
 pub mod origin;
-pub mod output;
 pub mod record;
 pub mod records;
 pub mod sink;

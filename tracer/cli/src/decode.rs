@@ -5,7 +5,6 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::output::OutputFile;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
@@ -73,9 +72,9 @@ fn raw(
     dec.set_pointer_names(&names);
     let saved = match &args.output {
         Some(path) => {
-            let file = OutputFile::create(path)?;
+            let file = dcg_outfile::Output::create(path)?;
             dec.save_records(
-                Box::new(std::io::BufWriter::new(file.file()?)),
+                Box::new(std::io::BufWriter::new(file.writer()?)),
                 &input.display().to_string(),
             )?;
             Some(file)

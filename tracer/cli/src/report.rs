@@ -4,7 +4,6 @@
 use std::io::{BufRead, BufReader, Write};
 
 use anyhow::Context;
-use dcg_calls::output::OutputFile;
 use dcg_dbset::DbSet;
 use dcg_report::{
     load_ftrace, load_records, load_saved, looks_like_records, looks_like_saved_calls,
@@ -77,8 +76,8 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let opts = args.options();
     match &args.output {
         Some(path) => {
-            let file = OutputFile::create(path)?;
-            let mut w = std::io::BufWriter::new(file.file()?);
+            let file = dcg_outfile::Output::create(path)?;
+            let mut w = std::io::BufWriter::new(file.writer()?);
             write_report(&opts, &input, &graph, &mut w)?;
             w.flush()?;
             drop(w);

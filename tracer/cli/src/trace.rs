@@ -4,8 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use dcg_calls::output::OutputFile;
 use dcg_calls::record::CallRecord;
 use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
 use dcg_live::options::TraceOptions;
@@ -20,11 +18,11 @@ pub fn run(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Resul
     let Some(path) = args.trace_output.clone() else {
         return trace(args, offline, out);
     };
-    let file = OutputFile::create(&path)?;
-    let mut w = std::io::BufWriter::new(file.file()?);
+    let file = dcg_outfile::Output::create(&path)?;
+    let mut w = std::io::BufWriter::new(file.writer()?);
     let code = trace(args, offline, &mut w)?;
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+    // The error names the file.
+    w.flush()?;
     drop(w);
     file.commit()?;
     Ok(code)

@@ -73,7 +73,7 @@ pub struct TraceArgs {
     pub output: Option<PathBuf>,
     /// Write the trace (the calls, their JSON or the report) to FILE instead of standard
     /// output, so the traced command's own output stays apart from it. FILE appears when
-    /// the trace ends (written through a temporary file beside it).
+    /// the trace ends (a regular file is replaced whole; a device or FIFO written in place).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub trace_output: Option<PathBuf>,
     /// Print the call-graph report of the traced calls when the trace ends, instead of

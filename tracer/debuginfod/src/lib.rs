@@ -16,8 +16,8 @@
 //!   servers are asked again. A cached file this process cannot read is removed. When
 //!   every server answers 404, an empty file records the miss.
 //!
-//! A file is written to a temporary name and renamed when whole, so the cache never
-//! holds half a file. A server that failed to answer (connection, timeout, a broken or
+//! A file is written to an unnamed temporary file and put in place when whole
+//! (`dcg-outfile`), so the cache never holds half a file. A server that failed to answer (connection, timeout, a broken or
 //! too slow transfer) is not asked again by the same client. What a file holds is the
 //! caller's to check; [`Client::forget`] removes a file that failed that check.
 
@@ -458,12 +458,8 @@ impl Client {
             })
         };
         std::fs::create_dir_all(dir).map_err(cache)?;
-        let tmp = dir.join(format!(
-            ".{}.part-{}",
-            path.file_name().unwrap_or_default().to_string_lossy(),
-            std::process::id()
-        ));
-        let mut f = std::fs::File::create(&tmp).map_err(cache)?;
+        // Replaced whole or not at all, nothing in the directory followed.
+        let mut f = dcg_outfile::Output::replace(path).map_err(|e| cache(e.into_os_error()))?;
         let mut buf = vec![0u8; 1 << 16];
         let mut got = 0u64;
         // Bytes since the current period began.
@@ -473,7 +469,7 @@ impl Client {
                 Ok(0) => break Ok(()),
                 Ok(n) => {
                     if let Err(e) = f.write_all(&buf[..n]) {
-                        break Err(cache(e));
+                        break Err(cache(dcg_outfile::into_error(path, e).into_os_error()));
                     }
                     got += n as u64;
                     in_period += n as u64;
@@ -512,14 +508,9 @@ impl Client {
             ))),
             _ => Ok(()),
         });
-        drop(f);
-        match result {
-            Ok(()) => std::fs::rename(&tmp, path).map_err(cache),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(e)
-            }
-        }
+        // Dropped uncommitted, the file leaves nothing behind.
+        result?;
+        f.commit().map_err(|e| cache(e.into_os_error()))
     }
 
     /// Remove a cached file whose contents failed the caller's check.

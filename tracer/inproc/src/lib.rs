@@ -18,6 +18,9 @@ pub enum InprocError {
         /// What failed.
         error: std::io::Error,
     },
+    /// Writing the plan failed (the message names the file).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
     /// A fetch expression the recorder cannot evaluate.
     #[error("fetch {0:?}: not an expression the in-process recorder reads")]
     Fetch(String),

@@ -134,7 +134,9 @@ pub fn parse_fetch(expr: &str) -> Result<FetchOp, InprocError> {
     Ok(op)
 }
 
-/// Write the plan to `path` (a temporary file, then renamed).
+/// Write the plan to `path`, replacing atomically whatever is there
+/// ([`dcg_outfile::Output::replace`]: the directory may be world-writable; nothing in it
+/// is followed).
 pub fn write_plan(
     path: &Path,
     targets: &[PlanTarget],
@@ -186,20 +188,14 @@ pub fn write_plan(
         flags,
         reserved: 0,
     };
-    let io = |error| InprocError::File {
-        path: path.display().to_string(),
-        error,
-    };
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    let mut w = |b: &[u8]| f.write_all(b).map_err(io);
+    let mut f = dcg_outfile::Output::replace(path)?;
+    let mut w = |b: &[u8]| f.write_all(b).map_err(|e| dcg_outfile::into_error(path, e));
     w(header.as_bytes())?;
     w(tdesc.as_bytes())?;
     w(fdesc.as_bytes())?;
     w(ops.as_bytes())?;
     w(&strings)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)
+    Ok(f.commit()?)
 }
 
 #[cfg(test)]

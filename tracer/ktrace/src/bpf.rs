@@ -17,7 +17,6 @@ use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::output::OutputFile;
 use dcg_calls::records::SavedCalls;
 use dcg_calls::sink::{Output, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
@@ -717,9 +716,9 @@ pub fn run(
     let mut feed = Feed::new(tree, sinks, probed, (sites, site_at), kallsyms, args);
     let saved = match &args.output {
         Some(path) => {
-            let file = OutputFile::create(path)?;
+            let file = dcg_outfile::Output::create(path)?;
             feed.sinks.push(Box::new(SavedCalls::new(
-                Box::new(std::io::BufWriter::new(file.file()?)),
+                Box::new(std::io::BufWriter::new(file.writer()?)),
                 &format!("dcg trace --func {}", args.func.join(" --func ")),
             )?));
             Some(file)

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::output::OutputFile;
 use dcg_calls::sink::{Output, Sinks};
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
@@ -123,6 +122,9 @@ pub enum KtraceError {
     /// Reading the stream or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Writing an output file failed (the message names it).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
     /// The BPF engine could not capture.
     #[error(transparent)]
     Bpf(#[from] dcg_bpf::BpfError),
@@ -661,9 +663,9 @@ impl<'s> Setup<'s> {
         dec.mark_contexts();
         let saved = match &args.output {
             Some(path) => {
-                let file = OutputFile::create(path)?;
+                let file = dcg_outfile::Output::create(path)?;
                 dec.save_records(
-                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    Box::new(std::io::BufWriter::new(file.writer()?)),
                     &format!("dcg trace --func {}", args.func.join(" --func ")),
                 )?;
                 Some(file)

@@ -30,6 +30,9 @@ pub enum GraphFilterError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Writing a registry file failed (the message names it).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
 }
 
 type Result<T> = std::result::Result<T, GraphFilterError>;
@@ -247,10 +250,12 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Replace the registry file `path` atomically ([`dcg_outfile::Output::replace`]).
 fn write_file(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, text).map_err(io(&tmp, "writing"))?;
-    fs::rename(&tmp, path).map_err(io(path, "renaming into place"))
+    let mut out = dcg_outfile::Output::replace(path)?;
+    out.write_all(text.as_bytes())
+        .map_err(|e| dcg_outfile::into_error(path, e))?;
+    Ok(out.commit()?)
 }
 
 /// The functions listed in a `set_graph_function`-style file (empty when it says all

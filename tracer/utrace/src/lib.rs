@@ -23,7 +23,6 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use dcg_calls::output::OutputFile;
 use dcg_fgraph::parse_event_line;
 use dcg_live::options::{split_user_func, TraceOptions};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
@@ -92,6 +91,9 @@ pub enum UtraceError {
     /// Reading the stream or writing the output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Writing an output file failed (the message names it).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
 }
 
 pub(crate) type Result<T> = std::result::Result<T, UtraceError>;
@@ -282,9 +284,9 @@ pub fn run(
         let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args);
         let saved = match &args.output {
             Some(path) => {
-                let file = OutputFile::create(path)?;
+                let file = dcg_outfile::Output::create(path)?;
                 calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    Box::new(std::io::BufWriter::new(file.writer()?)),
                     &source_name(args, &targets, "in process"),
                 )?;
                 Some(file)
@@ -433,9 +435,9 @@ impl Tracer {
         let mut calls = calls_for(&no_db, probes, inlines, targets, args);
         let saved = match &args.output {
             Some(path) => {
-                let file = OutputFile::create(path)?;
+                let file = dcg_outfile::Output::create(path)?;
                 calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.file()?)),
+                    Box::new(std::io::BufWriter::new(file.writer()?)),
                     &source_name(args, targets, "uprobes"),
                 )?;
                 Some(file)
