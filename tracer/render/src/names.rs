@@ -13,6 +13,16 @@ pub struct Demangled {
     /// Without the parameters and return type (`ns::get<int>`): what `--func` patterns
     /// most naturally name.
     pub short: String,
+    /// With the parameters, without a template's return type (`ns::get<int>(ns::Box<int>)`):
+    /// how people write an overload.
+    pub signature: String,
+}
+
+impl Demangled {
+    /// Whether `name` is one of the forms, or `is`-matches one (a glob).
+    pub fn any(&self, mut is: impl FnMut(&str) -> bool) -> bool {
+        is(&self.short) || is(&self.signature) || is(&self.full)
+    }
 }
 
 /// The demangled forms of `symbol`; `None` when it is not a C++ or Rust mangled name
@@ -24,6 +34,7 @@ pub fn demangle(symbol: &str) -> Option<Demangled> {
     if let Some(r) = rust(symbol) {
         return Some(Demangled {
             short: r.clone(),
+            signature: r.clone(),
             full: r,
         });
     }
@@ -32,7 +43,14 @@ pub fn demangle(symbol: &str) -> Option<Demangled> {
     let short = sym
         .demangle(&DemangleOptions::new().no_params().no_return_type())
         .ok()?;
-    Some(Demangled { full, short })
+    let signature = sym
+        .demangle(&DemangleOptions::new().no_return_type())
+        .ok()?;
+    Some(Demangled {
+        full,
+        short,
+        signature,
+    })
 }
 
 /// The name people read for `symbol`: demangled in full, else the symbol itself.
@@ -69,6 +87,7 @@ mod tests {
         let d = demangle("_Z3getIiET_3BoxIS0_E").unwrap();
         assert_eq!(d.full, "int get<int>(Box<int>)");
         assert_eq!(d.short, "get<int>");
+        assert_eq!(d.signature, "get<int>(Box<int>)");
         let d = demangle("_ZN2ns3getIiEET_NS_3BoxIS1_EE").unwrap();
         assert_eq!(d.short, "ns::get<int>");
         let d = demangle("_ZN2ns5totalEPKii").unwrap();
