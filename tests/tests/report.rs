@@ -590,6 +590,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         id,
         parent,
         func: func.into(),
+        demangled: None,
         module: None,
         cpu: Some(0),
         comm: None,

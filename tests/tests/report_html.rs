@@ -1265,6 +1265,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 id,
                 parent,
                 func: format!("fn_{f}"),
+                demangled: None,
                 module: None,
                 cpu: Some(0),
                 comm: None,

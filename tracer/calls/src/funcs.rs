@@ -61,6 +61,8 @@ pub struct FuncInfo<'a> {
     /// ELF symbol, and its module when it is a kernel module's.
     symbol: Option<&'a str>,
     kernel_module: Option<&'a str>,
+    /// The symbol (or stream name) demangled, when it is a C++ or Rust one.
+    demangled: Option<dcg_render::names::Demangled>,
 }
 
 /// How a value of one type is rendered, worked out once per parameter or return type.
@@ -161,9 +163,11 @@ impl<'a> FuncInfo<'a> {
                 first,
             });
         }
+        let demangled = dcg_render::names::demangle(func.map_or(name.as_str(), |f| f.symbol()));
         FuncInfo {
             name,
             func,
+            demangled,
             module_label: None,
             ret,
             params,
@@ -183,6 +187,18 @@ impl<'a> FuncInfo<'a> {
             Some(symbol) => (symbol, self.module_label.as_deref().or(self.kernel_module)),
             None => (&self.name, None),
         }
+    }
+
+    /// The name shown in call trees: demangled without parameters for C++ and Rust
+    /// (`ns::get<int>`; the arguments follow it), else the name as the stream gives it.
+    pub fn shown(&self) -> &str {
+        self.demangled.as_ref().map_or(&self.name, |d| &d.short)
+    }
+
+    /// The demangled name in full (`int ns::get<int>(ns::Box<int>)`), for C++ and Rust
+    /// symbols: saved calls keep it beside the symbol.
+    pub fn demangled(&self) -> Option<&str> {
+        self.demangled.as_ref().map(|d| d.full.as_str())
     }
 
     /// The first parameter named `name`; `i` is where it usually is (the argument's

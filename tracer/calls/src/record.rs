@@ -43,6 +43,10 @@ pub struct CallRecord {
     pub parent: Option<u64>,
     /// Function (ELF symbol name: clones keep their suffix).
     pub func: String,
+    /// `func` demangled in full, for a C++ or Rust symbol (`int ns::get<int>(ns::Box<int>)`);
+    /// absent for C names and in files written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
     /// Module for module functions.
     pub module: Option<String>,
     /// CPU, when the trace shows it.

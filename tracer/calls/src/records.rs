@@ -19,6 +19,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         id: c.id,
         parent: c.parent,
         func: func.to_string(),
+        demangled: info.demangled().map(str::to_string),
         module: module.map(str::to_string),
         cpu: c.entry_cpu.or(c.task.cpu),
         comm: c.task.comm.map(str::to_string),
@@ -67,6 +68,11 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     json::opt_number(out, c.parent);
     out.extend_from_slice(b",\"func\":");
     json::string(out, func);
+    // Left out when absent (`skip_serializing_if`), as for C names.
+    if let Some(d) = c.func.demangled() {
+        out.extend_from_slice(b",\"demangled\":");
+        json::string(out, d);
+    }
     out.extend_from_slice(b",\"module\":");
     json::opt_string(out, module);
     out.extend_from_slice(b",\"cpu\":");

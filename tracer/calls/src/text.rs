@@ -151,7 +151,7 @@ impl TextPrinter {
                 s.push('}');
                 if c.named {
                     s.push_str(" /* ");
-                    s.push_str(&c.func.name);
+                    s.push_str(c.func.shown());
                     self.push_ret(s, c);
                     s.push_str(" */");
                 }
@@ -212,13 +212,13 @@ impl TextPrinter {
             }
             (Kind::Close, true, _) => {
                 s.push_str("} /* ");
-                s.push_str(&c.func.name);
+                s.push_str(c.func.shown());
                 self.push_ret(s, c);
                 s.push_str(" (entry not seen) */");
             }
             (Kind::Close, false, false) => {
                 s.push_str("} /* ");
-                s.push_str(&c.func.name);
+                s.push_str(c.func.shown());
                 self.push_ret(s, c);
                 s.push_str(" */");
                 if let Some(ns) = c.irq_ns {
@@ -231,7 +231,7 @@ impl TextPrinter {
             }
             (Kind::Close, false, true) => {
                 s.push_str("} /* ");
-                s.push_str(&c.func.name);
+                s.push_str(c.func.shown());
                 s.push_str(if c.exec {
                     " (exec) */"
                 } else {
@@ -380,7 +380,7 @@ fn push_inlined(s: &mut String, c: &CallView<'_>) {
 fn push_origin(s: &mut String, c: &CallView<'_>) {
     if let Some(o) = c.origin.filter(|o| o.id != c.id) {
         s.push_str(" from ");
-        s.push_str(&o.func.name);
+        s.push_str(o.func.shown());
     }
 }
 
@@ -426,7 +426,7 @@ pub fn push_arg_list<'a>(
 
 /// `func(args)`.
 fn call_text(s: &mut String, c: &CallView<'_>) {
-    s.push_str(&c.func.name);
+    s.push_str(c.func.shown());
     s.push('(');
     push_args(s, c, true);
     s.push(')');

@@ -18,6 +18,57 @@ pub enum ColorChoice {
     Never,
 }
 
+/// The longest `--duration`: a year, so that the deadline it sets stays representable.
+const MAX_DURATION_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `--duration SECS`: a finite number of seconds, more than 0, at most a year.
+pub fn duration_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds (e.g. 2 or 0.5)"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!(
+            "{s:?}: the duration must be a finite number of seconds greater than 0"
+        ));
+    }
+    if v > MAX_DURATION_SECS {
+        return Err(format!(
+            "{s:?}: the duration must be at most a year ({MAX_DURATION_SECS} seconds)"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--count N`: a whole number of calls, at least 1.
+pub fn positive_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("0: the count must be at least 1 (leave --count out for no limit)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of calls (1 or more)")),
+    }
+}
+
+/// `-p PID`: a process id, at least 1 (0 and negative numbers name process groups).
+pub fn process_id(s: &str) -> Result<i32, String> {
+    match s.trim().parse::<i32>() {
+        Ok(p) if p >= 1 => Ok(p),
+        Ok(_) => Err(format!("{s}: a process id is at least 1")),
+        Err(_) => Err(format!("{s:?} is not a process id")),
+    }
+}
+
+/// `--page-size BYTES`: a power of two, from 64 bytes to 1 MiB.
+pub fn page_size(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n.is_power_of_two() && (64..=1 << 20).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "{s}: the page size must be a power of two from 64 to 1048576"
+        )),
+        Err(_) => Err(format!("{s:?} is not a number of bytes")),
+    }
+}
+
 impl ColorChoice {
     /// The decision, given whether the output is a terminal that shows text.
     pub fn decide(self, terminal_text: bool) -> bool {
@@ -65,7 +116,7 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub cpu: u32,
     /// Ring-buffer page size of the raw input.
-    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = crate::args::page_size)]
     pub page_size: usize,
     /// Do not show inlined code as frames of the inlined functions. By default, where the
     /// trace has return addresses (`funcgraph-retaddr`) and the db inline instances, a

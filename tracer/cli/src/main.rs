@@ -146,10 +146,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let set = resolve_db(&db.db, cli.offline)?;
             let mut missing = Vec::new();
             for w in &what {
-                let found: Vec<_> = match parse_addr(w) {
+                let mut found: Vec<_> = match parse_addr(w) {
                     Some(a) => set.by_addr(a).into_iter().collect(),
                     None => set.by_name(w).collect(),
                 };
+                if found.is_empty() && parse_addr(w).is_none() {
+                    // A C++ or Rust name as people write it (`ns::get<int>`, with or
+                    // without its parameters).
+                    found = set
+                        .dbs()
+                        .iter()
+                        .flat_map(|d| d.functions())
+                        .filter(|f| {
+                            dcg_render::names::demangle(f.symbol())
+                                .is_some_and(|d| d.any(|n| n == w))
+                        })
+                        .collect();
+                }
                 if found.is_empty() {
                     missing.push(w.clone());
                 }

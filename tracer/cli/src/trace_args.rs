@@ -51,11 +51,11 @@ pub struct TraceArgs {
     /// Show calls only down to this nesting depth (1: top-level calls only; 0: all).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub depth: u32,
-    /// Stop after N completed top-level calls.
-    #[arg(long, value_name = "N")]
+    /// Stop after N completed top-level calls (N >= 1).
+    #[arg(long, value_name = "N", value_parser = crate::args::positive_count)]
     pub count: Option<u64>,
-    /// Stop after SECS seconds (fractions allowed).
-    #[arg(long, value_name = "SECS")]
+    /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
+    #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
     /// One JSON object (a saved-calls record) per completed call instead of text.
     #[arg(long)]
@@ -127,6 +127,7 @@ pub struct TraceArgs {
         short = 'p',
         long = "pid",
         value_name = "PID",
+        value_parser = crate::args::process_id,
         conflicts_with = "command"
     )]
     pub pid: Option<i32>,

@@ -24,6 +24,29 @@ pub enum TraceFsError {
         /// Why it failed.
         reason: String,
     },
+    /// tracefs is there, but this user may not read it (mode 0700 for root: the usual
+    /// case when dcg does not run as root).
+    #[error(
+        "tracefs at {} is not accessible to this user ({reason}): tracing needs root \
+         (CAP_SYS_ADMIN and tracefs access): run as root",
+        path.display()
+    )]
+    NoAccess {
+        /// The tracefs directory or file.
+        path: PathBuf,
+        /// The OS error (`Permission denied`).
+        reason: String,
+    },
+    /// tracefs is not mounted, and this user may not mount it.
+    #[error(
+        "tracefs is not mounted at {} and only root may mount it: tracing needs root \
+         (CAP_SYS_ADMIN and tracefs access): run as root",
+        path.display()
+    )]
+    NotRoot {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
     /// A tracefs file operation failed.
     #[error("tracefs {}: {what}: {source}", path.display())]
     Io {
@@ -45,10 +68,25 @@ type Result<T> = std::result::Result<T, TraceFsError>;
 /// when needed (root only).
 pub fn mount_point() -> Result<PathBuf> {
     let primary = PathBuf::from("/sys/kernel/tracing");
+    let mut denied = None;
     for p in [primary.clone(), PathBuf::from("/sys/kernel/debug/tracing")] {
-        if p.join("trace").exists() {
-            return Ok(p);
+        match fs::metadata(p.join("trace")) {
+            Ok(_) => return Ok(p),
+            // A tracefs (or debugfs) this user may not enter: mounted, mode 0700.
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                denied.get_or_insert((p, e));
+            }
+            Err(_) => {}
         }
+    }
+    if let Some((path, e)) = denied {
+        return Err(TraceFsError::NoAccess {
+            path,
+            reason: e.to_string(),
+        });
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Err(TraceFsError::NotRoot { path: primary });
     }
     nix::mount::mount(
         Some("nodev"),
@@ -96,6 +134,24 @@ pub fn append(path: &Path, content: &str) -> Result<()> {
         .map_err(io_err(path, "opening for append"))?;
     f.write_all(content.as_bytes())
         .map_err(io_err(path, format!("appending {content:?}")))
+}
+
+/// Whether tracefs file `path` exists: `Ok(false)` when it does not (the kernel lacks
+/// the feature), [`TraceFsError::NoAccess`] when this user may not look, or may not
+/// write it (`*_events` files are root's, mode 0600 or 0640).
+pub fn writable(path: &Path) -> Result<bool> {
+    let denied = |e: std::io::Error| TraceFsError::NoAccess {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    match fs::metadata(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(denied(e)),
+    }
+    nix::unistd::access(path, nix::unistd::AccessFlags::W_OK)
+        .map_err(|e| denied(std::io::Error::from(e)))?;
+    Ok(true)
 }
 
 /// Read a tracefs file.

@@ -20,7 +20,11 @@ pub fn signature_line(f: Function<'_>) -> String {
     if params.is_empty() {
         params.push("void".into());
     }
-    let head = format!("{}({})", f.name(), params.join(", "));
+    // A C++ or Rust function by its qualified name (`ns::get<int>`: DWARF names it
+    // without its namespace).
+    let demangled = crate::names::demangle(f.symbol());
+    let name = demangled.as_ref().map_or(f.name(), |d| d.short.as_str());
+    let head = format!("{name}({})", params.join(", "));
     let decl = f.ret().declare(&head);
     let storage = if flags.contains(FuncFlags::STATIC) {
         "static "
@@ -119,6 +123,9 @@ pub fn function_json(f: Function<'_>) -> Value {
         "params": params,
         "flags": f.flags().names().collect::<Vec<_>>(),
     });
+    if let Some(d) = crate::names::demangle(f.symbol()) {
+        v["demangled"] = d.full.into();
+    }
     if f.is_declaration() {
         v["declaration"] = true.into();
     }

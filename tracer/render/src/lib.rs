@@ -9,6 +9,8 @@
 //! - `char` → `'c'`; struct/union by value → `(struct name)0x…`.
 
 pub mod describe;
+pub mod names;
+pub mod x87;
 
 use sigdb::{Type, TypeKind};
 use std::fmt::Write;
@@ -226,8 +228,8 @@ pub fn render_pointer(out: &mut String, raw: u64) {
 /// Render a value of floating-point type `t` (resolved) from its bits in memory (`words`,
 /// little-endian, low first): `float`, `double`, the x87 `long double`. The shortest
 /// decimal that reads back to the same value (`1.5`, `2.25`, `0.1`), in exponent form
-/// outside 1e-5..1e16 (`1e20`), as C's `%g` shows such values; a long double that no
-/// double holds exactly in C's exact hex form (`0x1.8p+1`). `None` for the formats it does
+/// outside 1e-5..1e16 (`1e20`), as C's `%g` shows such values; a long double at its own
+/// precision too (`-2000000.00000000009`: [`x87`]). `None` for the formats it does
 /// not decode (complex, quad): their bytes are shown instead.
 pub fn render_float_words(words: &[u64], t: Type<'_>) -> Option<String> {
     use sigdb::FloatFormat;
@@ -268,59 +270,9 @@ fn float_bits_text(words: &[u64], size: u32) -> Option<String> {
         8 => Some(shortest(f64::from_bits(w0))),
         10 | 16 => {
             let se = *words.get(1)? as u16;
-            Some(match x87_to_f64(w0, se) {
-                Some(v) => shortest(v),
-                None => x87_hex(w0, se),
-            })
+            Some(x87::shortest(w0, se))
         }
         _ => None,
-    }
-}
-
-/// An x87 80-bit value (64-bit mantissa with its explicit integer bit, sign and 15-bit
-/// exponent) as the `f64` equal to it, when one is.
-fn x87_to_f64(mant: u64, se: u16) -> Option<f64> {
-    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from(se & 0x7fff);
-    if exp == 0x7fff {
-        return Some(if mant << 1 == 0 {
-            sign * f64::INFINITY
-        } else {
-            f64::NAN
-        });
-    }
-    if mant == 0 {
-        return Some(sign * 0.0);
-    }
-    // value = mant * 2^(exp - 16383 - 63); exact in f64 when mant fits 53 bits after
-    // dropping trailing zeros and the exponent stays in the normal range.
-    let tz = mant.trailing_zeros();
-    let m = mant >> tz;
-    let e = exp - 16383 - 63 + tz as i32;
-    if m >= 1 << 53 {
-        return None;
-    }
-    let top = e + (64 - m.leading_zeros() as i32) - 1;
-    if !(-1022..=1023).contains(&top) {
-        return None;
-    }
-    Some(sign * (m as f64) * 2f64.powi(e))
-}
-
-/// C's `%La` form of an x87 value: `0x1.8p+1`.
-fn x87_hex(mant: u64, se: u16) -> String {
-    let sign = if se & 0x8000 != 0 { "-" } else { "" };
-    let exp = i32::from(se & 0x7fff) - 16383;
-    let frac = mant << 1;
-    let mut digits = format!("{frac:016x}");
-    while digits.ends_with('0') {
-        digits.pop();
-    }
-    let int = mant >> 63;
-    if digits.is_empty() {
-        format!("{sign}0x{int}p{exp:+}")
-    } else {
-        format!("{sign}0x{int}.{digits}p{exp:+}")
     }
 }
 
@@ -554,10 +506,10 @@ mod tests {
         // long double 2.5: mantissa 0xa000000000000000, exponent 16384.
         assert_eq!(f(&[0xa000_0000_0000_0000, 0x4000], 16), "2.5");
         assert_eq!(f(&[0xc000_0000_0000_0000, 0xbffe], 16), "-0.75");
-        // 1/3 as a long double: no double holds it; exact hex instead.
+        // 1/3 as a long double: no double holds it; its own shortest decimal.
         assert_eq!(
             f(&[0xaaaa_aaaa_aaaa_aaab, 0x3ffd], 16),
-            "0x1.5555555555555556p-2"
+            x87::shortest(0xaaaa_aaaa_aaaa_aaab, 0x3ffd)
         );
         assert_eq!(float_bits_text(&[0], 2), None);
     }

@@ -143,8 +143,18 @@ pub enum GraphError {
     DuplicateId(u64),
 }
 
-/// `func` or `func [module]`.
+/// `func` or `func [module]`, a C++ or Rust `func` demangled in full
+/// (`int ns::get<int>(ns::Box<int>)`: overloads stay apart).
 pub fn display_name(r: &CallRecord) -> String {
+    let func = dcg_render::names::display(&r.func);
+    match &r.module {
+        Some(m) => format!("{func} [{m}]"),
+        None => func.into_owned(),
+    }
+}
+
+/// What tells a record's function apart: `func` or `func [module]` as saved.
+fn function_key(r: &CallRecord) -> String {
     match &r.module {
         Some(m) => format!("{} [{m}]", r.func),
         None => r.func.clone(),
@@ -174,13 +184,14 @@ impl CallGraph {
         let mut children = vec![Vec::new(); records.len()];
         let mut roots = Vec::new();
         for (i, r) in records.iter().enumerate() {
-            let name = display_name(r);
-            let f = match ids.get(&name) {
+            // Demangled once per function, not per call.
+            let key = function_key(r);
+            let f = match ids.get(&key) {
                 Some(&f) => f,
                 None => {
                     let f = names.len() as u32;
-                    ids.insert(name.clone(), f);
-                    names.push(name);
+                    ids.insert(key, f);
+                    names.push(display_name(r));
                     f
                 }
             };
@@ -207,11 +218,17 @@ impl CallGraph {
         })
     }
 
-    /// Keep only the calls of function `name` (display name or bare function name) that
-    /// are not inside another call of it, and everything they call; those calls become
-    /// the top-level calls.
+    /// Keep only the calls of function `name` (display name, bare function name, or a
+    /// C++/Rust name demangled with or without its parameters) that are not inside
+    /// another call of it, and everything they call; those calls become the top-level
+    /// calls.
     pub fn restrict_to(self, name: &str) -> CallGraph {
-        let matches = |r: &CallRecord| r.func == name || display_name(r) == name;
+        let matches = |r: &CallRecord| {
+            r.func == name
+                || function_key(r) == name
+                || display_name(r) == name
+                || dcg_render::names::demangle(&r.func).is_some_and(|d| d.any(|n| n == name))
+        };
         let mut keep = vec![false; self.calls.len()];
         let mut top = vec![false; self.calls.len()];
         for i in 0..self.calls.len() {

@@ -285,12 +285,12 @@ pub fn run(
     let root = if fallback.is_empty() {
         None
     } else {
-        match tracefs::mount_point() {
-            Ok(r) if r.join("uprobe_events").exists() => Some(r),
-            _ => {
-                notes.push(
-                    "this kernel has no uprobe events: those functions are not traced".into(),
-                );
+        match crate::uprobe_root() {
+            Ok(r) => Some(r),
+            Err(e) => {
+                notes.push(format!(
+                    "{e}; the functions without entry hooks are not traced"
+                ));
                 None
             }
         }

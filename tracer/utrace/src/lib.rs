@@ -75,8 +75,14 @@ pub enum UtraceError {
     #[error("process {0}: no such process")]
     NoProcess(i32),
     /// The kernel has no uprobe events.
-    #[error("this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)")]
-    NoUprobes,
+    #[error(
+        "this kernel has no uprobe events ({0} is missing: a kernel built without \
+         CONFIG_UPROBE_EVENTS); trace a command with --engine inproc instead"
+    )]
+    NoUprobes(String),
+    /// Not root: tracefs or its uprobe_events file is not this user's.
+    #[error("uprobes need root (CAP_SYS_ADMIN and tracefs access): run as root ({0})")]
+    NeedsRoot(String),
     /// A probe could not be created.
     #[error("probing {what}: {error}")]
     Probe {
@@ -305,10 +311,7 @@ pub fn run(
             return Err(UtraceError::NoProcess(pid));
         }
     }
-    let root = tracefs::mount_point()?;
-    if !root.join("uprobe_events").exists() {
-        return Err(UtraceError::NoUprobes);
-    }
+    let root = uprobe_root()?;
     // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
     // one half removed, unreported (the stop is seen once the trace starts).
     tracefs::arm_stop_handlers();
@@ -326,6 +329,26 @@ pub fn run(
         finished.exit = 1;
     }
     Ok(finished)
+}
+
+/// The tracefs directory whose `uprobe_events` this user may write: a typed error when
+/// tracefs is not this user's (not root) or the kernel has no uprobe events.
+pub(crate) fn uprobe_root() -> Result<std::path::PathBuf> {
+    let denied = |e: tracefs::TraceFsError| match e {
+        tracefs::TraceFsError::NoAccess { path, reason } => {
+            UtraceError::NeedsRoot(format!("{}: {reason}", path.display()))
+        }
+        tracefs::TraceFsError::NotRoot { path } => {
+            UtraceError::NeedsRoot(format!("tracefs is not mounted at {}", path.display()))
+        }
+        e => UtraceError::TraceFs(e),
+    };
+    let root = tracefs::mount_point().map_err(denied)?;
+    let events = root.join("uprobe_events");
+    if !tracefs::writable(&events).map_err(denied)? {
+        return Err(UtraceError::NoUprobes(events.display().to_string()));
+    }
+    Ok(root)
 }
 
 /// What an event of the session is.

@@ -85,6 +85,14 @@ pub fn prototype<'a>(
     None
 }
 
+/// Whether `pattern` matches `symbol` as it is, or a C++/Rust symbol demangled without
+/// its parameters (`ns::get<int>`), with them (`ns::get<int>(ns::Box<int>)`) or in full
+/// (`int ns::get<int>(ns::Box<int>)`).
+pub(crate) fn symbol_matches(pattern: &str, symbol: &str) -> bool {
+    glob_match(pattern, symbol)
+        || dcg_render::names::demangle(symbol).is_some_and(|d| d.any(|n| glob_match(pattern, n)))
+}
+
 /// Select the functions `pattern` matches in `target`'s db, and the inlined copies of
 /// the matching functions (the db's inline instances) with the functions holding them;
 /// `frames`: the copies are shown as frames (else only their containers are traced).
@@ -119,9 +127,9 @@ pub fn select<'a>(
                 && t.symbols
                     .at(f.addr())
                     .iter()
-                    .any(|s| s.func && glob_match(pattern, &s.name))
+                    .any(|s| s.func && symbol_matches(pattern, &s.name))
         };
-        if !glob_match(pattern, f.name()) && !glob_match(pattern, f.symbol()) && !alias() {
+        if !glob_match(pattern, f.name()) && !symbol_matches(pattern, f.symbol()) && !alias() {
             continue;
         }
         let flags = f.flags();
@@ -152,7 +160,7 @@ pub fn select<'a>(
     // `chmod`), by name only: traced without arguments, the return value raw.
     for s in t.symbols.functions() {
         if !with_dwarf.contains(&s.addr)
-            && glob_match(pattern, &s.name)
+            && symbol_matches(pattern, &s.name)
             && !no_dwarf.iter().any(|(_, a)| *a == s.addr)
         {
             no_dwarf.push((s.name.clone(), s.addr));
