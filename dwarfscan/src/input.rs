@@ -155,18 +155,64 @@ pub fn load(path: &Path) -> Result<FileData, ScanError> {
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
         return Ok(FileData::Mapped(map));
     }
-    let mut raw = Vec::new();
-    std::io::BufReader::new(file)
-        .read_to_end(&mut raw)
-        .map_err(io)?;
+    // SAFETY: as above, a read-only mapping.
+    let raw = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     decompress(path, comp, &raw).map(|c| FileData::Owned(c.into_owned()))
 }
 
-/// Decompress `raw` according to `comp`.
+/// The most a compressed input may decompress to (a kernel module with all its DWARF is
+/// a few hundred MB): more is refused as not a module rather than filling memory.
+pub const MAX_DECOMPRESSED: u64 = 2 << 30;
+
+/// A writer that refuses to grow `.0` past `.1` bytes.
+struct Capped<'v>(&'v mut Vec<u8>, u64);
+
+impl std::io::Write for Capped<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() as u64 + buf.len() as u64 > self.1 {
+            return Err(std::io::Error::other(too_big(self.1)));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn too_big(cap: u64) -> String {
+    format!(
+        "decompresses to more than {} MiB, not a kernel module",
+        cap >> 20
+    )
+}
+
+/// Read `r` to its end into `out`, at most `cap` bytes.
+fn read_capped(r: impl Read, out: &mut Vec<u8>, cap: u64) -> Result<(), String> {
+    r.take(cap + 1)
+        .read_to_end(out)
+        .map_err(|e| e.to_string())?;
+    if out.len() as u64 > cap {
+        return Err(too_big(cap));
+    }
+    Ok(())
+}
+
+/// Decompress `raw` according to `comp`, refusing more than [`MAX_DECOMPRESSED`] bytes.
 pub fn decompress<'a>(
     path: &Path,
     comp: Compression,
     raw: &'a [u8],
+) -> Result<Cow<'a, [u8]>, ScanError> {
+    decompress_capped(path, comp, raw, MAX_DECOMPRESSED)
+}
+
+fn decompress_capped<'a>(
+    path: &Path,
+    comp: Compression,
+    raw: &'a [u8],
+    cap: u64,
 ) -> Result<Cow<'a, [u8]>, ScanError> {
     let err = |reason: String| ScanError::Decompress {
         path: path.to_path_buf(),
@@ -176,18 +222,19 @@ pub fn decompress<'a>(
     match comp {
         Compression::None => return Ok(Cow::Borrowed(raw)),
         Compression::Xz => {
-            lzma_rs::xz_decompress(&mut std::io::BufReader::new(raw), &mut out)
-                .map_err(|e| err(format!("xz: {e}")))?;
+            lzma_rs::xz_decompress(
+                &mut std::io::BufReader::new(raw),
+                &mut Capped(&mut out, cap),
+            )
+            .map_err(|e| err(format!("xz: {e}")))?;
         }
         Compression::Zstd => {
-            let mut dec = ruzstd::decoding::StreamingDecoder::new(raw)
+            let dec = ruzstd::decoding::StreamingDecoder::new(raw)
                 .map_err(|e| err(format!("zstd: {e}")))?;
-            dec.read_to_end(&mut out)
-                .map_err(|e| err(format!("zstd: {e}")))?;
+            read_capped(dec, &mut out, cap).map_err(|e| err(format!("zstd: {e}")))?;
         }
         Compression::Gzip => {
-            flate2::read::MultiGzDecoder::new(raw)
-                .read_to_end(&mut out)
+            read_capped(flate2::read::MultiGzDecoder::new(raw), &mut out, cap)
                 .map_err(|e| err(format!("gzip: {e}")))?;
         }
     }
@@ -197,6 +244,24 @@ pub fn decompress<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decompression_bomb_is_refused() {
+        // 4 MiB of zeros against a 2 MiB cap (the real cap, 2 GiB, works the same way).
+        let zeros = vec![0u8; 4 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &zeros).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut xz = Vec::new();
+        lzma_rs::xz_compress(&mut &zeros[..], &mut xz).unwrap();
+        for (comp, raw) in [(Compression::Gzip, gz), (Compression::Xz, xz)] {
+            let e =
+                decompress_capped(Path::new("bomb.ko"), comp, &raw, 2 << 20).expect_err("refused");
+            assert!(e.to_string().contains("more than 2 MiB"), "{e}");
+            let ok = decompress_capped(Path::new("ok.ko"), comp, &raw, 4 << 20).unwrap();
+            assert_eq!(ok.len(), 4 << 20);
+        }
+    }
 
     #[test]
     fn module_names() {
