@@ -74,10 +74,10 @@ complete -c dcg -n "__fish_dcg_using_subcommand report" -l offline -d 'Never ask
 complete -c dcg -n "__fish_dcg_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l func -d 'Functions to trace: a glob over function names (`vfs_*`), or `PATH:PATTERN` for the functions of a user-space executable or shared library (`./prog:parse_*`)' -r
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l depth -d 'Show calls only down to this nesting depth (1: top-level calls only; 0: all)' -r
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -l count -d 'Stop after N completed top-level calls' -r
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -l duration -d 'Stop after SECS seconds (fractions allowed)' -r
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -l count -d 'Stop after N completed top-level calls (N >= 1)' -r
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -l duration -d 'Stop after SECS seconds (fractions allowed; more than 0, at most a year)' -r
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l output -d 'Also save the calls to FILE (saved-calls JSON lines, for `dcg report`)' -r -F
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -s o -l trace-output -d 'Write the trace (the calls, their JSON or the report) to FILE instead of standard output, so the traced command\'s own output stays apart from it. FILE appears when the trace ends (written through a temporary file beside it)' -r -F
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -s o -l trace-output -d 'Write the trace (the calls, their JSON or the report) to FILE instead of standard output, so the traced command\'s own output stays apart from it. FILE appears when the trace ends (a regular file is replaced whole; a device or FIFO written in place)' -r -F
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l report -d 'Print the call-graph report of the traced calls when the trace ends, instead of the calls (what `dcg report` prints for a saved trace); `--report html -o FILE`: the HTML page (any `dcg report --format`)' -r -f -a "text\t'Tables for people'
 json\t'One JSON object with every function and edge'
 dot\t'Graphviz DOT of the call graph, call counts on the edges'
@@ -102,7 +102,7 @@ complete -c dcg -n "__fish_dcg_using_subcommand trace" -l json -d 'One JSON obje
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l errors-only -d 'Only call paths that contain an error return'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l errno -d 'User space: read returns in -4095..-1 as -errno (`-ENOENT`, `ERR_PTR(-ENOMEM)`) and count them as errors, as for the kernel, whose functions follow that convention (always on there). Off by default: user-space code mostly returns -1, -2 as numbers'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l no-inline-frames -d 'Do not show inlined code as frames of the inlined functions. By default, where the db has inline instances (dwarfscan writes them unless `--no-inline-instances`), calls made from a function\'s inlined code are shown under a frame for it (BPF engine, function_graph with return addresses, user space): `pidfd_create(…) /* inlined in __x64_sys_pidfd_open */ {`'
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -l no-children -d 'User space, in process: do not trace the processes the command forks, nor the programs they exec (by default they are traced, as the command is)'
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -l no-children -d 'User space (every engine, and the functions the in-process engine leaves to uprobes): do not trace the processes the command forks, nor the programs they exec (by default they are traced, as the command is); its threads are traced'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l offline -d 'Never ask a debuginfod server (DEBUGINFOD_URLS) for a db, in any command (an empty DEBUGINFOD_URLS does the same)'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dcg -n "__fish_dcg_using_subcommand load" -l build-id -d 'Instead of a file: fetch the db of this build-id (a kernel\'s or a binary\'s) from the debuginfod servers of DEBUGINFOD_URLS (its .dcg_sigdb section, else a db built from its debug file) and install it' -r
