@@ -261,3 +261,19 @@ pub fn json_records(text: &str) -> Vec<dcg_calls::record::CallRecord> {
     v.sort_by_key(|c| c.id);
     v
 }
+
+/// Why live user-space tracing tests cannot run here, if they cannot: they need root,
+/// gcc and uprobe events (tracefs is mounted first where it is not).
+pub fn uprobe_skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root".into());
+    }
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return Some("gcc is missing".into());
+    }
+    let _ = dcg_live::tracefs::mount_point();
+    if !Path::new("/sys/kernel/tracing/uprobe_events").exists() {
+        return Some("no uprobe events".into());
+    }
+    None
+}

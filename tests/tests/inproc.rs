@@ -13,19 +13,7 @@ use std::time::{Duration, Instant};
 use dcg_calls::record::CallRecord;
 use dcg_tests::oracle::{agreement, dcg_calls, oracle_calls};
 
-fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("not root".into());
-    }
-    if Command::new("gcc").arg("--version").output().is_err() {
-        return Some("gcc is missing".into());
-    }
-    let _ = dcg_live::tracefs::mount_point();
-    if !Path::new("/sys/kernel/tracing/uprobe_events").exists() {
-        return Some("no uprobe events".into());
-    }
-    None
-}
+use dcg_tests::uprobe_skip_reason as skip_reason;
 
 macro_rules! require {
     () => {
