@@ -32,6 +32,14 @@ testkernel)
 esac
 # DCG_BENCH_ENGINES=bpf measures one engine only.
 engines=${DCG_BENCH_ENGINES:-$engines}
+# DCG_BENCH_BASELINE=DIR: DIR/dcg, an older build, runs each engine too, just before this
+# tree's, in the same boot (rows ENGINE@base): a change's before and after on one clock.
+base=()
+if [ -n "${DCG_BENCH_BASELINE:-}" ]; then
+	[ -x "$DCG_BENCH_BASELINE/dcg" ] || { echo "kernel-engines: no $DCG_BENCH_BASELINE/dcg" >&2; exit 1; }
+	base=(--add "$DCG_BENCH_BASELINE/dcg:/bin/dcg-base")
+	engines=$(echo "$engines" | tr , '\n' | sed 's/.*/&@base,&/' | paste -sd,)
+fi
 # DCG_BENCH_ICOUNT=1: the guest's clock counts instructions (qemu -icount shift=0: one
 # instruction a nanosecond, idle time skipped), so its times and ratios do not move with
 # the host's load; time spent in qemu itself (its soft TLB refilled after each of the
@@ -44,7 +52,7 @@ bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 	--add "$CARGO_TARGET_DIR/release/dcg:/bin/dcg" \
 	--add "$here/tests/qemu/e2e/lib.sh:/dcg/lib.sh" \
 	--add "$tmp/k.sigdb:/dcg/k.sigdb" \
-	--add "$tmp/syscall-loop:/dcg/syscall-loop" \
+	--add "$tmp/syscall-loop:/dcg/syscall-loop" "${base[@]}" \
 	--init "$here/tests/qemu/e2e/load.sh" --timeout 1500 >/dev/null
 bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
 	--smp 2 --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
@@ -64,7 +72,7 @@ echo
 # PHASE < stderr: the time of dcg's debug line for PHASE (DCG_KTRACE_DEBUG).
 at() { sed -n "s/^dcg debug \[dcg_ktrace\] *\([0-9.]*\): $1.*/\1/p" | head -1; }
 secs() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN {printf "%.1f", (a + b) / 2000}'; } # MS [MS]
-printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s \
+printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s \
 	fg_on_s fg_off_s lost missed
 met=()
 for e in ${engines//,/ }; do
@@ -73,6 +81,12 @@ for e in ${engines//,/ }; do
 	ra=$(sec "raw-$e-after")
 	raw=$(( ($(echo "$rb" | val per_call_ns) + $(echo "$ra" | val per_call_ns)) / 2 ))
 	mine=$(echo "$d" | val per_call_ns)
+	if [ -z "$mine" ]; then
+		# dcg refused or failed before the loop ran: say why instead of a row of zeros.
+		printf '%-8s refused: %s\n' "$e" "$(echo "$d" | grep -v '^dcg debug' | grep -m1 '^dcg' | cut -c1-150)"
+		met+=("$e: not run")
+		continue
+	fi
 	lost=$(echo "$d" | sed -n 's/.*events were lost: \([0-9]*\).*/\1/p' | head -1)
 	# Calls the kernel skipped while the BPF program recorded (dcg's note).
 	missed=$(echo "$d" | sed -n 's/.*note: \([0-9]*\) calls of the traced tasks are missing.*/\1/p' | head -1)
@@ -81,14 +95,14 @@ for e in ${engines//,/ }; do
 	stop=$(secs "$(echo "$d" | val stop_ms)")
 	fg_on=$(secs "$(echo "$rb" | val start_ms)" "$(echo "$ra" | val start_ms)")
 	fg_off=$(secs "$(echo "$rb" | val stop_ms)" "$(echo "$ra" | val stop_ms)")
-	printf '%-8s %10s %10s %9s %9s %9s %9s %9s %8s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
+	printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
 		"${ratio}x" "$start" "$stop" "$fg_on" "$fg_off" "${lost:-0}" "${missed:-0}"
 	# The BPF engine's stop: detaching, then decoding the records deferred while the
 	# command ran (detach_s+decode_s, under stop_s).
 	t1=$(echo "$d" | at detaching)
 	t2=$(echo "$d" | at detached)
 	t3=$(echo "$d" | at "loop ended")
-	[ -z "$t1$t2$t3" ] || printf '%-8s %10s %10s %9s %9s %9s\n' "" "" "" "" "" \
+	[ -z "$t1$t2$t3" ] || printf '%-11s %7s %10s %9s %9s %9s\n' "" "" "" "" "" \
 		"$(awk -v a="$t1" -v b="$t2" -v c="$t3" 'BEGIN {printf "%.1f+%.1f", b - a, c - b}')"
 	met+=("$e: $(awk -v r="$ratio" -v s="$start" -v on="$fg_on" -v t="$stop" -v off="$fg_off" \
 		-v l="${lost:-0}" -v m="${missed:-0}" 'BEGIN {

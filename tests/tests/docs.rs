@@ -67,6 +67,48 @@ fn readme_is_short_and_links_every_docs_page() {
     }
 }
 
+/// BENCHMARKS.md is the current standing that `bench/run.sh` writes from
+/// `bench/results/`: short, one section a measure, each with its goal and its figure.
+#[test]
+fn benchmarks_is_the_current_standing() {
+    let root = repo_root();
+    let text = std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 400,
+        "BENCHMARKS.md has {lines} lines; older figures belong in git history"
+    );
+    let script = std::fs::read_to_string(root.join("bench/run.sh")).unwrap();
+    let names: Vec<&str> = script
+        .lines()
+        .find_map(|l| l.strip_prefix("names=("))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("bench/run.sh lists its measures in names=(...)")
+        .split_whitespace()
+        .collect();
+    let sections = text.matches("\n## ").count();
+    assert_eq!(sections, names.len(), "one section a measure");
+    assert_eq!(
+        text.matches("\nGoal: ").count(),
+        names.len(),
+        "a goal a measure"
+    );
+    for n in names {
+        let result = root.join("bench/results").join(format!("{n}.txt"));
+        let Ok(first) = std::fs::read_to_string(&result) else {
+            let missing = format!("Not measured yet: `bash bench/run.sh {n}`.");
+            assert!(text.contains(&missing), "{}: missing", result.display());
+            continue;
+        };
+        let head = first.lines().next().unwrap_or("");
+        assert!(
+            head.starts_with("measured 20") && text.contains(&head[1..]),
+            "{}: its figure is not the one BENCHMARKS.md shows (run bash bench/run.sh --write-only)",
+            result.display()
+        );
+    }
+}
+
 #[test]
 fn link_finder_sees_targets() {
     assert_eq!(

@@ -6,7 +6,8 @@
 # times, session start/stop times, what dcg recorded (roots with their value, records per
 # function without a value) and what it reported lost.
 #
-# Kernel command line: dcg.engines=bpf,fgraph (default: bpf), dcg.calls=N (default 3000).
+# Kernel command line: dcg.engines=bpf,fgraph (default: bpf; bpf@base: the same engine run
+# by /bin/dcg-base), dcg.calls=N (default 3000).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 ROOT=do_faccessat
@@ -49,10 +50,14 @@ raw_fgraph() {
 }
 
 for e in $ENGINES; do
+	# ENGINE@base: the same engine run by /bin/dcg-base, an older build (the benchmark's
+	# before/after in one boot).
+	bin=dcg
+	case $e in *@base) bin=dcg-base ;; esac
 	raw_fgraph "$e-before"
 	begin "dcg-$e"
 	t0=$(now)
-	DCG_KTRACE_DEBUG=1 dcg trace --engine $e --db $DB --show-retvals --func $ROOT --json \
+	DCG_KTRACE_DEBUG=1 $bin trace --engine ${e%@base} --db $DB --show-retvals --func $ROOT --json \
 		--trace-output /tmp/$e.json -- $LOOP $N > /tmp/$e.loop 2> /tmp/$e.err
 	echo "rc=$?"
 	t3=$(now)
