@@ -146,7 +146,7 @@ impl<'a> Validator<'a> {
     }
 
     /// The frame table `table` of the compressed section `data`, checked against the
-    /// `blocks` blocks it holds ([`crate::frames::check_table`]).
+    /// `blocks` blocks it holds ([`super::frames::check_table`]).
     pub(crate) fn frame_table(
         &self,
         data: SectionId,
@@ -154,7 +154,7 @@ impl<'a> Validator<'a> {
         blocks: usize,
     ) -> Result<&'a [FrameRecord], FormatError> {
         let frames: &[FrameRecord] = self.recs(table);
-        match crate::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
+        match super::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
             Ok(()) => Ok(frames),
             Err(f) => self.err(table, f, "frame table does not match the blocks"),
         }
@@ -179,7 +179,7 @@ impl<'a> Validator<'a> {
             return self.err(StringFrames, 0, "no string frame");
         }
         let len = self.sec(Strings).len();
-        if let Err(f) = crate::frames::check_table(frames, len, frames.len(), 1) {
+        if let Err(f) = super::frames::check_table(frames, len, frames.len(), 1) {
             return self.err(StringFrames, f, "frame table does not match the section");
         }
         let total: u64 = frames.iter().map(|f| u64::from(f.raw_len.get())).sum();
@@ -199,7 +199,7 @@ impl<'a> Validator<'a> {
     ) -> Result<(), FormatError> {
         let offsets: &[zerocopy::little_endian::U32] = self.recs(table);
         let blocks = (count as usize).div_ceil(per_block);
-        match crate::blocks::check_offsets(offsets, self.sec(data).len(), blocks) {
+        match super::blocks::check_offsets(offsets, self.sec(data).len(), blocks) {
             Ok(()) => Ok(()),
             Err(b) => self.err(table, b, "block table does not match the records"),
         }
@@ -380,8 +380,8 @@ impl<'a> Validator<'a> {
                 FormatErrorKind::BadSection("name_buckets (do not cover the name index)"),
             );
         }
-        crate::callers::validate_index(self, functions.len())?;
-        crate::instances::validate_index(
+        super::callers::validate_index(self, functions.len())?;
+        super::instances::validate_index(
             self,
             h.instance_count.get(),
             functions.len(),
