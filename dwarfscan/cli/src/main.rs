@@ -38,19 +38,20 @@ const MI_OPTION_ALLOW_THP: std::ffi::c_int = 43;
 /// used huge pages count in full in the resident set: without them the scan of a
 /// kernel takes less system time and less memory (`BENCHMARKS.md`, "Scan speed").
 fn tune_allocator() {
-    // SAFETY: plain FFI calls on option indices `mimalloc.h` defines; called first thing
-    // in `main`, before any other thread exists (`mi_option_set` is not thread safe).
-    unsafe {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
-        }
-        if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-            mi_option_set(MI_OPTION_ALLOW_THP, 0);
-            // What mimalloc does at start-up when the option is 0 (it has started
-            // already): huge pages off for the whole process, the memory it has
-            // reserved included.
-            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-        }
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: a plain FFI call on an option index `mimalloc.h` defines, made first
+        // thing in `main`, before any other thread exists (`mi_option_set` is not thread
+        // safe).
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // SAFETY: as above, before any other thread exists.
+        unsafe { mi_option_set(MI_OPTION_ALLOW_THP, 0) };
+        // What mimalloc does at start-up when the option is 0 (it has started already):
+        // huge pages off for the whole process, the memory it has reserved included.
+        // SAFETY: `prctl(PR_SET_THP_DISABLE)` takes integers only; it reads and writes no
+        // memory of ours.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
     }
 }
 
