@@ -112,7 +112,7 @@ pub struct ModuleDesc {
     pub kind: ModuleKind,
     /// GNU build-id of the file (may be empty).
     pub build_id: Vec<u8>,
-    /// Address bias (see [`ModuleRecord::base`]).
+    /// Address bias (see [`crate::layout::ModuleRecord::base`]).
     pub base: u64,
 }
 
