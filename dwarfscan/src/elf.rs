@@ -133,6 +133,64 @@ fn section_data<'d>(sec: &impl ObjectSection<'d>) -> Result<Cow<'d, [u8]>, Strin
 
 /// Parse an ELF file and extract its DWARF sections, symbols and metadata.
 pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanError> {
+    check_ident(path, data)?;
+    let file =
+        File64::parse(data).map_err(|e| ScanError::unsupported(path, format!("bad ELF: {e}")))?;
+    let (machine, kind) = machine_and_kind(path, &file)?;
+    require_debug_info(path, &file)?;
+
+    let bases = if kind.is_relocatable() {
+        layout_sections(&file)
+    } else {
+        HashMap::new()
+    };
+    let section_base =
+        |idx: Option<SectionIndex>| idx.and_then(|i| bases.get(&i).copied()).unwrap_or(0);
+
+    let mut skipped_relocations = 0;
+    let sections = dwarf_sections(path, &file, kind, &section_base, &mut skipped_relocations)?;
+
+    let build_id = file.build_id().ok().flatten().unwrap_or(&[]).to_vec();
+
+    let mut syms = collect_symbols(file.symbols(), &section_base);
+    if syms.is_empty() {
+        syms = collect_symbols(file.dynamic_symbols(), &section_base);
+    }
+    let symbols = Symbols::new(syms);
+
+    let base = load_base(&file, kind);
+
+    let mcount = if kind.is_kernel() {
+        read_mcount(&file, kind, &section_base, &mut skipped_relocations)
+    } else {
+        None
+    };
+
+    let code = if kind.is_relocatable() {
+        Vec::new()
+    } else {
+        file.sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .filter(|(_, d)| !d.is_empty())
+            .collect()
+    };
+
+    Ok(ElfInfo {
+        kind,
+        machine,
+        build_id,
+        base,
+        symbols,
+        sections,
+        mcount,
+        skipped_relocations,
+        code,
+    })
+}
+
+/// The identification bytes: an ELF file, 64-bit, little-endian.
+fn check_ident(path: &Path, data: &[u8]) -> Result<(), ScanError> {
     let unsupported = |r: &str| ScanError::unsupported(path, r);
     if data.len() < 16 || &data[..4] != b"\x7fELF" {
         return Err(unsupported("not an ELF file"));
@@ -145,8 +203,13 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
     if data[5] != elf::ELFDATA2LSB {
         return Err(unsupported("big-endian ELF is not supported"));
     }
-    let file =
-        File64::parse(data).map_err(|e| ScanError::unsupported(path, format!("bad ELF: {e}")))?;
+    Ok(())
+}
+
+/// The machine (x86-64 only) and the kind of file, from its type, sections, symbols and
+/// program headers.
+fn machine_and_kind(path: &Path, file: &File64<'_>) -> Result<(u16, ElfKind), ScanError> {
+    let unsupported = |r: &str| ScanError::unsupported(path, r);
     let endian = file.endian();
     let header = file.elf_header();
     let machine = header.e_machine(endian);
@@ -187,35 +250,43 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
         }
         t => return Err(unsupported(&format!("ELF type {t} is not supported"))),
     };
+    Ok((machine, kind))
+}
 
-    let info = file.section_by_name(".debug_info").filter(|s| s.size() > 0);
-    if info.is_none() {
-        let hint = file
-            .gnu_debuglink()
-            .ok()
-            .flatten()
-            .map(|(name, _)| {
-                format!(
-                    " (stripped; debug info is in {})",
-                    String::from_utf8_lossy(name)
-                )
-            })
-            .unwrap_or_default();
-        return Err(ScanError::NoDwarf {
-            path: path.to_path_buf(),
-            hint,
-        });
+/// A non-empty `.debug_info`, or the error naming the debug link of a stripped file.
+fn require_debug_info(path: &Path, file: &File64<'_>) -> Result<(), ScanError> {
+    if file
+        .section_by_name(".debug_info")
+        .is_some_and(|s| s.size() > 0)
+    {
+        return Ok(());
     }
+    let hint = file
+        .gnu_debuglink()
+        .ok()
+        .flatten()
+        .map(|(name, _)| {
+            format!(
+                " (stripped; debug info is in {})",
+                String::from_utf8_lossy(name)
+            )
+        })
+        .unwrap_or_default();
+    Err(ScanError::NoDwarf {
+        path: path.to_path_buf(),
+        hint,
+    })
+}
 
-    let bases = if kind.is_relocatable() {
-        layout_sections(&file)
-    } else {
-        HashMap::new()
-    };
-    let section_base =
-        |idx: Option<SectionIndex>| idx.and_then(|i| bases.get(&i).copied()).unwrap_or(0);
-
-    let mut skipped_relocations = 0;
+/// The DWARF sections present, decompressed, and relocated in a relocatable file
+/// (relocations that cannot be applied are counted in `skipped`).
+fn dwarf_sections<'a>(
+    path: &Path,
+    file: &File64<'a>,
+    kind: ElfKind,
+    section_base: &dyn Fn(Option<SectionIndex>) -> u64,
+    skipped: &mut u64,
+) -> Result<HashMap<gimli::SectionId, Cow<'a, [u8]>>, ScanError> {
     let mut sections = HashMap::new();
     for id in DWARF_SECTIONS {
         let Some(sec) = file.section_by_name(id.name()) else {
@@ -225,22 +296,20 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
             ScanError::dwarf(path, format!("cannot read section {}: {e}", id.name()))
         })?;
         let data = if kind.is_relocatable() {
-            relocate(&file, &sec, data, &section_base, &mut skipped_relocations)
+            relocate(file, &sec, data, section_base, skipped)
         } else {
             data
         };
         sections.insert(id, data);
     }
+    Ok(sections)
+}
 
-    let build_id = file.build_id().ok().flatten().unwrap_or(&[]).to_vec();
-
-    let mut syms = collect_symbols(file.symbols(), &section_base);
-    if syms.is_empty() {
-        syms = collect_symbols(file.dynamic_symbols(), &section_base);
-    }
-    let symbols = Symbols::new(syms);
-
-    let base = match kind {
+/// The address bias of the module record: a kernel's first executable segment, a linked
+/// program's or library's lowest segment, 0 for a relocatable file.
+fn load_base(file: &File64<'_>, kind: ElfKind) -> u64 {
+    let endian = file.endian();
+    match kind {
         ElfKind::Kernel => file
             .elf_program_headers()
             .iter()
@@ -254,35 +323,7 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
             .min()
             .unwrap_or(0),
         _ => 0,
-    };
-
-    let mcount = if kind.is_kernel() {
-        read_mcount(&file, kind, &section_base, &mut skipped_relocations)
-    } else {
-        None
-    };
-
-    let code = if kind.is_relocatable() {
-        Vec::new()
-    } else {
-        file.sections()
-            .filter(|s| s.kind() == SectionKind::Text)
-            .filter_map(|s| Some((s.address(), s.data().ok()?)))
-            .filter(|(_, d)| !d.is_empty())
-            .collect()
-    };
-
-    Ok(ElfInfo {
-        kind,
-        machine,
-        build_id,
-        base,
-        symbols,
-        sections,
-        mcount,
-        skipped_relocations,
-        code,
-    })
+    }
 }
 
 /// Assign addresses to the allocated sections of a relocatable file, as a linker would:

@@ -133,57 +133,19 @@ impl TypeGraph {
         idx
     }
 
+    /// The type of the DIE at `off`, its referenced types converted first (`None`: the
+    /// DIE cannot be read or is not a type).
     fn build(&mut self, units: &mut Units<'_, '_>, off: u64, depth: u32) -> Option<LType> {
-        let needs_children = |tag| {
-            matches!(
-                tag,
-                dw::DW_TAG_enumeration_type | dw::DW_TAG_array_type | dw::DW_TAG_subroutine_type
-            )
-        };
-        // Small aggregates: their members give their ABI classes.
-        let small_aggregate = |d: &Die<'_>| {
-            matches!(
-                d.tag,
-                dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type
-            ) && !d.declaration
-                && d.byte_size.is_some_and(|s| (1..=16).contains(&s))
-        };
-        let (die, children) = {
-            let file = units.file;
-            let (unit, uoff) = units.locate(off).ok()?;
-            let die = Die::read(&file.dwarf, unit, uoff).ok()?;
-            if (needs_children(die.tag) || small_aggregate(&die)) && die.has_children {
-                read_with_children(units, off, |_| true).ok()?
-            } else {
-                (die, Vec::new())
-            }
-        };
+        let (die, children) = read_type_die(units, off)?;
         let name = text(die.name);
         let size = die.byte_size.unwrap_or(0).min(u64::from(u32::MAX)) as u32;
-        let mut sub = |this: &mut Self, o: Option<u64>| this.convert_depth(units, o, depth + 1);
         let t = match die.tag {
-            dw::DW_TAG_base_type => {
-                let enc = die.encoding.map(gimli::DwAte).unwrap_or(dw::DW_ATE_signed);
-                let (kind, signed) = match enc {
-                    dw::DW_ATE_boolean => (TypeKind::Bool, false),
-                    dw::DW_ATE_signed_char => (TypeKind::Char, true),
-                    dw::DW_ATE_unsigned_char | dw::DW_ATE_UTF => (TypeKind::Char, false),
-                    dw::DW_ATE_signed => (TypeKind::Int, true),
-                    dw::DW_ATE_unsigned => (TypeKind::Int, false),
-                    dw::DW_ATE_float | dw::DW_ATE_complex_float | dw::DW_ATE_decimal_float => {
-                        (TypeKind::Float, true)
-                    }
-                    _ => (TypeKind::Int, false),
-                };
-                let mut t = LType::new(kind, &name, size);
-                t.flags.set(TypeFlags::SIGNED, signed);
-                t
-            }
+            dw::DW_TAG_base_type => base_type(&die, &name, size),
             dw::DW_TAG_pointer_type
             | dw::DW_TAG_reference_type
             | dw::DW_TAG_rvalue_reference_type
             | dw::DW_TAG_ptr_to_member_type => {
-                let target = sub(self, die.ty);
+                let target = self.sub(units, die.ty, depth);
                 let mut t = LType::new(TypeKind::Pointer, "", if size == 0 { 8 } else { size });
                 t.target = Some(target);
                 t
@@ -198,14 +160,14 @@ impl TypeGraph {
                     dw::DW_TAG_restrict_type => Qualifiers::RESTRICT,
                     _ => Qualifiers::ATOMIC,
                 };
-                let target = sub(self, die.ty);
+                let target = self.sub(units, die.ty, depth);
                 let mut t = LType::new(TypeKind::Qualified, "", self.get(target).size);
                 t.quals = q;
                 t.target = Some(target);
                 t
             }
             dw::DW_TAG_typedef => {
-                let target = sub(self, die.ty);
+                let target = self.sub(units, die.ty, depth);
                 let mut t = LType::new(TypeKind::Typedef, &name, self.get(target).size);
                 t.target = Some(target);
                 t
@@ -224,89 +186,173 @@ impl TypeGraph {
                 t
             }
             dw::DW_TAG_enumeration_type => {
-                let mut signed = match die.ty {
-                    Some(_) => {
-                        let u = sub(self, die.ty);
-                        self.resolve(u).flags.contains(TypeFlags::SIGNED)
-                    }
-                    None => false,
-                };
-                let size = if size == 0 { 4 } else { size };
-                let mut values = Vec::new();
-                for c in children.iter().filter(|c| c.tag == dw::DW_TAG_enumerator) {
-                    let (v, came_signed) = c.const_value.unwrap_or((0, false));
-                    if came_signed && v < 0 {
-                        signed = true;
-                    }
-                    values.push((text(c.name), v, came_signed));
-                }
-                let mut t = LType::new(TypeKind::Enum, &name, size);
-                t.flags.set(TypeFlags::SIGNED, signed);
-                t.flags.set(TypeFlags::DECLARATION, die.declaration);
-                let bits = size.min(8) * 8;
-                t.enumerators = values
-                    .into_iter()
-                    .map(|(n, v, came_signed)| {
-                        // Data forms are zero-extended; sign-extend them for signed enums.
-                        let v = if signed && !came_signed && bits < 64 && (v >> (bits - 1)) & 1 == 1
-                        {
-                            v | (-1i64 << bits)
-                        } else {
-                            v
-                        };
-                        (n, v)
-                    })
-                    .collect();
-                t
+                self.enumeration(units, &die, &children, &name, size, depth)
             }
-            dw::DW_TAG_array_type => {
-                let elem = sub(self, die.ty);
-                let dims: Vec<u64> = children
-                    .iter()
-                    .filter(|c| c.tag == dw::DW_TAG_subrange_type)
-                    .map(|c| c.count.unwrap_or(0))
-                    .collect();
-                let dims = if dims.is_empty() { vec![0] } else { dims };
-                // int a[2][3] is an array of 2 arrays of 3 ints: build inside out.
-                let mut inner = elem;
-                let mut t = None;
-                for (i, &n) in dims.iter().enumerate().rev() {
-                    let esize = self.get(inner).size;
-                    let n32 = n.min(u64::from(u32::MAX)) as u32;
-                    let mut a = LType::new(TypeKind::Array, "", esize.saturating_mul(n32));
-                    a.target = Some(inner);
-                    a.count = n32;
-                    if i == 0 {
-                        if size != 0 {
-                            a.size = size;
-                        }
-                        t = Some(a);
-                    } else {
-                        inner = self.push(a);
-                    }
-                }
-                t?
-            }
-            dw::DW_TAG_subroutine_type => {
-                let ret = sub(self, die.ty);
-                let mut params = Vec::new();
-                let mut variadic = false;
-                for c in &children {
-                    match c.tag {
-                        dw::DW_TAG_formal_parameter => params.push(sub(self, c.ty)),
-                        dw::DW_TAG_unspecified_parameters => variadic = true,
-                        _ => {}
-                    }
-                }
-                let mut t = LType::new(TypeKind::Func, "", 0);
-                t.target = Some(ret);
-                t.params = params;
-                t.flags.set(TypeFlags::VARIADIC, variadic);
-                t
-            }
+            dw::DW_TAG_array_type => self.array(units, &die, &children, size, depth)?,
+            dw::DW_TAG_subroutine_type => self.subroutine(units, &die, &children, depth),
             dw::DW_TAG_unspecified_type => LType::new(TypeKind::Void, &name, 0),
             _ => return None,
         };
         Some(t)
     }
+
+    /// Convert a type referred to by a type being built at `depth`.
+    fn sub(&mut self, units: &mut Units<'_, '_>, off: Option<u64>, depth: u32) -> u32 {
+        self.convert_depth(units, off, depth + 1)
+    }
+
+    /// An enumeration: signed when its underlying type is or a value came negative, the
+    /// values of a signed one sign-extended from its size.
+    fn enumeration(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        die: &Die<'_>,
+        children: &[Die<'_>],
+        name: &str,
+        size: u32,
+        depth: u32,
+    ) -> LType {
+        let mut signed = match die.ty {
+            Some(_) => {
+                let u = self.sub(units, die.ty, depth);
+                self.resolve(u).flags.contains(TypeFlags::SIGNED)
+            }
+            None => false,
+        };
+        let size = if size == 0 { 4 } else { size };
+        let mut values = Vec::new();
+        for c in children.iter().filter(|c| c.tag == dw::DW_TAG_enumerator) {
+            let (v, came_signed) = c.const_value.unwrap_or((0, false));
+            if came_signed && v < 0 {
+                signed = true;
+            }
+            values.push((text(c.name), v, came_signed));
+        }
+        let mut t = LType::new(TypeKind::Enum, name, size);
+        t.flags.set(TypeFlags::SIGNED, signed);
+        t.flags.set(TypeFlags::DECLARATION, die.declaration);
+        let bits = size.min(8) * 8;
+        t.enumerators = values
+            .into_iter()
+            .map(|(n, v, came_signed)| {
+                // Data forms are zero-extended; sign-extend them for signed enums.
+                let v = if signed && !came_signed && bits < 64 && (v >> (bits - 1)) & 1 == 1 {
+                    v | (-1i64 << bits)
+                } else {
+                    v
+                };
+                (n, v)
+            })
+            .collect();
+        t
+    }
+
+    /// An array: one array type per dimension, built inside out (`int a[2][3]` is an
+    /// array of 2 arrays of 3 ints); the inner ones are pushed, the outer one returned.
+    fn array(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        die: &Die<'_>,
+        children: &[Die<'_>],
+        size: u32,
+        depth: u32,
+    ) -> Option<LType> {
+        let elem = self.sub(units, die.ty, depth);
+        let dims: Vec<u64> = children
+            .iter()
+            .filter(|c| c.tag == dw::DW_TAG_subrange_type)
+            .map(|c| c.count.unwrap_or(0))
+            .collect();
+        let dims = if dims.is_empty() { vec![0] } else { dims };
+        let mut inner = elem;
+        let mut t = None;
+        for (i, &n) in dims.iter().enumerate().rev() {
+            let esize = self.get(inner).size;
+            let n32 = n.min(u64::from(u32::MAX)) as u32;
+            let mut a = LType::new(TypeKind::Array, "", esize.saturating_mul(n32));
+            a.target = Some(inner);
+            a.count = n32;
+            if i == 0 {
+                if size != 0 {
+                    a.size = size;
+                }
+                t = Some(a);
+            } else {
+                inner = self.push(a);
+            }
+        }
+        t
+    }
+
+    /// A function prototype: its return type, parameter types and whether it is variadic.
+    fn subroutine(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        die: &Die<'_>,
+        children: &[Die<'_>],
+        depth: u32,
+    ) -> LType {
+        let ret = self.sub(units, die.ty, depth);
+        let mut params = Vec::new();
+        let mut variadic = false;
+        for c in children {
+            match c.tag {
+                dw::DW_TAG_formal_parameter => params.push(self.sub(units, c.ty, depth)),
+                dw::DW_TAG_unspecified_parameters => variadic = true,
+                _ => {}
+            }
+        }
+        let mut t = LType::new(TypeKind::Func, "", 0);
+        t.target = Some(ret);
+        t.params = params;
+        t.flags.set(TypeFlags::VARIADIC, variadic);
+        t
+    }
+}
+
+/// A small aggregate (1 to 16 bytes, defined here): its members give its ABI classes.
+fn small_aggregate(d: &Die<'_>) -> bool {
+    matches!(
+        d.tag,
+        dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type
+    ) && !d.declaration
+        && d.byte_size.is_some_and(|s| (1..=16).contains(&s))
+}
+
+/// The type DIE at global offset `off`, with its children when its conversion reads them
+/// (enumerators, array dimensions, prototype parameters, a small aggregate's members).
+fn read_type_die<'s>(units: &mut Units<'_, 's>, off: u64) -> Option<(Die<'s>, Vec<Die<'s>>)> {
+    let needs_children = |tag| {
+        matches!(
+            tag,
+            dw::DW_TAG_enumeration_type | dw::DW_TAG_array_type | dw::DW_TAG_subroutine_type
+        )
+    };
+    let file = units.file;
+    let (unit, uoff) = units.locate(off).ok()?;
+    let die = Die::read(&file.dwarf, unit, uoff).ok()?;
+    if (needs_children(die.tag) || small_aggregate(&die)) && die.has_children {
+        read_with_children(units, off, |_| true).ok()
+    } else {
+        Some((die, Vec::new()))
+    }
+}
+
+/// A base type: its kind and signedness from its encoding.
+fn base_type(die: &Die<'_>, name: &str, size: u32) -> LType {
+    let enc = die.encoding.map(gimli::DwAte).unwrap_or(dw::DW_ATE_signed);
+    let (kind, signed) = match enc {
+        dw::DW_ATE_boolean => (TypeKind::Bool, false),
+        dw::DW_ATE_signed_char => (TypeKind::Char, true),
+        dw::DW_ATE_unsigned_char | dw::DW_ATE_UTF => (TypeKind::Char, false),
+        dw::DW_ATE_signed => (TypeKind::Int, true),
+        dw::DW_ATE_unsigned => (TypeKind::Int, false),
+        dw::DW_ATE_float | dw::DW_ATE_complex_float | dw::DW_ATE_decimal_float => {
+            (TypeKind::Float, true)
+        }
+        _ => (TypeKind::Int, false),
+    };
+    let mut t = LType::new(kind, name, size);
+    t.flags.set(TypeFlags::SIGNED, signed);
+    t
 }

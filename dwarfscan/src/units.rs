@@ -11,8 +11,9 @@ use crate::elf::ElfKind;
 use crate::inlines::{LInstance, RawInstance};
 pub use crate::walk::scan_unit;
 
+use crate::signature::Signature;
 use crate::stats::{SkipReason, Stats};
-use crate::symbols::{suffix_flags, Symbols};
+use crate::symbols::{suffix_flags, Symbol, Symbols};
 use crate::types::TypeGraph;
 
 /// Identity of an inline function across units: name, declaring file, line.
@@ -230,51 +231,14 @@ impl<'s> Builder<'_, 's, '_> {
     /// its main record, or None when it is skipped (counted in the stats).
     fn function(&mut self, idx: usize) -> Option<u32> {
         let ctx = self.ctx;
-        let die = &self.sps[idx].die;
-        if die.declaration {
-            self.res.stats.skip(SkipReason::Declaration);
-            return None;
-        }
         let orphan = self.sps[idx].orphan;
-        let ranges = if orphan {
-            // The address comes from the unique ELF symbol of that name.
-            let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
-            let syms = name
-                .as_deref()
-                .map(|n| ctx.symbols.named(n))
-                .unwrap_or_default();
-            match syms.as_slice() {
-                [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
-                _ => {
-                    self.res.stats.skip(SkipReason::NoCode);
-                    return None;
-                }
-            }
-        } else if !die.has_code() {
-            self.res.stats.skip(SkipReason::NoCode);
-            return None;
-        } else {
-            self.ranges(idx)
-        };
-        let Some(&(lo, hi)) = ranges.first() else {
-            self.res.stats.skip(SkipReason::BadDwarf);
-            return None;
-        };
-        let die = &self.sps[idx].die;
-        let entry = die
-            .entry_pc
-            .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
-            .unwrap_or(lo);
-        let (lo, hi) = ranges
-            .iter()
-            .copied()
-            .find(|&(a, b)| a <= entry && entry < b)
-            .unwrap_or((lo, hi));
+        let ranges = self.code_ranges(idx)?;
+        let (entry, (lo, hi)) = entry_range(self.sps[idx].die.entry_pc, &ranges)?;
         if entry == 0 && !ctx.kind.is_relocatable() {
             self.res.stats.skip(SkipReason::Discarded);
             return None;
         }
-        let origin = die.origin;
+        let origin = self.sps[idx].die.origin;
         let chain = self.chain(idx);
         let sig = self.signature(&chain);
         let sym = ctx.symbols.best(entry, sig.name.as_deref().unwrap_or(""));
@@ -282,31 +246,7 @@ impl<'s> Builder<'_, 's, '_> {
             self.res.stats.skip(SkipReason::NoName);
             return None;
         };
-        let mut flags = sig.flags;
-        if self.asm_unit {
-            flags |= FuncFlags::NO_TYPES;
-        }
-        match sym {
-            Some(s) => {
-                flags |= suffix_flags(s.name);
-                if s.local {
-                    flags |= FuncFlags::STATIC;
-                }
-            }
-            None => {
-                flags |= FuncFlags::NO_SYMBOL;
-                if !sig.external {
-                    flags |= FuncFlags::STATIC;
-                }
-            }
-        }
-        if let Some(mc) = ctx.mcount {
-            let end = entry + (hi - lo).min(16);
-            let i = mc.partition_point(|&a| a < entry);
-            if mc.get(i).is_none_or(|&a| a >= end) {
-                flags |= FuncFlags::NOTRACE;
-            }
-        }
+        let mut flags = self.function_flags(&sig, sym, entry, hi - lo);
         let frame_base = self.sps[idx].die.frame_base.unwrap_or(FrameBase::Cfa);
         // At the entry of a function other code can call (global, not a clone), every
         // parameter is where the ABI puts it, whatever DWARF says of later code.
@@ -333,24 +273,109 @@ impl<'s> Builder<'_, 's, '_> {
         let func = LFunc {
             addr: entry,
             size: (hi - lo).min(u64::from(u32::MAX)) as u32,
-            name: name.clone(),
+            name,
             symbol,
             ret: sig.ret,
-            params: params.clone(),
+            params,
             flags,
             identity,
         };
         self.res.stats.count_function(flags);
         let fi = self.res.funcs.len() as u32;
         self.res.funcs.push(func);
-        // Cold (and other) parts of a split function that carry their own symbol.
-        for &(a, b) in &ranges {
+        self.cold_parts(fi as usize, &ranges, lo);
+        Some(fi)
+    }
+
+    /// The code ranges of subprogram `idx` (never empty): its DWARF ranges, or for an
+    /// orphan those of the unique ELF symbol of its name. None when it is a declaration
+    /// or has no code (counted in the stats).
+    fn code_ranges(&mut self, idx: usize) -> Option<Vec<(u64, u64)>> {
+        let ctx = self.ctx;
+        let die = &self.sps[idx].die;
+        if die.declaration {
+            self.res.stats.skip(SkipReason::Declaration);
+            return None;
+        }
+        let ranges = if self.sps[idx].orphan {
+            // The address comes from the unique ELF symbol of that name.
+            let name = die.name.map(|n| String::from_utf8_lossy(n).into_owned());
+            let syms = name
+                .as_deref()
+                .map(|n| ctx.symbols.named(n))
+                .unwrap_or_default();
+            match syms.as_slice() {
+                [s] if s.addr != 0 => vec![(s.addr, s.addr + s.size.max(1))],
+                _ => {
+                    self.res.stats.skip(SkipReason::NoCode);
+                    return None;
+                }
+            }
+        } else if !die.has_code() {
+            self.res.stats.skip(SkipReason::NoCode);
+            return None;
+        } else {
+            self.ranges(idx)
+        };
+        if ranges.is_empty() {
+            self.res.stats.skip(SkipReason::BadDwarf);
+            return None;
+        }
+        Some(ranges)
+    }
+
+    /// The flags of a function entered at `entry` with `size` bytes in its entry range:
+    /// its signature's, those its symbol's name and binding give (or its lack of one),
+    /// and `NOTRACE` when ftrace lists no call site in its first 16 bytes.
+    fn function_flags(
+        &self,
+        sig: &Signature,
+        sym: Option<&Symbol<'_>>,
+        entry: u64,
+        size: u64,
+    ) -> FuncFlags {
+        let mut flags = sig.flags;
+        if self.asm_unit {
+            flags |= FuncFlags::NO_TYPES;
+        }
+        match sym {
+            Some(s) => {
+                flags |= suffix_flags(s.name);
+                if s.local {
+                    flags |= FuncFlags::STATIC;
+                }
+            }
+            None => {
+                flags |= FuncFlags::NO_SYMBOL;
+                if !sig.external {
+                    flags |= FuncFlags::STATIC;
+                }
+            }
+        }
+        if let Some(mc) = self.ctx.mcount {
+            let end = entry + size.min(16);
+            let i = mc.partition_point(|&a| a < entry);
+            if mc.get(i).is_none_or(|&a| a >= end) {
+                flags |= FuncFlags::NOTRACE;
+            }
+        }
+        flags
+    }
+
+    /// Records for the cold (and other) parts of function record `main` that carry their
+    /// own symbol: the ranges other than its entry range (`lo`) that start at a `.cold`
+    /// symbol, with its signature but no parameter locations.
+    fn cold_parts(&mut self, main: usize, ranges: &[(u64, u64)], lo: u64) {
+        let ctx = self.ctx;
+        for &(a, b) in ranges {
             if a == lo {
                 continue;
             }
             let Some(s) = ctx.symbols.at(a).iter().find(|s| s.name.contains(".cold")) else {
                 continue;
             };
+            let f = &self.res.funcs[main];
+            let flags = f.flags;
             let mut cflags = (flags - FuncFlags::ABI_CHANGED - FuncFlags::NOTRACE)
                 | suffix_flags(s.name)
                 | FuncFlags::COLD;
@@ -358,26 +383,27 @@ impl<'s> Builder<'_, 's, '_> {
                 FuncFlags::STATIC,
                 s.local || flags.contains(FuncFlags::STATIC),
             );
-            let cparams = params
+            let cparams = f
+                .params
                 .iter()
                 .map(|p| LParam {
                     loc: Location::Unknown,
                     ..p.clone()
                 })
                 .collect();
-            self.res.stats.count_function(cflags);
-            self.res.funcs.push(LFunc {
+            let cold = LFunc {
                 addr: a,
                 size: (b - a).min(u64::from(u32::MAX)) as u32,
-                name: name.clone(),
+                name: f.name.clone(),
                 symbol: Some(s.name.to_string()),
-                ret: sig.ret,
+                ret: f.ret,
                 params: cparams,
                 flags: cflags,
                 identity: None,
-            });
+            };
+            self.res.stats.count_function(cflags);
+            self.res.funcs.push(cold);
         }
-        Some(fi)
     }
 
     /// Inline edges (callee, caller), each once.
@@ -506,4 +532,19 @@ pub(crate) fn code_ranges(units: &Units<'_, '_>, die: &Die<'_>) -> Vec<(u64, u64
         }
     }
     out
+}
+
+/// The entry pc of a function with code `ranges` (never empty): its DWARF entry pc when
+/// one of the ranges holds it, else the first range's start; and the range holding it.
+fn entry_range(entry_pc: Option<u64>, ranges: &[(u64, u64)]) -> Option<(u64, (u64, u64))> {
+    let &(lo, hi) = ranges.first()?;
+    let entry = entry_pc
+        .filter(|&e| ranges.iter().any(|&(a, b)| a <= e && e < b))
+        .unwrap_or(lo);
+    let range = ranges
+        .iter()
+        .copied()
+        .find(|&(a, b)| a <= entry && entry < b)
+        .unwrap_or((lo, hi));
+    Some((entry, range))
 }

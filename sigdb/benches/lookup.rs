@@ -64,6 +64,17 @@ fn build(funcs: usize) -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
+    synthetic(c);
+    // A real db (e.g. Debian 6.12's vmlinux, built by dwarfscan), when given.
+    let Some(real) = std::env::var_os("DCG_BENCH_DB") else {
+        eprintln!("set DCG_BENCH_DB=FILE.sigdb to also time a real db");
+        return;
+    };
+    real_db(c, std::path::Path::new(&real));
+}
+
+/// Lookups and opens on the kernel-shaped dbs [`build`] makes.
+fn synthetic(c: &mut Criterion) {
     let bytes = build(FUNCS);
     let db = Db::from_bytes(bytes.clone()).unwrap();
     let addrs: Vec<u64> = (0..1024)
@@ -109,23 +120,21 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+}
 
-    // A real db (e.g. Debian 6.12's vmlinux, built by dwarfscan), when given.
-    let Some(real) = std::env::var_os("DCG_BENCH_DB") else {
-        eprintln!("set DCG_BENCH_DB=FILE.sigdb to also time a real db");
-        return;
-    };
-    let len = std::fs::metadata(&real).unwrap().len();
+/// Opens, lookups and first accesses on the real db at `real`.
+fn real_db(c: &mut Criterion, real: &std::path::Path) {
+    let len = std::fs::metadata(real).unwrap().len();
     c.bench_function(&format!("open (real db, {len} bytes)"), |b| {
-        b.iter(|| black_box(Db::open(&real).unwrap().function_count()))
+        b.iter(|| black_box(Db::open(real).unwrap().function_count()))
     });
-    let db = Db::open(&real).unwrap();
+    let db = Db::open(real).unwrap();
     let n = db.function_count();
     let mut k = 0usize;
     c.bench_function("open + first params access (real db)", |b| {
         b.iter(|| {
             // A fresh open each time: nothing of the function is cached by the db.
-            let db = Db::open(&real).unwrap();
+            let db = Db::open(real).unwrap();
             k = (k + 7919) % n;
             let f = db.function(k).unwrap();
             black_box(
@@ -140,6 +149,26 @@ fn bench(c: &mut Criterion) {
     let picks: Vec<_> = (0..1024)
         .map(|i| with_code[i * 7919 % with_code.len()])
         .collect();
+    real_lookups(c, &db, &picks);
+    cold_params(c, real, n);
+    cold_blocks_in_memory(c, real, &db);
+    cold_frames(c, real, &db, &picks);
+    let mut m = 0usize;
+    c.bench_function("first params access (real db, open)", |b| {
+        b.iter(|| {
+            m = (m + 7919) % n;
+            let f = db.function(m).unwrap();
+            black_box(
+                f.params()
+                    .map(|p| p.name().len() + p.ty().display().len())
+                    .sum::<usize>(),
+            )
+        })
+    });
+}
+
+/// Lookups by address, by name and of a function's instances on the open real db.
+fn real_lookups(c: &mut Criterion, db: &Db, picks: &[Function<'_>]) {
     let mut i = 0;
     c.bench_function("by_addr (real db)", |b| {
         b.iter(|| {
@@ -175,6 +204,11 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+}
+
+/// First accesses to a function's parameters on a freshly opened real db (of `n`
+/// functions).
+fn cold_params(c: &mut Criterion, real: &std::path::Path, n: usize) {
     // Nothing cached: each access is the first one on a freshly opened db (the open is
     // not timed), so a compressed block would be decompressed in the timed part.
     let mut m_cold = 0usize;
@@ -182,7 +216,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || {
                 m_cold = (m_cold + 7919) % n;
-                (Db::open(&real).unwrap(), m_cold)
+                (Db::open(real).unwrap(), m_cold)
             },
             |(db, m)| {
                 let f = db.function(m).unwrap();
@@ -205,7 +239,7 @@ fn bench(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     r_cold = (r_cold + 7919) % n;
-                    (Db::open(&real).unwrap(), r_cold)
+                    (Db::open(real).unwrap(), r_cold)
                 },
                 |(db, m)| {
                     let f = db.function(m).unwrap();
@@ -220,11 +254,16 @@ fn bench(c: &mut Criterion) {
             )
         },
     );
+}
+
+/// What a cold LZ4 block costs on a db already in memory.
+fn cold_blocks_in_memory(c: &mut Criterion, real: &std::path::Path, db: &Db) {
+    let n = db.function_count();
     // On a db whose bytes are already in memory (a fresh `Db` over resident bytes: no
     // page faults, as for a db mapped and read before), what a cold LZ4 block costs: the
     // first parameter's record (its location), one parameter block decompressed and
     // checked; then the same with its type's record, a type block more.
-    let bytes = std::fs::read(&real).unwrap();
+    let bytes = std::fs::read(real).unwrap();
     let with_params: Vec<usize> = (0..n)
         .filter(|&m| db.function(m).is_some_and(|f| f.params().len() > 0))
         .collect();
@@ -251,13 +290,18 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+}
+
+/// What a cold zstd frame costs: a string frame for a lookup by name, an instance frame
+/// for a function's instances.
+fn cold_frames(c: &mut Criterion, real: &std::path::Path, db: &Db, picks: &[Function<'_>]) {
     // A lookup by name on a fresh open: its first compare decompresses a string frame.
     let mut s_cold = 0usize;
     c.bench_function("by_name (real db, fresh open, cold string frame)", |b| {
         b.iter_batched(
             || {
                 s_cold = (s_cold + 1) & 1023;
-                (Db::open(&real).unwrap(), picks[s_cold].name().to_string())
+                (Db::open(real).unwrap(), picks[s_cold].name().to_string())
             },
             |(db, name)| {
                 black_box(db.by_name(&name).next().map(|f| f.addr()));
@@ -279,7 +323,7 @@ fn bench(c: &mut Criterion) {
                 b.iter_batched(
                     || {
                         q = (q + 1) % callers.len();
-                        (Db::open(&real).unwrap(), callers[q])
+                        (Db::open(real).unwrap(), callers[q])
                     },
                     |(db, caller)| {
                         black_box(db.instances_in(caller).map(|i| i.entry_pc()).sum::<u64>());
@@ -290,18 +334,6 @@ fn bench(c: &mut Criterion) {
             },
         );
     }
-    let mut m = 0usize;
-    c.bench_function("first params access (real db, open)", |b| {
-        b.iter(|| {
-            m = (m + 7919) % n;
-            let f = db.function(m).unwrap();
-            black_box(
-                f.params()
-                    .map(|p| p.name().len() + p.ty().display().len())
-                    .sum::<usize>(),
-            )
-        })
-    });
 }
 
 criterion_group!(benches, bench);

@@ -9,32 +9,42 @@
 //! validates every offset, count, reference, sort order and the checksum once, after which
 //! lookups ([`Db::by_addr`], [`Db::by_name`]) are zero-copy and cannot panic.
 
-mod blocks;
-pub mod builder;
-mod callers;
-mod desc;
+//!
+//! The crate is in two halves around what both use (the model of gimli's `read/`,
+//! `write/` and `common.rs`): `write/` builds a file, `read/` opens and reads one, and
+//! `common.rs`, `layout.rs`, `model.rs`, `regs.rs` and `varint.rs` hold the ids, the
+//! on-disk records, the kinds and locations, the register table and the varints they
+//! share.
+
+mod common;
 mod error;
 pub mod filekind;
-mod frames;
-mod instances;
 pub mod layout;
 mod model;
-mod reader;
+mod read;
 pub mod regs;
-mod validate;
 mod varint;
-mod view;
+mod write;
+
+/// The builder and what it is given (also exported at the crate root).
+pub mod builder {
+    pub use crate::common::{FuncId, ModuleId, TypeId};
+    pub use crate::write::desc::{FunctionDesc, ModuleDesc, ParamDesc, TypeDesc};
+    pub use crate::write::DbBuilder;
+}
 
 pub use builder::{
     DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
 };
-pub use callers::Callers;
+pub use common::InstanceId;
 pub use error::{Error, FormatError, FormatErrorKind};
-pub use instances::{Instance, InstanceDesc, InstanceId, InstanceIter, Locations, Ranges};
 pub use model::{
     float_format, x86_64_reg_name, DbFlags, FloatFormat, FuncFlags, Location, ModuleKind,
     Qualifiers, TypeFlags, TypeKind,
 };
-pub use reader::Db;
+pub use read::callers::Callers;
+pub use read::instances::{Instance, InstanceIter, Locations, Ranges};
+pub use read::view::{hex, Function, Module, Param, Type};
+pub use read::Db;
 pub use regs::SYSV_INT_ARG_REGS;
-pub use view::{hex, Function, Module, Param, Type};
+pub use write::desc::InstanceDesc;

@@ -38,19 +38,20 @@ const MI_OPTION_ALLOW_THP: std::ffi::c_int = 43;
 /// used huge pages count in full in the resident set: without them the scan of a
 /// kernel takes less system time and less memory (`BENCHMARKS.md`, "Scan speed").
 fn tune_allocator() {
-    // SAFETY: plain FFI calls on option indices `mimalloc.h` defines; called first thing
-    // in `main`, before any other thread exists (`mi_option_set` is not thread safe).
-    unsafe {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
-        }
-        if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-            mi_option_set(MI_OPTION_ALLOW_THP, 0);
-            // What mimalloc does at start-up when the option is 0 (it has started
-            // already): huge pages off for the whole process, the memory it has
-            // reserved included.
-            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-        }
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: a plain FFI call on an option index `mimalloc.h` defines, made first
+        // thing in `main`, before any other thread exists (`mi_option_set` is not thread
+        // safe).
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // SAFETY: as above, before any other thread exists.
+        unsafe { mi_option_set(MI_OPTION_ALLOW_THP, 0) };
+        // What mimalloc does at start-up when the option is 0 (it has started already):
+        // huge pages off for the whole process, the memory it has reserved included.
+        // SAFETY: `prctl(PR_SET_THP_DISABLE)` takes integers only; it reads and writes no
+        // memory of ours.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
     }
 }
 
@@ -268,14 +269,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
 /// The db sections and their sizes, as `--stats` prints them.
 type Sections = Vec<(&'static str, usize)>;
 
-/// Write the db to `path`, checked (every frame decompressed) while it is written: a db
-/// that fails the check is never put in place. Returns the output to commit, whether the
+/// Write the db to `path`, checked while it is written (opening it validates every
+/// record and decompresses and checks every frame and block): a db that fails the check
+/// is never put in place. Returns the output to commit, whether the
 /// db holds kernel modules alone, and its sections. An output written in place (a
 /// device, a FIFO) gets the db only once it passed.
 fn stage_db(path: &Path, bytes: &[u8]) -> anyhow::Result<(dcg_outfile::Output, bool, Sections)> {
     let check = || -> Result<(bool, Sections), sigdb::Error> {
         let db = sigdb::Db::from_bytes(bytes.to_vec())?;
-        db.check_frames()?;
         let sections = db.section_sizes().collect();
         Ok((db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections))
     };

@@ -15,6 +15,24 @@ pub fn write(
     s: &Summary,
     top: usize,
 ) -> std::io::Result<()> {
+    heading(out, input)?;
+    if graph.is_empty() {
+        writeln!(out, "no calls")?;
+        return Ok(());
+    }
+    totals(out, graph, s)?;
+    let timed = s.timed > 0;
+    function_tables(out, s, top, timed)?;
+    errors_table(out, s, top)?;
+    origins_table(out, &s.origins, top)?;
+    let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
+    edges_by_calls(out, graph, &mut edges, top, timed)?;
+    edges_per_caller_call(out, graph, &mut edges, top)?;
+    roots_table(out, s, top)
+}
+
+/// What was read: the source, the kind of input and the subtree kept.
+fn heading(out: &mut dyn Write, input: &ReportInput) -> std::io::Result<()> {
     writeln!(out, "dcg report: {}", input.source)?;
     let kind = match input.kind {
         InputKind::SavedCalls => "saved calls".to_string(),
@@ -27,10 +45,12 @@ pub fn write(
     if let Some(r) = &input.root {
         writeln!(out, "only calls inside: {r}")?;
     }
-    if graph.is_empty() {
-        writeln!(out, "no calls")?;
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The totals: calls, functions, edges, errors, and how many calls carry a duration and
+/// a timestamp.
+fn totals(out: &mut dyn Write, graph: &CallGraph, s: &Summary) -> std::io::Result<()> {
     let errfuncs = s.functions.iter().filter(|f| f.error_count() > 0).count();
     writeln!(
         out,
@@ -60,7 +80,17 @@ pub fn write(
             "times in us; total counts a recursive call once; self = total - callees"
         )?;
     }
+    Ok(())
+}
 
+/// The functions by calls and, when calls are timed, by total and by self time (each
+/// sort starts from the previous order, so ties keep it).
+fn function_tables(
+    out: &mut dyn Write,
+    s: &Summary,
+    top: usize,
+    timed: bool,
+) -> std::io::Result<()> {
     let mut funcs: Vec<&FuncStats> = s.functions.iter().collect();
     funcs.sort_by(|a, b| (Reverse(a.calls), &a.name).cmp(&(Reverse(b.calls), &b.name)));
     section(
@@ -88,8 +118,11 @@ pub fn write(
         )?;
         func_table(out, &funcs[..top.min(funcs.len())], timed)?;
     }
+    Ok(())
+}
 
-    // Error returns, by function and value.
+/// Error returns, by function and value.
+fn errors_table(out: &mut dyn Write, s: &Summary, top: usize) -> std::io::Result<()> {
     let mut errs: Vec<(u64, &str, &str)> = s
         .functions
         .iter()
@@ -111,12 +144,24 @@ pub fn write(
             .collect();
         table(out, &["count", "error", "function"], &rows, 1)?;
     }
+    Ok(())
+}
 
-    origins_table(out, &s.origins, top)?;
-
+/// `caller -> callee` of an edge.
+fn edge_name(graph: &CallGraph, e: &EdgeStats) -> String {
     let name = |f: u32| graph.names[f as usize].as_str();
-    let edge_name = |e: &EdgeStats| format!("{} -> {}", name(e.caller), name(e.callee));
-    let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
+    format!("{} -> {}", name(e.caller), name(e.callee))
+}
+
+/// The caller -> callee edges by calls (`edges` is left in that order).
+fn edges_by_calls(
+    out: &mut dyn Write,
+    graph: &CallGraph,
+    edges: &mut [&EdgeStats],
+    top: usize,
+    timed: bool,
+) -> std::io::Result<()> {
+    let name = |f: u32| graph.names[f as usize].as_str();
     edges.sort_by(|a, b| {
         (Reverse(a.count), name(a.caller), name(a.callee)).cmp(&(
             Reverse(b.count),
@@ -138,7 +183,7 @@ pub fn write(
             if timed {
                 r.push(us(e.total_ns));
             }
-            r.push(edge_name(e));
+            r.push(edge_name(graph, e));
             r
         })
         .collect();
@@ -147,9 +192,18 @@ pub fn write(
     } else {
         &["calls", "caller -> callee"]
     };
-    table(out, head, &rows, head.len() - 1)?;
+    table(out, head, &rows, head.len() - 1)
+}
 
-    // Called way too often: most calls of the callee in one call of the caller.
+/// Called way too often: the edges by most calls of the callee in one call of the
+/// caller (sorted from the order `edges` is in).
+fn edges_per_caller_call(
+    out: &mut dyn Write,
+    graph: &CallGraph,
+    edges: &mut [&EdgeStats],
+    top: usize,
+) -> std::io::Result<()> {
+    let name = |f: u32| graph.names[f as usize].as_str();
     edges.sort_by(|a, b| {
         (
             Reverse(a.max_per_call),
@@ -179,7 +233,7 @@ pub fn write(
                 format!("{:.2}", e.per_call()),
                 e.caller_calls.to_string(),
                 e.count.to_string(),
-                edge_name(e),
+                edge_name(graph, e),
             ]
         })
         .collect();
@@ -194,8 +248,11 @@ pub fn write(
         ],
         &rows,
         4,
-    )?;
+    )
+}
 
+/// The top-level calls by count.
+fn roots_table(out: &mut dyn Write, s: &Summary, top: usize) -> std::io::Result<()> {
     let mut roots: Vec<(&String, &u64)> = s.roots.iter().collect();
     roots.sort_by(|a, b| (Reverse(a.1), a.0).cmp(&(Reverse(b.1), b.0)));
     section(out, &format!("Top {top} top-level calls"), roots.len(), top)?;

@@ -1,7 +1,7 @@
-//! What a [`crate::DbBuilder`] is given: descriptions of types, modules, parameters and
-//! functions, independent of the file's encoding.
+//! What a [`crate::DbBuilder`] is given: descriptions of types, modules, parameters,
+//! functions and inlined copies, independent of the file's encoding.
 
-use crate::builder::{ModuleId, TypeId};
+use crate::common::{FuncId, InstanceId, ModuleId, TypeId};
 use crate::model::*;
 
 /// A type, described structurally; equal descriptions are stored once.
@@ -112,7 +112,7 @@ pub struct ModuleDesc {
     pub kind: ModuleKind,
     /// GNU build-id of the file (may be empty).
     pub build_id: Vec<u8>,
-    /// Address bias (see [`ModuleRecord::base`]).
+    /// Address bias (see [`crate::layout::ModuleRecord::base`]).
     pub base: u64,
 }
 
@@ -146,4 +146,26 @@ pub struct FunctionDesc {
     pub params: Vec<ParamDesc>,
     /// Flags.
     pub flags: FuncFlags,
+}
+
+/// One inlined copy of a function (a `DW_TAG_inlined_subroutine`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InstanceDesc {
+    /// The inlined function.
+    pub callee: FuncId,
+    /// The out-of-line function whose code holds the copy.
+    pub caller: FuncId,
+    /// The enclosing instance when the copy sits inside another inlined copy; it must
+    /// have been added before this one and have the same caller.
+    pub parent: Option<InstanceId>,
+    /// Code ranges `[start, end)`, in DWARF order.
+    pub ranges: Vec<(u64, u64)>,
+    /// First address executed in the copy.
+    pub entry_pc: u64,
+    /// File of the call site (empty when unknown).
+    pub call_file: String,
+    /// Line of the call site (0 when unknown).
+    pub call_line: u32,
+    /// Where each parameter of the callee is at `entry_pc`, in the callee's order.
+    pub params: Vec<Location>,
 }

@@ -1,71 +1,12 @@
-//! Compressed frames: the cold packed sections (inline caller lists, inline instances)
-//! stored as independent zstd frames of [`BLOCKS_PER_FRAME`] blocks each, decompressed
-//! on first use and cached, each frame validated when it is first decompressed.
+//! Compressed frames as read: the cold packed sections (inline caller lists, inline
+//! instances, strings) stored as independent zstd frames, decompressed on first use and
+//! cached, each frame validated when it is first decompressed (`write/frames.rs` cuts
+//! and compresses them).
 
 use std::sync::OnceLock;
 
 use crate::layout::{FrameRecord, MAX_FRAME_BYTES};
-use crate::{Error, FormatError, FormatErrorKind};
-
-/// The zstd level the writer compresses frames with: the output must be the same for
-/// the same content, so this is part of what makes a db byte-identical. Level 3 (zstd's
-/// default) compresses these frames about three times as fast as level 7 for 1.1 % more
-/// db bytes (45 KB on the 6.12 vmlinux db, 62 KB on 7.2's; `BENCHMARKS.md`, "Scan and
-/// write speed, second pass" and "third pass").
-pub(crate) const LEVEL: i32 = 3;
-
-/// A packed section cut into compressed frames.
-pub(crate) struct Packed {
-    /// Each block's start, relative to the start of its frame (decompressed).
-    pub starts: Vec<u32>,
-    pub frames: Vec<FrameRecord>,
-    pub bytes: Vec<u8>,
-}
-
-/// Cut `data` into frames of `per_frame` blocks (block `b` starts at `starts[b]`,
-/// ascending from 0) and compress each one on its own. Frames are compressed in
-/// parallel; each is compressed alone, so the bytes are those of a sequential run.
-pub(crate) fn pack(
-    starts: &[u32],
-    data: &[u8],
-    per_frame: usize,
-    what: &'static str,
-) -> Result<Packed, Error> {
-    use rayon::prelude::*;
-    let raw: Vec<&[u8]> = (0..starts.len().div_ceil(per_frame))
-        .map(|f| {
-            let begin = starts[f * per_frame] as usize;
-            let end = starts
-                .get((f + 1) * per_frame)
-                .map_or(data.len(), |&s| s as usize);
-            &data[begin..end]
-        })
-        .collect();
-    let compressed: Vec<Vec<u8>> = raw
-        .par_iter()
-        .map(|frame| zstd::bulk::compress(frame, LEVEL))
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::Builder(format!("zstd compression of {what}: {e}")))?;
-    let mut out = Packed {
-        starts: Vec::with_capacity(starts.len()),
-        frames: Vec::with_capacity(raw.len()),
-        bytes: Vec::with_capacity(compressed.iter().map(Vec::len).sum()),
-    };
-    for (group, (frame, packed)) in starts.chunks(per_frame).zip(raw.iter().zip(&compressed)) {
-        let raw_len = u32::try_from(frame.len())
-            .ok()
-            .filter(|&n| n <= MAX_FRAME_BYTES)
-            .ok_or(Error::TooLarge(what))?;
-        out.starts.extend(group.iter().map(|&s| s - group[0]));
-        let offset = u32::try_from(out.bytes.len()).map_err(|_| Error::TooLarge(what))?;
-        out.frames.push(FrameRecord {
-            offset: offset.into(),
-            raw_len: raw_len.into(),
-        });
-        out.bytes.extend_from_slice(packed);
-    }
-    Ok(out)
-}
+use crate::{FormatError, FormatErrorKind};
 
 /// The decompressed frames of one compressed section, filled on first use.
 pub(crate) struct FrameCache {

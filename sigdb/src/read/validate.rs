@@ -146,7 +146,7 @@ impl<'a> Validator<'a> {
     }
 
     /// The frame table `table` of the compressed section `data`, checked against the
-    /// `blocks` blocks it holds ([`crate::frames::check_table`]).
+    /// `blocks` blocks it holds ([`super::frames::check_table`]).
     pub(crate) fn frame_table(
         &self,
         data: SectionId,
@@ -154,7 +154,7 @@ impl<'a> Validator<'a> {
         blocks: usize,
     ) -> Result<&'a [FrameRecord], FormatError> {
         let frames: &[FrameRecord] = self.recs(table);
-        match crate::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
+        match super::frames::check_table(frames, self.sec(data).len(), blocks, BLOCKS_PER_FRAME) {
             Ok(()) => Ok(frames),
             Err(f) => self.err(table, f, "frame table does not match the blocks"),
         }
@@ -179,7 +179,7 @@ impl<'a> Validator<'a> {
             return self.err(StringFrames, 0, "no string frame");
         }
         let len = self.sec(Strings).len();
-        if let Err(f) = crate::frames::check_table(frames, len, frames.len(), 1) {
+        if let Err(f) = super::frames::check_table(frames, len, frames.len(), 1) {
             return self.err(StringFrames, f, "frame table does not match the section");
         }
         let total: u64 = frames.iter().map(|f| u64::from(f.raw_len.get())).sum();
@@ -199,7 +199,7 @@ impl<'a> Validator<'a> {
     ) -> Result<(), FormatError> {
         let offsets: &[zerocopy::little_endian::U32] = self.recs(table);
         let blocks = (count as usize).div_ceil(per_block);
-        match crate::blocks::check_offsets(offsets, self.sec(data).len(), blocks) {
+        match super::blocks::check_offsets(offsets, self.sec(data).len(), blocks) {
             Ok(()) => Ok(()),
             Err(b) => self.err(table, b, "block table does not match the records"),
         }
@@ -219,13 +219,25 @@ impl<'a> Validator<'a> {
         }
         self.block_table(Types, TypeBlocks, type_count, TYPE_BLOCK)?;
         self.block_table(Params, ParamBlocks, param_count, PARAM_BLOCK)?;
+        // In this order, which decides the error a file with several defects gets.
+        self.modules(&string_ok)?;
+        self.enumerators_and_prototypes(&string_ok, type_count)?;
+        self.param_values(param_count)?;
+        self.functions(&string_ok, type_count, param_count)?;
+        self.code()?;
+        self.symbols(&string_ok)?;
+        self.name_index()?;
+        let functions = self.recs::<FunctionRecord>(Functions).len();
+        super::callers::validate_index(self, functions)?;
+        super::instances::validate_index(self, h.instance_count.get(), functions, &string_ok)?;
+        Ok(())
+    }
 
-        let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
-        let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
+    /// The modules: names, kinds and build-ids; consecutive function and code ranges
+    /// that cover the functions.
+    fn modules(&self, string_ok: &impl Fn(u32) -> bool) -> Result<(), FormatError> {
+        use SectionId::*;
         let functions: &[FunctionRecord] = self.recs(Functions);
-        let symbols: &[SymbolRecord] = self.recs(Symbols);
-        let within = |first: u32, count: u32, len: u64| (first as u64 + count as u64) <= len;
-
         let modules: &[ModuleRecord] = self.recs(Modules);
         let code: &[CodeRecord] = self.recs(Code);
         let mut next = 0u64;
@@ -265,6 +277,18 @@ impl<'a> Validator<'a> {
                 FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
             );
         }
+        Ok(())
+    }
+
+    /// The enumerators' names and the prototypes' parameter types.
+    fn enumerators_and_prototypes(
+        &self,
+        string_ok: &impl Fn(u32) -> bool,
+        type_count: u32,
+    ) -> Result<(), FormatError> {
+        use SectionId::*;
+        let enumerators: &[EnumeratorRecord] = self.recs(Enumerators);
+        let protos: &[zerocopy::little_endian::U32] = self.recs(ProtoParams);
         for (i, e) in enumerators.iter().enumerate() {
             if !string_ok(e.name.get()) {
                 return self.err(Enumerators, i, "name is not a string");
@@ -275,6 +299,12 @@ impl<'a> Validator<'a> {
                 return self.err(ProtoParams, i, "type out of bounds");
             }
         }
+        Ok(())
+    }
+
+    /// The out-of-line parameter operands: each names a parameter, sorted by it.
+    fn param_values(&self, param_count: u32) -> Result<(), FormatError> {
+        use SectionId::*;
         let values: &[ParamValue] = self.recs(ParamValues);
         for (i, v) in values.iter().enumerate() {
             if v.param.get() >= param_count {
@@ -287,6 +317,19 @@ impl<'a> Validator<'a> {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The function records: names, return types and parameter ranges.
+    fn functions(
+        &self,
+        string_ok: &impl Fn(u32) -> bool,
+        type_count: u32,
+        param_count: u32,
+    ) -> Result<(), FormatError> {
+        use SectionId::*;
+        let functions: &[FunctionRecord] = self.recs(Functions);
+        let within = |first: u32, count: u32, len: u64| (first as u64 + count as u64) <= len;
         for (i, f) in functions.iter().enumerate() {
             if !string_ok(f.name.get()) {
                 return self.err(Functions, i, "name is not a string");
@@ -298,6 +341,16 @@ impl<'a> Validator<'a> {
                 return self.err(Functions, i, "parameter range out of bounds");
             }
         }
+        Ok(())
+    }
+
+    /// Each module's code records: sorted by address, inside the address space, one per
+    /// function but the inline-only ones, which come first.
+    fn code(&self) -> Result<(), FormatError> {
+        use SectionId::*;
+        let modules: &[ModuleRecord] = self.recs(Modules);
+        let functions: &[FunctionRecord] = self.recs(Functions);
+        let code: &[CodeRecord] = self.recs(Code);
         for (mi, m) in modules.iter().enumerate() {
             let first = m.first_function.get() as usize;
             let range = &functions[first..first + m.function_count.get() as usize];
@@ -338,11 +391,19 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The symbol records: strings, functions in bounds, sorted by function.
+    fn symbols(&self, string_ok: &impl Fn(u32) -> bool) -> Result<(), FormatError> {
+        use SectionId::*;
+        let functions = self.recs::<FunctionRecord>(Functions).len();
+        let symbols: &[SymbolRecord] = self.recs(Symbols);
         for (i, sym) in symbols.iter().enumerate() {
             if !string_ok(sym.symbol.get()) {
                 return self.err(Symbols, i, "symbol is not a string");
             }
-            if sym.function.get() as usize >= functions.len() {
+            if sym.function.get() as usize >= functions {
                 return self.err(Symbols, i, "function out of bounds");
             }
             if i > 0 && symbols[i - 1].function.get() >= sym.function.get() {
@@ -352,9 +413,17 @@ impl<'a> Validator<'a> {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The name index: functions in bounds, and bucket starts (a power of two of them,
+    /// plus one) ascending over the whole index.
+    fn name_index(&self) -> Result<(), FormatError> {
+        use SectionId::*;
+        let functions = self.recs::<FunctionRecord>(Functions).len();
         let names: &[NameRecord] = self.recs(Names);
         for (i, n) in names.iter().enumerate() {
-            if n.function() as usize >= functions.len() {
+            if n.function() as usize >= functions {
                 return self.err(Names, i, "function out of bounds");
             }
         }
@@ -380,13 +449,6 @@ impl<'a> Validator<'a> {
                 FormatErrorKind::BadSection("name_buckets (do not cover the name index)"),
             );
         }
-        crate::callers::validate_index(self, functions.len())?;
-        crate::instances::validate_index(
-            self,
-            h.instance_count.get(),
-            functions.len(),
-            &string_ok,
-        )?;
         Ok(())
     }
 }

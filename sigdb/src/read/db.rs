@@ -1,16 +1,14 @@
-//! Opening a sigdb: validate everything once, then read records in place.
+//! Opening a sigdb: validate everything once, then read records in place; the packed
+//! sections' frames and blocks are decompressed and checked on first use (the lookups
+//! are in `lookup.rs`).
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use zerocopy::FromBytes;
 
-use crate::frames::FrameCache;
-use crate::instances::{Instance, InstanceIter};
+use super::frames::FrameCache;
+use super::validate::validate;
 use crate::layout::*;
-use crate::model::*;
-use crate::validate::validate;
-use crate::view::{Function, Module, Type};
 use crate::Error;
 
 enum Storage {
@@ -25,7 +23,7 @@ enum Storage {
 pub struct Db {
     data: Storage,
     path: PathBuf,
-    sections: [(usize, usize); SECTION_COUNT],
+    pub(super) sections: [(usize, usize); SECTION_COUNT],
     /// The decompressed frames of `inline_callers`, filled on first use.
     inline_frames: FrameCache,
     /// The decompressed frames of `instance_data`, filled on first use.
@@ -150,7 +148,7 @@ impl Db {
         }
     }
 
-    fn header(&self) -> &Header {
+    pub(super) fn header(&self) -> &Header {
         // Validated on open.
         Header::ref_from_prefix(self.bytes())
             .map(|(h, _)| h)
@@ -163,7 +161,7 @@ impl Db {
         self.bytes().get(off..off + len).unwrap_or(&[])
     }
 
-    fn records<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
+    pub(super) fn records<T: FromBytes + zerocopy::KnownLayout + zerocopy::Immutable>(
         &self,
         id: SectionId,
     ) -> &[T] {
@@ -193,7 +191,7 @@ impl Db {
     }
 
     /// Type record `index` (`None` past the end or in a bad block).
-    fn type_record(&self, index: u32) -> Option<&TypeRecord> {
+    pub(super) fn type_record(&self, index: u32) -> Option<&TypeRecord> {
         let i = index as usize;
         let block = self.load_block(SectionId::Types, i / TYPE_BLOCK).ok()?;
         <[TypeRecord]>::ref_from_bytes(block)
@@ -229,9 +227,9 @@ impl Db {
             ),
         };
         let (offset, _) = self.sections[id as usize];
-        let n = crate::blocks::records_in(b, count as usize, per_block);
+        let n = super::blocks::records_in(b, count as usize, per_block);
         let offsets = self.records(table);
-        let raw = crate::blocks::decompress(
+        let raw = super::blocks::decompress(
             offsets,
             self.section(id),
             offset,
@@ -239,8 +237,8 @@ impl Db {
             n * size,
             SECTION_NAMES[id as usize],
         )?;
-        let v = crate::validate::Validator::new(self.bytes(), self.sections);
-        let cx = crate::validate::BlockContext {
+        let v = super::validate::Validator::new(self.bytes(), self.sections);
+        let cx = super::validate::BlockContext {
             strings_len: self.strings_len,
             type_count: h.type_count.get(),
             enumerators: self.enumerator_records().len(),
@@ -275,7 +273,7 @@ impl Db {
             .filter(|v| v.param.get() == index)
             .map_or(0, |v| v.value.get())
     }
-    fn name_records(&self) -> &[NameRecord] {
+    pub(super) fn name_records(&self) -> &[NameRecord] {
         self.records(SectionId::Names)
     }
     fn symbol_records(&self) -> &[SymbolRecord] {
@@ -321,13 +319,13 @@ impl Db {
         };
         let (offset, _) = self.sections[id as usize];
         let raw =
-            crate::frames::decompress(self.records(table), self.section(id), offset, f, name)?;
-        let v = crate::validate::Validator::new(self.bytes(), self.sections);
+            super::frames::decompress(self.records(table), self.section(id), offset, f, name)?;
+        let v = super::validate::Validator::new(self.bytes(), self.sections);
         let functions = self.function_count();
         match id {
             SectionId::Strings => check_string_frame(f, &raw, offset)?,
-            SectionId::InlineCallers => crate::callers::validate_frame(&v, f, &raw, functions)?,
-            _ => crate::instances::validate_frame(
+            SectionId::InlineCallers => super::callers::validate_frame(&v, f, &raw, functions)?,
+            _ => super::instances::validate_frame(
                 &v,
                 f,
                 &raw,
@@ -465,7 +463,7 @@ impl Db {
 
     /// The bytes of the string table from `offset` to the end of its frame (empty when
     /// out of range or in a bad frame). The frame is decompressed on first use.
-    fn string_tail(&self, offset: u32) -> &[u8] {
+    pub(super) fn string_tail(&self, offset: u32) -> &[u8] {
         let f = self.string_starts.partition_point(|&s| s <= offset);
         let Some(&start) = f.checked_sub(1).and_then(|f| self.string_starts.get(f)) else {
             return &[];
@@ -491,239 +489,6 @@ impl Db {
         // continuation byte) and ends before a NUL, which is ASCII, so it is UTF-8 too.
         unsafe { std::str::from_utf8_unchecked(bytes) }
     }
-
-    /// Each section's name and length in bytes, in file order: where the bytes go.
-    pub fn section_sizes(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
-        SECTION_NAMES
-            .iter()
-            .zip(self.sections.iter())
-            .map(|(name, &(_, len))| (*name, len))
-    }
-
-    /// Format version.
-    pub fn version(&self) -> u32 {
-        self.header().version.get()
-    }
-
-    /// Header flags.
-    pub fn flags(&self) -> DbFlags {
-        DbFlags::from_bits_truncate(self.header().flags.get())
-    }
-
-    /// ELF machine of the inputs.
-    pub fn machine(&self) -> u32 {
-        self.header().machine.get()
-    }
-
-    /// Build-id of the primary input (empty when unknown).
-    pub fn build_id(&self) -> &[u8] {
-        let h = self.header();
-        &h.build_id[..(h.build_id_len.get() as usize).min(MAX_BUILD_ID)]
-    }
-
-    /// CRC-32 of the body, as recorded in the header.
-    pub fn checksum(&self) -> u32 {
-        self.header().body_crc32.get()
-    }
-
-    /// Number of modules.
-    pub fn module_count(&self) -> usize {
-        self.module_records().len()
-    }
-
-    /// Module by index.
-    pub fn module(&self, index: usize) -> Option<Module<'_>> {
-        self.module_records()
-            .get(index)
-            .map(|rec| Module::new(self, index as u32, rec))
-    }
-
-    /// All modules.
-    pub fn modules(&self) -> impl ExactSizeIterator<Item = Module<'_>> + '_ {
-        self.module_records()
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| Module::new(self, i as u32, rec))
-    }
-
-    /// The first module of that name.
-    pub fn module_by_name(&self, name: &str) -> Option<Module<'_>> {
-        self.modules().find(|m| m.name() == name)
-    }
-
-    /// Number of functions.
-    pub fn function_count(&self) -> usize {
-        self.function_records().len()
-    }
-
-    /// Function by index.
-    pub fn function(&self, index: usize) -> Option<Function<'_>> {
-        self.function_records()
-            .get(index)
-            .map(|rec| Function::new(self, index as u32, rec))
-    }
-
-    /// All functions, in (module, address) order.
-    pub fn functions(&self) -> impl ExactSizeIterator<Item = Function<'_>> + '_ {
-        self.function_records()
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| Function::new(self, i as u32, rec))
-    }
-
-    /// Number of types.
-    pub fn type_count(&self) -> usize {
-        self.header().type_count.get() as usize
-    }
-
-    /// Type by index (`None` past the end, or in a damaged block: see
-    /// [`Db::check_frames`]).
-    pub fn type_at(&self, index: u32) -> Option<Type<'_>> {
-        self.type_record(index)
-            .map(|rec| Type::new(self, index, rec))
-    }
-
-    /// Number of parameter records (shared by functions with identical lists).
-    pub fn param_record_count(&self) -> usize {
-        self.header().param_count.get() as usize
-    }
-
-    /// The function of module `module` whose code contains `addr` (binary search).
-    pub fn by_addr(&self, module: usize, addr: u64) -> Option<Function<'_>> {
-        let m = self.module_records().get(module)?;
-        let rel = u32::try_from(addr.checked_sub(m.base.get())?).ok()?;
-        let code = self.module_code(module);
-        // The module's functions with code are its last ones, in code record order.
-        let first = m.first_function.get() as usize
-            + (m.function_count.get() as usize).saturating_sub(code.len());
-        // Index of the first code record starting above addr; the candidates are the
-        // records sharing the greatest start address not above addr (aliases).
-        let end = code.partition_point(|c| c.addr.get() <= rel);
-        let start = code.get(end.checked_sub(1)?)?.addr.get();
-        let group = code[..end]
-            .iter()
-            .rev()
-            .take_while(|c| c.addr.get() == start);
-        for (back, c) in group.enumerate() {
-            if u64::from(rel) < u64::from(c.addr.get()) + u64::from(c.size.get()) {
-                return self.function(first + end - 1 - back);
-            }
-        }
-        None
-    }
-
-    /// The function containing `addr` in any module (first match in module order).
-    pub fn by_addr_any(&self, addr: u64) -> Option<Function<'_>> {
-        (0..self.module_count()).find_map(|m| self.by_addr(m, addr))
-    }
-
-    /// The name index entries of the bucket holding hash `h`.
-    fn name_bucket_entries(&self, h: u32) -> &[NameRecord] {
-        let names = self.name_records();
-        let starts: &[zerocopy::little_endian::U32] = self.records(SectionId::NameBuckets);
-        // Validated: 2^k + 1 non-decreasing starts, the last one names.len().
-        let bits = (starts.len().saturating_sub(1)).trailing_zeros();
-        let b = name_bucket(h, bits) as usize;
-        match (starts.get(b), starts.get(b + 1)) {
-            (Some(lo), Some(hi)) => names
-                .get(lo.get() as usize..hi.get() as usize)
-                .unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-
-    /// Every function whose name or ELF symbol name is `name`.
-    pub fn by_name<'a>(&'a self, name: &str) -> impl Iterator<Item = Function<'a>> + 'a {
-        let key = name.as_bytes();
-        let h = name_hash(key);
-        // Hash to a bucket of about eight entries; compare 8-bit tags there, and only on
-        // a tag match touch the string table.
-        let mut hits = [0u32; 4];
-        let mut extra = Vec::new();
-        let mut count = 0;
-        let funcs = self.function_records();
-        for n in self.name_bucket_entries(h) {
-            if n.tag() != h as u8 {
-                continue;
-            }
-            let f = n.function();
-            let Some(rec) = funcs.get(f as usize) else {
-                continue;
-            };
-            if cmp_cstr(self.string_tail(rec.name.get()), key) == Ordering::Equal
-                || cmp_cstr(self.string_tail(self.symbol_of(f)), key) == Ordering::Equal
-            {
-                match hits.get_mut(count) {
-                    Some(slot) => *slot = f,
-                    None => extra.push(f),
-                }
-                count += 1;
-            }
-        }
-        hits.into_iter()
-            .take(count.min(4))
-            .chain(extra)
-            .filter_map(move |i| self.function(i as usize))
-    }
-
-    /// Every name in the index (function and symbol names) with its function, in index
-    /// order (by name hash).
-    pub fn names(&self) -> impl Iterator<Item = (&str, Function<'_>)> + '_ {
-        self.name_records().iter().filter_map(move |n| {
-            let f = self.function(n.function() as usize)?;
-            // The entry's key is whichever of the two names has the entry's tag.
-            let key = if name_hash(f.name().as_bytes()) as u8 == n.tag() {
-                f.name()
-            } else {
-                f.symbol()
-            };
-            Some((key, f))
-        })
-    }
-
-    /// Functions that `callee` was inlined into, in function-index order.
-    pub fn inlined_into(&self, callee: u32) -> impl Iterator<Item = Function<'_>> + '_ {
-        self.callers_of(callee)
-            .into_iter()
-            .flatten()
-            .filter_map(move |c| self.function(c as usize))
-    }
-
-    /// Number of inline instances.
-    pub fn instance_count(&self) -> usize {
-        self.header().instance_count.get() as usize
-    }
-
-    /// Inline instance by index.
-    pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
-        if index >= self.instance_count() {
-            return None;
-        }
-        InstanceIter::at_block(self, index / INSTANCE_BLOCK, self.instance_count() as u32)
-            .nth(index % INSTANCE_BLOCK)
-    }
-
-    /// All inline instances, in (caller, depth, entry pc) order.
-    pub fn instances(&self) -> impl ExactSizeIterator<Item = Instance<'_>> + '_ {
-        InstanceIter::at_block(self, 0, self.instance_count() as u32)
-    }
-
-    /// The inline instances inside the code of function `caller` (binary search on the
-    /// block index, then a scan of the blocks holding them).
-    pub fn instances_in(&self, caller: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
-        let blocks = self.instance_index();
-        // The caller's first instance is in the last block starting below it, or in the
-        // first block starting with it.
-        let k = blocks.partition_point(|b| b.caller.get() < caller);
-        InstanceIter::at_block(self, k.saturating_sub(1), self.instance_count() as u32)
-            .skip_while(move |i| i.caller_index() < caller)
-            .take_while(move |i| i.caller_index() == caller)
-    }
-
-    /// Every inlined copy of function `callee` (a scan of all instances).
-    pub fn instances_of(&self, callee: u32) -> impl Iterator<Item = Instance<'_>> + '_ {
-        self.instances().filter(move |i| i.callee_index() == callee)
-    }
 }
 
 static EMPTY_HEADER: Header = Header {
@@ -747,21 +512,6 @@ static EMPTY_HEADER: Header = Header {
         record_size: zerocopy::little_endian::U32::ZERO,
     }; SECTION_COUNT],
 };
-
-/// Compare the NUL-terminated string starting `tail` with `key`, without scanning for
-/// the NUL first: the terminator sorts below every other byte, as a shorter prefix does.
-fn cmp_cstr(tail: &[u8], key: &[u8]) -> Ordering {
-    let n = key.len().min(tail.len());
-    match tail[..n].cmp(&key[..n]) {
-        Ordering::Equal if n == key.len() => match tail.get(n) {
-            Some(0) | None => Ordering::Equal,
-            Some(_) => Ordering::Greater,
-        },
-        Ordering::Equal => Ordering::Less,
-        other => other,
-    }
-}
-
 /// The checks of a decompressed string frame: UTF-8, ending with the NUL of its last
 /// string; the first frame starts with the empty string.
 fn check_string_frame(f: usize, raw: &[u8], file_offset: usize) -> Result<(), crate::FormatError> {
@@ -774,5 +524,5 @@ fn check_string_frame(f: usize, raw: &[u8], file_offset: usize) -> Result<(), cr
     } else {
         return Ok(());
     };
-    Err(crate::frames::unit_error("strings", f, file_offset, what))
+    Err(super::frames::unit_error("strings", f, file_offset, what))
 }

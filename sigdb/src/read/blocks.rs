@@ -1,42 +1,11 @@
 //! LZ4 record blocks: a section of fixed-size records (parameters, types) stored as
 //! independent LZ4 blocks of a fixed number of records, behind a table of `u32` block
 //! offsets. A block is small (about 1 KiB decompressed), so decompressing it on first
-//! use costs well under a microsecond; it is checked then and cached.
+//! use costs well under a microsecond; it is checked then and cached. This is the reading
+//! side; `write/blocks.rs` compresses them.
 
-use crate::frames::unit_error;
-use crate::{Error, FormatError};
-
-/// A record section cut into LZ4 blocks.
-pub(crate) struct Blocks {
-    /// Where each block starts in `bytes`.
-    pub offsets: Vec<u32>,
-    pub bytes: Vec<u8>,
-}
-
-/// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,
-/// each on its own.
-pub(crate) fn pack(
-    data: &[u8],
-    record_size: usize,
-    per_block: usize,
-    what: &'static str,
-) -> Result<Blocks, Error> {
-    use rayon::prelude::*;
-    let compressed: Vec<Vec<u8>> = data
-        .par_chunks(record_size * per_block)
-        .map(lz4_flex::block::compress)
-        .collect();
-    let mut out = Blocks {
-        offsets: Vec::with_capacity(compressed.len()),
-        bytes: Vec::with_capacity(compressed.iter().map(Vec::len).sum()),
-    };
-    for block in &compressed {
-        out.offsets
-            .push(u32::try_from(out.bytes.len()).map_err(|_| Error::TooLarge(what))?);
-        out.bytes.extend_from_slice(block);
-    }
-    Ok(out)
-}
+use super::frames::unit_error;
+use crate::FormatError;
 
 /// The number of records of block `b` of a section of `count` records.
 pub(crate) fn records_in(b: usize, count: usize, per_block: usize) -> usize {

@@ -1,46 +1,11 @@
 //! Inline caller lists: for each inlined function (callee), the out-of-line functions
-//! holding a copy of it, packed as varint lists in blocks of [`CALLEE_BLOCK`] callees.
+//! holding a copy of it, packed as varint lists in blocks of [`CALLEE_BLOCK`] callees;
+//! read and checked here, written by `write/callers.rs`.
 
+use super::validate::Validator;
 use crate::layout::{InlineBlock, SectionId, BLOCKS_PER_FRAME, CALLEE_BLOCK};
-use crate::validate::Validator;
-use crate::varint::{self, Cursor};
-use crate::{Db, Error, FormatError};
-
-/// Pack (callee, caller) edges, sorted and deduplicated, into the block index and the
-/// list bytes.
-pub(crate) fn encode(edges: &[(u32, u32)]) -> Result<(Vec<InlineBlock>, Vec<u8>), Error> {
-    let mut index = Vec::new();
-    let mut data = Vec::new();
-    let mut lists = 0usize;
-    let mut prev_callee = 0u32;
-    let mut i = 0;
-    while i < edges.len() {
-        let callee = edges[i].0;
-        let n = edges[i..].iter().take_while(|e| e.0 == callee).count();
-        if lists.is_multiple_of(CALLEE_BLOCK) {
-            let offset = u32::try_from(data.len()).map_err(|_| Error::TooLarge("inline edges"))?;
-            index.push(InlineBlock {
-                callee: callee.into(),
-                offset: offset.into(),
-            });
-        } else {
-            varint::put(&mut data, u64::from(callee - prev_callee));
-        }
-        prev_callee = callee;
-        varint::put(&mut data, n as u64);
-        let mut prev = 0u32;
-        for (k, &(_, caller)) in edges[i..i + n].iter().enumerate() {
-            varint::put(
-                &mut data,
-                u64::from(if k == 0 { caller } else { caller - prev }),
-            );
-            prev = caller;
-        }
-        lists += 1;
-        i += n;
-    }
-    Ok((index, data))
-}
+use crate::varint::Cursor;
+use crate::{Db, FormatError};
 
 /// Where block `b` of `index` ends in its decompressed frame of `frame_len` bytes: at the
 /// next block of the same frame, else at the end of the frame.

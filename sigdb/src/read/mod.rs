@@ -1,0 +1,16 @@
+//! The reading half: a [`Db`] opened from a file or bytes, checked once on open
+//! (`validate.rs`), then read in place (`db.rs`: storage, sections, frames and blocks
+//! decompressed on first use; `lookup.rs`: the questions a db answers; `view.rs`: the
+//! views it answers with). The packed sections are decoded by the modules named for
+//! them: `callers.rs`, `instances.rs`, `frames.rs` (zstd) and `blocks.rs` (LZ4).
+
+mod blocks;
+pub(crate) mod callers;
+mod db;
+mod frames;
+pub(crate) mod instances;
+mod lookup;
+mod validate;
+pub(crate) mod view;
+
+pub use db::Db;

@@ -1,0 +1,37 @@
+//! LZ4 record blocks as written: a section of fixed-size records (parameters, types)
+//! compressed in independent blocks of a fixed number of records (`read/blocks.rs`
+//! decompresses and checks them).
+
+use crate::Error;
+
+/// A record section cut into LZ4 blocks.
+pub(super) struct Blocks {
+    /// Where each block starts in `bytes`.
+    pub offsets: Vec<u32>,
+    pub bytes: Vec<u8>,
+}
+
+/// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,
+/// each on its own.
+pub(super) fn pack(
+    data: &[u8],
+    record_size: usize,
+    per_block: usize,
+    what: &'static str,
+) -> Result<Blocks, Error> {
+    use rayon::prelude::*;
+    let compressed: Vec<Vec<u8>> = data
+        .par_chunks(record_size * per_block)
+        .map(lz4_flex::block::compress)
+        .collect();
+    let mut out = Blocks {
+        offsets: Vec::with_capacity(compressed.len()),
+        bytes: Vec::with_capacity(compressed.iter().map(Vec::len).sum()),
+    };
+    for block in &compressed {
+        out.offsets
+            .push(u32::try_from(out.bytes.len()).map_err(|_| Error::TooLarge(what))?);
+        out.bytes.extend_from_slice(block);
+    }
+    Ok(out)
+}

@@ -1,0 +1,99 @@
+//! The type records: each type the functions reach written once, children first, in
+//! the order the functions reach them (so the numbering is canonical); type 0 is void.
+
+use rustc_hash::FxBuildHasher;
+use std::hash::BuildHasher;
+
+use super::desc::TypeDesc;
+use super::writer::Writer;
+use crate::common::TypeId;
+use crate::layout::{EnumeratorRecord, TypeRecord};
+use crate::model::TypeKind;
+use crate::Error;
+
+impl Writer<'_, '_> {
+    /// Emit `id` and everything it refers to, children first; return its output index.
+    pub(super) fn emit_type(&mut self, id: TypeId) -> Result<u32, Error> {
+        let mut stack = vec![(id, false)];
+        while let Some((t, children_done)) = stack.pop() {
+            if self.type_index[t.0 as usize] != u32::MAX {
+                continue;
+            }
+            let desc = &self.b.types[t.0 as usize];
+            if !children_done {
+                stack.push((t, true));
+                for c in desc.children().collect::<Vec<_>>().into_iter().rev() {
+                    if self.type_index[c.0 as usize] == u32::MAX {
+                        stack.push((c, false));
+                    }
+                }
+                continue;
+            }
+            let idx = |w: &Self, c: TypeId| w.type_index[c.0 as usize];
+            let (first, count) = match desc.kind {
+                TypeKind::Enum => {
+                    let first = self.enumerators.len() as u32;
+                    for (name, value) in &desc.enumerators {
+                        let name = self.strings.add(name)?;
+                        self.enumerators.push(EnumeratorRecord {
+                            name: name.into(),
+                            value: (*value).into(),
+                        });
+                    }
+                    (first, desc.enumerators.len() as u32)
+                }
+                TypeKind::Func => {
+                    let first = self.proto_params.len() as u32;
+                    for &p in &desc.params {
+                        self.proto_params.push(idx(self, p));
+                    }
+                    (first, desc.params.len() as u32)
+                }
+                TypeKind::Array => (0, desc.count),
+                _ => (0, 0),
+            };
+            let name = self.strings.add(&desc.name)?;
+            let target = if desc.kind.has_target() {
+                desc.target.map_or(0, |c| idx(self, c))
+            } else {
+                0
+            };
+            let out = u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?;
+            self.types.push(TypeRecord {
+                kind: desc.kind as u8,
+                flags: desc.flags.bits(),
+                quals: desc.quals.bits(),
+                reserved: 0,
+                size: desc.size.into(),
+                name: name.into(),
+                target: target.into(),
+                first: first.into(),
+                count: count.into(),
+            });
+            self.type_index[t.0 as usize] = out;
+        }
+        Ok(self.type_index[id.0 as usize])
+    }
+
+    /// Type 0 is always void.
+    pub(super) fn emit_void(&mut self) -> Result<(), Error> {
+        let void = TypeDesc::void();
+        if let Some(v) = self.b.find_type(FxBuildHasher.hash_one(&void), &void) {
+            self.emit_type(v)?;
+            return Ok(());
+        }
+        self.strings.add("void")?;
+        self.types.push(TypeRecord {
+            kind: TypeKind::Void as u8,
+            flags: 0,
+            quals: 0,
+            reserved: 0,
+            size: 0.into(),
+            name: self.strings.add("void")?.into(),
+            target: 0.into(),
+            first: 0.into(),
+            count: 0.into(),
+        });
+        Ok(())
+    }
+}
