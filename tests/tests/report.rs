@@ -19,7 +19,7 @@ use dcg_tests::{capture, check_golden, dcg_bin, testkernel_db};
 // ---- inputs ------------------------------------------------------------------------
 
 fn db_set() -> DbSet {
-    DbSet::open_paths(&[testkernel_db()]).unwrap()
+    dcg_dbresolve::open_paths(&[testkernel_db()]).unwrap()
 }
 
 /// Calls of a capture, decoded with the test-kernel db.

@@ -131,7 +131,7 @@ fn main() -> ExitCode {
 /// `offline`); says on stderr when the db came from there.
 pub(crate) fn resolve_db(paths: &[PathBuf], offline: bool) -> Result<DbSet> {
     let net = dcg_debuginfod::Client::from_env(offline);
-    let set = DbSet::resolve(paths, net.as_ref())?;
+    let set = dcg_dbresolve::resolve(paths, net.as_ref())?;
     if let Some(note) = set.fetched() {
         eprintln!("dcg: {note}");
     }
@@ -212,7 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     "load --build-id: no debuginfod server (DEBUGINFOD_URLS is empty, or unset \
                      and the system names none)",
                 )?;
-                let (db, path, how) = dcg_dbset::binary::fetch_db(&id, &net)?;
+                let (db, path, how) = dcg_dbresolve::binary::fetch_db(&id, &net)?;
                 writeln!(
                     out,
                     "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",

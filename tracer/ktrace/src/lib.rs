@@ -100,7 +100,7 @@ pub enum KtraceError {
     Mixed(String),
     /// No db.
     #[error(transparent)]
-    Db(#[from] dcg_dbset::DbError),
+    Db(#[from] dcg_dbresolve::DbError),
     /// tracefs refused something.
     #[error(transparent)]
     TraceFs(#[from] dcg_live::tracefs::TraceFsError),
@@ -342,7 +342,7 @@ pub fn run(
         return Err(KtraceError::Mixed(f.clone()));
     }
     let net = dcg_debuginfod::Client::from_env(args.offline);
-    let set = DbSet::resolve(&args.db, net.as_ref())?;
+    let set = dcg_dbresolve::resolve(&args.db, net.as_ref())?;
     if let Some(note) = set.fetched() {
         notify(Notice::DbFetched(note.to_string()));
     }

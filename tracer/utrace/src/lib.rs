@@ -67,7 +67,7 @@ pub enum UtraceError {
     },
     /// No db for a binary.
     #[error(transparent)]
-    Db(#[from] dcg_dbset::DbError),
+    Db(#[from] dcg_dbresolve::DbError),
     /// The command could not be started, or `-p` names no process.
     #[error(transparent)]
     Process(#[from] dcg_live::process::ProcessError),

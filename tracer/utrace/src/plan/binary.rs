@@ -10,7 +10,7 @@ fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> U
     }
 }
 
-pub use dcg_dbset::binary::DbSource;
+pub use dcg_dbresolve::binary::DbSource;
 
 /// A loadable segment: ELF address range and the file offset of its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub fn load_target(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| given.to_string());
-    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs, net)?;
+    let found = dcg_dbresolve::binary::resolve_binary(path, &bytes, &build_id, dbs, net)?;
     notes.extend(found.notes);
     let (db, source) = (found.db, found.source);
     let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
