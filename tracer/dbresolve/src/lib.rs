@@ -11,6 +11,17 @@ use std::path::{Path, PathBuf};
 use dcg_dbset::DbSet;
 use sigdb::Db;
 
+/// Where dbs come from besides `--db` files: the loader's places (the store, the running
+/// kernel's notes, the sysfs dbs) and the debuginfod client (`None`: offline, or no server
+/// configured). The binary makes it from its options and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct DbSources {
+    /// The store, the kernel's notes, the sysfs directory.
+    pub places: loader::Places,
+    /// The debuginfod client, the last source.
+    pub net: Option<dcg_debuginfod::Client>,
+}
+
 /// Errors finding or opening databases.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -97,26 +108,27 @@ pub fn open_paths(paths: &[PathBuf]) -> Result<DbSet, DbError> {
 /// `/sys/kernel/dcg/` (validated, and refused when not for the running kernel);
 /// when there are none either, the store's dbs for the running kernel; when the store
 /// has none, the db of the running kernel's build-id from the debuginfod servers of
-/// `net` (kept in the store; [`DbSet::fetched`] says so).
-pub fn resolve(paths: &[PathBuf], net: Option<&dcg_debuginfod::Client>) -> Result<DbSet, DbError> {
+/// `sources` (kept in the store; [`DbSet::fetched`] says so). The sysfs directory, the
+/// kernel's notes and the store are those of `sources`.
+pub fn resolve(paths: &[PathBuf], sources: &DbSources) -> Result<DbSet, DbError> {
     if !paths.is_empty() {
         return open_paths(paths);
     }
-    let notes = loader::kernel::notes_path();
-    let found = loader::module::sysfs_dbs(&loader::module::sysfs_dir())?;
+    let places = &sources.places;
+    let found = loader::module::sysfs_dbs(&places.sysfs)?;
     if !found.is_empty() {
         let dbs = found
             .into_iter()
-            .map(|m| loader::module::open_sysfs_db(m, &notes))
+            .map(|m| loader::module::open_sysfs_db(m, &places.notes))
             .collect::<Result<_, _>>()?;
         return Ok(DbSet::new(dbs));
     }
-    let store = loader::Store::from_env()?;
-    match (store.find_for_kernel(), net) {
+    let store = places.store()?;
+    match (store.find_for_kernel(), &sources.net) {
         (Ok(installed), _) => Ok(DbSet::new(installed.open()?)),
         (Err(loader::Error::NoKernelDb { .. }), Some(net)) => {
             let id = store.running_kernel_build_id()?;
-            let (db, stored, how) = binary::fetch_db(&id, net)?;
+            let (db, stored, how) = binary::fetch_db(&id, net, places)?;
             let note = format!(
                 "the running kernel's db came from debuginfod ({how}, {} functions) and \
                  is kept in {}",

@@ -329,6 +329,7 @@ fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
 /// `out`.
 pub fn run(
     args: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Outcome> {
@@ -341,8 +342,7 @@ pub fn run(
     {
         return Err(KtraceError::Mixed(f.clone()));
     }
-    let net = dcg_debuginfod::Client::from_env(args.offline);
-    let set = dcg_dbresolve::resolve(&args.db, net.as_ref())?;
+    let set = dcg_dbresolve::resolve(&args.db, sources)?;
     if let Some(note) = set.fetched() {
         notify(Notice::DbFetched(note.to_string()));
     }

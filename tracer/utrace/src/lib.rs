@@ -118,6 +118,7 @@ pub struct Finished {
 /// come.
 pub fn run(
     args: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
     note: &mut dyn FnMut(&str),
 ) -> Result<Finished> {
@@ -126,8 +127,6 @@ pub fn run(
     let mut notes = Vec::new();
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
-    // debuginfod, for binaries without DWARF here (DEBUGINFOD_URLS; never --offline).
-    let net = dcg_debuginfod::Client::from_env(args.offline);
     let mut specs: Vec<(usize, String)> = Vec::new();
     for f in &args.func {
         let Some((path, pattern)) = split_user_func(f) else {
@@ -150,11 +149,7 @@ pub fn run(
             Some(i) => i,
             None => {
                 targets.push(plan::load_target(
-                    path,
-                    &resolved,
-                    &args.db,
-                    net.as_ref(),
-                    &mut notes,
+                    path, &resolved, &args.db, sources, &mut notes,
                 )?);
                 targets.len() - 1
             }
@@ -205,7 +200,11 @@ pub fn run(
         .filter(|c| !targets.iter().any(|t| &t.path == c))
         .and_then(|c| {
             let given = c.display().to_string();
-            plan::load_target(&given, &c, &[], None, &mut Vec::new()).ok()
+            let local = dcg_dbresolve::DbSources {
+                net: None,
+                ..sources.clone()
+            };
+            plan::load_target(&given, &c, &[], &local, &mut Vec::new()).ok()
         })
         .map(|t| t.db);
     let prototypes: Vec<&sigdb::Db> = command_db.iter().collect();
