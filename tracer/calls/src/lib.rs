@@ -4,13 +4,17 @@
 //! apart joined to their call) and hands each to the [`sink::Sink`]s: the function_graph
 //! text printer ([`text`]), JSON lines and saved calls ([`records`]), the `--errors-only`
 //! filter ([`errors`]), the report collector. Every top-level call that fails is given the
-//! call where its error first appeared ([`origin`]).
+//! call where its error first appeared ([`origin`]). The tree, the sinks, the output
+//! buffer and the saved-calls file are one [`pipeline::Pipeline`] that every source
+//! drives; the sinks are built in one place from an [`outputs::OutputSpec`].
 
 pub mod decode;
 pub mod errors;
 pub mod funcs;
 pub mod lines;
 pub mod origin;
+pub mod outputs;
+pub mod pipeline;
 pub mod record;
 pub mod records;
 pub mod sink;

@@ -2,13 +2,11 @@
 //! (a line of the stream that is not a call), lost events. Every output — the
 //! function_graph text printer, JSON lines, the saved-calls file, the `--errors-only`
 //! filter, the report collector — implements [`Sink`]; [`Sinks`] feeds several at once.
+//! Which sinks a stream has is [`crate::outputs`]' business.
 
 use std::io;
 
-use crate::errors::ErrorsOnly;
 use crate::funcs::FuncInfo;
-use crate::records::{Collect, Collected, JsonLines};
-use crate::text::{TextOptions, TextPrinter};
 
 /// Who made a call, as far as the source knows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -268,26 +266,6 @@ pub trait Sink {
     }
 }
 
-/// What a stream's output is (the sinks [`Sinks::for_output`] builds).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Output {
-    /// Saved-calls records as JSON lines instead of text.
-    pub json: bool,
-    /// Only call paths that contain an error return.
-    pub errors_only: bool,
-    /// ANSI color for error values.
-    pub color: bool,
-    /// Width of the CPU column of laid-out lines.
-    pub cpu_width: usize,
-    /// Print probe events joined to calls in place.
-    pub probe_notes: bool,
-    /// Collect the calls for a report instead of printing them.
-    pub report: bool,
-    /// The `comm-tid` column on every laid-out line from the first, with the whole name
-    /// (user space, where threads come and go), instead of the kernel's way.
-    pub threads: bool,
-}
-
 /// Several sinks fed in order.
 #[derive(Default)]
 pub struct Sinks<'s> {
@@ -314,34 +292,6 @@ impl<'s> Sinks<'s> {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.sinks.is_empty()
-    }
-
-    /// The sinks of `o`: the text printer (through the `--errors-only` filter), JSON lines,
-    /// or a report collection, whose records the returned handle gives.
-    pub fn for_output(o: &Output) -> (Sinks<'s>, Option<Collected>) {
-        let mut sinks = Sinks::new();
-        if o.report {
-            let collect = Collect::new();
-            let handle = collect.handle();
-            sinks.push(Box::new(collect));
-            return (sinks, Some(handle));
-        }
-        if o.json {
-            sinks.push(Box::new(JsonLines));
-            return (sinks, None);
-        }
-        let printer = TextPrinter::new(TextOptions {
-            color: o.color,
-            cpu_width: o.cpu_width.max(1),
-            probe_notes: o.probe_notes,
-            threads: o.threads,
-        });
-        if o.errors_only {
-            sinks.push(Box::new(ErrorsOnly::new(printer)));
-        } else {
-            sinks.push(Box::new(printer));
-        }
-        (sinks, None)
     }
 }
 

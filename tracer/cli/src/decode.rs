@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::Context;
 use dcg_calls::decode::{Decoder, Options};
+use dcg_calls::outputs::OutputSpec;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
@@ -61,26 +62,21 @@ fn raw(
             args.page_size
         );
     }
-    let mut dec = Decoder::new(
+    let spec = OutputSpec {
+        saved: args.output.clone(),
+        source: input.display().to_string(),
+        ..opts.output()
+    };
+    let mut dec = Decoder::with_outputs(
         set,
         Options {
             // A call whose exit follows its entry is a leaf, as the kernel prints it.
             collapse_empty: true,
             ..opts
         },
-    );
+        &spec,
+    )?;
     dec.set_pointer_names(&names);
-    let saved = match &args.output {
-        Some(path) => {
-            let file = dcg_outfile::Output::create(path)?;
-            dec.save_records(
-                Box::new(std::io::BufWriter::new(file.writer()?)),
-                &input.display().to_string(),
-            )?;
-            Some(file)
-        }
-        None => None,
-    };
     let (mut lost, mut corrupt) = (0u64, 0u64);
     let mut buf = vec![0u8; args.page_size];
     let mut offset = 0usize;
@@ -110,10 +106,7 @@ fn raw(
     }
     dec.finish(out)?;
     let summary = dec.summary();
-    drop(dec);
-    if let Some(f) = saved {
-        f.commit()?;
-    }
+    dec.close()?;
     if lost > 0 {
         eprintln!("dcg decode: the buffer lost events before {lost} of its pages");
     }

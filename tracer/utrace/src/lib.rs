@@ -100,6 +100,9 @@ pub enum UtraceError {
     /// Writing an output file failed (the message names it).
     #[error(transparent)]
     Output(#[from] dcg_outfile::Error),
+    /// Setting up or closing the outputs failed.
+    #[error(transparent)]
+    Pipeline(#[from] dcg_calls::pipeline::PipelineError),
 }
 
 pub(crate) type Result<T> = std::result::Result<T, UtraceError>;
@@ -286,23 +289,10 @@ pub fn run(
     }
     if in_process {
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args);
-        let saved = match &args.output {
-            Some(path) => {
-                let file = dcg_outfile::Output::create(path)?;
-                calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.writer()?)),
-                    &source_name(args, &targets, "in process"),
-                )?;
-                Some(file)
-            }
-            None => None,
-        };
+        let source = source_name(args, &targets, "in process");
+        let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args, source)?;
         let finished = inproc::run(&targets, &probes, hooks, &mut calls, args, out, note)?;
-        drop(calls);
-        if let Some(f) = saved {
-            f.commit()?;
-        }
+        calls.close()?;
         return Ok(finished);
     }
     if let Some(pid) = args.pid {
@@ -454,18 +444,8 @@ impl Tracer {
     ) -> Result<Finished> {
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, probes, inlines, targets, args);
-        let saved = match &args.output {
-            Some(path) => {
-                let file = dcg_outfile::Output::create(path)?;
-                calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.writer()?)),
-                    &source_name(args, targets, "uprobes"),
-                )?;
-                Some(file)
-            }
-            None => None,
-        };
+        let source = source_name(args, targets, "uprobes");
+        let mut calls = calls_for(&no_db, probes, inlines, targets, args, source)?;
         let mut pipe = self.session.open_pipe()?;
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
@@ -497,10 +477,7 @@ impl Tracer {
         ignore_closed(calls.finish(out))?;
         ignore_closed(out.flush())?;
         let collected = calls.take_collected();
-        drop(calls);
-        if let Some(f) = saved {
-            f.commit()?;
-        }
+        calls.close()?;
         let lost = stream.lost_seen.max(overrun + dropped);
         if lost > 0 {
             note(&format!(
@@ -694,20 +671,27 @@ fn calls_for<'a>(
     inlines: &'a [InlineSite<'a>],
     targets: &'a [Target],
     args: &TraceOptions,
-) -> Calls<'a> {
+    source: String,
+) -> Result<Calls<'a>> {
     let opts = calls::Options {
         args: args.args,
         retvals: args.show_retvals,
         max_depth: args.depth,
-        report: args.report,
+        errno: args.errno,
+        inline_frames: !args.no_inline_frames,
+    };
+    let spec = dcg_calls::outputs::OutputSpec {
         json: args.json,
         errors_only: args.errors_only,
         color: args.color,
         cpu_width: cpu_width(),
-        errno: args.errno,
-        inline_frames: !args.no_inline_frames,
+        threads: true,
+        report: args.report,
+        saved: args.output.clone(),
+        source,
+        ..Default::default()
     };
-    let mut calls = Calls::new(no_db, probes, inlines, targets, opts);
+    let mut calls = Calls::new(no_db, probes, inlines, targets, opts, &spec)?;
     calls.set_default_comm(match (args.pid, args.command.first()) {
         (Some(p), _) => Some(process::comm_of(p)),
         // The kernel names a task after the first 15 bytes of the executable's name.
@@ -721,7 +705,7 @@ fn calls_for<'a>(
         }),
         (None, None) => None,
     });
-    calls
+    Ok(calls)
 }
 
 /// A closed standard output at the end is not an error.
