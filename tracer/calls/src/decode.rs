@@ -21,7 +21,7 @@ use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 use crate::funcs::FuncTable;
 use crate::outputs::OutputSpec;
 use crate::pipeline::{Pipeline, PipelineError};
-use crate::record::CallRecord;
+use crate::saved_format::CallRecord;
 use crate::sink::{ArgList, Layout, Note, Sink, Sinks, Task};
 use crate::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::errors::ErrorsOnly;
 use crate::pipeline::PipelineError;
-use crate::records::{Collect, Collected, JsonLines, SavedCalls};
+use crate::record_sinks::{Collect, Collected, JsonLines, SavedCalls};
 use crate::sink::Sinks;
 use crate::text::{TextOptions, TextPrinter};
 

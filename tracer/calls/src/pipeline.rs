@@ -12,8 +12,8 @@ use sigdb::Instance;
 
 use crate::funcs::FuncId;
 use crate::outputs::{self, OutputSpec};
-use crate::record::CallRecord;
-use crate::records::Collected;
+use crate::record_sinks::Collected;
+use crate::saved_format::CallRecord;
 use crate::sink::{ArgList, Note, Sink, Sinks, Task};
 use crate::tree::{CallTree, Entry, Exit};
 

@@ -158,7 +158,7 @@ pub struct CallView<'v> {
     /// An inline frame: the code of this function inlined into another.
     pub inlined: Option<Inlined<'v>>,
     /// The context the call ran in, when the source knows it.
-    pub ctx: Option<crate::record::Context>,
+    pub ctx: Option<crate::saved_format::Context>,
     /// The call begins an interrupt subtree inside another context's tree (printers
     /// mark where it begins and ends).
     pub irq_entry: bool,
@@ -306,7 +306,7 @@ impl Sink for Sinks<'_> {
             if !line_made {
                 line_made = true;
                 self.line.clear();
-                crate::records::write_record_line(&mut self.line, c);
+                crate::record_sinks::write_record_line(&mut self.line, c);
             }
             if !self.line.is_empty() {
                 s.json_line(&self.line, out)?;

@@ -133,7 +133,7 @@ pub struct Entry<'e> {
     /// The line's layout (text sources).
     pub layout: Option<Layout<'e>>,
     /// The context the call ran in, when the source knows it (the BPF engine).
-    pub ctx: Option<crate::record::Context>,
+    pub ctx: Option<crate::saved_format::Context>,
 }
 
 /// A call returned.
@@ -202,7 +202,7 @@ struct Frame {
     /// An inline frame: the inlined copy (index in the tree's [`Inlines`]).
     inline: Option<u32>,
     /// The context it ran in (flat sources that know it).
-    ctx: Option<crate::record::Context>,
+    ctx: Option<crate::saved_format::Context>,
     /// It begins an interrupt subtree: its context is an interrupt's and its parent's
     /// is not the same.
     irq_entry: bool,

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
 use dcg_live::options::TraceOptions;
 use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions};

@@ -231,9 +231,9 @@ struct Pending {
 }
 
 /// A record's context code as the call tree's context.
-fn context(code: u8) -> dcg_calls::record::Context {
+fn context(code: u8) -> dcg_calls::saved_format::Context {
     use dcg_bpf::ctx;
-    use dcg_calls::record::Context;
+    use dcg_calls::saved_format::Context;
     match code {
         ctx::SOFTIRQ => Context::Softirq,
         ctx::IRQ => Context::Irq,

@@ -243,7 +243,7 @@ pub struct Summary {
     /// What could not be restored on cleanup.
     pub cleanup_failures: Vec<String>,
     /// The calls, when collected for a report (`--report`).
-    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
+    pub calls: Option<Vec<dcg_calls::saved_format::CallRecord>>,
 }
 
 /// A session's result.

@@ -16,7 +16,7 @@ use std::io::{BufRead, Write};
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_calls::outputs::OutputSpec;
-use dcg_calls::record::{self, CallRecord};
+use dcg_calls::saved_format::{self, CallRecord};
 use dcg_dbset::DbSet;
 
 pub use model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, OriginStats, Summary};
@@ -65,7 +65,7 @@ pub enum ReportError {
         /// The input's name.
         input: String,
         /// What is wrong.
-        error: record::RecordError,
+        error: saved_format::RecordError,
     },
     /// A JSON record line is not valid.
     #[error("{input}: line {line}: {error}")]
@@ -178,7 +178,7 @@ pub fn write_report(
 /// Whether `bytes` starts with a saved-calls header line.
 pub fn looks_like_saved_calls(bytes: &[u8]) -> bool {
     let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    std::str::from_utf8(first).is_ok_and(|l| record::is_header(l.trim_end_matches('\r')))
+    std::str::from_utf8(first).is_ok_and(|l| saved_format::is_header(l.trim_end_matches('\r')))
 }
 
 /// Whether `bytes` starts with a call record but no header (`dcg decode --json` output).
@@ -216,7 +216,7 @@ pub fn load_records(input: impl BufRead, source: &str) -> Result<Loaded, ReportE
 
 /// Read a saved-calls file.
 pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError> {
-    let (header, records) = record::read(input).map_err(|error| ReportError::Records {
+    let (header, records) = saved_format::read(input).map_err(|error| ReportError::Records {
         input: name.to_string(),
         error,
     })?;

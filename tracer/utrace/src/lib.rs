@@ -13,10 +13,10 @@
 //! removed on every exit path: normal end, error, SIGINT/SIGTERM, the traced program
 //! exiting or crashing.
 
-pub mod calls;
 pub mod hooks;
 pub mod inproc;
 pub mod plan;
+pub mod probe_feed;
 pub mod symbolize;
 
 use std::collections::HashMap;
@@ -27,9 +27,9 @@ use dcg_fgraph::parse_event_line;
 use dcg_live::options::{split_user_func, TraceOptions};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
-use calls::{Calls, EventSink, Meta};
 use dcg_live::process::{self, Child, Ended};
 use plan::{InlineSite, Probe, Target, Value};
+use probe_feed::{Calls, EventSink, Meta};
 
 /// Exit code when a pattern matches nothing.
 pub const EXIT_NO_MATCH: u8 = 2;
@@ -114,7 +114,7 @@ pub struct Finished {
     /// pattern matches nothing, 1 when dcg could not clean up.
     pub exit: u8,
     /// The calls, when collected for a report (`--report`).
-    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
+    pub calls: Option<Vec<dcg_calls::saved_format::CallRecord>>,
 }
 
 /// Run `dcg trace` for `PATH:PATTERN` functions, notes for the user to `note` as they
@@ -673,7 +673,7 @@ fn calls_for<'a>(
     args: &TraceOptions,
     source: String,
 ) -> Result<Calls<'a>> {
-    let opts = calls::Options {
+    let opts = probe_feed::Options {
         args: args.args,
         retvals: args.show_retvals,
         max_depth: args.depth,
@@ -845,7 +845,7 @@ impl<'e, 'p> Stream<'e, 'p> {
             let ts = ev.timestamp_ns().unwrap_or(0);
             for tid in std::iter::once(ev.pid).chain(old.filter(|&o| o != ev.pid)) {
                 let m = Meta {
-                    comm: calls::UNKNOWN_COMM,
+                    comm: probe_feed::UNKNOWN_COMM,
                     tid,
                     cpu: ev.cpu,
                     ts,
@@ -905,7 +905,7 @@ impl<'e, 'p> Stream<'e, 'p> {
         // The name the entry probe fetched; a return takes its call's (`<...>`: known).
         let comm = match (is_return, values.last()) {
             (false, Some(Value::Str(c))) => c.as_str(),
-            (true, _) => calls::UNKNOWN_COMM,
+            (true, _) => probe_feed::UNKNOWN_COMM,
             _ => ev.comm,
         };
         let m = Meta {

@@ -8,7 +8,7 @@ use dcg_dbset::kallsyms::Kallsyms;
 use dcg_ringbuf::graph::{context_of, GraphRecord, RecordContext};
 
 use super::Decoder;
-use crate::record::Context;
+use crate::saved_format::Context;
 use crate::sink::{Note, Task};
 use crate::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 

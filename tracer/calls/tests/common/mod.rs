@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use dcg_calls::outputs::OutputSpec;
-use dcg_calls::record::Context;
+use dcg_calls::saved_format::Context;
 use dcg_calls::sink::{Sink, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit};
 

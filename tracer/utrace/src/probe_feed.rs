@@ -1,6 +1,7 @@
-//! Uprobe events as a flat source of the call pipeline: each entry and return event of a
-//! probe becomes a call event for [`dcg_calls::tree::CallTree`], whose sinks print the
-//! function_graph layout, JSON lines, saved calls, or the `--errors-only` paths.
+//! The probes' events (uprobes, or the in-process recorder's) fed to the call pipeline as
+//! a flat source: each entry and return event of a probe becomes a call event for one
+//! [`dcg_calls::pipeline::Pipeline`], whose outputs print the function_graph layout, JSON
+//! lines, saved calls, or the `--errors-only` paths.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -176,7 +177,7 @@ impl<'a> Calls<'a> {
     }
 
     /// The calls collected for a report (`--report`), taken out.
-    pub fn take_collected(&self) -> Option<Vec<dcg_calls::record::CallRecord>> {
+    pub fn take_collected(&self) -> Option<Vec<dcg_calls::saved_format::CallRecord>> {
         self.pipe.take_collected()
     }
 
