@@ -171,6 +171,55 @@ pub struct CallView<'v> {
     pub lost_here: bool,
 }
 
+impl<'v> CallView<'v> {
+    /// The one constructor: a call of `func` in `task`, with what is not given left
+    /// empty — no id (`u64::MAX`), parent, depth, value, times, layout or marks; the name
+    /// the function's; visible and named; `args` (normally empty) and the `tasks` seen.
+    /// Sources' trees fill in what they know with struct update syntax.
+    pub fn new(
+        kind: Kind,
+        func: &'v FuncInfo<'v>,
+        task: Task<'v>,
+        args: &'v ArgList,
+        tasks: usize,
+    ) -> CallView<'v> {
+        CallView {
+            kind,
+            id: u64::MAX,
+            parent: None,
+            depth: 0,
+            task,
+            func,
+            name: &func.name,
+            module: None,
+            args,
+            ret: None,
+            ret_raw: None,
+            error: false,
+            origin: None,
+            time_ns: None,
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+            open_after: 0,
+            visible: true,
+            unfinished: false,
+            exec: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks,
+            inlined: None,
+            ctx: None,
+            irq_entry: false,
+            irq_ns: None,
+            lost: None,
+            lost_here: false,
+        }
+    }
+}
+
 /// Where an inline frame's code is: the function it was inlined into and the call site
 /// in the source.
 #[derive(Clone, Copy, Debug)]
