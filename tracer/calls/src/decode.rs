@@ -8,6 +8,7 @@
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
 mod input;
+pub mod pages;
 mod raw;
 
 use std::collections::HashMap;
@@ -162,7 +163,8 @@ pub enum DecodeError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The input is not line text: a line of it is over [`crate::lines::MAX_LINE`].
+    /// Reading the input failed: a line of text over [`crate::lines::MAX_LINE`], or a
+    /// read of ring-buffer pages.
     #[error("{}: {source}", path.display())]
     Read {
         /// The input (`stdin` for standard input).
@@ -179,6 +181,22 @@ pub enum DecodeError {
     /// Setting up or closing the outputs failed.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
+    /// Ring-buffer pages or their event formats are not what function_graph writes.
+    #[error("{}: {error}", path.display())]
+    Ring {
+        /// The pages' or the formats' file.
+        path: PathBuf,
+        /// What is wrong.
+        error: dcg_ringbuf::RingError,
+    },
+    /// A page size out of range.
+    #[error("--page-size {size}: not between 16 and {max}")]
+    PageSize {
+        /// The size given.
+        size: usize,
+        /// The largest accepted.
+        max: usize,
+    },
 }
 
 /// Streaming decoder: feed function_graph lines, the sinks get typed calls.
