@@ -252,8 +252,8 @@ pub fn syscall_loop() -> PathBuf {
 }
 
 /// The saved-calls records (`dcg trace --json` lines) in `text`, by id.
-pub fn json_records(text: &str) -> Vec<dcg_calls::record::CallRecord> {
-    let mut v: Vec<dcg_calls::record::CallRecord> = text
+pub fn json_records(text: &str) -> Vec<dcg_calls::saved_format::CallRecord> {
+    let mut v: Vec<dcg_calls::saved_format::CallRecord> = text
         .lines()
         .filter(|l| l.starts_with("{\"id\""))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))

@@ -53,13 +53,6 @@ pub fn build_id_from_notes(notes: &Path) -> Result<Vec<u8>> {
     })
 }
 
-/// The running kernel's notes file: `$DCG_KERNEL_NOTES` or [`DEFAULT_NOTES`].
-pub fn notes_path() -> PathBuf {
-    std::env::var_os(crate::NOTES_ENV)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from(DEFAULT_NOTES), PathBuf::from)
-}
-
 /// The running kernel's GNU build-id, from `/sys/kernel/notes`.
 pub fn running_build_id() -> Result<Vec<u8>> {
     build_id_from_notes(Path::new(DEFAULT_NOTES))

@@ -1,7 +1,10 @@
 //! loader: install signature dbs into the dcg store, matched by build-id, and find them
 //! again.
 //!
-//! - [`Store`] is the store directory (`$DCG_STORE`, default `/var/lib/dcg`):
+//! - [`Places`] says where the store, the running kernel's notes and the sysfs dbs are
+//!   (the defaults, or what `$DCG_STORE`, `$DCG_KERNEL_NOTES`, `$DCG_SYSFS_DIR` name,
+//!   read by the binary and passed in).
+//! - [`Store`] is the store directory (default `/var/lib/dcg`):
 //!   [`Store::load`], [`Store::list`], [`Store::unload`], and the lookups
 //!   [`Store::find_for_kernel`] and [`Store::find_for_binary`] that every db-using command
 //!   falls back to without `--db`.
@@ -17,11 +20,13 @@ pub mod blob;
 mod error;
 pub mod kernel;
 pub mod module;
+mod places;
 mod store;
 
 pub use blob::{emit_object, extract_from_elf, write_object};
 pub use error::{Error, Result};
+pub use places::{Places, DEFAULT_STORE, NOTES_ENV, STORE_ENV, SYSFS_ENV};
 pub use store::{
     format_utc, parse_build_id, DbKind, Entry, Installed, LoadOptions, LoadOutcome, LoadStatus,
-    Store, Unload, DEFAULT_STORE, NOTES_ENV, STORE_ENV,
+    Store, Unload,
 };

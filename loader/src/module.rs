@@ -23,8 +23,6 @@ use crate::error::{Error, Result};
 pub const MODULE_NAME: &str = "dcg_sigdb";
 /// Where loaded modules expose their dbs.
 pub const SYSFS_DIR: &str = "/sys/kernel/dcg";
-/// Environment variable overriding [`SYSFS_DIR`] (for tests and containers).
-pub const SYSFS_ENV: &str = "DCG_SYSFS_DIR";
 /// The sysfs file of a db with the kernel image.
 pub const KERNEL_FILE: &str = "vmlinux";
 /// The sysfs file of a db of kernel modules alone.
@@ -84,14 +82,6 @@ pub enum ModuleError {
         /// The running kernel's build-id (hex).
         running: String,
     },
-}
-
-/// The sysfs directory of module dbs: `$DCG_SYSFS_DIR` or [`SYSFS_DIR`].
-pub fn sysfs_dir() -> PathBuf {
-    std::env::var_os(SYSFS_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(SYSFS_DIR))
 }
 
 /// The sysfs file name a module carrying `db` exposes it under.
@@ -189,7 +179,7 @@ pub struct ModuleDb {
     pub bytes: Vec<u8>,
 }
 
-/// The dbs in `dir` (normally [`sysfs_dir`]): [`KERNEL_FILE`] first, then the others by
+/// The dbs in `dir` (normally [`SYSFS_DIR`], or [`Places::sysfs`](crate::Places::sysfs)): [`KERNEL_FILE`] first, then the others by
 /// name. Empty when the directory does not exist (no module loaded).
 pub fn sysfs_dbs(dir: &Path) -> Result<Vec<ModuleDb>> {
     let entries = match std::fs::read_dir(dir) {
@@ -298,14 +288,15 @@ pub fn is_module(bytes: &[u8]) -> bool {
 }
 
 /// Validate the db a module at `path` carries, check its build-id against the running
-/// kernel's (from `notes`; skipped with `force`), and insert the module.
-pub fn insert(path: &Path, notes: &Path, force: bool) -> Result<Inserted> {
+/// kernel's (from the notes of `places`; skipped with `force`), and insert the module (it
+/// exposes its db under the sysfs directory of `places`).
+pub fn insert(path: &Path, places: &crate::Places, force: bool) -> Result<Inserted> {
     let bytes = map_regular(path)?;
     let info = modinfo(path, &bytes)?;
     let embedded = crate::blob::extract_from_elf(path, &bytes)?;
     let db = Db::from_bytes(embedded).map_err(|e| crate::blob::db_error(path, e))?;
     if !force {
-        let running = crate::kernel::build_id_from_notes(notes)?;
+        let running = crate::kernel::build_id_from_notes(&places.notes)?;
         if db.build_id() != running.as_slice() {
             return Err(Error::WrongBuildId {
                 path: path.into(),
@@ -329,7 +320,7 @@ pub fn insert(path: &Path, notes: &Path, force: bool) -> Result<Inserted> {
         },
     )?;
     Ok(Inserted {
-        sysfs_file: sysfs_dir().join(sysfs_name(&db)),
+        sysfs_file: places.sysfs.join(sysfs_name(&db)),
         name: info.name,
         function_count: db.function_count(),
         build_id: hex(db.build_id()),

@@ -37,13 +37,6 @@ pub use files::format_utc;
 use files::*;
 pub use types::*;
 
-/// Store used when `$DCG_STORE` is not set.
-pub const DEFAULT_STORE: &str = "/var/lib/dcg";
-/// Environment variable naming the store.
-pub const STORE_ENV: &str = "DCG_STORE";
-/// Environment variable overriding `/sys/kernel/notes` (for tests and containers).
-pub const NOTES_ENV: &str = "DCG_KERNEL_NOTES";
-
 const LOCK: &str = ".lock";
 const BASE: &str = "base";
 const MODULES: &str = "modules";
@@ -69,20 +62,6 @@ impl Store {
             notes: PathBuf::from(kernel::DEFAULT_NOTES),
         };
         store.check_root()?;
-        Ok(store)
-    }
-
-    /// The store named by `$DCG_STORE` (default [`DEFAULT_STORE`]), reading the running
-    /// kernel's notes from `$DCG_KERNEL_NOTES` when set.
-    pub fn from_env() -> Result<Store> {
-        let root = std::env::var_os(STORE_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE));
-        let mut store = Store::open(root)?;
-        if let Some(notes) = std::env::var_os(NOTES_ENV).filter(|v| !v.is_empty()) {
-            store.notes = PathBuf::from(notes);
-        }
         Ok(store)
     }
 

@@ -47,6 +47,14 @@ fn modinfo_and_is_module() {
     );
 }
 
+/// The default places with the running kernel's notes at `notes`.
+fn places(notes: &std::path::Path) -> loader::Places {
+    loader::Places {
+        notes: notes.to_path_buf(),
+        ..loader::Places::default()
+    }
+}
+
 #[test]
 fn insert_refuses_before_the_kernel_sees_the_module() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,7 +66,9 @@ fn insert_refuses_before_the_kernel_sees_the_module() {
     let last = bad.len() - 1;
     bad[last] ^= 0xff;
     let ko = write(dir.path(), "bad.ko", &fake_ko(MODINFO, &bad));
-    let e = module::insert(&ko, &notes, false).unwrap_err().to_string();
+    let e = module::insert(&ko, &places(&notes), false)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with(&format!("{}: refusing to load: ", ko.display())),
         "{e}"
@@ -71,7 +81,7 @@ fn insert_refuses_before_the_kernel_sees_the_module() {
         "other.ko",
         &fake_ko(MODINFO, &kernel_db(&bid(2), &["f"])),
     );
-    let e = module::insert(&other, &notes, false)
+    let e = module::insert(&other, &places(&notes), false)
         .unwrap_err()
         .to_string();
     assert!(
@@ -85,7 +95,7 @@ fn insert_refuses_before_the_kernel_sees_the_module() {
 
     // Not a module at all.
     let plain = write(dir.path(), "plain.o", &loader::emit_object(&db).unwrap());
-    let e = module::insert(&plain, &notes, false)
+    let e = module::insert(&plain, &places(&notes), false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a kernel module"), "{e}");

@@ -80,7 +80,7 @@ fn json_and_errors_only() {
     check_golden("decode/c.json", &json);
     let mut n = 0;
     for line in json.lines() {
-        let r: dcg_calls::record::CallRecord = serde_json::from_str(line).unwrap();
+        let r: dcg_calls::saved_format::CallRecord = serde_json::from_str(line).unwrap();
         if r.func == "do_sys_openat2" {
             assert_eq!(r.args[0].name, "dfd");
             assert_eq!(r.args[0].value, "-100");
@@ -155,13 +155,13 @@ fn error_origins_of_failing_opens() {
             ..Options::default()
         },
     );
-    let recs: Vec<dcg_calls::record::CallRecord> = json
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = json
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let by_id: std::collections::HashMap<u64, &dcg_calls::record::CallRecord> =
+    let by_id: std::collections::HashMap<u64, &dcg_calls::saved_format::CallRecord> =
         recs.iter().map(|r| (r.id, r)).collect();
-    let err = |r: &dcg_calls::record::CallRecord| {
+    let err = |r: &dcg_calls::saved_format::CallRecord| {
         r.ret
             .as_deref()
             .map(|v| {
@@ -398,7 +398,7 @@ fn retaddr_captures_show_inline_frames() {
     };
     let db = testkernel_db_inline();
     let frames = |json: &str| -> Vec<(String, String, Option<u64>, Vec<String>)> {
-        let recs: Vec<dcg_calls::record::CallRecord> = json
+        let recs: Vec<dcg_calls::saved_format::CallRecord> = json
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -406,7 +406,7 @@ fn retaddr_captures_show_inline_frames() {
             .iter()
             .filter_map(|r| {
                 let site = r.inline.as_ref()?;
-                let mut kids: Vec<&dcg_calls::record::CallRecord> =
+                let mut kids: Vec<&dcg_calls::saved_format::CallRecord> =
                     recs.iter().filter(|k| k.parent == Some(r.id)).collect();
                 kids.sort_by_key(|k| k.id);
                 // A parent's id is smaller than its children's.

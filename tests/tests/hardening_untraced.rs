@@ -20,7 +20,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 
 use dcg_tests::uprobe_skip_reason as skip_reason;
 
@@ -81,7 +81,7 @@ fn calls_only(trace: &str) -> Vec<String> {
 /// The saved calls of a trace, by id.
 fn records(path: &Path) -> Vec<CallRecord> {
     let f = std::fs::File::open(path).expect("saved calls");
-    let mut r = dcg_calls::record::read(std::io::BufReader::new(f))
+    let mut r = dcg_calls::saved_format::read(std::io::BufReader::new(f))
         .expect("reading saved calls")
         .1;
     r.sort_by_key(|c| c.id);
@@ -281,7 +281,7 @@ fn an_exec_ends_the_old_programs_calls() {
         let recs = records(&saved);
         let ended: Vec<&str> = recs
             .iter()
-            .filter(|r| r.ended == Some(dcg_calls::record::CallEnd::Exec))
+            .filter(|r| r.ended == Some(dcg_calls::saved_format::CallEnd::Exec))
             .map(|r| r.func.as_str())
             .collect();
         assert_eq!(ended, ["main", "ex_first"], "{engine}: {recs:#?}");

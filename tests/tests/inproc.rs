@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 use dcg_tests::oracle::{agreement, dcg_calls, oracle_calls};
 
 use dcg_tests::uprobe_skip_reason as skip_reason;
@@ -120,7 +120,7 @@ fn run(bin: &Path, args: &[&str]) -> Output {
 /// The saved calls of a trace.
 fn records(path: &Path) -> Vec<CallRecord> {
     let f = std::fs::File::open(path).expect("saved calls");
-    dcg_calls::record::read(std::io::BufReader::new(f))
+    dcg_calls::saved_format::read(std::io::BufReader::new(f))
         .expect("reading saved calls")
         .1
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use dcg_dbset::DbSet;
 
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 use dcg_tests::guest::{self, enabled, must, section};
 
 /// Interrupt entry points (what runs under them depends on the moment).

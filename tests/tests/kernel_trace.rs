@@ -300,22 +300,23 @@ fn is_interrupt(func: &str) -> bool {
 /// function_graph records inside every probed function) left out; pointers are compared
 /// as they are: both engines traced the same calls.
 fn call_lines(
-    calls: &[dcg_calls::record::CallRecord],
+    calls: &[dcg_calls::saved_format::CallRecord],
     not_attached: &std::collections::HashSet<&str>,
 ) -> Vec<(Vec<String>, u64)> {
     use std::collections::{BTreeMap, HashMap, HashSet};
     let skip =
         |f: &str| is_interrupt(f) || not_attached.contains(f) || f.starts_with("__bpf_prog_run");
     let ids: HashSet<u64> = calls.iter().map(|c| c.id).collect();
-    let mut children: HashMap<Option<u64>, Vec<&dcg_calls::record::CallRecord>> = HashMap::new();
+    let mut children: HashMap<Option<u64>, Vec<&dcg_calls::saved_format::CallRecord>> =
+        HashMap::new();
     for c in calls {
         let parent = c.parent.filter(|p| ids.contains(p));
         children.entry(parent).or_default().push(c);
     }
     // The smallest id in each subtree orders the top-level trees.
     fn first_id(
-        c: &dcg_calls::record::CallRecord,
-        children: &HashMap<Option<u64>, Vec<&dcg_calls::record::CallRecord>>,
+        c: &dcg_calls::saved_format::CallRecord,
+        children: &HashMap<Option<u64>, Vec<&dcg_calls::saved_format::CallRecord>>,
     ) -> u64 {
         children
             .get(&Some(c.id))
@@ -324,18 +325,21 @@ fn call_lines(
             .map(|k| first_id(k, children))
             .fold(c.id, u64::min)
     }
-    let roots: BTreeMap<u64, &dcg_calls::record::CallRecord> = children
+    let roots: BTreeMap<u64, &dcg_calls::saved_format::CallRecord> = children
         .get(&None)
         .into_iter()
         .flatten()
         .map(|c| (first_id(c, &children), *c))
         .collect();
     let mut trees: Vec<(Vec<String>, u64)> = Vec::new();
-    let mut stack: Vec<(&dcg_calls::record::CallRecord, usize)> =
+    let mut stack: Vec<(&dcg_calls::saved_format::CallRecord, usize)> =
         roots.values().rev().map(|c| (*c, 0)).collect();
     while let Some((c, depth)) = stack.pop() {
         // (Interrupt subtrees by their context too: both engines mark it.)
-        if skip(&c.func) || c.ctx.is_some_and(|x| x != dcg_calls::record::Context::Task) {
+        if skip(&c.func)
+            || c.ctx
+                .is_some_and(|x| x != dcg_calls::saved_format::Context::Task)
+        {
             continue;
         }
         if depth == 0 {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::Command;
 
-use dcg_calls::record::{self, CallRecord};
+use dcg_calls::saved_format::{self, CallRecord};
 use dcg_dbset::DbSet;
 use dcg_report::{
     chrome, folded, CallGraph, FoldedWeight, Format, InputKind, ReportInput, ReportOptions,
@@ -19,7 +19,7 @@ use dcg_tests::{capture, check_golden, dcg_bin, testkernel_db};
 // ---- inputs ------------------------------------------------------------------------
 
 fn db_set() -> DbSet {
-    DbSet::open_paths(&[testkernel_db()]).unwrap()
+    dcg_dbresolve::open_paths(&[testkernel_db()]).unwrap()
 }
 
 /// Calls of a capture, decoded with the test-kernel db.
@@ -34,7 +34,7 @@ fn saved_calls(name: &str) -> Vec<u8> {
     let set = db_set();
     let text = std::fs::read(capture(name)).unwrap();
     let mut saved = Vec::new();
-    record::write_header(&mut saved, name).unwrap();
+    saved_format::write_header(&mut saved, name).unwrap();
     let mut dec = dcg_calls::decode::Decoder::new(
         &set,
         dcg_calls::decode::Options {
@@ -567,8 +567,8 @@ fn command_line() {
     // --folded-weight self-ns without durations is refused.
     let nodur = tmp.path().join("nodur.calls");
     let mut f = std::fs::File::create(&nodur).unwrap();
-    record::write_header(&mut f, "test").unwrap();
-    record::write_record(&mut f, &call(0, None, "f", None)).unwrap();
+    saved_format::write_header(&mut f, "test").unwrap();
+    saved_format::write_record(&mut f, &call(0, None, "f", None)).unwrap();
     drop(f);
     let out = Command::new(&dcg)
         .args(["report", "--format", "folded", "--folded-weight", "self-ns"])

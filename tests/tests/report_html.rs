@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use dcg_calls::record::{self, CallRecord, Context};
+use dcg_calls::saved_format::{self, CallRecord, Context};
 use dcg_tests::{capture, dcg_bin, testkernel_db};
 
 /// The flat-tree driver of the calls crate's tests: events of one task through the same
@@ -380,9 +380,9 @@ fn decode(dir: &Path, name: &str) -> (String, PathBuf) {
     (String::from_utf8(run.stdout).unwrap(), out)
 }
 
-fn read_calls(calls: &Path) -> (record::Header, Vec<CallRecord>) {
+fn read_calls(calls: &Path) -> (saved_format::Header, Vec<CallRecord>) {
     let (h, mut recs) =
-        record::read(std::io::BufReader::new(std::fs::File::open(calls).unwrap())).unwrap();
+        saved_format::read(std::io::BufReader::new(std::fs::File::open(calls).unwrap())).unwrap();
     recs.sort_by_key(|r| r.id);
     (h, recs)
 }
@@ -390,7 +390,7 @@ fn read_calls(calls: &Path) -> (record::Header, Vec<CallRecord>) {
 fn write_calls(path: &Path, source: &str, recs: &[CallRecord]) {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    record::write_header(&mut f, source).unwrap();
+    saved_format::write_header(&mut f, source).unwrap();
     for r in recs {
         writeln!(f, "{}", serde_json::to_string(r).unwrap()).unwrap();
     }
@@ -1273,7 +1273,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 depth,
                 time_ns: Some(start),
                 duration_ns: Some(t - start),
-                args: vec![record::ArgValue {
+                args: vec![saved_format::ArgValue {
                     name: "x".into(),
                     value: depth.to_string(),
                 }],

@@ -501,7 +501,7 @@ fn inline_runs(stdout: &str) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn arg<'r>(r: &'r dcg_calls::record::CallRecord, name: &str) -> Option<&'r str> {
+fn arg<'r>(r: &'r dcg_calls::saved_format::CallRecord, name: &str) -> Option<&'r str> {
     r.args
         .iter()
         .find(|a| a.name == name)
@@ -543,7 +543,7 @@ fn inlined_copies_as_frames() {
     let stdout = text(&out.stdout);
     let runs = inline_runs(&stdout);
     assert_eq!(runs.len(), 7, "{stdout}");
-    let recs: Vec<dcg_calls::record::CallRecord> = stdout
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = stdout
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
@@ -812,7 +812,7 @@ twice(v={n}) {{
     // of its own).
     let out = dcg(&["--json", "--func", &f("twice"), "--", b]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let recs: Vec<dcg_calls::record::CallRecord> = text(&out.stdout)
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = text(&out.stdout)
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
@@ -1011,11 +1011,11 @@ outer(x=3) {
     let out = dcg(&a);
     assert!(out.status.success());
     let stdout = text(&out.stdout).replace("done 30\n", "");
-    let recs: Vec<dcg_calls::record::CallRecord> = stdout
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let (header, saved_recs) = dcg_calls::record::read(std::io::BufReader::new(
+    let (header, saved_recs) = dcg_calls::saved_format::read(std::io::BufReader::new(
         std::fs::File::open(&saved).unwrap(),
     ))
     .unwrap();
@@ -1569,7 +1569,7 @@ fn libc_by_public_names() {
         .find_map(|l| l.strip_prefix("malloc="))
         .unwrap()
         .to_string();
-    let recs: Vec<dcg_calls::record::CallRecord> = std::fs::read_to_string(&json)
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = std::fs::read_to_string(&json)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -8,6 +8,7 @@
 //! next entry of `func`. That is how kernels without `funcgraph-retval` get values.
 
 mod input;
+pub mod pages;
 mod raw;
 
 use std::collections::HashMap;
@@ -19,12 +20,14 @@ use dcg_dbset::DbSet;
 use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 
 use crate::funcs::FuncTable;
-use crate::records::SavedCalls;
-use crate::sink::{ArgList, Layout, Note, Output, Sink, Sinks, Task};
+use crate::outputs::OutputSpec;
+use crate::pipeline::{Pipeline, PipelineError};
+use crate::saved_format::CallRecord;
+use crate::sink::{ArgList, Layout, Note, Sink, Sinks, Task};
 use crate::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 
 /// Output text collected before it is handed to the writer.
-const OUT_CHUNK: usize = 1 << 16;
+const OUT_CHUNK: usize = Pipeline::CHUNK;
 
 /// What `dcg decode` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -57,6 +60,20 @@ pub struct Options {
     pub inline_frames: bool,
 }
 
+impl Options {
+    /// The outputs these options ask for: text (or JSON lines), nothing saved.
+    pub fn output(&self) -> OutputSpec {
+        OutputSpec {
+            json: self.json,
+            errors_only: self.errors_only,
+            color: self.color,
+            cpu_width: 1,
+            probe_notes: !self.hide_probe_events,
+            ..OutputSpec::default()
+        }
+    }
+}
+
 /// Counters of a decoding run.
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
@@ -77,22 +94,18 @@ pub fn run(
     names: Option<&dcg_dbset::symbols::SymbolMap>,
     out: &mut dyn Write,
 ) -> Result<Option<String>, DecodeError> {
-    let mut dec = Decoder::new(set, args.opts);
+    let spec = OutputSpec {
+        saved: args.output.clone(),
+        source: args
+            .input
+            .as_deref()
+            .map_or("stdin".to_string(), |p| p.display().to_string()),
+        ..args.opts.output()
+    };
+    let mut dec = Decoder::with_outputs(set, args.opts, &spec)?;
     if let Some(n) = names {
         dec.set_pointer_names(n);
     }
-    let saved = match &args.output {
-        Some(path) => {
-            let file = dcg_outfile::Output::create(path)?;
-            let source = args
-                .input
-                .as_deref()
-                .map_or("stdin".to_string(), |p| p.display().to_string());
-            dec.save_records(Box::new(std::io::BufWriter::new(file.writer()?)), &source)?;
-            Some(file)
-        }
-        None => None,
-    };
     // The input's own errors (a line over the cap) name it; the output's do not.
     let read = |path: &std::path::Path| {
         let path = path.to_path_buf();
@@ -116,10 +129,7 @@ pub fn run(
     }
     dec.finish(out)?;
     let summary = dec.summary();
-    drop(dec);
-    if let Some(file) = saved {
-        file.commit()?;
-    }
+    dec.close()?;
     Ok(summary)
 }
 
@@ -153,7 +163,8 @@ pub enum DecodeError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The input is not line text: a line of it is over [`crate::lines::MAX_LINE`].
+    /// Reading the input failed: a line of text over [`crate::lines::MAX_LINE`], or a
+    /// read of ring-buffer pages.
     #[error("{}: {source}", path.display())]
     Read {
         /// The input (`stdin` for standard input).
@@ -167,15 +178,31 @@ pub enum DecodeError {
     /// Writing an output file failed (the message names it).
     #[error(transparent)]
     Output(#[from] dcg_outfile::Error),
+    /// Setting up or closing the outputs failed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// Ring-buffer pages or their event formats are not what function_graph writes.
+    #[error("{}: {error}", path.display())]
+    Ring {
+        /// The pages' or the formats' file.
+        path: PathBuf,
+        /// What is wrong.
+        error: dcg_ringbuf::RingError,
+    },
+    /// A page size out of range.
+    #[error("--page-size {size}: not between 16 and {max}")]
+    PageSize {
+        /// The size given.
+        size: usize,
+        /// The largest accepted.
+        max: usize,
+    },
 }
 
 /// Streaming decoder: feed function_graph lines, the sinks get typed calls.
 pub struct Decoder<'a> {
-    tree: CallTree<'a>,
-    sinks: Sinks<'a>,
+    pipe: Pipeline<'a>,
     opts: Options,
-    /// Output not yet handed to the writer.
-    obuf: Vec<u8>,
     lines: u64,
     /// Spaces of indentation removed from every line (trees re-rooted at a deeper call).
     shift: usize,
@@ -188,30 +215,41 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
-    /// A decoder over `set` printing text (or JSON lines, per `opts`).
+    /// A decoder over `set` printing text (or JSON lines, per `opts`), saving nothing.
     pub fn new(set: &'a DbSet, opts: Options) -> Decoder<'a> {
-        let (sinks, _) = Sinks::for_output(&Output {
-            json: opts.json,
-            errors_only: opts.errors_only,
-            color: opts.color,
-            cpu_width: 1,
-            probe_notes: !opts.hide_probe_events,
-            threads: false,
-            report: false,
-        });
-        Decoder::with_sinks(set, opts, sinks)
+        let tree = Decoder::tree(set, opts);
+        Decoder::on(Pipeline::shown(tree, &opts.output()), opts)
+    }
+
+    /// A decoder over `set` feeding the outputs of `spec` (the saved-calls file too).
+    pub fn with_outputs(
+        set: &'a DbSet,
+        opts: Options,
+        spec: &OutputSpec,
+    ) -> Result<Decoder<'a>, PipelineError> {
+        let tree = Decoder::tree(set, opts);
+        Ok(Decoder::on(Pipeline::new(tree, spec)?, opts))
     }
 
     /// A decoder over `set` feeding `sinks`.
     pub fn with_sinks(set: &'a DbSet, opts: Options, sinks: Sinks<'a>) -> Decoder<'a> {
+        let tree = Decoder::tree(set, opts);
+        Decoder::on(Pipeline::with_sinks(tree, sinks), opts)
+    }
+
+    /// The call tree of a decoder over `set`.
+    fn tree(set: &'a DbSet, opts: Options) -> CallTree<'a> {
         let mut tree = CallTree::new(FuncTable::new(set), Shape::Shaped, 0);
         tree.hold_opens(opts.collapse_empty);
         tree.show_inline_frames(opts.inline_frames && set.has_inline_instances());
+        tree
+    }
+
+    /// A decoder driving `pipe`.
+    fn on(pipe: Pipeline<'a>, opts: Options) -> Decoder<'a> {
         Decoder {
-            tree,
-            sinks,
+            pipe,
             opts,
-            obuf: Vec::with_capacity(OUT_CHUNK + 4096),
             lines: 0,
             shift: 0,
             fields: ArgList::default(),
@@ -223,7 +261,7 @@ impl<'a> Decoder<'a> {
     /// Name pointers that land on a symbol of `names` (kallsyms, `System.map`):
     /// `idmap=&nop_mnt_idmap`, `actor=filldir64`.
     pub fn set_pointer_names(&mut self, names: &'a dcg_dbset::symbols::SymbolMap) {
-        self.tree.funcs.set_pointer_names(names);
+        self.pipe.tree_mut().funcs.set_pointer_names(names);
     }
 
     /// Give every call from binary records ([`Decoder::feed_record`]) the context it ran
@@ -241,26 +279,20 @@ impl<'a> Decoder<'a> {
 
     /// Also feed `sink`.
     pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
-        self.sinks.push(sink);
-    }
-
-    /// Also write every completed call as a saved-calls record to `out` (after a header
-    /// naming `source`): the `--output` file.
-    pub fn save_records(&mut self, out: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
-        self.sinks.push(Box::new(SavedCalls::new(out, source)?));
-        Ok(())
+        self.pipe.add_sink(sink);
     }
 
     /// Counters so far.
     pub fn stats(&self) -> Stats {
-        let c = self.tree.counts();
+        let tree = self.pipe.tree();
+        let c = tree.counts();
         Stats {
             lines: self.lines,
             decoded: c.decoded,
             unknown: c
                 .unknown
                 .iter()
-                .map(|(&id, &n)| (self.tree.funcs.get(id).name.clone(), n))
+                .map(|(&id, &n)| (tree.funcs.get(id).name.clone(), n))
                 .collect(),
             errors: c.errors,
         }
@@ -284,17 +316,17 @@ impl<'a> Decoder<'a> {
 
     /// Forget probe-event arguments of task `key` waiting for an entry that did not come.
     pub fn forget_pending_args(&mut self, key: u64) {
-        self.tree.forget_pending_args(key);
+        self.pipe.tree_mut().forget_pending_args(key);
     }
 
     /// Calls that closed without a value to show, by function name (most first).
     pub fn valueless(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .tree
+        let tree = self.pipe.tree();
+        let mut v: Vec<(String, u64)> = tree
             .counts()
             .valueless
             .iter()
-            .map(|(&id, &n)| (self.tree.funcs.get(id).name.clone(), n))
+            .map(|(&id, &n)| (tree.funcs.get(id).name.clone(), n))
             .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         v
@@ -302,11 +334,7 @@ impl<'a> Decoder<'a> {
 
     /// Write the collected output.
     pub fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.obuf.is_empty() {
-            out.write_all(&self.obuf)?;
-            self.obuf.clear();
-        }
-        Ok(())
+        self.pipe.flush_to(out)
     }
 
     /// Decode one line into the collected output.
@@ -350,7 +378,7 @@ impl<'a> Decoder<'a> {
     /// A return address as function_graph prints it (`caller+0x4f/0xd0`, perhaps with
     /// ` [module]`) as the place in the caller it is, when inline frames are shown.
     fn site_of(&mut self, retaddr: &str) -> Option<CodeSite> {
-        if !self.tree.inline_frames() {
+        if !self.pipe.tree().inline_frames() {
             return None;
         }
         let (text, module) = match retaddr.split_once(" [") {
@@ -361,22 +389,18 @@ impl<'a> Decoder<'a> {
         let off = rest.split('/').next()?.strip_prefix("0x")?;
         let offset = u64::from_str_radix(off, 16).ok()?;
         Some(CodeSite {
-            func: self.tree.funcs.intern(name, module),
+            func: self.pipe.tree_mut().funcs.intern(name, module),
             offset,
         })
     }
 
     /// A line passed on as it is.
     fn passthrough(&mut self, line: &str, task: Option<u64>) -> std::io::Result<()> {
-        self.tree.note(
-            &Note::Line { task, text: line },
-            &mut self.sinks,
-            &mut self.obuf,
-        )
+        self.pipe.note(&Note::Line { task, text: line })
     }
 
     fn call(&mut self, line: &str, c: &Call<'_>, leaf: bool) -> std::io::Result<()> {
-        let func = self.tree.funcs.intern(c.func, c.module);
+        let func = self.pipe.tree_mut().funcs.intern(c.func, c.module);
         let entry = Entry {
             task: Self::task(&c.prefix),
             depth: c.prefix.depth,
@@ -397,11 +421,13 @@ impl<'a> Decoder<'a> {
             layout: Some(self.layout(line, &c.prefix)),
             ctx: None,
         };
-        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
+        self.pipe.enter(&entry)
     }
 
     fn exit(&mut self, line: &str, e: &fgraph::Exit<'_>) -> std::io::Result<()> {
-        let func = e.func.map(|n| self.tree.funcs.intern(n, e.module));
+        let func = e
+            .func
+            .map(|n| self.pipe.tree_mut().funcs.intern(n, e.module));
         let task = Self::task(&e.prefix);
         let exit = Exit {
             task,
@@ -415,7 +441,7 @@ impl<'a> Decoder<'a> {
             duration_ns: e.prefix.duration_ns,
             layout: Some(self.layout(line, &e.prefix)),
         };
-        if !self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)? {
+        if !self.pipe.exit(&exit)? {
             return self.passthrough(line, Some(task.key));
         }
         Ok(())
@@ -429,22 +455,21 @@ impl<'a> Decoder<'a> {
         let Some(func) = p.func else {
             return self.passthrough(line, Some(key));
         };
-        let id = self.tree.funcs.intern(func, None);
+        let id = self.pipe.tree_mut().funcs.intern(func, None);
         let mut fields = std::mem::take(&mut self.fields);
         let error = self
-            .tree
+            .pipe
+            .tree_mut()
             .render_fields(id, p.fields(), p.is_return, &mut fields);
         if p.is_return {
             // The first numeric field is the return value ($retval).
             if let Some(v) = p.fields().find_map(|(_, v)| fgraph::parse_number(v)) {
-                self.tree
-                    .pending_ret(key, id, v, &mut self.sinks, &mut self.obuf)?;
+                self.pipe.pending_ret(key, id, v)?;
             }
         } else {
-            self.tree
-                .pending_args(key, id, fields.clone(), &mut self.sinks, &mut self.obuf)?;
+            self.pipe.pending_args(key, id, fields.clone())?;
         }
-        if self.sinks.wants_notes() {
+        if self.pipe.wants_notes() {
             let note = Note::Probe {
                 task: key,
                 layout: self.layout(line, &c.prefix),
@@ -453,7 +478,7 @@ impl<'a> Decoder<'a> {
                 fields: &fields,
                 error: error && p.is_return,
             };
-            self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+            self.pipe.note(&note)?;
         }
         self.fields = fields;
         Ok(())
@@ -461,8 +486,13 @@ impl<'a> Decoder<'a> {
 
     /// Flush buffered trees and the record file at end of input.
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
-        self.flush_out(out)
+        self.pipe.finish(out)
+    }
+
+    /// Close the outputs: the saved-calls file committed, the calls a report collected
+    /// returned ([`Pipeline::close`]).
+    pub fn close(self) -> Result<Option<Vec<CallRecord>>, PipelineError> {
+        self.pipe.close()
     }
 
     /// The stderr summary: undecoded functions, if any.

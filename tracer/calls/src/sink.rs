@@ -2,13 +2,11 @@
 //! (a line of the stream that is not a call), lost events. Every output — the
 //! function_graph text printer, JSON lines, the saved-calls file, the `--errors-only`
 //! filter, the report collector — implements [`Sink`]; [`Sinks`] feeds several at once.
+//! Which sinks a stream has is [`crate::outputs`]' business.
 
 use std::io;
 
-use crate::errors::ErrorsOnly;
 use crate::funcs::FuncInfo;
-use crate::records::{Collect, Collected, JsonLines};
-use crate::text::{TextOptions, TextPrinter};
 
 /// Who made a call, as far as the source knows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -160,7 +158,7 @@ pub struct CallView<'v> {
     /// An inline frame: the code of this function inlined into another.
     pub inlined: Option<Inlined<'v>>,
     /// The context the call ran in, when the source knows it.
-    pub ctx: Option<crate::record::Context>,
+    pub ctx: Option<crate::saved_format::Context>,
     /// The call begins an interrupt subtree inside another context's tree (printers
     /// mark where it begins and ends).
     pub irq_entry: bool,
@@ -171,6 +169,55 @@ pub struct CallView<'v> {
     /// Some of them were lost while the source recorded this call itself (printers say
     /// so there and at the tree's top).
     pub lost_here: bool,
+}
+
+impl<'v> CallView<'v> {
+    /// The one constructor: a call of `func` in `task`, with what is not given left
+    /// empty — no id (`u64::MAX`), parent, depth, value, times, layout or marks; the name
+    /// the function's; visible and named; `args` (normally empty) and the `tasks` seen.
+    /// Sources' trees fill in what they know with struct update syntax.
+    pub fn new(
+        kind: Kind,
+        func: &'v FuncInfo<'v>,
+        task: Task<'v>,
+        args: &'v ArgList,
+        tasks: usize,
+    ) -> CallView<'v> {
+        CallView {
+            kind,
+            id: u64::MAX,
+            parent: None,
+            depth: 0,
+            task,
+            func,
+            name: &func.name,
+            module: None,
+            args,
+            ret: None,
+            ret_raw: None,
+            error: false,
+            origin: None,
+            time_ns: None,
+            duration_ns: None,
+            callsite: None,
+            comment: None,
+            layout: None,
+            open_after: 0,
+            visible: true,
+            unfinished: false,
+            exec: false,
+            entry_missing: false,
+            named: true,
+            entry_cpu: None,
+            tasks,
+            inlined: None,
+            ctx: None,
+            irq_entry: false,
+            irq_ns: None,
+            lost: None,
+            lost_here: false,
+        }
+    }
 }
 
 /// Where an inline frame's code is: the function it was inlined into and the call site
@@ -268,26 +315,6 @@ pub trait Sink {
     }
 }
 
-/// What a stream's output is (the sinks [`Sinks::for_output`] builds).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Output {
-    /// Saved-calls records as JSON lines instead of text.
-    pub json: bool,
-    /// Only call paths that contain an error return.
-    pub errors_only: bool,
-    /// ANSI color for error values.
-    pub color: bool,
-    /// Width of the CPU column of laid-out lines.
-    pub cpu_width: usize,
-    /// Print probe events joined to calls in place.
-    pub probe_notes: bool,
-    /// Collect the calls for a report instead of printing them.
-    pub report: bool,
-    /// The `comm-tid` column on every laid-out line from the first, with the whole name
-    /// (user space, where threads come and go), instead of the kernel's way.
-    pub threads: bool,
-}
-
 /// Several sinks fed in order.
 #[derive(Default)]
 pub struct Sinks<'s> {
@@ -315,34 +342,6 @@ impl<'s> Sinks<'s> {
     pub fn is_empty(&self) -> bool {
         self.sinks.is_empty()
     }
-
-    /// The sinks of `o`: the text printer (through the `--errors-only` filter), JSON lines,
-    /// or a report collection, whose records the returned handle gives.
-    pub fn for_output(o: &Output) -> (Sinks<'s>, Option<Collected>) {
-        let mut sinks = Sinks::new();
-        if o.report {
-            let collect = Collect::new();
-            let handle = collect.handle();
-            sinks.push(Box::new(collect));
-            return (sinks, Some(handle));
-        }
-        if o.json {
-            sinks.push(Box::new(JsonLines));
-            return (sinks, None);
-        }
-        let printer = TextPrinter::new(TextOptions {
-            color: o.color,
-            cpu_width: o.cpu_width.max(1),
-            probe_notes: o.probe_notes,
-            threads: o.threads,
-        });
-        if o.errors_only {
-            sinks.push(Box::new(ErrorsOnly::new(printer)));
-        } else {
-            sinks.push(Box::new(printer));
-        }
-        (sinks, None)
-    }
 }
 
 impl Sink for Sinks<'_> {
@@ -356,7 +355,7 @@ impl Sink for Sinks<'_> {
             if !line_made {
                 line_made = true;
                 self.line.clear();
-                crate::records::write_record_line(&mut self.line, c);
+                crate::record_sinks::write_record_line(&mut self.line, c);
             }
             if !self.line.is_empty() {
                 s.json_line(&self.line, out)?;

@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::io;
 
-use crate::record::Context;
+use crate::saved_format::Context;
 use crate::sink::{CallView, Kind, Layout, Note, Sink};
 
 /// Printer options.

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 mod flat;
 mod inline;
 mod shaped;
+mod values;
 
 use crate::funcs::{FuncId, FuncTable};
 use crate::origin::{error_value, Origins};
@@ -133,7 +134,7 @@ pub struct Entry<'e> {
     /// The line's layout (text sources).
     pub layout: Option<Layout<'e>>,
     /// The context the call ran in, when the source knows it (the BPF engine).
-    pub ctx: Option<crate::record::Context>,
+    pub ctx: Option<crate::saved_format::Context>,
 }
 
 /// A call returned.
@@ -202,7 +203,7 @@ struct Frame {
     /// An inline frame: the inlined copy (index in the tree's [`Inlines`]).
     inline: Option<u32>,
     /// The context it ran in (flat sources that know it).
-    ctx: Option<crate::record::Context>,
+    ctx: Option<crate::saved_format::Context>,
     /// It begins an interrupt subtree: its context is an interrupt's and its parent's
     /// is not the same.
     irq_entry: bool,
@@ -337,140 +338,16 @@ impl<'a> CallTree<'a> {
         i
     }
 
-    fn note_known(&mut self, id: FuncId) {
-        if self.funcs.get(id).func.is_some() {
-            self.counts.decoded += 1;
-        } else {
-            *self.counts.unknown.entry(id).or_default() += 1;
-        }
-    }
-
-    /// Render `ret` of function `id` into `self.ret`/`self.raw`: (shown, error, raw given).
-    fn render_ret(
-        &mut self,
-        id: FuncId,
-        ret: Option<RetIn<'_>>,
-        probe: Option<u64>,
-    ) -> (bool, bool, bool) {
-        self.ret.clear();
-        self.raw.clear();
-        let info = self.funcs.get(id);
-        match (ret, probe) {
-            (Some(RetIn::Text { raw, value }), _) => {
-                self.raw.push_str(raw);
-                match info.ret_into(raw, value, &mut self.ret) {
-                    Some(e) => (true, e, true),
-                    None => (false, false, true),
-                }
-            }
-            (Some(RetIn::Regs { rax, rdx }), _) => {
-                dcg_render::push_hex(&mut self.raw, rax);
-                let r = match info.ret_words() {
-                    2 => info.ret_pair_into(rax, rdx, &mut self.ret),
-                    _ => info.ret_into(&self.raw, Some(rax), &mut self.ret),
-                };
-                match r {
-                    Some(e) => (true, e, true),
-                    None => (false, false, true),
-                }
-            }
-            (Some(RetIn::Rendered { text, raw, error }), _) => {
-                self.ret.push_str(text);
-                if let Some(r) = raw {
-                    self.raw.push_str(r);
-                }
-                (true, error, raw.is_some())
-            }
-            (None, Some(v)) => {
-                let text = format!("{v:#x}");
-                match info.ret_into(&text, Some(v), &mut self.ret) {
-                    Some(e) => (true, e, false),
-                    None => (false, false, false),
-                }
-            }
-            (None, None) => (false, false, false),
-        }
-    }
-
-    fn render_args(&mut self, id: FuncId, args: ArgsIn<'_>, pending: Option<ArgList>) {
-        self.args.clear();
-        match args {
-            ArgsIn::Text(t) if !t.trim().is_empty() => {
-                let info = self.funcs.get(id);
-                let pairs = dcg_fgraph::Args::new(t);
-                for (i, (n, v)) in pairs.enumerate() {
-                    self.args.push_with(n, |s| {
-                        if !info.push_arg(s, i, n, v) {
-                            s.push_str(v);
-                        }
-                    });
-                }
-            }
-            ArgsIn::Rendered(list) => self.args.clone_from(list),
-            ArgsIn::Words(words) => {
-                let info = self.funcs.get(id);
-                let args = &mut self.args;
-                info.reg_args(words, &[], &[], |name, value| {
-                    args.push_with(name, |s| value(s))
-                });
-            }
-            ArgsIn::Fetched {
-                words,
-                strings,
-                stack,
-            } => {
-                let info = self.funcs.get(id);
-                let args = &mut self.args;
-                info.reg_args(words, strings, stack, |name, value| {
-                    args.push_with(name, |s| value(s))
-                });
-            }
-            _ => {
-                if let Some(p) = pending {
-                    self.args = p;
-                }
-            }
-        }
-    }
-
     /// A view of a call of `func` with what is not given left empty (no id, args, value,
-    /// times or layout; visible, named).
+    /// times or layout; visible, named): [`CallView::new`].
     fn view<'v>(&'v self, kind: Kind, func: FuncId, task: Task<'v>) -> CallView<'v> {
-        let info = self.funcs.get(func);
-        CallView {
+        CallView::new(
             kind,
-            id: u64::MAX,
-            parent: None,
-            depth: 0,
+            self.funcs.get(func),
             task,
-            func: info,
-            name: &info.name,
-            module: None,
-            args: &self.empty,
-            ret: None,
-            ret_raw: None,
-            error: false,
-            origin: None,
-            time_ns: None,
-            duration_ns: None,
-            callsite: None,
-            comment: None,
-            layout: None,
-            open_after: 0,
-            visible: true,
-            unfinished: false,
-            exec: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: None,
-            tasks: self.tasks.len(),
-            inlined: None,
-            ctx: None,
-            irq_entry: false,
-            irq_ns: None,
-            lost: None,
-            lost_here: false,
-        }
+            &self.empty,
+            self.tasks.len(),
+        )
     }
 
     /// The rendered return value and its raw text, as [`CallTree::render_ret`] left them.
@@ -638,43 +515,6 @@ impl<'a> CallTree<'a> {
     pub fn forget_pending_args(&mut self, key: u64) {
         let ti = self.task(key);
         self.tasks[ti].pending_args = None;
-    }
-
-    /// A probe event's fields rendered by `func`'s parameter types (entry) or return
-    /// type (the first field of a return event); returns whether that value is an error.
-    pub fn render_fields<'f>(
-        &mut self,
-        func: FuncId,
-        fields: impl Iterator<Item = (&'f str, &'f str)>,
-        is_return: bool,
-        out: &mut ArgList,
-    ) -> bool {
-        out.clear();
-        if self.funcs.get(func).func.is_some() {
-            self.counts.decoded += 1;
-        }
-        let info = self.funcs.get(func);
-        let mut error = false;
-        for (i, (n, v)) in fields.enumerate() {
-            if is_return {
-                if i == 0 {
-                    let mut text = String::new();
-                    if let Some(e) = info.ret_into(v, dcg_fgraph::parse_number(v), &mut text) {
-                        error = e;
-                        out.push(n, &text);
-                        continue;
-                    }
-                }
-                out.push(n, v);
-            } else {
-                out.push_with(n, |s| {
-                    if !info.push_arg(s, i, n, v) {
-                        s.push_str(v);
-                    }
-                });
-            }
-        }
-        error
     }
 
     /// The source lost `n` calls in task `key` while it recorded its innermost open call

@@ -238,7 +238,7 @@ fn calls_sit_under_the_inlined_copies_they_are_made_from() {
 #[test]
 fn inline_frames_are_records_with_their_site() {
     let text = trace(true, true);
-    let recs: Vec<dcg_calls::record::CallRecord> = text
+    let recs: Vec<dcg_calls::saved_format::CallRecord> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -7,7 +7,7 @@ mod common;
 
 use common::Ev::{Enter, Exit};
 use dcg_calls::funcs::FuncTable;
-use dcg_calls::record::{CallRecord, Context};
+use dcg_calls::saved_format::{CallRecord, Context};
 use dcg_calls::sink::Task;
 use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;

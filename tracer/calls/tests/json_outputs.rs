@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use common::Ev::{Enter, Exit};
 use dcg_calls::funcs::FuncTable;
-use dcg_calls::record::{self, RecordSink};
-use dcg_calls::records::SavedCalls;
+use dcg_calls::record_sinks::SavedCalls;
+use dcg_calls::saved_format::{self, RecordSink};
 use dcg_calls::sink::{Sink, Task};
 use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;
@@ -64,7 +64,7 @@ fn json_output_and_saved_calls_have_the_same_lines() {
     let kept = file.0.borrow();
     let saved = String::from_utf8(kept.0.clone()).unwrap();
     let (header, rest) = saved.split_once('\n').unwrap();
-    assert!(record::is_header(header), "{header}");
+    assert!(saved_format::is_header(header), "{header}");
     assert_eq!(out.lines().count(), 4_000);
     assert_eq!(rest, out, "the file's records are the output's lines");
     // Gathered: 4,000 records in chunks of ~256 KiB, not a write a line.

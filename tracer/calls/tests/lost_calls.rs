@@ -6,7 +6,7 @@ mod common;
 
 use common::Ev::{Enter, Exit, Lost};
 use dcg_calls::funcs::FuncTable;
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 use dcg_calls::sink::Task;
 use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;

@@ -2,11 +2,12 @@
 //! `loader` libraries.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use dcg_dbresolve::DbSources;
 use dcg_dbset::DbSet;
 use dcg_render::describe;
 
@@ -127,11 +128,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// Where the loader looks: the places `$DCG_STORE`, `$DCG_KERNEL_NOTES` and
+/// `$DCG_SYSFS_DIR` name (the system's by default). The one reading of these variables.
+fn places() -> loader::Places {
+    loader::Places::from_vars(|v| std::env::var_os(v))
+}
+
+/// Where dbs come from besides `--db` files: [`places`], and debuginfod as the last
+/// source (the client `DEBUGINFOD_URLS` and its companions configure; none `offline`).
+pub(crate) fn db_sources(offline: bool) -> DbSources {
+    let net = if offline {
+        None
+    } else {
+        dcg_debuginfod::Client::configure(|v| std::env::var_os(v), Path::new("/etc"))
+    };
+    DbSources {
+        places: places(),
+        net,
+    }
+}
+
 /// The one db resolver, with debuginfod as its last source (`DEBUGINFOD_URLS`; none
 /// `offline`); says on stderr when the db came from there.
 pub(crate) fn resolve_db(paths: &[PathBuf], offline: bool) -> Result<DbSet> {
-    let net = dcg_debuginfod::Client::from_env(offline);
-    let set = DbSet::resolve(paths, net.as_ref())?;
+    let set = dcg_dbresolve::resolve(paths, &db_sources(offline))?;
     if let Some(note) = set.fetched() {
         eprintln!("dcg: {note}");
     }
@@ -208,11 +228,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 if cli.offline {
                     bail!("load --build-id fetches from debuginfod, which --offline forbids");
                 }
-                let net = dcg_debuginfod::Client::from_env(false).context(
+                let sources = db_sources(false);
+                let net = sources.net.context(
                     "load --build-id: no debuginfod server (DEBUGINFOD_URLS is empty, or unset \
                      and the system names none)",
                 )?;
-                let (db, path, how) = dcg_dbset::binary::fetch_db(&id, &net)?;
+                let (db, path, how) = dcg_dbresolve::binary::fetch_db(&id, &net, &sources.places)?;
                 writeln!(
                     out,
                     "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",
@@ -223,8 +244,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             };
             if is_module_file(&file)? {
-                let notes = loader::kernel::notes_path();
-                let m = loader::module::insert(&file, &notes, force)?;
+                let m = loader::module::insert(&file, &places(), force)?;
                 writeln!(
                     out,
                     "{}: inserted module {}: {} functions, build-id {} -> {}",
@@ -237,7 +257,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 out.flush()?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let store = loader::Store::from_env()?;
+            let store = places().store()?;
             let opts = loader::LoadOptions {
                 force,
                 kernel_build_id: kernel_build_id
@@ -268,7 +288,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::List => {
             list_module_dbs(&mut out)?;
-            let store = loader::Store::from_env()?;
+            let store = places().store()?;
             let entries = store.list()?;
             if entries.is_empty() {
                 writeln!(out, "no dbs loaded in {}", store.root().display())?;
@@ -308,7 +328,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 removed.push(format!("module {module}"));
             }
             if let Some(which) = &which {
-                removed.extend(loader::Store::from_env()?.unload(which)?);
+                removed.extend(places().store()?.unload(which)?);
             }
             if removed.is_empty() {
                 bail!("nothing to unload");
@@ -331,11 +351,11 @@ fn is_module_file(file: &std::path::Path) -> Result<bool> {
 
 /// `dcg list`: the dbs loaded modules expose, one line each, validated.
 fn list_module_dbs(out: &mut impl Write) -> Result<()> {
-    let notes = loader::kernel::notes_path();
-    for m in loader::module::sysfs_dbs(&loader::module::sysfs_dir())? {
+    let places = places();
+    for m in loader::module::sysfs_dbs(&places.sysfs)? {
         let path = m.path.clone();
         let size = m.bytes.len();
-        match loader::module::open_sysfs_db(m, &notes) {
+        match loader::module::open_sysfs_db(m, &places.notes) {
             Ok(db) => writeln!(
                 out,
                 "{}  module  {:>7} functions {:>9} bytes  {}  {}",

@@ -46,7 +46,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         load_records(input, &name)?
     } else {
         let set = if args.db.is_empty() {
-            DbSet::resolve(&[], None).unwrap_or_else(|e| {
+            dcg_dbresolve::resolve(&[], &crate::db_sources(true)).unwrap_or_else(|e| {
                 eprintln!(
                     "dcg report: no signature db, values stay raw (no errnos): {e}\n\
                      dcg report: give one with --db FILE"
@@ -54,7 +54,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 DbSet::new(Vec::new())
             })
         } else {
-            DbSet::resolve(&args.db, None)?
+            dcg_dbresolve::resolve(&args.db, &crate::db_sources(true))?
         };
         load_ftrace(input, &name, &set)?
     };

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 use dcg_ktrace::{Notice, Outcome, Summary, PROBE_CAP};
 use dcg_live::options::TraceOptions;
 use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions};
@@ -47,10 +47,11 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         _ => {}
     }
     let (code, calls) = if opts.is_user_space() {
-        let f = dcg_utrace::run(&opts, out, &mut |n| eprintln!("dcg: {n}"))?;
+        let sources = crate::db_sources(offline);
+        let f = dcg_utrace::run(&opts, &sources, out, &mut |n| eprintln!("dcg: {n}"))?;
         (ExitCode::from(f.exit), f.calls)
     } else {
-        kernel(&opts, out)?
+        kernel(&opts, &crate::db_sources(offline), out)?
     };
     if let Some(calls) = calls {
         let graph = CallGraph::new(calls)?;
@@ -67,9 +68,12 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
 /// The kernel session.
 fn kernel(
     opts: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
 ) -> anyhow::Result<(ExitCode, Option<Vec<CallRecord>>)> {
-    let outcome = dcg_ktrace::run(opts, out, &mut |n| eprintln!("dcg: {}", notice(&n)))?;
+    let outcome = dcg_ktrace::run(opts, sources, out, &mut |n| {
+        eprintln!("dcg: {}", notice(&n))
+    })?;
     match outcome {
         Outcome::NothingToTrace => Ok((ExitCode::from(2), None)),
         Outcome::Traced(mut s) => {

@@ -1,91 +1,14 @@
-//! The one db resolver: the databases a command works with, from `--db` files (sigdb files
-//! or ELF files carrying a `.dcg_sigdb` section), the dbs loaded modules expose in
-//! `/sys/kernel/dcg/`, the store by build-id (the running
-//! kernel's base and module dbs, or a binary's), or built in memory from a binary's DWARF
-//! ([`binary`]). Lookups span all of them. Also the `--func` patterns ([`glob`]).
+//! Lookups across the open databases a command works with ([`DbSet`]: by name, by address,
+//! what ftrace means by a name), the symbol tables by address ([`symbols`], [`kallsyms`]),
+//! the inlined copies a trace shows ([`inlines`]) and the `--func` patterns ([`glob`]).
+//! Where the dbs come from (files, sysfs, the store, DWARF, debuginfod) is `dcg-dbresolve`'s.
 
-pub mod binary;
 pub mod glob;
 pub mod inlines;
 pub mod kallsyms;
 pub mod symbols;
 
-use std::path::{Path, PathBuf};
-
 use sigdb::{Db, FuncFlags, Function};
-
-/// Errors finding or opening databases.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// A db file could not be read or is invalid.
-    #[error(transparent)]
-    Sigdb(#[from] sigdb::Error),
-    /// The store could not provide a db.
-    #[error(transparent)]
-    Store(#[from] loader::Error),
-    /// Reading a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// None of the `--db` files is for the binary.
-    #[error("{}: none of the --db files is for this binary (build-id {build_id})", path.display())]
-    NoneForBinary {
-        /// The binary.
-        path: PathBuf,
-        /// Its build-id.
-        build_id: String,
-    },
-    /// Scanning a binary's DWARF failed.
-    #[error("{}: {error}", path.display())]
-    Build {
-        /// The file scanned.
-        path: PathBuf,
-        /// What went wrong.
-        error: String,
-    },
-    /// No db anywhere and none could be built.
-    #[error(
-        "no db for {} (build-id {build_id}) and none could be built from its DWARF: {error}",
-        path.display()
-    )]
-    NoDwarf {
-        /// The binary.
-        path: PathBuf,
-        /// Its build-id.
-        build_id: String,
-        /// Why the scan failed.
-        error: String,
-    },
-    /// Debuginfod gave no usable db: what each way of getting one found.
-    #[error("no db for build-id {build_id} from debuginfod ({servers}): {error}")]
-    Fetched {
-        /// The build-id.
-        build_id: String,
-        /// The servers configured.
-        servers: String,
-        /// What went wrong, for the section and the debug file.
-        error: String,
-    },
-    /// Every debuginfod server answered that it has neither the section nor the debug
-    /// file.
-    #[error(
-        "no debuginfod server has a db for build-id {build_id}: neither a .dcg_sigdb \
-         section nor a debug file ({why})"
-    )]
-    NotOnServers {
-        /// The build-id.
-        build_id: String,
-        /// The servers asked (or the remembered miss).
-        why: String,
-    },
-    /// Fetching from debuginfod failed.
-    #[error(transparent)]
-    Debuginfod(#[from] dcg_debuginfod::FetchError),
-}
 
 /// One or more open databases, searched in order.
 #[derive(Debug)]
@@ -101,61 +24,16 @@ impl DbSet {
         DbSet { dbs, fetched: None }
     }
 
-    /// Open `--db` files: sigdb files, or ELF files carrying a `.dcg_sigdb` section.
-    pub fn open_paths(paths: &[PathBuf]) -> Result<DbSet, DbError> {
-        let mut dbs = Vec::new();
-        for p in paths {
-            dbs.push(open_one(p)?);
-        }
-        Ok(DbSet { dbs, fetched: None })
-    }
-
-    /// The given files; when there are none, the dbs loaded modules expose in
-    /// `/sys/kernel/dcg/` (validated, and refused when not for the running kernel);
-    /// when there are none either, the store's dbs for the running kernel; when the store
-    /// has none, the db of the running kernel's build-id from the debuginfod servers of
-    /// `net` (kept in the store; [`DbSet::fetched`] says so).
-    pub fn resolve(
-        paths: &[PathBuf],
-        net: Option<&dcg_debuginfod::Client>,
-    ) -> Result<DbSet, DbError> {
-        if !paths.is_empty() {
-            return DbSet::open_paths(paths);
-        }
-        let notes = loader::kernel::notes_path();
-        let found = loader::module::sysfs_dbs(&loader::module::sysfs_dir())?;
-        if !found.is_empty() {
-            let dbs = found
-                .into_iter()
-                .map(|m| loader::module::open_sysfs_db(m, &notes))
-                .collect::<Result<_, _>>()?;
-            return Ok(DbSet { dbs, fetched: None });
-        }
-        let store = loader::Store::from_env()?;
-        match (store.find_for_kernel(), net) {
-            (Ok(installed), _) => Ok(DbSet {
-                dbs: installed.open()?,
-                fetched: None,
-            }),
-            (Err(loader::Error::NoKernelDb { .. }), Some(net)) => {
-                let id = store.running_kernel_build_id()?;
-                let (db, stored, how) = binary::fetch_db(&id, net)?;
-                let note = format!(
-                    "the running kernel's db came from debuginfod ({how}, {} functions) and \
-                     is kept in {}",
-                    db.function_count(),
-                    stored.display()
-                );
-                Ok(DbSet {
-                    dbs: vec![db],
-                    fetched: Some(note),
-                })
-            }
-            (Err(e), _) => Err(e.into()),
+    /// Databases fetched from debuginfod, with the note that says where from and where
+    /// they are kept ([`DbSet::fetched`]).
+    pub fn fetched_with(dbs: Vec<Db>, note: String) -> DbSet {
+        DbSet {
+            dbs,
+            fetched: Some(note),
         }
     }
 
-    /// When [`DbSet::resolve`] fetched the db from debuginfod: a note saying so.
+    /// When the resolver fetched the db from debuginfod: a note saying so.
     pub fn fetched(&self) -> Option<&str> {
         self.fetched.as_deref()
     }
@@ -205,24 +83,4 @@ impl DbSet {
                 )
             })
     }
-}
-
-/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
-pub fn open_one(path: &Path) -> Result<Db, DbError> {
-    // Mapped, never read whole: a db is validated where it lies, an ELF file gives its
-    // section; a FIFO or a device is refused before it is opened.
-    let bytes = loader::module::map_regular(path)?;
-    if !loader::blob::is_elf(&bytes) {
-        return Ok(Db::open(path)?);
-    }
-    let db = loader::extract_from_elf(path, &bytes)?;
-    Db::from_bytes(db)
-        .map_err(|e| match e {
-            sigdb::Error::Format { error, .. } => sigdb::Error::Format {
-                path: path.to_path_buf(),
-                error,
-            },
-            other => other,
-        })
-        .map_err(DbError::from)
 }

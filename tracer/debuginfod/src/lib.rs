@@ -206,19 +206,12 @@ enum Cached {
 }
 
 impl Client {
-    /// The client the environment configures, `None` when it names no server or
-    /// `offline`. `DEBUGINFOD_URLS` unset: the system's servers, as a login shell gets
+    /// The client the variables configure (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`,
+    /// `DEBUGINFOD_CACHE_PATH`, `XDG_CACHE_HOME`, `HOME`), read through `var` (a binary
+    /// passes `std::env::var_os`), `None` when they name no server. `DEBUGINFOD_URLS`
+    /// unset: the system's servers under `etc` (normally `/etc`), as a login shell gets
     /// them (see the crate's documentation).
-    pub fn from_env(offline: bool) -> Option<Client> {
-        if offline {
-            return None;
-        }
-        Client::configure(|v| std::env::var_os(v), Path::new("/etc"))
-    }
-
-    /// [`Client::from_env`] reading variables through `var` and the system's
-    /// configuration under `etc`.
-    fn configure(var: impl Fn(&str) -> Option<OsString>, etc: &Path) -> Option<Client> {
+    pub fn configure(var: impl Fn(&str) -> Option<OsString>, etc: &Path) -> Option<Client> {
         let set = |v: &str| var(v).filter(|x| !x.is_empty());
         let urls_text = match var("DEBUGINFOD_URLS") {
             Some(u) => u.to_string_lossy().into_owned(),

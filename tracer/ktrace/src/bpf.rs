@@ -17,8 +17,9 @@ use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Loaded, Record, Target};
 use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::records::SavedCalls;
-use dcg_calls::sink::{Output, Sinks, Task};
+use dcg_calls::outputs::OutputSpec;
+use dcg_calls::pipeline::Pipeline;
+use dcg_calls::sink::Task;
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
@@ -230,9 +231,9 @@ struct Pending {
 }
 
 /// A record's context code as the call tree's context.
-fn context(code: u8) -> dcg_calls::record::Context {
+fn context(code: u8) -> dcg_calls::saved_format::Context {
     use dcg_bpf::ctx;
-    use dcg_calls::record::Context;
+    use dcg_calls::saved_format::Context;
     match code {
         ctx::SOFTIRQ => Context::Softirq,
         ctx::IRQ => Context::Irq,
@@ -249,13 +250,12 @@ type Named = (FuncId, Rc<str>, Option<Rc<str>>);
 
 /// BPF records into the call tree.
 struct Feed<'a> {
-    tree: CallTree<'a>,
+    /// The call tree, its sinks, the output buffer, the saved-calls file.
+    pipe: Pipeline<'a>,
     /// The probed inlined copies, by cookie.
     inlines: Vec<sigdb::Instance<'a>>,
     /// Calls are placed under inline frames by their call sites.
     inline_frames: bool,
-    sinks: Sinks<'a>,
-    obuf: Vec<u8>,
     // The maps are looked up on every record, with keys the kernel gives: Fx hashing
     // (SipHash's resistance to chosen keys buys nothing here).
     /// Function by address: its id, name and module (shared, cloned per record), for the
@@ -282,22 +282,19 @@ struct Feed<'a> {
 }
 
 impl<'a> Feed<'a> {
-    /// A feed into `tree` (its depth and inline frames set) and `sinks`, for a session
-    /// with `args`' values and `--irqs`.
+    /// A feed into `pipe` (its tree's depth and inline frames set), for a session with
+    /// `args`' values and `--irqs`.
     fn new(
-        tree: CallTree<'a>,
-        sinks: Sinks<'a>,
+        pipe: Pipeline<'a>,
         inlines: Vec<sigdb::Instance<'a>>,
         (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
         args: &TraceOptions,
     ) -> Self {
         Feed {
-            inline_frames: tree.inline_frames(),
-            tree,
+            inline_frames: pipe.tree().inline_frames(),
+            pipe,
             inlines,
-            sinks,
-            obuf: Vec::with_capacity(1 << 16),
             names: FxHashMap::default(),
             sites,
             site_at,
@@ -318,15 +315,19 @@ impl<'a> Feed<'a> {
             return v.clone();
         }
         if let Some(s) = self.site_at.get(&ip).map(|&i| &self.sites[i as usize]) {
-            let name = site_name(s, self.tree.funcs.set(), &self.kallsyms);
-            let id = self.tree.funcs.intern(&name, s.module.as_deref());
+            let name = site_name(s, self.pipe.tree().funcs.set(), &self.kallsyms);
+            let id = self
+                .pipe
+                .tree_mut()
+                .funcs
+                .intern(&name, s.module.as_deref());
             let v = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
             self.names.insert(ip, v.clone());
             return v;
         }
         // Not a site of the file: the symbol at the address the db knows, else the one
         // kallsyms resolves to (see `run` for why they can differ).
-        let set = self.tree.funcs.set();
+        let set = self.pipe.tree().funcs.set();
         let exact = self
             .kallsyms
             .all_at(ip)
@@ -335,7 +336,7 @@ impl<'a> Feed<'a> {
             Some((n, m)) => (n.to_string(), m.map(str::to_string)),
             None => (format!("{ip:#x}"), None),
         };
-        let id = self.tree.funcs.intern(&name, module.as_deref());
+        let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
         let v = (id, Rc::from(name), module.map(Rc::from));
         self.names.insert(ip, v.clone());
         v
@@ -376,7 +377,7 @@ impl<'a> Feed<'a> {
             Record::Loss { tid, ip, n, .. } => {
                 // After the entry (and its strings) or the return it was measured over.
                 self.flush_pending(tid)?;
-                self.tree.lost(u64::from(tid), n);
+                self.pipe.tree_mut().lost(u64::from(tid), n);
                 let name = self.func(ip).1;
                 *self.lost_at.entry(name).or_default() += n;
             }
@@ -398,14 +399,8 @@ impl<'a> Feed<'a> {
                 };
                 let comm = self.comm(tid);
                 let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
-                self.tree.enter_inline(
-                    task(tid, cpu, &comm),
-                    instance,
-                    values,
-                    Some(ts),
-                    &mut self.sinks,
-                    &mut self.obuf,
-                )?;
+                self.pipe
+                    .enter_inline(task(tid, cpu, &comm), instance, values, Some(ts))?;
             }
             Record::Stack { tid, words } => {
                 if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
@@ -470,7 +465,7 @@ impl<'a> Feed<'a> {
                     duration_ns: None,
                     layout: None,
                 };
-                self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+                self.pipe.exit(&exit)?;
             }
         }
         Ok(())
@@ -523,7 +518,7 @@ impl<'a> Feed<'a> {
             layout: None,
             ctx: Some(context(p.ctx)),
         };
-        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
+        self.pipe.enter(&entry)
     }
 
     fn flush_all(&mut self) -> std::io::Result<()> {
@@ -535,11 +530,7 @@ impl<'a> Feed<'a> {
     }
 
     fn write_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.obuf.is_empty() {
-            out.write_all(&self.obuf)?;
-            self.obuf.clear();
-        }
-        Ok(())
+        self.pipe.flush_to(out)
     }
 }
 
@@ -702,29 +693,20 @@ pub fn run(
 
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
-    let (sinks, collected) = Sinks::for_output(&Output {
+    let spec = OutputSpec {
         json: args.json,
         errors_only: args.errors_only,
         color: args.color,
         cpu_width: 1,
-        probe_notes: false,
-        threads: false,
         report: args.report,
-    });
+        saved: args.output.clone(),
+        source: format!("dcg trace --func {}", args.func.join(" --func ")),
+        ..OutputSpec::default()
+    };
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
-    let mut feed = Feed::new(tree, sinks, probed, (sites, site_at), kallsyms, args);
-    let saved = match &args.output {
-        Some(path) => {
-            let file = dcg_outfile::Output::create(path)?;
-            feed.sinks.push(Box::new(SavedCalls::new(
-                Box::new(std::io::BufWriter::new(file.writer()?)),
-                &format!("dcg trace --func {}", args.func.join(" --func ")),
-            )?));
-            Some(file)
-        }
-        None => None,
-    };
+    let pipe = Pipeline::new(tree, &spec)?;
+    let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, args);
     let target = match (&child, args.pid) {
         (Some(c), _) => format!("command pid {}", c.pid()),
         (None, Some(p)) => format!("pid {p}"),
@@ -789,7 +771,7 @@ pub fn run(
         }
         feed.write_out(out)?;
         out.flush()?;
-        let done = feed.tree.counts().top_level;
+        let done = feed.pipe.tree().counts().top_level;
         if let Some(sig) = tracefs::stop_requested() {
             break format!("signal {sig}");
         }
@@ -812,15 +794,14 @@ pub fn run(
     // Ended on a count: detached now.
     capture.detach();
     feed.flush_all()?;
-    feed.tree.finish(&mut feed.sinks, &mut feed.obuf)?;
-    feed.write_out(out)?;
+    feed.pipe.finish(out)?;
     out.flush()?;
     debug(format_args!("records decoded and written"));
     summary.lost_in_stream = capture.lost();
     summary.bpf_missed = capture.missed();
     // Recorded tasks' runs find the counter; a session that recorded nothing has no
     // losses to attribute.
-    summary.losses_unattributed = feed.tree.counts().calls > 0 && !capture.counts_losses();
+    summary.losses_unattributed = feed.pipe.tree().counts().calls > 0 && !capture.counts_losses();
     debug(format_args!(
         "the kernel skipped the programs {} times in all (any task, any CPU)",
         summary.bpf_missed
@@ -830,8 +811,8 @@ pub fn run(
     if let Some(c) = child.as_mut() {
         c.terminate(Signal::SIGTERM);
     }
-    summary.completed = feed.tree.counts().top_level;
-    summary.lossy_trees = feed.tree.counts().lossy_trees;
+    summary.completed = feed.pipe.tree().counts().top_level;
+    summary.lossy_trees = feed.pipe.tree().counts().lossy_trees;
     let mut lost: Vec<(String, u64)> = feed
         .lost_at
         .iter()
@@ -840,11 +821,7 @@ pub fn run(
     lost.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     summary.lost_calls = lost;
     summary.stop_reason = stop_reason;
-    summary.calls = collected.map(|c| c.take());
-    drop(feed);
-    if let Some(file) = saved {
-        file.commit()?;
-    }
+    summary.calls = feed.pipe.close()?;
     debug(format_args!("output committed"));
     Ok(summary)
 }
@@ -957,22 +934,13 @@ mod decode_speed {
             .unwrap_or(3000);
         // As `--json --trace-output F` (the load benchmark's session): JSON lines on the
         // output and the saved-calls file; or the text tree alone.
-        let (mut sinks, _) = Sinks::for_output(&Output {
+        let spec = OutputSpec {
             json: !text_output,
             cpu_width: 1,
-            ..Output::default()
-        });
-        if !text_output {
-            sinks.push(Box::new(
-                SavedCalls::new(
-                    Box::new(std::io::BufWriter::new(
-                        std::fs::File::create(path(".calls")).unwrap(),
-                    )),
-                    "decode_speed",
-                )
-                .unwrap(),
-            ));
-        }
+            saved: (!text_output).then(|| path(".calls").into()),
+            source: "decode_speed".into(),
+            ..OutputSpec::default()
+        };
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
@@ -981,7 +949,8 @@ mod decode_speed {
             args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
             ..TraceOptions::default()
         };
-        let mut feed = Feed::new(tree, sinks, Vec::new(), (sites, site_at), kallsyms, &opts);
+        let pipe = Pipeline::new(tree, &spec).unwrap();
+        let mut feed = Feed::new(pipe, Vec::new(), (sites, site_at), kallsyms, &opts);
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
         );
@@ -1039,8 +1008,7 @@ mod decode_speed {
             feed.write_out(&mut out).unwrap();
         }
         feed.flush_all().unwrap();
-        feed.tree.finish(&mut feed.sinks, &mut feed.obuf).unwrap();
-        feed.write_out(&mut out).unwrap();
+        feed.pipe.finish(&mut out).unwrap();
         out.flush().unwrap();
         let el = t.elapsed();
         eprintln!(
@@ -1048,5 +1016,6 @@ mod decode_speed {
             el.as_secs_f64(),
             el.as_secs_f64() * 1e6 / records as f64
         );
+        feed.pipe.close().unwrap();
     }
 }

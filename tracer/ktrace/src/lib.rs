@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::sink::{Output, Sinks};
+use dcg_calls::outputs::OutputSpec;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
@@ -100,7 +100,7 @@ pub enum KtraceError {
     Mixed(String),
     /// No db.
     #[error(transparent)]
-    Db(#[from] dcg_dbset::DbError),
+    Db(#[from] dcg_dbresolve::DbError),
     /// tracefs refused something.
     #[error(transparent)]
     TraceFs(#[from] dcg_live::tracefs::TraceFsError),
@@ -125,6 +125,9 @@ pub enum KtraceError {
     /// Writing an output file failed (the message names it).
     #[error(transparent)]
     Output(#[from] dcg_outfile::Error),
+    /// Setting up or closing the outputs failed.
+    #[error(transparent)]
+    Pipeline(#[from] dcg_calls::pipeline::PipelineError),
     /// The BPF engine could not capture.
     #[error(transparent)]
     Bpf(#[from] dcg_bpf::BpfError),
@@ -240,7 +243,7 @@ pub struct Summary {
     /// What could not be restored on cleanup.
     pub cleanup_failures: Vec<String>,
     /// The calls, when collected for a report (`--report`).
-    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
+    pub calls: Option<Vec<dcg_calls::saved_format::CallRecord>>,
 }
 
 /// A session's result.
@@ -329,6 +332,7 @@ fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
 /// `out`.
 pub fn run(
     args: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Outcome> {
@@ -341,8 +345,7 @@ pub fn run(
     {
         return Err(KtraceError::Mixed(f.clone()));
     }
-    let net = dcg_debuginfod::Client::from_env(args.offline);
-    let set = DbSet::resolve(&args.db, net.as_ref())?;
+    let set = dcg_dbresolve::resolve(&args.db, sources)?;
     if let Some(note) = set.fetched() {
         notify(Notice::DbFetched(note.to_string()));
     }
@@ -647,31 +650,21 @@ impl<'s> Setup<'s> {
             collapse_empty: true,
             inline_frames: !args.no_inline_frames,
         };
-        let (sinks, collected) = Sinks::for_output(&Output {
+        let spec = OutputSpec {
             json: args.json,
             errors_only: args.errors_only,
             color: args.color,
             cpu_width: 1,
-            probe_notes: false,
-            threads: false,
             report: args.report,
-        });
+            saved: args.output.clone(),
+            source: format!("dcg trace --func {}", args.func.join(" --func ")),
+            ..OutputSpec::default()
+        };
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
         let pointer_names = self.kallsyms.symbol_map();
-        let mut dec = Decoder::with_sinks(self.set, opts, sinks);
+        let mut dec = Decoder::with_outputs(self.set, opts, &spec)?;
         dec.set_pointer_names(&pointer_names);
         dec.mark_contexts();
-        let saved = match &args.output {
-            Some(path) => {
-                let file = dcg_outfile::Output::create(path)?;
-                dec.save_records(
-                    Box::new(std::io::BufWriter::new(file.writer()?)),
-                    &format!("dcg trace --func {}", args.func.join(" --func ")),
-                )?;
-                Some(file)
-            }
-            None => None,
-        };
         let target = match (&self.child, args.pid) {
             (Some(c), _) => format!("command pid {}", c.pid()),
             (None, Some(p)) => format!("pid {p}"),
@@ -851,11 +844,7 @@ impl<'s> Setup<'s> {
         summary.probes_capped = self.probes.capped;
         summary.probes_failed = self.probes.failed.clone();
         summary.undecoded = dec.summary();
-        summary.calls = collected.map(|c| c.take());
-        drop(dec);
-        if let Some(file) = saved {
-            file.commit()?;
-        }
+        summary.calls = dec.close()?;
         Ok(summary)
     }
 

@@ -15,8 +15,8 @@ pub mod text;
 use std::io::{BufRead, Write};
 
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::record::{self, CallRecord};
-use dcg_calls::sink::{Output, Sinks};
+use dcg_calls::outputs::OutputSpec;
+use dcg_calls::saved_format::{self, CallRecord};
 use dcg_dbset::DbSet;
 
 pub use model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, OriginStats, Summary};
@@ -48,6 +48,9 @@ pub enum ReportError {
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// Setting up or closing the report's call collection failed.
+    #[error(transparent)]
+    Pipeline(#[from] dcg_calls::pipeline::PipelineError),
     /// Reading the input failed (a line over [`dcg_calls::lines::MAX_LINE`] included).
     #[error("{input}: {error}")]
     Read {
@@ -62,7 +65,7 @@ pub enum ReportError {
         /// The input's name.
         input: String,
         /// What is wrong.
-        error: record::RecordError,
+        error: saved_format::RecordError,
     },
     /// A JSON record line is not valid.
     #[error("{input}: line {line}: {error}")]
@@ -175,7 +178,7 @@ pub fn write_report(
 /// Whether `bytes` starts with a saved-calls header line.
 pub fn looks_like_saved_calls(bytes: &[u8]) -> bool {
     let first = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    std::str::from_utf8(first).is_ok_and(|l| record::is_header(l.trim_end_matches('\r')))
+    std::str::from_utf8(first).is_ok_and(|l| saved_format::is_header(l.trim_end_matches('\r')))
 }
 
 /// Whether `bytes` starts with a call record but no header (`dcg decode --json` output).
@@ -213,7 +216,7 @@ pub fn load_records(input: impl BufRead, source: &str) -> Result<Loaded, ReportE
 
 /// Read a saved-calls file.
 pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError> {
-    let (header, records) = record::read(input).map_err(|error| ReportError::Records {
+    let (header, records) = saved_format::read(input).map_err(|error| ReportError::Records {
         input: name.to_string(),
         error,
     })?;
@@ -228,11 +231,11 @@ pub fn load_saved(input: impl BufRead, name: &str) -> Result<Loaded, ReportError
 /// Decode ftrace function_graph text into calls with the dbs of `set` (functions missing
 /// from them are named in the [`Loaded::note`]).
 pub fn load_ftrace(input: impl BufRead, source: &str, set: &DbSet) -> Result<Loaded, ReportError> {
-    let (sinks, collected) = Sinks::for_output(&Output {
+    let spec = OutputSpec {
         report: true,
-        ..Output::default()
-    });
-    let mut dec = Decoder::with_sinks(set, Options::default(), sinks);
+        ..OutputSpec::default()
+    };
+    let mut dec = Decoder::with_outputs(set, Options::default(), &spec)?;
     dec.decode_stream(input, &mut std::io::sink())
         .map_err(|error| ReportError::Read {
             input: source.to_string(),
@@ -244,13 +247,13 @@ pub fn load_ftrace(input: impl BufRead, source: &str, set: &DbSet) -> Result<Loa
             .map(str::to_string)
             .unwrap_or(s)
     });
-    drop(dec);
+    let records = dec.close()?.unwrap_or_default();
     Ok(Loaded {
         source: source.to_string(),
         kind: InputKind::FtraceText {
             dbs: set.dbs().len(),
         },
-        records: collected.map(|c| c.take()).unwrap_or_default(),
+        records,
         note,
     })
 }

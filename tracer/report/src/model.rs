@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
 use dcg_calls::origin::{error_value, Origins};
-use dcg_calls::record::CallRecord;
+use dcg_calls::saved_format::CallRecord;
 
 /// Calls arranged as trees, with every call's function interned.
 #[derive(Debug, Default)]

@@ -15,9 +15,9 @@ use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
-use crate::calls::{Calls, EventSink, Meta};
 use crate::hooks::{Binary, Hook};
 use crate::plan::{Probe, Target, Value, COMM_FIELD};
+use crate::probe_feed::{Calls, EventSink, Meta};
 use crate::{Finished, Result, Stop, UtraceError};
 
 /// File name of the recorder library.
@@ -673,7 +673,7 @@ impl Merge {
             cpu: u32::from(r.cpu),
             // The calls an exec ends keep the old program's name.
             comm: if kind == Kind::Exec {
-                crate::calls::UNKNOWN_COMM.to_string()
+                crate::probe_feed::UNKNOWN_COMM.to_string()
             } else {
                 r.comm.clone()
             },

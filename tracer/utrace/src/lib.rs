@@ -13,10 +13,10 @@
 //! removed on every exit path: normal end, error, SIGINT/SIGTERM, the traced program
 //! exiting or crashing.
 
-pub mod calls;
 pub mod hooks;
 pub mod inproc;
 pub mod plan;
+pub mod probe_feed;
 pub mod symbolize;
 
 use std::collections::HashMap;
@@ -27,9 +27,9 @@ use dcg_fgraph::parse_event_line;
 use dcg_live::options::{split_user_func, TraceOptions};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
-use calls::{Calls, EventSink, Meta};
 use dcg_live::process::{self, Child, Ended};
 use plan::{InlineSite, Probe, Target, Value};
+use probe_feed::{Calls, EventSink, Meta};
 
 /// Exit code when a pattern matches nothing.
 pub const EXIT_NO_MATCH: u8 = 2;
@@ -67,7 +67,7 @@ pub enum UtraceError {
     },
     /// No db for a binary.
     #[error(transparent)]
-    Db(#[from] dcg_dbset::DbError),
+    Db(#[from] dcg_dbresolve::DbError),
     /// The command could not be started, or `-p` names no process.
     #[error(transparent)]
     Process(#[from] dcg_live::process::ProcessError),
@@ -100,6 +100,9 @@ pub enum UtraceError {
     /// Writing an output file failed (the message names it).
     #[error(transparent)]
     Output(#[from] dcg_outfile::Error),
+    /// Setting up or closing the outputs failed.
+    #[error(transparent)]
+    Pipeline(#[from] dcg_calls::pipeline::PipelineError),
 }
 
 pub(crate) type Result<T> = std::result::Result<T, UtraceError>;
@@ -111,13 +114,14 @@ pub struct Finished {
     /// pattern matches nothing, 1 when dcg could not clean up.
     pub exit: u8,
     /// The calls, when collected for a report (`--report`).
-    pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
+    pub calls: Option<Vec<dcg_calls::saved_format::CallRecord>>,
 }
 
 /// Run `dcg trace` for `PATH:PATTERN` functions, notes for the user to `note` as they
 /// come.
 pub fn run(
     args: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
     note: &mut dyn FnMut(&str),
 ) -> Result<Finished> {
@@ -126,8 +130,6 @@ pub fn run(
     let mut notes = Vec::new();
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
-    // debuginfod, for binaries without DWARF here (DEBUGINFOD_URLS; never --offline).
-    let net = dcg_debuginfod::Client::from_env(args.offline);
     let mut specs: Vec<(usize, String)> = Vec::new();
     for f in &args.func {
         let Some((path, pattern)) = split_user_func(f) else {
@@ -150,11 +152,7 @@ pub fn run(
             Some(i) => i,
             None => {
                 targets.push(plan::load_target(
-                    path,
-                    &resolved,
-                    &args.db,
-                    net.as_ref(),
-                    &mut notes,
+                    path, &resolved, &args.db, sources, &mut notes,
                 )?);
                 targets.len() - 1
             }
@@ -205,7 +203,11 @@ pub fn run(
         .filter(|c| !targets.iter().any(|t| &t.path == c))
         .and_then(|c| {
             let given = c.display().to_string();
-            plan::load_target(&given, &c, &[], None, &mut Vec::new()).ok()
+            let local = dcg_dbresolve::DbSources {
+                net: None,
+                ..sources.clone()
+            };
+            plan::load_target(&given, &c, &[], &local, &mut Vec::new()).ok()
         })
         .map(|t| t.db);
     let prototypes: Vec<&sigdb::Db> = command_db.iter().collect();
@@ -287,23 +289,10 @@ pub fn run(
     }
     if in_process {
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args);
-        let saved = match &args.output {
-            Some(path) => {
-                let file = dcg_outfile::Output::create(path)?;
-                calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.writer()?)),
-                    &source_name(args, &targets, "in process"),
-                )?;
-                Some(file)
-            }
-            None => None,
-        };
+        let source = source_name(args, &targets, "in process");
+        let mut calls = calls_for(&no_db, &probes, &inlines, &targets, args, source)?;
         let finished = inproc::run(&targets, &probes, hooks, &mut calls, args, out, note)?;
-        drop(calls);
-        if let Some(f) = saved {
-            f.commit()?;
-        }
+        calls.close()?;
         return Ok(finished);
     }
     if let Some(pid) = args.pid {
@@ -455,18 +444,8 @@ impl Tracer {
     ) -> Result<Finished> {
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let mut calls = calls_for(&no_db, probes, inlines, targets, args);
-        let saved = match &args.output {
-            Some(path) => {
-                let file = dcg_outfile::Output::create(path)?;
-                calls.save_records(
-                    Box::new(std::io::BufWriter::new(file.writer()?)),
-                    &source_name(args, targets, "uprobes"),
-                )?;
-                Some(file)
-            }
-            None => None,
-        };
+        let source = source_name(args, targets, "uprobes");
+        let mut calls = calls_for(&no_db, probes, inlines, targets, args, source)?;
         let mut pipe = self.session.open_pipe()?;
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
@@ -498,10 +477,7 @@ impl Tracer {
         ignore_closed(calls.finish(out))?;
         ignore_closed(out.flush())?;
         let collected = calls.take_collected();
-        drop(calls);
-        if let Some(f) = saved {
-            f.commit()?;
-        }
+        calls.close()?;
         let lost = stream.lost_seen.max(overrun + dropped);
         if lost > 0 {
             note(&format!(
@@ -695,20 +671,27 @@ fn calls_for<'a>(
     inlines: &'a [InlineSite<'a>],
     targets: &'a [Target],
     args: &TraceOptions,
-) -> Calls<'a> {
-    let opts = calls::Options {
+    source: String,
+) -> Result<Calls<'a>> {
+    let opts = probe_feed::Options {
         args: args.args,
         retvals: args.show_retvals,
         max_depth: args.depth,
-        report: args.report,
+        errno: args.errno,
+        inline_frames: !args.no_inline_frames,
+    };
+    let spec = dcg_calls::outputs::OutputSpec {
         json: args.json,
         errors_only: args.errors_only,
         color: args.color,
         cpu_width: cpu_width(),
-        errno: args.errno,
-        inline_frames: !args.no_inline_frames,
+        threads: true,
+        report: args.report,
+        saved: args.output.clone(),
+        source,
+        ..Default::default()
     };
-    let mut calls = Calls::new(no_db, probes, inlines, targets, opts);
+    let mut calls = Calls::new(no_db, probes, inlines, targets, opts, &spec)?;
     calls.set_default_comm(match (args.pid, args.command.first()) {
         (Some(p), _) => Some(process::comm_of(p)),
         // The kernel names a task after the first 15 bytes of the executable's name.
@@ -722,7 +705,7 @@ fn calls_for<'a>(
         }),
         (None, None) => None,
     });
-    calls
+    Ok(calls)
 }
 
 /// A closed standard output at the end is not an error.
@@ -862,7 +845,7 @@ impl<'e, 'p> Stream<'e, 'p> {
             let ts = ev.timestamp_ns().unwrap_or(0);
             for tid in std::iter::once(ev.pid).chain(old.filter(|&o| o != ev.pid)) {
                 let m = Meta {
-                    comm: calls::UNKNOWN_COMM,
+                    comm: probe_feed::UNKNOWN_COMM,
                     tid,
                     cpu: ev.cpu,
                     ts,
@@ -922,7 +905,7 @@ impl<'e, 'p> Stream<'e, 'p> {
         // The name the entry probe fetched; a return takes its call's (`<...>`: known).
         let comm = match (is_return, values.last()) {
             (false, Some(Value::Str(c))) => c.as_str(),
-            (true, _) => calls::UNKNOWN_COMM,
+            (true, _) => probe_feed::UNKNOWN_COMM,
             _ => ev.comm,
         };
         let m = Meta {

@@ -19,9 +19,6 @@ impl<'a> Decoder<'a> {
         mut input: impl BufRead,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        if self.obuf.capacity() < OUT_CHUNK {
-            self.obuf.reserve(OUT_CHUNK + 4096);
-        }
         let mut carry: Vec<u8> = Vec::new();
         loop {
             // Everything decoded so far goes out before a read that may block.
@@ -101,7 +98,7 @@ impl<'a> Decoder<'a> {
             let line = s.get(i..e).unwrap_or("");
             let line = line.strip_suffix('\r').unwrap_or(line);
             self.line(line)?;
-            if self.obuf.len() >= OUT_CHUNK {
+            if self.pipe.buffered() >= OUT_CHUNK {
                 self.flush_out(out)?;
             }
             i = e + 1;

@@ -8,7 +8,7 @@ use dcg_dbset::kallsyms::Kallsyms;
 use dcg_ringbuf::graph::{context_of, GraphRecord, RecordContext};
 
 use super::Decoder;
-use crate::record::Context;
+use crate::saved_format::Context;
 use crate::sink::{Note, Task};
 use crate::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 
@@ -52,13 +52,13 @@ impl Decoder<'_> {
                 let (name, module) = name_of(*func);
                 let callsite = retaddr.and_then(|a| syms.describe(a));
                 let site = retaddr
-                    .filter(|_| self.tree.inline_frames())
+                    .filter(|_| self.pipe.tree().inline_frames())
                     .and_then(|a| syms.locate(a).map(|(start, n, m)| (a - start, n, m)))
                     .map(|(offset, n, m)| CodeSite {
-                        func: self.tree.funcs.intern(n, m),
+                        func: self.pipe.tree_mut().funcs.intern(n, m),
                         offset,
                     });
-                let id = self.tree.funcs.intern(&name, module.as_deref());
+                let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
                 let entry = Entry {
                     task: task(*pid),
                     depth: depth.saturating_sub(shift),
@@ -76,7 +76,7 @@ impl Decoder<'_> {
                     layout: None,
                     ctx: self.contexts.then(|| context(*flags)),
                 };
-                self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+                self.pipe.enter(&entry)?;
             }
             GraphRecord::Exit {
                 pid,
@@ -88,7 +88,7 @@ impl Decoder<'_> {
                 ..
             } => {
                 let (name, module) = name_of(*func);
-                let id = self.tree.funcs.intern(&name, module.as_deref());
+                let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
                 let raw = retval.map(|v| format!("{v:#x}"));
                 let exit = Exit {
                     task: task(*pid),
@@ -102,16 +102,16 @@ impl Decoder<'_> {
                     duration_ns: Some(rettime.saturating_sub(*calltime)),
                     layout: None,
                 };
-                self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+                self.pipe.exit(&exit)?;
             }
             GraphRecord::Print { pid, text, .. } => {
-                let depth = self.tree.depth_of(u64::from(*pid)) as u32;
+                let depth = self.pipe.tree().depth_of(u64::from(*pid)) as u32;
                 let note = Note::Comment {
                     task: task(*pid),
                     depth,
                     text,
                 };
-                self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+                self.pipe.note(&note)?;
             }
             GraphRecord::Other { .. } => {}
         }

@@ -3,20 +3,17 @@
 // Each test file compiles this module and uses what it needs of it.
 #![allow(dead_code)]
 
-use dcg_calls::record::Context;
-use dcg_calls::sink::{Output, Sink, Sinks, Task};
+use dcg_calls::outputs::OutputSpec;
+use dcg_calls::saved_format::Context;
+use dcg_calls::sink::{Sink, Sinks, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit};
 
 /// The sinks of `dcg trace` with text (or `--json`) output and nothing else.
 pub fn sinks<'a>(json: bool) -> Sinks<'a> {
-    Sinks::for_output(&Output {
+    dcg_calls::outputs::sinks(&OutputSpec {
         json,
-        errors_only: false,
-        color: false,
         cpu_width: 1,
-        probe_notes: false,
-        threads: false,
-        report: false,
+        ..OutputSpec::default()
     })
     .0
 }

@@ -10,7 +10,7 @@ fn binary_error(path: impl std::fmt::Display, what: impl std::fmt::Display) -> U
     }
 }
 
-pub use dcg_dbset::binary::DbSource;
+pub use dcg_dbresolve::binary::DbSource;
 
 /// A loadable segment: ELF address range and the file offset of its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,12 +190,13 @@ fn interpreter(bytes: &[u8]) -> Option<PathBuf> {
 
 /// Open the binary at `path` and find its db: `--db` files (the one with the binary's
 /// build-id, or the only one), the store by build-id, else one built in memory with
-/// dwarfscan (with a note on how to keep it). Notes go to `notes`.
+/// dwarfscan (with a note on how to keep it), else debuginfod (`sources`). Notes go to
+/// `notes`.
 pub fn load_target(
     given: &str,
     path: &Path,
     dbs: &[PathBuf],
-    net: Option<&dcg_debuginfod::Client>,
+    sources: &dcg_dbresolve::DbSources,
     notes: &mut Vec<String>,
 ) -> Result<Target> {
     let bytes = std::fs::read(path).map_err(|e| binary_error(path.display(), e))?;
@@ -208,7 +209,7 @@ pub fn load_target(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| given.to_string());
-    let found = dcg_dbset::binary::resolve_binary(path, &bytes, &build_id, dbs, net)?;
+    let found = dcg_dbresolve::binary::resolve_binary(path, &bytes, &build_id, dbs, sources)?;
     notes.extend(found.notes);
     let (db, source) = (found.db, found.source);
     let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;

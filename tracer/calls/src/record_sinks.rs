@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::io::{self, Write};
 use std::rc::Rc;
 
-use crate::record::{ArgValue, CallEnd, CallRecord, InlineSite, RecordSink};
+use crate::saved_format::{ArgValue, CallEnd, CallRecord, InlineSite, RecordSink};
 use crate::sink::{CallView, Kind, Note, Sink};
 
 /// The record of a completed call (a close with its entry, or a leaf); `None` otherwise.
@@ -53,7 +53,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
 }
 
 /// Append the saved-calls line of a completed call, newline included: the bytes
-/// [`record::write_record`] writes for [`record_of`]'s record, without building it (a
+/// [`saved_format::write_record`](crate::saved_format::write_record) writes for [`record_of`]'s record, without building it (a
 /// session writes a line per call, hundreds of thousands: the record's strings are not
 /// copied, its keys not escaped). False, nothing appended, when `c` is not a completed
 /// call. The fields and their order are [`CallRecord`]'s.
@@ -336,7 +336,7 @@ impl Sink for Collect {
 mod tests {
     use super::*;
     use crate::funcs::FuncTable;
-    use crate::record::{self, Context};
+    use crate::saved_format::Context;
     use crate::sink::{ArgList, Inlined, Origin, Task};
     use dcg_dbset::DbSet;
     use sigdb::{Db, DbBuilder, FuncFlags, FunctionDesc, ModuleDesc, ModuleKind, TypeDesc};
@@ -467,7 +467,7 @@ mod tests {
             let mut direct = Vec::new();
             assert!(write_record_line(&mut direct, v));
             let mut serialized = Vec::new();
-            record::write_record(&mut serialized, &record_of(v).unwrap()).unwrap();
+            crate::saved_format::write_record(&mut serialized, &record_of(v).unwrap()).unwrap();
             let direct = String::from_utf8(direct).unwrap();
             assert_eq!(direct, String::from_utf8(serialized).unwrap());
             lines.push(direct);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use sigdb::Db;
 
-use crate::{open_one, DbError};
+use crate::{open_one, DbError, DbSources};
 
 /// Where a binary's db came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,18 +37,19 @@ pub struct BinaryDb {
 
 /// Find the db of the binary at `path` (its contents `bytes`, its `build_id`): from `dbs`
 /// (`--db` files) when given, else the store, else built from local DWARF, else from
-/// debuginfod (`net`: the configured client, `None` offline) and kept in the store.
+/// debuginfod (the client of `sources`, none offline) and kept in the store.
 pub fn resolve_binary(
     path: &Path,
     bytes: &[u8],
     build_id: &[u8],
     dbs: &[PathBuf],
-    net: Option<&dcg_debuginfod::Client>,
+    sources: &DbSources,
 ) -> Result<BinaryDb, DbError> {
     if !dbs.is_empty() {
         return given(path, build_id, dbs);
     }
-    let store_note = match loader::Store::from_env().and_then(|s| s.find_for_binary(path)) {
+    let places = &sources.places;
+    let store_note = match places.store().and_then(|s| s.find_for_binary(path)) {
         Ok(found) => {
             if let Some(base) = found.base {
                 return Ok(BinaryDb {
@@ -62,11 +63,11 @@ pub fn resolve_binary(
         Err(loader::Error::NoBinaryDb { .. } | loader::Error::NoBinaryBuildId { .. }) => None,
         Err(e) => Some(format!("the store could not be read ({e})")),
     };
-    match built(path, bytes, build_id, store_note) {
-        Err(DbError::NoDwarf { .. }) if net.is_some() && !build_id.is_empty() => {
-            fetched(path, build_id, net.expect("checked"))
+    match (built(path, bytes, build_id, store_note), &sources.net) {
+        (Err(DbError::NoDwarf { .. }), Some(net)) if !build_id.is_empty() => {
+            fetched(path, build_id, net, places)
         }
-        r => r,
+        (r, _) => r,
     }
 }
 
@@ -100,6 +101,7 @@ impl Miss {
 pub fn fetch_db(
     build_id: &[u8],
     net: &dcg_debuginfod::Client,
+    places: &loader::Places,
 ) -> Result<(Db, PathBuf, &'static str), DbError> {
     use dcg_debuginfod::{FetchError, What};
     let id = sigdb::hex(build_id);
@@ -111,7 +113,7 @@ pub fn fetch_db(
     let section = What::Section(SECTION);
     let first = match section_db(build_id, net, section) {
         Ok(p) => {
-            let o = loader::Store::from_env()?.load(&p, &opts)?;
+            let o = places.store()?.load(&p, &opts)?;
             return Ok((Db::open(&o.path)?, o.path, "its .dcg_sigdb section"));
         }
         Err(Miss::Fetch(e @ FetchError::Cache { .. })) => return Err(e.into()),
@@ -129,7 +131,7 @@ pub fn fetch_db(
     }
     match debug_file_db(build_id, &id, net) {
         Ok((bytes, from)) => {
-            let o = loader::Store::from_env()?.load_bytes(bytes, &from, &opts)?;
+            let o = places.store()?.load_bytes(bytes, &from, &opts)?;
             Ok((Db::open(&o.path)?, o.path, "a db built from its debug file"))
         }
         Err(Miss::Fetch(e @ FetchError::Cache { .. })) => Err(e.into()),
@@ -226,8 +228,9 @@ fn fetched(
     path: &Path,
     build_id: &[u8],
     net: &dcg_debuginfod::Client,
+    places: &loader::Places,
 ) -> Result<BinaryDb, DbError> {
-    let (db, stored, how) = fetch_db(build_id, net)?;
+    let (db, stored, how) = fetch_db(build_id, net, places)?;
     Ok(BinaryDb {
         notes: vec![format!(
             "{}: no DWARF here; its db came from debuginfod ({how}, {} functions) and is kept \

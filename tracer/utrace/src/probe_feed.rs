@@ -1,13 +1,15 @@
-//! Uprobe events as a flat source of the call pipeline: each entry and return event of a
-//! probe becomes a call event for [`dcg_calls::tree::CallTree`], whose sinks print the
-//! function_graph layout, JSON lines, saved calls, or the `--errors-only` paths.
+//! The probes' events (uprobes, or the in-process recorder's) fed to the call pipeline as
+//! a flat source: each entry and return event of a probe becomes a call event for one
+//! [`dcg_calls::pipeline::Pipeline`], whose outputs print the function_graph layout, JSON
+//! lines, saved calls, or the `--errors-only` paths.
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::records::{Collected, SavedCalls};
-use dcg_calls::sink::{ArgList, Note, Output, Sinks, Task};
+use dcg_calls::outputs::OutputSpec;
+use dcg_calls::pipeline::{Pipeline, PipelineError};
+use dcg_calls::sink::{ArgList, Note, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
@@ -15,7 +17,7 @@ use dcg_render::Role;
 use super::plan::{render_arg, setjmp_returns, ArgPlan, InlineSite, Jump, Probe, Target, Value};
 use super::symbolize::Symbolizer;
 
-/// Output options.
+/// What the source reads and shows (the outputs are an [`OutputSpec`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// Print arguments.
@@ -24,16 +26,6 @@ pub struct Options {
     pub retvals: bool,
     /// Print calls only down to this depth (0: all).
     pub max_depth: u32,
-    /// Collect the calls for a report instead of printing them.
-    pub report: bool,
-    /// Records as JSON lines instead of text.
-    pub json: bool,
-    /// Only call paths with an error return.
-    pub errors_only: bool,
-    /// ANSI color for error values.
-    pub color: bool,
-    /// Width of the CPU column (digits of the highest CPU number).
-    pub cpu_width: usize,
     /// Read values by the kernel's error conventions (`-EINVAL`, `ERR_PTR`): off for user
     /// space unless asked (`--errno`).
     pub errno: bool,
@@ -109,31 +101,29 @@ pub struct Calls<'a> {
     jumping: HashMap<u32, usize>,
     /// The comment of the entry being built (a `longjmp`'s).
     comment: String,
-    /// The calls, when collected for a report.
-    collected: Option<Collected>,
-    tree: CallTree<'a>,
-    sinks: Sinks<'a>,
+    /// The call tree, its sinks, the output buffer, the saved-calls file.
+    pipe: Pipeline<'a>,
     /// Each probe's function in the tree.
     ids: Vec<FuncId>,
     opts: Options,
     comms: HashMap<u32, String>,
     default_comm: Option<String>,
     lost: u64,
-    obuf: Vec<u8>,
     args: ArgList,
     symbolizer: Symbolizer<'a>,
 }
 
 impl<'a> Calls<'a> {
     /// A source for events of `probes` and `inlines` (functions of `targets`, looked up
-    /// in `set`).
+    /// in `set`) feeding the outputs of `spec`.
     pub fn new(
         set: &'a DbSet,
         probes: &'a [Probe<'a>],
         inlines: &'a [InlineSite<'a>],
         targets: &'a [Target],
         opts: Options,
-    ) -> Calls<'a> {
+        spec: &OutputSpec,
+    ) -> Result<Calls<'a>, PipelineError> {
         let mut funcs = FuncTable::new(set);
         let ids = probes
             .iter()
@@ -165,16 +155,8 @@ impl<'a> Calls<'a> {
         let mut tree = CallTree::new(funcs, Shape::Flat, opts.max_depth);
         tree.show_inline_frames(opts.inline_frames);
         tree.set_inline_arg_role(opts.role(false));
-        let (sinks, collected) = Sinks::for_output(&Output {
-            json: opts.json,
-            errors_only: opts.errors_only,
-            color: opts.color,
-            cpu_width: opts.cpu_width,
-            probe_notes: false,
-            threads: true,
-            report: opts.report,
-        });
-        Calls {
+        let pipe = Pipeline::new(tree, spec)?;
+        Ok(Calls {
             probes,
             inlines,
             code,
@@ -183,35 +165,30 @@ impl<'a> Calls<'a> {
             jmp_bufs: HashMap::new(),
             jumping: HashMap::new(),
             comment: String::new(),
-            collected,
-            tree,
-            sinks,
+            pipe,
             ids,
             opts,
             comms: HashMap::new(),
             default_comm: None,
             lost: 0,
-            obuf: Vec::with_capacity(4096),
             args: ArgList::default(),
             symbolizer: Symbolizer::new(targets),
-        }
-    }
-
-    /// Also write every call as a saved-calls record to `sink`, after a header naming
-    /// `source`.
-    pub fn save_records(&mut self, sink: Box<dyn Write + 'a>, source: &str) -> std::io::Result<()> {
-        self.sinks.push(Box::new(SavedCalls::new(sink, source)?));
-        Ok(())
+        })
     }
 
     /// The calls collected for a report (`--report`), taken out.
-    pub fn take_collected(&self) -> Option<Vec<dcg_calls::record::CallRecord>> {
-        self.collected.as_ref().map(Collected::take)
+    pub fn take_collected(&self) -> Option<Vec<dcg_calls::saved_format::CallRecord>> {
+        self.pipe.take_collected()
+    }
+
+    /// The end of the outputs: the saved-calls file committed ([`Pipeline::close`]).
+    pub fn close(self) -> Result<(), PipelineError> {
+        self.pipe.close().map(drop)
     }
 
     /// Counters so far.
     pub fn counts(&self) -> Counts {
-        let c = self.tree.counts();
+        let c = self.pipe.tree().counts();
         Counts {
             calls: c.calls,
             top_level: c.top_level,
@@ -223,7 +200,7 @@ impl<'a> Calls<'a> {
 
     /// Number of distinct tasks seen.
     pub fn tasks_seen(&self) -> usize {
-        self.tree.tasks_seen()
+        self.pipe.tree().tasks_seen()
     }
 
     /// The name to show for tasks whose name the trace lost (`<...>`): the traced
@@ -252,11 +229,7 @@ impl<'a> Calls<'a> {
     }
 
     fn flush(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.obuf.is_empty() {
-            out.write_all(&self.obuf)?;
-            self.obuf.clear();
-        }
-        Ok(())
+        self.pipe.flush_to(out)
     }
 
     /// The traced function a return address `ra` of thread `tid` is in, and where: the
@@ -299,13 +272,11 @@ impl<'a> Calls<'a> {
             _ => self.comm(m).to_string(),
         };
         for &instance in &s.copies {
-            self.tree.enter_inline(
+            self.pipe.enter_inline(
                 task_of(m, &comm),
                 instance,
                 read.as_ref().map(|(regs, stack)| (&regs[..], &stack[..])),
                 Some(m.ts),
-                &mut self.sinks,
-                &mut self.obuf,
             )?;
         }
         Ok(())
@@ -336,7 +307,7 @@ impl<'a> Calls<'a> {
                 if self.jmp_bufs.len() >= 4096 {
                     self.jmp_bufs.clear();
                 }
-                let depth = self.tree.depth_of(u64::from(m.tid));
+                let depth = self.pipe.tree().depth_of(u64::from(m.tid));
                 self.jmp_bufs.insert((m.tid, env), (probe, depth));
             }
             Jump::Longjmp if !at_exit => {
@@ -362,13 +333,7 @@ impl<'a> Calls<'a> {
             return Ok(());
         };
         let comm = self.comm(m).to_string();
-        self.tree.unwind_to(
-            task_of(m, &comm),
-            depth,
-            Some(m.ts),
-            &mut self.sinks,
-            &mut self.obuf,
-        )
+        self.pipe.unwind_to(task_of(m, &comm), depth, Some(m.ts))
     }
 
     /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
@@ -389,7 +354,7 @@ impl<'a> Calls<'a> {
             duration_ns: None,
             layout: None,
         };
-        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.pipe.exit(&exit)?;
         self.flush(out)
     }
 
@@ -402,8 +367,7 @@ impl<'a> Calls<'a> {
     /// Close every open call (end of trace): `f(...); /* no return */` or
     /// `} /* f (no return) */`, and flush buffered trees.
     pub fn finish(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        self.tree.finish(&mut self.sinks, &mut self.obuf)?;
-        self.flush(out)
+        self.pipe.finish(out)
     }
 }
 
@@ -449,12 +413,7 @@ pub trait EventSink {
 impl EventSink for Calls<'_> {
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()> {
         let comm = self.comm(m).to_string();
-        self.tree.exec(
-            task_of(m, &comm),
-            Some(m.ts),
-            &mut self.sinks,
-            &mut self.obuf,
-        )?;
+        self.pipe.exec(task_of(m, &comm), Some(m.ts))?;
         self.flush(out)
     }
 
@@ -526,7 +485,7 @@ impl EventSink for Calls<'_> {
             layout: None,
             ctx: None,
         };
-        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)?;
+        self.pipe.enter(&entry)?;
         if p.jump.returns_twice() {
             // Never hooked: a leaf, with what a direct setjmp returns.
             let value = ret_value(p, values, self.opts.role(true), &|_| None);
@@ -543,7 +502,7 @@ impl EventSink for Calls<'_> {
                 duration_ns: None,
                 layout: None,
             };
-            self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+            self.pipe.exit(&exit)?;
             self.jump(m, p, probe, values, true);
             return self.flush(out);
         }
@@ -581,7 +540,7 @@ impl EventSink for Calls<'_> {
             duration_ns: None,
             layout: None,
         };
-        self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
+        self.pipe.exit(&exit)?;
         self.flush(out)
     }
 
@@ -612,7 +571,7 @@ impl EventSink for Calls<'_> {
             cpu: Some(cpu),
             count: Some(n),
         };
-        self.tree.note(&note, &mut self.sinks, &mut self.obuf)?;
+        self.pipe.note(&note)?;
         self.flush(out)
     }
 

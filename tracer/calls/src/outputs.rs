@@ -1,0 +1,81 @@
+//! The concrete outputs of a stream, built in one place from what the user asked
+//! ([`OutputSpec`]): the function_graph text printer (through the `--errors-only` filter),
+//! JSON lines, the report collection, and the saved-calls file (`--output`). This module
+//! is the only caller of their constructors; every source gets its outputs through
+//! [`crate::pipeline::Pipeline::new`].
+
+use std::path::PathBuf;
+
+use crate::errors::ErrorsOnly;
+use crate::pipeline::PipelineError;
+use crate::record_sinks::{Collect, Collected, JsonLines, SavedCalls};
+use crate::sink::Sinks;
+use crate::text::{TextOptions, TextPrinter};
+
+/// What a stream's outputs are: plain data a trace plan carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// Saved-calls records as JSON lines instead of text.
+    pub json: bool,
+    /// Only call paths that contain an error return.
+    pub errors_only: bool,
+    /// ANSI color for error values.
+    pub color: bool,
+    /// Width of the CPU column of laid-out lines.
+    pub cpu_width: usize,
+    /// Print probe events joined to calls in place.
+    pub probe_notes: bool,
+    /// Collect the calls for a report instead of printing them.
+    pub report: bool,
+    /// The `comm-tid` column on every laid-out line from the first, with the whole name
+    /// (user space, where threads come and go), instead of the kernel's way.
+    pub threads: bool,
+    /// Also save the completed calls to this file (`--output`).
+    pub saved: Option<PathBuf>,
+    /// What the saved-calls header names as the calls' source.
+    pub source: String,
+}
+
+/// The sinks of `spec` in feeding order — the report collection, or JSON lines, or the
+/// text printer (through `--errors-only`) — and the handle of the report collection.
+/// Without the saved-calls file ([`crate::pipeline::Pipeline::new`] adds it).
+pub fn sinks<'s>(spec: &OutputSpec) -> (Sinks<'s>, Option<Collected>) {
+    let mut sinks = Sinks::new();
+    if spec.report {
+        let collect = Collect::new();
+        let handle = collect.handle();
+        sinks.push(Box::new(collect));
+        return (sinks, Some(handle));
+    }
+    if spec.json {
+        sinks.push(Box::new(JsonLines));
+        return (sinks, None);
+    }
+    let printer = TextPrinter::new(TextOptions {
+        color: spec.color,
+        cpu_width: spec.cpu_width.max(1),
+        probe_notes: spec.probe_notes,
+        threads: spec.threads,
+    });
+    if spec.errors_only {
+        sinks.push(Box::new(ErrorsOnly::new(printer)));
+    } else {
+        sinks.push(Box::new(printer));
+    }
+    (sinks, None)
+}
+
+/// The saved-calls file of `spec` (`--output`), when asked: created, its header written,
+/// its sink added to `sinks` (last); the file is committed once the sinks are dropped.
+pub(crate) fn saved<'s>(
+    spec: &OutputSpec,
+    sinks: &mut Sinks<'s>,
+) -> Result<Option<dcg_outfile::Output>, PipelineError> {
+    let Some(path) = &spec.saved else {
+        return Ok(None);
+    };
+    let file = dcg_outfile::Output::create(path)?;
+    let writer = std::io::BufWriter::new(file.writer()?);
+    sinks.push(Box::new(SavedCalls::new(Box::new(writer), &spec.source)?));
+    Ok(Some(file))
+}
