@@ -9,14 +9,16 @@
 //! the binary. A function that cannot be hooked is counted (`unhooked`) and left as it is.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::ptr::NonNull;
 
 use dcg_inproc::layout::*;
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Decoder, DecoderOptions, FlowControl, InstructionBlock,
     OpKind,
 };
+use zerocopy::FromBytes;
 
+use crate::ring::Shm;
 use crate::state::{publish, State};
 use crate::thunks::dcg_entry_thunk;
 
@@ -34,22 +36,29 @@ struct Object {
     build_id: Vec<u8>,
 }
 
+/// `dl_iterate_phdr`'s callback: one loaded object into the `Vec<Object>` at `data`.
+///
+/// # Safety
+/// Called by `dl_iterate_phdr` only, with the vector [`init`] passes as `data`.
 unsafe extern "C" fn each_object(
     info: *mut libc::dl_phdr_info,
     _size: libc::size_t,
     data: *mut libc::c_void,
 ) -> libc::c_int {
-    let out = &mut *(data as *mut Vec<Object>);
-    let info = &*info;
+    // SAFETY: the vector `init` passed, borrowed by nothing else meanwhile, and the C
+    // library's description of a loaded object, valid for this call.
+    let (out, info) = unsafe { (&mut *(data as *mut Vec<Object>), &*info) };
     let bias = info.dlpi_addr;
     let name = if info.dlpi_name.is_null() {
         String::new()
     } else {
-        CStr::from_ptr(info.dlpi_name)
+        // SAFETY: a non-null object name is a NUL-terminated string.
+        unsafe { CStr::from_ptr(info.dlpi_name) }
             .to_string_lossy()
             .into_owned()
     };
-    let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+    // SAFETY: the object's program headers, `dlpi_phnum` of them, mapped.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
     let (mut start, mut end, mut build_id) = (u64::MAX, 0, Vec::new());
     for ph in phdrs {
         if ph.p_type == libc::PT_LOAD {
@@ -57,8 +66,10 @@ unsafe extern "C" fn each_object(
             end = end.max(bias + ph.p_vaddr + ph.p_memsz);
         }
         if ph.p_type == libc::PT_NOTE && build_id.is_empty() {
-            let note =
-                std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize);
+            // SAFETY: a note segment of a loaded object: mapped, `p_memsz` bytes.
+            let note = unsafe {
+                std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize)
+            };
             build_id = find_build_id(note);
         }
     }
@@ -90,18 +101,19 @@ fn find_build_id(mut n: &[u8]) -> Vec<u8> {
     Vec::new()
 }
 
-/// Map `path` (read-only, or shared read-write).
-unsafe fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
-    let fd = libc::open(
-        path.as_ptr(),
-        if write { libc::O_RDWR } else { libc::O_RDONLY } | libc::O_CLOEXEC,
-    );
+/// Map `path` (read-only, or shared read-write), for the rest of the process's life.
+fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
+    let flags = if write { libc::O_RDWR } else { libc::O_RDONLY } | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), flags) };
     if fd < 0 {
         return None;
     }
-    let mut st: libc::stat = std::mem::zeroed();
-    let len = if libc::fstat(fd, &mut st) == 0 {
-        st.st_size as usize
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a stat buffer to fill; read only when the call succeeded.
+    let len = if unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0 {
+        // SAFETY: filled by the successful `fstat`.
+        unsafe { st.assume_init() }.st_size as usize
     } else {
         0
     };
@@ -111,12 +123,15 @@ unsafe fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
         libc::PROT_READ
     };
     let m = if len > 0 {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0)
+        // SAFETY: a new mapping of the file, at an address the kernel picks.
+        unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) }
     } else {
         libc::MAP_FAILED
     };
-    libc::close(fd);
-    (m != libc::MAP_FAILED).then(|| std::slice::from_raw_parts_mut(m.cast(), len))
+    // SAFETY: the descriptor opened above (the mapping keeps the file).
+    unsafe { libc::close(fd) };
+    // SAFETY: `len` bytes mapped here, never unmapped, referenced by nothing else.
+    (m != libc::MAP_FAILED).then(|| unsafe { std::slice::from_raw_parts_mut(m.cast(), len) })
 }
 
 /// Read-only file mappings of the process now.
@@ -149,17 +164,24 @@ fn readonly_mappings() -> Vec<(u64, u64)> {
 }
 
 /// Make `[addr, addr + len)` writable, run `f`, make it read-only and executable again.
+///
+/// # Safety
+/// The range is code of a loaded object (its pages are read-only and executable, and
+/// nothing else relies on them being otherwise).
 unsafe fn with_writable_text(addr: u64, len: usize, f: impl FnOnce()) -> bool {
     let page = 4096u64;
     let start = addr & !(page - 1);
     let end = (addr + len as u64).div_ceil(page) * page;
     let n = (end - start) as usize;
     let p = start as *mut libc::c_void;
-    if libc::mprotect(p, n, libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) != 0 {
+    let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+    // SAFETY: code pages (the caller's promise) made writable too, no byte changed.
+    if unsafe { libc::mprotect(p, n, rwx) } != 0 {
         return false;
     }
     f();
-    libc::mprotect(p, n, libc::PROT_READ | libc::PROT_EXEC) == 0
+    // SAFETY: the same pages back to what code pages are.
+    unsafe { libc::mprotect(p, n, libc::PROT_READ | libc::PROT_EXEC) == 0 }
 }
 
 /// A page of trampolines for one binary, within ±2 GiB of `[start, end)`.
@@ -170,7 +192,8 @@ struct Stubs {
 }
 
 impl Stubs {
-    unsafe fn near(start: u64, end: u64, count: usize) -> Option<Stubs> {
+    /// A page for `count` trampolines within reach of `[start, end)`, if one is free.
+    fn near(start: u64, end: u64, count: usize) -> Option<Stubs> {
         let len = (STUBS_AT + count * STUB).div_ceil(4096) * 4096;
         let reach =
             |p: u64| p.abs_diff(start) < (1 << 31) - 4096 && p.abs_diff(end) < (1 << 31) - 4096;
@@ -182,27 +205,34 @@ impl Stubs {
             if hint < 0x10000 || !reach(hint) {
                 continue;
             }
-            let m = libc::mmap(
-                hint as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
-                -1,
-                0,
-            );
+            // SAFETY: a new anonymous mapping that replaces nothing (`NOREPLACE`).
+            let m = unsafe {
+                libc::mmap(
+                    hint as *mut libc::c_void,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
             if m == libc::MAP_FAILED {
                 continue;
             }
             if m as u64 != hint {
-                libc::munmap(m, len);
+                // SAFETY: the mapping just made, unused.
+                unsafe { libc::munmap(m, len) };
                 continue;
             }
             let base = m as *mut u8;
             // The thunk's address, then `jmp [rip - 14]` (jumps through it): the NOP pads'
             // call target.
-            (base as *mut u64).write(dcg_entry_thunk as *const () as u64);
             let jmp: [u8; 6] = [0xff, 0x25, 0xf2, 0xff, 0xff, 0xff];
-            std::ptr::copy_nonoverlapping(jmp.as_ptr(), base.add(8), 6);
+            // SAFETY: the first 14 bytes of the new, writable, page-aligned mapping.
+            unsafe {
+                (base as *mut u64).write(dcg_entry_thunk as *const () as u64);
+                std::ptr::copy_nonoverlapping(jmp.as_ptr(), base.add(8), 6);
+            }
             return Some(Stubs { base, len, used: 0 });
         }
         None
@@ -214,13 +244,17 @@ impl Stubs {
 
     /// A trampoline for the function at `at` whose first `n` bytes move: returns its
     /// hook site.
+    ///
+    /// # Safety
+    /// `[at, at + n)` is code of a loaded object.
     unsafe fn trampoline(&mut self, at: u64, n: usize) -> Option<u64> {
         if !(5..=32).contains(&n) || STUBS_AT + (self.used + 1) * STUB > self.len {
             return None;
         }
-        let stub = self.base.add(STUBS_AT + self.used * STUB);
+        let stub = self.base.wrapping_add(STUBS_AT + self.used * STUB);
         let site = stub as u64 + 6;
-        let code = std::slice::from_raw_parts(at as *const u8, n);
+        // SAFETY: mapped code (the caller's promise), read only.
+        let code = unsafe { std::slice::from_raw_parts(at as *const u8, n) };
         let mut dec = Decoder::with_ip(64, code, at, DecoderOptions::NONE);
         let mut ins = Vec::new();
         while dec.can_decode() {
@@ -288,12 +322,7 @@ impl Stubs {
                         let d = i32::try_from(c.ip_rel_memory_address() as i64 - from).ok()?;
                         b.extend_from_slice(&[0xff, 0x25]);
                         b.extend_from_slice(&d.to_le_bytes());
-                        if b.len() > STUB {
-                            return None;
-                        }
-                        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
-                        self.used += 1;
-                        return Some(site);
+                        return self.emit(&b).then_some(site);
                     }
                     _ => return None,
                 }
@@ -304,20 +333,32 @@ impl Stubs {
         let from = stub as i64 + b.len() as i64 + 5;
         b.push(0xe9);
         b.extend_from_slice(&i32::try_from(jump_to as i64 - from).ok()?.to_le_bytes());
-        if b.len() > STUB {
-            return None;
-        }
-        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
-        self.used += 1;
-        Some(site)
+        self.emit(&b).then_some(site)
     }
 
-    unsafe fn seal(&self) {
-        libc::mprotect(
-            self.base.cast(),
-            self.len,
-            libc::PROT_READ | libc::PROT_EXEC,
-        );
+    /// Write `b` as the next trampoline; false when it is too long or none is left.
+    fn emit(&mut self, b: &[u8]) -> bool {
+        let at = STUBS_AT + self.used * STUB;
+        if b.len() > STUB || at + STUB > self.len {
+            return false;
+        }
+        // SAFETY: the next free trampoline, in this writable mapping of `len` bytes,
+        // `STUB >= b.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.base.add(at), b.len()) };
+        self.used += 1;
+        true
+    }
+
+    /// Make the trampolines executable (and no longer writable).
+    fn seal(&self) {
+        // SAFETY: this page's own mapping.
+        unsafe {
+            libc::mprotect(
+                self.base.cast(),
+                self.len,
+                libc::PROT_READ | libc::PROT_EXEC,
+            )
+        };
     }
 }
 
@@ -337,15 +378,28 @@ struct Patch {
 impl Patch {
     /// Write it. Its trampoline must be executable already: the recorder's own code
     /// (`free` of a `Vec`) may call the function the moment the write ends.
+    ///
+    /// # Safety
+    /// `at` is the entry (or NOP pad) of a function of a loaded object that the patch
+    /// was prepared for ([`prepare_hook`]), `len <= 32` bytes of its code.
     unsafe fn apply(&self) -> bool {
-        with_writable_text(self.at, self.len, || {
-            std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.at as *mut u8, self.len)
-        })
+        let copy = || {
+            // SAFETY: code made writable for this write; the bytes it replaces are ones
+            // `prepare_hook` checked (a NOP pad) or moved to the trampoline.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.at as *mut u8, self.len)
+            }
+        };
+        // SAFETY: code of a loaded object (the caller's promise).
+        unsafe { with_writable_text(self.at, self.len, copy) }
     }
 }
 
 /// Prepare the hook of function `f` loaded at `bias` (its trampoline written, its entry
 /// not yet): its hook site, and the patch of its entry when it needs one.
+///
+/// # Safety
+/// `f` is a function of the plan whose object is loaded at `bias`: its code is mapped.
 unsafe fn prepare_hook(
     f: &FuncDesc,
     bias: u64,
@@ -356,7 +410,8 @@ unsafe fn prepare_hook(
         mode::MCOUNT => Some((at + u64::from(f.site_off), None)),
         mode::PATCHABLE => {
             let pad = at + u64::from(f.site_off);
-            let cur = std::slice::from_raw_parts(pad as *const u8, 5);
+            // SAFETY: the function's NOP pad, mapped code (the caller's promise).
+            let cur = unsafe { std::slice::from_raw_parts(pad as *const u8, 5) };
             if cur != [0x90; 5] && cur != [0x0f, 0x1f, 0x44, 0x00, 0x00] {
                 return None;
             }
@@ -378,7 +433,8 @@ unsafe fn prepare_hook(
                 return None;
             }
             let s = stubs.as_mut()?;
-            let site = s.trampoline(at, n)?;
+            // SAFETY: the function's first `n` bytes, mapped code.
+            let site = unsafe { s.trampoline(at, n) }?;
             let rel = rel32(at, site - 6)?;
             let mut bytes = [0xccu8; 32];
             bytes[..5].copy_from_slice(&[0xe9, rel[0], rel[1], rel[2], rel[3]]);
@@ -388,78 +444,95 @@ unsafe fn prepare_hook(
     }
 }
 
-/// Set the recorder up from the environment; nothing happens without it.
-pub unsafe fn init() {
-    let (Some(plan_path), Some(shm_path)) = (getenv(ENV_PLAN), getenv(ENV_SHM)) else {
-        return;
-    };
-    let (Some(plan), Some(shm)) = (map(plan_path, false), map(shm_path, true)) else {
-        return;
-    };
-    let Ok((h, _)) = <PlanHeader as zerocopy::FromBytes>::read_from_prefix(plan) else {
-        return;
-    };
-    let sh = shm.as_mut_ptr() as *mut ShmHeader;
-    if h.magic != PLAN_MAGIC || shm.len() < size_of::<ShmHeader>() || (*sh).magic != SHM_MAGIC {
-        return;
-    }
-    let (nrings, ring_size) = ((*sh).nrings, (*sh).ring_size);
-    if shm.len() < ring_offset(nrings, ring_size) {
-        return;
-    }
-    let t_at = size_of::<PlanHeader>();
-    let f_at = t_at + h.ntargets as usize * size_of::<TargetDesc>();
-    let o_at = f_at + h.nfuncs as usize * size_of::<FuncDesc>();
-    let s_at = o_at + h.nops as usize * size_of::<FetchOp>();
-    if plan.len() < s_at + h.strings_len as usize {
-        return;
-    }
-    let targets = std::slice::from_raw_parts(
-        plan.as_ptr().add(t_at) as *const TargetDesc,
-        h.ntargets as usize,
-    );
-    let funcs: &'static [FuncDesc] = std::slice::from_raw_parts(
-        plan.as_ptr().add(f_at) as *const FuncDesc,
-        h.nfuncs as usize,
-    );
-    let ops: &'static [FetchOp] =
-        std::slice::from_raw_parts(plan.as_ptr().add(o_at) as *const FetchOp, h.nops as usize);
-    let strings = &plan[s_at..s_at + h.strings_len as usize];
+/// The plan dcg wrote, mapped for the process's life.
+struct Plan {
+    header: PlanHeader,
+    targets: &'static [TargetDesc],
+    funcs: &'static [FuncDesc],
+    ops: &'static [FetchOp],
+    strings: &'static [u8],
+}
 
-    let mut objects: Vec<Object> = Vec::new();
-    libc::dl_iterate_phdr(Some(each_object), (&raw mut objects).cast());
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Each target's object.
-    let found: Vec<Option<&Object>> = targets
-        .iter()
-        .map(|t| {
-            let id = &t.build_id[..(t.build_id_len as usize).min(40)];
-            let path = strings
-                .get(t.path_off as usize..(t.path_off + t.path_len) as usize)
-                .and_then(|p| std::str::from_utf8(p).ok())
-                .unwrap_or("");
-            objects.iter().find(|o| {
-                if !id.is_empty() {
-                    o.build_id == id
-                } else {
-                    let name = if o.name.is_empty() { &exe } else { &o.name };
-                    name == path
-                }
-            })
+impl Plan {
+    /// The plan in `bytes`, if whole.
+    fn parse(bytes: &'static [u8]) -> Option<Plan> {
+        let (header, rest) = PlanHeader::read_from_prefix(bytes).ok()?;
+        if header.magic != PLAN_MAGIC {
+            return None;
+        }
+        let (targets, rest) =
+            <[TargetDesc]>::ref_from_prefix_with_elems(rest, header.ntargets as usize).ok()?;
+        let (funcs, rest) =
+            <[FuncDesc]>::ref_from_prefix_with_elems(rest, header.nfuncs as usize).ok()?;
+        let (ops, rest) =
+            <[FetchOp]>::ref_from_prefix_with_elems(rest, header.nops as usize).ok()?;
+        let strings = rest.get(..header.strings_len as usize)?;
+        Some(Plan {
+            header,
+            targets,
+            funcs,
+            ops,
+            strings,
         })
-        .collect();
-    if found.iter().all(Option::is_none) {
-        return;
     }
-    let mut sites = Vec::new();
-    let mut patches: Vec<(Patch, u32)> = Vec::new();
-    // Plan indices of the functions that could not be hooked.
-    let mut unhooked: Vec<u32> = Vec::new();
-    for (t, obj) in found.iter().enumerate() {
-        let Some(obj) = obj else { continue };
-        let mine: Vec<(usize, &FuncDesc)> = funcs
+
+    /// Each target's loaded object (by build-id, else by path; `exe`: the main program's).
+    fn find<'o>(&self, objects: &'o [Object], exe: &str) -> Vec<Option<&'o Object>> {
+        let strings = self.strings;
+        self.targets
+            .iter()
+            .map(|t| {
+                let id = &t.build_id[..(t.build_id_len as usize).min(40)];
+                let path = strings
+                    .get(t.path_off as usize..(t.path_off + t.path_len) as usize)
+                    .and_then(|p| std::str::from_utf8(p).ok())
+                    .unwrap_or("");
+                objects.iter().find(|o| {
+                    if !id.is_empty() {
+                        o.build_id == id
+                    } else {
+                        let name = if o.name.is_empty() { exe } else { &o.name };
+                        name == path
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// The ring file dcg made, if whole.
+fn ring_file(bytes: &'static mut [u8]) -> Option<Shm> {
+    let (h, _) = ShmHeader::read_from_prefix(bytes).ok()?;
+    if h.magic != SHM_MAGIC || bytes.len() < ring_offset(h.nrings, h.ring_size) {
+        return None;
+    }
+    let base = NonNull::new(bytes.as_mut_ptr())?.cast();
+    // SAFETY: a shared mapping of the whole ring file, never unmapped; this process
+    // writes it from here on through `Shm` only, dcg and other processes atomically.
+    Some(unsafe { Shm::new(base, h.nrings, h.ring_size) })
+}
+
+/// The objects loaded now.
+fn loaded_objects() -> Vec<Object> {
+    let mut objects: Vec<Object> = Vec::new();
+    // SAFETY: `each_object` fills the vector passed, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each_object), (&raw mut objects).cast()) };
+    objects
+}
+
+/// Hooks made: the hook sites (where the hook call returns) with their functions, and
+/// the plan indices of the functions that could not be hooked.
+#[derive(Default)]
+struct Hooks {
+    sites: Vec<(u64, u32)>,
+    unhooked: Vec<u32>,
+}
+
+impl Hooks {
+    /// Hook the functions of target `t`, loaded as `obj`.
+    fn target(&mut self, plan: &Plan, t: usize, obj: &Object) {
+        let mine: Vec<(usize, &FuncDesc)> = plan
+            .funcs
             .iter()
             .enumerate()
             .filter(|(_, f)| f.target as usize == t)
@@ -473,18 +546,19 @@ pub unsafe fn init() {
         } else {
             None
         };
+        let mut patches: Vec<(Patch, u32)> = Vec::new();
         // The implementation the last IFUNC's resolver chose (and the IFUNC), until one
         // is hooked.
         let mut chosen: Option<(u64, u32)> = None;
         for (i, f) in mine {
             if f.mode == mode::IFUNC {
                 if let Some((_, ifunc)) = chosen {
-                    unhooked.push(ifunc);
+                    self.unhooked.push(ifunc);
                 }
                 // SAFETY: an IFUNC resolver of a loaded object: the dynamic linker
                 // calls these with no arguments before any code of the object runs.
                 let resolve: extern "C" fn() -> u64 =
-                    std::mem::transmute((obj.bias + f.addr) as usize);
+                    unsafe { std::mem::transmute((obj.bias + f.addr) as usize) };
                 chosen = Some((resolve(), i as u32));
                 continue;
             }
@@ -494,59 +568,92 @@ pub unsafe fn init() {
                 }
                 chosen = None;
             }
-            match prepare_hook(f, obj.bias, &mut stubs) {
+            // SAFETY: a function of the plan's target loaded as `obj`.
+            match unsafe { prepare_hook(f, obj.bias, &mut stubs) } {
                 Some((site, patch)) => {
-                    sites.push((site, i as u32));
+                    self.sites.push((site, i as u32));
                     patches.extend(patch.map(|p| (p, i as u32)));
                 }
-                None => unhooked.push(i as u32),
+                None => self.unhooked.push(i as u32),
             }
         }
         if let Some((_, ifunc)) = chosen {
-            unhooked.push(ifunc);
+            self.unhooked.push(ifunc);
         }
         // Trampolines executable before any entry jumps to them.
         if let Some(s) = &stubs {
             s.seal();
         }
-        for (p, i) in patches.drain(..) {
-            if !p.apply() {
-                sites.retain(|&(_, j)| j != i);
-                unhooked.push(i);
+        for (p, i) in patches {
+            // SAFETY: prepared above for a function of `obj`.
+            if !unsafe { p.apply() } {
+                self.sites.retain(|&(_, j)| j != i);
+                self.unhooked.push(i);
             }
         }
     }
-    sites.sort_unstable();
-    publish_objects(sh, &objects, &exe);
-    let sh_attached = AtomicU32::from_ptr(&raw mut (*sh).attached);
-    sh_attached.fetch_add(1, Ordering::AcqRel);
-    for i in unhooked {
-        // Counted, and the first ones named for dcg's note.
-        let n = AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(1, Ordering::AcqRel);
-        if n < UNHOOKED_SLOTS {
-            *((sh as *mut u8).add(unhooked_offset(n)) as *mut u32) = i;
+}
+
+/// Set the recorder up from the environment; nothing happens without it. Run once, by
+/// the library's constructor.
+pub fn init() {
+    let (Some(plan_path), Some(shm_path)) = (getenv(ENV_PLAN), getenv(ENV_SHM)) else {
+        return;
+    };
+    let (Some(plan), Some(shm)) = (map(plan_path, false), map(shm_path, true)) else {
+        return;
+    };
+    let (Some(plan), Some(shm)) = (Plan::parse(plan), ring_file(shm)) else {
+        return;
+    };
+    let objects = loaded_objects();
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let found = plan.find(&objects, &exe);
+    if found.iter().all(Option::is_none) {
+        return;
+    }
+    let mut hooks = Hooks::default();
+    for (t, obj) in found.iter().enumerate() {
+        if let Some(obj) = obj {
+            hooks.target(&plan, t, obj);
         }
     }
-    let follow = h.flags & PLAN_FOLLOW_FORKS != 0;
+    hooks.sites.sort_unstable();
+    // SAFETY: a system call without arguments.
+    let pid = unsafe { libc::getpid() };
+    for o in &objects {
+        let name = if o.name.is_empty() { &exe } else { &o.name };
+        if name.starts_with('/') && !shm.publish_object(pid as u32, o.bias, name) {
+            break;
+        }
+    }
+    shm.attached();
+    for i in hooks.unhooked {
+        shm.unhooked(i);
+    }
+    let follow = plan.header.flags & PLAN_FOLLOW_FORKS != 0;
     let mut thread_key: libc::pthread_key_t = 0;
-    if libc::pthread_key_create(&mut thread_key, Some(crate::record::thread_exit)) != 0 {
+    let exit: unsafe extern "C" fn(*mut libc::c_void) = crate::record::thread_exit;
+    // SAFETY: a key for the process's life, its destructor a function of this library.
+    if unsafe { libc::pthread_key_create(&mut thread_key, Some(exit)) } != 0 {
         // No destructor: rings are not given back when threads end.
         thread_key = libc::pthread_key_t::MAX;
     }
     // The counter unless the process made `rdtsc` fault (PR_SET_TSC).
     let mut tsc_state: libc::c_int = 0;
-    let tsc = h.flags & PLAN_TSC != 0
-        && libc::prctl(libc::PR_GET_TSC, &mut tsc_state as *mut libc::c_int) == 0
+    let tsc = plan.header.flags & PLAN_TSC != 0
+        // SAFETY: PR_GET_TSC writes one int, `tsc_state`.
+        && unsafe { libc::prctl(libc::PR_GET_TSC, &mut tsc_state as *mut libc::c_int) } == 0
         && tsc_state == libc::PR_TSC_ENABLE;
     publish(State {
-        shm: shm.as_mut_ptr(),
-        nrings,
-        ring_size,
-        funcs,
-        ops,
-        sites,
+        shm,
+        funcs: plan.funcs,
+        ops: plan.ops,
+        sites: hooks.sites,
         ro: readonly_mappings(),
-        pid: core::sync::atomic::AtomicI32::new(libc::getpid()),
+        pid: core::sync::atomic::AtomicI32::new(pid),
         follow,
         thread_key,
         tsc,
@@ -559,33 +666,14 @@ pub unsafe fn init() {
     }
 }
 
-/// Publish where this process has each object loaded ([`ObjectSlot`]).
-unsafe fn publish_objects(sh: *mut ShmHeader, objects: &[Object], exe: &str) {
-    let next = AtomicU32::from_ptr(&raw mut (*sh).next_object);
-    let pid = libc::getpid() as u32;
-    for o in objects {
-        let name = if o.name.is_empty() { exe } else { &o.name };
-        if !name.starts_with('/') {
-            continue;
-        }
-        let i = next.fetch_add(1, Ordering::AcqRel);
-        if i >= OBJECT_SLOTS {
-            return;
-        }
-        let slot = (sh as *mut u8).add(object_offset(i)) as *mut ObjectSlot;
-        (*slot).pid = pid;
-        (*slot).bias = o.bias;
-        let b = name.as_bytes();
-        let n = b.len().min(239);
-        let path = &mut (*slot).path;
-        path[..n].copy_from_slice(&b[..n]);
-        AtomicU32::from_ptr(&raw mut (*slot).ready).store(1, Ordering::Release);
-    }
-}
-
-unsafe fn getenv(name: &str) -> Option<&'static CStr> {
+/// The environment variable `name`, for the process's life (start-up: nothing changes
+/// the environment meanwhile).
+fn getenv(name: &str) -> Option<&'static CStr> {
     let mut n = name.as_bytes().to_vec();
     n.push(0);
-    let p = libc::getenv(n.as_ptr().cast());
-    (!p.is_null()).then(|| CStr::from_ptr(p))
+    // SAFETY: a NUL-terminated name.
+    let p = unsafe { libc::getenv(n.as_ptr().cast()) };
+    // SAFETY: a non-null answer is a NUL-terminated string of the environment, which the
+    // recorder only changes at the end of start-up (`scrub_environment`, done with it).
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
 }
