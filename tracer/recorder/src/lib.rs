@@ -10,6 +10,7 @@
 //! exceptions close the frames they skip ([`unwind`]); a forked child records into rings
 //! of its own, or nothing when forks are not followed.
 
+mod hook;
 mod interpose;
 mod memory;
 mod record;
