@@ -129,7 +129,10 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
             p.put(w, STRING_FAULT);
             continue;
         }
-        let len = (0..got).position(|i| p.byte(at + i) == 0).unwrap_or(got);
+        let len = p
+            .bytes(at, got)
+            .and_then(|b| b.iter().position(|&c| c == 0))
+            .unwrap_or(got);
         p.put(w, len as u64);
         at += len.div_ceil(8) * 8;
     }

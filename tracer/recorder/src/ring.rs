@@ -337,16 +337,6 @@ impl Space {
             .then(|| unsafe { core::slice::from_raw_parts_mut(self.p.add(at).as_ptr(), n) })
     }
 
-    /// Byte `i`, once written.
-    #[inline(always)]
-    pub fn byte(&self, i: usize) -> u8 {
-        if i >= self.cap {
-            return 0;
-        }
-        // SAFETY: in the reserved bytes (read back what this thread wrote).
-        unsafe { self.p.add(i).read() }
-    }
-
     /// Write the record's header, field by field (no vector stores: the traced code's
     /// upper register halves stay clean).
     #[inline(always)]
