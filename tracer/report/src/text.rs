@@ -61,6 +61,20 @@ pub fn write(
         )?;
     }
 
+    function_sections(out, s, top, timed)?;
+    error_section(out, s, top)?;
+    origins_table(out, &s.origins, top)?;
+    edge_sections(out, graph, s, top, timed)?;
+    root_section(out, s, top)
+}
+
+/// The functions by calls, and with times by total and self time.
+fn function_sections(
+    out: &mut dyn Write,
+    s: &Summary,
+    top: usize,
+    timed: bool,
+) -> std::io::Result<()> {
     let mut funcs: Vec<&FuncStats> = s.functions.iter().collect();
     funcs.sort_by(|a, b| (Reverse(a.calls), &a.name).cmp(&(Reverse(b.calls), &b.name)));
     section(
@@ -88,8 +102,11 @@ pub fn write(
         )?;
         func_table(out, &funcs[..top.min(funcs.len())], timed)?;
     }
+    Ok(())
+}
 
-    // Error returns, by function and value.
+/// Error returns, by function and value.
+fn error_section(out: &mut dyn Write, s: &Summary, top: usize) -> std::io::Result<()> {
     let mut errs: Vec<(u64, &str, &str)> = s
         .functions
         .iter()
@@ -111,9 +128,17 @@ pub fn write(
             .collect();
         table(out, &["count", "error", "function"], &rows, 1)?;
     }
+    Ok(())
+}
 
-    origins_table(out, &s.origins, top)?;
-
+/// The caller -> callee edges by calls, and by calls per caller call.
+fn edge_sections(
+    out: &mut dyn Write,
+    graph: &CallGraph,
+    s: &Summary,
+    top: usize,
+    timed: bool,
+) -> std::io::Result<()> {
     let name = |f: u32| graph.names[f as usize].as_str();
     let edge_name = |e: &EdgeStats| format!("{} -> {}", name(e.caller), name(e.callee));
     let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
@@ -195,7 +220,11 @@ pub fn write(
         &rows,
         4,
     )?;
+    Ok(())
+}
 
+/// The top-level calls.
+fn root_section(out: &mut dyn Write, s: &Summary, top: usize) -> std::io::Result<()> {
     let mut roots: Vec<(&String, &u64)> = s.roots.iter().collect();
     roots.sort_by(|a, b| (Reverse(a.1), a.0).cmp(&(Reverse(b.1), b.0)));
     section(out, &format!("Top {top} top-level calls"), roots.len(), top)?;
