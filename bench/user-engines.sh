@@ -13,6 +13,11 @@
 # builds, ≤ 2 µs per call on the plain build. Root only (uprobes).
 #
 #   bench/user-engines.sh [N]       (default N = 100000)
+#
+# DCG_BENCH_BASELINE=DIR also runs the in-process engine of an older build in the same
+# run (DIR holds its `dcg` and `libdcg_recorder.so`, as `cargo build --release` leaves
+# them) and prints this build's per-call cost over that one's for each build of the loop
+# (the recorder's hot path: goal within 5 %).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-100000}
@@ -21,6 +26,17 @@ command -v uftrace >/dev/null || { echo "user-engines: uftrace missing (apt-get 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 cargo build --release -q -p dcg -p dcg-recorder --manifest-path "$here/Cargo.toml"
 dcg=$CARGO_TARGET_DIR/release/dcg
+# Each dcg runs its own recorder: named here, so that neither finds the other's.
+unset DCG_RECORDER
+rec=$CARGO_TARGET_DIR/release/libdcg_recorder.so
+base=${DCG_BENCH_BASELINE:-}
+if [ -n "$base" ]; then
+	base=$(cd "$base" && pwd)
+	base_rec=$base/libdcg_recorder.so
+	[ -f "$base_rec" ] || base_rec=$base/../lib/dcg/libdcg_recorder.so
+	[ -x "$base/dcg" ] && [ -f "$base_rec" ] \
+		|| { echo "user-engines: $base has no dcg and libdcg_recorder.so" >&2; exit 1; }
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 src=$here/bench/progs/hot.c
@@ -46,16 +62,25 @@ u_pg=$(per_call ./pg "$n")
 u_patch=$(per_call ./patch "$n")
 u_plain=$(per_call ./plain "$n")
 uft=$(per_call uftrace record -d "$tmp/uftrace.data" -A 'f@arg1,arg2/s,fparg1' -R 'f@retval/f64' ./pg "$n")
-d_pg=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./pg:f -- ./pg "$n")
-d_patch=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./patch:f -- ./patch "$n")
-d_plain=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f -- ./plain "$n")
+inproc() { # DCG RECORDER BUILD -> its µs/call
+	per_call env DCG_RECORDER="$2" "$1" trace --engine inproc --show-retvals --args --func "./$3:f" -- "./$3" "$n"
+}
+# With a baseline, each build's two measurements are taken one after the other.
+b_pg=0 b_patch=0 b_plain=0
+d_pg=$(inproc "$dcg" "$rec" pg)
+[ -z "$base" ] || b_pg=$(inproc "$base/dcg" "$base_rec" pg)
+d_patch=$(inproc "$dcg" "$rec" patch)
+[ -z "$base" ] || b_patch=$(inproc "$base/dcg" "$base_rec" patch)
+d_plain=$(inproc "$dcg" "$rec" plain)
+[ -z "$base" ] || b_plain=$(inproc "$base/dcg" "$base_rec" plain)
 d_up=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --func ./plain:f -- ./plain "$n")
 # Every value present: the last traced call has its double argument and return value.
 "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f -- ./plain 3 2>/dev/null \
 	| grep -q 'f(n=2, tag="hot", scale=0.5); /\* ret=105 \*/' \
 	|| { echo "user-engines: the in-process trace lacks f's values" >&2; exit 1; }
 awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
-	-v dpg="$d_pg" -v dpa="$d_patch" -v dpl="$d_plain" -v dup="$d_up" 'BEGIN {
+	-v dpg="$d_pg" -v dpa="$d_patch" -v dpl="$d_plain" -v dup="$d_up" \
+	-v base="$base" -v bpg="$b_pg" -v bpa="$b_patch" -v bpl="$b_plain" 'BEGIN {
 	printf "user-space engines: %d calls of double f(long, const char *, double), us per call (best of 3)\n", n
 	printf "  %-44s %8s %10s\n", "", "us/call", "overhead"
 	row("untraced, -pg build", upg, upg)
@@ -68,5 +93,13 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	row("dcg uprobe, plain build", dup, upl)
 	printf "  dcg inproc / uftrace: -pg %.2fx, patchable %.2fx (goal <= 1)\n", dpg / uft, dpa / uft
 	printf "  dcg inproc, plain build: %.3f us/call (goal <= 2); uprobe / inproc: %.1fx\n", dpl, dup / dpl
+	if (base != "") {
+		printf "baseline %s, in the same run:\n", base
+		row("baseline dcg inproc, -pg build", bpg, upg)
+		row("baseline dcg inproc, patchable build", bpa, upa)
+		row("baseline dcg inproc, plain build", bpl, upl)
+		printf "  dcg inproc new / baseline, us per call: -pg %.3f, patchable %.3f, plain %.3f (goal <= 1.05)\n", dpg / bpg, dpa / bpa, dpl / bpl
+		printf "  same, overhead over untraced only:      -pg %.3f, patchable %.3f, plain %.3f\n", (dpg - upg) / (bpg - upg), (dpa - upa) / (bpa - upa), (dpl - upl) / (bpl - upl)
+	}
 }
 function row(name, v, base) { printf "  %-44s %8.3f %10.3f\n", name, v, v - base }'

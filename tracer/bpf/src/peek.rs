@@ -11,11 +11,7 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags};
 
 use crate::{libbpf, BpfError};
 
-mod skel {
-    #![allow(clippy::all, missing_docs, unused_imports, non_camel_case_types)]
-    include!(concat!(env!("OUT_DIR"), "/peek.skel.rs"));
-}
-use skel::{PeekSkel, PeekSkelBuilder};
+use crate::skel::peek::{PeekSkel, PeekSkelBuilder};
 
 /// Bytes one request reads (`PEEK_MAX` in `peek.bpf.c`).
 const CHUNK: usize = 4096;
@@ -34,7 +30,7 @@ impl KernelPeek {
     /// Load the reader and attach it to the function at `syscall` (the address of
     /// `__x64_sys_getppid`, or whichever function `getppid` runs, from kallsyms).
     pub fn open(syscall: u64) -> Result<KernelPeek, BpfError> {
-        // SAFETY of 'static: the skeleton borrows its object storage for its whole life;
+        // 'static: the skeleton borrows its object storage for its whole life;
         // one small leak per reader (a session opens at most one).
         let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
             Box::leak(Box::new(MaybeUninit::uninit()));

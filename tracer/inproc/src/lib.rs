@@ -1,8 +1,11 @@
 //! dcg's side of the in-process recorder (`tracer/recorder`, `libdcg_recorder.so`): the
 //! plan that tells it what to trace and how to read each value ([`plan`]), and the rings
-//! it records into, drained here into records ([`rings`]). The byte layout both sides
-//! share is [`layout`].
+//! it records into, drained here into records ([`rings`]) by a thread of dcg that keeps
+//! them empty ([`copier`]), their timestamps in one clock ([`clock`]). The byte layout
+//! both sides share is [`layout`].
 
+pub mod clock;
+pub mod copier;
 pub mod layout;
 pub mod plan;
 pub mod rings;

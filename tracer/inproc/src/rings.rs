@@ -2,13 +2,13 @@
 //! drained here. See [`crate::layout`] for the bytes.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
 use zerocopy::FromBytes;
 
+pub use crate::clock::{mono_ns, tsc_usable, TscClock};
+pub use crate::copier::Copier;
 use crate::layout::*;
 use crate::InprocError;
 
@@ -445,203 +445,6 @@ pub fn records_of(chunks: &[Chunk], clock: &TscClock, out: &mut Vec<Record>) -> 
     out.len() - start
 }
 
-/// Converts time-stamp counter ticks into `CLOCK_MONOTONIC` nanoseconds: the line through
-/// the (ticks, ns) pairs sampled when the session started and at the latest
-/// [`TscClock::update`] (which dcg calls before it converts what it drained).
-#[derive(Debug, Clone, Copy)]
-pub struct TscClock {
-    start: (u64, u64),
-    last: (u64, u64),
-}
-
-impl Default for TscClock {
-    fn default() -> Self {
-        TscClock::new()
-    }
-}
-
-impl TscClock {
-    /// Sample the counter and the clock now.
-    pub fn new() -> TscClock {
-        let s = tsc_sample();
-        TscClock { start: s, last: s }
-    }
-
-    /// Sample them again: the slope from the start to now.
-    pub fn update(&mut self) {
-        self.last = tsc_sample();
-    }
-
-    /// `ticks` in ns.
-    pub fn ns(&self, ticks: u64) -> u64 {
-        let ((t0, n0), (t1, n1)) = (self.start, self.last);
-        if t1 <= t0 {
-            // No slope yet: the nanoseconds since the start are unknown.
-            return n0;
-        }
-        let dt = i128::from(ticks) - i128::from(t0);
-        let ns = i128::from(n0) + dt * i128::from(n1 - n0) / i128::from(t1 - t0);
-        u64::try_from(ns).unwrap_or(0)
-    }
-}
-
-/// The counter, and `CLOCK_MONOTONIC` ns at the moment it was read (the midpoint of two
-/// clock reads around it).
-fn tsc_sample() -> (u64, u64) {
-    let a = mono_ns();
-    // SAFETY: rdtsc has no preconditions (dcg's own process never disables it).
-    let t = unsafe { core::arch::x86_64::_rdtsc() };
-    let b = mono_ns();
-    (t, a / 2 + b / 2)
-}
-
-/// `CLOCK_MONOTONIC` now, in ns: the clock of every record and event (dcg's, the
-/// recorder's, uprobes' `trace_clock mono`).
-#[inline(always)]
-pub fn mono_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Whether the recorders may stamp records with the TSC ([`PLAN_TSC`]): the kernel's
-/// clock source is the TSC (so it is synchronized across CPUs and trusted) and the CPU
-/// says it is constant and keeps running in every state.
-pub fn tsc_usable() -> bool {
-    let source =
-        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-            .unwrap_or_default();
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .unwrap_or_default();
-    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
-    source.trim() == "tsc" && has("constant_tsc") && has("nonstop_tsc")
-}
-
-/// Run this thread ahead of the traced program and of other work when it wakes, where dcg
-/// may (as root): a ring fills in a few milliseconds of a hot loop, and a busy machine can
-/// keep a thread of normal priority off the CPU for longer. (Real-time scheduling measured
-/// worse here: more records lost on a loaded 2-CPU machine.)
-fn ahead_of_others() {
-    // SAFETY: setpriority on this thread (a thread id is a PRIO_PROCESS who).
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, -10) };
-}
-
-/// Most bytes the [`Copier`] holds for dcg before it leaves them in the rings (which then
-/// fill, and count what they drop).
-const COPIER_MAX_BYTES: usize = 1 << 30;
-
-/// Buffers kept for the copier at the most.
-const SPARE_BUFFERS: usize = 64;
-
-/// A thread that moves the recorders' bytes out of the rings as fast as they come
-/// ([`Rings::take`]), so that a traced hot loop outrunning dcg's decoding fills dcg's
-/// memory instead of its ring. It never waits for dcg: chunks go over a channel, and
-/// buffers dcg is done with come back over another (their pages are mapped already: a
-/// fresh buffer costs a page fault per 4 KiB, more than the copy).
-pub struct Copier {
-    rings: Arc<Rings>,
-    chunks: std::sync::mpsc::Receiver<Vec<Chunk>>,
-    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
-    /// Bytes sent and not yet taken by dcg.
-    queued: Arc<std::sync::atomic::AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Copier {
-    /// Start copying out of `rings`.
-    pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
-        let (to_dcg, chunks) = std::sync::mpsc::channel::<Vec<Chunk>>();
-        let (spare, spares) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPARE_BUFFERS);
-        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, q, st) = (rings.clone(), queued.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("dcg-copier".into())
-            .spawn(move || {
-                ahead_of_others();
-                let mut local = Vec::new();
-                let mut buffers: Vec<Vec<u8>> = Vec::new();
-                while !st.load(Ordering::Acquire) {
-                    buffers.extend(spares.try_iter());
-                    let n = if q.load(Ordering::Relaxed) >= COPIER_MAX_BYTES {
-                        0
-                    } else {
-                        r.take(&mut local, &mut buffers)
-                    };
-                    if n > 0 {
-                        q.fetch_add(n, Ordering::Relaxed);
-                        if to_dcg.send(std::mem::take(&mut local)).is_err() {
-                            break;
-                        }
-                    } else {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            })?;
-        Ok(Copier {
-            rings,
-            chunks,
-            spare,
-            queued,
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    /// The rings it copies from.
-    pub fn rings(&self) -> &Rings {
-        &self.rings
-    }
-
-    /// Move what was copied so far to `out` (once stopped, what the rings still hold
-    /// too).
-    pub fn take(&self, out: &mut Vec<Chunk>) {
-        for mut c in self.chunks.try_iter() {
-            let n: usize = c.iter().map(|c| c.bytes.len()).sum();
-            self.queued.fetch_sub(
-                n.min(self.queued.load(Ordering::Relaxed)),
-                Ordering::Relaxed,
-            );
-            out.append(&mut c);
-        }
-        if self.thread.is_none() {
-            self.rings.take(out, &mut Vec::new());
-        }
-    }
-
-    /// Chunks dcg has decoded: their buffers go back to the copier.
-    pub fn give_back(&self, chunks: &mut Vec<Chunk>) {
-        for c in chunks.drain(..) {
-            if self.spare.try_send(c.bytes).is_err() {
-                break;
-            }
-        }
-        chunks.clear();
-    }
-
-    /// Stop the thread (after it finished its round).
-    pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Copier {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 impl Drop for Rings {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
@@ -652,24 +455,6 @@ impl Drop for Rings {
 mod tests {
     use super::*;
     use zerocopy::IntoBytes;
-
-    #[test]
-    fn counter_ticks_in_monotonic_ns() {
-        let mut clock = TscClock::new();
-        std::thread::sleep(Duration::from_millis(20));
-        clock.update();
-        std::thread::sleep(Duration::from_millis(5));
-        // A tick read between two clock reads converts to a time between them.
-        let before = mono_ns();
-        // SAFETY: rdtsc.
-        let t = unsafe { core::arch::x86_64::_rdtsc() };
-        let after = mono_ns();
-        let ns = clock.ns(t);
-        assert!(
-            ns + 50_000 >= before && ns <= after + 50_000,
-            "{before} <= {ns} <= {after} (within 50 us)"
-        );
-    }
 
     #[test]
     fn unhooked_functions_named_once() {

@@ -597,8 +597,14 @@ pub fn run(
         });
         let loaded = Loaded::load(
             &targets,
-            !inlines.is_empty(),
-            dcg_dbset::kallsyms::vmlinux_symbol(&kallsyms_text, "__per_cpu_offset"),
+            &dcg_bpf::LoadOptions {
+                inlines: !inlines.is_empty(),
+                per_cpu_offset: dcg_dbset::kallsyms::vmlinux_symbol(
+                    &kallsyms_text,
+                    "__per_cpu_offset",
+                ),
+                ..Default::default()
+            },
         );
         let kallsyms: Arc<Kallsyms> = match krx.recv() {
             Ok(k) => k,

@@ -10,19 +10,25 @@
 //! exceptions close the frames they skip ([`unwind`]); a forked child records into rings
 //! of its own, or nothing when forks are not followed.
 
+mod hook;
 mod interpose;
+mod memory;
 mod record;
+mod ring;
 mod setup;
 mod state;
+mod thread;
 mod thunks;
 mod unwind;
 
 use std::sync::atomic::Ordering;
 
+pub(crate) use thread::as_recorder;
+
 /// Say `msg` on stderr and abort: the recorder lost track of a return address, and
 /// returning anywhere would be worse.
 pub(crate) fn fatal(msg: &[u8]) -> ! {
-    // SAFETY: a write of a static buffer, then abort.
+    // SAFETY: a write of a buffer of `msg.len()` bytes, then abort.
     unsafe {
         libc::write(2, msg.as_ptr().cast(), msg.len());
         libc::abort()
@@ -30,13 +36,14 @@ pub(crate) fn fatal(msg: &[u8]) -> ! {
 }
 
 /// After `fork`, in the child: its threads record into rings of their own (or nothing).
-unsafe extern "C" fn after_fork_child() {
-    let t = &mut *record::tls();
-    t.ring = core::ptr::null_mut();
-    t.no_ring = false;
+extern "C" fn after_fork_child() {
+    let t = thread::thread();
+    t.ring.set(None);
+    t.no_ring.set(false);
     as_recorder(|| {
         if let Some(st) = state::state() {
-            st.pid.store(libc::getpid(), Ordering::Relaxed);
+            // SAFETY: a system call without arguments.
+            st.pid.store(unsafe { libc::getpid() }, Ordering::Relaxed);
             if !st.follow {
                 state::DISABLED.store(true, Ordering::Relaxed);
             }
@@ -44,58 +51,52 @@ unsafe extern "C" fn after_fork_child() {
     });
 }
 
-/// Run `f` as the recorder's own work: the traced functions it calls (`malloc`, `free`,
-/// `open`, `getpid`, ... of its start-up) are not recorded, in this thread.
-pub(crate) fn as_recorder<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: this thread's own state; a signal handler that interrupts `f` sees the
-    // flag set and records nothing, as on the hot path.
-    let t = unsafe { &mut *record::tls() };
-    let was = t.busy;
-    t.busy = true;
-    let r = f();
-    t.busy = was;
-    r
-}
-
-/// Remove the recorder from the environment programs started from here inherit.
-unsafe fn scrub_environment() {
+/// Remove the recorder from the environment programs started from here inherit. Run at
+/// start-up, before `main`: no other thread reads or changes the environment meanwhile.
+fn scrub_environment() {
     unsafe extern "C" {
         static mut environ: *mut *mut libc::c_char;
     }
-    let env = environ;
+    // SAFETY: the C library's environment pointer, read once (start-up, one thread).
+    let env = unsafe { environ };
     if env.is_null() {
         return;
     }
     let mut read = 0;
     let mut write = 0;
     loop {
-        let e = *env.add(read);
+        // SAFETY: `read` is at most the index of the array's terminating null.
+        let e = unsafe { *env.add(read) };
         if e.is_null() {
             break;
         }
-        let s = std::ffi::CStr::from_ptr(e).to_bytes();
+        // SAFETY: each entry of the environment is a NUL-terminated string.
+        let s = unsafe { std::ffi::CStr::from_ptr(e) }.to_bytes();
         let ours = s.starts_with(b"DCG_INPROC_")
             || (s.starts_with(b"LD_PRELOAD=") && s.windows(16).any(|w| w == b"libdcg_recorder."));
         if !ours {
-            *env.add(write) = e;
+            // SAFETY: `write <= read`: an entry of the array, now holding a kept one.
+            unsafe { *env.add(write) = e };
             write += 1;
         }
         read += 1;
     }
-    *env.add(write) = core::ptr::null_mut();
+    // SAFETY: `write <= read`, the index of the terminating null at most.
+    unsafe { *env.add(write) = core::ptr::null_mut() };
 }
 
-unsafe extern "C" fn init() {
+/// The library's constructor: set up (before `main`), then follow forks.
+extern "C" fn init() {
     as_recorder(|| {
-        // SAFETY: start-up, before `main`, as the constructor of a preloaded library.
-        unsafe { setup::init() };
+        setup::init();
         if state::state().is_some() {
+            let child: unsafe extern "C" fn() = after_fork_child;
             // SAFETY: registers a function of this library, which is never unloaded.
-            unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+            unsafe { libc::pthread_atfork(None, None, Some(child)) };
         }
     });
 }
 
 #[used]
 #[unsafe(link_section = ".init_array")]
-static INIT: unsafe extern "C" fn() = init;
+static INIT: extern "C" fn() = init;

@@ -1,55 +1,51 @@
 //! Start-up, before `main`: map the plan and the rings, find the traced binaries among the
-//! loaded objects, hook their functions, publish the state.
-//!
-//! Hooks: a `-pg` function calls `mcount`/`__fentry__` itself (nothing to patch); a
-//! `-fpatchable-function-entry` NOP pad becomes a call of a jump to the entry thunk; a
-//! plain function's first whole instructions move to a trampoline (re-encoded for their
-//! new address by iced-x86) that calls the entry thunk, runs them and jumps back, and
-//! the entry becomes a jump to it. Trampolines live in a page mapped within ±2 GiB of
-//! the binary. A function that cannot be hooked is counted (`unhooked`) and left as it is.
+//! loaded objects, hook their functions ([`crate::hook`]), publish the state.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::ptr::NonNull;
 
 use dcg_inproc::layout::*;
-use iced_x86::{
-    BlockEncoder, BlockEncoderOptions, Decoder, DecoderOptions, FlowControl, InstructionBlock,
-    OpKind,
-};
+use zerocopy::FromBytes;
 
+use crate::hook::Hooks;
+use crate::ring::Shm;
 use crate::state::{publish, State};
-use crate::thunks::dcg_entry_thunk;
-
-/// Bytes of one trampoline.
-const STUB: usize = 64;
-/// Where trampolines start in their page (the thunk's address, then the NOP pads' jump).
-const STUBS_AT: usize = 64;
 
 /// A loaded object: its load bias, address range, name and build-id.
-struct Object {
-    bias: u64,
-    start: u64,
-    end: u64,
+pub struct Object {
+    /// Load bias.
+    pub bias: u64,
+    /// First address mapped.
+    pub start: u64,
+    /// End of the last segment.
+    pub end: u64,
     name: String,
     build_id: Vec<u8>,
 }
 
+/// `dl_iterate_phdr`'s callback: one loaded object into the `Vec<Object>` at `data`.
+///
+/// # Safety
+/// Called by `dl_iterate_phdr` only, with the vector [`init`] passes as `data`.
 unsafe extern "C" fn each_object(
     info: *mut libc::dl_phdr_info,
     _size: libc::size_t,
     data: *mut libc::c_void,
 ) -> libc::c_int {
-    let out = &mut *(data as *mut Vec<Object>);
-    let info = &*info;
+    // SAFETY: the vector `init` passed, borrowed by nothing else meanwhile, and the C
+    // library's description of a loaded object, valid for this call.
+    let (out, info) = unsafe { (&mut *(data as *mut Vec<Object>), &*info) };
     let bias = info.dlpi_addr;
     let name = if info.dlpi_name.is_null() {
         String::new()
     } else {
-        CStr::from_ptr(info.dlpi_name)
+        // SAFETY: a non-null object name is a NUL-terminated string.
+        unsafe { CStr::from_ptr(info.dlpi_name) }
             .to_string_lossy()
             .into_owned()
     };
-    let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+    // SAFETY: the object's program headers, `dlpi_phnum` of them, mapped.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
     let (mut start, mut end, mut build_id) = (u64::MAX, 0, Vec::new());
     for ph in phdrs {
         if ph.p_type == libc::PT_LOAD {
@@ -57,8 +53,10 @@ unsafe extern "C" fn each_object(
             end = end.max(bias + ph.p_vaddr + ph.p_memsz);
         }
         if ph.p_type == libc::PT_NOTE && build_id.is_empty() {
-            let note =
-                std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize);
+            // SAFETY: a note segment of a loaded object: mapped, `p_memsz` bytes.
+            let note = unsafe {
+                std::slice::from_raw_parts((bias + ph.p_vaddr) as *const u8, ph.p_memsz as usize)
+            };
             build_id = find_build_id(note);
         }
     }
@@ -90,18 +88,19 @@ fn find_build_id(mut n: &[u8]) -> Vec<u8> {
     Vec::new()
 }
 
-/// Map `path` (read-only, or shared read-write).
-unsafe fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
-    let fd = libc::open(
-        path.as_ptr(),
-        if write { libc::O_RDWR } else { libc::O_RDONLY } | libc::O_CLOEXEC,
-    );
+/// Map `path` (read-only, or shared read-write), for the rest of the process's life.
+fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
+    let flags = if write { libc::O_RDWR } else { libc::O_RDONLY } | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), flags) };
     if fd < 0 {
         return None;
     }
-    let mut st: libc::stat = std::mem::zeroed();
-    let len = if libc::fstat(fd, &mut st) == 0 {
-        st.st_size as usize
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is a stat buffer to fill; read only when the call succeeded.
+    let len = if unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0 {
+        // SAFETY: filled by the successful `fstat`.
+        unsafe { st.assume_init() }.st_size as usize
     } else {
         0
     };
@@ -111,12 +110,15 @@ unsafe fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
         libc::PROT_READ
     };
     let m = if len > 0 {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0)
+        // SAFETY: a new mapping of the file, at an address the kernel picks.
+        unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) }
     } else {
         libc::MAP_FAILED
     };
-    libc::close(fd);
-    (m != libc::MAP_FAILED).then(|| std::slice::from_raw_parts_mut(m.cast(), len))
+    // SAFETY: the descriptor opened above (the mapping keeps the file).
+    unsafe { libc::close(fd) };
+    // SAFETY: `len` bytes mapped here, never unmapped, referenced by nothing else.
+    (m != libc::MAP_FAILED).then(|| unsafe { std::slice::from_raw_parts_mut(m.cast(), len) })
 }
 
 /// Read-only file mappings of the process now.
@@ -148,405 +150,143 @@ fn readonly_mappings() -> Vec<(u64, u64)> {
     out
 }
 
-/// Make `[addr, addr + len)` writable, run `f`, make it read-only and executable again.
-unsafe fn with_writable_text(addr: u64, len: usize, f: impl FnOnce()) -> bool {
-    let page = 4096u64;
-    let start = addr & !(page - 1);
-    let end = (addr + len as u64).div_ceil(page) * page;
-    let n = (end - start) as usize;
-    let p = start as *mut libc::c_void;
-    if libc::mprotect(p, n, libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) != 0 {
-        return false;
-    }
-    f();
-    libc::mprotect(p, n, libc::PROT_READ | libc::PROT_EXEC) == 0
+/// The plan dcg wrote, mapped for the process's life.
+pub struct Plan {
+    header: PlanHeader,
+    targets: &'static [TargetDesc],
+    /// Its functions.
+    pub funcs: &'static [FuncDesc],
+    ops: &'static [FetchOp],
+    strings: &'static [u8],
 }
 
-/// A page of trampolines for one binary, within ±2 GiB of `[start, end)`.
-struct Stubs {
-    base: *mut u8,
-    len: usize,
-    used: usize,
-}
-
-impl Stubs {
-    unsafe fn near(start: u64, end: u64, count: usize) -> Option<Stubs> {
-        let len = (STUBS_AT + count * STUB).div_ceil(4096) * 4096;
-        let reach =
-            |p: u64| p.abs_diff(start) < (1 << 31) - 4096 && p.abs_diff(end) < (1 << 31) - 4096;
-        // Below the binary first (the heap grows above an executable), then above it.
-        let below = (0..256u64).map(|k| (start & !0xffff).wrapping_sub(len as u64 + k * 0x10_0000));
-        let above =
-            (0..256u64).map(|k| end.div_ceil(0x10000) * 0x10000 + 0x100_0000 + k * 0x10_0000);
-        for hint in below.chain(above) {
-            if hint < 0x10000 || !reach(hint) {
-                continue;
-            }
-            let m = libc::mmap(
-                hint as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
-                -1,
-                0,
-            );
-            if m == libc::MAP_FAILED {
-                continue;
-            }
-            if m as u64 != hint {
-                libc::munmap(m, len);
-                continue;
-            }
-            let base = m as *mut u8;
-            // The thunk's address, then `jmp [rip - 14]` (jumps through it): the NOP pads'
-            // call target.
-            (base as *mut u64).write(dcg_entry_thunk as *const () as u64);
-            let jmp: [u8; 6] = [0xff, 0x25, 0xf2, 0xff, 0xff, 0xff];
-            std::ptr::copy_nonoverlapping(jmp.as_ptr(), base.add(8), 6);
-            return Some(Stubs { base, len, used: 0 });
-        }
-        None
-    }
-
-    fn pad_jump(&self) -> u64 {
-        self.base as u64 + 8
-    }
-
-    /// A trampoline for the function at `at` whose first `n` bytes move: returns its
-    /// hook site.
-    unsafe fn trampoline(&mut self, at: u64, n: usize) -> Option<u64> {
-        if !(5..=32).contains(&n) || STUBS_AT + (self.used + 1) * STUB > self.len {
+impl Plan {
+    /// The plan in `bytes`, if whole.
+    fn parse(bytes: &'static [u8]) -> Option<Plan> {
+        let (header, rest) = PlanHeader::read_from_prefix(bytes).ok()?;
+        if header.magic != PLAN_MAGIC {
             return None;
         }
-        let stub = self.base.add(STUBS_AT + self.used * STUB);
-        let site = stub as u64 + 6;
-        let code = std::slice::from_raw_parts(at as *const u8, n);
-        let mut dec = Decoder::with_ip(64, code, at, DecoderOptions::NONE);
-        let mut ins = Vec::new();
-        while dec.can_decode() {
-            let i = dec.decode();
-            if i.is_invalid() {
-                return None;
-            }
-            ins.push(i);
-        }
-        if dec.position() != n {
-            return None;
-        }
-        // A call ending the moved bytes is made as if from its own place: its return
-        // address is the original one (in the function, where unwinders and backtraces
-        // find it), pushed by hand, then a jump to the callee.
-        let call = ins
-            .last()
-            .filter(|i| {
-                matches!(
-                    i.flow_control(),
-                    FlowControl::Call | FlowControl::IndirectCall
-                )
-            })
-            .copied();
-        if call.is_some() {
-            ins.pop();
-        }
-        if ins.iter().any(|i| {
-            matches!(
-                i.flow_control(),
-                FlowControl::Call | FlowControl::IndirectCall
-            )
-        }) {
-            return None;
-        }
-        let moved = if ins.is_empty() {
-            Vec::new()
-        } else {
-            BlockEncoder::encode(
-                64,
-                InstructionBlock::new(&ins, site),
-                BlockEncoderOptions::NONE,
-            )
-            .ok()?
-            .code_buffer
-        };
-        // call [thunk]
-        let disp = (self.base as i64 - (stub as i64 + 6)) as i32;
-        let mut b = vec![0xff, 0x15];
-        b.extend_from_slice(&disp.to_le_bytes());
-        b.extend_from_slice(&moved);
-        let jump_to = match call {
-            Some(c) => {
-                let ret = c.next_ip();
-                // lea rsp, [rsp-8]; mov dword [rsp], lo; mov dword [rsp+4], hi
-                b.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0xf8, 0xc7, 0x04, 0x24]);
-                b.extend_from_slice(&(ret as u32).to_le_bytes());
-                b.extend_from_slice(&[0xc7, 0x44, 0x24, 0x04]);
-                b.extend_from_slice(&((ret >> 32) as u32).to_le_bytes());
-                match c.op0_kind() {
-                    OpKind::NearBranch64 => c.near_branch64(),
-                    OpKind::Memory if c.is_ip_rel_memory_operand() => {
-                        // jmp [rip+disp] to the same pointer.
-                        let from = stub as i64 + b.len() as i64 + 6;
-                        let d = i32::try_from(c.ip_rel_memory_address() as i64 - from).ok()?;
-                        b.extend_from_slice(&[0xff, 0x25]);
-                        b.extend_from_slice(&d.to_le_bytes());
-                        if b.len() > STUB {
-                            return None;
-                        }
-                        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
-                        self.used += 1;
-                        return Some(site);
-                    }
-                    _ => return None,
-                }
-            }
-            // Back after the moved instructions.
-            None => at + n as u64,
-        };
-        let from = stub as i64 + b.len() as i64 + 5;
-        b.push(0xe9);
-        b.extend_from_slice(&i32::try_from(jump_to as i64 - from).ok()?.to_le_bytes());
-        if b.len() > STUB {
-            return None;
-        }
-        std::ptr::copy_nonoverlapping(b.as_ptr(), stub, b.len());
-        self.used += 1;
-        Some(site)
-    }
-
-    unsafe fn seal(&self) {
-        libc::mprotect(
-            self.base.cast(),
-            self.len,
-            libc::PROT_READ | libc::PROT_EXEC,
-        );
-    }
-}
-
-/// `rel32` from the end of a 5-byte instruction at `at` to `to`, if in reach.
-fn rel32(at: u64, to: u64) -> Option<[u8; 4]> {
-    let d = to as i64 - (at as i64 + 5);
-    i32::try_from(d).ok().map(i32::to_le_bytes)
-}
-
-/// The bytes that turn a function's entry into a jump to its hook.
-struct Patch {
-    at: u64,
-    len: usize,
-    bytes: [u8; 32],
-}
-
-impl Patch {
-    /// Write it. Its trampoline must be executable already: the recorder's own code
-    /// (`free` of a `Vec`) may call the function the moment the write ends.
-    unsafe fn apply(&self) -> bool {
-        with_writable_text(self.at, self.len, || {
-            std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), self.at as *mut u8, self.len)
+        let (targets, rest) =
+            <[TargetDesc]>::ref_from_prefix_with_elems(rest, header.ntargets as usize).ok()?;
+        let (funcs, rest) =
+            <[FuncDesc]>::ref_from_prefix_with_elems(rest, header.nfuncs as usize).ok()?;
+        let (ops, rest) =
+            <[FetchOp]>::ref_from_prefix_with_elems(rest, header.nops as usize).ok()?;
+        let strings = rest.get(..header.strings_len as usize)?;
+        Some(Plan {
+            header,
+            targets,
+            funcs,
+            ops,
+            strings,
         })
     }
-}
 
-/// Prepare the hook of function `f` loaded at `bias` (its trampoline written, its entry
-/// not yet): its hook site, and the patch of its entry when it needs one.
-unsafe fn prepare_hook(
-    f: &FuncDesc,
-    bias: u64,
-    stubs: &mut Option<Stubs>,
-) -> Option<(u64, Option<Patch>)> {
-    let at = bias + f.addr;
-    match f.mode {
-        mode::MCOUNT => Some((at + u64::from(f.site_off), None)),
-        mode::PATCHABLE => {
-            let pad = at + u64::from(f.site_off);
-            let cur = std::slice::from_raw_parts(pad as *const u8, 5);
-            if cur != [0x90; 5] && cur != [0x0f, 0x1f, 0x44, 0x00, 0x00] {
-                return None;
-            }
-            let rel = rel32(pad, stubs.as_ref()?.pad_jump())?;
-            let mut bytes = [0u8; 32];
-            bytes[..5].copy_from_slice(&[0xe8, rel[0], rel[1], rel[2], rel[3]]);
-            Some((
-                pad + 5,
-                Some(Patch {
-                    at: pad,
-                    len: 5,
-                    bytes,
-                }),
-            ))
-        }
-        mode::PLAIN => {
-            let n = usize::from(f.patch_len);
-            if !(5..=32).contains(&n) {
-                return None;
-            }
-            let s = stubs.as_mut()?;
-            let site = s.trampoline(at, n)?;
-            let rel = rel32(at, site - 6)?;
-            let mut bytes = [0xccu8; 32];
-            bytes[..5].copy_from_slice(&[0xe9, rel[0], rel[1], rel[2], rel[3]]);
-            Some((site, Some(Patch { at, len: n, bytes })))
-        }
-        _ => None,
+    /// Each target's loaded object (by build-id, else by path; `exe`: the main program's).
+    fn find<'o>(&self, objects: &'o [Object], exe: &str) -> Vec<Option<&'o Object>> {
+        let strings = self.strings;
+        self.targets
+            .iter()
+            .map(|t| {
+                let id = &t.build_id[..(t.build_id_len as usize).min(40)];
+                let path = strings
+                    .get(t.path_off as usize..(t.path_off + t.path_len) as usize)
+                    .and_then(|p| std::str::from_utf8(p).ok())
+                    .unwrap_or("");
+                objects.iter().find(|o| {
+                    if !id.is_empty() {
+                        o.build_id == id
+                    } else {
+                        let name = if o.name.is_empty() { exe } else { &o.name };
+                        name == path
+                    }
+                })
+            })
+            .collect()
     }
 }
 
-/// Set the recorder up from the environment; nothing happens without it.
-pub unsafe fn init() {
+/// The ring file dcg made, if whole.
+fn ring_file(bytes: &'static mut [u8]) -> Option<Shm> {
+    let (h, _) = ShmHeader::read_from_prefix(bytes).ok()?;
+    if h.magic != SHM_MAGIC || bytes.len() < ring_offset(h.nrings, h.ring_size) {
+        return None;
+    }
+    let base = NonNull::new(bytes.as_mut_ptr())?.cast();
+    // SAFETY: a shared mapping of the whole ring file, never unmapped; this process
+    // writes it from here on through `Shm` only, dcg and other processes atomically.
+    Some(unsafe { Shm::new(base, h.nrings, h.ring_size) })
+}
+
+/// The objects loaded now.
+fn loaded_objects() -> Vec<Object> {
+    let mut objects: Vec<Object> = Vec::new();
+    // SAFETY: `each_object` fills the vector passed, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each_object), (&raw mut objects).cast()) };
+    objects
+}
+
+/// Set the recorder up from the environment; nothing happens without it. Run once, by
+/// the library's constructor.
+pub fn init() {
     let (Some(plan_path), Some(shm_path)) = (getenv(ENV_PLAN), getenv(ENV_SHM)) else {
         return;
     };
     let (Some(plan), Some(shm)) = (map(plan_path, false), map(shm_path, true)) else {
         return;
     };
-    let Ok((h, _)) = <PlanHeader as zerocopy::FromBytes>::read_from_prefix(plan) else {
+    let (Some(plan), Some(shm)) = (Plan::parse(plan), ring_file(shm)) else {
         return;
     };
-    let sh = shm.as_mut_ptr() as *mut ShmHeader;
-    if h.magic != PLAN_MAGIC || shm.len() < size_of::<ShmHeader>() || (*sh).magic != SHM_MAGIC {
-        return;
-    }
-    let (nrings, ring_size) = ((*sh).nrings, (*sh).ring_size);
-    if shm.len() < ring_offset(nrings, ring_size) {
-        return;
-    }
-    let t_at = size_of::<PlanHeader>();
-    let f_at = t_at + h.ntargets as usize * size_of::<TargetDesc>();
-    let o_at = f_at + h.nfuncs as usize * size_of::<FuncDesc>();
-    let s_at = o_at + h.nops as usize * size_of::<FetchOp>();
-    if plan.len() < s_at + h.strings_len as usize {
-        return;
-    }
-    let targets = std::slice::from_raw_parts(
-        plan.as_ptr().add(t_at) as *const TargetDesc,
-        h.ntargets as usize,
-    );
-    let funcs: &'static [FuncDesc] = std::slice::from_raw_parts(
-        plan.as_ptr().add(f_at) as *const FuncDesc,
-        h.nfuncs as usize,
-    );
-    let ops: &'static [FetchOp] =
-        std::slice::from_raw_parts(plan.as_ptr().add(o_at) as *const FetchOp, h.nops as usize);
-    let strings = &plan[s_at..s_at + h.strings_len as usize];
-
-    let mut objects: Vec<Object> = Vec::new();
-    libc::dl_iterate_phdr(Some(each_object), (&raw mut objects).cast());
+    let objects = loaded_objects();
     let exe = std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // Each target's object.
-    let found: Vec<Option<&Object>> = targets
-        .iter()
-        .map(|t| {
-            let id = &t.build_id[..(t.build_id_len as usize).min(40)];
-            let path = strings
-                .get(t.path_off as usize..(t.path_off + t.path_len) as usize)
-                .and_then(|p| std::str::from_utf8(p).ok())
-                .unwrap_or("");
-            objects.iter().find(|o| {
-                if !id.is_empty() {
-                    o.build_id == id
-                } else {
-                    let name = if o.name.is_empty() { &exe } else { &o.name };
-                    name == path
-                }
-            })
-        })
-        .collect();
+    let found = plan.find(&objects, &exe);
     if found.iter().all(Option::is_none) {
         return;
     }
-    let mut sites = Vec::new();
-    let mut patches: Vec<(Patch, u32)> = Vec::new();
-    // Plan indices of the functions that could not be hooked.
-    let mut unhooked: Vec<u32> = Vec::new();
+    let mut hooks = Hooks::default();
     for (t, obj) in found.iter().enumerate() {
-        let Some(obj) = obj else { continue };
-        let mine: Vec<(usize, &FuncDesc)> = funcs
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.target as usize == t)
-            .collect();
-        let patched = mine
-            .iter()
-            .filter(|(_, f)| f.mode == mode::PLAIN || f.mode == mode::PATCHABLE)
-            .count();
-        let mut stubs = if patched > 0 {
-            Stubs::near(obj.start, obj.end, patched)
-        } else {
-            None
-        };
-        // The implementation the last IFUNC's resolver chose (and the IFUNC), until one
-        // is hooked.
-        let mut chosen: Option<(u64, u32)> = None;
-        for (i, f) in mine {
-            if f.mode == mode::IFUNC {
-                if let Some((_, ifunc)) = chosen {
-                    unhooked.push(ifunc);
-                }
-                // SAFETY: an IFUNC resolver of a loaded object: the dynamic linker
-                // calls these with no arguments before any code of the object runs.
-                let resolve: extern "C" fn() -> u64 =
-                    std::mem::transmute((obj.bias + f.addr) as usize);
-                chosen = Some((resolve(), i as u32));
-                continue;
-            }
-            if f.flags & fflags::IFUNC_IMPL != 0 {
-                if chosen.map(|c| c.0) != Some(obj.bias + f.addr) {
-                    continue;
-                }
-                chosen = None;
-            }
-            match prepare_hook(f, obj.bias, &mut stubs) {
-                Some((site, patch)) => {
-                    sites.push((site, i as u32));
-                    patches.extend(patch.map(|p| (p, i as u32)));
-                }
-                None => unhooked.push(i as u32),
-            }
-        }
-        if let Some((_, ifunc)) = chosen {
-            unhooked.push(ifunc);
-        }
-        // Trampolines executable before any entry jumps to them.
-        if let Some(s) = &stubs {
-            s.seal();
-        }
-        for (p, i) in patches.drain(..) {
-            if !p.apply() {
-                sites.retain(|&(_, j)| j != i);
-                unhooked.push(i);
-            }
+        if let Some(obj) = obj {
+            hooks.target(&plan, t, obj);
         }
     }
-    sites.sort_unstable();
-    publish_objects(sh, &objects, &exe);
-    let sh_attached = AtomicU32::from_ptr(&raw mut (*sh).attached);
-    sh_attached.fetch_add(1, Ordering::AcqRel);
-    for i in unhooked {
-        // Counted, and the first ones named for dcg's note.
-        let n = AtomicU32::from_ptr(&raw mut (*sh).unhooked).fetch_add(1, Ordering::AcqRel);
-        if n < UNHOOKED_SLOTS {
-            *((sh as *mut u8).add(unhooked_offset(n)) as *mut u32) = i;
+    hooks.sites.sort_unstable();
+    // SAFETY: a system call without arguments.
+    let pid = unsafe { libc::getpid() };
+    for o in &objects {
+        let name = if o.name.is_empty() { &exe } else { &o.name };
+        if name.starts_with('/') && !shm.publish_object(pid as u32, o.bias, name) {
+            break;
         }
     }
-    let follow = h.flags & PLAN_FOLLOW_FORKS != 0;
+    shm.attached();
+    for i in hooks.unhooked {
+        shm.unhooked(i);
+    }
+    let follow = plan.header.flags & PLAN_FOLLOW_FORKS != 0;
     let mut thread_key: libc::pthread_key_t = 0;
-    if libc::pthread_key_create(&mut thread_key, Some(crate::record::thread_exit)) != 0 {
+    let exit: unsafe extern "C" fn(*mut libc::c_void) = crate::record::thread_exit;
+    // SAFETY: a key for the process's life, its destructor a function of this library.
+    if unsafe { libc::pthread_key_create(&mut thread_key, Some(exit)) } != 0 {
         // No destructor: rings are not given back when threads end.
         thread_key = libc::pthread_key_t::MAX;
     }
     // The counter unless the process made `rdtsc` fault (PR_SET_TSC).
     let mut tsc_state: libc::c_int = 0;
-    let tsc = h.flags & PLAN_TSC != 0
-        && libc::prctl(libc::PR_GET_TSC, &mut tsc_state as *mut libc::c_int) == 0
+    let tsc = plan.header.flags & PLAN_TSC != 0
+        // SAFETY: PR_GET_TSC writes one int, `tsc_state`.
+        && unsafe { libc::prctl(libc::PR_GET_TSC, &mut tsc_state as *mut libc::c_int) } == 0
         && tsc_state == libc::PR_TSC_ENABLE;
     publish(State {
-        shm: shm.as_mut_ptr(),
-        nrings,
-        ring_size,
-        funcs,
-        ops,
-        sites,
+        shm,
+        funcs: plan.funcs,
+        ops: plan.ops,
+        sites: hooks.sites,
         ro: readonly_mappings(),
-        pid: core::sync::atomic::AtomicI32::new(libc::getpid()),
+        pid: core::sync::atomic::AtomicI32::new(pid),
         follow,
         thread_key,
         tsc,
@@ -559,33 +299,14 @@ pub unsafe fn init() {
     }
 }
 
-/// Publish where this process has each object loaded ([`ObjectSlot`]).
-unsafe fn publish_objects(sh: *mut ShmHeader, objects: &[Object], exe: &str) {
-    let next = AtomicU32::from_ptr(&raw mut (*sh).next_object);
-    let pid = libc::getpid() as u32;
-    for o in objects {
-        let name = if o.name.is_empty() { exe } else { &o.name };
-        if !name.starts_with('/') {
-            continue;
-        }
-        let i = next.fetch_add(1, Ordering::AcqRel);
-        if i >= OBJECT_SLOTS {
-            return;
-        }
-        let slot = (sh as *mut u8).add(object_offset(i)) as *mut ObjectSlot;
-        (*slot).pid = pid;
-        (*slot).bias = o.bias;
-        let b = name.as_bytes();
-        let n = b.len().min(239);
-        let path = &mut (*slot).path;
-        path[..n].copy_from_slice(&b[..n]);
-        AtomicU32::from_ptr(&raw mut (*slot).ready).store(1, Ordering::Release);
-    }
-}
-
-unsafe fn getenv(name: &str) -> Option<&'static CStr> {
+/// The environment variable `name`, for the process's life (start-up: nothing changes
+/// the environment meanwhile).
+fn getenv(name: &str) -> Option<&'static CStr> {
     let mut n = name.as_bytes().to_vec();
     n.push(0);
-    let p = libc::getenv(n.as_ptr().cast());
-    (!p.is_null()).then(|| CStr::from_ptr(p))
+    // SAFETY: a NUL-terminated name.
+    let p = unsafe { libc::getenv(n.as_ptr().cast()) };
+    // SAFETY: a non-null answer is a NUL-terminated string of the environment, which the
+    // recorder only changes at the end of start-up (`scrub_environment`, done with it).
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
 }

@@ -1,9 +1,11 @@
 //! What the recorder knows after start-up, read-only from then on: the plan, the rings,
 //! each traced function's hook site, and the memory known to be readable.
 
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 
 use dcg_inproc::layout::*;
+
+use crate::ring::Shm;
 
 /// Set in a forked child that is not traced: nothing more is recorded there.
 pub static DISABLED: AtomicBool = AtomicBool::new(false);
@@ -17,11 +19,7 @@ static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
 /// The recorder's state.
 pub struct State {
     /// The ring file.
-    pub shm: *mut u8,
-    /// Its rings.
-    pub nrings: u32,
-    /// Data bytes of a ring.
-    pub ring_size: u32,
+    pub shm: Shm,
     /// The plan's functions.
     pub funcs: &'static [FuncDesc],
     /// The plan's fetch ops.
@@ -40,10 +38,6 @@ pub struct State {
     /// may read the counter.
     pub tsc: bool,
 }
-
-// SAFETY: written once before publication, read-only afterwards (pid is atomic).
-unsafe impl Sync for State {}
-unsafe impl Send for State {}
 
 /// The state, once the recorder is set up in this process.
 #[inline(always)]
@@ -98,9 +92,7 @@ impl State {
     /// Whether dcg stopped reading.
     #[inline(always)]
     pub fn stopped(&self) -> bool {
-        let h = self.shm as *mut ShmHeader;
-        // SAFETY: the header of a mapping that lives as long as the process.
-        unsafe { AtomicU32::from_ptr(&raw mut (*h).stopped).load(Ordering::Relaxed) != 0 }
+        self.shm.stopped()
     }
 
     /// The process id, for reads through the kernel.

@@ -21,6 +21,15 @@ pub struct Regs {
     pub st0: [u64; 2],
 }
 
+impl Regs {
+    /// Every register zero: for records that read none.
+    pub const ZERO: Regs = Regs {
+        gpr: [0; 16],
+        xmm: [[0; 2]; 8],
+        st0: [0; 2],
+    };
+}
+
 const _: () = assert!(size_of::<Regs>() == 272);
 
 unsafe extern "C" {

@@ -1,0 +1,125 @@
+//! The copier: a thread of dcg that empties the rings as fast as the recorders fill them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::rings::{Chunk, Rings};
+
+/// Run this thread ahead of the traced program and of other work when it wakes, where dcg
+/// may (as root): a ring fills in a few milliseconds of a hot loop, and a busy machine can
+/// keep a thread of normal priority off the CPU for longer. (Real-time scheduling measured
+/// worse here: more records lost on a loaded 2-CPU machine.)
+fn ahead_of_others() {
+    // SAFETY: setpriority on this thread (a thread id is a PRIO_PROCESS who).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, -10) };
+}
+
+/// Most bytes the [`Copier`] holds for dcg before it leaves them in the rings (which then
+/// fill, and count what they drop).
+const COPIER_MAX_BYTES: usize = 1 << 30;
+
+/// Buffers kept for the copier at the most.
+const SPARE_BUFFERS: usize = 64;
+
+/// A thread that moves the recorders' bytes out of the rings as fast as they come
+/// ([`Rings::take`]), so that a traced hot loop outrunning dcg's decoding fills dcg's
+/// memory instead of its ring. It never waits for dcg: chunks go over a channel, and
+/// buffers dcg is done with come back over another (their pages are mapped already: a
+/// fresh buffer costs a page fault per 4 KiB, more than the copy).
+pub struct Copier {
+    rings: Arc<Rings>,
+    chunks: std::sync::mpsc::Receiver<Vec<Chunk>>,
+    spare: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// Bytes sent and not yet taken by dcg.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Copier {
+    /// Start copying out of `rings`.
+    pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
+        let (to_dcg, chunks) = std::sync::mpsc::channel::<Vec<Chunk>>();
+        let (spare, spares) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPARE_BUFFERS);
+        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, q, st) = (rings.clone(), queued.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("dcg-copier".into())
+            .spawn(move || {
+                ahead_of_others();
+                let mut local = Vec::new();
+                let mut buffers: Vec<Vec<u8>> = Vec::new();
+                while !st.load(Ordering::Acquire) {
+                    buffers.extend(spares.try_iter());
+                    let n = if q.load(Ordering::Relaxed) >= COPIER_MAX_BYTES {
+                        0
+                    } else {
+                        r.take(&mut local, &mut buffers)
+                    };
+                    if n > 0 {
+                        q.fetch_add(n, Ordering::Relaxed);
+                        if to_dcg.send(std::mem::take(&mut local)).is_err() {
+                            break;
+                        }
+                    } else {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            })?;
+        Ok(Copier {
+            rings,
+            chunks,
+            spare,
+            queued,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The rings it copies from.
+    pub fn rings(&self) -> &Rings {
+        &self.rings
+    }
+
+    /// Move what was copied so far to `out` (once stopped, what the rings still hold
+    /// too).
+    pub fn take(&self, out: &mut Vec<Chunk>) {
+        for mut c in self.chunks.try_iter() {
+            let n: usize = c.iter().map(|c| c.bytes.len()).sum();
+            self.queued.fetch_sub(
+                n.min(self.queued.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
+            out.append(&mut c);
+        }
+        if self.thread.is_none() {
+            self.rings.take(out, &mut Vec::new());
+        }
+    }
+
+    /// Chunks dcg has decoded: their buffers go back to the copier.
+    pub fn give_back(&self, chunks: &mut Vec<Chunk>) {
+        for c in chunks.drain(..) {
+            if self.spare.try_send(c.bytes).is_err() {
+                break;
+            }
+        }
+        chunks.clear();
+    }
+
+    /// Stop the thread (after it finished its round).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Copier {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
