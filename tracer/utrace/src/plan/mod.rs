@@ -3,6 +3,7 @@
 //! fetch its arguments and return value from their DWARF locations.
 
 mod binary;
+mod fetch;
 mod inline;
 mod jumps;
 mod probe;
@@ -10,6 +11,7 @@ mod select;
 mod values;
 
 pub use binary::*;
+pub use fetch::*;
 pub use inline::*;
 pub use jumps::*;
 pub use probe::*;

@@ -107,7 +107,54 @@ pub fn select<'a>(
     notes: &mut Vec<String>,
 ) -> std::result::Result<Selection<'a>, String> {
     let t = &targets[target];
-    let wild = pattern.contains(['*', '?']);
+    let Matches {
+        mut found,
+        mut inline_only,
+        cold,
+        no_dwarf,
+    } = matches(t, target, pattern);
+    without_dwarf(
+        targets, prototypes, target, pattern, no_dwarf, &mut found, notes,
+    );
+    // Inlined copies of what matched, and the functions holding them.
+    let copies = inlined_copies(t, target, frames, &mut found, &mut inline_only, notes);
+    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
+    inline_only.retain(|f| {
+        !found
+            .iter()
+            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
+    });
+    not_probed(t, pattern, &inline_only, &cold, notes);
+    if found.is_empty() {
+        let why = if !inline_only.is_empty() || !cold.is_empty() {
+            " that can be probed"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "no function{why} matches '{pattern}' in {}",
+            t.path.display()
+        ));
+    }
+    Ok(Selection {
+        funcs: found,
+        copies,
+    })
+}
+
+/// What a pattern matches in a target, before the inlined copies: the functions with
+/// code, the inline-only ones, the `.cold` parts, and the functions without DWARF (name,
+/// address).
+struct Matches<'a> {
+    found: Vec<Selected<'a>>,
+    inline_only: Vec<sigdb::Function<'a>>,
+    cold: Vec<sigdb::Function<'a>>,
+    no_dwarf: Vec<(String, u64)>,
+}
+
+/// Match `pattern` against `t`'s db functions (by DWARF name, symbol, or any ELF alias at
+/// the address) and against the function symbols no DWARF describes.
+fn matches<'a>(t: &'a Target, target: usize, pattern: &str) -> Matches<'a> {
     let mut found = Vec::new();
     let mut inline_only = Vec::new();
     let mut cold = Vec::new();
@@ -167,6 +214,27 @@ pub fn select<'a>(
         }
     }
     no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
+    Matches {
+        found,
+        inline_only,
+        cold,
+        no_dwarf,
+    }
+}
+
+/// The functions without DWARF: named exactly, each is selected (typed by a caller's
+/// declaration where one exists) with a note; a wildcard only says how many it leaves.
+fn without_dwarf<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a Db],
+    target: usize,
+    pattern: &str,
+    no_dwarf: Vec<(String, u64)>,
+    found: &mut Vec<Selected<'a>>,
+    notes: &mut Vec<String>,
+) {
+    let t = &targets[target];
+    let wild = pattern.contains(['*', '?']);
     if !wild {
         for (name, addr) in no_dwarf {
             let decl = prototype(targets, prototypes, target, &name, addr);
@@ -197,7 +265,18 @@ pub fn select<'a>(
             no_dwarf.len()
         ));
     }
-    // Inlined copies of what matched, and the functions holding them.
+}
+
+/// The inlined copies of the selected and inline-only functions, their containers added
+/// to `found` and a note said; inline-only functions with copies leave `inline_only`.
+fn inlined_copies<'a>(
+    t: &'a Target,
+    target: usize,
+    frames: bool,
+    found: &mut Vec<Selected<'a>>,
+    inline_only: &mut Vec<sigdb::Function<'a>>,
+    notes: &mut Vec<String>,
+) -> Vec<SelectedCopy<'a>> {
     let mut copies = Vec::new();
     {
         let wanted: HashSet<u32> = found
@@ -262,13 +341,19 @@ pub fn select<'a>(
             ));
         }
     }
-    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
-    inline_only.retain(|f| {
-        !found
-            .iter()
-            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
-    });
-    for f in &cold {
+    copies
+}
+
+/// Notes on what matched and is not probed: `.cold` parts, and functions only inlined.
+fn not_probed(
+    t: &Target,
+    pattern: &str,
+    inline_only: &[sigdb::Function<'_>],
+    cold: &[sigdb::Function<'_>],
+    notes: &mut Vec<String>,
+) {
+    let wild = pattern.contains(['*', '?']);
+    for f in cold {
         let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
         notes.push(format!(
             "{}: the cold part of {parent}, not an entry point: not probed (its calls show as {parent})",
@@ -276,7 +361,7 @@ pub fn select<'a>(
         ));
     }
     if !wild {
-        for f in &inline_only {
+        for f in inline_only {
             let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
             let mut msg = if into.is_empty() {
                 format!("{}: only inlined, no code of its own: not traced", f.name())
@@ -302,21 +387,6 @@ pub fn select<'a>(
             inline_only.len()
         ));
     }
-    if found.is_empty() {
-        let why = if !inline_only.is_empty() || !cold.is_empty() {
-            " that can be probed"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "no function{why} matches '{pattern}' in {}",
-            t.path.display()
-        ));
-    }
-    Ok(Selection {
-        funcs: found,
-        copies,
-    })
 }
 
 pub(crate) fn shorten_list(v: &[&str], max: usize) -> String {

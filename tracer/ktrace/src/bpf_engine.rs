@@ -8,26 +8,28 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use rustc_hash::FxHashMap;
 
-use dcg_bpf::{Loaded, Record, Target};
-use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::records::SavedCalls;
-use dcg_calls::sink::{Output, Sinks, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
+use dcg_bpf::{Capture, Loaded, Target};
+use dcg_calls::funcs::FuncTable;
+use dcg_calls::records::{Collected, SavedCalls};
+use dcg_calls::sink::{Output, Sinks};
+use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
+use crate::bpf_feed::{site_index, Feed};
+use crate::error::{KtraceError, Result};
 use crate::funcs::{parse_sites, Site};
-use crate::{debug, KtraceError, Notice, Result, Summary};
+use crate::{debug, Notice, Summary};
 
 /// What the kernel runs around every run of the BPF program: the kprobe_multi link's
 /// handlers and the fprobe, rethook and function-graph dispatch that calls them, in the
@@ -171,33 +173,6 @@ fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) ->
     own
 }
 
-/// The sites by the addresses the program reports functions at (indices in `sites`).
-fn site_index(sites: &[Site]) -> FxHashMap<u64, u32> {
-    let mut at = FxHashMap::with_capacity_and_hasher(2 * sites.len(), Default::default());
-    for (i, s) in sites.iter().enumerate() {
-        // The program names a function by its start where IBT left its endbr64 live,
-        // by the site after it where IBT sealed it.
-        at.entry(s.addr - dcg_bpf::ENDBR_LEN).or_insert(i as u32);
-        at.insert(s.addr, i as u32);
-    }
-    at
-}
-
-/// The name a site is shown by. The file names an address by one of its symbols, which
-/// can be a section label (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and
-/// function_graph print it): the symbol there that the db knows wins.
-fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
-    if set.by_name(&site.name).next().is_some() {
-        return site.name.clone();
-    }
-    kallsyms
-        .all_at(site.addr)
-        .map(|(n, _)| n)
-        .find(|n| set.by_name(n).next().is_some())
-        .unwrap_or(&site.name)
-        .to_string()
-}
-
 /// Log dcg's CPU time so far after `what` (debug).
 fn cpu_time(what: &str) {
     use nix::sys::resource::{getrusage, UsageWho};
@@ -208,347 +183,6 @@ fn cpu_time(what: &str) {
             ms(u.user_time()),
             ms(u.system_time())
         ));
-    }
-}
-
-/// A task's entry waiting for its string records (they follow it in the ring buffer).
-/// The slot stays once the entry has gone to the tree, its buffers kept for the task's
-/// next entry: most records are a task's entry or return, which look it up.
-#[derive(Default)]
-struct Pending {
-    /// An entry is waiting.
-    open: bool,
-    tid: u32,
-    cpu: u32,
-    ts: u64,
-    ip: u64,
-    callsite: u64,
-    args: [u64; 6],
-    strings: Vec<(usize, Option<String>)>,
-    stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
-    ctx: u8,
-}
-
-/// A record's context code as the call tree's context.
-fn context(code: u8) -> dcg_calls::record::Context {
-    use dcg_bpf::ctx;
-    use dcg_calls::record::Context;
-    match code {
-        ctx::SOFTIRQ => Context::Softirq,
-        ctx::IRQ => Context::Irq,
-        ctx::NMI => Context::Nmi,
-        _ => Context::Task,
-    }
-}
-
-/// A call site: `func+0xoff/0xsize`, and the function's start and the offset.
-type Callsite = (Option<Rc<str>>, Option<(u64, u64)>);
-
-/// A function's id in the tree, name and module.
-type Named = (FuncId, Rc<str>, Option<Rc<str>>);
-
-/// BPF records into the call tree.
-struct Feed<'a> {
-    tree: CallTree<'a>,
-    /// The probed inlined copies, by cookie.
-    inlines: Vec<sigdb::Instance<'a>>,
-    /// Calls are placed under inline frames by their call sites.
-    inline_frames: bool,
-    sinks: Sinks<'a>,
-    obuf: Vec<u8>,
-    // The maps are looked up on every record, with keys the kernel gives: Fx hashing
-    // (SipHash's resistance to chosen keys buys nothing here).
-    /// Function by address: its id, name and module (shared, cloned per record), for the
-    /// functions seen so far.
-    names: FxHashMap<u64, Named>,
-    /// The traceable sites, and by address ([`site_index`]): named when first seen.
-    sites: Vec<Site>,
-    site_at: FxHashMap<u64, u32>,
-    kallsyms: Kallsyms,
-    pending: FxHashMap<u32, Pending>,
-    comms: FxHashMap<u32, Rc<str>>,
-    /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
-    /// the offset), by address: a loop calls from the same few sites.
-    callsites: FxHashMap<u64, Callsite>,
-    args: bool,
-    retvals: bool,
-    /// `--irqs hide`: calls in interrupt context are left out.
-    hide_irqs: bool,
-    /// Per task: interrupt calls left out and still open.
-    hidden: FxHashMap<u32, u32>,
-    /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
-    /// the function being recorded.
-    lost_at: FxHashMap<Rc<str>, u64>,
-}
-
-impl<'a> Feed<'a> {
-    /// A feed into `tree` (its depth and inline frames set) and `sinks`, for a session
-    /// with `args`' values and `--irqs`.
-    fn new(
-        tree: CallTree<'a>,
-        sinks: Sinks<'a>,
-        inlines: Vec<sigdb::Instance<'a>>,
-        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
-        kallsyms: Kallsyms,
-        args: &TraceOptions,
-    ) -> Self {
-        Feed {
-            inline_frames: tree.inline_frames(),
-            tree,
-            inlines,
-            sinks,
-            obuf: Vec::with_capacity(1 << 16),
-            names: FxHashMap::default(),
-            sites,
-            site_at,
-            kallsyms,
-            pending: FxHashMap::default(),
-            comms: FxHashMap::default(),
-            callsites: FxHashMap::default(),
-            args: args.args,
-            retvals: args.show_retvals,
-            hide_irqs: args.hide_irqs,
-            hidden: FxHashMap::default(),
-            lost_at: FxHashMap::default(),
-        }
-    }
-
-    fn func(&mut self, ip: u64) -> Named {
-        if let Some(v) = self.names.get(&ip) {
-            return v.clone();
-        }
-        if let Some(s) = self.site_at.get(&ip).map(|&i| &self.sites[i as usize]) {
-            let name = site_name(s, self.tree.funcs.set(), &self.kallsyms);
-            let id = self.tree.funcs.intern(&name, s.module.as_deref());
-            let v = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
-            self.names.insert(ip, v.clone());
-            return v;
-        }
-        // Not a site of the file: the symbol at the address the db knows, else the one
-        // kallsyms resolves to (see `run` for why they can differ).
-        let set = self.tree.funcs.set();
-        let exact = self
-            .kallsyms
-            .all_at(ip)
-            .find(|(n, _)| set.by_name(n).next().is_some());
-        let (name, module) = match exact.or_else(|| self.kallsyms.at(ip)) {
-            Some((n, m)) => (n.to_string(), m.map(str::to_string)),
-            None => (format!("{ip:#x}"), None),
-        };
-        let id = self.tree.funcs.intern(&name, module.as_deref());
-        let v = (id, Rc::from(name), module.map(Rc::from));
-        self.names.insert(ip, v.clone());
-        v
-    }
-
-    /// The call site at `addr`, described and located (cached).
-    fn callsite(&mut self, addr: u64) -> Callsite {
-        let kallsyms = &self.kallsyms;
-        self.callsites
-            .entry(addr)
-            .or_insert_with(|| {
-                (
-                    kallsyms.describe(addr).map(Rc::from),
-                    kallsyms
-                        .locate(addr)
-                        .map(|(start, _, _)| (start, addr - start)),
-                )
-            })
-            .clone()
-    }
-
-    fn comm(&mut self, tid: u32) -> Rc<str> {
-        Rc::clone(
-            self.comms
-                .entry(tid)
-                .or_insert_with(|| dcg_live::process::comm_of(tid as i32).into()),
-        )
-    }
-
-    fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
-        match r {
-            Record::Str { tid, arg, bytes } => {
-                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
-                    let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
-                    p.strings.push((arg as usize, text));
-                }
-            }
-            Record::Loss { tid, ip, n, .. } => {
-                // After the entry (and its strings) or the return it was measured over.
-                self.flush_pending(tid)?;
-                self.tree.lost(u64::from(tid), n);
-                let name = self.func(ip).1;
-                *self.lost_at.entry(name).or_default() += n;
-            }
-            Record::Comm { tid, comm } => {
-                self.comms
-                    .insert(tid, Rc::from(String::from_utf8_lossy(comm).as_ref()));
-            }
-            Record::Inline {
-                tid,
-                cpu,
-                ts,
-                cookie,
-                regs,
-                stack,
-            } => {
-                self.flush_pending(tid)?;
-                let Some(&instance) = self.inlines.get(cookie as usize) else {
-                    return Ok(());
-                };
-                let comm = self.comm(tid);
-                let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
-                self.tree.enter_inline(
-                    task(tid, cpu, &comm),
-                    instance,
-                    values,
-                    Some(ts),
-                    &mut self.sinks,
-                    &mut self.obuf,
-                )?;
-            }
-            Record::Stack { tid, words } => {
-                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
-                    p.stack = Some(words);
-                }
-            }
-            Record::Entry {
-                tid,
-                cpu,
-                ts,
-                ip,
-                callsite,
-                args,
-                ctx,
-                ..
-            } => {
-                self.flush_pending(tid)?;
-                if self.hide_irqs && ctx != dcg_bpf::ctx::TASK {
-                    *self.hidden.entry(tid).or_insert(0) += 1;
-                    return Ok(());
-                }
-                let p = self.pending.entry(tid).or_default();
-                p.strings.clear();
-                *p = Pending {
-                    open: true,
-                    tid,
-                    cpu,
-                    ts,
-                    ip,
-                    callsite,
-                    args,
-                    strings: std::mem::take(&mut p.strings),
-                    stack: None,
-                    ctx,
-                };
-            }
-            Record::Exit {
-                tid,
-                cpu,
-                ts,
-                ip,
-                rax,
-                rdx,
-                ctx,
-            } => {
-                self.flush_pending(tid)?;
-                if let Some(n) = self.hidden.get_mut(&tid).filter(|n| **n > 0) {
-                    if ctx != dcg_bpf::ctx::TASK {
-                        *n -= 1;
-                        return Ok(());
-                    }
-                    *n = 0; // a task's return: the interrupt's returns were lost
-                }
-                let (id, _, _) = self.func(ip);
-                let comm = self.comm(tid);
-                let exit = Exit {
-                    task: task(tid, cpu, &comm),
-                    depth: 0,
-                    func: Some(id),
-                    ret: self.retvals.then_some(RetIn::Regs { rax, rdx }),
-                    time_ns: Some(ts),
-                    duration_ns: None,
-                    layout: None,
-                };
-                self.tree.exit(&exit, &mut self.sinks, &mut self.obuf)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
-        let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
-            return Ok(());
-        };
-        p.open = false;
-        let (ip, callsite) = (p.ip, p.callsite);
-        let (id, name, module) = self.func(ip);
-        let comm = self.comm(tid);
-        let (described, located) = self.callsite(callsite);
-        let callsite = if self.retvals { described } else { None };
-        // Where in its caller the call was made: places it under inline frames.
-        let site = if self.inline_frames { located } else { None };
-        let site = site.map(|(start, offset)| CodeSite {
-            func: self.func(start).0,
-            offset,
-        });
-        // The values are read where they are (the slot is still there: nothing above
-        // removes one).
-        let Some(p) = self.pending.get(&tid) else {
-            return Ok(());
-        };
-        let args = if self.args {
-            ArgsIn::Fetched {
-                words: &p.args,
-                strings: &p.strings,
-                stack: p.stack.as_ref().map_or(&[], |w| &w[..]),
-            }
-        } else {
-            ArgsIn::None
-        };
-        let entry = Entry {
-            task: task(p.tid, p.cpu, &comm),
-            depth: 0,
-            func: id,
-            name: &name,
-            module: module.as_deref(),
-            args,
-            ret: None,
-            leaf: false,
-            time_ns: Some(p.ts),
-            duration_ns: None,
-            callsite: callsite.as_deref(),
-            site,
-            comment: None,
-            layout: None,
-            ctx: Some(context(p.ctx)),
-        };
-        self.tree.enter(&entry, &mut self.sinks, &mut self.obuf)
-    }
-
-    fn flush_all(&mut self) -> std::io::Result<()> {
-        let tids: Vec<u32> = self.pending.keys().copied().collect();
-        for t in tids {
-            self.flush_pending(t)?;
-        }
-        Ok(())
-    }
-
-    fn write_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.obuf.is_empty() {
-            out.write_all(&self.obuf)?;
-            self.obuf.clear();
-        }
-        Ok(())
-    }
-}
-
-fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
-    Task {
-        key: u64::from(tid),
-        pid: Some(tid),
-        comm: Some(comm),
-        cpu: Some(cpu),
     }
 }
 
@@ -593,88 +227,15 @@ pub fn run(
         .map(|p| vec![p as u32]);
     // What only decoding needs (the symbol tables, the sites by address) is made in
     // threads while the kernel loads and attaches the programs.
-    let (attached, kallsyms, pointer_names, site_at, probed) = std::thread::scope(|sc| {
-        let (ktx, krx) = std::sync::mpsc::channel();
-        let (text, sites) = (&kallsyms_text, &sites);
-        let symbols = sc.spawn(move || {
-            let kallsyms = Arc::new(Kallsyms::parse(text));
-            // The receiver is alive until this thread is joined.
-            let _ = ktx.send(Arc::clone(&kallsyms));
-            // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
-            let pointer_names = kallsyms.symbol_map();
-            (pointer_names, site_index(sites))
-        });
-        let loaded = Loaded::load(
-            &targets,
-            !inlines.is_empty(),
-            dcg_dbset::kallsyms::vmlinux_symbol(&kallsyms_text, "__per_cpu_offset"),
-        );
-        let kallsyms: Arc<Kallsyms> = match krx.recv() {
-            Ok(k) => k,
-            // The thread panicked before it parsed: its panic, here.
-            Err(_) => match symbols.join() {
-                Err(p) => std::panic::resume_unwind(p),
-                Ok(_) => unreachable!("the symbols thread sends before it returns"),
-            },
-        };
-        // Loaded first: what the programs call decides what they are not attached to.
-        let attached = loaded.inspect(|loaded| {
-            debug(format_args!("loaded"));
-            let kt = crate::callees::KernelText::new(&kallsyms);
-            let own = own_path(kt.as_ref(), &loaded.footprint());
-            drop(kt);
-            let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
-            listed.sort_unstable();
-            debug(format_args!(
-                "not attached (the program's own path, {}): {}",
-                own.len(),
-                listed.join(" ")
-            ));
-            let skip: HashSet<u64> = sites
-                .iter()
-                .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
-                .map(|s| s.addr)
-                .collect();
-            targets.retain(|t| !skip.contains(&t.addr));
-        });
-        // Each inlined copy's first instruction, where the running kernel has its
-        // container.
-        let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
-        let mut probe_addrs = Vec::new();
-        for i in inlines {
-            let Some(c) = i.caller() else { continue };
-            let module = c
-                .module()
-                .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
-                .map(|m| m.name());
-            match kallsyms.addr_of(c.symbol(), module) {
-                Some(start) if i.entry_pc() >= c.addr() => {
-                    probed.push(*i);
-                    probe_addrs.push(start + (i.entry_pc() - c.addr()));
-                }
-                _ => notify(Notice::InlineProbeFailed {
-                    func: i
-                        .callee()
-                        .map_or_else(String::new, |f| f.name().to_string()),
-                    container: c.symbol().to_string(),
-                    why: "its container is not in /proc/kallsyms".into(),
-                }),
-            }
-        }
-        let attached = attached.and_then(|loaded| {
-            debug(format_args!(
-                "attaching to {} functions, {} inlined copies",
-                targets.len(),
-                probe_addrs.len()
-            ));
-            loaded.attach(&targets, &probe_addrs, procs.as_deref())
-        });
-        debug(format_args!("attach returned"));
-        let (pointer_names, site_at) = symbols
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (attached, kallsyms, pointer_names, site_at, probed)
-    });
+    let (attached, kallsyms, pointer_names, site_at, probed) = load_and_attach(
+        &kallsyms_text,
+        &sites,
+        &mut targets,
+        &roots,
+        inlines,
+        procs.as_deref(),
+        notify,
+    );
     drop(kallsyms_text);
     let kallsyms = Arc::try_unwrap(kallsyms).unwrap_or_else(|k| (*k).clone());
     let mut capture = match attached {
@@ -739,14 +300,137 @@ pub fn run(
         c.resume()?;
     }
     cpu_time("command resumed");
+    let stop_reason = record(args, &mut capture, &mut feed, child.as_mut(), out)?;
+    cpu_time(&format!("loop ended: {stop_reason}"));
+    let summary = finish(capture, feed, child.as_mut(), stop_reason, collected, out)?;
+    if let Some(file) = saved {
+        file.commit()?;
+    }
+    debug(format_args!("output committed"));
+    Ok(summary)
+}
+
+/// What loading and attaching gave: the capture (or why not), the kernel's symbols, the
+/// pointer names, the sites by address and the inlined copies probed.
+type Attached<'i> = (
+    std::result::Result<Capture, dcg_bpf::BpfError>,
+    Arc<Kallsyms>,
+    SymbolMap,
+    FxHashMap<u64, u32>,
+    Vec<sigdb::Instance<'i>>,
+);
+
+/// Load the programs and attach them to `targets` (less the program's own path) and to
+/// the inlined copies' first instructions; what only decoding needs (the symbol tables,
+/// the sites by address) is made in a thread meanwhile.
+fn load_and_attach<'i>(
+    kallsyms_text: &str,
+    sites: &[Site],
+    targets: &mut Vec<Target>,
+    roots: &[String],
+    inlines: &[sigdb::Instance<'i>],
+    procs: Option<&[u32]>,
+    notify: &mut dyn FnMut(Notice),
+) -> Attached<'i> {
+    std::thread::scope(|sc| {
+        let (ktx, krx) = std::sync::mpsc::channel();
+        let (text, sites) = (kallsyms_text, sites);
+        let symbols = sc.spawn(move || {
+            let kallsyms = Arc::new(Kallsyms::parse(text));
+            // The receiver is alive until this thread is joined.
+            let _ = ktx.send(Arc::clone(&kallsyms));
+            // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+            let pointer_names = kallsyms.symbol_map();
+            (pointer_names, site_index(sites))
+        });
+        let loaded = Loaded::load(
+            targets,
+            !inlines.is_empty(),
+            dcg_dbset::kallsyms::vmlinux_symbol(kallsyms_text, "__per_cpu_offset"),
+        );
+        let kallsyms: Arc<Kallsyms> = match krx.recv() {
+            Ok(k) => k,
+            // The thread panicked before it parsed: its panic, here.
+            Err(_) => match symbols.join() {
+                Err(p) => std::panic::resume_unwind(p),
+                Ok(_) => unreachable!("the symbols thread sends before it returns"),
+            },
+        };
+        // Loaded first: what the programs call decides what they are not attached to.
+        let attached = loaded.inspect(|loaded| {
+            debug(format_args!("loaded"));
+            let kt = crate::callees::KernelText::new(&kallsyms);
+            let own = own_path(kt.as_ref(), &loaded.footprint());
+            drop(kt);
+            let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
+            listed.sort_unstable();
+            debug(format_args!(
+                "not attached (the program's own path, {}): {}",
+                own.len(),
+                listed.join(" ")
+            ));
+            let skip: HashSet<u64> = sites
+                .iter()
+                .filter(|s| own.contains(&s.name) && !roots.contains(&s.name))
+                .map(|s| s.addr)
+                .collect();
+            targets.retain(|t| !skip.contains(&t.addr));
+        });
+        // Each inlined copy's first instruction, where the running kernel has its
+        // container.
+        let mut probed: Vec<sigdb::Instance<'_>> = Vec::new();
+        let mut probe_addrs = Vec::new();
+        for i in inlines {
+            let Some(c) = i.caller() else { continue };
+            let module = c
+                .module()
+                .filter(|m| m.kind() == sigdb::ModuleKind::KernelModule)
+                .map(|m| m.name());
+            match kallsyms.addr_of(c.symbol(), module) {
+                Some(start) if i.entry_pc() >= c.addr() => {
+                    probed.push(*i);
+                    probe_addrs.push(start + (i.entry_pc() - c.addr()));
+                }
+                _ => notify(Notice::InlineProbeFailed {
+                    func: i
+                        .callee()
+                        .map_or_else(String::new, |f| f.name().to_string()),
+                    container: c.symbol().to_string(),
+                    why: "its container is not in /proc/kallsyms".into(),
+                }),
+            }
+        }
+        let attached = attached.and_then(|loaded| {
+            debug(format_args!(
+                "attaching to {} functions, {} inlined copies",
+                targets.len(),
+                probe_addrs.len()
+            ));
+            loaded.attach(targets, &probe_addrs, procs)
+        });
+        debug(format_args!("attach returned"));
+        let (pointer_names, site_at) = symbols
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (attached, kallsyms, pointer_names, site_at, probed)
+    })
+}
+
+/// Copy and decode the records until a stop condition; the reason it stopped.
+fn record(
+    args: &TraceOptions,
+    capture: &mut Capture,
+    feed: &mut Feed<'_>,
+    mut child: Option<&mut Child>,
+    out: &mut dyn Write,
+) -> Result<String> {
     let start = Instant::now();
     let deadline = args
         .duration
         .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
-    let mut summary = Summary::default();
-    let stop_reason = loop {
+    Ok(loop {
         // The command ended, or the process given with -p is gone.
-        let exited = match (child.as_mut(), args.pid) {
+        let exited = match (child.as_deref_mut(), args.pid) {
             (Some(c), _) => c.poll().is_some(),
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,
@@ -807,8 +491,20 @@ pub fn run(
             };
         }
         std::thread::sleep(POLL);
-    };
-    cpu_time(&format!("loop ended: {stop_reason}"));
+    })
+}
+
+/// Detach, decode what is left, close the ring and the command: how the session ended.
+fn finish(
+    capture: Capture,
+    mut feed: Feed<'_>,
+    child: Option<&mut Child>,
+    stop_reason: String,
+    collected: Option<Collected>,
+    out: &mut dyn Write,
+) -> Result<Summary> {
+    let mut summary = Summary::default();
+    let mut capture = capture;
     // Ended on a count: detached now.
     capture.detach();
     feed.flush_all()?;
@@ -827,7 +523,7 @@ pub fn run(
     ));
     drop(capture);
     debug(format_args!("ring and programs closed"));
-    if let Some(c) = child.as_mut() {
+    if let Some(c) = child {
         c.terminate(Signal::SIGTERM);
     }
     summary.completed = feed.tree.counts().top_level;
@@ -842,10 +538,6 @@ pub fn run(
     summary.stop_reason = stop_reason;
     summary.calls = collected.map(|c| c.take());
     drop(feed);
-    if let Some(file) = saved {
-        file.commit()?;
-    }
-    debug(format_args!("output committed"));
     Ok(summary)
 }
 
@@ -879,6 +571,7 @@ mod tests {
 #[cfg(test)]
 mod decode_speed {
     use super::*;
+    use dcg_bpf::Record;
 
     #[test]
     #[ignore]

@@ -16,9 +16,13 @@ use dcg_live::process::Child;
 use dcg_live::tracefs;
 
 use crate::calls::{Calls, EventSink, Meta};
+use crate::error::{Result, UtraceError};
 use crate::hooks::{Binary, Hook};
+use crate::plan::InlineSite;
 use crate::plan::{Probe, Target, Value, COMM_FIELD};
-use crate::{Finished, Result, Stop, UtraceError};
+use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
+use crate::uprobe_events::{probe_session, uprobe_root, Stream};
+use crate::{Finished, EXIT_NO_MATCH};
 
 /// File name of the recorder library.
 pub const RECORDER: &str = "libdcg_recorder.so";
@@ -114,95 +118,11 @@ pub fn hooks<'a>(
     for p in probes.iter_mut() {
         let t = &targets[p.target];
         let bin = &bins[p.target];
-        let ops = |fields: &[crate::plan::Field]| -> Result<Vec<FetchOp>> {
-            fields
-                .iter()
-                .filter(|f| f.name != COMM_FIELD)
-                .map(|f| {
-                    parse_fetch(&f.fetch).map_err(|e| UtraceError::Binary {
-                        path: t.path.display().to_string(),
-                        what: e.to_string(),
-                    })
-                })
-                .collect()
-        };
+        let ops = |fields: &[crate::plan::Field]| fetch_ops(t, fields);
         if let Some(names) = bin.ifunc_at(p.addr) {
-            let base = |n: &str| n.split('@').next().unwrap_or(n).to_string();
-            let name = names
-                .iter()
-                .map(|n| base(n))
-                .find(|n| *n == p.symbol)
-                .unwrap_or_else(|| base(&names[0]));
-            let name = name.as_str();
-            // The implementations: `__NAME_variant` (glibc's naming) for any of its
-            // names, hookable.
-            let prefixes: Vec<String> = names.iter().map(|n| format!("__{}_", base(n))).collect();
-            let mut impls: Vec<(u64, u64)> = t
-                .symbols
-                .functions()
-                .filter(|s| s.size > 0 && prefixes.iter().any(|x| s.name.starts_with(x)))
-                .map(|s| (s.addr, s.size))
-                .collect();
-            impls.sort_unstable();
-            impls.dedup();
-            let mut funcs = vec![PlanFunc {
-                target: p.target as u32,
-                addr: p.addr,
-                size: 0,
-                mode: mode::IFUNC,
-                flags: 0,
-                site_off: 0,
-                patch_len: 0,
-                entry: Vec::new(),
-                ret: Vec::new(),
-            }];
-            // Typed by the IFUNC's declaration where a caller's DWARF has one.
-            let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
-            match decl {
-                Some(d) => crate::plan::make_typed(p, d, name, crate::plan::Reads::IN_PROCESS),
-                None => crate::plan::make_raw(p, name),
-            }
-            let entry = ops(&p.entry_fields)?;
-            let ret = ops(&p.ret_fields)?;
-            for (addr, size) in impls {
-                if let Hook::Plain(n) = bin.hook(addr, size) {
-                    funcs.push(PlanFunc {
-                        target: p.target as u32,
-                        addr,
-                        size: size as u32,
-                        mode: mode::PLAIN,
-                        flags: fflags::IFUNC_IMPL,
-                        site_off: 0,
-                        patch_len: n,
-                        entry: entry.clone(),
-                        ret: ret.clone(),
-                    });
-                }
-            }
-            if funcs.len() > 1 {
-                let values = match decl {
-                    Some(d) => format!(
-                        "typed by the declaration in {}'s DWARF",
-                        d.module().map_or("?", |m| m.name())
-                    ),
-                    None => "with raw values (no DWARF)".to_string(),
-                };
-                notes.push(format!(
-                    "{name} in {} is an IFUNC: the implementation its resolver chooses at \
-                     start-up is traced (of {}), {values}",
-                    t.path.display(),
-                    funcs.len() - 1
-                ));
-                out.push(Some(funcs));
-                continue;
-            }
-            // Hooking the resolver would trace the binding, not the calls.
-            notes.push(format!(
-                "{name} in {} is an IFUNC whose implementations dcg cannot name (no \
-                 __{name}_* symbols it can hook): not traced",
-                t.path.display()
-            ));
-            out.push(Some(funcs));
+            out.push(Some(ifunc_hooks(
+                targets, prototypes, p, bin, names, notes,
+            )?));
             continue;
         }
         let size = p
@@ -247,12 +167,146 @@ pub fn hooks<'a>(
     Ok(out)
 }
 
+/// The fetch operations of a probe's fields (the task name aside: the recorder knows it).
+fn fetch_ops(t: &Target, fields: &[crate::plan::Field]) -> Result<Vec<FetchOp>> {
+    fields
+        .iter()
+        .filter(|f| f.name != COMM_FIELD)
+        .map(|f| {
+            parse_fetch(&f.fetch).map_err(|e| UtraceError::Binary {
+                path: t.path.display().to_string(),
+                what: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The plan of an IFUNC's probe (`names`: the IFUNC's symbols): its resolver and each
+/// `__NAME_*` implementation the recorder can hook; the probe becomes the chosen
+/// implementation's, typed by a caller's declaration or raw.
+fn ifunc_hooks<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a sigdb::Db],
+    p: &mut Probe<'a>,
+    bin: &Binary<'_>,
+    names: &[String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<PlanFunc>> {
+    let t = &targets[p.target];
+    let base = |n: &str| n.split('@').next().unwrap_or(n).to_string();
+    let name = names
+        .iter()
+        .map(|n| base(n))
+        .find(|n| *n == p.symbol)
+        .unwrap_or_else(|| base(&names[0]));
+    let name = name.as_str();
+    // The implementations: `__NAME_variant` (glibc's naming) for any of its
+    // names, hookable.
+    let prefixes: Vec<String> = names.iter().map(|n| format!("__{}_", base(n))).collect();
+    let mut impls: Vec<(u64, u64)> = t
+        .symbols
+        .functions()
+        .filter(|s| s.size > 0 && prefixes.iter().any(|x| s.name.starts_with(x)))
+        .map(|s| (s.addr, s.size))
+        .collect();
+    impls.sort_unstable();
+    impls.dedup();
+    let mut funcs = vec![PlanFunc {
+        target: p.target as u32,
+        addr: p.addr,
+        size: 0,
+        mode: mode::IFUNC,
+        flags: 0,
+        site_off: 0,
+        patch_len: 0,
+        entry: Vec::new(),
+        ret: Vec::new(),
+    }];
+    // Typed by the IFUNC's declaration where a caller's DWARF has one.
+    let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
+    match decl {
+        Some(d) => crate::plan::make_typed(p, d, name, crate::plan::Reads::IN_PROCESS),
+        None => crate::plan::make_raw(p, name),
+    }
+    let entry = fetch_ops(t, &p.entry_fields)?;
+    let ret = fetch_ops(t, &p.ret_fields)?;
+    for (addr, size) in impls {
+        if let Hook::Plain(n) = bin.hook(addr, size) {
+            funcs.push(PlanFunc {
+                target: p.target as u32,
+                addr,
+                size: size as u32,
+                mode: mode::PLAIN,
+                flags: fflags::IFUNC_IMPL,
+                site_off: 0,
+                patch_len: n,
+                entry: entry.clone(),
+                ret: ret.clone(),
+            });
+        }
+    }
+    if funcs.len() > 1 {
+        let values = match decl {
+            Some(d) => format!(
+                "typed by the declaration in {}'s DWARF",
+                d.module().map_or("?", |m| m.name())
+            ),
+            None => "with raw values (no DWARF)".to_string(),
+        };
+        notes.push(format!(
+            "{name} in {} is an IFUNC: the implementation its resolver chooses at \
+                 start-up is traced (of {}), {values}",
+            t.path.display(),
+            funcs.len() - 1
+        ));
+        return Ok(funcs);
+    }
+    // Hooking the resolver would trace the binding, not the calls.
+    notes.push(format!(
+        "{name} in {} is an IFUNC whose implementations dcg cannot name (no \
+             __{name}_* symbols it can hook): not traced",
+        t.path.display()
+    ));
+    Ok(funcs)
+}
+
 /// Rings: how many threads can record at once (a ring is given back when its thread
 /// ends), and how much each holds before dcg's copier thread takes it (it looks every
 /// millisecond; a hot loop writes half a GB a second, and a loaded machine can keep the
 /// copier off the CPU for ten).
 const RINGS: u32 = 64;
 const RING_BYTES: u32 = 16 << 20;
+
+/// Trace `probes` in process: the call pipeline and the saved-calls file, then [`run`].
+pub(crate) fn trace(
+    targets: &[Target],
+    probes: &[Probe<'_>],
+    inlines: &[InlineSite<'_>],
+    hooks: Vec<Option<Vec<PlanFunc>>>,
+    args: &TraceOptions,
+    out: &mut dyn Write,
+    note: &mut dyn FnMut(&str),
+) -> Result<Finished> {
+    let no_db = dcg_dbset::DbSet::new(Vec::new());
+    let mut calls = calls_for(&no_db, probes, inlines, targets, args);
+    let saved = match &args.output {
+        Some(path) => {
+            let file = dcg_outfile::Output::create(path)?;
+            calls.save_records(
+                Box::new(std::io::BufWriter::new(file.writer()?)),
+                &source_name(args, targets, "in process"),
+            )?;
+            Some(file)
+        }
+        None => None,
+    };
+    let finished = run(targets, probes, hooks, &mut calls, args, out, note)?;
+    drop(calls);
+    if let Some(f) = saved {
+        f.commit()?;
+    }
+    Ok(finished)
+}
 
 /// Run the session in process. Functions the recorder cannot hook are traced with
 /// uprobes in the same session (filtered on the command and its children), their events
@@ -266,8 +320,142 @@ pub fn run(
     out: &mut dyn Write,
     note: &mut dyn FnMut(&str),
 ) -> Result<Finished> {
-    let mut notes: Vec<String> = Vec::new();
-    // Plan index → probe index; probes left to uprobes.
+    let (probe_of, funcs, fallback) = split_hooked(planned);
+    let root = if fallback.is_empty() {
+        None
+    } else {
+        match uprobe_root() {
+            Ok(r) => Some(r),
+            Err(e) => {
+                note(&format!(
+                    "{e}; the functions without entry hooks are not traced"
+                ));
+                None
+            }
+        }
+    };
+    if funcs.is_empty() && root.is_none() {
+        note("nothing to trace");
+        return Ok(Finished {
+            exit: EXIT_NO_MATCH,
+            calls: None,
+        });
+    }
+    let dir = Path::new("/dev/shm");
+    let dir = if dir.is_dir() { dir } else { Path::new("/tmp") };
+    let prepared = prepare(dir, targets, &funcs, args, note)?;
+    tracefs::arm_stop_handlers();
+    // The uprobes of what the recorder cannot hook, before the command runs.
+    let (mut session, events) = match &root {
+        Some(root) => {
+            for r in tracefs::remove_stale(root) {
+                note(&format!("removed stale {r}"));
+            }
+            let (session, events) = probe_session(
+                root,
+                targets,
+                probes,
+                fallback.iter().copied(),
+                !args.no_children,
+            )?;
+            (Some(session), Some(events))
+        }
+        None => (None, None),
+    };
+    let Prepared {
+        clock,
+        rings,
+        env,
+        _plan_file,
+    } = prepared;
+    let mut copier = Copier::start(std::sync::Arc::new(rings))?;
+    let mut child = Some(Child::spawn_at_exec_with(&args.command, &env)?);
+    let mut pipe = match session.as_mut() {
+        Some(session) => {
+            let pid = child.as_ref().map_or(0, Child::pid);
+            // Uprobe timestamps on the recorder's clock, so both merge by time.
+            session.write("trace_clock", "mono")?;
+            session.write("set_event_pid", &pid.to_string())?;
+            let group = session.group().to_string();
+            session.write(&format!("events/{group}/enable"), "1")?;
+            session.write("tracing_on", "1")?;
+            Some(session.open_pipe()?)
+        }
+        None => None,
+    };
+    let no_inlines: [InlineSite<'_>; 0] = [];
+    let mut stream = events.as_ref().map(|events| {
+        let mut s = Stream::new(events, probes, &no_inlines);
+        if args.no_children {
+            s.only_process(child.as_ref().map(Child::pid));
+        }
+        s
+    });
+    if let Some(c) = child.as_mut() {
+        c.resume()?;
+    }
+    // The decoding (this thread) yields the CPU to the traced program: what it has not
+    // decoded yet waits in the copier's memory, which keeps its normal priority.
+    // SAFETY: setpriority on this thread (Linux: a thread id is a PRIO_PROCESS who).
+    unsafe {
+        nix::libc::setpriority(nix::libc::PRIO_PROCESS, nix::libc::gettid() as u32, 10);
+    }
+    let mut pump = Pump::new(targets, probes, &probe_of, &funcs, clock);
+    // Only the recorder feeds the session: nothing to wait for before passing events on.
+    pump.only_recorder = pipe.is_none();
+    pump.count = args.count;
+    let mut merge = Merge::default();
+    let mut sources = Sources {
+        copier: &copier,
+        pipe: pipe.as_mut(),
+        stream: stream.as_mut(),
+    };
+    let stop = pump.until_stop(&mut sources, &mut merge, &mut child, calls, args, out)?;
+    // Whatever is recorded by now is read; then the recorders write nothing more.
+    let exit = end_of(stop, &mut child, args, note);
+    copier.rings().stop();
+    copier.stop();
+    if let Some(session) = session.as_mut() {
+        let _ = session.write("tracing_on", "0");
+    }
+    if !matches!(stop, Stop::Count | Stop::OutputClosed) {
+        let mut sources = Sources {
+            copier: &copier,
+            pipe: pipe.as_mut(),
+            stream: stream.as_mut(),
+        };
+        match pump.step(&mut sources, &mut merge, calls, out, true) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
+    }
+    drop(pipe);
+    ignore_closed(calls.finish(out))?;
+    ignore_closed(out.flush())?;
+    let mut cleanup_failed = false;
+    if let Some(mut session) = session.take() {
+        let (overrun, dropped) = session.buffer_stats();
+        if overrun + dropped > 0 {
+            note(&format!(
+                "LOST {} uprobe events (ring buffer overrun): some calls are missing",
+                overrun + dropped
+            ));
+        }
+        for f in session.close() {
+            note(&format!("cleanup: {f}"));
+            cleanup_failed = true;
+        }
+    }
+    ring_notes(copier.rings(), &funcs, &probe_of, probes, args, dir, note);
+    Ok(Finished {
+        exit: if cleanup_failed { 1 } else { exit },
+        calls: calls.take_collected(),
+    })
+}
+
+/// Plan index → probe index for the functions the recorder hooks, their plans, and the
+/// probes left to uprobes.
+fn split_hooked(planned: Vec<Option<Vec<PlanFunc>>>) -> (Vec<usize>, Vec<PlanFunc>, Vec<usize>) {
     let mut probe_of = Vec::new();
     let mut funcs = Vec::new();
     let mut fallback = Vec::new();
@@ -282,29 +470,27 @@ pub fn run(
             None => fallback.push(i),
         }
     }
-    let root = if fallback.is_empty() {
-        None
-    } else {
-        match crate::uprobe_root() {
-            Ok(r) => Some(r),
-            Err(e) => {
-                notes.push(format!(
-                    "{e}; the functions without entry hooks are not traced"
-                ));
-                None
-            }
-        }
-    };
-    for n in notes {
-        note(&n);
-    }
-    if funcs.is_empty() && root.is_none() {
-        note("nothing to trace");
-        return Ok(Finished {
-            exit: crate::EXIT_NO_MATCH,
-            calls: None,
-        });
-    }
+    (probe_of, funcs, fallback)
+}
+
+/// The recorder's side made ready: its plan file (removed when dropped), its rings, the
+/// clock its records are read by, and the environment the command starts with.
+struct Prepared {
+    clock: rings::TscClock,
+    rings: Rings,
+    env: [(String, String); 3],
+    _plan_file: RemoveOnDrop,
+}
+
+/// Write the plan, create the rings, find the recorder: what the command is started
+/// with. Stale sessions' files in `dir` are removed first.
+fn prepare(
+    dir: &Path,
+    targets: &[Target],
+    funcs: &[PlanFunc],
+    args: &TraceOptions,
+    note: &mut dyn FnMut(&str),
+) -> Result<Prepared> {
     let plan_targets: Vec<PlanTarget> = targets
         .iter()
         .map(|t| PlanTarget {
@@ -312,8 +498,6 @@ pub fn run(
             path: t.path.display().to_string(),
         })
         .collect();
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() { dir } else { Path::new("/tmp") };
     for r in rings::remove_stale(dir) {
         note(&format!("removed stale {r}"));
     }
@@ -327,9 +511,9 @@ pub fn run(
     if rings::tsc_usable() {
         flags |= layout::PLAN_TSC;
     }
-    let mut clock = rings::TscClock::new();
-    dcg_inproc::plan::write_plan(&plan_path, &plan_targets, &funcs, flags).map_err(io)?;
-    let _plan_file = RemoveOnDrop(plan_path.clone());
+    let clock = rings::TscClock::new();
+    dcg_inproc::plan::write_plan(&plan_path, &plan_targets, funcs, flags).map_err(io)?;
+    let plan_file = RemoveOnDrop(plan_path.clone());
     let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
     let recorder = recorder_path()
         .ok_or_else(|| UtraceError::Io(std::io::Error::other(format!("{RECORDER} not found"))))?;
@@ -348,109 +532,145 @@ pub fn run(
             rings.path().display().to_string(),
         ),
     ];
-    // Which fetches of each plan function are strings.
-    let kinds =
-        |ops: &[FetchOp]| -> Vec<bool> { ops.iter().map(|o| o.kind == FETCH_STRING).collect() };
-    let entry_kinds: Vec<Vec<bool>> = funcs.iter().map(|f| kinds(&f.entry)).collect();
-    let ret_kinds: Vec<Vec<bool>> = funcs.iter().map(|f| kinds(&f.ret)).collect();
+    Ok(Prepared {
+        clock,
+        rings,
+        env,
+        _plan_file: plan_file,
+    })
+}
 
-    tracefs::arm_stop_handlers();
-    // The uprobes of what the recorder cannot hook, before the command runs.
-    let side = match &root {
-        Some(root) => {
-            for r in tracefs::remove_stale(root) {
-                note(&format!("removed stale {r}"));
+/// The two sources of a session: the recorder's rings (through the copier) and, for the
+/// functions it cannot hook, the uprobe events' pipe.
+struct Sources<'s, 'e, 'p> {
+    copier: &'s Copier,
+    pipe: Option<&'s mut dcg_live::tracefs::TracePipe>,
+    stream: Option<&'s mut Stream<'e, 'p>>,
+}
+
+/// What passing both sources' records on keeps from one pass to the next.
+struct Pump<'a, 'p> {
+    targets: &'a [Target],
+    probes: &'a [Probe<'p>],
+    probe_of: &'a [usize],
+    /// Which fetches of each plan function are strings.
+    entry_kinds: Vec<Vec<bool>>,
+    ret_kinds: Vec<Vec<bool>>,
+    clock: rings::TscClock,
+    /// Only the recorder feeds the session: nothing to wait for before passing events on.
+    only_recorder: bool,
+    count: Option<u64>,
+    batch: Vec<Record>,
+    lines: Vec<String>,
+    objects_seen: u32,
+    /// Load bias of each target by (process, target); (0, target): the latest.
+    biases: std::collections::HashMap<(u32, usize), u64>,
+    chunks: Vec<rings::Chunk>,
+}
+
+impl<'a, 'p> Pump<'a, 'p> {
+    fn new(
+        targets: &'a [Target],
+        probes: &'a [Probe<'p>],
+        probe_of: &'a [usize],
+        funcs: &[PlanFunc],
+        clock: rings::TscClock,
+    ) -> Self {
+        let kinds =
+            |ops: &[FetchOp]| -> Vec<bool> { ops.iter().map(|o| o.kind == FETCH_STRING).collect() };
+        Pump {
+            targets,
+            probes,
+            probe_of,
+            entry_kinds: funcs.iter().map(|f| kinds(&f.entry)).collect(),
+            ret_kinds: funcs.iter().map(|f| kinds(&f.ret)).collect(),
+            clock,
+            only_recorder: false,
+            count: None,
+            batch: Vec::new(),
+            lines: Vec::new(),
+            objects_seen: 0,
+            biases: Default::default(),
+            chunks: Vec::new(),
+        }
+    }
+
+    /// Pass records on until a stop condition; why it stopped.
+    fn until_stop(
+        &mut self,
+        sources: &mut Sources<'_, '_, '_>,
+        merge: &mut Merge,
+        child: &mut Option<Child>,
+        calls: &mut Calls<'_>,
+        args: &TraceOptions,
+        out: &mut dyn Write,
+    ) -> Result<Stop> {
+        let deadline = args
+            .duration
+            .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        Ok(loop {
+            if let Some(sig) = tracefs::stop_requested() {
+                break Stop::Signal(sig);
             }
-            let (session, events) = crate::probe_session(
-                root,
-                targets,
-                probes,
-                fallback.iter().copied(),
-                !args.no_children,
-            )?;
-            Some((session, events))
-        }
-        None => None,
-    };
-    let (mut session, events) = match side {
-        Some((s, e)) => (Some(s), Some(e)),
-        None => (None, None),
-    };
-    let mut copier = Copier::start(std::sync::Arc::new(rings))?;
-    let mut child = Some(Child::spawn_at_exec_with(&args.command, &env)?);
-    let mut pipe = match session.as_mut() {
-        Some(session) => {
-            let pid = child.as_ref().map_or(0, Child::pid);
-            // Uprobe timestamps on the recorder's clock, so both merge by time.
-            session.write("trace_clock", "mono")?;
-            session.write("set_event_pid", &pid.to_string())?;
-            let group = session.group().to_string();
-            session.write(&format!("events/{group}/enable"), "1")?;
-            session.write("tracing_on", "1")?;
-            Some(session.open_pipe()?)
-        }
-        None => None,
-    };
-    let no_inlines: [crate::plan::InlineSite<'_>; 0] = [];
-    let mut stream = events.as_ref().map(|events| {
-        let mut s = crate::Stream::new(events, probes, &no_inlines);
-        if args.no_children {
-            s.only_process(child.as_ref().map(Child::pid));
-        }
-        s
-    });
-    if let Some(c) = child.as_mut() {
-        c.resume()?;
+            let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
+            match self.step(sources, merge, calls, out, false) {
+                Ok(true) => break Stop::Count,
+                Ok(false) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
+                Err(e) => return Err(e.into()),
+            }
+            if let Some(s) = ended {
+                break s;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break Stop::Duration;
+            }
+            match out.flush() {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
+                r => r?,
+            }
+            if sources.pipe.is_none() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
     }
-    // The decoding (this thread) yields the CPU to the traced program: what it has not
-    // decoded yet waits in the copier's memory, which keeps its normal priority.
-    // SAFETY: setpriority on this thread (Linux: a thread id is a PRIO_PROCESS who).
-    unsafe {
-        nix::libc::setpriority(nix::libc::PRIO_PROCESS, nix::libc::gettid() as u32, 10);
-    }
-    let deadline = args
-        .duration
-        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-    let mut merge = Merge::default();
-    // Only the recorder feeds the session: nothing to wait for before passing events on.
-    let only_recorder = pipe.is_none();
-    let mut batch = Vec::new();
-    let mut lines = Vec::new();
-    let mut objects_seen = 0;
-    // Load bias of each target by (process, target); (0, target): the latest.
-    let mut biases: std::collections::HashMap<(u32, usize), u64> = Default::default();
-    // Take what both sources have; pass on what every source has delivered up to `upto`.
-    let mut chunks = Vec::new();
-    let mut step = |copier: &Copier,
-                    pipe: Option<&mut dcg_live::tracefs::TracePipe>,
-                    stream: Option<&mut crate::Stream<'_, '_>>,
-                    merge: &mut Merge,
-                    calls: &mut Calls<'_>,
-                    out: &mut dyn Write,
-                    last: bool|
-     -> std::io::Result<bool> {
-        for (pid, path, bias) in copier.rings().new_objects(&mut objects_seen) {
-            if let Some(t) = targets
+
+    /// Take what both sources have; pass on what every source has delivered up to
+    /// `upto`. `last`: the pipe is read until it is empty. Whether the count is reached.
+    fn step(
+        &mut self,
+        sources: &mut Sources<'_, '_, '_>,
+        merge: &mut Merge,
+        calls: &mut Calls<'_>,
+        out: &mut dyn Write,
+        last: bool,
+    ) -> std::io::Result<bool> {
+        let copier = sources.copier;
+        for (pid, path, bias) in copier.rings().new_objects(&mut self.objects_seen) {
+            if let Some(t) = self
+                .targets
                 .iter()
                 .position(|t| t.path.as_os_str() == path.as_str())
             {
-                biases.insert((pid, t), bias);
-                biases.insert((0, t), bias);
+                self.biases.insert((pid, t), bias);
+                self.biases.insert((0, t), bias);
             }
             calls.learn_file(&path, bias);
         }
-        if let (Some(pipe), Some(stream)) = (pipe, stream) {
+        if let (Some(pipe), Some(stream)) =
+            (sources.pipe.as_deref_mut(), sources.stream.as_deref_mut())
+        {
             loop {
-                lines.clear();
+                self.lines.clear();
                 pipe.read_lines(
                     Duration::from_millis(if last { 30 } else { 10 }),
-                    &mut lines,
+                    &mut self.lines,
                 )
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
-                if lines.is_empty() {
+                if self.lines.is_empty() {
                     break;
                 }
-                stream.feed(&lines, merge, out, None)?;
+                stream.feed(&self.lines, merge, out, None)?;
                 if !last {
                     break;
                 }
@@ -459,105 +679,47 @@ pub fn run(
                 stream.flush_carry(merge, out)?;
             }
         }
-        batch.clear();
-        copier.take(&mut chunks);
-        clock.update();
-        rings::records_of(&chunks, &clock, &mut batch);
-        copier.give_back(&mut chunks);
-        for r in &batch {
+        self.batch.clear();
+        copier.take(&mut self.chunks);
+        self.clock.update();
+        rings::records_of(&self.chunks, &self.clock, &mut self.batch);
+        copier.give_back(&mut self.chunks);
+        for r in &self.batch {
             if r.kind == layout::REC_EXEC {
-                merge.record(r, 0, None, &entry_kinds, &ret_kinds);
-            } else if let Some(&probe) = probe_of.get(r.func as usize) {
+                merge.record(r, 0, None, &self.entry_kinds, &self.ret_kinds);
+            } else if let Some(&probe) = self.probe_of.get(r.func as usize) {
                 // Where the function is in the thread's process: inline frames place
                 // calls by their return addresses. (A forked child has its parent's.)
-                let t = probes[probe].target;
-                let ip = biases
+                let t = self.probes[probe].target;
+                let ip = self
+                    .biases
                     .get(&(r.pid, t))
-                    .or_else(|| biases.get(&(0, t)))
-                    .map(|b| b.wrapping_add(probes[probe].addr));
-                merge.record(r, probe, ip, &entry_kinds, &ret_kinds);
+                    .or_else(|| self.biases.get(&(0, t)))
+                    .map(|b| b.wrapping_add(self.probes[probe].addr));
+                merge.record(r, probe, ip, &self.entry_kinds, &self.ret_kinds);
             }
         }
         // Uprobe events reach the pipe a little later than the recorder's records.
-        let upto = if last || only_recorder {
+        let upto = if last || self.only_recorder {
             u64::MAX
         } else {
             rings::mono_ns().saturating_sub(100_000_000)
         };
-        merge.release(upto, calls, out, args.count)
-    };
-    let stop = loop {
-        if let Some(sig) = tracefs::stop_requested() {
-            break Stop::Signal(sig);
-        }
-        let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
-        match step(
-            &copier,
-            pipe.as_mut(),
-            stream.as_mut(),
-            &mut merge,
-            calls,
-            out,
-            false,
-        ) {
-            Ok(true) => break Stop::Count,
-            Ok(false) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
-            Err(e) => return Err(e.into()),
-        }
-        if let Some(s) = ended {
-            break s;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break Stop::Duration;
-        }
-        match out.flush() {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
-            r => r?,
-        }
-        if pipe.is_none() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
-    // Whatever is recorded by now is read; then the recorders write nothing more.
-    let exit = crate::end_of(stop, &mut child, args, note);
-    copier.rings().stop();
-    copier.stop();
-    if let Some(session) = session.as_mut() {
-        let _ = session.write("tracing_on", "0");
+        merge.release(upto, calls, out, self.count)
     }
-    if !matches!(stop, Stop::Count | Stop::OutputClosed) {
-        match step(
-            &copier,
-            pipe.as_mut(),
-            stream.as_mut(),
-            &mut merge,
-            calls,
-            out,
-            true,
-        ) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-            _ => {}
-        }
-    }
-    drop(pipe);
-    crate::ignore_closed(calls.finish(out))?;
-    crate::ignore_closed(out.flush())?;
-    let mut cleanup_failed = false;
-    if let Some(mut session) = session.take() {
-        let (overrun, dropped) = session.buffer_stats();
-        if overrun + dropped > 0 {
-            note(&format!(
-                "LOST {} uprobe events (ring buffer overrun): some calls are missing",
-                overrun + dropped
-            ));
-        }
-        for f in session.close() {
-            note(&format!("cleanup: {f}"));
-            cleanup_failed = true;
-        }
-    }
-    let rings = copier.rings();
+}
+
+/// What the rings say at the end: nothing hooked, entries that could not be patched,
+/// records lost, threads without a ring.
+fn ring_notes(
+    rings: &Rings,
+    funcs: &[PlanFunc],
+    probe_of: &[usize],
+    probes: &[Probe<'_>],
+    args: &TraceOptions,
+    dir: &Path,
+    note: &mut dyn FnMut(&str),
+) {
     if !funcs.is_empty() && rings.attached() == 0 {
         note(&format!(
             "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
@@ -599,10 +761,6 @@ pub fn run(
             dir.display()
         ));
     }
-    Ok(Finished {
-        exit: if cleanup_failed { 1 } else { exit },
-        calls: calls.take_collected(),
-    })
 }
 
 /// What a held event is.

@@ -1,0 +1,156 @@
+//! What both user-space engines share about a session: why it stopped and what became
+//! of the traced process, the call pipeline's options, the name the saved calls give the
+//! source.
+
+use dcg_live::options::TraceOptions;
+use dcg_live::process::{self, Child, Ended};
+
+use crate::calls::{self, Calls};
+use crate::plan::{InlineSite, Probe, Target};
+
+/// Why tracing stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The traced command ended.
+    Ended(Ended),
+    /// The attached process is gone.
+    Gone,
+    /// `--count` reached.
+    Count,
+    /// `--duration` elapsed.
+    Duration,
+    /// A signal asked to stop.
+    Signal(i32),
+    /// Standard output was closed.
+    OutputClosed,
+}
+
+/// What became of the traced process, said in a note; the exit code.
+pub(crate) fn end_of(
+    stop: Stop,
+    child: &mut Option<Child>,
+    args: &TraceOptions,
+    note: &mut dyn FnMut(&str),
+) -> u8 {
+    {
+        match stop {
+            Stop::Ended(e) => {
+                let c = child.as_ref().map_or(0, |c| c.pid());
+                let cmd = args.command.first().map_or("command", String::as_str);
+                if e != Ended::Exited(0) {
+                    note(&format!("{cmd} (pid {c}) {}", e.describe()));
+                }
+                return e.code();
+            }
+            Stop::Gone => {
+                if let Some(p) = args.pid {
+                    note(&format!("process {p} exited"));
+                }
+            }
+            Stop::Count | Stop::Duration | Stop::Signal(_) | Stop::OutputClosed => {
+                if let Some(p) = args.pid {
+                    note(&format!(
+                        "detached from process {p} ({}); its probes are removed",
+                        process::comm_of(p)
+                    ));
+                } else if let Some(c) = child.as_mut() {
+                    // Like `perf record -- CMD`: the command runs for the trace; end it
+                    // (with the signal dcg got, else SIGTERM).
+                    let sig = match stop {
+                        Stop::Signal(s) if s != nix::libc::SIGPIPE => {
+                            nix::sys::signal::Signal::try_from(s)
+                                .unwrap_or(nix::sys::signal::Signal::SIGTERM)
+                        }
+                        _ => nix::sys::signal::Signal::SIGTERM,
+                    };
+                    let pid = c.pid();
+                    if let Some(e) = c.terminate(sig) {
+                        note(&format!(
+                            "stopped tracing; {} (pid {pid}) was still running: {}",
+                            args.command.first().map_or("command", String::as_str),
+                            e.describe()
+                        ));
+                    }
+                }
+            }
+        }
+        0
+    }
+}
+
+/// The call pipeline of a session: its output options, and the name to show for tasks
+/// the trace lost the name of (the traced program's).
+pub(crate) fn calls_for<'a>(
+    no_db: &'a dcg_dbset::DbSet,
+    probes: &'a [Probe<'a>],
+    inlines: &'a [InlineSite<'a>],
+    targets: &'a [Target],
+    args: &TraceOptions,
+) -> Calls<'a> {
+    let opts = calls::Options {
+        args: args.args,
+        retvals: args.show_retvals,
+        max_depth: args.depth,
+        report: args.report,
+        json: args.json,
+        errors_only: args.errors_only,
+        color: args.color,
+        cpu_width: cpu_width(),
+        errno: args.errno,
+        inline_frames: !args.no_inline_frames,
+    };
+    let mut calls = Calls::new(no_db, probes, inlines, targets, opts);
+    calls.set_default_comm(match (args.pid, args.command.first()) {
+        (Some(p), _) => Some(process::comm_of(p)),
+        // The kernel names a task after the first 15 bytes of the executable's name.
+        (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
+            let n = n.to_string_lossy();
+            let mut end = n.len().min(15);
+            while !n.is_char_boundary(end) {
+                end -= 1;
+            }
+            n[..end].to_string()
+        }),
+        (None, None) => None,
+    });
+    calls
+}
+
+/// A closed standard output at the end is not an error.
+pub(crate) fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// Width of the CPU column: digits of the highest possible CPU number.
+fn cpu_width() -> usize {
+    let max = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .rsplit([',', '-'])
+                .next()
+                .and_then(|n| n.parse::<u32>().ok())
+        })
+        .unwrap_or(0);
+    max.to_string().len()
+}
+
+/// How the saved calls name the source: the engine, the traced files, the command or pid.
+pub(crate) fn source_name(args: &TraceOptions, targets: &[Target], engine: &str) -> String {
+    let files: Vec<String> = targets
+        .iter()
+        .map(|t| t.path.display().to_string())
+        .collect();
+    match (args.pid, args.command.is_empty()) {
+        (Some(p), _) => format!("{engine} on {} in pid {p}", files.join(", ")),
+        (None, false) => format!(
+            "{engine} on {}: {}",
+            files.join(", "),
+            args.command.join(" ")
+        ),
+        (None, true) => format!("{engine} on {}", files.join(", ")),
+    }
+}
