@@ -20,6 +20,7 @@ pub mod calls;
 mod error;
 pub mod hooks;
 pub mod inproc_engine;
+mod merge;
 pub mod plan;
 mod session;
 pub mod symbolize;
@@ -97,12 +98,12 @@ pub fn run(
     uprobe_engine::run(&targets, &probes, &inlines, args, out, note)
 }
 
+/// Each `--func` pattern with the index of its target.
+type Specs = Vec<(usize, String)>;
+
 /// The files `--func` names, one target per distinct file, and each pattern with the
 /// index of its target.
-fn load_targets(
-    args: &TraceOptions,
-    notes: &mut Vec<String>,
-) -> Result<(Vec<Target>, Vec<(usize, String)>)> {
+fn load_targets(args: &TraceOptions, notes: &mut Vec<String>) -> Result<(Vec<Target>, Specs)> {
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
     // debuginfod, for binaries without DWARF here (DEBUGINFOD_URLS; never --offline).
@@ -246,7 +247,7 @@ fn plan_session<'a>(
     // In process: how each function is hooked; those the recorder cannot hook are
     // traced with uprobes, planned for what uprobes read.
     let hooks = if in_process {
-        let hooks = inproc_engine::hooks(targets, prototypes, &mut probes, notes)?;
+        let hooks = hooks::recorder_plan(targets, prototypes, &mut probes, notes)?;
         if hooks.iter().any(Option::is_none) {
             let by_uprobes = plan::plan_probes(
                 targets,
