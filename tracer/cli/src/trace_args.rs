@@ -131,6 +131,13 @@ pub struct TraceArgs {
         conflicts_with = "command"
     )]
     pub pid: Option<i32>,
+    /// Kernel, function_graph: every value from exit / entry probe events, as on a kernel
+    /// without funcgraph-retval and funcgraph-args (tests).
+    #[arg(long, hide = true)]
+    pub fgraph_probes: bool,
+    /// Kernel, function_graph: read the stream as text, never as binary pages (tests).
+    #[arg(long, hide = true)]
+    pub fgraph_text: bool,
     /// The command to start and trace (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -169,6 +176,10 @@ impl TraceArgs {
             no_children: self.no_children,
             offline,
             hide_irqs: self.irqs == IrqsArg::Hide,
+            fgraph_probes: self.fgraph_probes,
+            fgraph_text: self.fgraph_text,
+            // The in-process recorder library, when not beside dcg.
+            recorder: std::env::var_os("DCG_RECORDER").map(PathBuf::from),
         }
     }
 }

@@ -17,11 +17,11 @@ pub struct Features {
 }
 
 impl Features {
-    /// Detect from the instance's option files.
-    /// `DCG_KTRACE_PROBES=1` pretends the kernel lacks `funcgraph-retval` and
-    /// `funcgraph-args`, to exercise the probe path on any kernel (tests).
-    pub fn detect(s: &Session) -> Features {
-        if std::env::var_os("DCG_KTRACE_PROBES").is_some_and(|v| v == "1") {
+    /// Detect from the instance's option files. `pretend_none` (`--fgraph-probes`)
+    /// pretends the kernel lacks `funcgraph-retval` and `funcgraph-args`, to exercise the
+    /// probe path on any kernel (tests).
+    pub fn detect(s: &Session, pretend_none: bool) -> Features {
+        if pretend_none {
             return Features::default();
         }
         Features {

@@ -121,7 +121,7 @@ impl<'s> Setup<'s> {
         roots: Vec<String>,
     ) -> Result<Setup<'s>> {
         let mut sess = Session::create(root)?;
-        let feat = Features::detect(&sess);
+        let feat = Features::detect(&sess, args.fgraph_probes);
         if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
             return Err(KtraceError::ExitProbesWarn);
         }
@@ -146,7 +146,7 @@ impl<'s> Setup<'s> {
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
         let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
-        let raw = !probes_needed && std::env::var_os("DCG_FGRAPH_TEXT").is_none();
+        let raw = !probes_needed && !args.fgraph_text;
         // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
         // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
         // context it ran in, read from the binary records. The text (probe events'
@@ -275,7 +275,7 @@ impl<'s> Setup<'s> {
         self.sess.write("tracing_on", "1")?;
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
-        if !(self.want_exit || self.want_entry) && std::env::var_os("DCG_FGRAPH_TEXT").is_none() {
+        if !(self.want_exit || self.want_entry || self.args.fgraph_text) {
             let mut filter =
                 rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
             filter.hide_irqs(self.args.hide_irqs);

@@ -92,7 +92,7 @@ pub fn run(
     }
     // Automatic choice: function_graph prints every value itself where it has
     // funcgraph-retval (and is the cheaper way to draw the tree); elsewhere only the BPF
-    // engine gets them all. The file test ignores DCG_KTRACE_PROBES on purpose.
+    // engine gets them all. The file test ignores `--fgraph-probes` on purpose.
     let values = args.show_retvals || args.args;
     let inlined = !resolved.inlines.is_empty();
     if inlined {

@@ -54,6 +54,16 @@ pub struct TraceOptions {
     /// Kernel: leave out calls made in interrupt context (hardirq, softirq, NMI) inside
     /// a task's tree (`--irqs hide`; by default they show, marked).
     pub hide_irqs: bool,
+    /// Kernel, function_graph engine: take every value from exit / entry probe events, as
+    /// on a kernel without `funcgraph-retval` and `funcgraph-args`, to exercise that path
+    /// on any kernel (tests; the hidden `--fgraph-probes`).
+    pub fgraph_probes: bool,
+    /// Kernel, function_graph engine: read the stream as text even where binary pages
+    /// would do (tests; the hidden `--fgraph-text`).
+    pub fgraph_text: bool,
+    /// User space, in process: the recorder library to preload (the `dcg` binary takes
+    /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
+    pub recorder: Option<PathBuf>,
 }
 
 /// How kernel calls are captured.

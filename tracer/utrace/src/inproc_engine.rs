@@ -27,11 +27,12 @@ use crate::{Finished, EXIT_NO_MATCH};
 /// File name of the recorder library.
 pub const RECORDER: &str = "libdcg_recorder.so";
 
-/// Where the recorder library is: `$DCG_RECORDER`, else beside the `dcg` executable (as
-/// cargo builds both), else in `../lib/dcg/` from it (an installed layout).
-pub fn recorder_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DCG_RECORDER") {
-        return Some(PathBuf::from(p));
+/// Where the recorder library is: `given` (the binary's `DCG_RECORDER`), else beside the
+/// `dcg` executable (as cargo builds both), else in `../lib/dcg/` from it (an installed
+/// layout).
+pub fn recorder_path(given: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = given {
+        return Some(p.to_path_buf());
     }
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
@@ -58,7 +59,7 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
             ));
         }
     }
-    if recorder_path().is_none() {
+    if recorder_path(args.recorder.as_deref()).is_none() {
         return Some(format!(
             "{RECORDER} was not found beside dcg (set DCG_RECORDER)"
         ));
@@ -336,7 +337,7 @@ fn prepare(
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, funcs, flags).map_err(io)?;
     let plan_file = RemoveOnDrop(plan_path.clone());
     let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
-    let recorder = recorder_path()
+    let recorder = recorder_path(args.recorder.as_deref())
         .ok_or_else(|| UtraceError::Io(std::io::Error::other(format!("{RECORDER} not found"))))?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(p) if !p.is_empty() => format!("{} {p}", recorder.display()),
