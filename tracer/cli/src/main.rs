@@ -17,6 +17,7 @@ mod logger;
 mod report;
 mod trace;
 mod trace_args;
+mod trace_notices;
 
 use args::{ColorChoice, DecodeArgs, ReportArgs};
 use trace_args::TraceArgs;

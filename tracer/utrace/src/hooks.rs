@@ -14,6 +14,7 @@ use dcg_inproc::plan::{parse_fetch, PlanFunc};
 
 use crate::error::{Result, UtraceError};
 use crate::plan::{Probe, Target, COMM_FIELD};
+use crate::Notice;
 
 /// How a function is hooked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,7 +242,7 @@ pub fn recorder_plan<'a>(
     targets: &'a [Target],
     prototypes: &[&'a sigdb::Db],
     probes: &mut [Probe<'a>],
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Result<Vec<Option<Vec<PlanFunc>>>> {
     let mut bytes = Vec::new();
     for t in targets {
@@ -277,11 +278,11 @@ pub fn recorder_plan<'a>(
             Hook::Patchable(o) => (mode::PATCHABLE, o, 0),
             Hook::Plain(n) => (mode::PLAIN, 0, n),
             Hook::No(why) => {
-                notes.push(format!(
-                    "{} in {}: traced with uprobes: {why}",
-                    p.symbol,
-                    t.path.display()
-                ));
+                notes.push(Notice::ByUprobes {
+                    symbol: p.symbol.clone(),
+                    path: t.path.clone(),
+                    why,
+                });
                 out.push(None);
                 continue;
             }
@@ -331,7 +332,7 @@ fn ifunc_hooks<'a>(
     p: &mut Probe<'a>,
     bin: &Binary<'_>,
     names: &[String],
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Result<Vec<PlanFunc>> {
     let t = &targets[p.target];
     let base = |n: &str| n.split('@').next().unwrap_or(n).to_string();
@@ -387,26 +388,19 @@ fn ifunc_hooks<'a>(
         }
     }
     if funcs.len() > 1 {
-        let values = match decl {
-            Some(d) => format!(
-                "typed by the declaration in {}'s DWARF",
-                d.module().map_or("?", |m| m.name())
-            ),
-            None => "with raw values (no DWARF)".to_string(),
-        };
-        notes.push(format!(
-            "{name} in {} is an IFUNC: the implementation its resolver chooses at \
-                 start-up is traced (of {}), {values}",
-            t.path.display(),
-            funcs.len() - 1
-        ));
+        let declared_in = decl.map(|d| d.module().map_or("?", |m| m.name()).to_string());
+        notes.push(Notice::IfuncTraced {
+            name: name.to_string(),
+            path: t.path.clone(),
+            impls: funcs.len() - 1,
+            declared_in,
+        });
         return Ok(funcs);
     }
     // Hooking the resolver would trace the binding, not the calls.
-    notes.push(format!(
-        "{name} in {} is an IFUNC whose implementations dcg cannot name (no \
-             __{name}_* symbols it can hook): not traced",
-        t.path.display()
-    ));
+    notes.push(Notice::IfuncUntraced {
+        name: name.to_string(),
+        path: t.path.clone(),
+    });
     Ok(funcs)
 }

@@ -22,7 +22,7 @@ use crate::merge::Merge;
 use crate::plan::{InlineSite, Probe, Target};
 use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
 use crate::uprobe_events::{probe_session, uprobe_root, Stream};
-use crate::{Finished, EXIT_NO_MATCH};
+use crate::{Finished, Notice, EXIT_NO_MATCH};
 
 /// File name of the recorder library.
 pub const RECORDER: &str = "libdcg_recorder.so";
@@ -71,7 +71,7 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
 /// while the loader runs the constructors of the command's libraries, which it does
 /// before the recorder's own (a preloaded library is initialised after every library
 /// the program needs). Names those libraries.
-pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<String> {
+pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<Notice> {
     let exe = dcg_live::process::command_path(args.command.first()?).ok()?;
     let exe = exe.canonicalize().unwrap_or(exe);
     if targets.iter().all(|t| t.path == exe) {
@@ -83,13 +83,7 @@ pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<St
         .filter(|l| crate::plan::has_constructors(l))
         .filter_map(|l| Some(l.file_name()?.to_string_lossy().into_owned()))
         .collect();
-    (!libs.is_empty()).then(|| {
-        format!(
-            "in process, calls made by the constructors of {} are not traced: the loader \
-             runs them before the recorder's (--engine uprobe traces them)",
-            libs.join(", ")
-        )
-    })
+    (!libs.is_empty()).then_some(Notice::UnseenConstructors(libs))
 }
 
 /// Rings: how many threads can record at once (a ring is given back when its thread
@@ -107,7 +101,7 @@ pub(crate) fn trace(
     hooks: Vec<Option<Vec<PlanFunc>>>,
     args: &TraceOptions,
     out: &mut dyn Write,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
     let no_db = dcg_dbset::DbSet::new(Vec::new());
     let mut calls = calls_for(&no_db, probes, inlines, targets, args);
@@ -140,7 +134,7 @@ pub fn run(
     calls: &mut Calls<'_>,
     args: &TraceOptions,
     out: &mut dyn Write,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
     let (probe_of, funcs, fallback) = split_hooked(planned);
     let root = if fallback.is_empty() {
@@ -149,15 +143,13 @@ pub fn run(
         match uprobe_root() {
             Ok(r) => Some(r),
             Err(e) => {
-                note(&format!(
-                    "{e}; the functions without entry hooks are not traced"
-                ));
+                note(Notice::NoUprobesForUnhooked(e.to_string()));
                 None
             }
         }
     };
     if funcs.is_empty() && root.is_none() {
-        note("nothing to trace");
+        note(Notice::NothingToTrace);
         return Ok(Finished {
             exit: EXIT_NO_MATCH,
             calls: None,
@@ -171,7 +163,7 @@ pub fn run(
     let (mut session, events) = match &root {
         Some(root) => {
             for r in tracefs::remove_stale(root) {
-                note(&format!("removed stale {r}"));
+                note(Notice::RemovedStale(r));
             }
             let (session, events) = probe_session(
                 root,
@@ -258,13 +250,10 @@ pub fn run(
     if let Some(mut session) = session.take() {
         let (overrun, dropped) = session.buffer_stats();
         if overrun + dropped > 0 {
-            note(&format!(
-                "LOST {} uprobe events (ring buffer overrun): some calls are missing",
-                overrun + dropped
-            ));
+            note(Notice::LostUprobeEvents(overrun + dropped));
         }
         for f in session.close() {
-            note(&format!("cleanup: {f}"));
+            note(Notice::Cleanup(f));
             cleanup_failed = true;
         }
     }
@@ -311,7 +300,7 @@ fn prepare(
     targets: &[Target],
     funcs: &[PlanFunc],
     args: &TraceOptions,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> Result<Prepared> {
     let plan_targets: Vec<PlanTarget> = targets
         .iter()
@@ -321,7 +310,7 @@ fn prepare(
         })
         .collect();
     for r in rings::remove_stale(dir) {
-        note(&format!("removed stale {r}"));
+        note(Notice::RemovedStale(r));
     }
     let io = |e: dcg_inproc::InprocError| UtraceError::Io(std::io::Error::other(e.to_string()));
     let plan_path = rings::session_file(dir, "plan");
@@ -540,48 +529,40 @@ fn ring_notes(
     probes: &[Probe<'_>],
     args: &TraceOptions,
     dir: &Path,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) {
     if !funcs.is_empty() && rings.attached() == 0 {
-        note(&format!(
-            "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
-             binaries (--engine uprobe traces without it)",
-            args.command.first().map_or("the command", String::as_str)
-        ));
+        note(Notice::RecorderHookedNothing {
+            command: args.command.first().cloned(),
+        });
     }
     if rings.unhooked() > 0 {
-        let names: Vec<&str> = rings
+        let names: Vec<String> = rings
             .unhooked_funcs()
             .into_iter()
             .filter_map(|i| probe_of.get(i as usize))
-            .map(|&p| probes[p].symbol.as_str())
+            .map(|&p| probes[p].symbol.clone())
             .collect();
-        note(&format!(
-            "{} function entries could not be patched in process when the command started \
-             (no room for a trampoline near them, or their code could not be made writable) \
-             and were not traced: {}",
-            rings.unhooked(),
-            names.join(", ")
-        ));
+        note(Notice::Unpatched {
+            count: rings.unhooked(),
+            names,
+        });
     }
     let lost = rings.lost();
     if lost > 0 {
-        note(&format!(
-            "LOST {lost} records (a thread's ring was full): some calls are missing or incomplete"
-        ));
+        note(Notice::LostRecords(lost));
     }
     if rings.threads_without_ring() > 0 {
-        note(&format!(
-            "{} threads found no free ring (of {RINGS}) and were not traced",
-            rings.threads_without_ring()
-        ));
+        note(Notice::NoFreeRing {
+            threads: rings.threads_without_ring(),
+            rings: RINGS,
+        });
     }
     if rings.no_space() > 0 {
-        note(&format!(
-            "{} threads were not traced: the memory for their rings could not be had (is {} full?)",
-            rings.no_space(),
-            dir.display()
-        ));
+        note(Notice::NoRingMemory {
+            threads: rings.no_space(),
+            dir: dir.to_path_buf(),
+        });
     }
 }
 

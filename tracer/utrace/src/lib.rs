@@ -21,6 +21,7 @@ mod error;
 pub mod hooks;
 pub mod inproc_engine;
 mod merge;
+mod notice;
 pub mod plan;
 mod session;
 pub mod symbolize;
@@ -35,6 +36,7 @@ use dcg_live::tracefs;
 
 pub(crate) use error::Result;
 pub use error::UtraceError;
+pub use notice::Notice;
 use plan::Target;
 
 /// Exit code when a pattern matches nothing.
@@ -50,12 +52,12 @@ pub struct Finished {
     pub calls: Option<Vec<dcg_calls::record::CallRecord>>,
 }
 
-/// Run `dcg trace` for `PATH:PATTERN` functions, notes for the user to `note` as they
+/// Run `dcg trace` for `PATH:PATTERN` functions, notices for the user to `note` as they
 /// come.
 pub fn run(
     args: &TraceOptions,
     out: &mut dyn Write,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
     // A stop signal before tracefs is touched ends dcg at once (see tracefs).
     tracefs::install_stop_handlers();
@@ -74,10 +76,10 @@ pub fn run(
         failed,
     } = planned;
     for n in notes.drain(..) {
-        note(&n);
+        note(n);
     }
     if !failed.is_empty() {
-        for f in &failed {
+        for f in failed {
             note(f);
         }
         return Ok(Finished {
@@ -86,7 +88,7 @@ pub fn run(
         });
     }
     if probes.is_empty() {
-        note("nothing to probe");
+        note(Notice::NothingToProbe);
         return Ok(Finished {
             exit: EXIT_NO_MATCH,
             calls: None,
@@ -103,7 +105,7 @@ type Specs = Vec<(usize, String)>;
 
 /// The files `--func` names, one target per distinct file, and each pattern with the
 /// index of its target.
-fn load_targets(args: &TraceOptions, notes: &mut Vec<String>) -> Result<(Vec<Target>, Specs)> {
+fn load_targets(args: &TraceOptions, notes: &mut Vec<Notice>) -> Result<(Vec<Target>, Specs)> {
     // Targets, one per distinct file.
     let mut targets: Vec<Target> = Vec::new();
     // debuginfod, for binaries without DWARF here (DEBUGINFOD_URLS; never --offline).
@@ -145,7 +147,7 @@ fn load_targets(args: &TraceOptions, notes: &mut Vec<String>) -> Result<(Vec<Tar
 }
 
 /// The engine: in process for a command dcg starts, else uprobes; whether in process.
-fn choose_engine(args: &TraceOptions, targets: &[Target], notes: &mut Vec<String>) -> Result<bool> {
+fn choose_engine(args: &TraceOptions, targets: &[Target], notes: &mut Vec<Notice>) -> Result<bool> {
     use dcg_live::options::Engine;
     let in_process = match (args.engine, inproc_engine::unavailable(args, targets)) {
         (Engine::Uprobe, _) => false,
@@ -156,17 +158,15 @@ fn choose_engine(args: &TraceOptions, targets: &[Target], notes: &mut Vec<String
         }
         (Engine::Inproc, None) => true,
         (_, Some(why)) => {
-            notes.push(format!("engine: uprobes ({why})"));
+            notes.push(Notice::EngineUprobes(why));
             false
         }
         (_, None) => true,
     };
     if in_process {
-        notes.push(format!(
-            "engine: in process ({} preloaded into {})",
-            inproc_engine::RECORDER,
-            args.command.first().map_or("the command", String::as_str)
-        ));
+        notes.push(Notice::EngineInProcess {
+            command: args.command.first().cloned(),
+        });
         notes.extend(inproc_engine::unseen_constructors(args, targets));
     }
     Ok(in_process)
@@ -198,7 +198,7 @@ struct Planned<'a> {
     probes: Vec<plan::Probe<'a>>,
     inlines: Vec<plan::InlineSite<'a>>,
     hooks: Vec<Option<Vec<dcg_inproc::plan::PlanFunc>>>,
-    failed: Vec<String>,
+    failed: Vec<Notice>,
 }
 
 /// Select the functions of each pattern and plan their probes, the inlined copies and,
@@ -209,7 +209,7 @@ fn plan_session<'a>(
     prototypes: &[&'a sigdb::Db],
     specs: &[(usize, String)],
     in_process: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Result<Planned<'a>> {
     let reads = if in_process {
         plan::Reads::IN_PROCESS

@@ -7,6 +7,7 @@ use dcg_live::process::{self, Child, Ended};
 
 use crate::calls::{self, Calls};
 use crate::plan::{InlineSite, Probe, Target};
+use crate::Notice;
 
 /// Why tracing stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +31,7 @@ pub(crate) fn end_of(
     stop: Stop,
     child: &mut Option<Child>,
     args: &TraceOptions,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> u8 {
     {
         match stop {
@@ -38,21 +39,25 @@ pub(crate) fn end_of(
                 let c = child.as_ref().map_or(0, |c| c.pid());
                 let cmd = args.command.first().map_or("command", String::as_str);
                 if e != Ended::Exited(0) {
-                    note(&format!("{cmd} (pid {c}) {}", e.describe()));
+                    note(Notice::CommandEnded {
+                        command: cmd.to_string(),
+                        pid: c,
+                        ended: e,
+                    });
                 }
                 return e.code();
             }
             Stop::Gone => {
                 if let Some(p) = args.pid {
-                    note(&format!("process {p} exited"));
+                    note(Notice::ProcessExited(p));
                 }
             }
             Stop::Count | Stop::Duration | Stop::Signal(_) | Stop::OutputClosed => {
                 if let Some(p) = args.pid {
-                    note(&format!(
-                        "detached from process {p} ({}); its probes are removed",
-                        process::comm_of(p)
-                    ));
+                    note(Notice::Detached {
+                        pid: p,
+                        comm: process::comm_of(p),
+                    });
                 } else if let Some(c) = child.as_mut() {
                     // Like `perf record -- CMD`: the command runs for the trace; end it
                     // (with the signal dcg got, else SIGTERM).
@@ -65,11 +70,15 @@ pub(crate) fn end_of(
                     };
                     let pid = c.pid();
                     if let Some(e) = c.terminate(sig) {
-                        note(&format!(
-                            "stopped tracing; {} (pid {pid}) was still running: {}",
-                            args.command.first().map_or("command", String::as_str),
-                            e.describe()
-                        ));
+                        note(Notice::CommandStopped {
+                            command: args
+                                .command
+                                .first()
+                                .map_or("command", String::as_str)
+                                .to_string(),
+                            pid,
+                            ended: e,
+                        });
                     }
                 }
             }

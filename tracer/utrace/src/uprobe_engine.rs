@@ -15,7 +15,7 @@ use crate::error::{Result, UtraceError};
 use crate::plan::{InlineSite, Probe, Target};
 use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
 use crate::uprobe_events::{drain, probe_session, uprobe_root, Event, Stream, EXEC_EVENT};
-use crate::Finished;
+use crate::{Finished, Notice};
 
 /// Trace `probes` with uprobes: set the instance up, start or follow the process, read
 /// until a stop condition, clean up.
@@ -25,7 +25,7 @@ pub(crate) fn run(
     inlines: &[InlineSite<'_>],
     args: &TraceOptions,
     out: &mut dyn Write,
-    note: &mut dyn FnMut(&str),
+    note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
     if let Some(pid) = args.pid {
         if !process::is_alive(pid) {
@@ -37,13 +37,13 @@ pub(crate) fn run(
     // one half removed, unreported (the stop is seen once the trace starts).
     tracefs::arm_stop_handlers();
     for r in tracefs::remove_stale(&root) {
-        note(&format!("removed stale {r}"));
+        note(Notice::RemovedStale(r));
     }
     let mut tracer = Tracer::setup(&root, targets, probes, inlines, args, note)?;
     let result = tracer.trace(targets, probes, inlines, args, out, note);
     let failures = tracer.session.close();
     for f in &failures {
-        note(&format!("cleanup: {f}"));
+        note(Notice::Cleanup(f.clone()));
     }
     let mut finished = result?;
     if !failures.is_empty() {
@@ -68,7 +68,7 @@ impl Tracer {
         probes: &[Probe<'_>],
         inlines: &[InlineSite<'_>],
         args: &TraceOptions,
-        note: &mut dyn FnMut(&str),
+        note: &mut dyn FnMut(Notice),
     ) -> Result<Tracer> {
         let (mut session, mut events) =
             probe_session(root, targets, probes, 0..probes.len(), !args.no_children)?;
@@ -85,12 +85,11 @@ impl Tracer {
                 // The copy's frame still opens at its first call, without arguments.
                 Err(e) => {
                     for c in &s.copies {
-                        note(&format!(
-                            "no probe on {} inlined in {} ({e}): its frame opens at its \
-                             first call, without arguments",
-                            c.callee().map_or("?", |f| f.name()),
-                            c.caller().map_or("?", |f| f.symbol()),
-                        ));
+                        note(Notice::InlineProbeFailed {
+                            callee: c.callee().map_or("?", |f| f.name()).to_string(),
+                            caller: c.caller().map_or("?", |f| f.symbol()).to_string(),
+                            why: e.to_string(),
+                        });
                     }
                 }
             }
@@ -133,7 +132,7 @@ impl Tracer {
         inlines: &[InlineSite<'_>],
         args: &TraceOptions,
         out: &mut dyn Write,
-        note: &mut dyn FnMut(&str),
+        note: &mut dyn FnMut(Notice),
     ) -> Result<Finished> {
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
@@ -186,15 +185,10 @@ impl Tracer {
         }
         let lost = stream.lost_seen.max(overrun + dropped);
         if lost > 0 {
-            note(&format!(
-                "LOST {lost} events (ring buffer overrun): some calls are missing or incomplete"
-            ));
+            note(Notice::LostEvents(lost));
         }
         if stream.unparsed > 0 {
-            note(&format!(
-                "{} event lines could not be parsed",
-                stream.unparsed
-            ));
+            note(Notice::Unparsed(stream.unparsed));
         }
         Ok(Finished {
             exit: end_of(stop, &mut self.child, args, note),

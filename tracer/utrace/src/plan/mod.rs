@@ -19,9 +19,8 @@ pub use select::*;
 pub use values::*;
 
 use probe::{def, insert_number};
-use select::shorten_list;
 
-use crate::UtraceError;
+use crate::{Notice, UtraceError};
 use dcg_dbset::glob::glob_match;
 use dcg_dbset::symbols::SymbolMap;
 use object::{Object as _, ObjectSegment as _};

@@ -61,7 +61,7 @@ impl Reads {
 }
 
 /// Why some values of `probes` will show as `?xmm0`, `?st0` (said once), if any will.
-pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
+pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<Notice> {
     let mut funcs: Vec<&str> = probes
         .iter()
         .filter(|p| {
@@ -77,12 +77,8 @@ pub fn unreadable_note(probes: &[Probe<'_>]) -> Option<String> {
     }
     funcs.sort_unstable();
     funcs.dedup();
-    Some(format!(
-        "values in xmm and x87 registers cannot be read by uprobes (they fetch general-purpose \
-         registers and memory only), shown as ?xmm0, ?st0, ?rdi:xmm0 (where the value is); \
-         arguments unoptimized code spills to a frame (-O0 with a frame pointer) are read \
-         from there: {}",
-        shorten_list(&funcs, 8)
+    Some(Notice::Unreadable(
+        funcs.into_iter().map(str::to_string).collect(),
     ))
 }
 
@@ -225,7 +221,7 @@ pub fn plan_probes<'a>(
     with_ret: bool,
     call_sites: bool,
     reads: Reads,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Vec<Probe<'a>> {
     let mut seen_addr = HashSet::new();
     let mut names = HashSet::new();
@@ -236,12 +232,11 @@ pub fn plan_probes<'a>(
         }
         let t = &targets[s.target];
         let Some(offset) = file_offset(&t.segments, s.addr) else {
-            notes.push(format!(
-                "{}: address {:#x} is in no loadable segment of {}: not probed",
-                s.symbol,
-                s.addr,
-                t.path.display()
-            ));
+            notes.push(Notice::NotLoaded {
+                symbol: s.symbol.clone(),
+                addr: s.addr,
+                path: t.path.clone(),
+            });
             continue;
         };
         let base = event_base(&s.symbol);

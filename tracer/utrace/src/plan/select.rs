@@ -104,8 +104,8 @@ pub fn select<'a>(
     target: usize,
     pattern: &str,
     frames: bool,
-    notes: &mut Vec<String>,
-) -> std::result::Result<Selection<'a>, String> {
+    notes: &mut Vec<Notice>,
+) -> std::result::Result<Selection<'a>, Notice> {
     let t = &targets[target];
     let Matches {
         mut found,
@@ -126,15 +126,12 @@ pub fn select<'a>(
     });
     not_probed(t, pattern, &inline_only, &cold, notes);
     if found.is_empty() {
-        let why = if !inline_only.is_empty() || !cold.is_empty() {
-            " that can be probed"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "no function{why} matches '{pattern}' in {}",
-            t.path.display()
-        ));
+        let unprobeable = !inline_only.is_empty() || !cold.is_empty();
+        return Err(Notice::NoMatch {
+            pattern: pattern.to_string(),
+            path: t.path.clone(),
+            unprobeable,
+        });
     }
     Ok(Selection {
         funcs: found,
@@ -231,24 +228,16 @@ fn without_dwarf<'a>(
     pattern: &str,
     no_dwarf: Vec<(String, u64)>,
     found: &mut Vec<Selected<'a>>,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) {
     let t = &targets[target];
     let wild = pattern.contains(['*', '?']);
     if !wild {
         for (name, addr) in no_dwarf {
             let decl = prototype(targets, prototypes, target, &name, addr);
-            notes.push(match decl {
-                Some(d) => format!(
-                    "{name}: no DWARF of its own (written in assembly, or built without -g): \
-                     typed by the declaration in {}'s DWARF, its arguments read where the ABI \
-                     passes them",
-                    d.module().map_or("?", |m| m.name())
-                ),
-                None => format!(
-                    "{name}: no DWARF gives its types (written in assembly, or built without \
-                     -g): traced without arguments, its return value raw"
-                ),
+            notes.push(Notice::NoDwarf {
+                name: name.clone(),
+                declared_in: decl.map(|d| d.module().map_or("?", |m| m.name()).to_string()),
             });
             found.push(Selected {
                 func: decl,
@@ -258,12 +247,11 @@ fn without_dwarf<'a>(
             });
         }
     } else if !no_dwarf.is_empty() {
-        notes.push(format!(
-            "{}:{pattern}: {} matching functions have no DWARF and are not traced (name one \
-             to trace it without arguments)",
-            t.given,
-            no_dwarf.len()
-        ));
+        notes.push(Notice::NoDwarfSkipped {
+            given: t.given.clone(),
+            pattern: pattern.to_string(),
+            count: no_dwarf.len(),
+        });
     }
 }
 
@@ -275,7 +263,7 @@ fn inlined_copies<'a>(
     frames: bool,
     found: &mut Vec<Selected<'a>>,
     inline_only: &mut Vec<sigdb::Function<'a>>,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Vec<SelectedCopy<'a>> {
     let mut copies = Vec::new();
     {
@@ -313,32 +301,13 @@ fn inlined_copies<'a>(
         // Inline-only functions with copies are traced through them.
         inline_only.retain(|f| !inlined.contains(&f.name()));
         if !copies.is_empty() {
-            let how = match (frames, copies.len()) {
-                (false, _) => "not shown (--no-inline-frames)",
-                (true, 1) => {
-                    "shown as a frame with the arguments at its first instruction and no \
-                     return value (DWARF does not say where an inlined copy leaves it)"
-                }
-                (true, _) => {
-                    "each shown as a frame with the arguments at its first instruction and \
-                     no return value (DWARF does not say where an inlined copy leaves it)"
-                }
-            };
-            notes.push(format!(
-                "{}: {} inlined in {} (traced), {how}{}",
-                shorten_list(&inlined, 8),
-                if copies.len() == 1 {
-                    "a copy".to_string()
-                } else {
-                    format!("{} copies", copies.len())
-                },
-                shorten_list(&containers, 8),
-                if more > 0 {
-                    format!("; {more} more copies left out (at most {INLINE_MAX})")
-                } else {
-                    String::new()
-                }
-            ));
+            notes.push(Notice::InlinedCopies {
+                inlined: inlined.iter().map(|s| s.to_string()).collect(),
+                copies: copies.len(),
+                containers: containers.iter().map(|s| s.to_string()).collect(),
+                frames,
+                more,
+            });
         }
     }
     copies
@@ -350,49 +319,29 @@ fn not_probed(
     pattern: &str,
     inline_only: &[sigdb::Function<'_>],
     cold: &[sigdb::Function<'_>],
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) {
     let wild = pattern.contains(['*', '?']);
     for f in cold {
         let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
-        notes.push(format!(
-            "{}: the cold part of {parent}, not an entry point: not probed (its calls show as {parent})",
-            f.symbol()
-        ));
+        notes.push(Notice::ColdPart {
+            symbol: f.symbol().to_string(),
+            parent: parent.to_string(),
+        });
     }
     if !wild {
         for f in inline_only {
-            let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
-            let mut msg = if into.is_empty() {
-                format!("{}: only inlined, no code of its own: not traced", f.name())
-            } else {
-                format!(
-                    "{}: inlined into {}, no code of its own: not traced",
-                    f.name(),
-                    shorten_list(&into, 8)
-                )
-            };
-            if t.db.instance_count() == 0 {
-                msg.push_str(
-                    " (a db with its inlined copies, what dwarfscan writes by default, would \
-                     trace them)",
-                );
-            }
-            notes.push(msg);
+            notes.push(Notice::InlineOnly {
+                name: f.name().to_string(),
+                into: f.inlined_into().map(|c| c.symbol().to_string()).collect(),
+                no_instances: t.db.instance_count() == 0,
+            });
         }
     } else if !inline_only.is_empty() {
-        notes.push(format!(
-            "{}:{pattern}: {} matching functions are only inlined and not traced",
-            t.given,
-            inline_only.len()
-        ));
-    }
-}
-
-pub(crate) fn shorten_list(v: &[&str], max: usize) -> String {
-    if v.len() <= max {
-        v.join(", ")
-    } else {
-        format!("{} and {} more", v[..max].join(", "), v.len() - max)
+        notes.push(Notice::InlineOnlySkipped {
+            given: t.given.clone(),
+            pattern: pattern.to_string(),
+            count: inline_only.len(),
+        });
     }
 }
