@@ -90,10 +90,6 @@ pub fn run(
             return Err(KtraceError::NoProcess(pid));
         }
     }
-    // Automatic choice: function_graph prints every value itself where it has
-    // funcgraph-retval (and is the cheaper way to draw the tree); elsewhere only the BPF
-    // engine gets them all. The file test ignores `--fgraph-probes` on purpose.
-    let values = args.show_retvals || args.args;
     let inlined = !resolved.inlines.is_empty();
     if inlined {
         let mut containers: Vec<String> = Vec::new();
@@ -112,13 +108,8 @@ pub fn run(
         });
     }
     let roots = resolved.roots;
-    let engine = match args.engine {
-        Engine::Auto if inlined => Engine::Bpf,
-        Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => Engine::Bpf,
-        Engine::Auto => Engine::Fgraph,
-        e => e,
-    };
-    if engine == Engine::Bpf {
+    let choice = EngineChoice::of(args, inlined, &root);
+    if choice.engine == Engine::Bpf {
         match bpf_engine::run(
             args,
             &set,
@@ -131,7 +122,7 @@ pub fn run(
             Ok(summary) => return Ok(Outcome::Traced(Box::new(summary))),
             // Chosen automatically and unusable here (no kprobe.multi, no BTF, locked
             // down): function_graph still draws the tree, with the values it can get.
-            Err(KtraceError::BpfUnavailable(e)) if args.engine == Engine::Auto => {
+            Err(KtraceError::BpfUnavailable(e)) if choice.reason != EngineReason::Asked => {
                 notify(Notice::BpfFallback(e.to_string()));
             }
             Err(e) => return Err(e),
@@ -139,4 +130,45 @@ pub fn run(
     }
     let summary = fgraph_engine::run(args, &set, &root, &avail, roots, out, notify)?;
     Ok(Outcome::Traced(Box::new(summary)))
+}
+
+/// Which rule chose the kernel engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineReason {
+    /// `--engine fgraph` or `--engine bpf`.
+    Asked,
+    /// Inlined copies are traced: only the BPF engine probes them.
+    InlinedCopies,
+    /// Values are asked for and the kernel lacks `funcgraph-retval`: only the BPF engine
+    /// gets them all.
+    ValuesWithoutRetval,
+    /// function_graph prints every value itself here (or none is asked for), and is the
+    /// cheaper way to draw the tree.
+    Fgraph,
+}
+
+/// The kernel engine chosen, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineChoice {
+    /// `Fgraph` or `Bpf`.
+    pub engine: Engine,
+    /// The rule that chose it.
+    pub reason: EngineReason,
+}
+
+impl EngineChoice {
+    /// The engine for `args` (`inlined`: the patterns name inlined copies), on the kernel
+    /// whose tracefs is at `root`. The file test ignores `--fgraph-probes` on purpose.
+    pub fn of(args: &TraceOptions, inlined: bool, root: &std::path::Path) -> EngineChoice {
+        let values = args.show_retvals || args.args;
+        let (engine, reason) = match args.engine {
+            Engine::Auto if inlined => (Engine::Bpf, EngineReason::InlinedCopies),
+            Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => {
+                (Engine::Bpf, EngineReason::ValuesWithoutRetval)
+            }
+            Engine::Auto => (Engine::Fgraph, EngineReason::Fgraph),
+            e => (e, EngineReason::Asked),
+        };
+        EngineChoice { engine, reason }
+    }
 }

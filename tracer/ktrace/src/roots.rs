@@ -31,20 +31,21 @@ pub(crate) fn resolve_roots<'a>(
     };
     let mut errors = Vec::new();
     for p in patterns {
-        let m = avail.matching(p);
+        // One match per pattern: the copies and the explanation are read off it.
+        let m = funcs::match_pattern(p, set, avail);
         let (copies, more) = if with_inlines {
-            funcs::inline_copies(p, set, avail)
+            funcs::inline_copies(&m, set, avail)
         } else {
             (Vec::new(), 0)
         };
-        if m.is_empty() && copies.is_empty() {
-            let mut why = funcs::explain(p, set, avail);
-            if !with_inlines && !funcs::inline_copies(p, set, avail).0.is_empty() {
+        if m.traceable.is_empty() && copies.is_empty() {
+            let mut why = funcs::explain(&m, set, avail);
+            if !with_inlines && !funcs::inline_copies(&m, set, avail).0.is_empty() {
                 why.push_str("; the BPF engine traces its inlined copies (--engine bpf)");
             }
             errors.push(why);
         }
-        for f in m {
+        for f in m.traceable {
             if !r.roots.contains(&f) {
                 r.roots.push(f);
             }
