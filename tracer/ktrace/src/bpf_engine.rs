@@ -264,18 +264,18 @@ pub fn run(
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
     let (sinks, collected) = Sinks::for_output(&Output {
-        json: args.json,
-        errors_only: args.errors_only,
-        color: args.color,
+        json: args.output.json,
+        errors_only: args.output.errors_only,
+        color: args.output.color,
         cpu_width: 1,
         probe_notes: false,
         threads: false,
-        report: args.report,
+        report: args.output.report,
     });
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
     let mut feed = Feed::new(tree, sinks, probed, (sites, site_at), kallsyms, args);
-    let saved = match &args.output {
+    let saved = match &args.output.saved_calls {
         Some(path) => {
             let file = dcg_outfile::Output::create(path)?;
             feed.sinks.push(Box::new(SavedCalls::new(
@@ -426,6 +426,7 @@ fn record(
 ) -> Result<String> {
     let start = Instant::now();
     let deadline = args
+        .stop
         .duration
         .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
     Ok(loop {
@@ -438,8 +439,8 @@ fn record(
         // Nothing shown before the end and nothing to count: while the command runs, the
         // records are only copied out of the ring (decoding them competes with the traced
         // load for the CPU); they are decoded once it ends, or when too many wait.
-        if args.shown_at_end
-            && args.count.is_none()
+        if args.output.shown_at_end
+            && args.stop.count.is_none()
             && !exited
             && tracefs::stop_requested().is_none()
             && capture.queued() < DEFER_MAX
@@ -477,7 +478,7 @@ fn record(
         if let Some(sig) = tracefs::stop_requested() {
             break format!("signal {sig}");
         }
-        if args.count.is_some_and(|n| done >= n) {
+        if args.stop.count.is_some_and(|n| done >= n) {
             break format!("{done} calls");
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -347,26 +347,26 @@ impl<'s> Setup<'s> {
     {
         let args = self.args;
         let opts = Options {
-            json: args.json,
-            errors_only: args.errors_only,
-            color: args.color,
+            json: args.output.json,
+            errors_only: args.output.errors_only,
+            color: args.output.color,
             hide_probe_events: true,
             collapse_empty: true,
             inline_frames: !args.no_inline_frames,
         };
         let (sinks, collected) = Sinks::for_output(&Output {
-            json: args.json,
-            errors_only: args.errors_only,
-            color: args.color,
+            json: args.output.json,
+            errors_only: args.output.errors_only,
+            color: args.output.color,
             cpu_width: 1,
             probe_notes: false,
             threads: false,
-            report: args.report,
+            report: args.output.report,
         });
         let mut dec = Decoder::with_sinks(self.set, opts, sinks);
         dec.set_pointer_names(pointer_names);
         dec.mark_contexts();
-        let saved = match &args.output {
+        let saved = match &args.output.saved_calls {
             Some(path) => {
                 let file = dcg_outfile::Output::create(path)?;
                 dec.save_records(
@@ -409,6 +409,7 @@ impl<'s> Setup<'s> {
         let args = self.args;
         let start = Instant::now();
         let deadline = args
+            .stop
             .duration
             .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
         let mut drain_until: Option<Instant> = None;
@@ -443,8 +444,8 @@ impl<'s> Setup<'s> {
             // runs, pages are only copied out (decoding them competes with the traced
             // load for the CPU), and decoded once it ends or too many wait.
             if let Some(raw) = reader.raw.as_mut() {
-                if args.shown_at_end
-                    && args.count.is_none()
+                if args.output.shown_at_end
+                    && args.stop.count.is_none()
                     && drain_until.is_none()
                     && raw.pending() < DEFER_MAX
                 {
@@ -489,7 +490,7 @@ impl<'s> Setup<'s> {
         out: &mut dyn Write,
         summary: &mut Summary,
     ) -> Result<()> {
-        while self.args.count.is_none_or(|n| summary.completed < n) {
+        while self.args.stop.count.is_none_or(|n| summary.completed < n) {
             reader.lines.clear();
             let (got, fb, _) = self.read_round(reader, dec, out, summary.completed, false)?;
             summary.completed += fb.completed;
@@ -513,7 +514,7 @@ impl<'s> Setup<'s> {
         completed: u64,
         log: bool,
     ) -> Result<(usize, Feedback, bool)> {
-        let count = self.args.count;
+        let count = self.args.stop.count;
         let mut fb = Feedback::default();
         let mut done = false;
         let got = if let Some(raw) = reader.raw.as_mut() {

@@ -105,7 +105,7 @@ pub(crate) fn trace(
 ) -> Result<Finished> {
     let no_db = dcg_dbset::DbSet::new(Vec::new());
     let mut calls = calls_for(&no_db, probes, inlines, targets, args);
-    let saved = match &args.output {
+    let saved = match &args.output.saved_calls {
         Some(path) => {
             let file = dcg_outfile::Output::create(path)?;
             calls.save_records(
@@ -217,7 +217,7 @@ pub fn run(
     let mut pump = Pump::new(targets, probes, &probe_of, &funcs, clock);
     // Only the recorder feeds the session: nothing to wait for before passing events on.
     pump.only_recorder = pipe.is_none();
-    pump.count = args.count;
+    pump.count = args.stop.count;
     let mut merge = Merge::default();
     let mut sources = Sources {
         copier: &copier,
@@ -417,6 +417,7 @@ impl<'a, 'p> Pump<'a, 'p> {
         out: &mut dyn Write,
     ) -> Result<Stop> {
         let deadline = args
+            .stop
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
         Ok(loop {

@@ -137,7 +137,7 @@ impl Tracer {
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
         let mut calls = calls_for(&no_db, probes, inlines, targets, args);
-        let saved = match &args.output {
+        let saved = match &args.output.saved_calls {
             Some(path) => {
                 let file = dcg_outfile::Output::create(path)?;
                 calls.save_records(
@@ -171,7 +171,7 @@ impl Tracer {
             stop,
             Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
         ) {
-            drain(&mut pipe, &mut stream, &mut calls, out, args.count)?;
+            drain(&mut pipe, &mut stream, &mut calls, out, args.stop.count)?;
         }
         stream.flush_carry(&mut calls, out)?;
         let (overrun, dropped) = self.session.buffer_stats();
@@ -207,6 +207,7 @@ fn read_until_stop(
     out: &mut dyn Write,
 ) -> Result<Stop> {
     let deadline = args
+        .stop
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
     let mut lines = Vec::new();
@@ -230,7 +231,7 @@ fn read_until_stop(
         };
         lines.clear();
         pipe.read_lines(timeout, &mut lines)?;
-        match stream.feed(&lines, calls, out, args.count) {
+        match stream.feed(&lines, calls, out, args.stop.count) {
             Ok(true) => return Ok(Stop::Count),
             Ok(false) => {}
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),
