@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use dcg_dbset::DbSet;
-use dcg_ktrace::funcs::{explain, Available};
+use dcg_ktrace::funcs::{explain, match_pattern, Available};
 use dcg_tests::*;
 use sigdb::{Db, FuncFlags};
 
@@ -62,7 +62,8 @@ fn default_db_leaves_out_header_inline_helpers() {
 fn func_of_a_left_out_helper_says_how_to_record_it() {
     let avail = Available::parse("do_sys_openat2\n__x64_sys_pidfd_open\n");
     let why = |db: std::path::PathBuf, f: &str| {
-        explain(f, &DbSet::new(vec![Db::open(db).unwrap()]), &avail)
+        let set = DbSet::new(vec![Db::open(db).unwrap()]);
+        explain(&match_pattern(f, &set, &avail), &set, &avail)
     };
     let helper = why(testkernel_db_inline(), "class_filename_flags_constructor");
     assert!(

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Kill test of the kernel tracer (issue 9) on the test kernel (tests/kernels/testkernel): RUNS live traces of a
 # command that never ends, each interrupted after a random delay by SIGINT, SIGTERM or
-# SIGKILL (in turn); every other pair of runs uses exit/entry probes (DCG_KTRACE_PROBES=1)
+# SIGKILL (in turn); every other pair of runs uses exit/entry probes (--fgraph-probes)
 # so probe removal is exercised too. After SIGINT/SIGTERM nothing of the session may
 # remain (instance, events, graph registry entry, traced command); after SIGKILL the next
 # dcg run must remove the stale instance/events and say so. At the end the global tracing
@@ -81,8 +81,8 @@ while [ $i -lt $RUNS ]; do
 	# One run in four is interrupted within 300 ms (while dcg starts up), the others at
 	# any moment up to MAXMS (setup, switching the tracer on, tracing).
 	rand 4; if [ $R = 0 ]; then rand 300; else rand $MAXMS; fi; ms=$R
-	if [ $probes = 1 ]; then export DCG_KTRACE_PROBES=1; else unset DCG_KTRACE_PROBES; fi
-	dcg trace --db $DB --show-retvals --args --func do_sys_openat2 -- \
+	if [ $probes = 1 ]; then pf=--fgraph-probes; else pf=; fi
+	dcg trace $pf --db $DB --show-retvals --args --func do_sys_openat2 -- \
 		sh -c ': kill-test-loop; while :; do cat /nonexistent 2>/dev/null; sleep 0.05; done' \
 		> /tmp/k.out 2> /tmp/k.err &
 	pid=$!
@@ -142,7 +142,6 @@ while [ $i -lt $RUNS ]; do
 done
 if [ -n "$pending" ]; then
 	# The last SIGKILLed sessions: one more short session removes them.
-	unset DCG_KTRACE_PROBES
 	dcg trace --db $DB --count 1 --func do_sys_openat2 -- cat /nonexistent > /tmp/k.out 2> /tmp/k.err
 	echo "final cleanup run: rc=$?"
 	for s in $pending; do

@@ -53,10 +53,8 @@ end s4-concurrent
 begin probes-retvals-args
 # The exit/entry-probe path (as on Debian kernels) on this kernel: no /proc/kcore here, so
 # callees get probes when first seen; the second open shows their values.
-export DCG_KTRACE_PROBES=1
-LIMIT=60 run_trace s1p --db $DB --show-retvals --args --func do_sys_openat2 -- \
+LIMIT=60 run_trace s1p --fgraph-probes --db $DB --show-retvals --args --func do_sys_openat2 -- \
 	sh -c 'cat /nonexistent; cat /nonexistent'
-unset DCG_KTRACE_PROBES
 leftovers
 end probes-retvals-args
 
@@ -66,11 +64,9 @@ kill_mid_trace s5i INT --db $DB --show-retvals --func do_sys_openat2 -- \
 end s5-sigint
 
 begin s5-sigterm-probes
-# DCG_KTRACE_PROBES=1: exit and entry probes as on kernels without funcgraph-retval.
-export DCG_KTRACE_PROBES=1
-kill_mid_trace s5t TERM --db $DB --show-retvals --args \
+# --fgraph-probes: exit and entry probes as on kernels without funcgraph-retval.
+kill_mid_trace s5t TERM --fgraph-probes --db $DB --show-retvals --args \
 	--func do_sys_openat2 -- sh -c 'while :; do cat /nonexistent 2>/dev/null; sleep 0.05; done'
-unset DCG_KTRACE_PROBES
 end s5-sigterm-probes
 
 section_after

@@ -18,6 +18,7 @@ mod logger;
 mod report;
 mod trace;
 mod trace_args;
+mod trace_notices;
 
 use args::{ColorChoice, DecodeArgs, ReportArgs};
 use trace_args::TraceArgs;
@@ -162,39 +163,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Sig { db, what } => {
-            let set = resolve_db(&db.db, cli.offline)?;
-            let mut missing = Vec::new();
-            for w in &what {
-                let mut found: Vec<_> = match parse_addr(w) {
-                    Some(a) => set.by_addr(a).into_iter().collect(),
-                    None => set.by_name(w).collect(),
-                };
-                if found.is_empty() && parse_addr(w).is_none() {
-                    // A C++ or Rust name as people write it (`ns::get<int>`, with or
-                    // without its parameters).
-                    found = set
-                        .dbs()
-                        .iter()
-                        .flat_map(|d| d.functions())
-                        .filter(|f| {
-                            dcg_render::names::demangle(f.symbol())
-                                .is_some_and(|d| d.any(|n| n == w))
-                        })
-                        .collect();
-                }
-                if found.is_empty() {
-                    missing.push(w.clone());
-                }
-                for f in found {
-                    writeln!(out, "{}", describe::signature_line(f))?;
-                }
-            }
-            out.flush()?;
-            if !missing.is_empty() {
-                bail!("not in the db: {}", missing.join(", "));
-            }
-        }
+        Command::Sig { db, what } => sig(&db.db, &what, cli.offline, &mut out)?,
         Command::Dump { db, json } => {
             let set = resolve_db(&db.db, cli.offline)?;
             for d in set.dbs() {
@@ -223,62 +192,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             force,
             kernel_build_id,
         } => {
-            let Some(file) = file else {
-                let id = loader::parse_build_id(build_id.as_deref().unwrap_or_default())?;
-                if cli.offline {
-                    bail!("load --build-id fetches from debuginfod, which --offline forbids");
-                }
-                let sources = db_sources(false);
-                let net = sources.net.context(
-                    "load --build-id: no debuginfod server (DEBUGINFOD_URLS is empty, or unset \
-                     and the system names none)",
-                )?;
-                let (db, path, how) = dcg_dbresolve::binary::fetch_db(&id, &net, &sources.places)?;
-                writeln!(
-                    out,
-                    "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",
-                    sigdb::hex(&id),
-                    db.function_count(),
-                    path.display()
-                )?;
-                return Ok(ExitCode::SUCCESS);
-            };
-            if is_module_file(&file)? {
-                let m = loader::module::insert(&file, &places(), force)?;
-                writeln!(
-                    out,
-                    "{}: inserted module {}: {} functions, build-id {} -> {}",
-                    file.display(),
-                    m.name,
-                    m.function_count,
-                    m.build_id,
-                    m.sysfs_file.display()
-                )?;
-                out.flush()?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let store = places().store()?;
-            let opts = loader::LoadOptions {
+            return load(
+                file,
+                build_id,
                 force,
-                kernel_build_id: kernel_build_id
-                    .as_deref()
-                    .map(loader::parse_build_id)
-                    .transpose()?,
-            };
-            let o = store.load(&file, &opts)?;
-            let what = match o.status {
-                loader::LoadStatus::Installed => "installed",
-                loader::LoadStatus::Replaced { .. } => "replaced the previous db",
-                loader::LoadStatus::AlreadyLoaded => "already loaded, nothing to do",
-            };
-            writeln!(
-                out,
-                "{}: {what}: {} functions, build-id {} -> {}",
-                file.display(),
-                o.function_count,
-                o.build_id,
-                o.path.display()
-            )?;
+                kernel_build_id,
+                cli.offline,
+                &mut out,
+            )
         }
         Command::GenerateDocs { dir } => {
             let cmd = <Cli as clap::CommandFactory>::command();
@@ -286,60 +207,175 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 writeln!(out, "{}", file.display())?;
             }
         }
-        Command::List => {
-            list_module_dbs(&mut out)?;
-            let store = places().store()?;
-            let entries = store.list()?;
-            if entries.is_empty() {
-                writeln!(out, "no dbs loaded in {}", store.root().display())?;
-            }
-            for e in entries {
-                writeln!(
-                    out,
-                    "{}  {:<7} {:>7} functions {:>9} bytes  loaded {}  {}{}",
-                    e.build_id,
-                    e.kind.as_str(),
-                    e.function_count,
-                    e.size,
-                    e.loaded_at
-                        .map(loader::format_utc)
-                        .unwrap_or_else(|| "?".into()),
-                    e.source.as_deref().unwrap_or("?"),
-                    if e.matches_running_kernel {
-                        "  [running kernel]"
-                    } else {
-                        ""
-                    }
-                )?;
-            }
-        }
-        Command::Unload { which } => {
-            let module = loader::module::MODULE_NAME;
-            let which: Option<loader::Unload> = which.as_deref().map(str::parse).transpose()?;
-            let mut removed = Vec::new();
-            // No argument: the module (an error when it is not loaded); `all`: it too.
-            let module_too = match &which {
-                None => true,
-                Some(loader::Unload::All) => loader::module::is_loaded(module),
-                Some(_) => false,
-            };
-            if module_too {
-                loader::module::remove(module)?;
-                removed.push(format!("module {module}"));
-            }
-            if let Some(which) = &which {
-                removed.extend(places().store()?.unload(which)?);
-            }
-            if removed.is_empty() {
-                bail!("nothing to unload");
-            }
-            for id in removed {
-                writeln!(out, "unloaded {id}")?;
-            }
-        }
+        Command::List => list(&mut out)?,
+        Command::Unload { which } => unload(which, &mut out)?,
     }
     out.flush().context("writing output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The buffered standard output every command writes to.
+type Out<'a> = BufWriter<std::io::StdoutLock<'a>>;
+
+/// `dcg sig`: each function named (or at an address) as a C declaration.
+fn sig(db: &[PathBuf], what: &[String], offline: bool, out: &mut Out<'_>) -> Result<()> {
+    let set = resolve_db(db, offline)?;
+    let mut missing = Vec::new();
+    for w in what {
+        let mut found: Vec<_> = match parse_addr(w) {
+            Some(a) => set.by_addr(a).into_iter().collect(),
+            None => set.by_name(w).collect(),
+        };
+        if found.is_empty() && parse_addr(w).is_none() {
+            // A C++ or Rust name as people write it (`ns::get<int>`, with or
+            // without its parameters).
+            found = set
+                .dbs()
+                .iter()
+                .flat_map(|d| d.functions())
+                .filter(|f| {
+                    dcg_render::names::demangle(f.symbol()).is_some_and(|d| d.any(|n| n == w))
+                })
+                .collect();
+        }
+        if found.is_empty() {
+            missing.push(w.clone());
+        }
+        for f in found {
+            writeln!(out, "{}", describe::signature_line(f))?;
+        }
+    }
+    out.flush()?;
+    if !missing.is_empty() {
+        bail!("not in the db: {}", missing.join(", "));
+    }
+    Ok(())
+}
+
+/// `dcg load`: a db fetched by build-id, a module inserted, or a db installed in the store.
+fn load(
+    file: Option<PathBuf>,
+    build_id: Option<String>,
+    force: bool,
+    kernel_build_id: Option<String>,
+    offline: bool,
+    out: &mut Out<'_>,
+) -> Result<ExitCode> {
+    let Some(file) = file else {
+        let id = loader::parse_build_id(build_id.as_deref().unwrap_or_default())?;
+        if offline {
+            bail!("load --build-id fetches from debuginfod, which --offline forbids");
+        }
+        let sources = db_sources(false);
+        let net = sources.net.context(
+            "load --build-id: no debuginfod server (DEBUGINFOD_URLS is empty, or unset \
+             and the system names none)",
+        )?;
+        let (db, path, how) = dcg_dbresolve::binary::fetch_db(&id, &net, &sources.places)?;
+        writeln!(
+            out,
+            "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",
+            sigdb::hex(&id),
+            db.function_count(),
+            path.display()
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    if is_module_file(&file)? {
+        let m = loader::module::insert(&file, &places(), force)?;
+        writeln!(
+            out,
+            "{}: inserted module {}: {} functions, build-id {} -> {}",
+            file.display(),
+            m.name,
+            m.function_count,
+            m.build_id,
+            m.sysfs_file.display()
+        )?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = places().store()?;
+    let opts = loader::LoadOptions {
+        force,
+        kernel_build_id: kernel_build_id
+            .as_deref()
+            .map(loader::parse_build_id)
+            .transpose()?,
+    };
+    let o = store.load(&file, &opts)?;
+    let what = match o.status {
+        loader::LoadStatus::Installed => "installed",
+        loader::LoadStatus::Replaced { .. } => "replaced the previous db",
+        loader::LoadStatus::AlreadyLoaded => "already loaded, nothing to do",
+    };
+    writeln!(
+        out,
+        "{}: {what}: {} functions, build-id {} -> {}",
+        file.display(),
+        o.function_count,
+        o.build_id,
+        o.path.display()
+    )?;
+    out.flush().context("writing output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dcg list`: the module dbs, then the store's.
+fn list(out: &mut Out<'_>) -> Result<()> {
+    list_module_dbs(out)?;
+    let store = places().store()?;
+    let entries = store.list()?;
+    if entries.is_empty() {
+        writeln!(out, "no dbs loaded in {}", store.root().display())?;
+    }
+    for e in entries {
+        writeln!(
+            out,
+            "{}  {:<7} {:>7} functions {:>9} bytes  loaded {}  {}{}",
+            e.build_id,
+            e.kind.as_str(),
+            e.function_count,
+            e.size,
+            e.loaded_at
+                .map(loader::format_utc)
+                .unwrap_or_else(|| "?".into()),
+            e.source.as_deref().unwrap_or("?"),
+            if e.matches_running_kernel {
+                "  [running kernel]"
+            } else {
+                ""
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// `dcg unload`: the db module, store entries, or both.
+fn unload(which: Option<String>, out: &mut Out<'_>) -> Result<()> {
+    let module = loader::module::MODULE_NAME;
+    let which: Option<loader::Unload> = which.as_deref().map(str::parse).transpose()?;
+    let mut removed = Vec::new();
+    // No argument: the module (an error when it is not loaded); `all`: it too.
+    let module_too = match &which {
+        None => true,
+        Some(loader::Unload::All) => loader::module::is_loaded(module),
+        Some(_) => false,
+    };
+    if module_too {
+        loader::module::remove(module)?;
+        removed.push(format!("module {module}"));
+    }
+    if let Some(which) = &which {
+        removed.extend(places().store()?.unload(which)?);
+    }
+    if removed.is_empty() {
+        bail!("nothing to unload");
+    }
+    for id in removed {
+        writeln!(out, "unloaded {id}")?;
+    }
+    Ok(())
 }
 
 /// Whether `file` is a kernel module (ELF with `.modinfo`), not a db for the store.

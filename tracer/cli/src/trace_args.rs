@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::{Engine, TraceOptions};
+use dcg_live::options::{Engine, OutputRequest, StopAt, TraceOptions};
 
 use crate::ColorChoice;
 
@@ -131,6 +131,13 @@ pub struct TraceArgs {
         conflicts_with = "command"
     )]
     pub pid: Option<i32>,
+    /// Kernel, function_graph: every value from exit / entry probe events, as on a kernel
+    /// without funcgraph-retval and funcgraph-args (tests).
+    #[arg(long, hide = true)]
+    pub fgraph_probes: bool,
+    /// Kernel, function_graph: read the stream as text, never as binary pages (tests).
+    #[arg(long, hide = true)]
+    pub fgraph_text: bool,
     /// The command to start and trace (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -142,7 +149,6 @@ impl TraceArgs {
     pub fn options(self, offline: bool) -> TraceOptions {
         let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
-            color: self.color.decide(terminal && !self.json),
             engine: match self.engine {
                 EngineArg::Auto => Engine::Auto,
                 EngineArg::Fgraph => Engine::Fgraph,
@@ -154,14 +160,19 @@ impl TraceArgs {
             show_retvals: self.show_retvals,
             args: self.args,
             depth: self.depth,
-            count: self.count,
-            duration: self.duration,
-            json: self.json,
-            errors_only: self.errors_only,
+            stop: StopAt {
+                count: self.count,
+                duration: self.duration,
+            },
+            output: OutputRequest {
+                color: self.color.decide(terminal && !self.json),
+                json: self.json,
+                errors_only: self.errors_only,
+                saved_calls: self.output,
+                report: self.report.is_some(),
+                shown_at_end: self.report.is_some() || self.trace_output.is_some(),
+            },
             errno: self.errno,
-            output: self.output,
-            report: self.report.is_some(),
-            shown_at_end: self.report.is_some() || self.trace_output.is_some(),
             db: self.db,
             pid: self.pid,
             command: self.command,
@@ -169,6 +180,13 @@ impl TraceArgs {
             no_children: self.no_children,
             offline,
             hide_irqs: self.irqs == IrqsArg::Hide,
+            fgraph_probes: self.fgraph_probes,
+            fgraph_text: self.fgraph_text,
+            // The in-process recorder library, when not beside dcg.
+            recorder: std::env::var_os("DCG_RECORDER").map(PathBuf::from),
+            filters: Vec::new(),
+            stacks: Vec::new(),
+            derefs: Vec::new(),
         }
     }
 }

@@ -1,5 +1,7 @@
-//! Which kernel functions can be traced (`available_filter_functions`), `--func` glob
-//! matching, and the explanation when a pattern matches nothing traceable.
+//! Which kernel functions can be traced (`available_filter_functions`), each `--func`
+//! pattern matched once ([`match_pattern`]: the traceable functions and the db's
+//! functions it names), the inlined copies of what it names, and the explanation when it
+//! names nothing traceable.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
@@ -118,28 +120,58 @@ pub fn parse_sites(text: &str) -> Vec<Site> {
 
 pub use dcg_dbset::inlines::INLINE_MAX;
 
-/// The inlined copies of the functions `pattern` names (a glob over the db's
-/// functions), in traceable containers, by the db's inline instances; at most
-/// [`INLINE_MAX`], and how many more there were.
+/// What one `--func` pattern names: the traceable functions and the db's functions.
+#[derive(Debug, Clone)]
+pub struct PatternMatch<'a> {
+    /// The pattern.
+    pub pattern: String,
+    /// The traceable functions it names, in file order.
+    pub traceable: Vec<String>,
+    /// The db's functions it names (a glob over their names, else by name), each with the
+    /// index of its db, in db order.
+    pub in_db: Vec<(usize, sigdb::Function<'a>)>,
+}
+
+/// Match `pattern` once against the traceable functions and the db's functions.
+pub fn match_pattern<'a>(pattern: &str, set: &'a DbSet, avail: &Available) -> PatternMatch<'a> {
+    let mut in_db = Vec::new();
+    for (i, db) in set.dbs().iter().enumerate() {
+        if is_glob(pattern) {
+            in_db.extend(
+                db.functions()
+                    .filter(|f| glob_match(pattern, f.name()))
+                    .map(|f| (i, f)),
+            );
+        } else {
+            in_db.extend(db.by_name(pattern).map(|f| (i, f)));
+        }
+    }
+    PatternMatch {
+        pattern: pattern.to_string(),
+        traceable: avail.matching(pattern),
+        in_db,
+    }
+}
+
+/// The inlined copies of the functions a pattern names, in traceable containers, by the
+/// db's inline instances; at most [`INLINE_MAX`], and how many more there were.
 pub fn inline_copies<'a>(
-    pattern: &str,
+    m: &PatternMatch<'a>,
     set: &'a DbSet,
     avail: &Available,
 ) -> (Vec<sigdb::Instance<'a>>, usize) {
     let mut found = Vec::new();
     let mut more = 0;
-    for db in set.dbs() {
+    for (i, db) in set.dbs().iter().enumerate() {
         if db.instance_count() == 0 {
             continue;
         }
-        let funcs: Vec<sigdb::Function<'a>> = if is_glob(pattern) {
-            db.functions()
-                .filter(|f| glob_match(pattern, f.name()))
-                .collect()
-        } else {
-            db.by_name(pattern).collect()
-        };
-        let wanted: HashSet<u32> = funcs.iter().map(|f| f.index()).collect();
+        let wanted: HashSet<u32> = m
+            .in_db
+            .iter()
+            .filter(|(d, _)| *d == i)
+            .map(|(_, f)| f.index())
+            .collect();
         // Copies inside another inlined copy are found through their own entry.
         let (copies, over) =
             dcg_dbset::inlines::copies_of(db, &wanted, |c| avail.contains(c.symbol()));
@@ -155,16 +187,15 @@ pub fn inline_copies<'a>(
     (found, more)
 }
 
-/// Why `pattern` matches no traceable function, from the db: inlined (and where to),
+/// Why a pattern names no traceable function, from the db: inlined (and where to),
 /// notrace, or unknown.
-pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
+pub fn explain(m: &PatternMatch<'_>, set: &DbSet, avail: &Available) -> String {
+    let pattern = m.pattern.as_str();
     if is_glob(pattern) {
         let mut names: BTreeSet<String> = BTreeSet::new();
-        for db in set.dbs() {
-            for f in db.functions() {
-                if glob_match(pattern, f.name()) {
-                    names.insert(f.name().to_string());
-                }
+        for i in 0..set.dbs().len() {
+            for (_, f) in m.in_db.iter().filter(|(d, _)| *d == i) {
+                names.insert(f.name().to_string());
                 if names.len() > 5 {
                     break;
                 }
@@ -183,7 +214,7 @@ pub fn explain(pattern: &str, set: &DbSet, avail: &Available) -> String {
             if list.len() == 5 { ", ..." } else { "" }
         );
     }
-    let found: Vec<_> = set.by_name(pattern).collect();
+    let found: Vec<_> = m.in_db.iter().map(|(_, f)| *f).collect();
     if found.is_empty() {
         return format!(
             "{pattern}: unknown function (not in the db of this kernel, and not in \

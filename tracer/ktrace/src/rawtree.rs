@@ -1,5 +1,5 @@
 //! The per-session view of an instance's function_graph records read in binary
-//! (`trace_pipe_raw`): as [`crate::tree::TreeFilter`] does for text, only the trees rooted at
+//! (`trace_pipe_raw`): as [`crate::stream_filter::TreeFilter`] does for text, only the trees rooted at
 //! this session's functions (the shared `set_graph_function` brings other sessions' roots
 //! too), cut at `--depth`, their depth shifted so roots are at the top level. Used when the
 //! session needs no probe events (the kernel prints the values itself, or none are asked).

@@ -4,5 +4,6 @@
 
 pub mod graphfilter;
 pub mod options;
+mod pipes;
 pub mod process;
 pub mod tracefs;

@@ -16,28 +16,14 @@ pub struct TraceOptions {
     pub args: bool,
     /// Show calls only down to this nesting depth (0: all).
     pub depth: u32,
-    /// Stop after this many completed top-level calls.
-    pub count: Option<u64>,
-    /// Stop after this many seconds.
-    pub duration: Option<f64>,
-    /// Saved-calls JSON lines instead of text.
-    pub json: bool,
-    /// Only call paths that contain an error return.
-    pub errors_only: bool,
+    /// When the session stops, besides the command ending and a stop signal.
+    pub stop: StopAt,
+    /// What the trace is written as, and where.
+    pub output: OutputRequest,
     /// User space: read values by the kernel's -errno convention (the kernel always is).
     pub errno: bool,
-    /// Also save the calls to this file.
-    pub output: Option<PathBuf>,
-    /// Collect the calls for a call-graph report instead of printing them.
-    pub report: bool,
-    /// Nothing of the trace is shown before it ends (the output goes to a file that
-    /// appears at the end, or a report is printed): a source may keep its raw records
-    /// while the traced command runs and decode them afterwards, leaving the CPU to it.
-    pub shown_at_end: bool,
     /// Signature dbs given explicitly.
     pub db: Vec<PathBuf>,
-    /// Color error values (decided by the caller against the real output).
-    pub color: bool,
     /// Trace this running process instead of starting a command.
     pub pid: Option<i32>,
     /// The command to start and trace.
@@ -54,7 +40,66 @@ pub struct TraceOptions {
     /// Kernel: leave out calls made in interrupt context (hardirq, softirq, NMI) inside
     /// a task's tree (`--irqs hide`; by default they show, marked).
     pub hide_irqs: bool,
+    /// Kernel, function_graph engine: take every value from exit / entry probe events, as
+    /// on a kernel without `funcgraph-retval` and `funcgraph-args`, to exercise that path
+    /// on any kernel (tests; the hidden `--fgraph-probes`).
+    pub fgraph_probes: bool,
+    /// Kernel, function_graph engine: read the stream as text even where binary pages
+    /// would do (tests; the hidden `--fgraph-text`).
+    pub fgraph_text: bool,
+    /// User space, in process: the recorder library to preload (the `dcg` binary takes
+    /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
+    pub recorder: Option<PathBuf>,
+    /// Value filters bound to parameters and types (none can be asked for yet).
+    pub filters: Vec<ValueFilter>,
+    /// Stack requests (none can be asked for yet).
+    pub stacks: Vec<StackRequest>,
+    /// Requests to follow pointers and show what they point to (none can be asked for
+    /// yet).
+    pub derefs: Vec<DerefRequest>,
 }
+
+/// When a session stops, besides the command ending and a stop signal.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StopAt {
+    /// Stop after this many completed top-level calls.
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    pub duration: Option<f64>,
+}
+
+/// What the trace is written as, and where: the request the session's outputs are built
+/// from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputRequest {
+    /// Saved-calls JSON lines instead of text.
+    pub json: bool,
+    /// Only call paths that contain an error return.
+    pub errors_only: bool,
+    /// Color error values (decided by the caller against the real output).
+    pub color: bool,
+    /// Also save the calls to this file.
+    pub saved_calls: Option<PathBuf>,
+    /// Collect the calls for a call-graph report instead of printing them.
+    pub report: bool,
+    /// Nothing of the trace is shown before it ends (the output goes to a file that
+    /// appears at the end, or a report is printed): a source may keep its raw records
+    /// while the traced command runs and decode them afterwards, leaving the CPU to it.
+    pub shown_at_end: bool,
+}
+
+/// A filter on values, bound to a parameter or a type. A slot for what comes: there is
+/// no filter yet, so no value of this type exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueFilter {}
+
+/// A request for stacks. A slot for what comes: none exists yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StackRequest {}
+
+/// A request to dereference a pointer. A slot for what comes: none exists yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DerefRequest {}
 
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

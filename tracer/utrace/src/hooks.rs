@@ -9,6 +9,12 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _};
 
 use crate::plan::{file_offset, Segment};
+use dcg_inproc::layout::{fflags, mode, FetchOp};
+use dcg_inproc::plan::{parse_fetch, PlanFunc};
+
+use crate::error::{Result, UtraceError};
+use crate::plan::{Probe, Target, COMM_FIELD};
+use crate::Notice;
 
 /// How a function is hooked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,4 +231,176 @@ impl<'a> Binary<'a> {
 /// Whether 5 bytes are a NOP pad the recorder patches: `nop` x 5 or `nopl 0(%rax,%rax)`.
 pub fn is_nop_pad(b: &[u8]) -> bool {
     b == [0x90; 5] || b == [0x0f, 0x1f, 0x44, 0x00, 0x00]
+}
+
+/// The recorder's plan of each probe: how its entry is hooked and its fetches (for an
+/// IFUNC, its resolver and each implementation it may choose); probes it cannot hook get
+/// `None` and a note (uprobes trace them). An IFUNC's probe becomes one of the chosen
+/// implementation, named by the IFUNC, its values raw (the implementations are assembly,
+/// without DWARF).
+pub fn recorder_plan<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a sigdb::Db],
+    probes: &mut [Probe<'a>],
+    notes: &mut Vec<Notice>,
+) -> Result<Vec<Option<Vec<PlanFunc>>>> {
+    let mut bytes = Vec::new();
+    for t in targets {
+        bytes.push(std::fs::read(&t.path).map_err(|e| UtraceError::Binary {
+            path: t.path.display().to_string(),
+            what: e.to_string(),
+        })?);
+    }
+    let bins: Vec<Binary<'_>> = targets
+        .iter()
+        .zip(&bytes)
+        .map(|(t, b)| Binary::new(b, &t.segments))
+        .collect();
+    let mut out = Vec::new();
+    for p in probes.iter_mut() {
+        let t = &targets[p.target];
+        let bin = &bins[p.target];
+        let ops = |fields: &[crate::plan::Field]| fetch_ops(t, fields);
+        if let Some(names) = bin.ifunc_at(p.addr) {
+            out.push(Some(ifunc_hooks(
+                targets, prototypes, p, bin, names, notes,
+            )?));
+            continue;
+        }
+        let size = p
+            .func
+            .filter(|f| !f.is_declaration())
+            .map(|f| u64::from(f.size()))
+            .or_else(|| t.symbols.at(p.addr).iter().map(|s| s.size).max())
+            .unwrap_or(0);
+        let (mode, site_off, patch_len) = match bin.hook(p.addr, size) {
+            Hook::Mcount(o) => (mode::MCOUNT, o, 0),
+            Hook::Patchable(o) => (mode::PATCHABLE, o, 0),
+            Hook::Plain(n) => (mode::PLAIN, 0, n),
+            Hook::No(why) => {
+                notes.push(Notice::ByUprobes {
+                    symbol: p.symbol.clone(),
+                    path: t.path.clone(),
+                    why,
+                });
+                out.push(None);
+                continue;
+            }
+        };
+        let mut flags = 0;
+        if p.jump.returns_twice() {
+            flags |= fflags::NO_RET_HOOK;
+        }
+        if p.ret_fields.iter().any(|f| f.fetch.starts_with("%st0")) {
+            flags |= fflags::RET_X87;
+        }
+        out.push(Some(vec![PlanFunc {
+            target: p.target as u32,
+            addr: p.addr,
+            size: size as u32,
+            mode,
+            flags,
+            site_off,
+            patch_len,
+            entry: ops(&p.entry_fields)?,
+            ret: ops(&p.ret_fields)?,
+        }]));
+    }
+    Ok(out)
+}
+
+/// The fetch operations of a probe's fields (the task name aside: the recorder knows it).
+fn fetch_ops(t: &Target, fields: &[crate::plan::Field]) -> Result<Vec<FetchOp>> {
+    fields
+        .iter()
+        .filter(|f| f.name != COMM_FIELD)
+        .map(|f| {
+            parse_fetch(&f.fetch).map_err(|e| UtraceError::Binary {
+                path: t.path.display().to_string(),
+                what: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The plan of an IFUNC's probe (`names`: the IFUNC's symbols): its resolver and each
+/// `__NAME_*` implementation the recorder can hook; the probe becomes the chosen
+/// implementation's, typed by a caller's declaration or raw.
+fn ifunc_hooks<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a sigdb::Db],
+    p: &mut Probe<'a>,
+    bin: &Binary<'_>,
+    names: &[String],
+    notes: &mut Vec<Notice>,
+) -> Result<Vec<PlanFunc>> {
+    let t = &targets[p.target];
+    let base = |n: &str| n.split('@').next().unwrap_or(n).to_string();
+    let name = names
+        .iter()
+        .map(|n| base(n))
+        .find(|n| *n == p.symbol)
+        .unwrap_or_else(|| base(&names[0]));
+    let name = name.as_str();
+    // The implementations: `__NAME_variant` (glibc's naming) for any of its
+    // names, hookable.
+    let prefixes: Vec<String> = names.iter().map(|n| format!("__{}_", base(n))).collect();
+    let mut impls: Vec<(u64, u64)> = t
+        .symbols
+        .functions()
+        .filter(|s| s.size > 0 && prefixes.iter().any(|x| s.name.starts_with(x)))
+        .map(|s| (s.addr, s.size))
+        .collect();
+    impls.sort_unstable();
+    impls.dedup();
+    let mut funcs = vec![PlanFunc {
+        target: p.target as u32,
+        addr: p.addr,
+        size: 0,
+        mode: mode::IFUNC,
+        flags: 0,
+        site_off: 0,
+        patch_len: 0,
+        entry: Vec::new(),
+        ret: Vec::new(),
+    }];
+    // Typed by the IFUNC's declaration where a caller's DWARF has one.
+    let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
+    match decl {
+        Some(d) => crate::plan::make_typed(p, d, name, crate::plan::Reads::IN_PROCESS),
+        None => crate::plan::make_raw(p, name),
+    }
+    let entry = fetch_ops(t, &p.entry_fields)?;
+    let ret = fetch_ops(t, &p.ret_fields)?;
+    for (addr, size) in impls {
+        if let Hook::Plain(n) = bin.hook(addr, size) {
+            funcs.push(PlanFunc {
+                target: p.target as u32,
+                addr,
+                size: size as u32,
+                mode: mode::PLAIN,
+                flags: fflags::IFUNC_IMPL,
+                site_off: 0,
+                patch_len: n,
+                entry: entry.clone(),
+                ret: ret.clone(),
+            });
+        }
+    }
+    if funcs.len() > 1 {
+        let declared_in = decl.map(|d| d.module().map_or("?", |m| m.name()).to_string());
+        notes.push(Notice::IfuncTraced {
+            name: name.to_string(),
+            path: t.path.clone(),
+            impls: funcs.len() - 1,
+            declared_in,
+        });
+        return Ok(funcs);
+    }
+    // Hooking the resolver would trace the binding, not the calls.
+    notes.push(Notice::IfuncUntraced {
+        name: name.to_string(),
+        path: t.path.clone(),
+    });
+    Ok(funcs)
 }

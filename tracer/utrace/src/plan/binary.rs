@@ -197,7 +197,7 @@ pub fn load_target(
     path: &Path,
     dbs: &[PathBuf],
     sources: &dcg_dbresolve::DbSources,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Result<Target> {
     let bytes = std::fs::read(path).map_err(|e| binary_error(path.display(), e))?;
     let segments = load_segments(&bytes).map_err(|e| binary_error(path.display(), e))?;
@@ -210,7 +210,7 @@ pub fn load_target(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| given.to_string());
     let found = dcg_dbresolve::binary::resolve_binary(path, &bytes, &build_id, dbs, sources)?;
-    notes.extend(found.notes);
+    notes.extend(found.notes.into_iter().map(Notice::Db));
     let (db, source) = (found.db, found.source);
     let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
     if let Some(debug) = loader::binary::debug_file(path, &bytes, &build_id) {

@@ -116,7 +116,7 @@ pub fn plan_inlines<'a>(
     probes: &mut [Probe<'a>],
     with_args: bool,
     own_probes: bool,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<Notice>,
 ) -> Vec<InlineSite<'a>> {
     let mut names: HashSet<String> = probes
         .iter()
@@ -135,12 +135,12 @@ pub fn plan_inlines<'a>(
         let t = &targets[c.target];
         let pc = c.instance.entry_pc();
         let Some(offset) = file_offset(&t.segments, pc) else {
-            notes.push(format!(
-                "{} inlined in {}: address {pc:#x} is in no loadable segment of {}: not probed",
-                c.instance.callee().map_or("?", |f| f.name()),
-                c.instance.caller().map_or("?", |f| f.symbol()),
-                t.path.display()
-            ));
+            notes.push(Notice::InlineNotLoaded {
+                callee: c.instance.callee().map_or("?", |f| f.name()).to_string(),
+                caller: c.instance.caller().map_or("?", |f| f.symbol()).to_string(),
+                pc,
+                path: t.path.clone(),
+            });
             continue;
         };
         let key = (c.target, offset);

@@ -3,6 +3,7 @@
 //! fetch its arguments and return value from their DWARF locations.
 
 mod binary;
+mod fetch;
 mod inline;
 mod jumps;
 mod probe;
@@ -10,6 +11,7 @@ mod select;
 mod values;
 
 pub use binary::*;
+pub use fetch::*;
 pub use inline::*;
 pub use jumps::*;
 pub use probe::*;
@@ -17,9 +19,8 @@ pub use select::*;
 pub use values::*;
 
 use probe::{def, insert_number};
-use select::shorten_list;
 
-use crate::UtraceError;
+use crate::{Notice, UtraceError};
 use dcg_dbset::glob::glob_match;
 use dcg_dbset::symbols::SymbolMap;
 use object::{Object as _, ObjectSegment as _};

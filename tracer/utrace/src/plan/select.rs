@@ -104,10 +104,54 @@ pub fn select<'a>(
     target: usize,
     pattern: &str,
     frames: bool,
-    notes: &mut Vec<String>,
-) -> std::result::Result<Selection<'a>, String> {
+    notes: &mut Vec<Notice>,
+) -> std::result::Result<Selection<'a>, Notice> {
     let t = &targets[target];
-    let wild = pattern.contains(['*', '?']);
+    let Matches {
+        mut found,
+        mut inline_only,
+        cold,
+        no_dwarf,
+    } = matches(t, target, pattern);
+    without_dwarf(
+        targets, prototypes, target, pattern, no_dwarf, &mut found, notes,
+    );
+    // Inlined copies of what matched, and the functions holding them.
+    let copies = inlined_copies(t, target, frames, &mut found, &mut inline_only, notes);
+    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
+    inline_only.retain(|f| {
+        !found
+            .iter()
+            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
+    });
+    not_probed(t, pattern, &inline_only, &cold, notes);
+    if found.is_empty() {
+        let unprobeable = !inline_only.is_empty() || !cold.is_empty();
+        return Err(Notice::NoMatch {
+            pattern: pattern.to_string(),
+            path: t.path.clone(),
+            unprobeable,
+        });
+    }
+    Ok(Selection {
+        funcs: found,
+        copies,
+    })
+}
+
+/// What a pattern matches in a target, before the inlined copies: the functions with
+/// code, the inline-only ones, the `.cold` parts, and the functions without DWARF (name,
+/// address).
+struct Matches<'a> {
+    found: Vec<Selected<'a>>,
+    inline_only: Vec<sigdb::Function<'a>>,
+    cold: Vec<sigdb::Function<'a>>,
+    no_dwarf: Vec<(String, u64)>,
+}
+
+/// Match `pattern` against `t`'s db functions (by DWARF name, symbol, or any ELF alias at
+/// the address) and against the function symbols no DWARF describes.
+fn matches<'a>(t: &'a Target, target: usize, pattern: &str) -> Matches<'a> {
     let mut found = Vec::new();
     let mut inline_only = Vec::new();
     let mut cold = Vec::new();
@@ -167,20 +211,33 @@ pub fn select<'a>(
         }
     }
     no_dwarf.retain(|(_, a)| !with_dwarf.contains(a));
+    Matches {
+        found,
+        inline_only,
+        cold,
+        no_dwarf,
+    }
+}
+
+/// The functions without DWARF: named exactly, each is selected (typed by a caller's
+/// declaration where one exists) with a note; a wildcard only says how many it leaves.
+fn without_dwarf<'a>(
+    targets: &'a [Target],
+    prototypes: &[&'a Db],
+    target: usize,
+    pattern: &str,
+    no_dwarf: Vec<(String, u64)>,
+    found: &mut Vec<Selected<'a>>,
+    notes: &mut Vec<Notice>,
+) {
+    let t = &targets[target];
+    let wild = pattern.contains(['*', '?']);
     if !wild {
         for (name, addr) in no_dwarf {
             let decl = prototype(targets, prototypes, target, &name, addr);
-            notes.push(match decl {
-                Some(d) => format!(
-                    "{name}: no DWARF of its own (written in assembly, or built without -g): \
-                     typed by the declaration in {}'s DWARF, its arguments read where the ABI \
-                     passes them",
-                    d.module().map_or("?", |m| m.name())
-                ),
-                None => format!(
-                    "{name}: no DWARF gives its types (written in assembly, or built without \
-                     -g): traced without arguments, its return value raw"
-                ),
+            notes.push(Notice::NoDwarf {
+                name: name.clone(),
+                declared_in: decl.map(|d| d.module().map_or("?", |m| m.name()).to_string()),
             });
             found.push(Selected {
                 func: decl,
@@ -190,14 +247,24 @@ pub fn select<'a>(
             });
         }
     } else if !no_dwarf.is_empty() {
-        notes.push(format!(
-            "{}:{pattern}: {} matching functions have no DWARF and are not traced (name one \
-             to trace it without arguments)",
-            t.given,
-            no_dwarf.len()
-        ));
+        notes.push(Notice::NoDwarfSkipped {
+            given: t.given.clone(),
+            pattern: pattern.to_string(),
+            count: no_dwarf.len(),
+        });
     }
-    // Inlined copies of what matched, and the functions holding them.
+}
+
+/// The inlined copies of the selected and inline-only functions, their containers added
+/// to `found` and a note said; inline-only functions with copies leave `inline_only`.
+fn inlined_copies<'a>(
+    t: &'a Target,
+    target: usize,
+    frames: bool,
+    found: &mut Vec<Selected<'a>>,
+    inline_only: &mut Vec<sigdb::Function<'a>>,
+    notes: &mut Vec<Notice>,
+) -> Vec<SelectedCopy<'a>> {
     let mut copies = Vec::new();
     {
         let wanted: HashSet<u32> = found
@@ -234,95 +301,47 @@ pub fn select<'a>(
         // Inline-only functions with copies are traced through them.
         inline_only.retain(|f| !inlined.contains(&f.name()));
         if !copies.is_empty() {
-            let how = match (frames, copies.len()) {
-                (false, _) => "not shown (--no-inline-frames)",
-                (true, 1) => {
-                    "shown as a frame with the arguments at its first instruction and no \
-                     return value (DWARF does not say where an inlined copy leaves it)"
-                }
-                (true, _) => {
-                    "each shown as a frame with the arguments at its first instruction and \
-                     no return value (DWARF does not say where an inlined copy leaves it)"
-                }
-            };
-            notes.push(format!(
-                "{}: {} inlined in {} (traced), {how}{}",
-                shorten_list(&inlined, 8),
-                if copies.len() == 1 {
-                    "a copy".to_string()
-                } else {
-                    format!("{} copies", copies.len())
-                },
-                shorten_list(&containers, 8),
-                if more > 0 {
-                    format!("; {more} more copies left out (at most {INLINE_MAX})")
-                } else {
-                    String::new()
-                }
-            ));
+            notes.push(Notice::InlinedCopies {
+                inlined: inlined.iter().map(|s| s.to_string()).collect(),
+                copies: copies.len(),
+                containers: containers.iter().map(|s| s.to_string()).collect(),
+                frames,
+                more,
+            });
         }
     }
-    // A function inlined somewhere but with an out-of-line copy too is traced: no note.
-    inline_only.retain(|f| {
-        !found
-            .iter()
-            .any(|s| s.func.is_some_and(|g| g.name() == f.name()))
-    });
-    for f in &cold {
-        let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
-        notes.push(format!(
-            "{}: the cold part of {parent}, not an entry point: not probed (its calls show as {parent})",
-            f.symbol()
-        ));
-    }
-    if !wild {
-        for f in &inline_only {
-            let into: Vec<&str> = f.inlined_into().map(|c| c.symbol()).collect();
-            let mut msg = if into.is_empty() {
-                format!("{}: only inlined, no code of its own: not traced", f.name())
-            } else {
-                format!(
-                    "{}: inlined into {}, no code of its own: not traced",
-                    f.name(),
-                    shorten_list(&into, 8)
-                )
-            };
-            if t.db.instance_count() == 0 {
-                msg.push_str(
-                    " (a db with its inlined copies, what dwarfscan writes by default, would \
-                     trace them)",
-                );
-            }
-            notes.push(msg);
-        }
-    } else if !inline_only.is_empty() {
-        notes.push(format!(
-            "{}:{pattern}: {} matching functions are only inlined and not traced",
-            t.given,
-            inline_only.len()
-        ));
-    }
-    if found.is_empty() {
-        let why = if !inline_only.is_empty() || !cold.is_empty() {
-            " that can be probed"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "no function{why} matches '{pattern}' in {}",
-            t.path.display()
-        ));
-    }
-    Ok(Selection {
-        funcs: found,
-        copies,
-    })
+    copies
 }
 
-pub(crate) fn shorten_list(v: &[&str], max: usize) -> String {
-    if v.len() <= max {
-        v.join(", ")
-    } else {
-        format!("{} and {} more", v[..max].join(", "), v.len() - max)
+/// Notes on what matched and is not probed: `.cold` parts, and functions only inlined.
+fn not_probed(
+    t: &Target,
+    pattern: &str,
+    inline_only: &[sigdb::Function<'_>],
+    cold: &[sigdb::Function<'_>],
+    notes: &mut Vec<Notice>,
+) {
+    let wild = pattern.contains(['*', '?']);
+    for f in cold {
+        let parent = f.symbol().strip_suffix(".cold").unwrap_or(f.name());
+        notes.push(Notice::ColdPart {
+            symbol: f.symbol().to_string(),
+            parent: parent.to_string(),
+        });
+    }
+    if !wild {
+        for f in inline_only {
+            notes.push(Notice::InlineOnly {
+                name: f.name().to_string(),
+                into: f.inlined_into().map(|c| c.symbol().to_string()).collect(),
+                no_instances: t.db.instance_count() == 0,
+            });
+        }
+    } else if !inline_only.is_empty() {
+        notes.push(Notice::InlineOnlySkipped {
+            given: t.given.clone(),
+            pattern: pattern.to_string(),
+            count: inline_only.len(),
+        });
     }
 }

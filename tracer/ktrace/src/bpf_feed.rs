@@ -1,0 +1,378 @@
+//! The BPF engine's records fed to the call tree: each entry joined with the string
+//! and stack records that follow it, functions and call sites named by address, tasks
+//! by their `comm`, and the calls lost while the kernel skipped the program counted.
+
+use std::io::Write;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use dcg_bpf::Record;
+use dcg_calls::funcs::FuncId;
+use dcg_calls::pipeline::Pipeline;
+use dcg_calls::sink::Task;
+use dcg_calls::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
+use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::DbSet;
+use dcg_live::options::TraceOptions;
+
+use crate::funcs::Site;
+
+/// The sites by the addresses the program reports functions at (indices in `sites`).
+pub(crate) fn site_index(sites: &[Site]) -> FxHashMap<u64, u32> {
+    let mut at = FxHashMap::with_capacity_and_hasher(2 * sites.len(), Default::default());
+    for (i, s) in sites.iter().enumerate() {
+        // The program names a function by its start where IBT left its endbr64 live,
+        // by the site after it where IBT sealed it.
+        at.entry(s.addr - dcg_bpf::ENDBR_LEN).or_insert(i as u32);
+        at.insert(s.addr, i as u32);
+    }
+    at
+}
+
+/// The name a site is shown by. The file names an address by one of its symbols, which
+/// can be a section label (`__lock_text_start` for `_raw_spin_trylock`, as `%ps` and
+/// function_graph print it): the symbol there that the db knows wins.
+fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
+    if set.by_name(&site.name).next().is_some() {
+        return site.name.clone();
+    }
+    kallsyms
+        .all_at(site.addr)
+        .map(|(n, _)| n)
+        .find(|n| set.by_name(n).next().is_some())
+        .unwrap_or(&site.name)
+        .to_string()
+}
+
+
+/// A task's entry waiting for its string records (they follow it in the ring buffer).
+/// The slot stays once the entry has gone to the tree, its buffers kept for the task's
+/// next entry: most records are a task's entry or return, which look it up.
+#[derive(Default)]
+struct Pending {
+    /// An entry is waiting.
+    open: bool,
+    tid: u32,
+    cpu: u32,
+    ts: u64,
+    ip: u64,
+    callsite: u64,
+    args: [u64; 6],
+    strings: Vec<(usize, Option<String>)>,
+    stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
+    ctx: u8,
+}
+
+/// A record's context code as the call tree's context.
+fn context(code: u8) -> dcg_calls::saved_format::Context {
+    use dcg_bpf::ctx;
+    use dcg_calls::saved_format::Context;
+    match code {
+        ctx::SOFTIRQ => Context::Softirq,
+        ctx::IRQ => Context::Irq,
+        ctx::NMI => Context::Nmi,
+        _ => Context::Task,
+    }
+}
+
+/// A call site: `func+0xoff/0xsize`, and the function's start and the offset.
+type Callsite = (Option<Rc<str>>, Option<(u64, u64)>);
+
+/// A function's id in the tree, name and module.
+type Named = (FuncId, Rc<str>, Option<Rc<str>>);
+
+/// BPF records into the call tree.
+pub(crate) struct Feed<'a> {
+    /// The call tree, its sinks, the output buffer, the saved-calls file.
+    pub(crate) pipe: Pipeline<'a>,
+    /// The probed inlined copies, by cookie.
+    inlines: Vec<sigdb::Instance<'a>>,
+    /// Calls are placed under inline frames by their call sites.
+    inline_frames: bool,
+    // The maps are looked up on every record, with keys the kernel gives: Fx hashing
+    // (SipHash's resistance to chosen keys buys nothing here).
+    /// Function by address: its id, name and module (shared, cloned per record), for the
+    /// functions seen so far.
+    names: FxHashMap<u64, Named>,
+    /// The traceable sites, and by address ([`site_index`]): named when first seen.
+    sites: Vec<Site>,
+    site_at: FxHashMap<u64, u32>,
+    kallsyms: Kallsyms,
+    pending: FxHashMap<u32, Pending>,
+    comms: FxHashMap<u32, Rc<str>>,
+    /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
+    /// the offset), by address: a loop calls from the same few sites.
+    callsites: FxHashMap<u64, Callsite>,
+    args: bool,
+    retvals: bool,
+    /// `--irqs hide`: calls in interrupt context are left out.
+    hide_irqs: bool,
+    /// Per task: interrupt calls left out and still open.
+    hidden: FxHashMap<u32, u32>,
+    /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
+    /// the function being recorded.
+    pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
+}
+
+impl<'a> Feed<'a> {
+    /// A feed into `pipe` (its tree's depth and inline frames set), for a session with
+    /// `args`' values and `--irqs`.
+    pub(crate) fn new(
+        pipe: Pipeline<'a>,
+        inlines: Vec<sigdb::Instance<'a>>,
+        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
+        kallsyms: Kallsyms,
+        args: &TraceOptions,
+    ) -> Self {
+        Feed {
+            inline_frames: pipe.tree().inline_frames(),
+            pipe,
+            inlines,
+            names: FxHashMap::default(),
+            sites,
+            site_at,
+            kallsyms,
+            pending: FxHashMap::default(),
+            comms: FxHashMap::default(),
+            callsites: FxHashMap::default(),
+            args: args.args,
+            retvals: args.show_retvals,
+            hide_irqs: args.hide_irqs,
+            hidden: FxHashMap::default(),
+            lost_at: FxHashMap::default(),
+        }
+    }
+
+    fn func(&mut self, ip: u64) -> Named {
+        if let Some(v) = self.names.get(&ip) {
+            return v.clone();
+        }
+        if let Some(s) = self.site_at.get(&ip).map(|&i| &self.sites[i as usize]) {
+            let name = site_name(s, self.pipe.tree().funcs.set(), &self.kallsyms);
+            let id = self
+                .pipe
+                .tree_mut()
+                .funcs
+                .intern(&name, s.module.as_deref());
+            let v = (id, Rc::from(name), s.module.as_deref().map(Rc::from));
+            self.names.insert(ip, v.clone());
+            return v;
+        }
+        // Not a site of the file: the symbol at the address the db knows, else the one
+        // kallsyms resolves to (see `run` for why they can differ).
+        let set = self.pipe.tree().funcs.set();
+        let exact = self
+            .kallsyms
+            .all_at(ip)
+            .find(|(n, _)| set.by_name(n).next().is_some());
+        let (name, module) = match exact.or_else(|| self.kallsyms.at(ip)) {
+            Some((n, m)) => (n.to_string(), m.map(str::to_string)),
+            None => (format!("{ip:#x}"), None),
+        };
+        let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
+        let v = (id, Rc::from(name), module.map(Rc::from));
+        self.names.insert(ip, v.clone());
+        v
+    }
+
+    /// The call site at `addr`, described and located (cached).
+    fn callsite(&mut self, addr: u64) -> Callsite {
+        let kallsyms = &self.kallsyms;
+        self.callsites
+            .entry(addr)
+            .or_insert_with(|| {
+                (
+                    kallsyms.describe(addr).map(Rc::from),
+                    kallsyms
+                        .locate(addr)
+                        .map(|(start, _, _)| (start, addr - start)),
+                )
+            })
+            .clone()
+    }
+
+    fn comm(&mut self, tid: u32) -> Rc<str> {
+        Rc::clone(
+            self.comms
+                .entry(tid)
+                .or_insert_with(|| dcg_live::process::comm_of(tid as i32).into()),
+        )
+    }
+
+    pub(crate) fn record(&mut self, r: Record<'_>) -> std::io::Result<()> {
+        match r {
+            Record::Str { tid, arg, bytes } => {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
+                    let text = bytes.map(|b| String::from_utf8_lossy(b).into_owned());
+                    p.strings.push((arg as usize, text));
+                }
+            }
+            Record::Loss { tid, ip, n, .. } => {
+                // After the entry (and its strings) or the return it was measured over.
+                self.flush_pending(tid)?;
+                self.pipe.tree_mut().lost(u64::from(tid), n);
+                let name = self.func(ip).1;
+                *self.lost_at.entry(name).or_default() += n;
+            }
+            Record::Comm { tid, comm } => {
+                self.comms
+                    .insert(tid, Rc::from(String::from_utf8_lossy(comm).as_ref()));
+            }
+            Record::Inline {
+                tid,
+                cpu,
+                ts,
+                cookie,
+                regs,
+                stack,
+            } => {
+                self.flush_pending(tid)?;
+                let Some(&instance) = self.inlines.get(cookie as usize) else {
+                    return Ok(());
+                };
+                let comm = self.comm(tid);
+                let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
+                self.pipe
+                    .enter_inline(task(tid, cpu, &comm), instance, values, Some(ts))?;
+            }
+            Record::Stack { tid, words } => {
+                if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {
+                    p.stack = Some(words);
+                }
+            }
+            Record::Entry {
+                tid,
+                cpu,
+                ts,
+                ip,
+                callsite,
+                args,
+                ctx,
+                ..
+            } => {
+                self.flush_pending(tid)?;
+                if self.hide_irqs && ctx != dcg_bpf::ctx::TASK {
+                    *self.hidden.entry(tid).or_insert(0) += 1;
+                    return Ok(());
+                }
+                let p = self.pending.entry(tid).or_default();
+                p.strings.clear();
+                *p = Pending {
+                    open: true,
+                    tid,
+                    cpu,
+                    ts,
+                    ip,
+                    callsite,
+                    args,
+                    strings: std::mem::take(&mut p.strings),
+                    stack: None,
+                    ctx,
+                };
+            }
+            Record::Exit {
+                tid,
+                cpu,
+                ts,
+                ip,
+                rax,
+                rdx,
+                ctx,
+            } => {
+                self.flush_pending(tid)?;
+                if let Some(n) = self.hidden.get_mut(&tid).filter(|n| **n > 0) {
+                    if ctx != dcg_bpf::ctx::TASK {
+                        *n -= 1;
+                        return Ok(());
+                    }
+                    *n = 0; // a task's return: the interrupt's returns were lost
+                }
+                let (id, _, _) = self.func(ip);
+                let comm = self.comm(tid);
+                let exit = Exit {
+                    task: task(tid, cpu, &comm),
+                    depth: 0,
+                    func: Some(id),
+                    ret: self.retvals.then_some(RetIn::Regs { rax, rdx }),
+                    time_ns: Some(ts),
+                    duration_ns: None,
+                    layout: None,
+                };
+                self.pipe.exit(&exit)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
+        let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
+            return Ok(());
+        };
+        p.open = false;
+        let (ip, callsite) = (p.ip, p.callsite);
+        let (id, name, module) = self.func(ip);
+        let comm = self.comm(tid);
+        let (described, located) = self.callsite(callsite);
+        let callsite = if self.retvals { described } else { None };
+        // Where in its caller the call was made: places it under inline frames.
+        let site = if self.inline_frames { located } else { None };
+        let site = site.map(|(start, offset)| CodeSite {
+            func: self.func(start).0,
+            offset,
+        });
+        // The values are read where they are (the slot is still there: nothing above
+        // removes one).
+        let Some(p) = self.pending.get(&tid) else {
+            return Ok(());
+        };
+        let args = if self.args {
+            ArgsIn::Fetched {
+                words: &p.args,
+                strings: &p.strings,
+                stack: p.stack.as_ref().map_or(&[], |w| &w[..]),
+            }
+        } else {
+            ArgsIn::None
+        };
+        let entry = Entry {
+            task: task(p.tid, p.cpu, &comm),
+            depth: 0,
+            func: id,
+            name: &name,
+            module: module.as_deref(),
+            args,
+            ret: None,
+            leaf: false,
+            time_ns: Some(p.ts),
+            duration_ns: None,
+            callsite: callsite.as_deref(),
+            site,
+            comment: None,
+            layout: None,
+            ctx: Some(context(p.ctx)),
+        };
+        self.pipe.enter(&entry)
+    }
+
+    pub(crate) fn flush_all(&mut self) -> std::io::Result<()> {
+        let tids: Vec<u32> = self.pending.keys().copied().collect();
+        for t in tids {
+            self.flush_pending(t)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.pipe.flush_to(out)
+    }
+}
+
+fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
+    Task {
+        key: u64::from(tid),
+        pid: Some(tid),
+        comm: Some(comm),
+        cpu: Some(cpu),
+    }
+}

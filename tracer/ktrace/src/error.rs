@@ -1,0 +1,56 @@
+//! The errors of a kernel trace session.
+
+/// Errors of a kernel trace session.
+#[derive(Debug, thiserror::Error)]
+pub enum KtraceError {
+    /// A `--func PATH:PATTERN` among kernel patterns.
+    #[error("{0}: user-space and kernel functions cannot be traced in one session")]
+    Mixed(String),
+    /// No db.
+    #[error(transparent)]
+    Db(#[from] dcg_dbresolve::DbError),
+    /// tracefs refused something.
+    #[error(transparent)]
+    TraceFs(#[from] dcg_live::tracefs::TraceFsError),
+    /// The graph filter could not be registered.
+    #[error("registering graph functions: {0}")]
+    Register(dcg_live::graphfilter::GraphFilterError),
+    /// The graph filter could not be given back.
+    #[error("restoring set_graph_function: {0}")]
+    Unregister(dcg_live::graphfilter::GraphFilterError),
+    /// available_filter_functions could not be read.
+    #[error("reading available_filter_functions: {0}")]
+    Available(std::io::Error),
+    /// `-p PID` names no process.
+    #[error("no process {0}")]
+    NoProcess(i32),
+    /// The command could not be started.
+    #[error(transparent)]
+    Process(#[from] dcg_live::process::ProcessError),
+    /// Reading the stream or writing the output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Writing an output file failed (the message names it).
+    #[error(transparent)]
+    Output(#[from] dcg_outfile::Error),
+    /// Setting up or closing the outputs failed.
+    #[error(transparent)]
+    Pipeline(#[from] dcg_calls::pipeline::PipelineError),
+    /// The BPF engine could not capture.
+    #[error(transparent)]
+    Bpf(#[from] dcg_bpf::BpfError),
+    /// The BPF engine could not be loaded or attached (nothing was traced yet).
+    #[error("{0}")]
+    BpfUnavailable(dcg_bpf::BpfError),
+    /// `--engine fgraph` would need fprobe exit events next to function_graph on a kernel
+    /// where that makes the kernel log a WARNING.
+    #[error(
+        "--engine fgraph cannot read return values on this kernel: it has no \
+         funcgraph-retval, and fprobe exit events next to function_graph make it log a \
+         WARNING (fprobe_return, Linux 6.14 on, seen on Debian 7.2); the BPF engine (the \
+         default) reads them"
+    )]
+    ExitProbesWarn,
+}
+
+pub(crate) type Result<T> = std::result::Result<T, KtraceError>;

@@ -1,0 +1,557 @@
+//! The function_graph engine: function_graph in a private instance
+//! (`instances/dcg-<pid>`), graph roots multiplexed through the shared top-level
+//! `set_graph_function` ([`dcg_live::graphfilter`]), the stream cut to this session's
+//! trees ([`crate::stream_filter::TreeFilter`], or [`crate::rawtree`] for binary pages) and
+//! decoded by type ([`dcg_calls::decode::Decoder`]). Kernels without `funcgraph-retval` /
+//! `funcgraph-args` get values from exit / entry probe events ([`crate::probes`]) joined to
+//! the calls.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use dcg_calls::decode::{Decoder, Options};
+use dcg_calls::outputs::OutputSpec;
+use dcg_dbset::kallsyms::Kallsyms;
+use dcg_dbset::symbols::SymbolMap;
+use dcg_dbset::DbSet;
+use dcg_live::graphfilter::{Registration, Registry};
+use dcg_live::options::TraceOptions;
+use dcg_live::process::Child;
+use dcg_live::tracefs::{self, Session};
+
+use crate::error::{KtraceError, Result};
+use crate::features::Features;
+use crate::funcs::{self, Available};
+use crate::outcome::{Notice, Summary};
+use crate::probes::Probes;
+use crate::stream_filter::{Feedback, TreeFilter};
+use crate::{callees, debug, rawtree, PROBE_CAP};
+
+/// Levels of static callee discovery below the roots when `--depth` is not given.
+const STATIC_DEPTH: u32 = 2;
+/// Most functions given lazy probes per read of the pipe.
+const LAZY_PER_ROUND: usize = 8;
+/// At most this many bytes of binary pages wait undecoded.
+const DEFER_MAX: usize = 256 << 20;
+/// Longest the session keeps recording after the command exited (children it forked may
+/// still run); what was recorded is then read whole.
+const DRAIN_MAX: Duration = Duration::from_secs(3);
+
+/// Where the session's records are read from: the binary pages, or the text pipe (and the
+/// lines read from it).
+struct Reader {
+    pipe: Option<tracefs::TracePipe>,
+    raw: Option<rawtree::RawSource>,
+    lines: Vec<String>,
+}
+
+/// Add the stream's lost-event notices to the summary.
+fn count_lost(summary: &mut Summary, lost: Vec<Option<u64>>) {
+    for n in lost {
+        match n {
+            Some(n) => summary.lost_in_stream += n,
+            None => summary.lost_unknown = true,
+        }
+    }
+}
+
+fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
+    Ok(sess.set_option(name, on)?)
+}
+
+/// Trace `roots` (already resolved) with function_graph: set the instance up, create the
+/// probe events, run until a stop condition, clean up.
+pub(crate) fn run(
+    args: &TraceOptions,
+    set: &DbSet,
+    root: &Path,
+    avail: &Available,
+    roots: Vec<String>,
+    out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Summary> {
+    let mut s = Setup::new(args, set, root, avail, roots)?;
+    s.probe(notify)?;
+    s.start(notify)?;
+    let mut summary = s.trace(out, notify)?;
+    s.close(&mut summary)?;
+    Ok(summary)
+}
+
+/// A session being set up and run.
+struct Setup<'s> {
+    args: &'s TraceOptions,
+    set: &'s DbSet,
+    root: &'s std::path::Path,
+    avail: &'s Available,
+    roots: Vec<String>,
+    // Declared before the session so that it is dropped after it: the instance goes
+    // first, then the graph functions are given back.
+    registration: Option<Registration>,
+    sess: Session,
+    child: Option<Child>,
+    filter: TreeFilter,
+    probes: Probes,
+    want_exit: bool,
+    want_entry: bool,
+    /// Callees this many levels below a root get probes (static discovery and lazily).
+    lazy_depth: u32,
+    pipe: Option<tracefs::TracePipe>,
+    /// The binary source, when the session needs no probe events.
+    raw: Option<rawtree::RawSource>,
+    /// `/proc/kallsyms`, read and parsed once (names of functions in binary records, of
+    /// pointers; the kernel text the probes' callees are found in).
+    kallsyms: Kallsyms,
+}
+
+impl<'s> Setup<'s> {
+    /// The instance: output columns, values the kernel can print itself, pid filter.
+    fn new(
+        args: &'s TraceOptions,
+        set: &'s DbSet,
+        root: &'s std::path::Path,
+        avail: &'s Available,
+        roots: Vec<String>,
+    ) -> Result<Setup<'s>> {
+        let mut sess = Session::create(root)?;
+        let feat = Features::detect(&sess, args.fgraph_probes);
+        if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
+            return Err(KtraceError::ExitProbesWarn);
+        }
+        let child = if args.command.is_empty() {
+            None
+        } else {
+            Some(Child::spawn_stopped(&args.command)?)
+        };
+        let target = child.as_ref().map(|c| c.pid()).or(args.pid);
+        opt(&mut sess, "funcgraph-proc", true)?;
+        opt(&mut sess, "funcgraph-tail", false)?;
+        let kernel_retvals = args.show_retvals && feat.retval;
+        opt(&mut sess, "funcgraph-retval", kernel_retvals)?;
+        opt(
+            &mut sess,
+            "funcgraph-retaddr",
+            kernel_retvals && feat.retaddr,
+        )?;
+        let kernel_args = args.args && feat.args;
+        opt(&mut sess, "funcgraph-args", kernel_args)?;
+        // Binary reading (no probe events: see `start`) copies pages out faster than the
+        // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
+        // traced loop under TCG: give it 16 MiB.
+        let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
+        let raw = !probes_needed && !args.fgraph_text;
+        // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
+        // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
+        // context it ran in, read from the binary records. The text (probe events'
+        // sessions) has no context per line: hardirqs are left out there, as before.
+        opt(&mut sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
+        let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
+        if let Some(pid) = target {
+            sess.write("set_ftrace_pid", &pid.to_string())?;
+            opt(&mut sess, "function-fork", true)?;
+            if sess.has("set_event_pid") {
+                sess.write("set_event_pid", &pid.to_string())?;
+                opt(&mut sess, "event-fork", true)?;
+            }
+        }
+        // Never dcg itself (reading the pipe would trace itself).
+        let me = std::process::id().to_string();
+        if sess.has("set_ftrace_notrace_pid") {
+            let _ = sess.write("set_ftrace_notrace_pid", &me);
+        }
+        if sess.has("set_event_notrace_pid") {
+            let _ = sess.write("set_event_notrace_pid", &me);
+        }
+        debug(format_args!("instance set up, features {feat:?}"));
+        let filter = TreeFilter::new(roots.iter().cloned(), args.depth);
+        let lazy_depth = match args.depth {
+            0 => STATIC_DEPTH,
+            d => (d - 1).min(STATIC_DEPTH + 1),
+        };
+        Ok(Setup {
+            args,
+            set,
+            root,
+            avail,
+            roots,
+            registration: None,
+            sess,
+            child,
+            filter,
+            probes: Probes::new(PROBE_CAP),
+            want_exit: args.show_retvals && !feat.retval,
+            want_entry: args.args && !feat.args,
+            lazy_depth,
+            pipe: None,
+            raw: None,
+            kallsyms: Kallsyms::parse(
+                &std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
+            ),
+        })
+    }
+
+    /// Probe events for the values the kernel does not print: the roots and their callees
+    /// found in the kernel text.
+    fn probe(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        if !(self.want_exit || self.want_entry) {
+            return Ok(());
+        }
+        let (set, avail) = (self.set, self.avail);
+        let mut funcs: Vec<String> = self.roots.clone();
+        if self.lazy_depth > 0 {
+            if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
+                // Void callees only matter for their arguments.
+                let want_entry = self.want_entry;
+                let keep =
+                    |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
+                funcs.extend(kt.closure(&self.roots, self.lazy_depth, PROBE_CAP, &keep));
+            }
+        }
+        debug(format_args!("{} functions to probe", funcs.len()));
+        for f in &funcs {
+            self.add_probes(f);
+        }
+        for r in &self.roots {
+            if self.want_exit && !self.probes.has_exit(r) && !funcs::returns_void(set, r) {
+                let why = self
+                    .probes
+                    .failed
+                    .iter()
+                    .find(|(f, _)| f == r)
+                    .map_or("unknown reason".to_string(), |(_, e)| e.clone());
+                notify(Notice::NoExitProbe {
+                    func: r.clone(),
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Exit and entry probes for `f` as wanted; whether any was created.
+    fn add_probes(&mut self, f: &str) -> bool {
+        let before = self.probes.len();
+        if self.want_exit {
+            if let Some(ev) = self
+                .probes
+                .add_exit(&mut self.sess, self.set, self.avail, f)
+            {
+                self.filter.add_event(&ev);
+            }
+        }
+        if self.want_entry {
+            if let Some(ev) = self
+                .probes
+                .add_entry(&mut self.sess, self.set, self.avail, f)
+            {
+                self.filter.add_event(&ev);
+            }
+        }
+        self.probes.len() > before
+    }
+
+    /// Register the roots in the graph filter, switch to function_graph.
+    fn start(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        let registration = Registry::system(self.root)
+            .register(std::process::id(), &self.roots)
+            .map_err(KtraceError::Register)?;
+        if !registration.rejected.is_empty() {
+            notify(Notice::GraphRejected(registration.rejected.clone()));
+        }
+        self.registration = Some(registration);
+        debug(format_args!(
+            "{} probes; graph functions registered",
+            self.probes.len()
+        ));
+        self.sess.write("current_tracer", "function_graph")?;
+        debug(format_args!("function_graph on"));
+        self.sess.write("tracing_on", "1")?;
+        // Binary pages where no probe events are needed (probe events are decoded from
+        // their text); the text pipe otherwise, or when the binary layout is unusable.
+        if !(self.want_exit || self.want_entry || self.args.fgraph_text) {
+            let mut filter =
+                rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
+            filter.hide_irqs(self.args.hide_irqs);
+            match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
+                Ok(raw) => {
+                    debug(format_args!("reading trace_pipe_raw"));
+                    self.raw = Some(raw);
+                    return Ok(());
+                }
+                Err(e) => {
+                    debug(format_args!("trace_pipe_raw unusable ({e}): reading text"));
+                    opt(&mut self.sess, "funcgraph-irqs", false)?;
+                }
+            }
+        }
+        self.pipe = Some(self.sess.open_pipe()?);
+        Ok(())
+    }
+
+    /// The trace loop: read the pipe, keep this session's trees, decode them to `out`,
+    /// add lazy probes for callees seen; until a stop condition.
+    fn trace(&mut self, out: &mut dyn Write, notify: &mut dyn FnMut(Notice)) -> Result<Summary> {
+        // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
+        let pointer_names = self.kallsyms.symbol_map();
+        let mut dec = self.decoder(&pointer_names)?;
+        self.announce(notify)?;
+        let mut summary = Summary::default();
+        let mut reader = Reader {
+            pipe: self.pipe.take(),
+            raw: self.raw.take(),
+            lines: Vec::new(),
+        };
+        let stop_reason = self.record(&mut reader, &mut dec, out, &mut summary)?;
+        debug(format_args!("loop ended: {stop_reason}"));
+        let _ = self.sess.write("tracing_on", "0");
+        self.read_rest(&mut reader, &mut dec, out, &mut summary)?;
+        dec.finish(out)?;
+        out.flush()?;
+        if let Some(c) = self.child.as_mut() {
+            c.terminate(Signal::SIGTERM);
+        }
+        drop(reader);
+        (summary.overrun, summary.dropped) = self.sess.buffer_stats();
+        if self.want_exit {
+            summary.valueless = dec
+                .valueless()
+                .into_iter()
+                .filter(|(f, _)| !funcs::returns_void(self.set, f))
+                .collect();
+        }
+        summary.stop_reason = stop_reason;
+        summary.probes = self.probes.len();
+        summary.probes_capped = self.probes.capped;
+        summary.probes_failed = self.probes.failed.clone();
+        summary.undecoded = dec.summary();
+        summary.calls = dec.close()?;
+        Ok(summary)
+    }
+
+    /// The decoder with the session's outputs (the saved-calls file, when `--output` asks
+    /// for one, committed once the trace ends: [`Decoder::close`]).
+    fn decoder<'d>(&self, pointer_names: &'d SymbolMap) -> Result<Decoder<'d>>
+    where
+        's: 'd,
+    {
+        let args = self.args;
+        let opts = Options {
+            json: args.output.json,
+            errors_only: args.output.errors_only,
+            color: args.output.color,
+            hide_probe_events: true,
+            collapse_empty: true,
+            inline_frames: !args.no_inline_frames,
+        };
+        let spec = OutputSpec {
+            json: args.output.json,
+            errors_only: args.output.errors_only,
+            color: args.output.color,
+            cpu_width: 1,
+            report: args.output.report,
+            saved: args.output.saved_calls.clone(),
+            source: format!("dcg trace --func {}", args.func.join(" --func ")),
+            ..OutputSpec::default()
+        };
+        let mut dec = Decoder::with_outputs(self.set, opts, &spec)?;
+        dec.set_pointer_names(pointer_names);
+        dec.mark_contexts();
+        Ok(dec)
+    }
+
+    /// Say what is traced, and let the command run.
+    fn announce(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        let target = match (&self.child, self.args.pid) {
+            (Some(c), _) => format!("command pid {}", c.pid()),
+            (None, Some(p)) => format!("pid {p}"),
+            (None, None) => "all tasks".to_string(),
+        };
+        notify(Notice::Tracing {
+            functions: self.roots.len(),
+            target,
+            probes: self.probes.len(),
+        });
+        if let Some(c) = self.child.as_mut() {
+            c.resume()?;
+        }
+        Ok(())
+    }
+
+    /// Read and decode until a stop condition; the reason it stopped.
+    fn record(
+        &mut self,
+        reader: &mut Reader,
+        dec: &mut Decoder<'_>,
+        out: &mut dyn Write,
+        summary: &mut Summary,
+    ) -> Result<String> {
+        let args = self.args;
+        let start = Instant::now();
+        let deadline = args
+            .stop
+            .duration
+            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+        let mut drain_until: Option<Instant> = None;
+        let mut drain_end: Option<Instant> = None;
+        Ok(loop {
+            if let Some(sig) = tracefs::stop_requested() {
+                break format!("signal {sig}");
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break "duration reached".into();
+            }
+            if drain_until.is_none() {
+                // The command ended, or the process given with -p is gone: what is left
+                // in the buffers is read, then the session stops.
+                let ended = match (self.child.as_mut(), args.pid) {
+                    (Some(c), _) => c.poll().is_some(),
+                    (None, Some(p)) => !dcg_live::process::is_alive(p),
+                    (None, None) => false,
+                };
+                if ended {
+                    drain_until = Some(Instant::now() + Duration::from_millis(700));
+                    drain_end = Some(Instant::now() + DRAIN_MAX);
+                }
+            }
+            if drain_end.is_some_and(|d| Instant::now() >= d) {
+                break "command exited".into();
+            }
+            reader.lines.clear();
+            // No poll: a waiting reader makes the ring buffer raise an irq_work per event,
+            // which function_graph records inside the traced calls.
+            // Nothing shown before the end and nothing to count: while the command
+            // runs, pages are only copied out (decoding them competes with the traced
+            // load for the CPU), and decoded once it ends or too many wait.
+            if let Some(raw) = reader.raw.as_mut() {
+                if args.output.shown_at_end
+                    && args.stop.count.is_none()
+                    && drain_until.is_none()
+                    && raw.pending() < DEFER_MAX
+                {
+                    // A short pause whatever was read: the per-CPU buffers hold far
+                    // more than one, and spinning on partly filled pages takes the CPU
+                    // from the traced load.
+                    if raw.drain()? < rawtree::PAGES_PER_ROUND {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    continue;
+                }
+            }
+            let (got, fb, done) = self.read_round(reader, dec, out, summary.completed, true)?;
+            if got == 0 {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if let Some(d) = drain_until {
+                if got == 0 && Instant::now() >= d {
+                    break "command exited".into();
+                }
+                if got > 0 {
+                    drain_until = Some(Instant::now() + Duration::from_millis(400));
+                }
+            }
+            dec.flush_out(out)?;
+            summary.completed += fb.completed;
+            out.flush()?;
+            count_lost(summary, fb.lost);
+            self.lazy_probes(fb.seen);
+            if done {
+                break format!("{} calls", summary.completed);
+            }
+        })
+    }
+
+    /// What was recorded before tracing stopped, read whole (a time limit here silently
+    /// lost the last calls of a long capture), unless the count is reached.
+    fn read_rest(
+        &mut self,
+        reader: &mut Reader,
+        dec: &mut Decoder<'_>,
+        out: &mut dyn Write,
+        summary: &mut Summary,
+    ) -> Result<()> {
+        while self.args.stop.count.is_none_or(|n| summary.completed < n) {
+            reader.lines.clear();
+            let (got, fb, _) = self.read_round(reader, dec, out, summary.completed, false)?;
+            summary.completed += fb.completed;
+            count_lost(summary, fb.lost);
+            dec.flush_out(out)?;
+            if got == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One read of the binary pages or the text pipe, decoded as far as `--count` allows
+    /// (`completed` top-level calls so far): pages or lines read, what the stream said,
+    /// and whether the count is reached. `log`: say what the pipe gave (debug level).
+    fn read_round(
+        &mut self,
+        reader: &mut Reader,
+        dec: &mut Decoder<'_>,
+        out: &mut dyn Write,
+        completed: u64,
+        log: bool,
+    ) -> Result<(usize, Feedback, bool)> {
+        let count = self.args.stop.count;
+        let mut fb = Feedback::default();
+        let mut done = false;
+        let got = if let Some(raw) = reader.raw.as_mut() {
+            let left = count.map(|n| n.saturating_sub(completed));
+            let r = raw.read(dec, out, left)?;
+            fb.completed = r.completed;
+            fb.lost = r.lost;
+            done = left.is_some_and(|n| r.completed >= n);
+            r.pages
+        } else if let Some(pipe) = reader.pipe.as_mut() {
+            let lines = &mut reader.lines;
+            pipe.read_available(lines)?;
+            if log && !lines.is_empty() {
+                debug(format_args!("{} lines, first: {}", lines.len(), lines[0]));
+            }
+            for l in lines.iter() {
+                self.filter.feed(l, dec, &mut fb)?;
+                if count.is_some_and(|n| completed + fb.completed >= n) {
+                    done = true;
+                    break;
+                }
+            }
+            lines.len()
+        } else {
+            0
+        };
+        Ok((got, fb, done))
+    }
+
+    /// Lazy probes for callees seen in the stream, as deep as static discovery goes, a few
+    /// per round: each registration takes ~0.1 s under TCG, and the pipe must keep being
+    /// read.
+    fn lazy_probes(&mut self, seen: Vec<(String, u32)>) {
+        if !(self.want_exit || self.want_entry) {
+            return;
+        }
+        let mut budget = LAZY_PER_ROUND;
+        for (f, rel) in seen {
+            if rel > self.lazy_depth || budget == 0 {
+                continue;
+            }
+            if self.add_probes(&f) {
+                budget -= 1;
+            }
+        }
+    }
+
+    /// Cleanup: the instance and the probes, then the graph functions.
+    fn close(&mut self, summary: &mut Summary) -> Result<()> {
+        debug(format_args!("closing the session"));
+        summary.cleanup_failures = self.sess.close();
+        debug(format_args!("session closed"));
+        if let Some(mut r) = self.registration.take() {
+            r.unregister().map_err(KtraceError::Unregister)?;
+        }
+        Ok(())
+    }
+}

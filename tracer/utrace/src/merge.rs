@@ -1,0 +1,208 @@
+//! The in-process engine's two sources merged by time: the recorder's records and the
+//! uprobe events of the functions it cannot hook, each held until both sources have
+//! delivered what came before it, then passed on to the call pipeline.
+
+use std::io::Write;
+
+use dcg_inproc::layout;
+use dcg_inproc::rings::{self, RawValue, Record};
+
+use crate::probe_feed::{Calls, EventSink, Meta};
+use crate::plan::Value;
+
+/// What a held event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Entry,
+    Return,
+    Unwound,
+    /// The return address of the next entry (`values[0]`), read by its own uprobe.
+    CallSite,
+    /// The thread's program called `exec` (its new image's recorder started).
+    Exec,
+}
+
+/// A call event held until both sources have delivered what came before it.
+#[derive(Debug)]
+struct Held {
+    ts: u64,
+    tid: u32,
+    cpu: u32,
+    comm: String,
+    kind: Kind,
+    probe: usize,
+    values: Vec<Value>,
+    /// Where the function's entry is in the process (entries).
+    ip: Option<u64>,
+}
+
+/// The events of both sources, passed on in time order.
+#[derive(Default)]
+pub(crate) struct Merge {
+    held: Vec<Held>,
+    lost: Vec<(u32, u64)>,
+}
+
+impl Merge {
+    /// A recorder's record.
+    pub(crate) fn record(
+        &mut self,
+        r: &Record,
+        probe: usize,
+        ip: Option<u64>,
+        entry_kinds: &[Vec<bool>],
+        ret_kinds: &[Vec<bool>],
+    ) {
+        let f = r.func as usize;
+        let decode = |kinds: &[bool]| -> Vec<Value> {
+            rings::values(&r.payload, kinds.iter().copied())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| match v {
+                    RawValue::Word(w) => Value::Num(w),
+                    RawValue::Str(s) => Value::Str(String::from_utf8_lossy(&s).into_owned()),
+                    RawValue::Fault => Value::Fault,
+                })
+                .collect()
+        };
+        let (kind, values) = match r.kind {
+            layout::REC_EXEC => (Kind::Exec, Vec::new()),
+            layout::REC_ENTRY => (Kind::Entry, decode(&entry_kinds[f])),
+            layout::REC_EXIT => (Kind::Return, decode(&ret_kinds[f])),
+            layout::REC_UNWIND => (Kind::Unwound, Vec::new()),
+            _ => return,
+        };
+        self.held.push(Held {
+            ts: r.ts,
+            tid: r.tid,
+            cpu: u32::from(r.cpu),
+            // The calls an exec ends keep the old program's name.
+            comm: if kind == Kind::Exec {
+                crate::probe_feed::UNKNOWN_COMM.to_string()
+            } else {
+                r.comm.clone()
+            },
+            kind,
+            probe,
+            values,
+            ip: ip.filter(|_| kind == Kind::Entry),
+        });
+    }
+
+    fn hold(&mut self, m: &Meta<'_>, kind: Kind, probe: usize, values: &[Value]) {
+        self.held.push(Held {
+            ts: m.ts,
+            tid: m.tid,
+            cpu: m.cpu,
+            comm: m.comm.to_string(),
+            kind,
+            probe,
+            values: values.to_vec(),
+            ip: m.ip,
+        });
+    }
+
+    /// Pass on the events up to `upto` (ns) in time order; true once `count` top-level
+    /// calls completed.
+    pub(crate) fn release(
+        &mut self,
+        upto: u64,
+        calls: &mut Calls<'_>,
+        out: &mut dyn Write,
+        count: Option<u64>,
+    ) -> std::io::Result<bool> {
+        for (cpu, n) in self.lost.drain(..) {
+            calls.lost(cpu, n, out)?;
+        }
+        self.held.sort_by_key(|h| h.ts);
+        let n = self.held.partition_point(|h| h.ts <= upto);
+        let ready: Vec<Held> = self.held.drain(..n).collect();
+        for h in &ready {
+            let m = Meta {
+                comm: &h.comm,
+                tid: h.tid,
+                cpu: h.cpu,
+                ts: h.ts,
+                ip: h.ip,
+            };
+            match h.kind {
+                Kind::Entry => calls.entry(&m, h.probe, &h.values, out)?,
+                Kind::Return => calls.ret(&m, h.probe, &h.values, out)?,
+                Kind::Unwound => calls.unwound(&m, h.probe, out)?,
+                Kind::Exec => calls.exec(&m, out)?,
+                Kind::CallSite => {
+                    if let Some(Value::Num(ra)) = h.values.first() {
+                        calls.call_site(h.tid, h.probe, *ra);
+                    }
+                }
+            }
+            if count.is_some_and(|n| calls.counts().top_level >= n) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl EventSink for Merge {
+    fn entry(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.hold(m, Kind::Entry, probe, values);
+        Ok(())
+    }
+    fn ret(
+        &mut self,
+        m: &Meta<'_>,
+        probe: usize,
+        values: &[Value],
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.hold(m, Kind::Return, probe, values);
+        Ok(())
+    }
+    // The uprobes of the functions the recorder cannot hook include no inline sites.
+    fn inline(
+        &mut self,
+        _m: &Meta<'_>,
+        _site: usize,
+        _values: Option<&[Value]>,
+        _out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {
+        // Just before its entry event, on the same clock.
+        let ts = self
+            .held
+            .iter()
+            .rev()
+            .find(|h| h.tid == tid)
+            .map_or(0, |h| h.ts);
+        self.held.push(Held {
+            ts,
+            tid,
+            cpu: 0,
+            comm: String::new(),
+            kind: Kind::CallSite,
+            probe,
+            values: vec![Value::Num(ra)],
+            ip: None,
+        });
+    }
+    fn lost(&mut self, cpu: u32, n: u64, _out: &mut dyn Write) -> std::io::Result<()> {
+        self.lost.push((cpu, n));
+        Ok(())
+    }
+    fn exec(&mut self, m: &Meta<'_>, _out: &mut dyn Write) -> std::io::Result<()> {
+        self.hold(m, Kind::Exec, 0, &[]);
+        Ok(())
+    }
+    fn top_level(&self) -> u64 {
+        0
+    }
+}

@@ -1,0 +1,238 @@
+//! The uprobe engine (`--engine uprobe`): an entry uprobe and a uretprobe per function in
+//! a private tracefs instance, the command started and held at its `exec` or the threads
+//! of `-p` followed, the event stream read into the call pipeline until a stop condition.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use dcg_live::options::TraceOptions;
+use dcg_live::process::{self, Child};
+use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
+
+use crate::probe_feed::Calls;
+use crate::error::{Result, UtraceError};
+use crate::plan::{InlineSite, Probe, Target};
+use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
+use crate::uprobe_events::{drain, probe_session, uprobe_root, Event, Stream, EXEC_EVENT};
+use crate::{Finished, Notice};
+
+/// Trace `probes` with uprobes: set the instance up, start or follow the process, read
+/// until a stop condition, clean up.
+pub(crate) fn run(
+    targets: &[Target],
+    probes: &[Probe<'_>],
+    inlines: &[InlineSite<'_>],
+    args: &TraceOptions,
+    out: &mut dyn Write,
+    note: &mut dyn FnMut(Notice),
+) -> Result<Finished> {
+    if let Some(pid) = args.pid {
+        if !process::is_alive(pid) {
+            return Err(UtraceError::NoProcess(pid));
+        }
+    }
+    let root = uprobe_root()?;
+    // Handlers first: a SIGINT in the middle of removing stale sessions must not leave
+    // one half removed, unreported (the stop is seen once the trace starts).
+    tracefs::arm_stop_handlers();
+    for r in tracefs::remove_stale(&root) {
+        note(Notice::RemovedStale(r));
+    }
+    let mut tracer = Tracer::setup(&root, targets, probes, inlines, args, note)?;
+    let result = tracer.trace(targets, probes, inlines, args, out, note);
+    let failures = tracer.session.close();
+    for f in &failures {
+        note(Notice::Cleanup(f.clone()));
+    }
+    let mut finished = result?;
+    if !failures.is_empty() {
+        finished.exit = 1;
+    }
+    Ok(finished)
+}
+
+/// A running trace: the session with its probes, and the traced process.
+struct Tracer {
+    session: Session,
+    child: Option<Child>,
+    events: HashMap<String, Event>,
+}
+
+impl Tracer {
+    /// Create the instance and the probes, start the command (stopped) or find the
+    /// threads of `-p`, filter the instance on them and enable the probes.
+    fn setup(
+        root: &std::path::Path,
+        targets: &[Target],
+        probes: &[Probe<'_>],
+        inlines: &[InlineSite<'_>],
+        args: &TraceOptions,
+        note: &mut dyn FnMut(Notice),
+    ) -> Result<Tracer> {
+        let (mut session, mut events) =
+            probe_session(root, targets, probes, 0..probes.len(), !args.no_children)?;
+        let group = session.group().to_string();
+        for (i, s) in inlines.iter().enumerate() {
+            let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
+            else {
+                continue;
+            };
+            match session.add_event(EventFile::Uprobe, event, &line) {
+                Ok(()) => {
+                    events.insert(event.clone(), Event::Inline(i));
+                }
+                // The copy's frame still opens at its first call, without arguments.
+                Err(e) => {
+                    for c in &s.copies {
+                        note(Notice::InlineProbeFailed {
+                            callee: c.callee().map_or("?", |f| f.name()).to_string(),
+                            caller: c.caller().map_or("?", |f| f.symbol()).to_string(),
+                            why: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        // An exec ends the calls its thread had open: the new program starts a new tree.
+        let exec = format!("events/sched/{EXEC_EVENT}/enable");
+        if session.has(&exec) {
+            session.write(&exec, "1")?;
+            events.insert(EXEC_EVENT.to_string(), Event::Exec);
+        }
+        let mut child = None;
+        let pids: Vec<i32> = if let Some(pid) = args.pid {
+            process::threads_of(pid)?
+        } else if !args.command.is_empty() {
+            let c = Child::spawn_at_exec(&args.command)?;
+            let pid = c.pid();
+            child = Some(c);
+            vec![pid]
+        } else {
+            Vec::new()
+        };
+        if !pids.is_empty() {
+            let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+            session.write("set_event_pid", &list.join(" "))?;
+        }
+        session.write(&format!("events/{group}/enable"), "1")?;
+        session.write("tracing_on", "1")?;
+        Ok(Tracer {
+            session,
+            child,
+            events,
+        })
+    }
+
+    /// Stream events until a stop condition; print calls; returns the exit code.
+    fn trace(
+        &mut self,
+        targets: &[Target],
+        probes: &[Probe<'_>],
+        inlines: &[InlineSite<'_>],
+        args: &TraceOptions,
+        out: &mut dyn Write,
+        note: &mut dyn FnMut(Notice),
+    ) -> Result<Finished> {
+        // Probes name their functions: the tree looks nothing up by name.
+        let no_db = dcg_dbset::DbSet::new(Vec::new());
+        let source = source_name(args, targets, "uprobes");
+        let mut calls = calls_for(&no_db, probes, inlines, targets, args, source)?;
+        let mut pipe = self.session.open_pipe()?;
+        if let Some(c) = self.child.as_mut() {
+            c.resume()?;
+        }
+        let mut stream = Stream::new(&self.events, probes, inlines);
+        if args.no_children {
+            let pid = self.child.as_ref().map(|c| c.pid()).or(args.pid);
+            stream.only_process(pid);
+        }
+        let stop = read_until_stop(
+            &mut self.child,
+            &mut pipe,
+            &mut stream,
+            &mut calls,
+            args,
+            out,
+        )?;
+        // Stop recording, then drain what is already in the buffer.
+        let _ = self.session.write("tracing_on", "0");
+        if matches!(
+            stop,
+            Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
+        ) {
+            drain(&mut pipe, &mut stream, &mut calls, out, args.stop.count)?;
+        }
+        stream.flush_carry(&mut calls, out)?;
+        let (overrun, dropped) = self.session.buffer_stats();
+        drop(pipe);
+        ignore_closed(calls.finish(out))?;
+        ignore_closed(out.flush())?;
+        let collected = calls.take_collected();
+        calls.close()?;
+        let lost = stream.lost_seen.max(overrun + dropped);
+        if lost > 0 {
+            note(Notice::LostEvents(lost));
+        }
+        if stream.unparsed > 0 {
+            note(Notice::Unparsed(stream.unparsed));
+        }
+        Ok(Finished {
+            exit: end_of(stop, &mut self.child, args, note),
+            calls: collected,
+        })
+    }
+}
+
+/// Read the pipe into the calls until a stop condition.
+fn read_until_stop(
+    child: &mut Option<Child>,
+    pipe: &mut TracePipe,
+    stream: &mut Stream<'_, '_>,
+    calls: &mut Calls<'_>,
+    args: &TraceOptions,
+    out: &mut dyn Write,
+) -> Result<Stop> {
+    let deadline = args
+        .stop
+        .duration
+        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let mut lines = Vec::new();
+    loop {
+        if let Some(sig) = tracefs::stop_requested() {
+            return Ok(Stop::Signal(sig));
+        }
+        // Check for the end before reading, so what the process did last is drained.
+        let ended = match child.as_mut() {
+            Some(c) => c.poll().map(Stop::Ended),
+            None => args
+                .pid
+                .filter(|&p| !process::is_alive(p))
+                .map(|_| Stop::Gone),
+        };
+        let timeout = match deadline {
+            Some(d) => d
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+            None => Duration::from_millis(100),
+        };
+        lines.clear();
+        pipe.read_lines(timeout, &mut lines)?;
+        match stream.feed(&lines, calls, out, args.stop.count) {
+            Ok(true) => return Ok(Stop::Count),
+            Ok(false) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(s) = ended {
+            return Ok(s);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Stop::Duration);
+        }
+        match out.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),
+            r => r?,
+        }
+    }
+}
