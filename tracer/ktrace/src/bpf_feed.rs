@@ -45,7 +45,6 @@ fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
         .to_string()
 }
 
-
 /// A task's entry waiting for its string records (they follow it in the ring buffer).
 /// The slot stays once the entry has gone to the tree, its buffers kept for the task's
 /// next entry: most records are a task's entry or return, which look it up.

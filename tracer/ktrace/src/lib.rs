@@ -25,7 +25,6 @@ pub mod stream_filter;
 
 use std::io::Write;
 
-use dcg_dbset::DbSet;
 use dcg_live::options::{Engine, TraceOptions};
 use dcg_live::tracefs;
 

@@ -15,11 +15,11 @@ use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
-use crate::probe_feed::Calls;
 use crate::error::{Result, UtraceError};
 use crate::hooks::Binary;
 use crate::merge::Merge;
 use crate::plan::{InlineSite, Probe, Target};
+use crate::probe_feed::Calls;
 use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
 use crate::uprobe_events::{probe_session, uprobe_root, Stream};
 use crate::{Finished, Notice, EXIT_NO_MATCH};

@@ -16,7 +16,6 @@
 //! the command) and [`uprobe_engine`]; this root resolves the binaries, selects the
 //! functions, plans their probes and chooses the engine.
 
-
 mod error;
 pub mod hooks;
 pub mod inproc_engine;
@@ -136,11 +135,7 @@ fn load_targets(
             Some(i) => i,
             None => {
                 targets.push(plan::load_target(
-                    path,
-                    &resolved,
-                    &args.db,
-                    sources,
-                    notes,
+                    path, &resolved, &args.db, sources, notes,
                 )?);
                 targets.len() - 1
             }

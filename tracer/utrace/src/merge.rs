@@ -7,8 +7,8 @@ use std::io::Write;
 use dcg_inproc::layout;
 use dcg_inproc::rings::{self, RawValue, Record};
 
-use crate::probe_feed::{Calls, EventSink, Meta};
 use crate::plan::Value;
+use crate::probe_feed::{Calls, EventSink, Meta};
 
 /// What a held event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

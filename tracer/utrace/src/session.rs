@@ -5,8 +5,8 @@
 use dcg_live::options::TraceOptions;
 use dcg_live::process::{self, Child, Ended};
 
-use crate::probe_feed::{self, Calls};
 use crate::plan::{InlineSite, Probe, Target};
+use crate::probe_feed::{self, Calls};
 use crate::{Notice, Result};
 
 /// Why tracing stopped.

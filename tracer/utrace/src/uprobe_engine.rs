@@ -10,9 +10,9 @@ use dcg_live::options::TraceOptions;
 use dcg_live::process::{self, Child};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
-use crate::probe_feed::Calls;
 use crate::error::{Result, UtraceError};
 use crate::plan::{InlineSite, Probe, Target};
+use crate::probe_feed::Calls;
 use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
 use crate::uprobe_events::{drain, probe_session, uprobe_root, Event, Stream, EXEC_EVENT};
 use crate::{Finished, Notice};

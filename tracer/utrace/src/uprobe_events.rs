@@ -10,9 +10,9 @@ use dcg_fgraph::parse_event_line;
 use dcg_live::process;
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
-use crate::probe_feed::{self, Calls, EventSink, Meta};
 use crate::error::{Result, UtraceError};
 use crate::plan::{self, InlineSite, Probe, Target, Value};
+use crate::probe_feed::{self, Calls, EventSink, Meta};
 
 /// The tracefs directory whose `uprobe_events` this user may write: a typed error when
 /// tracefs is not this user's (not root) or the kernel has no uprobe events.
