@@ -787,6 +787,18 @@ fn debian72_bpf_sessions_and_cleanup() {
         );
     }
     must(section(&text, "kill-INT"), "INT", &["rc=0"]);
+    // Progress is drawn on a terminal only: never in the files stderr went to.
+    assert!(!c.contains("loading the BPF programs"), "{c}");
+    must(
+        section(&text, "progress"),
+        "progress",
+        &[
+            "progress rc=0",
+            "dcg: loading the BPF programs, attaching to ",
+            "dcg: decoding the records kept while the command ran: ",
+            "dcg: tracing 1 function (command pid ",
+        ],
+    );
     must(
         section(&text, "rerun"),
         "rerun",

@@ -61,6 +61,16 @@ for sig in INT TERM KILL; do
 	end "kill-$sig"
 done
 
+# Long steps on a terminal: stderr on the console (a tty), so dcg draws its spinner
+# while the programs attach and its count while the records kept during the command are
+# decoded (the trace goes to a file: they are kept). Elsewhere (the files above) nothing.
+begin progress
+dcg trace --engine bpf --db $DB --show-retvals --func do_faccessat --trace-output /tmp/p.txt \
+	-- /dcg/syscall-loop 3000 > /tmp/p.loop 2> /dev/console
+echo "progress rc=$?"
+echo "progress trace lines: $(wc -l < /tmp/p.txt)"
+end progress
+
 begin rerun
 dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
 bpf_left

@@ -15,6 +15,7 @@ mod args;
 mod decode;
 mod examples;
 mod logger;
+mod progress;
 mod report;
 mod trace;
 mod trace_args;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use dcg_calls::saved_format::CallRecord;
-use dcg_ktrace::Outcome;
+use dcg_ktrace::{Notice, Outcome};
 use dcg_live::options::TraceOptions;
 use dcg_report::{write_report, CallGraph, InputKind, ReportInput, ReportOptions};
 
@@ -74,9 +74,12 @@ fn kernel(
     sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
 ) -> anyhow::Result<(ExitCode, Option<Vec<CallRecord>>)> {
-    let outcome = dcg_ktrace::run(opts, sources, out, &mut |n| {
-        eprintln!("dcg: {}", notices::kernel(&n))
+    let mut steps = crate::progress::Steps::on_stderr();
+    let outcome = dcg_ktrace::run(opts, sources, out, &mut |n| match n {
+        Notice::Progress(p) => steps.show(&p),
+        n => steps.println(&format!("dcg: {}", notices::kernel(&n))),
     })?;
+    drop(steps);
     match outcome {
         Outcome::NothingToTrace => Ok((ExitCode::from(2), None)),
         Outcome::Traced(mut s) => {

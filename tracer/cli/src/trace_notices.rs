@@ -2,7 +2,7 @@
 //! sessions' notices (each printed after `dcg: `) and the kernel session's closing lines.
 //! The libraries hand them over typed; only this file turns them into text.
 
-use dcg_ktrace::{Notice, Summary, PROBE_CAP};
+use dcg_ktrace::{Notice, Progress, Summary, PROBE_CAP};
 use dcg_utrace::Notice as UserNotice;
 
 /// A kernel session's notice, as printed after `dcg: `.
@@ -58,6 +58,26 @@ pub fn kernel(n: &Notice) -> String {
                 format!(", {probes} probes")
             }
         ),
+        Notice::Progress(p) => progress(p),
+    }
+}
+
+/// A long step, as its spinner on a terminal says it (`dcg trace` prints no line for it).
+pub fn progress(p: &Progress) -> String {
+    match p {
+        Progress::Attaching { functions, copies } => format!(
+            "loading the BPF programs, attaching to {functions} function{}{}",
+            if *functions == 1 { "" } else { "s" },
+            match copies {
+                0 => String::new(),
+                1 => " and 1 inlined copy".to_string(),
+                n => format!(" and {n} inlined copies"),
+            }
+        ),
+        Progress::Decoding { records } => {
+            format!("decoding the records kept while the command ran: {records}")
+        }
+        Progress::Done => "done".to_string(),
     }
 }
 

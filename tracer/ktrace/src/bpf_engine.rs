@@ -29,7 +29,7 @@ use dcg_live::tracefs;
 use crate::bpf_feed::{site_index, Feed};
 use crate::error::{KtraceError, Result};
 use crate::funcs::{parse_sites, Site};
-use crate::{debug, Notice, Summary};
+use crate::{debug, Notice, Progress, Summary};
 
 /// What the kernel runs around every run of the BPF program: the kprobe_multi link's
 /// handlers and the fprobe, rethook and function-graph dispatch that calls them, in the
@@ -67,6 +67,10 @@ const OWN_PATH_DEPTH: u32 = 3;
 const OWN_PATH_CAP: usize = 600;
 /// How often the ring buffer is read.
 const POLL: Duration = Duration::from_millis(50);
+/// Records kept undecoded beyond this many bytes at the end are decoded with a count.
+const DECODE_SHOWN: usize = 1 << 20;
+/// The count of records decoded at the end goes up by this many at a time.
+const DECODE_STEP: u64 = 1 << 14;
 /// At most this many bytes of records wait undecoded (about 3 M calls).
 const DEFER_MAX: usize = 256 << 20;
 
@@ -227,6 +231,10 @@ pub fn run(
         .map(|p| vec![p as u32]);
     // What only decoding needs (the symbol tables, the sites by address) is made in
     // threads while the kernel loads and attaches the programs.
+    notify(Notice::Progress(Progress::Attaching {
+        functions: targets.len(),
+        copies: inlines.len(),
+    }));
     let (attached, kallsyms, pointer_names, site_at, probed) = load_and_attach(
         &kallsyms_text,
         &sites,
@@ -236,6 +244,7 @@ pub fn run(
         procs.as_deref(),
         notify,
     );
+    notify(Notice::Progress(Progress::Done));
     drop(kallsyms_text);
     let kallsyms = Arc::try_unwrap(kallsyms).unwrap_or_else(|k| (*k).clone());
     let mut capture = match attached {
@@ -291,7 +300,7 @@ pub fn run(
         c.resume()?;
     }
     cpu_time("command resumed");
-    let stop_reason = record(args, &mut capture, &mut feed, child.as_mut(), out)?;
+    let stop_reason = record(args, &mut capture, &mut feed, child.as_mut(), out, notify)?;
     cpu_time(&format!("loop ended: {stop_reason}"));
     let summary = finish(capture, feed, child.as_mut(), stop_reason, out)?;
     debug(format_args!("output committed"));
@@ -417,6 +426,7 @@ fn record(
     feed: &mut Feed<'_>,
     mut child: Option<&mut Child>,
     out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
 ) -> Result<String> {
     let start = Instant::now();
     let deadline = args
@@ -447,22 +457,31 @@ fn record(
         // The session ends after this read: the programs are detached first (the records
         // stay in the ring until it is freed), then decoded without the programs firing
         // on every function the decoding reaches in the kernel.
-        if exited
+        let ending = exited
             || tracefs::stop_requested().is_some()
-            || deadline.is_some_and(|d| Instant::now() >= d)
-        {
+            || deadline.is_some_and(|d| Instant::now() >= d);
+        if ending {
             debug(format_args!("detaching"));
             capture.detach();
             cpu_time("detached");
         }
-        let mut err = None;
+        // At the end, the records kept while the command ran may take seconds: counted.
+        let show = ending && capture.queued() >= DECODE_SHOWN;
+        let (mut err, mut decoded) = (None, 0u64);
         capture.consume(|r| {
             if err.is_none() {
                 if let Err(e) = feed.record(r) {
                     err = Some(e);
                 }
             }
+            decoded += 1;
+            if show && decoded % DECODE_STEP == 0 {
+                notify(Notice::Progress(Progress::Decoding { records: decoded }));
+            }
         })?;
+        if show {
+            notify(Notice::Progress(Progress::Done));
+        }
         if let Some(e) = err {
             return Err(e.into());
         }

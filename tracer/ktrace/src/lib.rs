@@ -32,7 +32,7 @@ pub use error::KtraceError;
 use error::Result;
 pub use features::Features;
 use funcs::Available;
-pub use outcome::{Notice, Outcome, Summary};
+pub use outcome::{Notice, Outcome, Progress, Summary};
 use roots::resolve_roots;
 
 /// Most probes one session creates.

@@ -52,6 +52,29 @@ pub enum Notice {
         /// Probe events created.
         probes: usize,
     },
+    /// How far a long step is, for a terminal to draw; nothing to print elsewhere.
+    Progress(Progress),
+}
+
+/// A long step of a session, as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The kernel loads, verifies and attaches the BPF programs, in calls that say nothing
+    /// until they return: to `functions` functions and `copies` inlined copies.
+    Attaching {
+        /// Functions the programs attach to.
+        functions: usize,
+        /// Inlined copies probed at their first instruction.
+        copies: usize,
+    },
+    /// At the session's end, the records kept while the command ran are decoded: this
+    /// many so far.
+    Decoding {
+        /// Records decoded.
+        records: u64,
+    },
+    /// The step under way is over.
+    Done,
 }
 
 /// How a session ended.
