@@ -16,7 +16,6 @@ use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Capture, Loaded, Target};
 use dcg_calls::funcs::FuncTable;
-use dcg_calls::outputs::OutputSpec;
 use dcg_calls::pipeline::Pipeline;
 use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
@@ -272,16 +271,7 @@ pub fn run(
 
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
-    let spec = OutputSpec {
-        json: args.output.json,
-        errors_only: args.output.errors_only,
-        color: args.output.color,
-        cpu_width: 1,
-        report: args.output.report,
-        saved: args.output.saved_calls.clone(),
-        source: format!("dcg trace --func {}", args.func.join(" --func ")),
-        ..OutputSpec::default()
-    };
+    let spec = crate::session::outputs(args);
     let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
     let pipe = Pipeline::new(tree, &spec)?;
@@ -429,10 +419,7 @@ fn record(
     notify: &mut dyn FnMut(Notice),
 ) -> Result<String> {
     let start = Instant::now();
-    let deadline = args
-        .stop
-        .duration
-        .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = args.stop.deadline(start);
     Ok(loop {
         // The command ended, or the process given with -p is gone.
         let exited = match (child.as_deref_mut(), args.pid) {
@@ -583,6 +570,7 @@ mod tests {
 mod decode_speed {
     use super::*;
     use dcg_bpf::Record;
+    use dcg_calls::outputs::OutputSpec;
 
     #[test]
     #[ignore]

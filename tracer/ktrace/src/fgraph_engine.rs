@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::outputs::OutputSpec;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
@@ -346,16 +345,7 @@ impl<'s> Setup<'s> {
             collapse_empty: true,
             inline_frames: !args.no_inline_frames,
         };
-        let spec = OutputSpec {
-            json: args.output.json,
-            errors_only: args.output.errors_only,
-            color: args.output.color,
-            cpu_width: 1,
-            report: args.output.report,
-            saved: args.output.saved_calls.clone(),
-            source: format!("dcg trace --func {}", args.func.join(" --func ")),
-            ..OutputSpec::default()
-        };
+        let spec = crate::session::outputs(args);
         let mut dec = Decoder::with_outputs(self.set, opts, &spec)?;
         dec.set_pointer_names(pointer_names);
         dec.mark_contexts();
@@ -390,10 +380,7 @@ impl<'s> Setup<'s> {
     ) -> Result<String> {
         let args = self.args;
         let start = Instant::now();
-        let deadline = args
-            .stop
-            .duration
-            .map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+        let deadline = args.stop.deadline(start);
         let mut drain_until: Option<Instant> = None;
         let mut drain_end: Option<Instant> = None;
         Ok(loop {

@@ -21,6 +21,7 @@ mod outcome;
 pub mod probes;
 pub mod rawtree;
 mod roots;
+mod session;
 pub mod stream_filter;
 
 use std::io::Write;

@@ -68,6 +68,14 @@ pub struct StopAt {
     pub duration: Option<f64>,
 }
 
+impl StopAt {
+    /// When `--duration` ends a session that starts at `start`.
+    pub fn deadline(&self, start: std::time::Instant) -> Option<std::time::Instant> {
+        self.duration
+            .map(|s| start + std::time::Duration::from_secs_f64(s.max(0.0)))
+    }
+}
+
 /// What the trace is written as, and where: the request the session's outputs are built
 /// from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -403,10 +403,7 @@ impl<'a, 'p> Pump<'a, 'p> {
         args: &TraceOptions,
         out: &mut dyn Write,
     ) -> Result<Stop> {
-        let deadline = args
-            .stop
-            .duration
-            .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        let deadline = args.stop.deadline(Instant::now());
         Ok(loop {
             if let Some(sig) = tracefs::stop_requested() {
                 break Stop::Signal(sig);

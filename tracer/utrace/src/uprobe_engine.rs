@@ -193,10 +193,7 @@ fn read_until_stop(
     args: &TraceOptions,
     out: &mut dyn Write,
 ) -> Result<Stop> {
-    let deadline = args
-        .stop
-        .duration
-        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = args.stop.deadline(Instant::now());
     let mut lines = Vec::new();
     loop {
         if let Some(sig) = tracefs::stop_requested() {
