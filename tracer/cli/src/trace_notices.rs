@@ -216,6 +216,86 @@ pub fn user(n: &UserNotice) -> String {
              runs them before the recorder's (--engine uprobe traces them)",
             libs.join(", ")
         ),
+        UserNotice::NoDwarf { .. }
+        | UserNotice::NoDwarfSkipped { .. }
+        | UserNotice::InlinedCopies { .. }
+        | UserNotice::ColdPart { .. }
+        | UserNotice::InlineOnly { .. }
+        | UserNotice::InlineOnlySkipped { .. }
+        | UserNotice::NotLoaded { .. }
+        | UserNotice::InlineNotLoaded { .. }
+        | UserNotice::IfuncTraced { .. }
+        | UserNotice::IfuncUntraced { .. }
+        | UserNotice::ByUprobes { .. }
+        | UserNotice::Unreadable(_)
+        | UserNotice::NoMatch { .. } => selection(n),
+        UserNotice::NothingToProbe => "nothing to probe".to_string(),
+        UserNotice::NothingToTrace => "nothing to trace".to_string(),
+        UserNotice::RemovedStale(what) => format!("removed stale {what}"),
+        UserNotice::Cleanup(what) => format!("cleanup: {what}"),
+        UserNotice::InlineProbeFailed {
+            callee,
+            caller,
+            why,
+        } => format!(
+            "no probe on {callee} inlined in {caller} ({why}): its frame opens at its first \
+             call, without arguments"
+        ),
+        UserNotice::LostEvents(n) => {
+            format!("LOST {n} events (ring buffer overrun): some calls are missing or incomplete")
+        }
+        UserNotice::Unparsed(n) => format!("{n} event lines could not be parsed"),
+        UserNotice::CommandEnded {
+            command,
+            pid,
+            ended,
+        } => format!("{command} (pid {pid}) {}", ended.describe()),
+        UserNotice::ProcessExited(pid) => format!("process {pid} exited"),
+        UserNotice::Detached { pid, comm } => {
+            format!("detached from process {pid} ({comm}); its probes are removed")
+        }
+        UserNotice::CommandStopped {
+            command,
+            pid,
+            ended,
+        } => format!(
+            "stopped tracing; {command} (pid {pid}) was still running: {}",
+            ended.describe()
+        ),
+        UserNotice::NoUprobesForUnhooked(e) => {
+            format!("{e}; the functions without entry hooks are not traced")
+        }
+        UserNotice::LostUprobeEvents(n) => {
+            format!("LOST {n} uprobe events (ring buffer overrun): some calls are missing")
+        }
+        UserNotice::RecorderHookedNothing { command } => format!(
+            "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
+             binaries (--engine uprobe traces without it)",
+            command.as_deref().unwrap_or("the command")
+        ),
+        UserNotice::Unpatched { count, names } => format!(
+            "{count} function entries could not be patched in process when the command \
+             started (no room for a trampoline near them, or their code could not be made \
+             writable) and were not traced: {}",
+            names.join(", ")
+        ),
+        UserNotice::LostRecords(n) => format!(
+            "LOST {n} records (a thread's ring was full): some calls are missing or incomplete"
+        ),
+        UserNotice::NoFreeRing { threads, rings } => {
+            format!("{threads} threads found no free ring (of {rings}) and were not traced")
+        }
+        UserNotice::NoRingMemory { threads, dir } => format!(
+            "{threads} threads were not traced: the memory for their rings could not be had \
+             (is {} full?)",
+            dir.display()
+        ),
+    }
+}
+
+/// A user-space notice about what the patterns selected and how each function is traced.
+fn selection(n: &UserNotice) -> String {
+    match n {
         UserNotice::NoDwarf {
             name,
             declared_in: Some(m),
@@ -364,66 +444,7 @@ pub fn user(n: &UserNotice) -> String {
             },
             path.display()
         ),
-        UserNotice::NothingToProbe => "nothing to probe".to_string(),
-        UserNotice::NothingToTrace => "nothing to trace".to_string(),
-        UserNotice::RemovedStale(what) => format!("removed stale {what}"),
-        UserNotice::Cleanup(what) => format!("cleanup: {what}"),
-        UserNotice::InlineProbeFailed {
-            callee,
-            caller,
-            why,
-        } => format!(
-            "no probe on {callee} inlined in {caller} ({why}): its frame opens at its first \
-             call, without arguments"
-        ),
-        UserNotice::LostEvents(n) => {
-            format!("LOST {n} events (ring buffer overrun): some calls are missing or incomplete")
-        }
-        UserNotice::Unparsed(n) => format!("{n} event lines could not be parsed"),
-        UserNotice::CommandEnded {
-            command,
-            pid,
-            ended,
-        } => format!("{command} (pid {pid}) {}", ended.describe()),
-        UserNotice::ProcessExited(pid) => format!("process {pid} exited"),
-        UserNotice::Detached { pid, comm } => {
-            format!("detached from process {pid} ({comm}); its probes are removed")
-        }
-        UserNotice::CommandStopped {
-            command,
-            pid,
-            ended,
-        } => format!(
-            "stopped tracing; {command} (pid {pid}) was still running: {}",
-            ended.describe()
-        ),
-        UserNotice::NoUprobesForUnhooked(e) => {
-            format!("{e}; the functions without entry hooks are not traced")
-        }
-        UserNotice::LostUprobeEvents(n) => {
-            format!("LOST {n} uprobe events (ring buffer overrun): some calls are missing")
-        }
-        UserNotice::RecorderHookedNothing { command } => format!(
-            "the recorder hooked nothing: {} did not load it, or loaded none of the traced \
-             binaries (--engine uprobe traces without it)",
-            command.as_deref().unwrap_or("the command")
-        ),
-        UserNotice::Unpatched { count, names } => format!(
-            "{count} function entries could not be patched in process when the command \
-             started (no room for a trampoline near them, or their code could not be made \
-             writable) and were not traced: {}",
-            names.join(", ")
-        ),
-        UserNotice::LostRecords(n) => format!(
-            "LOST {n} records (a thread's ring was full): some calls are missing or incomplete"
-        ),
-        UserNotice::NoFreeRing { threads, rings } => {
-            format!("{threads} threads found no free ring (of {rings}) and were not traced")
-        }
-        UserNotice::NoRingMemory { threads, dir } => format!(
-            "{threads} threads were not traced: the memory for their rings could not be had \
-             (is {} full?)",
-            dir.display()
-        ),
+        // The other notices are worded by `user`.
+        other => format!("{other:?}"),
     }
 }
