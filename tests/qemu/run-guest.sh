@@ -79,7 +79,9 @@ while :; do
   if [ "$left" -le 0 ]; then [ -n "$marker_at" ] || timed_out=1; break; fi
   if IFS= read -r -t "$left" line <&3; then
     line=${line%$'\r'}
-    line=${line//$'\e'\[*([0-9;?])[a-zA-Z]/}; line=${line//$'\e'c/}   # SeaBIOS escapes
+    # Terminal escapes (SeaBIOS's, a spinner's) stripped by sed: linear on long lines,
+    # where bash's own pattern substitution is not.
+    case $line in *$'\e'*) line=$(printf '%s' "$line" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s/\x1bc//g') ;; esac
     printf '%s\n' "$line"; printf '%s\n' "$line" >> "$console"
     case "$line" in
       *DCG-GUEST-EXIT=*) marker_at=$EPOCHREALTIME
