@@ -384,44 +384,23 @@ mod tests {
         args.push("path", "\"/tmp/a\\b\"\n\t\r\u{8}\u{c}\u{1}\u{1f}\u{7f} é ✓");
         args.push("", "...");
         let empty = ArgList::default();
+        let task = Task {
+            key: 1,
+            pid: Some(42),
+            comm: Some("a\"b"),
+            cpu: Some(3),
+        };
         let base = |func| CallView {
-            kind: Kind::Leaf,
             id: 7,
             parent: Some(3),
             depth: 2,
-            task: Task {
-                key: 1,
-                pid: Some(42),
-                comm: Some("a\"b"),
-                cpu: Some(3),
-            },
-            func,
             name: "f",
-            module: None,
-            args: &empty,
             ret: Some("-ENOENT"),
             ret_raw: Some("0xfffffffffffffffe"),
             error: true,
-            origin: None,
             time_ns: Some(u64::MAX),
             duration_ns: Some(0),
-            callsite: None,
-            comment: None,
-            layout: None,
-            open_after: 0,
-            visible: true,
-            unfinished: false,
-            exec: false,
-            entry_missing: false,
-            named: true,
-            entry_cpu: None,
-            tasks: 1,
-            inlined: None,
-            ctx: None,
-            irq_entry: false,
-            irq_ns: None,
-            lost: None,
-            lost_here: false,
+            ..CallView::new(Kind::Leaf, func, task, &empty, 1)
         };
         let mut views: Vec<CallView<'_>> = ids
             .iter()
