@@ -10,14 +10,6 @@ use dcg_dbset::DbSet;
 use dcg_calls::saved_format::CallRecord;
 use dcg_tests::guest::{self, enabled, must, section};
 
-/// Interrupt entry points (what runs under them depends on the moment).
-fn is_interrupt(func: &str) -> bool {
-    ["sysvec_", "__sysvec_", "irq_", "__irq_", "asm_"]
-        .iter()
-        .any(|p| func.starts_with(p))
-        || func.contains("softirq")
-}
-
 fn arg<'a>(c: &'a CallRecord, name: &str) -> Option<&'a str> {
     c.args
         .iter()
@@ -81,10 +73,11 @@ fn inline_on(kernel_name: &str, getname_is_header_helper: bool) {
         "flags: {:?}",
         f.args
     );
-    // An interrupt arriving while the copy runs nests under it, as under any call.
+    // An interrupt arriving while the copy runs nests under it, as under any call; the
+    // calls it made say so (the preemption check on its way out included).
     let children: BTreeSet<&str> = calls
         .iter()
-        .filter(|c| c.parent == Some(f.id) && !is_interrupt(&c.func))
+        .filter(|c| c.parent == Some(f.id) && c.ctx == Some(dcg_calls::saved_format::Context::Task))
         .map(|c| c.func.as_str())
         .collect();
     assert!(children.contains("pidfd_prepare"), "children {children:?}");

@@ -78,6 +78,9 @@ begin irqs
 irqs_shown irq --show-retvals
 irqs_hidden irq-hidden --show-retvals
 end irqs
+begin irqs-calls
+cat /tmp/irq.calls
+end irqs-calls
 
 begin fgraph-irqs
 # The same with the function_graph engine (funcgraph-irqs on, the context of each call
@@ -85,6 +88,9 @@ begin fgraph-irqs
 irqs_shown fgi --engine fgraph
 irqs_hidden fgi-hidden --engine fgraph
 end fgraph-irqs
+begin fgraph-irqs-calls
+cat /tmp/fgi.calls
+end fgraph-irqs-calls
 
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30

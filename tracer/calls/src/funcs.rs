@@ -63,6 +63,8 @@ pub struct FuncInfo<'a> {
     kernel_module: Option<&'a str>,
     /// The symbol (or stream name) demangled, when it is a C++ or Rust one.
     demangled: Option<dcg_render::names::Demangled>,
+    /// What the kernel's interrupt entry code makes of it (kernel functions only).
+    entry_role: Option<crate::tree::EntryRole>,
 }
 
 /// How a value of one type is rendered, worked out once per parameter or return type.
@@ -164,7 +166,15 @@ impl<'a> FuncInfo<'a> {
             });
         }
         let demangled = dcg_render::names::demangle(func.map_or(name.as_str(), |f| f.symbol()));
+        let in_vmlinux = func.is_none_or(|f| {
+            f.module()
+                .is_none_or(|m| m.kind() == sigdb::ModuleKind::Kernel)
+        });
+        let entry_role = in_vmlinux
+            .then(|| crate::tree::EntryRole::of(func.map_or(name.as_str(), |f| f.symbol())))
+            .flatten();
         FuncInfo {
+            entry_role,
             name,
             func,
             demangled,
@@ -187,6 +197,11 @@ impl<'a> FuncInfo<'a> {
             Some(symbol) => (symbol, self.module_label.as_deref().or(self.kernel_module)),
             None => (&self.name, None),
         }
+    }
+
+    /// What the kernel's interrupt entry code makes of it.
+    pub(crate) fn entry_role(&self) -> Option<crate::tree::EntryRole> {
+        self.entry_role
     }
 
     /// The name shown in call trees: demangled without parameters for C++ and Rust

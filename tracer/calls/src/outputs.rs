@@ -34,6 +34,9 @@ pub struct OutputSpec {
     pub saved: Option<PathBuf>,
     /// What the saved-calls header names as the calls' source.
     pub source: String,
+    /// `--irqs hide`: calls that ran in an interrupt context (as the tree decides it,
+    /// see `tree::context`) reach no output.
+    pub hide_interrupts: bool,
 }
 
 /// The sinks of `spec` in feeding order — the report collection, or JSON lines, or the
@@ -41,6 +44,7 @@ pub struct OutputSpec {
 /// Without the saved-calls file ([`crate::pipeline::Pipeline::new`] adds it).
 pub fn sinks<'s>(spec: &OutputSpec) -> (Sinks<'s>, Option<Collected>) {
     let mut sinks = Sinks::new();
+    sinks.hide_interrupts(spec.hide_interrupts);
     if spec.report {
         let collect = Collect::new();
         let handle = collect.handle();

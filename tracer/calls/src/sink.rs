@@ -321,6 +321,8 @@ pub struct Sinks<'s> {
     sinks: Vec<Box<dyn Sink + 's>>,
     args_at_close: bool,
     notes: bool,
+    /// Calls in an interrupt context are passed to none.
+    hide_interrupts: bool,
     /// The current call's JSON line, for the sinks that take lines.
     line: Vec<u8>,
 }
@@ -342,10 +344,23 @@ impl<'s> Sinks<'s> {
     pub fn is_empty(&self) -> bool {
         self.sinks.is_empty()
     }
+
+    /// Pass no call that ran in an interrupt context (`--irqs hide`). Every call below an
+    /// interrupt's has an interrupt context too (the tree decides it so), so whole
+    /// interrupt subtrees go.
+    pub fn hide_interrupts(&mut self, hide: bool) {
+        self.hide_interrupts = hide;
+    }
 }
 
 impl Sink for Sinks<'_> {
     fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        if self.hide_interrupts
+            && c.ctx
+                .is_some_and(|x| x != crate::saved_format::Context::Task)
+        {
+            return Ok(());
+        }
         let mut line_made = false;
         for s in &mut self.sinks {
             if !s.takes_json_lines() {

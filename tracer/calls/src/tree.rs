@@ -15,6 +15,7 @@ use std::io;
 
 use rustc_hash::FxHashMap;
 
+mod context;
 mod flat;
 mod inline;
 mod shaped;
@@ -24,6 +25,7 @@ use crate::funcs::{FuncId, FuncTable};
 use crate::origin::{error_value, Origins};
 use crate::sink::{ArgList, CallView, Kind, Layout, Note, Origin, Sink, Task};
 
+pub(crate) use context::EntryRole;
 use inline::Inlines;
 use shaped::Held;
 
@@ -228,6 +230,9 @@ struct TaskState {
     pending_ret: Option<(FuncId, u64)>,
     /// (function, rendered fields) from an entry probe event, for the next entry of it.
     pending_args: Option<(FuncId, ArgList)>,
+    /// The depth at which the task's latest call closed, when it began an interrupt
+    /// subtree and nothing entered since ([`CallTree::call_context`]).
+    interrupt_closed: Option<u32>,
 }
 
 /// The call trees of a stream, one per task.

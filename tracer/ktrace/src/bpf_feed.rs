@@ -105,10 +105,6 @@ pub(crate) struct Feed<'a> {
     callsites: FxHashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
-    /// `--irqs hide`: calls in interrupt context are left out.
-    hide_irqs: bool,
-    /// Per task: interrupt calls left out and still open.
-    hidden: FxHashMap<u32, u32>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
     pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
@@ -137,8 +133,6 @@ impl<'a> Feed<'a> {
             callsites: FxHashMap::default(),
             args: args.args,
             retvals: args.show_retvals,
-            hide_irqs: args.hide_irqs,
-            hidden: FxHashMap::default(),
             lost_at: FxHashMap::default(),
         }
     }
@@ -251,10 +245,6 @@ impl<'a> Feed<'a> {
                 ..
             } => {
                 self.flush_pending(tid)?;
-                if self.hide_irqs && ctx != dcg_bpf::ctx::TASK {
-                    *self.hidden.entry(tid).or_insert(0) += 1;
-                    return Ok(());
-                }
                 let p = self.pending.entry(tid).or_default();
                 p.strings.clear();
                 *p = Pending {
@@ -277,16 +267,9 @@ impl<'a> Feed<'a> {
                 ip,
                 rax,
                 rdx,
-                ctx,
+                ..
             } => {
                 self.flush_pending(tid)?;
-                if let Some(n) = self.hidden.get_mut(&tid).filter(|n| **n > 0) {
-                    if ctx != dcg_bpf::ctx::TASK {
-                        *n -= 1;
-                        return Ok(());
-                    }
-                    *n = 0; // a task's return: the interrupt's returns were lost
-                }
                 let (id, _, _) = self.func(ip);
                 let comm = self.comm(tid);
                 let exit = Exit {

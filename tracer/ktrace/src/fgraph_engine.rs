@@ -142,11 +142,13 @@ impl<'s> Setup<'s> {
         // traced loop under TCG: give it 16 MiB.
         let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
         let raw = !probes_needed && !args.fgraph_text;
-        // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
-        // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
-        // context it ran in, read from the binary records. The text (probe events'
-        // sessions) has no context per line: hardirqs are left out there, as before.
-        opt(&mut sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
+        // Interrupts in the traced tasks' trees: the kernel records the hardirqs' calls
+        // with funcgraph-irqs (softirqs always), each record with the context it ran in,
+        // read from the binary records. With `--irqs hide` too: the calls an interrupt
+        // makes while the count says task are known as its only from the calls around
+        // them, and the outputs leave them out. The text (probe events' sessions) has no
+        // context per line: hardirqs are left out there.
+        opt(&mut sess, "funcgraph-irqs", raw)?;
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
@@ -271,9 +273,7 @@ impl<'s> Setup<'s> {
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
         if !(self.want_exit || self.want_entry || self.args.fgraph_text) {
-            let mut filter =
-                rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
-            filter.hide_irqs(self.args.hide_irqs);
+            let filter = rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
                 Ok(raw) => {
                     debug(format_args!("reading trace_pipe_raw"));

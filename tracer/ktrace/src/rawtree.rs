@@ -12,7 +12,7 @@ use dcg_calls::decode::Decoder;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_live::tracefs::{RawPipes, Session};
 use dcg_ringbuf::format::Format;
-use dcg_ringbuf::graph::{context_of, GraphFormats, GraphRecord, RecordContext};
+use dcg_ringbuf::graph::{GraphFormats, GraphRecord};
 use dcg_ringbuf::page::parse_page;
 
 /// The binary stream filter of one session.
@@ -22,8 +22,6 @@ pub struct RawTreeFilter {
     /// Whether the function at an address is a root (records name functions by address).
     is_root: HashMap<u64, bool>,
     depth: u32,
-    /// Leave out what ran in interrupt context (`--irqs hide`).
-    hide_irqs: bool,
     /// Per task: the depth of its kept tree's root.
     tasks: HashMap<u32, u32>,
     /// Where to look up the name of a task gone before its records were read.
@@ -42,19 +40,12 @@ impl RawTreeFilter {
             roots: roots.into_iter().collect(),
             is_root: HashMap::new(),
             depth,
-            hide_irqs: false,
             tracefs: None,
             named: HashSet::new(),
             tasks: HashMap::new(),
             started: 0,
             abandoned: 0,
         }
-    }
-
-    /// Leave out the calls made in interrupt context (hardirq, softirq, NMI): the kernel
-    /// leaves out hardirqs' calls itself with funcgraph-irqs off, not softirqs'.
-    pub fn hide_irqs(&mut self, hide: bool) {
-        self.hide_irqs = hide;
     }
 
     fn root_at(&mut self, func: u64, syms: &Kallsyms) -> bool {
@@ -75,13 +66,6 @@ impl RawTreeFilter {
         out: &mut dyn Write,
     ) -> std::io::Result<bool> {
         let limit = self.depth;
-        let flags = match rec {
-            GraphRecord::Entry { flags, .. } | GraphRecord::Exit { flags, .. } => *flags,
-            _ => 0,
-        };
-        if self.hide_irqs && context_of(flags) != RecordContext::Task {
-            return Ok(false);
-        }
         match rec {
             GraphRecord::Entry {
                 pid, depth, func, ..

@@ -14,6 +14,7 @@ pub(crate) fn outputs(args: &TraceOptions) -> OutputSpec {
         report: args.output.report,
         saved: args.output.saved_calls.clone(),
         source: format!("dcg trace --func {}", args.func.join(" --func ")),
+        hide_interrupts: args.hide_irqs,
         ..OutputSpec::default()
     }
 }

@@ -24,12 +24,14 @@ impl CallTree<'_> {
             let f = self.tasks[ti].stack.last_mut().expect("pushed");
             f.comment = Some(c.into());
         }
-        if let Some(c) = e.ctx {
-            let stack = &mut self.tasks[ti].stack;
-            let below = stack.len().checked_sub(2).and_then(|i| stack[i].ctx);
-            let f = stack.last_mut().expect("pushed");
-            f.ctx = Some(c);
-            f.irq_entry = c.begins_subtree(below);
+        let stack = &self.tasks[ti].stack;
+        let below = stack.len().checked_sub(2).and_then(|i| stack[i].ctx);
+        let depth = stack.len() as u32 - 1;
+        let (ctx, irq_entry) = self.call_context(ti, e.func, e.ctx, below, depth);
+        if ctx.is_some() {
+            let f = self.tasks[ti].stack.last_mut().expect("pushed");
+            f.ctx = ctx;
+            f.irq_entry = irq_entry;
         }
         Ok(())
     }
@@ -180,6 +182,9 @@ impl CallTree<'_> {
     /// An interrupt subtree that took `duration_ns` ended: its time is in every call of
     /// the interrupted context still open.
     pub(super) fn count_irq_time(&mut self, ti: usize, f: &Frame, duration_ns: Option<u64>) {
+        if f.irq_entry {
+            self.interrupt_closed(ti, f.depth);
+        }
         let (true, Some(ns)) = (f.irq_entry, duration_ns) else {
             return;
         };

@@ -259,6 +259,7 @@ impl<'a> CallTree<'a> {
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,
             inlined: self.inlined_view(f.inline),
+            ctx: f.ctx,
             lost,
             lost_here,
             ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
@@ -471,6 +472,8 @@ impl CallTree<'_> {
             let id = self.next_id;
             self.next_id += 1;
             let parent = self.tasks[ti].stack.last().map(|f| f.id);
+            // An inline frame runs in its container's context.
+            let ctx = self.tasks[ti].stack.last().and_then(|f| f.ctx);
             let f = Frame {
                 depth: e.depth,
                 func,
@@ -482,7 +485,7 @@ impl CallTree<'_> {
                 opened: true,
                 origins: Default::default(),
                 inline: Some(c),
-                ctx: None,
+                ctx,
                 irq_entry: false,
                 irq_ns: 0,
                 lost_here: 0,
@@ -498,6 +501,7 @@ impl CallTree<'_> {
                 layout: laid_out(&head, None),
                 open_after: self.tasks[ti].stack.len() + 1,
                 inlined: self.inlined_view(Some(c)),
+                ctx,
                 ..self.view(Kind::Open, func, e.task)
             };
             sink.call(&view, out)?;

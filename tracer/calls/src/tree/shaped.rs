@@ -88,7 +88,10 @@ impl CallTree<'_> {
             .rev()
             .find(|f| f.depth < e.depth)
             .and_then(|f| f.ctx);
-        let irq_entry = e.ctx.is_some_and(|c| c.begins_subtree(caller_ctx));
+        let (ctx, irq_entry) = self.call_context(ti, e.func, e.ctx, caller_ctx, e.depth);
+        if e.leaf && irq_entry {
+            self.interrupt_closed(ti, e.depth);
+        }
         if e.leaf {
             self.counts.calls += 1;
             if !shown {
@@ -120,7 +123,7 @@ impl CallTree<'_> {
                 opened: !hold,
                 origins: Origins::new(),
                 inline: None,
-                ctx: e.ctx,
+                ctx,
                 irq_entry,
                 irq_ns: 0,
                 lost_here: 0,
@@ -156,7 +159,7 @@ impl CallTree<'_> {
             comment: e.comment,
             layout,
             open_after: self.tasks[ti].stack.len(),
-            ctx: e.ctx,
+            ctx,
             irq_entry,
             ..self.view(if e.leaf { Kind::Leaf } else { Kind::Open }, e.func, e.task)
         };
