@@ -2,14 +2,17 @@
 # The kernel engines under load, in qemu (TCG), one boot: a loop of failing access(2)
 # calls (tests/qemu/progs/syscall-loop.c) untraced, and for each engine: under raw
 # function_graph with set_graph_function=do_faccessat, under `dcg trace --show-retvals
-# --func do_faccessat --json --trace-output F -- loop N`, and under raw function_graph
-# again (the guest script is the load test's, tests/qemu/e2e/load.sh). Prints per engine:
+# --func do_faccessat --json --trace-output F -- loop N` (and as a user types it, row
+# ENGINE/user: `--show-retvals --output F -- loop N > tree.txt`), and under raw
+# function_graph again (the guest script is the load test's, tests/qemu/e2e/load.sh). Prints per engine:
 # the loop's time per call, its ratio to the mean of the two raw function_graph runs
 # around it, session start (dcg launched -> loop starts) and stop (loop ends -> dcg
 # exits) times against function_graph's own switch times (the mean of the switches of
 # the runs before and after it), records lost and calls missed, and issue 26's targets.
 #
 #   bench/kernel-engines.sh [7.2-cloud|6.12-cloud|testkernel] [N]   (default 7.2-cloud 3000)
+#
+# DCG_BENCH_SMP=1 boots one vCPU (default 2).
 #
 # Engines: bpf and fgraph on every kernel (fgraph on the Debian kernels adds probe events
 # for values, on the test kernel it reads funcgraph-retval).
@@ -25,10 +28,10 @@ trap 'rm -rf "$tmp"' EXIT
 case $kernel in
 testkernel)
 	kdir=$(bash "$here/tests/kernels/testkernel/build.sh")
-	engines=fgraph,bpf ;;
+	engines=fgraph,bpf,bpf/user ;;
 *)
 	kdir=$(bash "$here/tests/kernels/fetch-debian-kernel.sh" "$kernel")
-	engines=bpf,fgraph ;;
+	engines=bpf,bpf/user,fgraph ;;
 esac
 # DCG_BENCH_ENGINES=bpf measures one engine only.
 engines=${DCG_BENCH_ENGINES:-$engines}
@@ -55,7 +58,7 @@ bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 	--add "$tmp/syscall-loop:/dcg/syscall-loop" "${base[@]}" \
 	--init "$here/tests/qemu/e2e/load.sh" --timeout 1500 >/dev/null
 bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
-	--smp 2 --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
+	--smp "${DCG_BENCH_SMP:-2}" --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
 	"${qextra[@]}" >"$tmp/console.txt"
 # DCG_BENCH_CONSOLE=FILE keeps the guest's whole output.
 [ -z "${DCG_BENCH_CONSOLE:-}" ] || cp "$tmp/console.txt" "$DCG_BENCH_CONSOLE"
@@ -66,7 +69,7 @@ sec() { # NAME: the section's text
 }
 val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -1; } # KEY < text
 untraced=$(sec untraced | val per_call_ns)
-echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, 2 vCPUs${qextra[*]:+, clock: -icount shift=0};"
+echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, ${DCG_BENCH_SMP:-2} vCPUs${qextra[*]:+, clock: -icount shift=0};"
 echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call."
 echo
 # PHASE < stderr: the time of dcg's debug line for PHASE (DCG_KTRACE_DEBUG).
@@ -104,11 +107,14 @@ for e in ${engines//,/ }; do
 	t3=$(echo "$d" | at "loop ended")
 	[ -z "$t1$t2$t3" ] || printf '%-11s %7s %10s %9s %9s %9s\n' "" "" "" "" "" \
 		"$(awk -v a="$t1" -v b="$t2" -v c="$t3" 'BEGIN {printf "%.1f+%.1f", b - a, c - b}')"
-	met+=("$e: $(awk -v r="$ratio" -v s="$start" -v on="$fg_on" -v t="$stop" -v off="$fg_off" \
+	# The user's invocation: issue 39's 1.1x; the benchmark's: issue 26's 1.3x.
+	lim=1.3
+	case $e in */user*) lim=1.1 ;; esac
+	met+=("$e: $(awk -v r="$ratio" -v lim="$lim" -v s="$start" -v on="$fg_on" -v t="$stop" -v off="$fg_off" \
 		-v l="${lost:-0}" -v m="${missed:-0}" 'BEGIN {
 		printf "start %s, stop %s, per-call %s, lost %s",
 			(s <= on ? "met" : "NOT met"), (t <= off ? "met" : "NOT met"),
-			(r <= 1.3 ? "met" : "NOT met"), (l + m == 0 ? "met" : "NOT met") }')")
+			(r <= lim ? "met" : "NOT met"), (l + m == 0 ? "met" : "NOT met") }')")
 done
 echo
 echo "ratio: the loop's time per call under dcg over raw function_graph's (same boot, same"
@@ -120,6 +126,7 @@ echo "program recorded (dcg's note); under stop_s, detach_s+decode_s: the BPF en
 echo "detaching its programs, then decoding the records it deferred while the command ran"
 echo "(about 1 us a record natively, 25-30 times that on TCG). TCG's speed drifts between"
 echo "boots: compare several runs."
-echo "Targets (issue 26): start_s <= fg_on_s, stop_s <= fg_off_s, ratio <= 1.3x, 0 lost (lost + missed)."
+echo "Targets (issue 26): start_s <= fg_on_s, stop_s <= fg_off_s, ratio <= 1.3x (issue 39: 1.1x for"
+echo "ENGINE/user), 0 lost (lost + missed)."
 printf '  %s\n' "${met[@]}"
 grep -q 'warnings: 0' <(sec dmesg) || { echo "kernel WARNING or BUG during the run" >&2; exit 1; }

@@ -864,6 +864,15 @@ fn debian72_bpf_sessions_and_cleanup() {
         );
     }
     must(section(&text, "kill-INT"), "INT", &["rc=0"]);
+    // Records kept undecoded while the command ran (the output is a file) are decoded
+    // when a signal stops the session.
+    for sig in ["INT", "TERM"] {
+        let s = section(&text, &format!("kill-{sig}"));
+        assert!(
+            count_line(s, "trees after the signal: ") >= 1,
+            "{sig}: nothing decoded after the signal:\n{s}"
+        );
+    }
     // Progress is drawn on a terminal only: never in the files stderr went to.
     assert!(!c.contains("loading the BPF programs"), "{c}");
     must(

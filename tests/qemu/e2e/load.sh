@@ -7,7 +7,9 @@
 # function without a value) and what it reported lost.
 #
 # Kernel command line: dcg.engines=bpf,fgraph (default: bpf; bpf@base: the same engine run
-# by /bin/dcg-base), dcg.calls=N (default 3000).
+# by /bin/dcg-base; bpf/user: the engine asked as a user asks, `--show-retvals --output
+# F`, the text tree on stdout into a file, instead of the benchmark's `--json
+# --trace-output F`), dcg.calls=N (default 3000).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 ROOT=do_faccessat
@@ -53,27 +55,39 @@ for e in $ENGINES; do
 	# ENGINE@base: the same engine run by /bin/dcg-base, an older build (the benchmark's
 	# before/after in one boot).
 	bin=dcg
-	case $e in *@base) bin=dcg-base ;; esac
+	case $e in *@base*) bin=dcg-base ;; esac
+	eng=${e%%/*}
+	eng=${eng%@base}
+	f=$(echo "$e" | tr '/@' '__')
 	raw_fgraph "$e-before"
 	begin "dcg-$e"
 	t0=$(now)
-	DCG_KTRACE_DEBUG=1 $bin trace --engine ${e%@base} --db $DB --show-retvals --func $ROOT --json \
-		--trace-output /tmp/$e.json -- $LOOP $N > /tmp/$e.loop 2> /tmp/$e.err
+	case $e in
+	*/user*)
+		# The loop's line and the text tree share stdout (the tree comes at the end).
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $DB --show-retvals --func $ROOT \
+			--output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
+	*)
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $DB --show-retvals --func $ROOT --json \
+			--trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
+	esac
 	echo "rc=$?"
 	t3=$(now)
-	cat /tmp/$e.loop
-	start=$(field start /tmp/$e.loop)
-	stop=$(field end /tmp/$e.loop)
+	grep 'per_call_ns=' /tmp/$f.loop
+	echo "text lines: $(wc -l < /tmp/$f.loop)"
+	start=$(field start /tmp/$f.loop)
+	stop=$(field end /tmp/$f.loop)
 	[ -n "$start" ] && echo "start_ms=$(ms $t0 $start) stop_ms=$(ms $stop $t3)"
 	echo "--- stderr"
-	cat /tmp/$e.err
-	echo "--- records: $(wc -l < /tmp/$e.json)"
-	echo "roots: $(grep -c "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$e.json)"
-	echo "roots ENOENT: $(grep "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$e.json | grep -c '"ret":"-ENOENT"')"
+	cat /tmp/$f.err
+	echo "--- records: $(grep -c '^{"id"' /tmp/$f.json)"
+	echo "roots: $(grep -c "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$f.json)"
+	echo "roots ENOENT: $(grep "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$f.json | grep -c '"ret":"-ENOENT"')"
 	# Per function: records, and records without a value (void functions have none).
 	echo "--- no value by function"
-	awk -F'"func":"' '{ split($2, a, "\""); f = a[1]; n[f]++; if ($0 ~ /"ret":null/) z[f]++ }
-		END { for (f in n) print "novalue " f " " n[f] " " z[f] + 0 }' /tmp/$e.json | sort
+	grep '^{"id"' /tmp/$f.json |
+		awk -F'"func":"' '{ split($2, a, "\""); f = a[1]; n[f]++; if ($0 ~ /"ret":null/) z[f]++ }
+		END { for (f in n) print "novalue " f " " n[f] " " z[f] + 0 }' | sort
 	end "dcg-$e"
 	raw_fgraph "$e-after"
 done

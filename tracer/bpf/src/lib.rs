@@ -479,6 +479,18 @@ impl Capture {
         )
     }
 
+    /// Trees recorded whole so far: each time a recorded task's outermost root returned
+    /// (its records are in the ring or a per-CPU batch by then).
+    pub fn trees(&self) -> u64 {
+        let key = 0u32.to_ne_bytes();
+        match self.skel.maps.trees.lookup(&key, MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .get(..8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+            _ => 0,
+        }
+    }
+
     /// Runs of the programs the kernel skipped, so far: a hit while a BPF program already
     /// ran on that CPU (an interrupt arriving during a record) is not run, and that call
     /// (entry or return) is missing from the records.

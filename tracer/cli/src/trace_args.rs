@@ -170,7 +170,8 @@ impl TraceArgs {
                 errors_only: self.errors_only,
                 saved_calls: self.output,
                 report: self.report.is_some(),
-                shown_at_end: self.report.is_some() || self.trace_output.is_some(),
+                // Decoding waits for the end unless someone watches the output live.
+                shown_at_end: self.report.is_some() || !terminal,
             },
             errno: self.errno,
             db: self.db,

@@ -427,11 +427,13 @@ fn record(
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,
         };
-        // Nothing shown before the end and nothing to count: while the command runs, the
-        // records are only copied out of the ring (decoding them competes with the traced
-        // load for the CPU); they are decoded once it ends, or when too many wait.
+        // `--count`: the program counts the trees it recorded whole.
+        let counted = args.stop.count.is_some_and(|n| capture.trees() >= n);
+        // Nothing watched before the end: while the command runs, the records are only
+        // copied out of the ring (decoding them competes with the traced load for the
+        // CPU); they are decoded once it ends, the count is reached, or too many wait.
         if args.output.shown_at_end
-            && args.stop.count.is_none()
+            && !counted
             && !exited
             && tracefs::stop_requested().is_none()
             && capture.queued() < DEFER_MAX
@@ -445,6 +447,7 @@ fn record(
         // stay in the ring until it is freed), then decoded without the programs firing
         // on every function the decoding reaches in the kernel.
         let ending = exited
+            || counted
             || tracefs::stop_requested().is_some()
             || deadline.is_some_and(|d| Instant::now() >= d);
         if ending {
@@ -456,7 +459,14 @@ fn record(
         let show = ending && capture.queued() >= DECODE_SHOWN;
         let (mut err, mut decoded) = (None, 0u64);
         capture.consume(|r| {
-            if err.is_none() {
+            // Records after the count's last tree (other tasks', the next tree's) are
+            // left out: exactly that many trees are shown.
+            let enough = || {
+                args.stop
+                    .count
+                    .is_some_and(|n| feed.pipe.tree().counts().top_level >= n)
+            };
+            if err.is_none() && !enough() {
                 if let Err(e) = feed.record(r) {
                     err = Some(e);
                 }

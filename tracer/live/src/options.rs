@@ -90,9 +90,9 @@ pub struct OutputRequest {
     pub saved_calls: Option<PathBuf>,
     /// Collect the calls for a call-graph report instead of printing them.
     pub report: bool,
-    /// Nothing of the trace is shown before it ends (the output goes to a file that
-    /// appears at the end, or a report is printed): a source may keep its raw records
-    /// while the traced command runs and decode them afterwards, leaving the CPU to it.
+    /// Nobody watches the trace as it runs (the output is not a terminal, or a report is
+    /// printed at the end): a source keeps its raw records while the traced command runs
+    /// and decodes them afterwards, leaving the CPU to it, whatever the outputs are.
     pub shown_at_end: bool,
 }
 
