@@ -207,6 +207,15 @@ fn inline_on(kernel_name: &str, getname_is_header_helper: bool) {
         !plain.contains("inlined in"),
         "--no-inline-frames:\n{plain}"
     );
+    // Interrupts inside traced reads: every call below an interrupt entry says so, the
+    // inline frames of the interrupts' inlined code (7.2's timer path) included.
+    let irqs = section(&text, "irqs-calls");
+    must(irqs, "irqs-calls", &["rc=0"]);
+    guest::interrupt_calls_have_their_context(
+        &dcg_tests::json_records(irqs),
+        &format!("inline-{kernel_name} irqs"),
+        kernel_name == "7.2-cloud",
+    );
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
 }
 

@@ -73,6 +73,27 @@ echo "progress rc=$?"
 echo "progress trace lines: $(wc -l < /tmp/p.txt)"
 end progress
 
+begin policy
+# The output is a file: nothing is decoded while the command runs. Past the memory bound
+# (64 KiB here) the records wait in a file: the same trees come out.
+DCG_KTRACE_DEBUG=1 dcg trace --engine bpf --db $DB --show-retvals --func do_faccessat \
+	--records-in-memory 65536 --output /tmp/sp.calls -- /dcg/syscall-loop 2000 \
+	> /tmp/sp.txt 2> /tmp/sp.err
+echo "spool rc=$?"
+sed -n 's/.*kept in the temporary directory while the command ran: \([0-9]*\) bytes.*/spooled: \1/p' /tmp/sp.err
+echo "spool roots: $(grep -c '"parent":null,"func":"do_faccessat"' /tmp/sp.calls)"
+echo "spool text roots: $(grep -c '} /\* do_faccessat ret=-ENOENT' /tmp/sp.txt)"
+# --count decided while nothing is decoded (the program counts whole trees): exactly that
+# many trees, the loop cut short.
+dcg trace --engine bpf --db $DB --show-retvals --func do_faccessat --count 7 \
+	--output /tmp/cn.calls -- /dcg/syscall-loop 1000000 > /tmp/cn.txt 2> /tmp/cn.err
+echo "count rc=$?"
+echo "count roots: $(grep -c '"parent":null,"func":"do_faccessat"' /tmp/cn.calls)"
+echo "count text roots: $(grep -c '} /\* do_faccessat ret=-ENOENT' /tmp/cn.txt)"
+echo "count loop finished: $(grep -c 'per_call_ns=' /tmp/cn.txt)"
+grep -o 'stopped ([^)]*)' /tmp/cn.err
+end policy
+
 begin rerun
 dcg trace --engine bpf --db $DB --show-retvals --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
 bpf_left

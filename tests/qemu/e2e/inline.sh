@@ -51,6 +51,15 @@ dcg trace --db $DB --show-retvals --no-inline-frames --func __x64_sys_chdir -- $
 echo "rc=$?"
 end no-frames
 
+begin irqs-calls
+# Reads long enough for the timer to fire inside them: interrupts' inline frames (in
+# __sysvec_apic_timer_interrupt's inlined code) have their container's context.
+dcg trace --db $DB --show-retvals --func ksys_read --output /tmp/irq.calls \
+	-- dd if=/dev/zero of=/dev/null bs=32M count=2 > /tmp/irq.txt 2>&1
+echo "rc=$?"
+cat /tmp/irq.calls
+end irqs-calls
+
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
 echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"

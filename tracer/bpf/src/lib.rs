@@ -13,6 +13,7 @@
 mod footprint;
 mod peek;
 mod records;
+mod spool;
 // The libbpf skeletons `build.rs` generates: generated code, exempt from the lints.
 #[allow(
     clippy::all,
@@ -41,6 +42,8 @@ use skel::capture::{CaptureSkel, CaptureSkelBuilder};
 
 /// The ring buffer's size (a power of two).
 const RING_BYTES: u32 = 64 << 20;
+/// Spooled records are read back this many bytes at a time.
+const SPOOL_CHUNK: usize = 4 << 20;
 
 /// Plan bit: the function is a root (entering it starts recording the task).
 const PLAN_ROOT: u32 = 1 << 8;
@@ -90,6 +93,12 @@ pub enum BpfError {
         /// The kernel's error.
         source: std::io::Error,
     },
+    /// Reading back the records spooled to the temporary directory failed.
+    #[error("reading back the records kept in the temporary directory: {source}")]
+    Spool {
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// Nothing to attach to.
     #[error("BPF: no function to attach to")]
     NoTargets,
@@ -103,7 +112,8 @@ fn libbpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> BpfError {
 pub struct Capture {
     // Field order is drop order: the ring buffer and the links go before the skeleton.
     ring: RingBuffer<'static>,
-    queue: Rc<RefCell<Vec<u8>>>,
+    /// The records copied out of the ring and not yet consumed.
+    kept: Rc<RefCell<spool::Kept>>,
     /// The batch being handed out (kept to reuse its allocation).
     batch: Vec<u8>,
     /// The records left in the programs' per-CPU batches were read (after detaching).
@@ -328,8 +338,8 @@ impl Loaded {
         }
         // Records are copied into one growing buffer (each after its u32 length), taken
         // out in a batch by `consume`: no allocation per record.
-        let queue: Rc<RefCell<Vec<u8>>> = Rc::default();
-        let q = Rc::clone(&queue);
+        let kept: Rc<RefCell<spool::Kept>> = Rc::default();
+        let q = Rc::clone(&kept);
         let mut rb = RingBufferBuilder::new();
         // SAFETY: the reference is used only until `build` below, before `skel` moves
         // (the builder keeps it to read the map's descriptor); the map itself lives in the
@@ -337,7 +347,7 @@ impl Loaded {
         let events: &'static libbpf_rs::MapMut<'static> =
             unsafe { &*(&skel.maps.events as *const libbpf_rs::MapMut<'static>) };
         rb.add(events, move |data: &[u8]| {
-            let mut q = q.borrow_mut();
+            let q = &mut q.borrow_mut().queue;
             q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
             q.extend_from_slice(data);
             0
@@ -346,7 +356,7 @@ impl Loaded {
         let ring = rb.build().map_err(libbpf("the ring buffer"))?;
         Ok(Capture {
             ring,
-            queue,
+            kept,
             batch: Vec::new(),
             batches_taken: false,
             links,
@@ -402,9 +412,32 @@ impl Capture {
             .map_err(libbpf("reading the ring buffer"))
     }
 
-    /// Bytes queued by [`Capture::drain`] and not yet consumed.
-    pub fn queued(&self) -> usize {
-        self.queue.borrow().len()
+    /// Bytes queued by [`Capture::drain`] and not yet consumed (in memory and spooled).
+    pub fn queued(&self) -> u64 {
+        self.kept.borrow().len()
+    }
+
+    /// [`Capture::drain`], keeping the records for a later [`Capture::consume`]: past
+    /// `in_memory` bytes they are moved to an unnamed file in the temporary directory.
+    /// Ok(false) when that file cannot take them (the caller decodes them now instead).
+    pub fn keep(&mut self, in_memory: usize) -> Result<bool, BpfError> {
+        self.drain()?;
+        let mut kept = self.kept.borrow_mut();
+        if kept.in_memory() <= in_memory {
+            return Ok(true);
+        }
+        match kept.spool() {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                log::debug!("spooling the records: {e}");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Bytes of records moved to the spool file so far (in all).
+    pub fn spooled(&self) -> u64 {
+        self.kept.borrow().spooled_in_all()
     }
 
     /// Take every record in the ring buffer (and the queue) now, in order, through `f`;
@@ -416,17 +449,22 @@ impl Capture {
             self.batches_taken = true;
             self.take_batches()?;
         }
+        // The spooled records are the oldest.
+        self.kept
+            .borrow_mut()
+            .take_spooled(SPOOL_CHUNK, |raw| {
+                records::batch(raw)
+                    .filter_map(Record::parse)
+                    .for_each(&mut f)
+            })
+            .map_err(|source| BpfError::Spool { source })?;
         self.batch.clear();
-        std::mem::swap(&mut self.batch, &mut *self.queue.borrow_mut());
-        let mut rest = &self.batch[..];
-        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-            let len = u32::from_ne_bytes(*len) as usize;
-            let (raw, next) = tail.split_at(len.min(tail.len()));
-            for r in records::batch(raw).filter_map(Record::parse) {
-                f(r);
-            }
-            rest = next;
-        }
+        std::mem::swap(&mut self.batch, &mut self.kept.borrow_mut().queue);
+        spool::entries(&self.batch, |raw| {
+            records::batch(raw)
+                .filter_map(Record::parse)
+                .for_each(&mut f)
+        });
         Ok(())
     }
 
@@ -441,7 +479,7 @@ impl Capture {
             .lookup_percpu(&key, MapFlags::ANY)
             .map_err(libbpf("reading the per-CPU batches"))?
             .unwrap_or_default();
-        let mut q = self.queue.borrow_mut();
+        let q = &mut self.kept.borrow_mut().queue;
         for v in per_cpu {
             let len = v.get(..4).map_or(0, |b| {
                 u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])) as usize

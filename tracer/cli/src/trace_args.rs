@@ -138,6 +138,10 @@ pub struct TraceArgs {
     /// Kernel, function_graph: read the stream as text, never as binary pages (tests).
     #[arg(long, hide = true)]
     pub fgraph_text: bool,
+    /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
+    /// in the temporary directory (tests; default 64 MiB).
+    #[arg(long, hide = true, value_name = "BYTES")]
+    pub records_in_memory: Option<usize>,
     /// The command to start and trace (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -183,6 +187,7 @@ impl TraceArgs {
             hide_irqs: self.irqs == IrqsArg::Hide,
             fgraph_probes: self.fgraph_probes,
             fgraph_text: self.fgraph_text,
+            records_in_memory: self.records_in_memory,
             // The in-process recorder library, when not beside dcg.
             recorder: std::env::var_os("DCG_RECORDER").map(PathBuf::from),
             filters: Vec::new(),

@@ -67,11 +67,11 @@ const OWN_PATH_CAP: usize = 600;
 /// How often the ring buffer is read.
 const POLL: Duration = Duration::from_millis(50);
 /// Records kept undecoded beyond this many bytes at the end are decoded with a count.
-const DECODE_SHOWN: usize = 1 << 20;
+const DECODE_SHOWN: u64 = 1 << 20;
 /// The count of records decoded at the end goes up by this many at a time.
 const DECODE_STEP: u64 = 1 << 14;
-/// At most this many bytes of records wait undecoded (about 3 M calls).
-const DEFER_MAX: usize = 256 << 20;
+/// Records waiting undecoded beyond this many bytes (about 800,000 calls) go to a file.
+const KEEP_IN_MEMORY: usize = 64 << 20;
 
 /// What the program reads at `name`'s entry besides the argument registers, by the db:
 /// which registers hold C strings (bit i: register i), and whether some parameter is on
@@ -431,15 +431,15 @@ fn record(
         let counted = args.stop.count.is_some_and(|n| capture.trees() >= n);
         // Nothing watched before the end: while the command runs, the records are only
         // copied out of the ring (decoding them competes with the traced load for the
-        // CPU); they are decoded once it ends, the count is reached, or too many wait.
+        // CPU), past a bound into a file; they are decoded once it ends or the count is
+        // reached (or as they come where that file cannot take them).
         if args.output.shown_at_end
             && !counted
             && !exited
             && tracefs::stop_requested().is_none()
-            && capture.queued() < DEFER_MAX
             && deadline.is_none_or(|d| Instant::now() < d)
+            && capture.keep(args.records_in_memory.unwrap_or(KEEP_IN_MEMORY))?
         {
-            capture.drain()?;
             std::thread::sleep(POLL);
             continue;
         }
@@ -517,6 +517,10 @@ fn finish(
     let mut capture = capture;
     // Ended on a count: detached now.
     capture.detach();
+    debug(format_args!(
+        "records kept in the temporary directory while the command ran: {} bytes",
+        capture.spooled()
+    ));
     feed.flush_all()?;
     feed.pipe.finish(out)?;
     out.flush()?;

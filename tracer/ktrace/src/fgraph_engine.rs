@@ -142,13 +142,14 @@ impl<'s> Setup<'s> {
         // traced loop under TCG: give it 16 MiB.
         let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
         let raw = !probes_needed && !args.fgraph_text;
-        // Interrupts in the traced tasks' trees: the kernel records the hardirqs' calls
-        // with funcgraph-irqs (softirqs always), each record with the context it ran in,
-        // read from the binary records. With `--irqs hide` too: the calls an interrupt
-        // makes while the count says task are known as its only from the calls around
-        // them, and the outputs leave them out. The text (probe events' sessions) has no
-        // context per line: hardirqs are left out there.
-        opt(&mut sess, "funcgraph-irqs", raw)?;
+        // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
+        // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
+        // context it ran in, read from the binary records. With `--irqs hide` the kernel
+        // leaves hardirqs out itself (recording them only to drop them costs the traced
+        // load, and every BPF program an interrupt runs is recorded too); the outputs
+        // leave out the rest. The text (probe events' sessions) has no context per line:
+        // hardirqs are left out there.
+        opt(&mut sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;

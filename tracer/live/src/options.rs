@@ -47,6 +47,9 @@ pub struct TraceOptions {
     /// Kernel, function_graph engine: read the stream as text even where binary pages
     /// would do (tests; the hidden `--fgraph-text`).
     pub fgraph_text: bool,
+    /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
+    /// (tests; the hidden `--records-in-memory`; `None`: the engine's bound).
+    pub records_in_memory: Option<usize>,
     /// User space, in process: the recorder library to preload (the `dcg` binary takes
     /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
     pub recorder: Option<PathBuf>,

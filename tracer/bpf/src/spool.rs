@@ -1,0 +1,161 @@
+//! The records kept undecoded while a traced command runs: a queue in memory, and past a
+//! bound, an unnamed file in the temporary directory (gone with its descriptor, whatever
+//! way dcg ends). Each ring buffer entry is kept as it came, after its `u32` length.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+/// Records in memory, and those moved out to the spool file, oldest first.
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The newest entries (each after its length).
+    pub(crate) queue: Vec<u8>,
+    /// The older ones, once the queue passed its bound.
+    file: Option<File>,
+    /// Bytes in `file`.
+    spooled: u64,
+    /// Bytes ever moved to the file.
+    spooled_in_all: u64,
+}
+
+impl Kept {
+    /// Bytes kept, in memory and in the spool file.
+    pub(crate) fn len(&self) -> u64 {
+        self.queue.len() as u64 + self.spooled
+    }
+
+    /// Bytes ever moved to the spool file.
+    pub(crate) fn spooled_in_all(&self) -> u64 {
+        self.spooled_in_all
+    }
+
+    /// Bytes kept in memory.
+    pub(crate) fn in_memory(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Move the queue to the spool file (made on first use).
+    pub(crate) fn spool(&mut self) -> io::Result<()> {
+        if self.queue.is_empty() {
+            return Ok(());
+        }
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(tempfile::tempfile()?),
+        };
+        file.write_all(&self.queue)?;
+        self.spooled += self.queue.len() as u64;
+        self.spooled_in_all += self.queue.len() as u64;
+        self.queue.clear();
+        Ok(())
+    }
+
+    /// Hand every spooled entry to `f`, oldest first, reading the file `chunk` bytes at
+    /// a time, then empty it (the queue in memory is the caller's, after these).
+    pub(crate) fn take_spooled(
+        &mut self,
+        chunk: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> io::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        if self.spooled == 0 {
+            return Ok(());
+        }
+        file.seek(SeekFrom::Start(0))?;
+        let mut reader = file.take(self.spooled);
+        let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+        loop {
+            // Keep what a partial entry left at the end, read the next chunk after it.
+            let at = buf.len();
+            buf.resize(at + chunk, 0);
+            let got = read_full(&mut reader, &mut buf[at..])?;
+            buf.truncate(at + got);
+            let used = entries(&buf, &mut f);
+            buf.drain(..used);
+            if got == 0 {
+                break;
+            }
+        }
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        self.spooled = 0;
+        Ok(())
+    }
+}
+
+/// Read until `buf` is full or the end.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Hand each whole entry at the start of `buf` to `f`; the bytes used.
+pub(crate) fn entries(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
+    let mut rest = buf;
+    while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+        let len = u32::from_ne_bytes(*len) as usize;
+        let Some((entry, next)) = tail.split_at_checked(len) else {
+            break;
+        };
+        f(entry);
+        rest = next;
+    }
+    buf.len() - rest.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(q: &mut Vec<u8>, data: &[u8]) {
+        q.extend_from_slice(&(data.len() as u32).to_ne_bytes());
+        q.extend_from_slice(data);
+    }
+
+    #[test]
+    fn spooled_entries_come_back_in_order_across_chunks() {
+        let mut k = Kept::default();
+        let mut want = Vec::new();
+        for i in 0..50u8 {
+            let data = vec![i; 1 + usize::from(i) * 7];
+            entry(&mut k.queue, &data);
+            want.push(data);
+            if i % 10 == 9 {
+                k.spool().unwrap();
+            }
+        }
+        assert_eq!(k.in_memory(), 0);
+        assert!(k.len() > 0);
+        let mut got = Vec::new();
+        // A chunk smaller than most entries: each is carried over chunk ends.
+        k.take_spooled(64, |e| got.push(e.to_vec())).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(k.len(), 0);
+        // The file is reused, empty.
+        entry(&mut k.queue, b"again");
+        k.spool().unwrap();
+        let mut again = Vec::new();
+        k.take_spooled(4096, |e| again.push(e.to_vec())).unwrap();
+        assert_eq!(again, vec![b"again".to_vec()]);
+    }
+
+    #[test]
+    fn a_cut_entry_is_not_handed_out() {
+        let mut q = Vec::new();
+        entry(&mut q, b"whole");
+        entry(&mut q, b"cut short");
+        let mut n = 0;
+        let used = entries(&q[..q.len() - 3], |_| n += 1);
+        assert_eq!((n, used), (1, 9));
+    }
+}
