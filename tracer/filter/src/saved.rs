@@ -1,0 +1,199 @@
+//! Filters over saved calls (`dcg report`, `dcg decode` of saved records): a record's
+//! values read back from their text, and the trees kept — those whose top-level call
+//! passes every filter (for `FUNC: EXPR`, where some call of FUNC inside passes) — cut to
+//! the calls at least `--min-duration` long and the calls leading to them.
+
+use std::collections::HashMap;
+
+use dcg_calls::saved_format::CallRecord;
+
+use crate::bind::{bind, Program};
+use crate::error::FilterError;
+use crate::eval::{CallValues, Value};
+use crate::parse::Filter;
+use crate::sig::Signature;
+
+/// A saved call's values, as [`CallValues`]: its arguments and return value as text (a
+/// return value of a function missing from the db, marked `(raw)`, read from `ret_raw`).
+/// Saved calls carry the task id (ftrace's pid column) as `pid`: `tid` reads it, and
+/// the process id is unknown.
+pub struct RecordValues<'a>(pub &'a CallRecord);
+
+impl CallValues for RecordValues<'_> {
+    fn arg(&self, index: usize) -> Value<'_> {
+        self.0
+            .args
+            .get(index)
+            .map_or(Value::Missing, |a| Value::Text(&a.value))
+    }
+
+    fn ret(&self) -> Value<'_> {
+        match (&self.0.ret, &self.0.ret_raw) {
+            (Some(r), Some(raw)) if r.ends_with(" (raw)") => Value::Text(raw),
+            (Some(r), _) => Value::Text(r),
+            (None, _) => Value::Missing,
+        }
+    }
+
+    fn duration_ns(&self) -> Option<u64> {
+        self.0.duration_ns
+    }
+
+    fn comm(&self) -> Option<&str> {
+        self.0.comm.as_deref()
+    }
+
+    fn pid(&self) -> Option<u64> {
+        None
+    }
+
+    fn tid(&self) -> Option<u64> {
+        self.0.pid.map(u64::from)
+    }
+
+    fn cpu(&self) -> Option<u64> {
+        self.0.cpu.map(u64::from)
+    }
+}
+
+/// A filter that binds to none of the functions it applies to in the records.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct SelectError {
+    /// Which filter (index in the list given).
+    pub filter: usize,
+    /// Why (for the first function it was bound to).
+    pub error: FilterError,
+}
+
+/// The records of the trees `filters` and `min_duration_ns` keep, in their order.
+/// Each filter is bound once per function, to its parameter names as the records give
+/// them (values read back from their text); a function it does not bind to has no call
+/// that passes it, and a filter that binds to none of its functions is refused.
+pub fn select(
+    records: Vec<CallRecord>,
+    filters: &[Filter],
+    min_duration_ns: Option<u64>,
+) -> Result<Vec<CallRecord>, SelectError> {
+    let roots = roots(&records);
+    let mut keep_tree: HashMap<usize, bool> = roots.iter().map(|&r| (r, true)).collect();
+    let sigs = signatures(&records);
+    for (i, f) in filters.iter().enumerate() {
+        let programs = bind_each(f, &sigs, &records, &roots)
+            .map_err(|error| SelectError { filter: i, error })?;
+        let mut passed: HashMap<usize, bool> = HashMap::new();
+        for (j, r) in records.iter().enumerate() {
+            let applies = match &f.func {
+                Some((name, _)) => is_named(r, name),
+                None => roots[j] == j,
+            };
+            if !applies || passed.get(&roots[j]) == Some(&true) {
+                continue;
+            }
+            let ok = programs
+                .get(r.func.as_str())
+                .is_some_and(|p| p.matches(&RecordValues(r)));
+            *passed.entry(roots[j]).or_default() |= ok;
+        }
+        for (root, keep) in keep_tree.iter_mut() {
+            *keep &= passed.get(root) == Some(&true);
+        }
+    }
+    let mut keep: Vec<bool> = roots.iter().map(|r| keep_tree[r]).collect();
+    if let Some(min) = min_duration_ns {
+        keep = at_least(&records, &keep, min);
+    }
+    Ok(records
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(r, k)| k.then_some(r))
+        .collect())
+}
+
+fn is_named(r: &CallRecord, name: &str) -> bool {
+    r.func == name || r.demangled.as_deref() == Some(name)
+}
+
+/// `filter` bound to each function it applies to; the first error when it binds to none.
+fn bind_each<'r>(
+    filter: &Filter,
+    sigs: &HashMap<&'r str, Signature>,
+    records: &'r [CallRecord],
+    roots: &[usize],
+) -> Result<HashMap<&'r str, Program>, FilterError> {
+    let mut programs = HashMap::new();
+    let mut first_error = None;
+    for (j, r) in records.iter().enumerate() {
+        let applies = match &filter.func {
+            Some((name, _)) => is_named(r, name),
+            None => roots[j] == j,
+        };
+        if !applies || programs.contains_key(r.func.as_str()) {
+            continue;
+        }
+        match bind(filter, &sigs[r.func.as_str()]) {
+            Ok(p) => {
+                programs.insert(r.func.as_str(), p);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) if programs.is_empty() => Err(e),
+        _ => Ok(programs),
+    }
+}
+
+/// Each function's parameter names, from its record with the most arguments.
+fn signatures(records: &[CallRecord]) -> HashMap<&str, Signature> {
+    let mut best: HashMap<&str, &CallRecord> = HashMap::new();
+    for r in records {
+        let e = best.entry(r.func.as_str()).or_insert(r);
+        if r.args.len() > e.args.len() {
+            *e = r;
+        }
+    }
+    best.into_iter()
+        .map(|(f, r)| (f, Signature::untyped(r.args.iter().map(|a| a.name.clone()))))
+        .collect()
+}
+
+/// The index of each record's top-level call (a parent absent from the records makes a
+/// call top-level, as `dcg report` reads them).
+fn roots(records: &[CallRecord]) -> Vec<usize> {
+    let by_id: HashMap<u64, usize> = records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    // Parents have smaller ids: in id order, a parent's root is known before its children's.
+    order.sort_by_key(|&i| records[i].id);
+    let mut root: Vec<usize> = (0..records.len()).collect();
+    for i in order {
+        if let Some(&p) = records[i].parent.and_then(|p| by_id.get(&p)) {
+            if records[p].id < records[i].id {
+                root[i] = root[p];
+            }
+        }
+    }
+    root
+}
+
+/// Of the records `keep` says, those at least `min` ns long and their callers.
+fn at_least(records: &[CallRecord], keep: &[bool], min: u64) -> Vec<bool> {
+    let by_id: HashMap<u64, usize> = records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    let mut out = vec![false; records.len()];
+    for (i, r) in records.iter().enumerate() {
+        if !keep[i] || r.duration_ns.is_none_or(|d| d < min) {
+            continue;
+        }
+        let mut at = i;
+        while !out[at] {
+            out[at] = true;
+            match records[at].parent.and_then(|p| by_id.get(&p)) {
+                Some(&p) if records[p].id < records[at].id => at = p,
+                _ => break,
+            }
+        }
+    }
+    out
+}
