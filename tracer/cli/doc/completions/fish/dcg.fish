@@ -70,6 +70,8 @@ complete -c dcg -n "__fish_dcg_using_subcommand report" -l folded-weight -d 'Wei
 self-ns\t'Self time in ns of those calls (needs durations)'"
 complete -c dcg -n "__fish_dcg_using_subcommand report" -l root -d 'Only calls of FUNC (`func` or `func [module]`) and what they call; FUNC\'s calls become the top-level calls' -r
 complete -c dcg -n "__fish_dcg_using_subcommand report" -s o -l output -d 'Write the report to FILE instead of standard output' -r -F
+complete -c dcg -n "__fish_dcg_using_subcommand report" -l filter -d 'Only the trees whose top-level call passes EXPR (repeat: all must hold), e.g. \'ret == -ENOENT\', \'name ~ "*.conf"\', \'flags & 0x40\', \'duration > 1ms\'; `FUNC: EXPR` keeps the trees where some call of FUNC passes it. Names: the parameters, ret, duration, comm, tid, cpu (saved calls do not know the process id, pid)' -r
+complete -c dcg -n "__fish_dcg_using_subcommand report" -l min-duration -d 'Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to them' -r
 complete -c dcg -n "__fish_dcg_using_subcommand report" -l offline -d 'Never ask a debuginfod server (DEBUGINFOD_URLS) for a db, in any command (an empty DEBUGINFOD_URLS does the same)'
 complete -c dcg -n "__fish_dcg_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l func -d 'Functions to trace: a glob over function names (`vfs_*`), or `PATH:PATTERN` for the functions of a user-space executable or shared library (`./prog:parse_*`)' -r

@@ -1,0 +1,223 @@
+//! `dcg report --filter` and `--min-duration` end to end: over real saved calls (the
+//! golden JSON decode of capture c.txt, 19 `do_sys_openat2` trees of the test kernel) and
+//! a saved-calls file with strings, each selection checked against the calls counted here
+//! from the records; refused expressions print one line with the caret below.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dcg_calls::saved_format::CallRecord;
+use dcg_tests::{dcg_bin, repo_root};
+
+fn real_calls() -> PathBuf {
+    repo_root().join("tests/golden/decode/c.json")
+}
+
+fn read_records(path: &Path) -> Vec<CallRecord> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.contains("\"dcg\":\"calls\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Calls per function of `dcg report --format json` with `args`.
+fn report(input: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    let out = Command::new(dcg_bin())
+        .arg("report")
+        .arg(input)
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Calls per function of the records `keep` says.
+fn counts(records: &[CallRecord], keep: impl Fn(&CallRecord) -> bool) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for r in records.iter().filter(|r| keep(r)) {
+        *out.entry(r.func.clone()).or_default() += 1;
+    }
+    out
+}
+
+/// Each record's top-level call.
+fn tops(records: &[CallRecord]) -> HashMap<u64, u64> {
+    let by_id: HashMap<u64, &CallRecord> = records.iter().map(|r| (r.id, r)).collect();
+    records
+        .iter()
+        .map(|r| {
+            let mut at = r;
+            while let Some(p) = at.parent.and_then(|p| by_id.get(&p)) {
+                at = p;
+            }
+            (r.id, at.id)
+        })
+        .collect()
+}
+
+/// The top-level calls of trees holding a call for which `pick` holds.
+fn trees_with(records: &[CallRecord], pick: impl Fn(&CallRecord) -> bool) -> Vec<u64> {
+    let top = tops(records);
+    let mut out: Vec<u64> = records
+        .iter()
+        .filter(|r| pick(r))
+        .map(|r| top[&r.id])
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn errno_filter_keeps_exactly_the_failing_trees() {
+    let records = read_records(&real_calls());
+    let top = tops(&records);
+    let failing = trees_with(&records, |r| {
+        r.parent.is_none() && r.ret.as_deref() == Some("-ENOENT")
+    });
+    assert_eq!(failing.len(), 3, "the capture has three failing opens");
+    let want = counts(&records, |r| failing.contains(&top[&r.id]));
+    assert_eq!(report(&real_calls(), &["--filter", "ret == -ENOENT"]), want);
+    // The same by the errno's number, and two filters that must both hold.
+    assert_eq!(report(&real_calls(), &["--filter", "ret == -2"]), want);
+    let both = report(
+        &real_calls(),
+        &["--filter", "ret < 0", "--filter", "!(ret != -ENOENT)"],
+    );
+    assert_eq!(both, want);
+    // Without options the report is the whole input.
+    assert_eq!(report(&real_calls(), &[]), counts(&records, |_| true));
+}
+
+#[test]
+fn enum_filter_inside_the_tree() {
+    let records = read_records(&real_calls());
+    let top = tops(&records);
+    let with_tgid = trees_with(&records, |r| {
+        r.func == "__task_pid_nr_ns" && r.args.iter().any(|a| a.value == "PIDTYPE_TGID")
+    });
+    assert_eq!(with_tgid.len(), 1);
+    let want = counts(&records, |r| with_tgid.contains(&top[&r.id]));
+    let got = report(
+        &real_calls(),
+        &["--filter", "__task_pid_nr_ns: type == PIDTYPE_TGID"],
+    );
+    assert_eq!(got, want);
+    let none = report(
+        &real_calls(),
+        &["--filter", "get_pid_task: type != PIDTYPE_PID"],
+    );
+    assert!(none.is_empty(), "{none:?}");
+}
+
+#[test]
+fn min_duration_keeps_long_calls_and_their_callers() {
+    let records = read_records(&real_calls());
+    let by_id: HashMap<u64, &CallRecord> = records.iter().map(|r| (r.id, r)).collect();
+    let mut kept = std::collections::HashSet::new();
+    for r in &records {
+        if r.duration_ns.is_some_and(|d| d >= 100_000) {
+            let mut at = Some(r);
+            while let Some(c) = at {
+                kept.insert(c.id);
+                at = c.parent.and_then(|p| by_id.get(&p).copied());
+            }
+        }
+    }
+    let want = counts(&records, |r| kept.contains(&r.id));
+    assert!(want.len() > 1 && want.values().sum::<u64>() < records.len() as u64);
+    assert_eq!(report(&real_calls(), &["--min-duration", "100us"]), want);
+    assert_eq!(report(&real_calls(), &["--min-duration", "0.1ms"]), want);
+    // With a filter: the long calls of the failing trees.
+    let top = tops(&records);
+    let failing = trees_with(&records, |r| {
+        r.parent.is_none() && r.ret.as_deref() == Some("-ENOENT")
+    });
+    let want = counts(&records, |r| {
+        kept.contains(&r.id) && failing.contains(&top[&r.id])
+    });
+    let got = report(
+        &real_calls(),
+        &["--min-duration", "100us", "--filter", "ret == -ENOENT"],
+    );
+    assert_eq!(got, want);
+}
+
+const STRINGS: &str = r#"{"dcg":"calls","version":1,"source":"hand"}
+{"id":2,"parent":1,"func":"getname","module":null,"cpu":0,"comm":"cat","pid":7,"depth":1,"time_ns":null,"duration_ns":300,"args":[{"name":"filename","value":"\"/etc/ld.so.conf\""}],"ret":"0xff11","ret_raw":"0xff11","error":false,"origin":null,"decoded":true}
+{"id":1,"parent":null,"func":"do_sys_openat2","module":null,"cpu":0,"comm":"cat","pid":7,"depth":0,"time_ns":null,"duration_ns":6000,"args":[{"name":"dfd","value":"-100"},{"name":"filename","value":"\"/etc/ld.so.conf\""}],"ret":"3","ret_raw":"3","error":false,"origin":null,"decoded":true}
+{"id":3,"parent":null,"func":"do_sys_openat2","module":null,"cpu":1,"comm":"sh","pid":8,"depth":0,"time_ns":null,"duration_ns":900,"args":[{"name":"dfd","value":"-100"},{"name":"filename","value":"\"/etc/passwd\""}],"ret":"-ENOENT","ret_raw":"-2","error":true,"origin":3,"decoded":true}
+{"id":4,"parent":null,"func":"do_sys_openat2","module":null,"cpu":1,"comm":"sh","pid":8,"depth":0,"time_ns":null,"duration_ns":800,"args":[{"name":"dfd","value":"-100"},{"name":"filename","value":"\"/etc/a.conf\"..."}],"ret":"-ENOENT","ret_raw":"-2","error":true,"origin":4,"decoded":true}
+"#;
+
+#[test]
+fn string_glob_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.calls");
+    std::fs::write(&path, STRINGS).unwrap();
+    let got = report(&path, &["--filter", r#"filename ~ "*.conf""#]);
+    // The string cut short (`"..."...`) cannot be read: its call is not kept.
+    assert_eq!(
+        got,
+        BTreeMap::from([("do_sys_openat2".into(), 1), ("getname".into(), 1)])
+    );
+    let got = report(
+        &path,
+        &["--filter", r#"comm == "sh" && tid == 8 && cpu == 1"#],
+    );
+    assert_eq!(got, BTreeMap::from([("do_sys_openat2".into(), 2)]));
+    let got = report(
+        &path,
+        &["--filter", r#"getname: filename == "/etc/ld.so.conf""#],
+    );
+    assert_eq!(got.values().sum::<u64>(), 2);
+}
+
+#[test]
+fn refused_expressions_print_a_caret() {
+    let run = |args: &[&str]| {
+        let out = Command::new(dcg_bin())
+            .arg("report")
+            .arg(real_calls())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    assert_eq!(
+        run(&["--filter", "ret == -ENOENT", "--filter", "nmae == 1"]),
+        "dcg: --filter: unknown name 'nmae' (parameters: dfd, filename, how)\n  nmae == 1\n  ^^^^\n"
+    );
+    assert_eq!(
+        run(&["--filter", "ret == \"x"]),
+        "dcg: --filter: unterminated string\n  ret == \"x\n         ^^\n"
+    );
+    let out = Command::new(dcg_bin())
+        .args(["report", "--min-duration", "10"])
+        .arg(real_calls())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
