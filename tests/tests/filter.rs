@@ -221,3 +221,126 @@ fn refused_expressions_print_a_caret() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+// ---- dcg decode --------------------------------------------------------------------
+
+/// A db with `long do_sys_openat2(int dfd, const char *filename, struct open_how *how)`
+/// only: the capture's other functions stay raw.
+fn openat2_db(dir: &Path) -> PathBuf {
+    use sigdb::{
+        DbBuilder, FuncFlags, FunctionDesc, Location, ModuleDesc, ModuleKind, ParamDesc,
+        Qualifiers, TypeDesc, TypeKind,
+    };
+    let mut b = DbBuilder::new(62);
+    let m = b.add_module(ModuleDesc {
+        name: "vmlinux".into(),
+        kind: ModuleKind::Kernel,
+        build_id: vec![],
+        base: 0,
+    });
+    let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
+    let long = b.add_type(TypeDesc::base(TypeKind::Int, "long int", 8, true));
+    let ch = b.add_type(TypeDesc::base(TypeKind::Char, "char", 1, true));
+    let cch = b.add_type(TypeDesc::qualified(Qualifiers::CONST, ch, 1));
+    let s = b.add_type(TypeDesc::pointer(cch, 8));
+    let how = b.add_type(TypeDesc::aggregate(TypeKind::Struct, "open_how", 24));
+    let phow = b.add_type(TypeDesc::pointer(how, 8));
+    let params = [("dfd", int), ("filename", s), ("how", phow)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, ty))| ParamDesc {
+            name: name.into(),
+            ty,
+            loc: Location::Reg([5, 4, 1][i]),
+        })
+        .collect();
+    b.add_function(FunctionDesc {
+        module: m,
+        addr: 0x1000,
+        size: 0xd0,
+        name: "do_sys_openat2".into(),
+        symbol: None,
+        ret: long,
+        params,
+        flags: FuncFlags::empty(),
+    });
+    let path = dir.join("openat2.sigdb");
+    std::fs::write(&path, b.finish().unwrap()).unwrap();
+    path
+}
+
+fn decode(db: &Path, args: &[&str]) -> String {
+    let out = Command::new(dcg_bin())
+        .args(["--offline", "decode", "--color", "never", "--db"])
+        .arg(db)
+        .arg(repo_root().join("tests/data/captures/c.txt"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json_records(text: &str) -> Vec<CallRecord> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn decode_filter_and_min_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = openat2_db(dir.path());
+    let all = json_records(&decode(&db, &["--json"]));
+    let top = tops(&all);
+    let failing = trees_with(&all, |r| {
+        r.parent.is_none() && r.ret.as_deref() == Some("-ENOENT")
+    });
+    assert_eq!(failing.len(), 3);
+    let want: Vec<u64> = all
+        .iter()
+        .filter(|r| failing.contains(&top[&r.id]))
+        .map(|r| r.id)
+        .collect();
+    let got = json_records(&decode(&db, &["--json", "--filter", "ret == -ENOENT"]));
+    assert_eq!(got.iter().map(|r| r.id).collect::<Vec<_>>(), want);
+    // Text: the same trees, each line as the whole decode prints it.
+    let text_all = decode(&db, &[]);
+    let text = decode(&db, &["--filter", "ret == -ENOENT"]);
+    let opens = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("|  do_sys_openat2("))
+            .count()
+    };
+    assert_eq!((opens(&text_all), opens(&text)), (19, 3));
+    let mut rest = text_all.lines();
+    for line in text.lines() {
+        assert!(
+            rest.any(|l| l == line),
+            "not in the whole decode, in order: {line}"
+        );
+    }
+    // --min-duration: the long calls and their callers.
+    let by_id: HashMap<u64, &CallRecord> = all.iter().map(|r| (r.id, r)).collect();
+    let mut kept = std::collections::BTreeSet::new();
+    for r in all
+        .iter()
+        .filter(|r| r.duration_ns.is_some_and(|d| d >= 50_000))
+    {
+        let mut at = Some(r);
+        while let Some(c) = at {
+            kept.insert(c.id);
+            at = c.parent.and_then(|p| by_id.get(&p).copied());
+        }
+    }
+    let got = json_records(&decode(&db, &["--json", "--min-duration", "50us"]));
+    let got: std::collections::BTreeSet<u64> = got.iter().map(|r| r.id).collect();
+    assert_eq!(got, kept);
+    // A string parameter the capture shows as an address cannot be read: nothing passes.
+    let none = decode(&db, &["--filter", r#"filename ~ "*""#]);
+    assert_eq!(none, "");
+}

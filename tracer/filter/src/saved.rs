@@ -66,20 +66,54 @@ pub struct SelectError {
     pub error: FilterError,
 }
 
-/// The records of the trees `filters` and `min_duration_ns` keep, in their order.
-/// Each filter is bound once per function, to its parameter names as the records give
-/// them (values read back from their text); a function it does not bind to has no call
-/// that passes it, and a filter that binds to none of its functions is refused.
+/// The records of the trees `filters` and `min_duration_ns` keep, in their order
+/// ([`keep`]).
 pub fn select(
     records: Vec<CallRecord>,
     filters: &[Filter],
     min_duration_ns: Option<u64>,
 ) -> Result<Vec<CallRecord>, SelectError> {
-    let roots = roots(&records);
+    let keep = keep(&records, filters, min_duration_ns)?;
+    Ok(records
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(r, k)| k.then_some(r))
+        .collect())
+}
+
+/// Filters and a minimum duration applied to each tree of a stream as it completes
+/// (`dcg decode`): a filter that binds to none of a tree's functions keeps nothing of it.
+#[derive(Debug, Clone)]
+pub struct TreeFilter {
+    /// The filters, all of which must hold.
+    pub filters: Vec<Filter>,
+    /// `--min-duration`, ns.
+    pub min_duration_ns: Option<u64>,
+}
+
+impl dcg_calls::selected::TreeSelect for TreeFilter {
+    fn select(&self, calls: &[CallRecord]) -> Vec<bool> {
+        keep(calls, &self.filters, self.min_duration_ns)
+            .unwrap_or_else(|_| vec![false; calls.len()])
+    }
+}
+
+/// One flag per record: whether it is kept. The trees kept are those whose top-level
+/// call passes every filter (a `FUNC: EXPR` filter: where some call of FUNC passes),
+/// cut, with a minimum duration, to the calls at least that long and their callers.
+/// Each filter is bound once per function, to its parameter names as the records give
+/// them (values read back from their text); a function it does not bind to has no call
+/// that passes it, and a filter that binds to none of its functions is refused.
+pub fn keep(
+    records: &[CallRecord],
+    filters: &[Filter],
+    min_duration_ns: Option<u64>,
+) -> Result<Vec<bool>, SelectError> {
+    let roots = roots(records);
     let mut keep_tree: HashMap<usize, bool> = roots.iter().map(|&r| (r, true)).collect();
-    let sigs = signatures(&records);
+    let sigs = signatures(records);
     for (i, f) in filters.iter().enumerate() {
-        let programs = bind_each(f, &sigs, &records, &roots)
+        let programs = bind_each(f, &sigs, records, &roots)
             .map_err(|error| SelectError { filter: i, error })?;
         let mut passed: HashMap<usize, bool> = HashMap::new();
         for (j, r) in records.iter().enumerate() {
@@ -101,13 +135,9 @@ pub fn select(
     }
     let mut keep: Vec<bool> = roots.iter().map(|r| keep_tree[r]).collect();
     if let Some(min) = min_duration_ns {
-        keep = at_least(&records, &keep, min);
+        keep = at_least(records, &keep, min);
     }
-    Ok(records
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(r, k)| k.then_some(r))
-        .collect())
+    Ok(keep)
 }
 
 fn is_named(r: &CallRecord, name: &str) -> bool {
