@@ -344,3 +344,165 @@ fn decode_filter_and_min_duration() {
     let none = decode(&db, &["--filter", r#"filename ~ "*""#]);
     assert_eq!(none, "");
 }
+
+// ---- binding to a real db --------------------------------------------------------
+
+const OPEN_C: &str = r#"
+#include <stdbool.h>
+typedef unsigned short umode_t;
+enum pid_type { PIDTYPE_PID, PIDTYPE_TGID, PIDTYPE_PGID, PIDTYPE_SID };
+struct file { int x; };
+struct path { void *a, *b; };
+typedef const char *cstr;
+long do_open(cstr name, int flags, const umode_t mode, enum pid_type type,
+             struct file *file, bool create, struct path p, unsigned char u)
+{
+    return flags + mode + type + create + (long)file + (long)name + (long)p.a + u;
+}
+"#;
+
+/// A db dwarfscan builds from `OPEN_C` compiled with gcc.
+fn c_db(dir: &Path) -> sigdb::Db {
+    let src = dir.join("open.c");
+    let obj = dir.join("open.o");
+    std::fs::write(&src, OPEN_C).unwrap();
+    let st = Command::new("gcc")
+        .args(["-g", "-O1", "-c", "-o"])
+        .arg(&obj)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut result = dwarfscan::scan(
+        &[dwarfscan::Input::new(&obj)],
+        &dwarfscan::Options::default(),
+    )
+    .unwrap();
+    let path = dir.join("open.sigdb");
+    result.write(&path).unwrap();
+    sigdb::Db::open(&path).unwrap()
+}
+
+#[test]
+fn binding_to_a_db_dwarfscan_built() {
+    use dcg_filter::{bind, parse, CallValues, Signature, Value, ValueType};
+    let dir = tempfile::tempdir().unwrap();
+    let db = c_db(dir.path());
+    let f = db.by_name("do_open").next().unwrap();
+    let sig = Signature::of(&f);
+    let types: Vec<(&str, &ValueType)> = sig
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), &p.ty))
+        .collect();
+    assert_eq!(types[0], ("name", &ValueType::CString));
+    assert_eq!(
+        types[1],
+        (
+            "flags",
+            &ValueType::Int {
+                size: 4,
+                signed: true
+            }
+        )
+    );
+    // Through the typedef and the const.
+    assert_eq!(
+        types[2],
+        (
+            "mode",
+            &ValueType::Int {
+                size: 2,
+                signed: false
+            }
+        )
+    );
+    assert!(
+        matches!(types[3], ("type", ValueType::Enum(e)) if e.name == "enum pid_type"
+        && e.value("PIDTYPE_SID") == Some(3))
+    );
+    assert_eq!(types[4], ("file", &ValueType::Pointer));
+    assert_eq!(types[5], ("create", &ValueType::Bool));
+    assert_eq!(types[6], ("p", &ValueType::Other("struct path".into())));
+    assert_eq!(
+        types[7],
+        (
+            "u",
+            &ValueType::Int {
+                size: 1,
+                signed: false
+            }
+        )
+    );
+    assert_eq!(
+        sig.ret,
+        ValueType::Int {
+            size: 8,
+            signed: true
+        }
+    );
+
+    struct Call(Vec<Value<'static>>);
+    impl CallValues for Call {
+        fn arg(&self, i: usize) -> Value<'_> {
+            self.0.get(i).copied().unwrap_or(Value::Missing)
+        }
+        fn ret(&self) -> Value<'_> {
+            Value::Raw((-2i64) as u64)
+        }
+        fn duration_ns(&self) -> Option<u64> {
+            Some(20_000)
+        }
+        fn comm(&self) -> Option<&str> {
+            Some("cat")
+        }
+        fn pid(&self) -> Option<u64> {
+            Some(1)
+        }
+        fn tid(&self) -> Option<u64> {
+            Some(1)
+        }
+        fn cpu(&self) -> Option<u64> {
+            Some(0)
+        }
+    }
+    let call = Call(vec![
+        Value::Str("/etc/ld.so.conf"),
+        Value::Raw(0x0000_0000_ffff_ff9c), // -100 in 32 bits, junk above
+        Value::Raw(0xdead_01a4),           // 0644 in 16 bits
+        Value::Raw(3),
+        Value::Raw(0),
+        Value::Raw(1),
+        Value::Raw(0x1000),
+        Value::Raw(0x1ff),
+    ]);
+    for (text, want) in [
+        (r#"name ~ "*.conf""#, true),
+        ("flags == -100", true),
+        ("mode == 0644 || mode == 420", true),
+        ("type == PIDTYPE_SID", true),
+        ("file == NULL && create", true),
+        ("u == 255", true),
+        ("ret == -ENOENT && duration >= 20us", true),
+        ("flags & 0x4 != 0", true),
+        ("type != PIDTYPE_SID || !create", false),
+    ] {
+        let p = bind(&parse(text).unwrap(), &sig).unwrap();
+        assert_eq!(p.matches(&call), want, "{text}");
+    }
+    let refused = |text: &str| {
+        bind(&parse(text).unwrap(), &sig)
+            .unwrap_err()
+            .caret_message("--filter", text)
+    };
+    assert_eq!(
+        refused("type == PIDTYPE_FOO"),
+        "--filter: 'PIDTYPE_FOO' is not an enumerator of enum pid_type (PIDTYPE_PID, \
+         PIDTYPE_TGID, PIDTYPE_PGID, PIDTYPE_SID)\n  type == PIDTYPE_FOO\n          ^^^^^^^^^^^"
+    );
+    assert_eq!(
+        refused("mdoe == 1"),
+        "--filter: unknown name 'mdoe' (parameters: name, flags, mode, type, file, create, \
+         p, u)\n  mdoe == 1\n  ^^^^"
+    );
+}
