@@ -354,7 +354,8 @@ impl Binder<'_> {
                 return Err(bad_op("a bool"))
             }
             Lit::Int(v) => Op::Int(op, wrap(v, ty, masked)),
-            Lit::Str(_) => unreachable!("strings are refused for non-string types"),
+            // (`literal` gives strings for string and untyped values only.)
+            Lit::Str(_) => return Err(bad_op("this value")),
         })
     }
 

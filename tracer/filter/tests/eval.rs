@@ -311,3 +311,26 @@ fn untyped_signature_reads_enumerators_as_names() {
     let r = &records(&[(1, None, "f", &[("type", "PIDTYPE_PID")], None, 1)])[0];
     assert!(!p.matches(&RecordValues(r)));
 }
+
+proptest::proptest! {
+    /// Saved files are input: no rendered text makes evaluation panic, for every type.
+    #[test]
+    fn reading_any_text_never_panics(text in "\\PC{0,24}|-E[A-Z]{0,8}|ERR_PTR\\(.{0,10}\\)|'.{0,5}'|\".{0,8}") {
+        let call = Call {
+            args: vec![Value::Text(&text); 7],
+            ret: Some(Value::Text(&text)),
+            ..Call::default()
+        };
+        for f in [
+            r#"name ~ "*""#, "name == NULL", "flags < 0", "mode & 1", "type == PIDTYPE_PID",
+            "file == -ENOMEM", "create", "ret == -ENOENT",
+        ] {
+            let _ = program(f).matches(&call);
+        }
+        let untyped = Signature::untyped(["a"]);
+        for f in ["a == 1", "a ~ \"x*\"", "a == FOO", "a & 3", "a == NULL"] {
+            let p = bind(&parse(f).unwrap(), &untyped).unwrap();
+            let _ = p.matches(&call);
+        }
+    }
+}
