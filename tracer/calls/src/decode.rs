@@ -106,7 +106,7 @@ pub fn run(
     };
     let mut dec = Decoder::with_outputs(set, args.opts, &spec)?;
     if let Some(select) = &args.select {
-        dec.pipe.select_trees(select.clone());
+        dec.pipe.select_trees(select.clone(), set);
     }
     if let Some(n) = names {
         dec.set_pointer_names(n);

@@ -70,9 +70,14 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Show only what `select` keeps of each tree (the saved-calls file keeps every call).
-    pub fn select_trees(&mut self, select: std::rc::Rc<dyn crate::selected::TreeSelect>) {
+    /// `dbs`: those the stream is decoded with, for the selection's signatures.
+    pub fn select_trees(
+        &mut self,
+        select: std::rc::Rc<dyn crate::selected::TreeSelect>,
+        dbs: &'a dcg_dbset::DbSet,
+    ) {
         self.sinks
-            .wrap_first(|inner| Box::new(crate::selected::Selected::new(inner, select)));
+            .wrap_first(|inner| Box::new(crate::selected::Selected::new(inner, select, dbs)));
     }
 
     /// Also feed `sink`.

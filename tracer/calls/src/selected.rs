@@ -8,15 +8,18 @@ use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use dcg_dbset::DbSet;
+
 use crate::record_sinks::record_of;
 use crate::saved_format::CallRecord;
 use crate::sink::{CallView, Kind, Note, Sink};
 
 /// Which calls of a complete tree to keep: the records of its completed calls in
-/// completion order, the answer one flag a record.
+/// completion order (and the dbs the stream is decoded with), the answer one flag a
+/// record.
 pub trait TreeSelect: std::fmt::Debug {
     /// One flag per record of `calls`: keep it.
-    fn select(&self, calls: &[CallRecord]) -> Vec<bool>;
+    fn select(&self, calls: &[CallRecord], dbs: &DbSet) -> Vec<bool>;
 }
 
 /// What a wrapped output wrote for one event of a tree.
@@ -36,22 +39,28 @@ struct Tree {
 pub struct Selected<'s> {
     inner: Box<dyn Sink + 's>,
     select: Rc<dyn TreeSelect>,
+    dbs: &'s DbSet,
     trees: FxHashMap<u64, Tree>,
 }
 
 impl<'s> Selected<'s> {
     /// Select the trees `inner` writes.
-    pub fn new(inner: Box<dyn Sink + 's>, select: Rc<dyn TreeSelect>) -> Selected<'s> {
+    pub fn new(
+        inner: Box<dyn Sink + 's>,
+        select: Rc<dyn TreeSelect>,
+        dbs: &'s DbSet,
+    ) -> Selected<'s> {
         Selected {
             inner,
             select,
+            dbs,
             trees: FxHashMap::default(),
         }
     }
 
     /// Write the kept lines of `tree`.
-    fn flush(select: &dyn TreeSelect, tree: &mut Tree, out: &mut Vec<u8>) {
-        let keep = select.select(&tree.records);
+    fn flush(select: &dyn TreeSelect, dbs: &DbSet, tree: &mut Tree, out: &mut Vec<u8>) {
+        let keep = select.select(&tree.records, dbs);
         let kept: FxHashSet<u64> = tree
             .records
             .iter()
@@ -87,7 +96,7 @@ impl Sink for Selected<'_> {
             tree.records.push(r);
         }
         if c.open_after == 0 && c.kind != Kind::Open {
-            Selected::flush(&*self.select, tree, out);
+            Selected::flush(&*self.select, self.dbs, tree, out);
         }
         Ok(())
     }
@@ -126,7 +135,7 @@ impl Sink for Selected<'_> {
         keys.sort_unstable();
         for k in keys {
             if let Some(tree) = self.trees.get_mut(&k) {
-                Selected::flush(&*self.select, tree, out);
+                Selected::flush(&*self.select, self.dbs, tree, out);
             }
         }
         self.inner.finish(out)

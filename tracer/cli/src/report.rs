@@ -41,6 +41,8 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             );
         }
     }
+    // The dbs ftrace text is decoded with type the filters too.
+    let mut dbs = None;
     let loaded = if looks_like_saved_calls(&first) {
         load_saved(input, &name)?
     } else if looks_like_records(&first) {
@@ -57,7 +59,9 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         } else {
             dcg_dbresolve::resolve(&args.db, &crate::db_sources(true))?
         };
-        load_ftrace(input, &name, &set)?
+        let loaded = load_ftrace(input, &name, &set)?;
+        dbs = Some(set);
+        loaded
     };
     if let Some(note) = &loaded.note {
         eprintln!("dcg report: {note}");
@@ -65,9 +69,10 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let records = if filters.is_empty() && args.min_duration.is_none() {
         loaded.records
     } else {
-        dcg_filter::saved::select(loaded.records, &filters, args.min_duration).map_err(|e| {
-            anyhow::anyhow!(e.error.caret_message("--filter", &args.filter[e.filter]))
-        })?
+        dcg_filter::saved::select(loaded.records, &filters, args.min_duration, dbs.as_ref())
+            .map_err(|e| {
+                anyhow::anyhow!(e.error.caret_message("--filter", &args.filter[e.filter]))
+            })?
     };
     let mut graph = CallGraph::new(records)?;
     if let Some(f) = &args.root {

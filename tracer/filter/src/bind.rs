@@ -69,6 +69,8 @@ pub enum Field {
 #[derive(Debug, Clone)]
 pub(crate) struct Test {
     pub field: Field,
+    /// The parameter's name, for [`Field::Arg`].
+    pub name: Box<str>,
     pub ty: ValueType,
     pub mask: Option<u64>,
     pub op: Op,
@@ -143,6 +145,13 @@ impl Binder<'_> {
             "cpu" => (Field::Cpu, unsigned),
             _ => return None,
         })
+    }
+
+    fn param_name(&self, field: Field) -> Box<str> {
+        match field {
+            Field::Arg(i) => self.sig.params[i].name.as_str().into(),
+            _ => "".into(),
+        }
     }
 
     fn unknown_name(&self, o: &Operand) -> FilterError {
@@ -234,6 +243,7 @@ impl Binder<'_> {
             }
         }
         Ok(Test {
+            name: self.param_name(field),
             field,
             ty,
             mask,
@@ -266,6 +276,7 @@ impl Binder<'_> {
         }
         let op = self.operation(field, &ty, mask.is_some(), op, op_span, lhs, rhs)?;
         Ok(Test {
+            name: self.param_name(field),
             field,
             ty,
             mask,

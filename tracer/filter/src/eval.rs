@@ -28,6 +28,12 @@ pub enum Value<'a> {
 pub trait CallValues {
     /// Parameter `index` (the signature's order).
     fn arg(&self, index: usize) -> Value<'_>;
+    /// Parameter `index`, named `name` in the bound signature: sources whose arguments
+    /// may be missing or out of order (text) check the name.
+    fn arg_named(&self, index: usize, name: &str) -> Value<'_> {
+        let _ = name;
+        self.arg(index)
+    }
     /// The return value.
     fn ret(&self) -> Value<'_>;
     /// The duration in ns.
@@ -60,7 +66,7 @@ fn node(n: &Node, v: &dyn CallValues) -> bool {
 
 fn test(t: &Test, v: &dyn CallValues) -> bool {
     let value = match t.field {
-        Field::Arg(i) => v.arg(i),
+        Field::Arg(i) => v.arg_named(i, &t.name),
         Field::Ret => v.ret(),
         Field::Duration => num(v.duration_ns()),
         Field::Comm => v.comm().map_or(Value::Missing, Value::Str),

@@ -149,7 +149,7 @@ const UNITS: [(&str, u64); 5] = [
     ("m", 60_000_000_000),
 ];
 
-/// A number at the start of `s`: an integer (decimal or `0x` hex) or a duration
+/// A number at the start of `s`: an integer (decimal, `0x` hex, `0` octal) or a duration
 /// (`10us`, `1.5ms`).
 fn number(s: &str, at: usize) -> Result<(Tok, usize), FilterError> {
     let b = s.as_bytes();
@@ -172,9 +172,13 @@ fn number(s: &str, at: usize) -> Result<(Tok, usize), FilterError> {
         if num.contains('.') {
             return Err(bad("a fraction needs a duration unit (ns, us, ms, s):"));
         }
-        let v = num
-            .parse::<u64>()
-            .map_err(|_| bad("integer out of range:"))?;
+        // A leading 0 is octal, as in C (`0644`).
+        let v = match num.strip_prefix('0').filter(|o| !o.is_empty()) {
+            Some(oct) => u64::from_str_radix(oct, 8).map_err(|_| bad("not an octal number:"))?,
+            None => num
+                .parse::<u64>()
+                .map_err(|_| bad("integer out of range:"))?,
+        };
         return Ok((Tok::Int(v), word_end));
     }
     let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use dcg_calls::saved_format::CallRecord;
+use dcg_dbset::DbSet;
 
 use crate::bind::{bind, Program};
 use crate::error::FilterError;
@@ -24,6 +25,15 @@ impl CallValues for RecordValues<'_> {
         self.0
             .args
             .get(index)
+            .map_or(Value::Missing, |a| Value::Text(&a.value))
+    }
+
+    /// By position when the name there agrees (or the trace gave none), else by name.
+    fn arg_named(&self, index: usize, name: &str) -> Value<'_> {
+        let args = &self.0.args;
+        args.get(index)
+            .filter(|a| a.name == name || a.name.is_empty())
+            .or_else(|| args.iter().find(|a| a.name == name))
             .map_or(Value::Missing, |a| Value::Text(&a.value))
     }
 
@@ -72,8 +82,9 @@ pub fn select(
     records: Vec<CallRecord>,
     filters: &[Filter],
     min_duration_ns: Option<u64>,
+    dbs: Option<&DbSet>,
 ) -> Result<Vec<CallRecord>, SelectError> {
-    let keep = keep(&records, filters, min_duration_ns)?;
+    let keep = keep(&records, filters, min_duration_ns, dbs)?;
     Ok(records
         .into_iter()
         .zip(keep)
@@ -92,8 +103,8 @@ pub struct TreeFilter {
 }
 
 impl dcg_calls::selected::TreeSelect for TreeFilter {
-    fn select(&self, calls: &[CallRecord]) -> Vec<bool> {
-        keep(calls, &self.filters, self.min_duration_ns)
+    fn select(&self, calls: &[CallRecord], dbs: &DbSet) -> Vec<bool> {
+        keep(calls, &self.filters, self.min_duration_ns, Some(dbs))
             .unwrap_or_else(|_| vec![false; calls.len()])
     }
 }
@@ -101,17 +112,20 @@ impl dcg_calls::selected::TreeSelect for TreeFilter {
 /// One flag per record: whether it is kept. The trees kept are those whose top-level
 /// call passes every filter (a `FUNC: EXPR` filter: where some call of FUNC passes),
 /// cut, with a minimum duration, to the calls at least that long and their callers.
-/// Each filter is bound once per function, to its parameter names as the records give
-/// them (values read back from their text); a function it does not bind to has no call
-/// that passes it, and a filter that binds to none of its functions is refused.
+/// Each filter is bound once per function: to its signature in `dbs` when they have it
+/// (the records' values read back by their types), else to its parameter names as the
+/// records give them (values read back as what their text is); a function it does not
+/// bind to has no call that passes it, and a filter that binds to none of its functions
+/// is refused.
 pub fn keep(
     records: &[CallRecord],
     filters: &[Filter],
     min_duration_ns: Option<u64>,
+    dbs: Option<&DbSet>,
 ) -> Result<Vec<bool>, SelectError> {
     let roots = roots(records);
     let mut keep_tree: HashMap<usize, bool> = roots.iter().map(|&r| (r, true)).collect();
-    let sigs = signatures(records);
+    let sigs = signatures(records, dbs);
     for (i, f) in filters.iter().enumerate() {
         let programs = bind_each(f, &sigs, records, &roots)
             .map_err(|error| SelectError { filter: i, error })?;
@@ -176,8 +190,9 @@ fn bind_each<'r>(
     }
 }
 
-/// Each function's parameter names, from its record with the most arguments.
-fn signatures(records: &[CallRecord]) -> HashMap<&str, Signature> {
+/// Each function's signature: the db's, else its parameter names, from its record with
+/// the most arguments.
+fn signatures<'r>(records: &'r [CallRecord], dbs: Option<&DbSet>) -> HashMap<&'r str, Signature> {
     let mut best: HashMap<&str, &CallRecord> = HashMap::new();
     for r in records {
         let e = best.entry(r.func.as_str()).or_insert(r);
@@ -186,7 +201,14 @@ fn signatures(records: &[CallRecord]) -> HashMap<&str, Signature> {
         }
     }
     best.into_iter()
-        .map(|(f, r)| (f, Signature::untyped(r.args.iter().map(|a| a.name.clone()))))
+        .map(|(f, r)| {
+            let typed = dbs
+                .and_then(|s| s.find(&r.func, r.module.as_deref()))
+                .map(|func| Signature::of(&func));
+            let sig =
+                typed.unwrap_or_else(|| Signature::untyped(r.args.iter().map(|a| a.name.clone())));
+            (f, sig)
+        })
         .collect()
 }
 

@@ -258,7 +258,7 @@ fn filters(texts: &[&str]) -> Vec<dcg_filter::Filter> {
 
 #[test]
 fn saved_trees_kept_by_their_top_level_call() {
-    let keep = |f: &[&str]| ids(&select(two_opens(), &filters(f), None).unwrap());
+    let keep = |f: &[&str]| ids(&select(two_opens(), &filters(f), None, None).unwrap());
     assert_eq!(keep(&[]), [2, 3, 1, 5, 6, 4]);
     assert_eq!(keep(&["ret == -ENOENT"]), [2, 3, 1]);
     assert_eq!(keep(&[r#"filename ~ "*.conf""#]), [2, 3, 1]);
@@ -277,7 +277,7 @@ fn saved_trees_kept_by_their_top_level_call() {
 
 #[test]
 fn saved_min_duration_keeps_long_calls_and_their_callers() {
-    let keep = |f: &[&str], d| ids(&select(two_opens(), &filters(f), Some(d)).unwrap());
+    let keep = |f: &[&str], d| ids(&select(two_opens(), &filters(f), Some(d), None).unwrap());
     assert_eq!(keep(&[], 1_000), [3, 1, 4]);
     assert_eq!(keep(&[], 250), [2, 3, 1, 6, 4]);
     assert_eq!(keep(&["ret == 3"], 1_000), [4]);
@@ -286,7 +286,13 @@ fn saved_min_duration_keeps_long_calls_and_their_callers() {
 
 #[test]
 fn saved_filter_binding_to_no_function_is_refused() {
-    let e = select(two_opens(), &filters(&["ret == 0", "nmae == 1"]), None).unwrap_err();
+    let e = select(
+        two_opens(),
+        &filters(&["ret == 0", "nmae == 1"]),
+        None,
+        None,
+    )
+    .unwrap_err();
     assert_eq!(e.filter, 1);
     assert_eq!(
         e.error.to_string(),
@@ -296,6 +302,7 @@ fn saved_filter_binding_to_no_function_is_refused() {
     let rs = select(
         two_opens(),
         &filters(&["getname: filename ~ \"*wd\""]),
+        None,
         None,
     )
     .unwrap();
@@ -333,4 +340,41 @@ proptest::proptest! {
             let _ = p.matches(&call);
         }
     }
+}
+
+#[test]
+fn saved_calls_of_a_db_function_bind_to_its_types() {
+    let dbs = dcg_dbset::DbSet::new(vec![common::db()]);
+    let args: &[(&str, &str)] = &[
+        ("name", "\"/etc/x.conf\""),
+        ("flags", "65"),
+        ("mode", "420"),
+        ("type", "PIDTYPE_TGID"),
+        ("file", "ERR_PTR(-ENOMEM)"),
+        ("create", "false"),
+    ];
+    let rs = records(&[(1, None, "do_open", args, Some("-ENOENT"), 10)]);
+    let keep = |f: &str| ids(&select(rs.clone(), &filters(&[f]), None, Some(&dbs)).unwrap()) == [1];
+    assert!(keep("type == PIDTYPE_TGID && type != 2 && type == 1"));
+    assert!(keep(
+        "file == -ENOMEM && flags & 0x40 && mode == 0644 && !create"
+    ));
+    assert!(keep("ret == -ENOENT && name ~ \"*.conf\""));
+    assert!(!keep("ret == -EPERM"));
+    // Typed: an enumerator of another enum is refused, as for a live session.
+    let e = select(
+        rs.clone(),
+        &filters(&["type == PIDTYPE_FOO"]),
+        None,
+        Some(&dbs),
+    )
+    .unwrap_err();
+    assert!(matches!(
+        e.error.kind,
+        dcg_filter::ErrorKind::UnknownEnumerator { .. }
+    ));
+    // Untyped (no db), the same name is only compared as text.
+    assert!(select(rs, &filters(&["type == PIDTYPE_FOO"]), None, None)
+        .unwrap()
+        .is_empty());
 }

@@ -59,6 +59,9 @@ fn literals() {
     };
     assert_eq!(rhs("flags == -3"), OperandKind::Int(-3));
     assert_eq!(rhs("flags == 0x1F"), OperandKind::Int(31));
+    assert_eq!(rhs("mode == 0644"), OperandKind::Int(0o644));
+    assert_eq!(rhs("mode == 0"), OperandKind::Int(0));
+    assert!(parse("mode == 0648").is_err());
     assert_eq!(rhs("duration > 10us"), OperandKind::Duration(10_000));
     assert_eq!(rhs("duration > 1.5ms"), OperandKind::Duration(1_500_000));
     assert_eq!(rhs("duration > 2s"), OperandKind::Duration(2_000_000_000));
