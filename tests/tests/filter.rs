@@ -340,6 +340,24 @@ fn decode_filter_and_min_duration() {
     let got = json_records(&decode(&db, &["--json", "--min-duration", "50us"]));
     let got: std::collections::BTreeSet<u64> = got.iter().map(|r| r.id).collect();
     assert_eq!(got, kept);
+    // A refused expression on a function the db knows: before decoding, with a caret.
+    let expr = "do_sys_openat2: filename == 3";
+    let out = Command::new(dcg_bin())
+        .args(["--offline", "decode", "--db"])
+        .arg(&db)
+        .arg(repo_root().join("tests/data/captures/c.txt"))
+        .args(["--filter", expr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "dcg: --filter: a number '3' compared with a string\n  {expr}\n  {}^\n",
+            " ".repeat(expr.len() - 1)
+        )
+    );
     // A string parameter the capture shows as an address cannot be read: nothing passes.
     let none = decode(&db, &["--filter", r#"filename ~ "*""#]);
     assert_eq!(none, "");

@@ -16,6 +16,8 @@ use crate::args::DecodeArgs;
 pub fn run(args: &DecodeArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let set = crate::resolve_db(&args.db, offline)?;
     let filters = crate::report::parse_filters(&args.filter)?;
+    dcg_filter::saved::check_functions(&filters, &set)
+        .map_err(|e| anyhow::anyhow!(e.error.caret_message("--filter", &args.filter[e.filter])))?;
     let select: Option<std::rc::Rc<dyn dcg_calls::selected::TreeSelect>> =
         if filters.is_empty() && args.min_duration.is_none() {
             None

@@ -109,6 +109,18 @@ impl dcg_calls::selected::TreeSelect for TreeFilter {
     }
 }
 
+/// Bind now the `FUNC: EXPR` filters whose FUNC `dbs` know, so that a stream decoded
+/// later refuses none of them tree by tree: the first refused, with its index.
+pub fn check_functions(filters: &[Filter], dbs: &DbSet) -> Result<(), SelectError> {
+    for (i, f) in filters.iter().enumerate() {
+        let Some((name, _)) = &f.func else { continue };
+        if let Some(func) = dbs.find(name, None) {
+            bind(f, &Signature::of(&func)).map_err(|error| SelectError { filter: i, error })?;
+        }
+    }
+    Ok(())
+}
+
 /// One flag per record: whether it is kept. The trees kept are those whose top-level
 /// call passes every filter (a `FUNC: EXPR` filter: where some call of FUNC passes),
 /// cut, with a minimum duration, to the calls at least that long and their callers.
