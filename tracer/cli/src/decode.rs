@@ -22,10 +22,10 @@ pub fn run(args: &DecodeArgs, offline: bool, out: &mut dyn Write) -> anyhow::Res
         if filters.is_empty() && args.min_duration.is_none() {
             None
         } else {
-            Some(std::rc::Rc::new(dcg_filter::saved::TreeFilter {
+            Some(std::rc::Rc::new(dcg_filter::saved::TreeFilter::new(
                 filters,
-                min_duration_ns: args.min_duration,
-            }))
+                args.min_duration,
+            )))
         };
     let job = args.job(std::io::stdout().is_terminal(), select);
     let summary = if args.raw {

@@ -3,7 +3,9 @@
 //! passes every filter (for `FUNC: EXPR`, where some call of FUNC inside passes) — cut to
 //! the calls at least `--min-duration` long and the calls leading to them.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use dcg_calls::saved_format::CallRecord;
 use dcg_dbset::DbSet;
@@ -92,20 +94,51 @@ pub fn select(
         .collect())
 }
 
+/// Programs by filter index and function (`None`: the filter does not bind to it).
+type ProgramCache = HashMap<(usize, String), Option<Rc<Program>>>;
+
+/// The program of filter `i` for a record's function.
+type Bound<'b> = dyn FnMut(usize, &Filter, &CallRecord) -> Option<Rc<Program>> + 'b;
+
 /// Filters and a minimum duration applied to each tree of a stream as it completes
-/// (`dcg decode`): a filter that binds to none of a tree's functions keeps nothing of it.
-#[derive(Debug, Clone)]
+/// (`dcg decode`). Each filter is bound once per function, on its first call (to the
+/// db's signature, else to the parameter names of that call), and kept for the stream;
+/// a function a filter does not bind to has no call that passes it.
+#[derive(Debug)]
 pub struct TreeFilter {
-    /// The filters, all of which must hold.
-    pub filters: Vec<Filter>,
-    /// `--min-duration`, ns.
-    pub min_duration_ns: Option<u64>,
+    filters: Vec<Filter>,
+    min_duration_ns: Option<u64>,
+    /// By filter index and function: the bound program, `None` when refused.
+    programs: RefCell<ProgramCache>,
+}
+
+impl TreeFilter {
+    /// `filters`, all of which must hold, and `--min-duration` in ns.
+    pub fn new(filters: Vec<Filter>, min_duration_ns: Option<u64>) -> TreeFilter {
+        TreeFilter {
+            filters,
+            min_duration_ns,
+            programs: RefCell::default(),
+        }
+    }
 }
 
 impl dcg_calls::selected::TreeSelect for TreeFilter {
     fn select(&self, calls: &[CallRecord], dbs: &DbSet) -> Vec<bool> {
-        keep(calls, &self.filters, self.min_duration_ns, Some(dbs))
-            .unwrap_or_else(|_| vec![false; calls.len()])
+        let mut cache = self.programs.borrow_mut();
+        let mut bound = |i: usize, f: &Filter, r: &CallRecord| {
+            cache
+                .entry((i, r.func.clone()))
+                .or_insert_with(|| bind(f, &signature(r, Some(dbs))).ok().map(Rc::new))
+                .clone()
+        };
+        keep_with(
+            calls,
+            &roots(calls),
+            &self.filters,
+            self.min_duration_ns,
+            &mut bound,
+        )
     }
 }
 
@@ -136,11 +169,35 @@ pub fn keep(
     dbs: Option<&DbSet>,
 ) -> Result<Vec<bool>, SelectError> {
     let roots = roots(records);
-    let mut keep_tree: HashMap<usize, bool> = roots.iter().map(|&r| (r, true)).collect();
     let sigs = signatures(records, dbs);
+    let mut programs = Vec::with_capacity(filters.len());
     for (i, f) in filters.iter().enumerate() {
-        let programs = bind_each(f, &sigs, records, &roots)
-            .map_err(|error| SelectError { filter: i, error })?;
+        programs.push(
+            bind_each(f, &sigs, records, &roots)
+                .map_err(|error| SelectError { filter: i, error })?,
+        );
+    }
+    let mut bound =
+        |i: usize, _: &Filter, r: &CallRecord| programs[i].get(r.func.as_str()).cloned();
+    Ok(keep_with(
+        records,
+        &roots,
+        filters,
+        min_duration_ns,
+        &mut bound,
+    ))
+}
+
+/// [`keep`] with the program of filter `i` for a record's function from `bound`.
+fn keep_with(
+    records: &[CallRecord],
+    roots: &[usize],
+    filters: &[Filter],
+    min_duration_ns: Option<u64>,
+    bound: &mut Bound<'_>,
+) -> Vec<bool> {
+    let mut keep_tree: HashMap<usize, bool> = roots.iter().map(|&r| (r, true)).collect();
+    for (i, f) in filters.iter().enumerate() {
         let mut passed: HashMap<usize, bool> = HashMap::new();
         for (j, r) in records.iter().enumerate() {
             let applies = match &f.func {
@@ -150,20 +207,18 @@ pub fn keep(
             if !applies || passed.get(&roots[j]) == Some(&true) {
                 continue;
             }
-            let ok = programs
-                .get(r.func.as_str())
-                .is_some_and(|p| p.matches(&RecordValues(r)));
+            let ok = bound(i, f, r).is_some_and(|p| p.matches(&RecordValues(r)));
             *passed.entry(roots[j]).or_default() |= ok;
         }
         for (root, keep) in keep_tree.iter_mut() {
             *keep &= passed.get(root) == Some(&true);
         }
     }
-    let mut keep: Vec<bool> = roots.iter().map(|r| keep_tree[r]).collect();
-    if let Some(min) = min_duration_ns {
-        keep = at_least(records, &keep, min);
+    let keep: Vec<bool> = roots.iter().map(|r| keep_tree[r]).collect();
+    match min_duration_ns {
+        Some(min) => at_least(records, &keep, min),
+        None => keep,
     }
-    Ok(keep)
 }
 
 fn is_named(r: &CallRecord, name: &str) -> bool {
@@ -176,7 +231,7 @@ fn bind_each<'r>(
     sigs: &HashMap<&'r str, Signature>,
     records: &'r [CallRecord],
     roots: &[usize],
-) -> Result<HashMap<&'r str, Program>, FilterError> {
+) -> Result<HashMap<&'r str, Rc<Program>>, FilterError> {
     let mut programs = HashMap::new();
     let mut first_error = None;
     for (j, r) in records.iter().enumerate() {
@@ -189,7 +244,7 @@ fn bind_each<'r>(
         }
         match bind(filter, &sigs[r.func.as_str()]) {
             Ok(p) => {
-                programs.insert(r.func.as_str(), p);
+                programs.insert(r.func.as_str(), Rc::new(p));
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -202,8 +257,7 @@ fn bind_each<'r>(
     }
 }
 
-/// Each function's signature: the db's, else its parameter names, from its record with
-/// the most arguments.
+/// Each function's signature ([`signature`]), from its record with the most arguments.
 fn signatures<'r>(records: &'r [CallRecord], dbs: Option<&DbSet>) -> HashMap<&'r str, Signature> {
     let mut best: HashMap<&str, &CallRecord> = HashMap::new();
     for r in records {
@@ -213,15 +267,15 @@ fn signatures<'r>(records: &'r [CallRecord], dbs: Option<&DbSet>) -> HashMap<&'r
         }
     }
     best.into_iter()
-        .map(|(f, r)| {
-            let typed = dbs
-                .and_then(|s| s.find(&r.func, r.module.as_deref()))
-                .map(|func| Signature::of(&func));
-            let sig =
-                typed.unwrap_or_else(|| Signature::untyped(r.args.iter().map(|a| a.name.clone())));
-            (f, sig)
-        })
+        .map(|(f, r)| (f, signature(r, dbs)))
         .collect()
+}
+
+/// The signature of `r`'s function: the db's, else the parameter names `r` gives.
+fn signature(r: &CallRecord, dbs: Option<&DbSet>) -> Signature {
+    dbs.and_then(|s| s.find(&r.func, r.module.as_deref()))
+        .map(|func| Signature::of(&func))
+        .unwrap_or_else(|| Signature::untyped(r.args.iter().map(|a| a.name.clone())))
 }
 
 /// The index of each record's top-level call (a parent absent from the records makes a
