@@ -26,6 +26,14 @@ impl Program {
     pub fn entry_only(&self) -> bool {
         self.root.entry_only()
     }
+
+    /// The values the program reads, each once, in the order it reads them first: what
+    /// an engine has to fetch for it.
+    pub fn fields(&self) -> Vec<Field> {
+        let mut out = Vec::new();
+        self.root.fields(&mut out);
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +45,18 @@ pub(crate) enum Node {
 }
 
 impl Node {
+    fn fields(&self, out: &mut Vec<Field>) {
+        match self {
+            Node::Or(a, b) | Node::And(a, b) => {
+                a.fields(out);
+                b.fields(out);
+            }
+            Node::Not(a) => a.fields(out),
+            Node::Test(t) if !out.contains(&t.field) => out.push(t.field),
+            Node::Test(_) => {}
+        }
+    }
+
     fn entry_only(&self) -> bool {
         match self {
             Node::Or(a, b) | Node::And(a, b) => a.entry_only() && b.entry_only(),

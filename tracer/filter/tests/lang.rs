@@ -120,6 +120,11 @@ fn binds_parameters_builtins_enumerators_and_errnos() {
     assert!(program("flags == 1 && comm == \"x\"").entry_only());
     assert!(!program("flags == 1 && ret == 0").entry_only());
     assert_eq!(program("do_open: ret == 0").func(), Some("do_open"));
+    use dcg_filter::Field;
+    assert_eq!(
+        program("type == PIDTYPE_PID && (ret < 0 || flags & 1) && !(type == 1)").fields(),
+        [Field::Arg(3), Field::Ret, Field::Arg(1)]
+    );
 }
 
 #[test]
