@@ -38,6 +38,8 @@ pub struct DecodeJob {
     pub output: Option<PathBuf>,
     /// How to decode.
     pub opts: Options,
+    /// Show only the calls this keeps of each tree (`--filter`, `--min-duration`).
+    pub select: Option<std::rc::Rc<dyn crate::selected::TreeSelect>>,
 }
 
 /// Options of a [`Decoder`].
@@ -103,6 +105,9 @@ pub fn run(
         ..args.opts.output()
     };
     let mut dec = Decoder::with_outputs(set, args.opts, &spec)?;
+    if let Some(select) = &args.select {
+        dec.pipe.select_trees(select.clone(), set);
+    }
     if let Some(n) = names {
         dec.set_pointer_names(n);
     }

@@ -17,6 +17,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod record_sinks;
 pub mod saved_format;
+pub mod selected;
 pub mod sink;
 pub mod text;
 pub mod tree;

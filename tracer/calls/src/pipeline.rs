@@ -69,6 +69,17 @@ impl<'a> Pipeline<'a> {
         }
     }
 
+    /// Show only what `select` keeps of each tree (the saved-calls file keeps every call).
+    /// `dbs`: those the stream is decoded with, for the selection's signatures.
+    pub fn select_trees(
+        &mut self,
+        select: std::rc::Rc<dyn crate::selected::TreeSelect>,
+        dbs: &'a dcg_dbset::DbSet,
+    ) {
+        self.sinks
+            .wrap_first(|inner| Box::new(crate::selected::Selected::new(inner, select, dbs)));
+    }
+
     /// Also feed `sink`.
     pub fn add_sink(&mut self, sink: Box<dyn Sink + 'a>) {
         self.sinks.push(sink);

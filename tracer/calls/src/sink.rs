@@ -345,6 +345,18 @@ impl<'s> Sinks<'s> {
         self.sinks.is_empty()
     }
 
+    /// Put the first sink (the shown output) behind `wrap`: a tree selection
+    /// ([`crate::selected::Selected`]).
+    pub fn wrap_first(&mut self, wrap: impl FnOnce(Box<dyn Sink + 's>) -> Box<dyn Sink + 's>) {
+        if self.sinks.is_empty() {
+            return;
+        }
+        let first = self.sinks.remove(0);
+        self.sinks.insert(0, wrap(first));
+        self.args_at_close = self.sinks.iter().any(|s| s.wants_args_at_close());
+        self.notes = self.sinks.iter().any(|s| s.wants_notes());
+    }
+
     /// Pass no call that ran in an interrupt context (`--irqs hide`). Every call below an
     /// interrupt's has an interrupt context too (the tree decides it so), so whole
     /// interrupt subtrees go.

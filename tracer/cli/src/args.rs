@@ -69,6 +69,11 @@ pub fn page_size(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A duration with its unit (`10us`, `1.5ms`), in ns.
+pub fn duration(s: &str) -> Result<u64, String> {
+    dcg_filter::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))
+}
+
 impl ColorChoice {
     /// The decision, given whether the output is a terminal that shows text.
     pub fn decide(self, terminal_text: bool) -> bool {
@@ -123,12 +128,26 @@ pub struct DecodeArgs {
     /// call made from a function's inlined code is shown under a frame for it.
     #[arg(long)]
     pub no_inline_frames: bool,
+    /// Only the trees whose top-level call passes EXPR (repeat: all must hold), as `dcg
+    /// report --filter` takes it; `FUNC: EXPR` keeps the trees where some call of FUNC
+    /// passes it. The saved-calls file (--output) keeps every call.
+    #[arg(long = "filter", value_name = "EXPR", conflicts_with = "raw")]
+    pub filter: Vec<String>,
+    /// Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to
+    /// them.
+    #[arg(long, value_name = "D", value_parser = crate::args::duration, conflicts_with = "raw")]
+    pub min_duration: Option<u64>,
 }
 
 impl DecodeArgs {
     /// The decoding job; `terminal` tells whether standard output is a terminal.
-    pub fn job(&self, terminal: bool) -> DecodeJob {
+    pub fn job(
+        &self,
+        terminal: bool,
+        select: Option<std::rc::Rc<dyn dcg_calls::selected::TreeSelect>>,
+    ) -> DecodeJob {
         DecodeJob {
+            select,
             input: self.input.clone(),
             output: self.output.clone(),
             opts: Options {
@@ -197,6 +216,16 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Only the trees whose top-level call passes EXPR (repeat: all must hold), e.g.
+    /// 'ret == -ENOENT', 'name ~ "*.conf"', 'flags & 0x40', 'duration > 1ms'; `FUNC: EXPR`
+    /// keeps the trees where some call of FUNC passes it. Names: the parameters, ret,
+    /// duration, comm, tid, cpu (saved calls do not know the process id, pid).
+    #[arg(long = "filter", value_name = "EXPR")]
+    pub filter: Vec<String>,
+    /// Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to
+    /// them.
+    #[arg(long, value_name = "D", value_parser = crate::args::duration)]
+    pub min_duration: Option<u64>,
 }
 
 impl From<FormatArg> for Format {

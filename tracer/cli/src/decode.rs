@@ -15,7 +15,19 @@ use crate::args::DecodeArgs;
 /// Run `dcg decode` (`offline`: never ask debuginfod for the db).
 pub fn run(args: &DecodeArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let set = crate::resolve_db(&args.db, offline)?;
-    let job = args.job(std::io::stdout().is_terminal());
+    let filters = crate::report::parse_filters(&args.filter)?;
+    dcg_filter::saved::check_functions(&filters, &set)
+        .map_err(|e| anyhow::anyhow!(e.error.caret_message("--filter", &args.filter[e.filter])))?;
+    let select: Option<std::rc::Rc<dyn dcg_calls::selected::TreeSelect>> =
+        if filters.is_empty() && args.min_duration.is_none() {
+            None
+        } else {
+            Some(std::rc::Rc::new(dcg_filter::saved::TreeFilter::new(
+                filters,
+                args.min_duration,
+            )))
+        };
+    let job = args.job(std::io::stdout().is_terminal(), select);
     let summary = if args.raw {
         raw(args, &set, job.opts, out)?
     } else {

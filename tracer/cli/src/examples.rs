@@ -54,6 +54,10 @@ const DECODE: &[Example] = &[
         "Keep only the trees with an error, as JSON lines",
         "dcg decode trace.txt --errors-only --json",
     ),
+    ex(
+        "Only the opens that failed with ENOENT, cut to the calls of 10 us or more",
+        "dcg decode trace.txt --filter 'ret == -ENOENT' --min-duration 10us",
+    ),
 ];
 
 const REPORT: &[Example] = &[
@@ -68,6 +72,10 @@ const REPORT: &[Example] = &[
     ex(
         "A page to open in a browser",
         "dcg report calls.jsonl --format html -o report.html",
+    ),
+    ex(
+        "Only the trees where a .conf file was opened",
+        "dcg report calls.jsonl --filter 'do_sys_openat2: filename ~ \"*.conf\"'",
     ),
 ];
 

@@ -27,6 +27,7 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         )),
         _ => Box::new(BufReader::with_capacity(1 << 18, std::io::stdin())),
     };
+    let filters = parse_filters(&args.filter)?;
     let first = first_line(&mut input)?;
     let saved = looks_like_saved_calls(&first) || looks_like_records(&first);
     if saved {
@@ -40,6 +41,8 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             );
         }
     }
+    // The dbs ftrace text is decoded with type the filters too.
+    let mut dbs = None;
     let loaded = if looks_like_saved_calls(&first) {
         load_saved(input, &name)?
     } else if looks_like_records(&first) {
@@ -56,12 +59,22 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         } else {
             dcg_dbresolve::resolve(&args.db, &crate::db_sources(true))?
         };
-        load_ftrace(input, &name, &set)?
+        let loaded = load_ftrace(input, &name, &set)?;
+        dbs = Some(set);
+        loaded
     };
     if let Some(note) = &loaded.note {
         eprintln!("dcg report: {note}");
     }
-    let mut graph = CallGraph::new(loaded.records)?;
+    let records = if filters.is_empty() && args.min_duration.is_none() {
+        loaded.records
+    } else {
+        dcg_filter::saved::select(loaded.records, &filters, args.min_duration, dbs.as_ref())
+            .map_err(|e| {
+                anyhow::anyhow!(e.error.caret_message("--filter", &args.filter[e.filter]))
+            })?
+    };
+    let mut graph = CallGraph::new(records)?;
     if let Some(f) = &args.root {
         graph = graph.restrict_to(f);
         if graph.is_empty() {
@@ -86,6 +99,15 @@ pub fn run(args: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         None => write_report(&opts, &input, &graph, out)?,
     }
     Ok(())
+}
+
+/// The `--filter` expressions parsed, or the first refused one with a caret under the
+/// offending token.
+pub(crate) fn parse_filters(texts: &[String]) -> anyhow::Result<Vec<dcg_filter::Filter>> {
+    texts
+        .iter()
+        .map(|t| dcg_filter::parse(t).map_err(|e| anyhow::anyhow!(e.caret_message("--filter", t))))
+        .collect()
 }
 
 /// The first line of `input` (without consuming it): as much of it as the buffer holds.

@@ -73,6 +73,18 @@ pub fn errno_name(code: i64) -> Option<&'static str> {
         .map(|(_, s)| *s)
 }
 
+/// The value of errno name `name` (`EINVAL` → 22), Linux numbering: the inverse of
+/// [`errno_name`], from the same tables.
+pub fn errno_code(name: &str) -> Option<i64> {
+    if let Some(n) = uapi_errno_names().iter().position(|n| *n == Some(name)) {
+        return Some(n as i64);
+    }
+    KERNEL_ERRNOS
+        .iter()
+        .find(|(_, s)| *s == name)
+        .map(|(n, _)| *n as i64)
+}
+
 /// The names of the uapi errno values, by value (1..512; `None`: unnamed): `Errno`'s
 /// variant names (their `Debug` form), made once. An array, not a map: a session names an
 /// errno on every failing return.

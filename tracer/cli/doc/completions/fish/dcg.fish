@@ -52,6 +52,8 @@ complete -c dcg -n "__fish_dcg_using_subcommand decode" -l formats -d 'The kerne
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l kallsyms -d 'The kernel\'s `/proc/kallsyms` or `System.map`: names functions of raw input, and pointers that land on a symbol (`idmap=&nop_mnt_idmap`) in any input' -r -F
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l cpu -d 'The CPU whose buffer the raw input is (for the CPU column)' -r
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l page-size -d 'Ring-buffer page size of the raw input' -r
+complete -c dcg -n "__fish_dcg_using_subcommand decode" -l filter -d 'Only the trees whose top-level call passes EXPR (repeat: all must hold), as `dcg report --filter` takes it; `FUNC: EXPR` keeps the trees where some call of FUNC passes it. The saved-calls file (--output) keeps every call' -r
+complete -c dcg -n "__fish_dcg_using_subcommand decode" -l min-duration -d 'Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to them' -r
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l json -d 'One JSON object per completed call'
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l errors-only -d 'Only call paths that contain an error return'
 complete -c dcg -n "__fish_dcg_using_subcommand decode" -l raw -d 'The input is binary ring-buffer pages (`per_cpu/cpuN/trace_pipe_raw`), not text; needs --formats and --kallsyms'
@@ -70,6 +72,8 @@ complete -c dcg -n "__fish_dcg_using_subcommand report" -l folded-weight -d 'Wei
 self-ns\t'Self time in ns of those calls (needs durations)'"
 complete -c dcg -n "__fish_dcg_using_subcommand report" -l root -d 'Only calls of FUNC (`func` or `func [module]`) and what they call; FUNC\'s calls become the top-level calls' -r
 complete -c dcg -n "__fish_dcg_using_subcommand report" -s o -l output -d 'Write the report to FILE instead of standard output' -r -F
+complete -c dcg -n "__fish_dcg_using_subcommand report" -l filter -d 'Only the trees whose top-level call passes EXPR (repeat: all must hold), e.g. \'ret == -ENOENT\', \'name ~ "*.conf"\', \'flags & 0x40\', \'duration > 1ms\'; `FUNC: EXPR` keeps the trees where some call of FUNC passes it. Names: the parameters, ret, duration, comm, tid, cpu (saved calls do not know the process id, pid)' -r
+complete -c dcg -n "__fish_dcg_using_subcommand report" -l min-duration -d 'Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to them' -r
 complete -c dcg -n "__fish_dcg_using_subcommand report" -l offline -d 'Never ask a debuginfod server (DEBUGINFOD_URLS) for a db, in any command (an empty DEBUGINFOD_URLS does the same)'
 complete -c dcg -n "__fish_dcg_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l func -d 'Functions to trace: a glob over function names (`vfs_*`), or `PATH:PATTERN` for the functions of a user-space executable or shared library (`./prog:parse_*`)' -r
