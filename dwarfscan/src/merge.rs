@@ -137,6 +137,7 @@ impl Merger {
                 count: t.count,
                 enumerators: t.enumerators,
                 params: t.params.iter().map(|&i| map[i as usize]).collect(),
+                members: Vec::new(),
             });
             map.push(id);
         }

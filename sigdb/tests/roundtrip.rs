@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use sigdb::*;
+use std::collections::HashMap;
 
 fn modules_of(n: usize) -> Vec<ModuleDesc> {
     (0..n)
@@ -52,11 +53,82 @@ fn sample_inline_instances() {
     assert_eq!(getname.inline_instances().count(), 0);
 }
 
+/// `name type @byte[:bit/size]`, one line per member.
+fn member_lines(t: Type<'_>) -> Vec<String> {
+    t.members()
+        .unwrap()
+        .map(|m| {
+            let m = m.unwrap();
+            let bits = if m.is_bitfield() {
+                format!(":{}/{}", m.bit_offset() % 8, m.bit_size())
+            } else {
+                String::new()
+            };
+            format!("{} @{}{bits}", m.ty().declare(m.name()), m.offset())
+        })
+        .collect()
+}
+
+#[test]
+fn sample_members() {
+    let db = Db::from_bytes(sample_builder().finish().unwrap()).unwrap();
+    let open = db.by_name("do_sys_openat2").next().unwrap();
+    let file = open.params().nth(2).unwrap().ty().target().unwrap();
+    assert_eq!(file.display(), "struct file");
+    assert_eq!(
+        member_lines(file),
+        [
+            "struct file *next @0",
+            "int f_flags @8",
+            "int ready @12:0/1",
+            "int level @12:1/3",
+            "enum mode f_mode @16",
+            "int (*f_op)(struct file *, size_t, ...) @24",
+            "union <anon> @32",
+            "char f_name[16] @40",
+            "char f_data[] @232",
+        ]
+    );
+    let next = file.members().unwrap().find("next").unwrap().unwrap();
+    assert_eq!(next.ty().target().unwrap().index(), file.index());
+    let anon = file.members().unwrap().nth(6).unwrap().unwrap().ty();
+    assert_eq!(
+        member_lines(anon),
+        ["long int count @0", "struct file *next_free @0"]
+    );
+    assert!(file.members().unwrap().find("nope").unwrap().is_none());
+    // Not an aggregate: no members.
+    assert_eq!(open.ret().members().unwrap().count(), 0);
+    assert!(db.member_count() >= 11);
+}
+
+#[test]
+fn version_5_reads_without_members() {
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/point-v5.sigdb"
+    ))
+    .unwrap();
+    let db = Db::from_bytes(bytes).unwrap();
+    db.check_frames().unwrap();
+    assert_eq!((db.version(), db.member_count()), (5, 0));
+    let norm = db.by_name("norm").next().unwrap();
+    let p = norm.params().next().unwrap();
+    assert_eq!(p.ty().declare(p.name()), "struct point *p");
+    let err = p.ty().target().unwrap().members().unwrap_err();
+    assert!(matches!(err, Error::MembersNotRecorded { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("members are not recorded in this db (format version 5)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 5);
+    assert_eq!(db.version(), 6);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -146,8 +218,9 @@ fn output_is_independent_of_insertion_order() {
         .collect();
     let funcs: Vec<_> = db.functions().collect();
     let mut ids = std::collections::HashMap::new();
+    let mut memo = HashMap::new();
     for f in funcs.iter().rev() {
-        let desc = copy_function(&mut b, *f, mods[f.module_index()]);
+        let desc = copy_function(&mut b, *f, mods[f.module_index()], &mut memo);
         ids.insert(f.index(), b.add_function(desc));
     }
     for f in &funcs {
@@ -173,10 +246,36 @@ fn output_is_independent_of_insertion_order() {
     assert_eq!(b.finish().unwrap(), a);
 }
 
-fn copy_type(b: &mut DbBuilder, t: Type<'_>) -> TypeId {
-    let target = t.target().map(|c| copy_type(b, c));
-    let params = t.params().map(|p| copy_type(b, p)).collect();
-    b.add_type(TypeDesc {
+/// Copy `t` into `b` with its members: an anonymous struct's in its description, a
+/// named one's set once its id exists (`memo`: the types copied, by db index, which ends
+/// the walk at a struct that points to itself).
+fn copy_type(b: &mut DbBuilder, t: Type<'_>, memo: &mut HashMap<u32, TypeId>) -> TypeId {
+    if let Some(&id) = memo.get(&t.index()) {
+        return id;
+    }
+    let target = t.target().map(|c| copy_type(b, c, memo));
+    let params = t.params().map(|p| copy_type(b, p, memo)).collect();
+    let copy_members = |b: &mut DbBuilder, memo: &mut HashMap<u32, TypeId>| {
+        t.members()
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                MemberDesc {
+                    name: m.name().into(),
+                    ty: copy_type(b, m.ty(), memo),
+                    bit_offset: m.bit_offset().into(),
+                    bit_size: m.bit_size() as u8,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let anonymous = t.name().is_empty();
+    let members = if anonymous {
+        copy_members(b, memo)
+    } else {
+        Vec::new()
+    };
+    let id = b.add_type(TypeDesc {
         kind: t.kind(),
         name: t.name().into(),
         size: t.size(),
@@ -186,16 +285,28 @@ fn copy_type(b: &mut DbBuilder, t: Type<'_>) -> TypeId {
         count: t.array_len(),
         enumerators: t.enumerators().map(|(n, v)| (n.into(), v)).collect(),
         params,
-    })
+        members,
+    });
+    memo.insert(t.index(), id);
+    if !anonymous && matches!(t.kind(), TypeKind::Struct | TypeKind::Union) {
+        let members = copy_members(b, memo);
+        b.set_members(id, members);
+    }
+    id
 }
 
-fn copy_function(b: &mut DbBuilder, f: Function<'_>, module: ModuleId) -> FunctionDesc {
-    let ret = copy_type(b, f.ret());
+fn copy_function(
+    b: &mut DbBuilder,
+    f: Function<'_>,
+    module: ModuleId,
+    memo: &mut HashMap<u32, TypeId>,
+) -> FunctionDesc {
+    let ret = copy_type(b, f.ret(), memo);
     let params = f
         .params()
         .map(|p| ParamDesc {
             name: p.name().into(),
-            ty: copy_type(b, p.ty()),
+            ty: copy_type(b, p.ty(), memo),
             loc: p.loc(),
         })
         .collect();
