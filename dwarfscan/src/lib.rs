@@ -191,6 +191,7 @@ impl State {
         if self.all_modules && self.flags.contains(DbFlags::KERNEL) {
             self.flags |= DbFlags::MODULES_ONLY;
         }
+        self.stats.member_conflicts = self.merger.member_conflicts;
         let mut builder = self.merger.finish();
         builder.set_flags(self.flags);
         self.stats.t_merge += t.elapsed();

@@ -5,10 +5,11 @@ use std::collections::hash_map::Entry;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
-    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, ModuleId, ParamDesc,
-    TypeDesc, TypeId,
+    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, MemberDesc, ModuleId,
+    ParamDesc, TypeDesc, TypeId,
 };
 
+use crate::types::LMember;
 use crate::units::{Callee, CuResult, Identity, LFunc};
 
 /// The identities of the inline-only functions of the module being merged that the
@@ -51,6 +52,8 @@ pub struct Merger {
     decl_names: FxHashSet<String>,
     /// The keys of `pending` of the module being merged.
     merged: std::sync::Arc<Merged>,
+    /// Named structs a unit gave other members than the ones kept (the first unit's).
+    pub member_conflicts: u64,
 }
 
 impl Merger {
@@ -71,6 +74,7 @@ impl Merger {
             module_decls: 0,
             decl_names: FxHashSet::default(),
             merged: std::sync::Arc::default(),
+            member_conflicts: 0,
         }
     }
 
@@ -113,6 +117,19 @@ impl Merger {
         }
     }
 
+    /// The members of a unit's struct, their types as the builder numbers them.
+    fn member_descs(members: &[LMember], map: &[TypeId]) -> Vec<MemberDesc> {
+        members
+            .iter()
+            .map(|m| MemberDesc {
+                name: m.name.clone(),
+                ty: map[m.ty as usize],
+                bit_offset: m.bit_offset,
+                bit_size: m.bit_size,
+            })
+            .collect()
+    }
+
     /// Merge one unit of `module` (its strings and lists move into the builder).
     pub fn merge_unit(&mut self, module: ModuleId, cu: CuResult) {
         self.start_module(module);
@@ -126,7 +143,17 @@ impl Merger {
             stats: _,
         } = cu;
         let mut map: Vec<TypeId> = Vec::with_capacity(types.len());
+        // A named struct's members may refer to later types: set once all are added.
+        let mut named: Vec<(usize, Vec<LMember>)> = Vec::new();
         for t in types {
+            let members = if t.name.is_empty() {
+                Self::member_descs(&t.members, &map)
+            } else {
+                if !t.members.is_empty() {
+                    named.push((map.len(), t.members));
+                }
+                Vec::new()
+            };
             let id = self.builder.add_type(TypeDesc {
                 kind: t.kind,
                 name: t.name,
@@ -137,9 +164,28 @@ impl Merger {
                 count: t.count,
                 enumerators: t.enumerators,
                 params: t.params.iter().map(|&i| map[i as usize]).collect(),
-                members: Vec::new(),
+                members,
             });
             map.push(id);
+        }
+        for (i, members) in named {
+            // Most structs come from headers every unit includes: compare in place.
+            match self.builder.members(map[i]) {
+                Some(kept) => {
+                    let same = kept.len() == members.len()
+                        && kept.iter().zip(&members).all(|(k, m)| {
+                            k.name == m.name
+                                && k.ty == map[m.ty as usize]
+                                && k.bit_offset == m.bit_offset
+                                && k.bit_size == m.bit_size
+                        });
+                    self.member_conflicts += u64::from(!same);
+                }
+                None => {
+                    let members = Self::member_descs(&members, &map);
+                    self.builder.set_members(map[i], members);
+                }
+            }
         }
         let mut ids: Vec<FuncId> = Vec::with_capacity(funcs.len());
         for mut f in funcs {

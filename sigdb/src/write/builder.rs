@@ -112,9 +112,9 @@ impl DbBuilder {
         }
     }
 
-    /// Whether the named struct or union `id` has its members already.
-    pub fn has_members(&self, id: TypeId) -> bool {
-        self.members.contains_key(&id)
+    /// The members set for the named struct or union `id`, if any.
+    pub fn members(&self, id: TypeId) -> Option<&[MemberDesc]> {
+        self.members.get(&id).map(Vec::as_slice)
     }
 
     /// How many member lists differed from the one kept for their struct.
