@@ -6,7 +6,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
     DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, MemberDesc, ModuleId,
-    ParamDesc, TypeDesc, TypeId,
+    ParamDesc, TypeDesc, TypeFlags, TypeId, TypeKind,
 };
 
 use crate::types::LMember;
@@ -15,6 +15,28 @@ use crate::units::{Callee, CuResult, Identity, LFunc};
 /// The identities of the inline-only functions of the module being merged that the
 /// merger holds a record of, shared with the units being scanned meanwhile.
 pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
+
+/// The named structs and unions the merger holds the members of, by name: (kind, size,
+/// flags) of each. A unit scanned while others are merged does not read those members
+/// again: they are the ones a unit merged before it gave, which the db keeps (the first
+/// unit's), so what it would read could change nothing but a count of conflicts. Only
+/// units merged before the reader put entries here, so the db does not depend on timing.
+pub type KnownStructs = std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags)>>>;
+
+/// Whether `known` holds the struct or union of that kind, name, size and flags.
+pub fn is_known(
+    known: &KnownStructs,
+    kind: TypeKind,
+    name: &str,
+    size: u32,
+    flags: TypeFlags,
+) -> bool {
+    known
+        .read()
+        .ok()
+        .and_then(|k| k.get(name).map(|v| v.contains(&(kind, size, flags))))
+        .unwrap_or(false)
+}
 
 /// The callee of an instance while inline-only functions are still pending.
 enum PendingCallee {
@@ -54,6 +76,8 @@ pub struct Merger {
     merged: std::sync::Arc<Merged>,
     /// Named structs a unit gave other members than the ones kept (the first unit's).
     pub member_conflicts: u64,
+    /// The structs whose members are in the builder, for units being scanned.
+    known_structs: std::sync::Arc<KnownStructs>,
 }
 
 impl Merger {
@@ -75,6 +99,7 @@ impl Merger {
             decl_names: FxHashSet::default(),
             merged: std::sync::Arc::default(),
             member_conflicts: 0,
+            known_structs: std::sync::Arc::default(),
         }
     }
 
@@ -83,6 +108,11 @@ impl Merger {
     /// merged may give such a function by identity alone.
     pub fn merged(&self) -> std::sync::Arc<Merged> {
         self.merged.clone()
+    }
+
+    /// The structs and unions whose members the builder holds (see [`KnownStructs`]).
+    pub fn known_structs(&self) -> std::sync::Arc<KnownStructs> {
+        self.known_structs.clone()
     }
 
     /// Merge the units of `module` from now on (they come together).
@@ -184,6 +214,11 @@ impl Merger {
                 None => {
                     let members = Self::member_descs(&members, &map);
                     self.builder.set_members(map[i], members);
+                    let t = self.builder.type_desc(map[i]);
+                    let key = (t.kind, t.size, t.flags);
+                    if let Ok(mut k) = self.known_structs.write() {
+                        k.entry(t.name.clone()).or_default().push(key);
+                    }
                 }
             }
         }

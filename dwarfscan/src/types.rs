@@ -349,13 +349,21 @@ impl TypeGraph {
 
 impl TypeGraph {
     /// Read the members of the named structs and unions converted so far, and of those
-    /// their members reach, until none is left.
-    pub fn fill_members(&mut self, units: &mut Units<'_, '_>) {
+    /// their members reach, until none is left; not those of the structs in `known`,
+    /// whose members the db has already.
+    pub fn fill_members(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        known: Option<&crate::merge::KnownStructs>,
+    ) {
         let mut i = 0;
         while let Some(&(idx, off)) = self.pending.get(i) {
             i += 1;
             let t = self.get(idx);
             let (kind, size) = (t.kind, t.size);
+            if known.is_some_and(|k| crate::merge::is_known(k, kind, &t.name, size, t.flags)) {
+                continue;
+            }
             match self.member_list(units, off, kind, size, 0) {
                 Some(m) => self.types[idx as usize].members = m,
                 None => self.members_dropped += 1,
