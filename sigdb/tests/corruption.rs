@@ -217,7 +217,7 @@ fn lz4_literals(records: &[u8]) -> Vec<u8> {
 }
 
 /// The sample with its member records replaced by `records` (as many as it has, one
-/// block) behind a valid checksum.
+/// block, byte-transposed as stored) behind a valid checksum.
 fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
     let bytes = sample();
     let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
@@ -226,6 +226,11 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
     let at = h.sections[22].offset.get() as usize;
     let raw: Vec<u8> = (0..count)
         .flat_map(|i| records(i).into_iter().flat_map(u32::to_le_bytes))
+        .collect();
+    // Stored byte-transposed: byte k of record i at k * count + i.
+    let raw: Vec<u8> = (0..12)
+        .flat_map(|k| (0..count).map(move |i| (i, k)))
+        .map(|(i, k)| raw[i * 12 + k])
         .collect();
     let block = lz4_literals(&raw);
     let mut out = bytes[..at].to_vec();

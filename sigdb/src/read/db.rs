@@ -262,6 +262,12 @@ impl Db {
             n * size,
             SECTION_NAMES[id as usize],
         )?;
+        // Since version 6, type and member blocks are stored byte-transposed.
+        let raw = if id != SectionId::Params && h.version.get() != VERSION_5 {
+            super::blocks::untranspose(&raw, size)
+        } else {
+            raw
+        };
         let v = super::validate::Validator::new(self.bytes(), self.sections);
         let cx = super::validate::BlockContext {
             strings_len: self.strings_len,

@@ -4,7 +4,7 @@
 //! views it answers with). The packed sections are decoded by the modules named for
 //! them: `callers.rs`, `instances.rs`, `members.rs`, `frames.rs` (zstd) and `blocks.rs` (LZ4).
 
-mod blocks;
+pub(crate) mod blocks;
 pub(crate) mod callers;
 mod db;
 mod frames;

@@ -210,18 +210,21 @@ impl<'b, 't> Writer<'b, 't> {
                             this.params.as_bytes(),
                             core::mem::size_of::<ParamRecord>(),
                             PARAM_BLOCK,
+                            false,
                             "parameter records",
                         )?;
                         let types = blocks::pack(
                             this.types.as_bytes(),
                             core::mem::size_of::<TypeRecord>(),
                             TYPE_BLOCK,
+                            true,
                             "type records",
                         )?;
                         let members = blocks::pack(
                             this.members.as_bytes(),
                             core::mem::size_of::<MemberRecord>(),
                             MEMBER_BLOCK,
+                            true,
                             "member records",
                         )?;
                         Ok::<_, Error>((modules, params, types, members))
