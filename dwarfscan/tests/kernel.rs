@@ -98,8 +98,11 @@ fn debian_members(flavor: &str) -> common::btf::MemberAgreement {
 /// holds the structs the functions' types reach, through members too: about 70 % of
 /// BTF's (6.12: 5,846 of 8,465); those it lacks no signature reaches (the types of
 /// global variables: `pcpu_hot`, `pv_cpu_ops`). Two names are two different structs
-/// in the kernel (`elf_thread_core_info`, `pci_root_info`): BTF and the db each keep
-/// another one, of another size, which is not compared.
+/// in the kernel (`elf_thread_core_info`, `pci_root_info`, 7.2's `quirk_entry`): BTF
+/// and the db each keep another one, of another size, which is not compared. One
+/// exception, in 7.2: the db keeps `struct firmware` as the kernel's Rust bindings
+/// describe it, the first unit of the vmlinux to define it, where bindgen renamed its
+/// member `priv` (a Rust keyword) to `priv_`; BTF has the C units' spelling.
 #[test]
 fn debian_members_agree_with_btf() {
     if !common::kernel_tests_enabled() {
@@ -109,6 +112,13 @@ fn debian_members_agree_with_btf() {
     for flavor in ["6.12-cloud", "7.2-cloud"] {
         let a = debian_members(flavor);
         assert!(a.compared * 100 >= a.btf * 65, "{flavor}: {}", a.report());
-        assert_eq!(a.identical, a.compared, "{flavor}: {}", a.report());
+        let renamed = a.classes.get("member names differ").map_or(0, |(n, _)| *n);
+        assert!(renamed <= 1, "{flavor}: {}", a.report());
+        assert_eq!(
+            a.identical + renamed,
+            a.compared,
+            "{flavor}: {}",
+            a.report()
+        );
     }
 }
