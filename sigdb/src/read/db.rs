@@ -389,14 +389,11 @@ impl Db {
                 self.decode_frame(id, f)?;
             }
         }
-        for (id, cache) in [
-            (SectionId::Types, &self.type_blocks),
-            (SectionId::Params, &self.param_blocks),
-        ] {
-            for b in 0..cache.len() {
-                self.decode_block(id, b)?;
-            }
+        for b in 0..self.param_blocks.len() {
+            self.decode_block(SectionId::Params, b)?;
         }
+        // The type and member blocks, each decompressed and checked once, and the
+        // members against their structs.
         super::members::check_layout(self)
     }
 

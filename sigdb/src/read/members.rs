@@ -175,10 +175,10 @@ pub(crate) fn check_block(
     Ok(())
 }
 
-/// The check of every struct's members against its size, made on open: a member starts
-/// within its struct and ends within it (a bit-field: its last bit), but for one of size 0
-/// (a flexible array), which may start at its end. Reads every type and member block
-/// without keeping them.
+/// The check of every type and member block, and of every struct's members against its
+/// size, made on open: a member starts within its struct and ends within it (a
+/// bit-field: its last bit), but for one of size 0 (a flexible array), which may start
+/// at its end. Reads every type and member block once, without keeping them.
 pub(crate) fn check_layout(db: &Db) -> Result<(), FormatError> {
     let blocks = |id: SectionId, n: usize| -> Result<Vec<Box<[u8]>>, FormatError> {
         (0..n.div_ceil(match id {
@@ -188,11 +188,11 @@ pub(crate) fn check_layout(db: &Db) -> Result<(), FormatError> {
             .map(|b| db.decode_block(id, b))
             .collect()
     };
+    let types = blocks(SectionId::Types, db.type_count())?;
     let members = blocks(SectionId::Members, db.member_count())?;
     if members.is_empty() {
         return Ok(());
     }
-    let types = blocks(SectionId::Types, db.type_count())?;
     let type_rec = |i: u32| {
         let i = i as usize;
         types
