@@ -26,8 +26,8 @@ pub(crate) fn untranspose(block: &[u8], size: usize) -> Box<[u8]> {
     let n = block.len() / size;
     let mut out = vec![0u8; block.len()].into_boxed_slice();
     for (k, plane) in block.chunks_exact(n.max(1)).enumerate().take(size) {
-        for (i, &b) in plane.iter().enumerate() {
-            out[i * size + k] = b;
+        for (dst, &b) in out[k..].iter_mut().step_by(size).zip(plane) {
+            *dst = b;
         }
     }
     out
