@@ -20,7 +20,9 @@ pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
 /// flags) of each. A unit scanned while others are merged does not read those members
 /// again: they are the ones a unit merged before it gave, which the db keeps (the first
 /// unit's), so what it would read could change nothing but a count of conflicts. Only
-/// units merged before the reader put entries here, so the db does not depend on timing.
+/// units merged before the reader put entries here. The db depends on timing in one case
+/// only: a struct defined two ways whose skipped list alone reaches another struct also
+/// defined two ways (which definition of the second is kept may then change).
 pub type KnownStructs = std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags)>>>;
 
 /// Whether `known` holds the struct or union of that kind, name, size and flags.
