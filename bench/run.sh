@@ -16,6 +16,7 @@
 #   bench/scan-vs-pahole.sh      dwarfscan vs pahole -J on the Debian 6.12 cloud vmlinux
 #   bench/whole-kernel.sh        Debian 7.2 cloud: vmlinux plus all its debug modules
 #   cargo bench -p sigdb         sigdb open / by_addr / by_name (criterion)
+#   bench/members.sh             struct members: vmlinux dbs vs .BTF, member lookup
 #   bench/decode-throughput.sh   dcg decode vs wc -l on the same >= 1 M-line file
 #   bench/uprobe-cost.sh         dcg trace vs the same uprobes placed by hand
 #   bench/user-engines.sh        the in-process and uprobe engines vs uftrace
@@ -28,12 +29,13 @@ results=bench/results
 mkdir -p "$results"
 
 # The measures, in the order BENCHMARKS.md shows them; for each: title, goal, command.
-names=(scan kernel sigdb decode uprobe userengines engines72 engines612 enginestk)
+names=(scan kernel sigdb members decode uprobe userengines engines72 engines612 enginestk)
 title() {
 	case $1 in
 	scan) echo "dwarfscan vs pahole -J (Debian 6.12 cloud vmlinux)" ;;
 	kernel) echo "The whole Debian 7.2 cloud kernel: vmlinux plus every debug module" ;;
 	sigdb) echo "sigdb lookups (criterion; a synthetic 100,000-function db, and a real kernel db when DCG_BENCH_DB names one)" ;;
+	members) echo "Struct members in the db: Debian 6.12 and 7.2 cloud vmlinux dbs vs their .BTF, member lookup (criterion)" ;;
 	decode) echo "dcg decode throughput vs wc -l" ;;
 	uprobe) echo "User-space tracing cost: dcg trace vs hand-placed uprobes" ;;
 	userengines) echo "User-space engines vs uftrace (in process: -pg, patchable, plain builds; uprobes)" ;;
@@ -47,6 +49,7 @@ goal() {
 	scan) echo ">= 6x faster than pahole -J, peak RSS <= 250 MB, db no larger than the vmlinux's .BTF section (issue 27)" ;;
 	kernel) echo "peak RSS <= 300 MB, db <= 12.6 MB, >= 20x faster than pahole -J over the same files (issue 27)" ;;
 	sigdb) echo "by_addr <= 100 ns, by_name <= 200 ns, open + validate <= 5 ms, first parameter access <= 1 us (issue 15)" ;;
+	members) echo "each vmlinux db, members included, <= its .BTF section; a struct's members from a cold block <= 2 us; open + validate <= 5 ms (issue 41)" ;;
 	decode) echo ">= 2 M lines/s on one core" ;;
 	uprobe) echo "dcg's probe cost <= 1.2x that of the same uprobes placed by hand" ;;
 	userengines) echo "in process <= uftrace on both instrumented builds, <= 2 us a call on a plain build (issue 25)" ;;
@@ -59,6 +62,7 @@ command_of() {
 	scan) echo "bench/scan-vs-pahole.sh" ;;
 	kernel) echo "bench/whole-kernel.sh" ;;
 	sigdb) echo "cargo bench -q -p sigdb --bench lookup 2>&1 | grep -E '^(by_addr|by_name|open|from_bytes|first|instances|db:)|time:'" ;;
+	members) echo "bench/members.sh" ;;
 	decode) echo "bench/decode-throughput.sh" ;;
 	uprobe) echo "bench/uprobe-cost.sh" ;;
 	userengines) echo "bench/user-engines.sh" ;;

@@ -150,6 +150,13 @@ pub struct Die<'s> {
     pub member_offset: Option<u64>,
     /// `DW_AT_bit_size` or `DW_AT_data_bit_offset` present (a bit-field member).
     pub bitfield: bool,
+    /// `DW_AT_bit_size` (a bit-field's width).
+    pub bit_size: Option<u64>,
+    /// `DW_AT_data_bit_offset` (DWARF 4+: a bit-field's first bit from the struct's start).
+    pub data_bit_offset: Option<u64>,
+    /// `DW_AT_bit_offset` (DWARF 2/3: bits from the most significant bit of the storage
+    /// unit of `DW_AT_byte_size` bytes at `DW_AT_data_member_location`).
+    pub bit_offset_msb: Option<u64>,
     /// `DW_AT_const_value`, as (value, came signed).
     pub const_value: Option<(i64, bool)>,
     /// `DW_AT_declaration`.
@@ -227,6 +234,9 @@ impl<'s> Die<'s> {
             count: None,
             member_offset: None,
             bitfield: false,
+            bit_size: None,
+            data_bit_offset: None,
+            bit_offset_msb: None,
             const_value: None,
             declaration: false,
             external: false,
@@ -276,7 +286,15 @@ impl<'s> Die<'s> {
             }
             dw::DW_AT_count => self.count = value.udata_value(),
             dw::DW_AT_data_member_location => self.member_offset = value.udata_value(),
-            dw::DW_AT_bit_size | dw::DW_AT_data_bit_offset => self.bitfield = true,
+            dw::DW_AT_bit_size => {
+                self.bitfield = true;
+                self.bit_size = value.udata_value();
+            }
+            dw::DW_AT_data_bit_offset => {
+                self.bitfield = true;
+                self.data_bit_offset = value.udata_value();
+            }
+            dw::DW_AT_bit_offset => self.bit_offset_msb = value.udata_value(),
             dw::DW_AT_upper_bound => {
                 // An upper bound of -1 (sdata, or all-ones data8) means "unknown";
                 // data1 255 is a real bound (GCC: `u32 [256]`).

@@ -191,6 +191,7 @@ impl State {
         if self.all_modules && self.flags.contains(DbFlags::KERNEL) {
             self.flags |= DbFlags::MODULES_ONLY;
         }
+        self.stats.member_conflicts = self.merger.member_conflicts;
         let mut builder = self.merger.finish();
         builder.set_flags(self.flags);
         self.stats.t_merge += t.elapsed();
@@ -243,12 +244,14 @@ pub fn scan(inputs: &[Input], opts: &Options) -> Result<ScanResult, ScanError> {
             j += 1;
         }
         let t = Instant::now();
+        // The structs of the files merged before this batch are not read again.
+        let known = state.merger.known_structs();
         let results: Vec<Result<SmallFile, ScanError>> = files[i..j]
             .par_iter()
             .map(|f| {
                 let data = input::load(&f.path)?;
                 let mapped = matches!(data, input::FileData::Mapped(_));
-                scan_small(&f.path, None, data.bytes(), mapped, opts)
+                scan_small(&f.path, None, data.bytes(), mapped, opts, Some(&known))
             })
             .collect();
         state.stats.t_scan += t.elapsed();
@@ -272,7 +275,7 @@ pub fn scan_elf_bytes(name: &str, bytes: &[u8], opts: &Options) -> Result<ScanRe
         scan_big(&mut state, &path, Some(name), bytes, false, opts)?;
     } else {
         let t = Instant::now();
-        let f = scan_small(&path, Some(name), bytes, false, opts)?;
+        let f = scan_small(&path, Some(name), bytes, false, opts, None)?;
         state.stats.t_scan += t.elapsed();
         let t = Instant::now();
         merge_small(&mut state, f);
@@ -419,6 +422,7 @@ fn scan_small(
     bytes: &[u8],
     mapped: bool,
     opts: &Options,
+    known_structs: Option<&crate::merge::KnownStructs>,
 ) -> Result<SmallFile, ScanError> {
     let elf = prepare(path, bytes, mapped)?;
     let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
@@ -432,6 +436,7 @@ fn scan_small(
         elf: &elf,
         // Merged after the whole file is scanned.
         merged: None,
+        known_structs,
     };
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
@@ -476,6 +481,7 @@ fn scan_big(
     state.stats.add(&file_stats(&elf, bytes));
     state.merger.start_module(module);
     let merged = state.merger.merged();
+    let known = state.merger.known_structs();
     let ctx = FileCtx {
         dwarf: &fd,
         symbols: &elf.symbols,
@@ -484,6 +490,7 @@ fn scan_big(
         instances: opts.inline_instances,
         elf: &elf,
         merged: Some(&merged),
+        known_structs: Some(&known),
     };
     let n = fd.headers.len();
     let mut any_ok = false;

@@ -5,15 +5,40 @@ use std::collections::hash_map::Entry;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use sigdb::{
-    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, ModuleId, ParamDesc,
-    TypeDesc, TypeId,
+    DbBuilder, FuncFlags, FuncId, FunctionDesc, InstanceDesc, InstanceId, MemberDesc, ModuleId,
+    ParamDesc, TypeDesc, TypeFlags, TypeId, TypeKind,
 };
 
+use crate::types::LMember;
 use crate::units::{Callee, CuResult, Identity, LFunc};
 
 /// The identities of the inline-only functions of the module being merged that the
 /// merger holds a record of, shared with the units being scanned meanwhile.
 pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
+
+/// The named structs and unions the merger holds the members of, by name: (kind, size,
+/// flags) of each. A unit scanned while others are merged does not read those members
+/// again: they are the ones a unit merged before it gave, which the db keeps (the first
+/// unit's), so what it would read could change nothing but a count of conflicts. Only
+/// units merged before the reader put entries here. The db depends on timing in one case
+/// only: a struct defined two ways whose skipped list alone reaches another struct also
+/// defined two ways (which definition of the second is kept may then change).
+pub type KnownStructs = std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags)>>>;
+
+/// Whether `known` holds the struct or union of that kind, name, size and flags.
+pub fn is_known(
+    known: &KnownStructs,
+    kind: TypeKind,
+    name: &str,
+    size: u32,
+    flags: TypeFlags,
+) -> bool {
+    known
+        .read()
+        .ok()
+        .and_then(|k| k.get(name).map(|v| v.contains(&(kind, size, flags))))
+        .unwrap_or(false)
+}
 
 /// The callee of an instance while inline-only functions are still pending.
 enum PendingCallee {
@@ -51,6 +76,10 @@ pub struct Merger {
     decl_names: FxHashSet<String>,
     /// The keys of `pending` of the module being merged.
     merged: std::sync::Arc<Merged>,
+    /// Named structs a unit gave other members than the ones kept (the first unit's).
+    pub member_conflicts: u64,
+    /// The structs whose members are in the builder, for units being scanned.
+    known_structs: std::sync::Arc<KnownStructs>,
 }
 
 impl Merger {
@@ -71,6 +100,8 @@ impl Merger {
             module_decls: 0,
             decl_names: FxHashSet::default(),
             merged: std::sync::Arc::default(),
+            member_conflicts: 0,
+            known_structs: std::sync::Arc::default(),
         }
     }
 
@@ -79,6 +110,11 @@ impl Merger {
     /// merged may give such a function by identity alone.
     pub fn merged(&self) -> std::sync::Arc<Merged> {
         self.merged.clone()
+    }
+
+    /// The structs and unions whose members the builder holds (see [`KnownStructs`]).
+    pub fn known_structs(&self) -> std::sync::Arc<KnownStructs> {
+        self.known_structs.clone()
     }
 
     /// Merge the units of `module` from now on (they come together).
@@ -113,6 +149,19 @@ impl Merger {
         }
     }
 
+    /// The members of a unit's struct, their types as the builder numbers them.
+    fn member_descs(members: &[LMember], map: &[TypeId]) -> Vec<MemberDesc> {
+        members
+            .iter()
+            .map(|m| MemberDesc {
+                name: m.name.clone(),
+                ty: map[m.ty as usize],
+                bit_offset: m.bit_offset,
+                bit_size: m.bit_size,
+            })
+            .collect()
+    }
+
     /// Merge one unit of `module` (its strings and lists move into the builder).
     pub fn merge_unit(&mut self, module: ModuleId, cu: CuResult) {
         self.start_module(module);
@@ -126,7 +175,17 @@ impl Merger {
             stats: _,
         } = cu;
         let mut map: Vec<TypeId> = Vec::with_capacity(types.len());
+        // A named struct's members may refer to later types: set once all are added.
+        let mut named: Vec<(usize, Vec<LMember>)> = Vec::new();
         for t in types {
+            let members = if t.name.is_empty() {
+                Self::member_descs(&t.members, &map)
+            } else {
+                if !t.members.is_empty() {
+                    named.push((map.len(), t.members));
+                }
+                Vec::new()
+            };
             let id = self.builder.add_type(TypeDesc {
                 kind: t.kind,
                 name: t.name,
@@ -137,8 +196,33 @@ impl Merger {
                 count: t.count,
                 enumerators: t.enumerators,
                 params: t.params.iter().map(|&i| map[i as usize]).collect(),
+                members,
             });
             map.push(id);
+        }
+        for (i, members) in named {
+            // Most structs come from headers every unit includes: compare in place.
+            match self.builder.members(map[i]) {
+                Some(kept) => {
+                    let same = kept.len() == members.len()
+                        && kept.iter().zip(&members).all(|(k, m)| {
+                            k.name == m.name
+                                && k.ty == map[m.ty as usize]
+                                && k.bit_offset == m.bit_offset
+                                && k.bit_size == m.bit_size
+                        });
+                    self.member_conflicts += u64::from(!same);
+                }
+                None => {
+                    let members = Self::member_descs(&members, &map);
+                    self.builder.set_members(map[i], members);
+                    let t = self.builder.type_desc(map[i]);
+                    let key = (t.kind, t.size, t.flags);
+                    if let Ok(mut k) = self.known_structs.write() {
+                        k.entry(t.name.clone()).or_default().push(key);
+                    }
+                }
+            }
         }
         let mut ids: Vec<FuncId> = Vec::with_capacity(funcs.len());
         for mut f in funcs {

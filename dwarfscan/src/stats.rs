@@ -73,6 +73,10 @@ pub struct Stats {
     pub bad_type_refs: u64,
     /// Relocations of unsupported types in relocatable inputs.
     pub skipped_relocations: u64,
+    /// Structs and unions left without members (per unit): one did not fit.
+    pub members_dropped: u64,
+    /// Named structs given members unlike those the db keeps (the first unit's).
+    pub member_conflicts: u64,
     /// Unique functions in the database.
     pub db_functions: u64,
     /// Types in the database builder.
@@ -128,6 +132,7 @@ impl Stats {
         self.inline_edges += o.inline_edges;
         self.bad_type_refs += o.bad_type_refs;
         self.skipped_relocations += o.skipped_relocations;
+        self.members_dropped += o.members_dropped;
     }
 
     /// A human-readable report.
@@ -169,6 +174,20 @@ impl Stats {
         let _ = writeln!(s, "unreadable type refs: {}", self.bad_type_refs);
         if self.skipped_relocations > 0 {
             let _ = writeln!(s, "skipped relocations:  {}", self.skipped_relocations);
+        }
+        if self.members_dropped > 0 {
+            let _ = writeln!(
+                s,
+                "structs without members (one did not fit, per CU): {}",
+                self.members_dropped
+            );
+        }
+        if self.member_conflicts > 0 {
+            let _ = writeln!(
+                s,
+                "structs defined with other members (the first kept): {}",
+                self.member_conflicts
+            );
         }
         let _ = writeln!(s, "types (builder):      {}", self.db_types);
         let _ = writeln!(s, "db bytes:             {}", self.db_bytes);

@@ -1,8 +1,12 @@
 //! DWARF types → a CU-local type graph (later interned into the [`sigdb::DbBuilder`]).
 //!
-//! Types are converted on demand (only those reachable from a signature), cached by DIE
-//! offset, children before parents. Structs and unions are name and size only, so the
-//! graph is acyclic; a malformed cycle through pointers resolves to `void`.
+//! Types are converted on demand (only those reachable from a signature, then from the
+//! members of the structs and unions among them), cached by DIE offset, children before
+//! parents. A named struct or union is pushed before its members are read, so they may
+//! point back to it (`struct list_head`): its members are filled in afterwards
+//! ([`TypeGraph::fill_members`]), and are the one place where an index may refer to a
+//! later type. An anonymous one's members are read first (they are part of its identity).
+//! A malformed cycle through pointers resolves to `void`.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -32,6 +36,21 @@ pub struct LType {
     pub enumerators: Vec<(String, i64)>,
     /// Prototype parameters.
     pub params: Vec<u32>,
+    /// Members of a struct or union (a named one's may refer to later types).
+    pub members: Vec<LMember>,
+}
+
+/// A member of a CU-local struct or union; `ty` indexes the same graph.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LMember {
+    /// Name (empty for an anonymous struct or union member).
+    pub name: String,
+    /// Type.
+    pub ty: u32,
+    /// Offset from the start of the struct in bits.
+    pub bit_offset: u64,
+    /// Width of a bit-field, 0 when not a bit-field.
+    pub bit_size: u8,
 }
 
 impl LType {
@@ -46,6 +65,7 @@ impl LType {
             count: 0,
             enumerators: Vec::new(),
             params: Vec::new(),
+            members: Vec::new(),
         }
     }
 }
@@ -68,6 +88,11 @@ pub struct TypeGraph {
     void: Option<u32>,
     /// References that could not be read.
     pub bad_refs: u64,
+    /// Named structs and unions whose members are still to be read: (index, DIE offset).
+    pending: Vec<(u32, u64)>,
+    /// Structs and unions left without members: a member outside the struct, a bit-field
+    /// wider than 255 bits, or an offset past 2^32 bits.
+    pub members_dropped: u64,
 }
 
 impl TypeGraph {
@@ -124,11 +149,17 @@ impl TypeGraph {
             }
         };
         self.in_progress.remove(&off);
+        let named_aggregate = matches!(t.kind, TypeKind::Struct | TypeKind::Union)
+            && !t.name.is_empty()
+            && !t.flags.contains(TypeFlags::DECLARATION);
         let idx = if t.kind == TypeKind::Void && t.name == "void" {
             self.void()
         } else {
             self.push(t)
         };
+        if named_aggregate {
+            self.pending.push((idx, off));
+        }
         self.cache.insert(off, idx);
         idx
     }
@@ -182,6 +213,12 @@ impl TypeGraph {
                 t.flags.set(TypeFlags::DECLARATION, die.declaration);
                 if small_aggregate(&die) {
                     t.flags |= crate::classify::aggregate_flags(units, &die, &children);
+                }
+                if name.is_empty() && !die.declaration && die.has_children {
+                    match self.member_list(units, off, kind, size, depth) {
+                        Some(m) => t.members = m,
+                        None => self.members_dropped += 1,
+                    }
                 }
                 t
             }
@@ -307,6 +344,88 @@ impl TypeGraph {
         t.params = params;
         t.flags.set(TypeFlags::VARIADIC, variadic);
         t
+    }
+}
+
+impl TypeGraph {
+    /// Read the members of the named structs and unions converted so far, and of those
+    /// their members reach, until none is left; not those of the structs in `known`,
+    /// whose members the db has already.
+    pub fn fill_members(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        known: Option<&crate::merge::KnownStructs>,
+    ) {
+        let mut i = 0;
+        while let Some(&(idx, off)) = self.pending.get(i) {
+            i += 1;
+            let t = self.get(idx);
+            let (kind, size) = (t.kind, t.size);
+            if known.is_some_and(|k| crate::merge::is_known(k, kind, &t.name, size, t.flags)) {
+                continue;
+            }
+            match self.member_list(units, off, kind, size, 0) {
+                Some(m) => self.types[idx as usize].members = m,
+                None => self.members_dropped += 1,
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// The members of the struct or union DIE at `off` (of `size` bytes), their types
+    /// converted; `None` when one does not fit in it (the validator's rule: its last bit
+    /// within the struct), which leaves the struct without members.
+    fn member_list(
+        &mut self,
+        units: &mut Units<'_, '_>,
+        off: u64,
+        kind: TypeKind,
+        size: u32,
+        depth: u32,
+    ) -> Option<Vec<LMember>> {
+        let (_, children) = read_with_children(units, off, |t| t == dw::DW_TAG_member).ok()?;
+        let mut out = Vec::with_capacity(children.len());
+        for c in children.iter().filter(|c| c.tag == dw::DW_TAG_member) {
+            // C++ static members are declarations; they take no room in the object.
+            if c.declaration || c.external {
+                continue;
+            }
+            let ty = self.sub(units, c.ty, depth);
+            let bit_size = c.bit_size.unwrap_or(0);
+            let base = if kind == TypeKind::Union {
+                0
+            } else {
+                c.member_offset.unwrap_or(0).checked_mul(8)?
+            };
+            let bit_offset = match (c.data_bit_offset, c.bit_offset_msb) {
+                (Some(b), _) => b,
+                // DWARF 2/3 numbers the bits of the storage unit from its most
+                // significant one; on a little-endian machine, the first bit is at
+                // storage bits - msb offset - width.
+                (None, Some(msb)) if bit_size > 0 => {
+                    let unit = c.byte_size.unwrap_or(u64::from(self.get(ty).size)) * 8;
+                    (base + unit).checked_sub(msb + bit_size)?
+                }
+                _ => base,
+            };
+            let len = match bit_size {
+                0 => u64::from(self.get(ty).size) * 8,
+                n => n,
+            };
+            if bit_size > 255
+                || bit_offset > sigdb::layout::MAX_MEMBER_BIT_OFFSET
+                || bit_offset + len > u64::from(size) * 8
+            {
+                return None;
+            }
+            out.push(LMember {
+                name: text(c.name),
+                ty,
+                bit_offset,
+                bit_size: bit_size as u8,
+            });
+        }
+        Some(out)
     }
 }
 

@@ -99,6 +99,9 @@ pub struct FileCtx<'a, 's> {
     /// record of already ([`crate::merge::Merger::merged`]), when units are merged while
     /// others are scanned: a unit names those by identity and skips their signature.
     pub merged: Option<&'a crate::merge::Merged>,
+    /// The structs and unions whose members the merger holds already (from units merged
+    /// before this file's, or before this unit): a unit does not read them again.
+    pub known_structs: Option<&'a crate::merge::KnownStructs>,
 }
 
 /// Why a unit could not be scanned.

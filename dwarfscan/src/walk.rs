@@ -142,8 +142,10 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     };
     b.assemble(&inlined, &raw_instances);
     b.declarations(&decls);
+    b.types.fill_members(&mut b.units, ctx.known_structs);
     let Builder { mut res, types, .. } = b;
     res.stats.bad_type_refs += types.bad_refs;
+    res.stats.members_dropped += types.members_dropped;
     res.types = types.types;
     Ok(res)
 }

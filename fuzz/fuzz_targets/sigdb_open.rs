@@ -66,6 +66,11 @@ fn exercise(db: &Db) {
     }
     for i in 0..db.type_count() as u32 {
         n += db.type_at(i).map_or(0, |t| t.display().len());
+        if let Some(Ok(members)) = db.type_at(i).map(|t| t.members()) {
+            for m in members.flatten() {
+                n += m.ty().declare(m.name()).len() + m.offset() as usize + m.bit_size() as usize;
+            }
+        }
     }
     n += db.by_addr_any(0x1234).is_some() as usize + db.by_name("").count();
     n += db.inline_count() + db.check_frames().is_ok() as usize;

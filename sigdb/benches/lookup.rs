@@ -1,6 +1,7 @@
 //! Lookup and open speed on a 100,000-function database.
 //!
-//! Targets: `by_addr` ≤ 100 ns, `by_name` ≤ 200 ns, `open` of a 2 MB db ≤ 5 ms.
+//! Targets: `by_addr` ≤ 100 ns, `by_name` ≤ 200 ns, `open` of a 2 MB db ≤ 5 ms, a
+//! struct's members from a cold block ≤ 2 µs.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use sigdb::*;
@@ -9,7 +10,7 @@ use std::hint::black_box;
 const FUNCS: usize = 100_000;
 
 /// A kernel-shaped db: 100k functions with kernel-like names, 0–6 parameters each,
-/// a few hundred types.
+/// a few hundred types, structs of 8 members (one points back at its struct).
 fn build(funcs: usize) -> Vec<u8> {
     let mut b = DbBuilder::new(62);
     b.set_flags(DbFlags::KERNEL);
@@ -27,7 +28,17 @@ fn build(funcs: usize) -> Vec<u8> {
             &format!("struct_{i}"),
             64,
         ));
-        types.push(b.add_type(TypeDesc::pointer(s, 8)));
+        let ptr = b.add_type(TypeDesc::pointer(s, 8));
+        let members = (0..8u64)
+            .map(|k| MemberDesc {
+                name: format!("field_{k}"),
+                ty: if k == 0 { ptr } else { int },
+                bit_offset: k * 64,
+                bit_size: 0,
+            })
+            .collect();
+        b.set_members(s, members);
+        types.push(ptr);
     }
     let words = [
         "do", "sys", "vfs", "read", "write", "page", "alloc", "free", "sched", "net",
@@ -153,6 +164,7 @@ fn real_db(c: &mut Criterion, real: &std::path::Path) {
     cold_params(c, real, n);
     cold_blocks_in_memory(c, real, &db);
     cold_frames(c, real, &db, &picks);
+    members(c, real, &db);
     let mut m = 0usize;
     c.bench_function("first params access (real db, open)", |b| {
         b.iter(|| {
@@ -290,6 +302,65 @@ fn cold_blocks_in_memory(c: &mut Criterion, real: &std::path::Path, db: &Db) {
             )
         });
     }
+}
+
+/// A struct's members on a db in memory: from a cold member block (offsets and widths,
+/// the struct's type record already read), and a member found by name once blocks and
+/// strings are warm.
+fn members(c: &mut Criterion, real: &std::path::Path, db: &Db) {
+    let structs: Vec<u32> = (0..db.type_count() as u32)
+        .filter(|&i| {
+            db.type_at(i)
+                .is_some_and(|t| t.members().is_ok_and(|m| m.count() > 0))
+        })
+        .collect();
+    if structs.is_empty() {
+        eprintln!("no struct members in this db");
+        return;
+    }
+    let bytes = std::fs::read(real).unwrap();
+    let mut k = 0usize;
+    c.bench_function(
+        "struct members: offsets and widths (real db in memory, cold LZ4 member block)",
+        |b| {
+            b.iter_batched(
+                || {
+                    k = (k + 7919) % structs.len();
+                    let db = Db::from_bytes(bytes.clone()).unwrap();
+                    black_box(db.type_at(structs[k]).map(|t| t.size()));
+                    (db, structs[k])
+                },
+                |(db, s)| {
+                    let t = db.type_at(s).unwrap();
+                    black_box(
+                        t.members()
+                            .unwrap()
+                            .map(|m| m.map_or(0, |m| (m.bit_offset() + m.bit_size()) as usize))
+                            .sum::<usize>(),
+                    );
+                    db
+                },
+                BatchSize::PerIteration,
+            )
+        },
+    );
+    let named: Vec<(u32, String)> = structs
+        .iter()
+        .step_by(7)
+        .filter_map(|&s| {
+            let last = db.type_at(s)?.members().ok()?.last()?.ok()?;
+            Some((s, last.name().to_string()))
+        })
+        .collect();
+    let mut q = 0usize;
+    c.bench_function("struct member by name, its last (real db, warm)", |b| {
+        b.iter(|| {
+            q = (q + 1) % named.len();
+            let (s, name) = &named[q];
+            let t = db.type_at(*s).unwrap();
+            black_box(t.members().unwrap().find(name).unwrap().map(|m| m.offset()))
+        })
+    });
 }
 
 /// What a cold zstd frame costs: a string frame for a lookup by name, an instance frame

@@ -59,8 +59,9 @@ impl fmt::Display for FormatError {
             BadMagic => f.write_str("not a dcg signature database (bad magic)")?,
             UnsupportedVersion(v) => write!(
                 f,
-                "format version {v} is not supported (this dcg reads version {}); rebuild \
-                 the db from its ELF files: dwarfscan FILE... -o DB",
+                "format version {v} is not supported (this dcg reads versions {} and {}); \
+                 rebuild the db from its ELF files: dwarfscan FILE... -o DB",
+                crate::layout::VERSION_5,
                 crate::layout::VERSION
             )?,
             BadHeader(what) => write!(f, "bad header: {what}")?,
@@ -105,6 +106,16 @@ pub enum Error {
     /// A table would exceed the format's 32-bit limits.
     #[error("too many {0} for the sigdb format")]
     TooLarge(&'static str),
+    /// The db was written before struct members were recorded (format version 5).
+    #[error(
+        "{}: struct and union members are not recorded in this db (format version 5); \
+         rebuild it from its ELF files: dwarfscan FILE... -o DB",
+        path.display()
+    )]
+    MembersNotRecorded {
+        /// The db.
+        path: PathBuf,
+    },
     /// Writing the db out failed (the message names the file).
     #[error(transparent)]
     Output(#[from] dcg_outfile::Error),

@@ -1,4 +1,4 @@
-//! The on-disk records of sigdb version 5, exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 6 (and how version 5's header differs), exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
@@ -8,8 +8,10 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
-/// The format version this crate writes and reads.
-pub const VERSION: u32 = 5;
+/// The format version this crate writes (and reads, with [`VERSION_5`]).
+pub const VERSION: u32 = 6;
+/// The older version this crate still reads: no member sections, a 624-byte header.
+pub const VERSION_5: u32 = 5;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
 /// Section alignment inside the file.
@@ -67,10 +69,19 @@ pub enum SectionId {
     ParamBlocks = 20,
     /// `u32` offsets: where each LZ4 block of `types` starts.
     TypeBlocks = 21,
+    /// [`MemberRecord`]s of structs and unions, in LZ4 blocks of [`MEMBER_BLOCK`]
+    /// records (bytes).
+    Members = 22,
+    /// `u32` offsets: where each LZ4 block of `members` starts.
+    MemberBlocks = 23,
 }
 
-/// Number of sections in version 5.
-pub const SECTION_COUNT: usize = 22;
+/// Number of sections in version 6.
+pub const SECTION_COUNT: usize = 24;
+/// Number of sections in version 5 (the first 22, without the members).
+pub const SECTION_COUNT_5: usize = 22;
+/// Size of a version 5 header (its section table has [`SECTION_COUNT_5`] entries).
+pub const HEADER_SIZE_5: usize = 624;
 
 /// Size of the header, section table included.
 pub const HEADER_SIZE: usize = core::mem::size_of::<Header>();
@@ -99,6 +110,8 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     core::mem::size_of::<FrameRecord>(),
     4,
     4,
+    1,
+    4,
 ];
 
 /// Human-readable section names, for error messages.
@@ -125,6 +138,8 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "string_frames",
     "param_blocks",
     "type_blocks",
+    "members",
+    "member_blocks",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -141,7 +156,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (624 bytes), at offset 0.
+/// The file header (680 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -149,11 +164,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 624.
+    /// Size of this header, section table included: 680.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 22.
+    /// Number of section table entries: 24.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -171,6 +186,10 @@ pub struct Header {
     pub param_count: U32,
     /// Number of type records packed in the `types` blocks.
     pub type_count: U32,
+    /// Number of member records packed in the `members` blocks.
+    pub member_count: U32,
+    /// Reserved, zero.
+    pub reserved: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
 }
@@ -218,11 +237,46 @@ pub struct TypeRecord {
     /// Referenced type: pointee, array element, typedef or qualifier target, function
     /// return type. Meaningful only for those kinds.
     pub target: U32,
-    /// First enumerator (enum) or first proto param (function).
+    /// First enumerator (enum), first proto param (function) or first member (struct,
+    /// union).
     pub first: U32,
-    /// Enumerator count (enum), parameter count (function), element count (array).
+    /// Enumerator count (enum), parameter count (function), element count (array),
+    /// member count (struct, union).
     pub count: U32,
 }
+
+/// A member of a struct or union (12 bytes), in declaration order.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub struct MemberRecord {
+    /// String offset of the name (0: an anonymous struct or union member).
+    pub name: U32,
+    /// Type index (bits 0..24) and the bit-field width (bits 24..32; 0: not a bit-field).
+    pub ty_bits: U32,
+    /// Offset of the member from the start of its struct, in bits.
+    pub bit_offset: U32,
+}
+
+/// Largest type index a member record can hold.
+pub const MAX_MEMBER_TYPE: u32 = (1 << 24) - 1;
+/// Largest bit offset a member record can hold (a member at 512 MiB or more is not
+/// recorded: its struct gets none).
+pub const MAX_MEMBER_BIT_OFFSET: u64 = u32::MAX as u64;
+
+impl MemberRecord {
+    /// Type index.
+    pub fn ty(&self) -> u32 {
+        self.ty_bits.get() & MAX_MEMBER_TYPE
+    }
+
+    /// Width of a bit-field in bits (0: not a bit-field).
+    pub fn bit_size(&self) -> u32 {
+        self.ty_bits.get() >> 24
+    }
+}
+
+/// Number of member records per LZ4 block of the `members` section (768 bytes).
+pub const MEMBER_BLOCK: usize = 64;
 
 /// One enumerator of an enum (12 bytes).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -460,7 +514,8 @@ pub struct FrameRecord {
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 624);
+    assert!(core::mem::size_of::<Header>() == 680);
+    assert!(core::mem::size_of::<MemberRecord>() == 12);
     assert!(core::mem::size_of::<FrameRecord>() == 8);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);
     assert!(core::mem::size_of::<ModuleRecord>() == 72);

@@ -29,12 +29,12 @@ mod write;
 /// The builder and what it is given (also exported at the crate root).
 pub mod builder {
     pub use crate::common::{FuncId, ModuleId, TypeId};
-    pub use crate::write::desc::{FunctionDesc, ModuleDesc, ParamDesc, TypeDesc};
+    pub use crate::write::desc::{FunctionDesc, MemberDesc, ModuleDesc, ParamDesc, TypeDesc};
     pub use crate::write::DbBuilder;
 }
 
 pub use builder::{
-    DbBuilder, FuncId, FunctionDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
+    DbBuilder, FuncId, FunctionDesc, MemberDesc, ModuleDesc, ModuleId, ParamDesc, TypeDesc, TypeId,
 };
 pub use common::InstanceId;
 pub use error::{Error, FormatError, FormatErrorKind};
@@ -44,6 +44,7 @@ pub use model::{
 };
 pub use read::callers::Callers;
 pub use read::instances::{Instance, InstanceIter, Locations, Ranges};
+pub use read::members::{Member, Members};
 pub use read::view::{hex, Function, Module, Param, Type};
 pub use read::Db;
 pub use regs::SYSV_INT_ARG_REGS;

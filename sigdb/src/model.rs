@@ -20,9 +20,9 @@ pub enum TypeKind {
     Pointer = 5,
     /// An enum with enumerators; signedness in [`TypeFlags::SIGNED`].
     Enum = 6,
-    /// A struct (name and size only).
+    /// A struct: name, size and members ([`crate::Type::members`]).
     Struct = 7,
-    /// A union (name and size only).
+    /// A union: name, size and members ([`crate::Type::members`]).
     Union = 8,
     /// An array of `count` elements of `target` (count 0: unknown or flexible).
     Array = 9,

@@ -4,7 +4,7 @@
 mod common;
 
 use proptest::prelude::*;
-use sigdb::layout::Header;
+use sigdb::layout::{Header, HEADER_SIZE, SECTION_COUNT};
 use sigdb::*;
 use zerocopy::FromBytes;
 
@@ -78,23 +78,23 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads version 5); rebuild the db \
-             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+            "format version 1 is not supported (this dcg reads versions 5 and 6); rebuild the \
+             db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads version 5); rebuild the db \
-             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+            "format version 2 is not supported (this dcg reads versions 5 and 6); rebuild the \
+             db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 3),
-            "format version 3 is not supported (this dcg reads version 5); rebuild the db \
-             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+            "format version 3 is not supported (this dcg reads versions 5 and 6); rebuild the \
+             db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 4),
-            "format version 4 is not supported (this dcg reads version 5); rebuild the db \
-             from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
+            "format version 4 is not supported (this dcg reads versions 5 and 6); rebuild the \
+             db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| {
@@ -109,7 +109,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 624 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 680 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -178,7 +178,12 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
     let good = Db::from_bytes(bytes.clone()).unwrap();
     let named = good.functions().find(|f| f.params().len() > 0).unwrap();
     assert!(!named.name().is_empty());
-    for (section, name, skip) in [(0usize, "strings", 6), (7, "params", 0), (2, "types", 0)] {
+    for (section, name, skip) in [
+        (0usize, "strings", 6),
+        (7, "params", 0),
+        (2, "types", 0),
+        (22, "members", 0),
+    ] {
         let (at, len) = {
             let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
             let s = &h.sections[section];
@@ -192,6 +197,90 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
         let msg = Db::from_bytes(b).unwrap_err().to_string();
         assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
     }
+}
+
+/// `records` as one LZ4 block of literals only (a valid block: the format requires its
+/// last five bytes to be literals, and here they all are).
+fn lz4_literals(records: &[u8]) -> Vec<u8> {
+    let n = records.len();
+    let mut out = vec![(n.min(15) as u8) << 4];
+    if n >= 15 {
+        let mut rest = n - 15;
+        while rest >= 255 {
+            out.push(255);
+            rest -= 255;
+        }
+        out.push(rest as u8);
+    }
+    out.extend_from_slice(records);
+    out
+}
+
+/// The sample with its member records replaced by `records` (as many as it has, one
+/// block, byte-transposed as stored) behind a valid checksum.
+fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
+    let bytes = sample();
+    let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
+    let count = h.member_count.get() as usize;
+    assert!((1..=64).contains(&count));
+    let at = h.sections[22].offset.get() as usize;
+    let raw: Vec<u8> = (0..count)
+        .flat_map(|i| records(i).into_iter().flat_map(u32::to_le_bytes))
+        .collect();
+    // Stored byte-transposed: byte k of record i at k * count + i.
+    let raw: Vec<u8> = (0..12)
+        .flat_map(|k| (0..count).map(move |i| (i, k)))
+        .map(|(i, k)| raw[i * 12 + k])
+        .collect();
+    let block = lz4_literals(&raw);
+    let mut out = bytes[..at].to_vec();
+    out.extend_from_slice(&block);
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    let table_at = out.len();
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    let entry = |id: usize| HEADER_SIZE - 24 * SECTION_COUNT + 24 * id;
+    let (e22, e23) = (entry(22), entry(23));
+    out[e22 + 8..e22 + 16].copy_from_slice(&(block.len() as u64).to_le_bytes());
+    out[e22 + 16..e22 + 20].copy_from_slice(&(block.len() as u32).to_le_bytes());
+    out[e23..e23 + 8].copy_from_slice(&(table_at as u64).to_le_bytes());
+    let len = out.len() as u64;
+    out[24..32].copy_from_slice(&len.to_le_bytes());
+    fix_checksum(&mut out);
+    out
+}
+
+/// Member records that break the rules behind a valid checksum: opening fails naming
+/// the member record; records that keep them open.
+#[test]
+fn bad_members_are_reported() {
+    // All members of every struct: `int` at offset 0 (type 1 is the first the sample's
+    // functions reach; whatever it is, it fits at offset 0 of the 8-byte union).
+    let db = Db::from_bytes(with_members(|_| [0, 1, 0])).unwrap();
+    assert!(db.member_count() > 0);
+    let msg = Db::from_bytes(with_members(|i| [0, if i == 3 { 1 << 20 } else { 1 }, 0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("members record 3: type out of bounds"),
+        "{msg}"
+    );
+    let msg = Db::from_bytes(with_members(|i| [if i == 2 { u32::MAX } else { 0 }, 1, 0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("members record 2: name is not a string"),
+        "{msg}"
+    );
+    let msg = Db::from_bytes(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("members record 5: member outside its struct"),
+        "{msg}"
+    );
 }
 
 #[test]

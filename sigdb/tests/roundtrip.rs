@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use sigdb::*;
+use std::collections::HashMap;
 
 fn modules_of(n: usize) -> Vec<ModuleDesc> {
     (0..n)
@@ -56,7 +57,7 @@ fn sample_inline_instances() {
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 5);
+    assert_eq!(db.version(), 6);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);
@@ -146,8 +147,9 @@ fn output_is_independent_of_insertion_order() {
         .collect();
     let funcs: Vec<_> = db.functions().collect();
     let mut ids = std::collections::HashMap::new();
+    let mut memo = HashMap::new();
     for f in funcs.iter().rev() {
-        let desc = copy_function(&mut b, *f, mods[f.module_index()]);
+        let desc = copy_function(&mut b, *f, mods[f.module_index()], &mut memo);
         ids.insert(f.index(), b.add_function(desc));
     }
     for f in &funcs {
@@ -173,10 +175,36 @@ fn output_is_independent_of_insertion_order() {
     assert_eq!(b.finish().unwrap(), a);
 }
 
-fn copy_type(b: &mut DbBuilder, t: Type<'_>) -> TypeId {
-    let target = t.target().map(|c| copy_type(b, c));
-    let params = t.params().map(|p| copy_type(b, p)).collect();
-    b.add_type(TypeDesc {
+/// Copy `t` into `b` with its members: an anonymous struct's in its description, a
+/// named one's set once its id exists (`memo`: the types copied, by db index, which ends
+/// the walk at a struct that points to itself).
+fn copy_type(b: &mut DbBuilder, t: Type<'_>, memo: &mut HashMap<u32, TypeId>) -> TypeId {
+    if let Some(&id) = memo.get(&t.index()) {
+        return id;
+    }
+    let target = t.target().map(|c| copy_type(b, c, memo));
+    let params = t.params().map(|p| copy_type(b, p, memo)).collect();
+    let copy_members = |b: &mut DbBuilder, memo: &mut HashMap<u32, TypeId>| {
+        t.members()
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                MemberDesc {
+                    name: m.name().into(),
+                    ty: copy_type(b, m.ty(), memo),
+                    bit_offset: m.bit_offset().into(),
+                    bit_size: m.bit_size() as u8,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let anonymous = t.name().is_empty();
+    let members = if anonymous {
+        copy_members(b, memo)
+    } else {
+        Vec::new()
+    };
+    let id = b.add_type(TypeDesc {
         kind: t.kind(),
         name: t.name().into(),
         size: t.size(),
@@ -186,16 +214,28 @@ fn copy_type(b: &mut DbBuilder, t: Type<'_>) -> TypeId {
         count: t.array_len(),
         enumerators: t.enumerators().map(|(n, v)| (n.into(), v)).collect(),
         params,
-    })
+        members,
+    });
+    memo.insert(t.index(), id);
+    if !anonymous && matches!(t.kind(), TypeKind::Struct | TypeKind::Union) {
+        let members = copy_members(b, memo);
+        b.set_members(id, members);
+    }
+    id
 }
 
-fn copy_function(b: &mut DbBuilder, f: Function<'_>, module: ModuleId) -> FunctionDesc {
-    let ret = copy_type(b, f.ret());
+fn copy_function(
+    b: &mut DbBuilder,
+    f: Function<'_>,
+    module: ModuleId,
+    memo: &mut HashMap<u32, TypeId>,
+) -> FunctionDesc {
+    let ret = copy_type(b, f.ret(), memo);
     let params = f
         .params()
         .map(|p| ParamDesc {
             name: p.name().into(),
-            ty: copy_type(b, p.ty()),
+            ty: copy_type(b, p.ty(), memo),
             loc: p.loc(),
         })
         .collect();

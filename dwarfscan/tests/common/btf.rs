@@ -1,5 +1,6 @@
 //! A minimal BTF reader: enough to spell every FUNC's prototype in C, the way
-//! `sigdb::Type::declare` spells dcg's, for comparing the two.
+//! `sigdb::Type::declare` spells dcg's, and to list every struct's and union's members,
+//! for comparing the two.
 
 use std::collections::HashMap;
 
@@ -13,6 +14,8 @@ pub struct BtfType {
     /// FUNC_PROTO params (name, type) / ARRAY (elem, nelems) stored here.
     pub params: Vec<(String, u32)>,
     pub nelems: u32,
+    /// STRUCT/UNION members: (name, bit offset, bit-field width or 0).
+    pub members: Vec<(String, u32, u32)>,
 }
 
 pub struct Btf {
@@ -76,6 +79,7 @@ impl Btf {
             kind_flag: false,
             params: vec![],
             nelems: 0,
+            members: vec![],
         }];
         let mut o = 0;
         while o + 12 <= tb.len() {
@@ -93,6 +97,7 @@ impl Btf {
                 kind_flag: info >> 31 != 0,
                 params: vec![],
                 nelems: 0,
+                members: vec![],
             };
             match kind {
                 INT => o += 4,
@@ -101,7 +106,20 @@ impl Btf {
                     t.nelems = u32_at(tb, o + 8)?;
                     o += 12;
                 }
-                STRUCT | UNION => o += 12 * vlen as usize,
+                STRUCT | UNION => {
+                    for i in 0..vlen as usize {
+                        let n = s(u32_at(tb, o + 12 * i)?);
+                        let off = u32_at(tb, o + 12 * i + 8)?;
+                        // With kind_flag, the offset packs the bit-field width above
+                        // a 24-bit bit offset.
+                        t.members.push(if t.kind_flag {
+                            (n, off & 0xff_ffff, off >> 24)
+                        } else {
+                            (n, off, 0)
+                        });
+                    }
+                    o += 12 * vlen as usize;
+                }
                 ENUM => o += 8 * vlen as usize,
                 FUNC_PROTO => {
                     for i in 0..vlen as usize {
@@ -378,4 +396,167 @@ pub fn compare(btf: &[BtfFunc], db: &sigdb::Db) -> Agreement {
         }
     }
     a
+}
+
+/// A struct or union of BTF or of a db, its members as (name, bit offset, bit-field width).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aggregate {
+    pub union: bool,
+    pub name: String,
+    pub size: u32,
+    pub members: Vec<(String, u32, u32)>,
+}
+
+impl Btf {
+    /// Every named struct and union (FWDs, which have no members, left out).
+    pub fn aggregates(&self) -> Vec<Aggregate> {
+        self.types
+            .iter()
+            .filter(|t| matches!(t.kind, STRUCT | UNION) && !t.name.is_empty())
+            .map(|t| Aggregate {
+                union: t.kind == UNION,
+                name: t.name.clone(),
+                size: t.size_or_type,
+                members: t.members.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Every named struct and union of `db` that is not a declaration, with its members.
+pub fn db_aggregates(db: &sigdb::Db) -> Vec<Aggregate> {
+    let mut out = vec![];
+    for i in 0..db.type_count() as u32 {
+        let Some(t) = db.type_at(i) else { continue };
+        let union = match t.kind() {
+            sigdb::TypeKind::Struct => false,
+            sigdb::TypeKind::Union => true,
+            _ => continue,
+        };
+        if t.name().is_empty() || t.flags().contains(sigdb::TypeFlags::DECLARATION) {
+            continue;
+        }
+        let members = t
+            .members()
+            .expect("members recorded")
+            .map(|m| {
+                let m = m.expect("member block");
+                (m.name().to_string(), m.bit_offset(), m.bit_size())
+            })
+            .collect();
+        out.push(Aggregate {
+            union,
+            name: t.name().to_string(),
+            size: t.size(),
+            members,
+        });
+    }
+    out
+}
+
+/// The outcome of comparing the structs and unions of BTF and of a db.
+#[derive(Default, Debug)]
+pub struct MemberAgreement {
+    /// Named structs and unions in BTF.
+    pub btf: usize,
+    /// Those the db has too, same kind, name and size.
+    pub compared: usize,
+    /// Those whose member lists are identical (names, bit offsets, bit-field widths).
+    pub identical: usize,
+    /// Members compared (of the structs compared) and identical.
+    pub members: usize,
+    pub members_identical: usize,
+    /// Disagreement class → count, with a few examples.
+    pub classes: HashMap<&'static str, (usize, Vec<String>)>,
+}
+
+impl MemberAgreement {
+    pub fn report(&self) -> String {
+        let mut s = format!(
+            "BTF structs and unions: {}, in the db with the same size: {}, identical members: \
+             {} ({} of {} members)\n",
+            self.btf, self.compared, self.identical, self.members_identical, self.members
+        );
+        let mut classes: Vec<_> = self.classes.iter().collect();
+        classes.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
+        for (c, (n, ex)) in classes {
+            s.push_str(&format!("  {c}: {n}\n"));
+            for e in ex {
+                s.push_str(&format!("      {e}\n"));
+            }
+        }
+        s
+    }
+
+    fn count(&mut self, class: &'static str, detail: String) {
+        let e = self.classes.entry(class).or_default();
+        e.0 += 1;
+        if e.1.len() < 5 {
+            e.1.push(detail);
+        }
+    }
+}
+
+/// Compare every named BTF struct and union with the db's of the same kind, name and
+/// size (any of them when the db has several: the same name may be two structs).
+pub fn compare_members(btf: &[Aggregate], db: &[Aggregate]) -> MemberAgreement {
+    let mut by_key: HashMap<(bool, &str, u32), Vec<&Aggregate>> = HashMap::new();
+    let mut names: std::collections::HashSet<(bool, &str)> = Default::default();
+    for a in db {
+        by_key
+            .entry((a.union, &a.name, a.size))
+            .or_default()
+            .push(a);
+        names.insert((a.union, &a.name));
+    }
+    let mut r = MemberAgreement {
+        btf: btf.len(),
+        ..Default::default()
+    };
+    let show = |m: &[(String, u32, u32)]| {
+        m.iter()
+            .map(|(n, o, b)| match b {
+                0 => format!("{n}@{o}"),
+                b => format!("{n}@{o}:{b}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for b in btf {
+        let Some(cands) = by_key.get(&(b.union, b.name.as_str(), b.size)) else {
+            let class = if names.contains(&(b.union, b.name.as_str())) {
+                "in the db with another size"
+            } else {
+                "not in the db"
+            };
+            r.count(class, b.name.clone());
+            continue;
+        };
+        r.compared += 1;
+        r.members += b.members.len();
+        if cands.iter().any(|c| c.members == b.members) {
+            r.identical += 1;
+            r.members_identical += b.members.len();
+            continue;
+        }
+        let c = cands[0];
+        r.members_identical += b.members.iter().filter(|m| c.members.contains(m)).count();
+        let class = if c.members.is_empty() {
+            "no members in the db"
+        } else if c.members.len() != b.members.len() {
+            "member count differs"
+        } else if c.members.iter().zip(&b.members).any(|(x, y)| x.0 != y.0) {
+            "member names differ"
+        } else {
+            "member offsets differ"
+        };
+        let detail = format!(
+            "{}: btf `{}` db `{}`",
+            b.name,
+            show(&b.members),
+            show(&c.members)
+        );
+        r.count(class, detail);
+    }
+    r
 }

@@ -15,12 +15,17 @@ pub fn scan_to_db(inputs: &[PathBuf]) -> (sigdb::Db, dwarfscan::Stats) {
 
 /// The `.BTF` section of an ELF file, parsed into functions.
 pub fn btf_funcs_of(elf: &Path) -> Vec<btf::BtfFunc> {
+    btf_of(elf).funcs()
+}
+
+/// The `.BTF` section of an ELF file, parsed.
+pub fn btf_of(elf: &Path) -> btf::Btf {
     use object::{Object, ObjectSection};
     let data = std::fs::read(elf).expect("read elf");
     let file = object::File::parse(&*data).expect("parse elf");
     let sec = file.section_by_name(".BTF").expect(".BTF section");
     let b = sec.uncompressed_data().expect(".BTF data");
-    btf::Btf::parse(&b).expect("valid BTF").funcs()
+    btf::Btf::parse(&b).expect("valid BTF")
 }
 
 /// The download/build cache (`$DCG_KCACHE` or ~/.cache/dcg-kernels).

@@ -7,6 +7,32 @@
 use super::frames::unit_error;
 use crate::FormatError;
 
+/// `block` (whole records of `size` bytes) byte-transposed: byte *k* of record *i* of *n*
+/// moves to *k* × *n* + *i*, so that the bytes of a field, alike from record to record
+/// (high bytes of small numbers, zero reserved bytes), come in runs that LZ4 compresses.
+pub(crate) fn transpose(block: &[u8], size: usize) -> Vec<u8> {
+    let n = block.len() / size;
+    let mut out = vec![0u8; block.len()];
+    for (i, rec) in block.chunks_exact(size).enumerate() {
+        for (k, &b) in rec.iter().enumerate() {
+            out[k * n + i] = b;
+        }
+    }
+    out
+}
+
+/// The inverse of [`transpose`].
+pub(crate) fn untranspose(block: &[u8], size: usize) -> Box<[u8]> {
+    let n = block.len() / size;
+    let mut out = vec![0u8; block.len()].into_boxed_slice();
+    for (k, plane) in block.chunks_exact(n.max(1)).enumerate().take(size) {
+        for (dst, &b) in out[k..].iter_mut().step_by(size).zip(plane) {
+            *dst = b;
+        }
+    }
+    out
+}
+
 /// The number of records of block `b` of a section of `count` records.
 pub(crate) fn records_in(b: usize, count: usize, per_block: usize) -> usize {
     count.saturating_sub(b * per_block).min(per_block)

@@ -23,6 +23,8 @@ enum Storage {
 pub struct Db {
     data: Storage,
     path: PathBuf,
+    /// The header, a version 5 one converted to the current layout (no members).
+    header: Header,
     pub(super) sections: [(usize, usize); SECTION_COUNT],
     /// The decompressed frames of `inline_callers`, filled on first use.
     inline_frames: FrameCache,
@@ -38,6 +40,8 @@ pub struct Db {
     param_blocks: FrameCache,
     /// The decompressed LZ4 blocks of `types`, filled on first use.
     type_blocks: FrameCache,
+    /// The decompressed LZ4 blocks of `members`, filled on first use.
+    member_blocks: FrameCache,
 }
 
 impl std::fmt::Debug for Db {
@@ -96,7 +100,7 @@ impl Db {
             Storage::Owned(v) => v,
         };
         match validate(bytes) {
-            Ok(sections) => {
+            Ok((header, sections)) => {
                 let frames =
                     |id: SectionId, size: usize| FrameCache::new(sections[id as usize].1 / size);
                 let (off, len) = sections[SectionId::StringFrames as usize];
@@ -119,6 +123,8 @@ impl Db {
                     strings_len,
                     param_blocks: frames(SectionId::ParamBlocks, 4),
                     type_blocks: frames(SectionId::TypeBlocks, 4),
+                    member_blocks: frames(SectionId::MemberBlocks, 4),
+                    header,
                     data,
                     path,
                     sections,
@@ -149,11 +155,7 @@ impl Db {
     }
 
     pub(super) fn header(&self) -> &Header {
-        // Validated on open.
-        Header::ref_from_prefix(self.bytes())
-            .map(|(h, _)| h)
-            .ok()
-            .unwrap_or(&EMPTY_HEADER)
+        &self.header
     }
 
     fn section(&self, id: SectionId) -> &[u8] {
@@ -199,18 +201,35 @@ impl Db {
             .get(i % TYPE_BLOCK)
     }
 
-    /// Block `b` of the LZ4 record section `id` (params or types): decompressed and
-    /// checked on first use, then cached.
+    /// Member record `index` (an error in a bad block; `None` past the end).
+    pub(super) fn member_record(
+        &self,
+        index: u32,
+    ) -> Result<Option<&MemberRecord>, &crate::FormatError> {
+        let i = index as usize;
+        let block = self.load_block(SectionId::Members, i / MEMBER_BLOCK)?;
+        Ok(<[MemberRecord]>::ref_from_bytes(block)
+            .ok()
+            .and_then(|r| r.get(i % MEMBER_BLOCK)))
+    }
+
+    /// Block `b` of the LZ4 record section `id` (params, types or members): decompressed
+    /// and checked on first use, then cached.
     fn load_block(&self, id: SectionId, b: usize) -> Result<&[u8], &crate::FormatError> {
         let cache = match id {
             SectionId::Params => &self.param_blocks,
+            SectionId::Members => &self.member_blocks,
             _ => &self.type_blocks,
         };
         cache.get(b, || self.decode_block(id, b))
     }
 
     /// Block `b` of the LZ4 record section `id`, decompressed and checked, not cached.
-    fn decode_block(&self, id: SectionId, b: usize) -> Result<Box<[u8]>, crate::FormatError> {
+    pub(super) fn decode_block(
+        &self,
+        id: SectionId,
+        b: usize,
+    ) -> Result<Box<[u8]>, crate::FormatError> {
         let h = self.header();
         let (table, count, per_block, size) = match id {
             SectionId::Params => (
@@ -218,6 +237,12 @@ impl Db {
                 h.param_count.get(),
                 PARAM_BLOCK,
                 core::mem::size_of::<ParamRecord>(),
+            ),
+            SectionId::Members => (
+                SectionId::MemberBlocks,
+                h.member_count.get(),
+                MEMBER_BLOCK,
+                core::mem::size_of::<MemberRecord>(),
             ),
             _ => (
                 SectionId::TypeBlocks,
@@ -237,6 +262,12 @@ impl Db {
             n * size,
             SECTION_NAMES[id as usize],
         )?;
+        // Since version 6, type and member blocks are stored byte-transposed.
+        let raw = if id != SectionId::Params && h.version.get() != VERSION_5 {
+            super::blocks::untranspose(&raw, size)
+        } else {
+            raw
+        };
         let v = super::validate::Validator::new(self.bytes(), self.sections);
         let cx = super::validate::BlockContext {
             strings_len: self.strings_len,
@@ -244,6 +275,7 @@ impl Db {
             enumerators: self.enumerator_records().len(),
             protos: self.proto_params(),
             values: self.records(SectionId::ParamValues),
+            members: h.member_count.get(),
         };
         let first = (b * per_block) as u32;
         let at = offsets.get(b).map_or(0, |o| o.get() as usize);
@@ -252,6 +284,13 @@ impl Db {
                 &cx,
                 first,
                 <[ParamRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
+                at,
+            )?,
+            SectionId::Members => super::members::check_block(
+                &v,
+                &cx,
+                first,
+                <[MemberRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
                 at,
             )?,
             _ => v.type_block(
@@ -350,15 +389,12 @@ impl Db {
                 self.decode_frame(id, f)?;
             }
         }
-        for (id, cache) in [
-            (SectionId::Types, &self.type_blocks),
-            (SectionId::Params, &self.param_blocks),
-        ] {
-            for b in 0..cache.len() {
-                self.decode_block(id, b)?;
-            }
+        for b in 0..self.param_blocks.len() {
+            self.decode_block(SectionId::Params, b)?;
         }
-        Ok(())
+        // The type and member blocks, each decompressed and checked once, and the
+        // members against their structs.
+        super::members::check_layout(self)
     }
 
     /// Decompress and check every compressed frame and block, and keep them. Opening
@@ -382,6 +418,7 @@ impl Db {
         for (id, cache) in [
             (SectionId::Types, &self.type_blocks),
             (SectionId::Params, &self.param_blocks),
+            (SectionId::Members, &self.member_blocks),
         ] {
             for b in 0..cache.len() {
                 self.load_block(id, b).map_err(fail)?;
@@ -491,27 +528,6 @@ impl Db {
     }
 }
 
-static EMPTY_HEADER: Header = Header {
-    magic: [0; 8],
-    version: zerocopy::little_endian::U32::ZERO,
-    header_size: zerocopy::little_endian::U32::ZERO,
-    flags: zerocopy::little_endian::U32::ZERO,
-    section_count: zerocopy::little_endian::U32::ZERO,
-    file_size: zerocopy::little_endian::U64::ZERO,
-    body_crc32: zerocopy::little_endian::U32::ZERO,
-    build_id_len: zerocopy::little_endian::U32::ZERO,
-    build_id: [0; MAX_BUILD_ID],
-    machine: zerocopy::little_endian::U32::ZERO,
-    instance_count: zerocopy::little_endian::U32::ZERO,
-    param_count: zerocopy::little_endian::U32::ZERO,
-    type_count: zerocopy::little_endian::U32::ZERO,
-    sections: [SectionEntry {
-        offset: zerocopy::little_endian::U64::ZERO,
-        length: zerocopy::little_endian::U64::ZERO,
-        count: zerocopy::little_endian::U32::ZERO,
-        record_size: zerocopy::little_endian::U32::ZERO,
-    }; SECTION_COUNT],
-};
 /// The checks of a decompressed string frame: UTF-8, ending with the NUL of its last
 /// string; the first frame starts with the empty string.
 fn check_string_frame(f: usize, raw: &[u8], file_offset: usize) -> Result<(), crate::FormatError> {

@@ -102,6 +102,11 @@ impl Db {
             .map(|rec| Type::new(self, index, rec))
     }
 
+    /// Number of member records (0 in a version 5 db, which records none).
+    pub fn member_count(&self) -> usize {
+        self.header().member_count.get() as usize
+    }
+
     /// Number of parameter records (shared by functions with identical lists).
     pub fn param_record_count(&self) -> usize {
         self.header().param_count.get() as usize

@@ -2,14 +2,15 @@
 //! (`validate.rs`), then read in place (`db.rs`: storage, sections, frames and blocks
 //! decompressed on first use; `lookup.rs`: the questions a db answers; `view.rs`: the
 //! views it answers with). The packed sections are decoded by the modules named for
-//! them: `callers.rs`, `instances.rs`, `frames.rs` (zstd) and `blocks.rs` (LZ4).
+//! them: `callers.rs`, `instances.rs`, `members.rs`, `frames.rs` (zstd) and `blocks.rs` (LZ4).
 
-mod blocks;
+pub(crate) mod blocks;
 pub(crate) mod callers;
 mod db;
 mod frames;
 pub(crate) mod instances;
 mod lookup;
+pub(crate) mod members;
 mod validate;
 pub(crate) mod view;
 

@@ -14,42 +14,61 @@ pub(crate) fn fail<T>(offset: usize, kind: FormatErrorKind) -> Result<T, FormatE
     })
 }
 
-/// Check everything; return (offset, length) of each section.
-pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], FormatError> {
+/// Check everything; return the header (a version 5 one converted to the current
+/// layout, without members) and the (offset, length) of each section.
+pub(crate) fn validate(
+    bytes: &[u8],
+) -> Result<(Header, [(usize, usize); SECTION_COUNT]), FormatError> {
     use FormatErrorKind::*;
-    let hsize = core::mem::size_of::<Header>();
     // A file that does not even start like a sigdb is "not a sigdb", whatever its size.
     let n = bytes.len().min(8);
     if bytes[..n] != MAGIC[..n] {
         return fail(0, BadMagic);
     }
-    if bytes.len() < 12 {
-        return fail(
+    let truncated = |needed: usize| {
+        fail(
             0,
             Truncated {
-                needed: hsize as u64,
+                needed: needed as u64,
                 len: bytes.len() as u64,
             },
-        );
+        )
+    };
+    if bytes.len() < 12 {
+        return truncated(HEADER_SIZE);
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version != VERSION {
-        return fail(8, UnsupportedVersion(version));
-    }
-    let Ok((h, _)) = Header::ref_from_prefix(bytes) else {
-        return fail(
-            0,
-            Truncated {
-                needed: hsize as u64,
-                len: bytes.len() as u64,
-            },
-        );
+    let h = match version {
+        VERSION => match Header::read_from_prefix(bytes) {
+            Ok((h, _)) => h,
+            Err(_) => return truncated(HEADER_SIZE),
+        },
+        VERSION_5 => match bytes.get(..HEADER_SIZE_5) {
+            Some(prefix) => header_5(prefix),
+            None => return truncated(HEADER_SIZE_5),
+        },
+        _ => return fail(8, UnsupportedVersion(version)),
+    };
+    let (hsize, nsections) = if version == VERSION_5 {
+        (HEADER_SIZE_5, SECTION_COUNT_5)
+    } else {
+        (HEADER_SIZE, SECTION_COUNT)
     };
     if h.header_size.get() as usize != hsize {
-        return fail(12, BadHeader("header size is not 624"));
+        let what = if version == VERSION_5 {
+            "header size is not 624"
+        } else {
+            "header size is not 680"
+        };
+        return fail(12, BadHeader(what));
     }
-    if h.section_count.get() as usize != SECTION_COUNT {
-        return fail(20, BadHeader("section count is not 22"));
+    if h.section_count.get() as usize != nsections {
+        let what = if version == VERSION_5 {
+            "section count is not 22"
+        } else {
+            "section count is not 24"
+        };
+        return fail(20, BadHeader(what));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -72,8 +91,9 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
     }
     let mut sections = [(0usize, 0usize); SECTION_COUNT];
     let mut prev_end = hsize;
-    for (i, s) in h.sections.iter().enumerate() {
-        let at = 88 + i * 24;
+    let table_at = hsize - 24 * nsections;
+    for (i, s) in h.sections.iter().enumerate().take(nsections) {
+        let at = table_at + i * 24;
         let (off, len) = (s.offset.get(), s.length.get());
         let ok = off % ALIGN as u64 == 0
             && off >= prev_end as u64
@@ -98,8 +118,20 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<[(usize, usize); SECTION_COUNT], 
             },
         );
     }
-    Validator { bytes, sections }.run(h)?;
-    Ok(sections)
+    Validator { bytes, sections }.run(&h)?;
+    Ok((h, sections))
+}
+
+/// A version 5 header (`prefix`: its 624 bytes) in the current layout: the same fields
+/// up to `type_count`, no members, and its 22 sections followed by two empty ones.
+fn header_5(prefix: &[u8]) -> Header {
+    let mut bytes = [0u8; HEADER_SIZE];
+    // Up to and including type_count (offset 92), the layouts agree.
+    bytes[..96].copy_from_slice(&prefix[..96]);
+    let table = HEADER_SIZE - 24 * SECTION_COUNT;
+    bytes[table..table + 24 * SECTION_COUNT_5].copy_from_slice(&prefix[96..HEADER_SIZE_5]);
+    let (h, _) = Header::read_from_prefix(&bytes[..]).expect("a header's size");
+    h
 }
 
 pub(crate) struct Validator<'a> {
@@ -219,6 +251,7 @@ impl<'a> Validator<'a> {
         }
         self.block_table(Types, TypeBlocks, type_count, TYPE_BLOCK)?;
         self.block_table(Params, ParamBlocks, param_count, PARAM_BLOCK)?;
+        self.block_table(Members, MemberBlocks, h.member_count.get(), MEMBER_BLOCK)?;
         // In this order, which decides the error a file with several defects gets.
         self.modules(&string_ok)?;
         self.enumerators_and_prototypes(&string_ok, type_count)?;
@@ -460,6 +493,7 @@ pub(crate) struct BlockContext<'a> {
     pub enumerators: usize,
     pub protos: &'a [zerocopy::little_endian::U32],
     pub values: &'a [ParamValue],
+    pub members: u32,
 }
 
 impl Validator<'_> {
@@ -543,6 +577,11 @@ impl Validator<'_> {
             match kind {
                 TypeKind::Enum if !within(t.first.get(), t.count.get(), cx.enumerators) => {
                     return bad("enumerator range out of bounds");
+                }
+                TypeKind::Struct | TypeKind::Union
+                    if !within(t.first.get(), t.count.get(), cx.members as usize) =>
+                {
+                    return bad("member range out of bounds");
                 }
                 TypeKind::Func => {
                     if !within(t.first.get(), t.count.get(), cx.protos.len()) {

@@ -295,6 +295,14 @@ impl<'a> Type<'a> {
             .map(move |e| (db.string(e.name.get()), e.value.get()))
     }
 
+    /// The members of a struct or union, in declaration order: none for other kinds and
+    /// for declarations (an incomplete struct); [`crate::Error::MembersNotRecorded`] when
+    /// the db predates members (format version 5). Their records are read from the
+    /// LZ4 block(s) holding them, decompressed on first use.
+    pub fn members(&self) -> Result<crate::Members<'a>, crate::Error> {
+        crate::read::members::members_of(self.db, self, self.rec.first.get(), self.rec.count.get())
+    }
+
     /// Parameter types of a function prototype.
     pub fn params(&self) -> impl ExactSizeIterator<Item = Type<'a>> + 'a {
         let recs = if self.kind() == TypeKind::Func {

@@ -1,6 +1,6 @@
-//! LZ4 record blocks as written: a section of fixed-size records (parameters, types)
-//! compressed in independent blocks of a fixed number of records (`read/blocks.rs`
-//! decompresses and checks them).
+//! LZ4 record blocks as written: a section of fixed-size records (parameters, types,
+//! members) compressed in independent blocks of a fixed number of records, the types'
+//! and members' byte-transposed first (`read/blocks.rs` decompresses and checks them).
 
 use crate::Error;
 
@@ -12,17 +12,25 @@ pub(super) struct Blocks {
 }
 
 /// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,
-/// each on its own.
+/// each on its own; `transposed`: each block's bytes reordered by
+/// [`crate::read::blocks::transpose`] first.
 pub(super) fn pack(
     data: &[u8],
     record_size: usize,
     per_block: usize,
+    transposed: bool,
     what: &'static str,
 ) -> Result<Blocks, Error> {
     use rayon::prelude::*;
     let compressed: Vec<Vec<u8>> = data
         .par_chunks(record_size * per_block)
-        .map(lz4_flex::block::compress)
+        .map(|block| {
+            if transposed {
+                lz4_flex::block::compress(&crate::read::blocks::transpose(block, record_size))
+            } else {
+                lz4_flex::block::compress(block)
+            }
+        })
         .collect();
     let mut out = Blocks {
         offsets: Vec::with_capacity(compressed.len()),

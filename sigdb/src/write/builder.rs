@@ -11,16 +11,16 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::path::Path;
 
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use super::callers::caller_lists;
-use super::desc::{FunctionDesc, InstanceDesc, ModuleDesc, TypeDesc};
+use super::desc::{FunctionDesc, InstanceDesc, MemberDesc, ModuleDesc, TypeDesc};
 use super::functions::canonical_order;
 use super::strings::StringTable;
 use super::writer::Writer;
 use crate::common::{FuncId, InstanceId, ModuleId, TypeId};
 use crate::layout::MAX_BUILD_ID;
-use crate::model::DbFlags;
+use crate::model::{DbFlags, TypeFlags, TypeKind};
 use crate::Error;
 
 /// Collects a database and writes it.
@@ -34,6 +34,10 @@ pub struct DbBuilder {
     /// The types by content: (hash of the description, id); each description is
     /// stored once, in `types`.
     pub(super) type_ids: hashbrown::HashTable<(u64, TypeId)>,
+    /// The members of named structs and unions: the first list given for each.
+    pub(super) members: FxHashMap<TypeId, Vec<MemberDesc>>,
+    /// How many lists [`DbBuilder::set_members`] was given that differ from the kept one.
+    pub(super) member_conflicts: u64,
     pub(super) functions: Vec<FunctionDesc>,
     pub(super) inlines: Vec<(FuncId, FuncId)>,
     pub(super) instances: Vec<InstanceDesc>,
@@ -89,6 +93,47 @@ impl DbBuilder {
                 h == hash && self.types[id.index()] == *desc
             })
             .map(|&(_, id)| id)
+    }
+
+    /// Give the members of the named struct or union `id` (a declaration's are ignored).
+    /// The same struct defined in many units is one type: the first list given is kept
+    /// (a producer that adds units in a fixed order keeps its output deterministic); a
+    /// different one later is counted in [`Self::member_conflicts`].
+    pub fn set_members(&mut self, id: TypeId, members: Vec<MemberDesc>) {
+        match self.members.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                if *e.get() != members {
+                    self.member_conflicts += 1;
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(members);
+            }
+        }
+    }
+
+    /// The members set for the named struct or union `id`, if any.
+    pub fn members(&self, id: TypeId) -> Option<&[MemberDesc]> {
+        self.members.get(&id).map(Vec::as_slice)
+    }
+
+    /// How many member lists differed from the one kept for their struct.
+    pub fn member_conflicts(&self) -> u64 {
+        self.member_conflicts
+    }
+
+    /// The members of type `id`: those of its description (anonymous), else those set.
+    pub(super) fn members_of(&self, id: TypeId) -> &[MemberDesc] {
+        let desc = &self.types[id.index()];
+        if !matches!(desc.kind, TypeKind::Struct | TypeKind::Union)
+            || desc.flags.contains(TypeFlags::DECLARATION)
+        {
+            return &[];
+        }
+        if !desc.members.is_empty() {
+            return &desc.members;
+        }
+        self.members.get(&id).map_or(&[], Vec::as_slice)
     }
 
     /// The description of an added type.
@@ -158,8 +203,8 @@ impl DbBuilder {
     }
 
     /// Every string the writer will store: the names of the modules, the functions, their
-    /// symbols and parameters, of the types they reach and of those types' enumerators,
-    /// and the instances' call files.
+    /// symbols and parameters, of the types they reach (through members too) and of
+    /// those types' enumerators and members, and the instances' call files.
     fn strings_written(&self) -> FxHashSet<&str> {
         // About one distinct string per function (most parameter and type names repeat).
         let mut out: FxHashSet<&str> =
@@ -185,6 +230,10 @@ impl DbBuilder {
                 out.insert(&desc.name);
                 out.extend(desc.enumerators.iter().map(|(n, _)| n.as_str()));
                 stack.extend(desc.children());
+                for m in self.members_of(t) {
+                    out.insert(&m.name);
+                    stack.push(m.ty);
+                }
             }
         }
         out.extend(self.modules.iter().map(|m| m.name.as_str()));
@@ -210,6 +259,10 @@ impl DbBuilder {
                 .hash(&mut h);
             for c in t.children() {
                 fp[c.0 as usize].hash(&mut h);
+            }
+            // An anonymous struct's members (added before it) are its identity.
+            for m in &t.members {
+                (&m.name, m.bit_offset, m.bit_size, fp[m.ty.0 as usize]).hash(&mut h);
             }
             fp[i] = h.finish();
         }

@@ -25,6 +25,24 @@ pub struct TypeDesc {
     pub enumerators: Vec<(String, i64)>,
     /// Parameter types of a function prototype.
     pub params: Vec<TypeId>,
+    /// Members of an anonymous struct or union, part of its identity (two anonymous
+    /// structs differ by their members). A named one is identified by its name, size and
+    /// flags, as a pointer to it may be among its members: its members are given apart,
+    /// with [`crate::DbBuilder::set_members`], once its id exists.
+    pub members: Vec<MemberDesc>,
+}
+
+/// A member of a struct or union.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemberDesc {
+    /// Name (empty for an anonymous struct or union member).
+    pub name: String,
+    /// Type.
+    pub ty: TypeId,
+    /// Offset from the start of the struct, in bits (below 2^32).
+    pub bit_offset: u64,
+    /// Width of a bit-field (1 to 255), 0 when not a bit-field.
+    pub bit_size: u8,
 }
 
 impl TypeDesc {
@@ -39,6 +57,7 @@ impl TypeDesc {
             count: 0,
             enumerators: Vec::new(),
             params: Vec::new(),
+            members: Vec::new(),
         }
     }
 

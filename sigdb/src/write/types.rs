@@ -1,5 +1,7 @@
 //! The type records: each type the functions reach written once, children first, in
-//! the order the functions reach them (so the numbering is canonical); type 0 is void.
+//! the order the functions reach them (so the numbering is canonical), then the members
+//! of the structs and unions among them in type order, with the types those reach
+//! (appended as they come); type 0 is void.
 
 use rustc_hash::FxBuildHasher;
 use std::hash::BuildHasher;
@@ -7,7 +9,7 @@ use std::hash::BuildHasher;
 use super::desc::TypeDesc;
 use super::writer::Writer;
 use crate::common::TypeId;
-use crate::layout::{EnumeratorRecord, TypeRecord};
+use crate::layout::{EnumeratorRecord, MemberRecord, TypeRecord, MAX_MEMBER_TYPE};
 use crate::model::TypeKind;
 use crate::Error;
 
@@ -59,6 +61,7 @@ impl Writer<'_, '_> {
                 0
             };
             let out = u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?;
+            self.type_ids.push(Some(t));
             self.types.push(TypeRecord {
                 kind: desc.kind as u8,
                 flags: desc.flags.bits(),
@@ -83,6 +86,7 @@ impl Writer<'_, '_> {
             return Ok(());
         }
         self.strings.add("void")?;
+        self.type_ids.push(None);
         self.types.push(TypeRecord {
             kind: TypeKind::Void as u8,
             flags: 0,
@@ -94,6 +98,41 @@ impl Writer<'_, '_> {
             first: 0.into(),
             count: 0.into(),
         });
+        Ok(())
+    }
+
+    /// The members of every struct and union written so far and of those their members
+    /// reach, in type order: each one's member records, its `first` and `count` set.
+    pub(super) fn emit_members(&mut self) -> Result<(), Error> {
+        let mut i = 0;
+        while i < self.types.len() {
+            let Some(id) = self.type_ids[i] else {
+                i += 1;
+                continue;
+            };
+            let members = self.b.members_of(id);
+            if !members.is_empty() {
+                let first =
+                    u32::try_from(self.members.len()).map_err(|_| Error::TooLarge("members"))?;
+                for m in members {
+                    let ty = self.emit_type(m.ty)?;
+                    if ty > MAX_MEMBER_TYPE {
+                        return Err(Error::TooLarge("types (members refer to them)"));
+                    }
+                    let bit_offset = u32::try_from(m.bit_offset)
+                        .map_err(|_| Error::TooLarge("member offsets"))?;
+                    let name = self.strings.add(&m.name)?;
+                    self.members.push(MemberRecord {
+                        name: name.into(),
+                        ty_bits: (ty | u32::from(m.bit_size) << 24).into(),
+                        bit_offset: bit_offset.into(),
+                    });
+                }
+                self.types[i].first = first.into();
+                self.types[i].count = (members.len() as u32).into();
+            }
+            i += 1;
+        }
         Ok(())
     }
 }

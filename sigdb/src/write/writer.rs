@@ -30,6 +30,7 @@ struct Body {
     modules: Vec<ModuleRecord>,
     params: Blocks,
     types: Blocks,
+    members: Blocks,
 }
 
 /// A parameter as written: (name string, type index, encoded location).
@@ -41,6 +42,9 @@ pub(super) struct Writer<'b, 't> {
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     pub(super) type_index: Vec<u32>,
     pub(super) types: Vec<TypeRecord>,
+    /// The builder id of each type record (`None` for a void the builder did not have).
+    pub(super) type_ids: Vec<Option<crate::common::TypeId>>,
+    pub(super) members: Vec<MemberRecord>,
     pub(super) enumerators: Vec<EnumeratorRecord>,
     pub(super) proto_params: Vec<u32>,
     pub(super) params: Vec<ParamRecord>,
@@ -57,6 +61,8 @@ impl<'b, 't> Writer<'b, 't> {
             strings,
             type_index: vec![u32::MAX; b.types.len()],
             types: Vec::new(),
+            type_ids: Vec::new(),
+            members: Vec::new(),
             enumerators: Vec::new(),
             proto_params: Vec::new(),
             params: Vec::new(),
@@ -105,6 +111,7 @@ impl<'b, 't> Writer<'b, 't> {
             modules,
             params,
             types,
+            members,
         } = body?;
 
         let sections: [&[u8]; SECTION_COUNT] = [
@@ -130,6 +137,8 @@ impl<'b, 't> Writer<'b, 't> {
             strings.frames.as_bytes(),
             params.offsets.as_bytes(),
             types.offsets.as_bytes(),
+            &members.bytes,
+            members.offsets.as_bytes(),
         ];
         let counts = [
             strings.bytes.len(),
@@ -154,12 +163,15 @@ impl<'b, 't> Writer<'b, 't> {
             strings.frames.len(),
             params.offsets.len(),
             types.offsets.len(),
+            members.bytes.len(),
+            members.offsets.len(),
         ];
         let records = Records {
             instances: inst.count,
             params: u32::try_from(self.params.len())
                 .map_err(|_| Error::TooLarge("parameter records"))?,
             types: u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?,
+            members: u32::try_from(self.members.len()).map_err(|_| Error::TooLarge("members"))?,
         };
         assemble(b, &sections, &counts, &records)
     }
@@ -176,6 +188,7 @@ impl<'b, 't> Writer<'b, 't> {
         self.emit_void()?;
         let (unique, new_index) = order;
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
+        self.emit_members()?;
         let this = &*self;
         let strings = this.strings;
         let (names, (instances, rest)) = rayon::join(
@@ -197,22 +210,31 @@ impl<'b, 't> Writer<'b, 't> {
                             this.params.as_bytes(),
                             core::mem::size_of::<ParamRecord>(),
                             PARAM_BLOCK,
+                            false,
                             "parameter records",
                         )?;
                         let types = blocks::pack(
                             this.types.as_bytes(),
                             core::mem::size_of::<TypeRecord>(),
                             TYPE_BLOCK,
+                            true,
                             "type records",
                         )?;
-                        Ok::<_, Error>((modules, params, types))
+                        let members = blocks::pack(
+                            this.members.as_bytes(),
+                            core::mem::size_of::<MemberRecord>(),
+                            MEMBER_BLOCK,
+                            true,
+                            "member records",
+                        )?;
+                        Ok::<_, Error>((modules, params, types, members))
                     },
                 )
             },
         );
         let (names, buckets) = names?;
         let (inst, inst_data) = instances?;
-        let (modules, params, types) = rest?;
+        let (modules, params, types, members) = rest?;
         Ok(Body {
             functions,
             code,
@@ -226,6 +248,7 @@ impl<'b, 't> Writer<'b, 't> {
             modules,
             params,
             types,
+            members,
         })
     }
 }
@@ -235,6 +258,7 @@ struct Records {
     instances: u32,
     params: u32,
     types: u32,
+    members: u32,
 }
 
 fn assemble(
@@ -282,6 +306,8 @@ fn assemble(
         instance_count: records.instances.into(),
         param_count: records.params.into(),
         type_count: records.types.into(),
+        member_count: records.members.into(),
+        reserved: 0.into(),
         sections: table,
     };
     out[..header_size].copy_from_slice(header.as_bytes());

@@ -107,6 +107,37 @@ pub fn db_function(f: Function<'_>) -> String {
     )
 }
 
+/// The members of `struct file` (232 bytes): a self pointer, bit-fields, an enum, a
+/// function pointer, a char array, an anonymous union of two members, a flexible array.
+fn add_file_members(b: &mut DbBuilder, [int, pfile, mode, pproto, arr, ch]: [TypeId; 6]) {
+    let m = |name: &str, ty, bit_offset, bit_size| MemberDesc {
+        name: name.into(),
+        ty,
+        bit_offset,
+        bit_size,
+    };
+    let long = b.add_type(TypeDesc::base(TypeKind::Int, "long int", 8, true));
+    let mut anon = TypeDesc::aggregate(TypeKind::Union, "", 8);
+    anon.members = vec![m("count", long, 0, 0), m("next_free", pfile, 0, 0)];
+    let anon = b.add_type(anon);
+    let flex = b.add_type(TypeDesc::array(ch, 0, 0));
+    let file = b.add_type(TypeDesc::aggregate(TypeKind::Struct, "file", 232));
+    b.set_members(
+        file,
+        vec![
+            m("next", pfile, 0, 0),
+            m("f_flags", int, 64, 0),
+            m("ready", int, 96, 1),
+            m("level", int, 97, 3),
+            m("f_mode", mode, 128, 0),
+            m("f_op", pproto, 192, 0),
+            m("", anon, 256, 0),
+            m("f_name", arr, 320, 0),
+            m("f_data", flex, 232 * 8, 0),
+        ],
+    );
+}
+
 /// A small but complete db: two modules, every type kind, clones, inline edges.
 pub fn sample_builder() -> DbBuilder {
     let mut b = DbBuilder::new(62);
@@ -145,6 +176,7 @@ pub fn sample_builder() -> DbBuilder {
     let proto = b.add_type(TypeDesc::function(int, vec![pfile, size_t], true));
     let pproto = b.add_type(TypeDesc::pointer(proto, 8));
     let arr = b.add_type(TypeDesc::array(ch, 16, 16));
+    add_file_members(&mut b, [int, pfile, mode, pproto, arr, ch]);
     let p = |name: &str, ty, loc| ParamDesc {
         name: name.into(),
         ty,
