@@ -7,11 +7,13 @@
 //! implementation of each); this crate adds the walk through members and the rules of
 //! the layout, in `README.md` (the exact forms: a table there).
 
+mod fields;
 mod plan;
 mod text;
 
+pub use fields::{parse_fields_arg, parse_path, resolve, Access, FieldError, FieldPath, FieldPlan};
 pub use plan::{follow, plan, From, Read, ReadKind, ReadPlan, STRING_BYTES};
-pub use text::render_deref;
+pub use text::{render_deref, render_value};
 
 /// The default byte cap per argument (`--deref-bytes`).
 pub const DEFAULT_CAP: u32 = 512;

@@ -35,6 +35,40 @@ pub fn render_deref(
     }
 }
 
+/// Render a value of type `ty` from `captured`, the first bytes of the `len` planned (a
+/// `--fields` value: [`crate::FieldPlan`]'s `size`, `bits` and `ty`): as a member is
+/// rendered in [`render_deref`], with `?` for what was not captured; pointers in it are
+/// not followed.
+pub fn render_value(
+    out: &mut String,
+    ty: Type<'_>,
+    captured: &[u8],
+    len: u32,
+    bits: Option<(u32, u32)>,
+    syms: &dyn Symbols,
+    role: Role,
+) {
+    let plan = ReadPlan::default();
+    let r = Renderer {
+        plan: &plan,
+        mem: &crate::Blocks(Vec::new()),
+        syms,
+        role,
+    };
+    let mut data = vec![0u8; len as usize];
+    let got = captured.len().min(data.len());
+    data[..got].copy_from_slice(&captured[..got]);
+    let bytes = Bytes {
+        read: usize::MAX,
+        data,
+        got,
+    };
+    let _ = match bits {
+        Some((first, width)) => r.bitfield(out, ty, &bytes, u64::from(first), width),
+        None => r.value(out, ty, &bytes, 0, 0),
+    };
+}
+
 struct Renderer<'p> {
     plan: &'p ReadPlan,
     mem: &'p dyn Memory,
