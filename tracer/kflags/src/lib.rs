@@ -202,6 +202,26 @@ impl FlagTables {
         self.by_type.get(name)
     }
 
+    /// The text of `value` of a type whose typedef chain is `names` (outermost first:
+    /// `gfp_t`, then what it names): the first name with a table renders it; else a
+    /// `umode_t` is written in octal as the kernel's events write modes (`0644`, ext4's
+    /// `mode 0%o`; no event of this host declares a `umode_t` field it prints, so this one
+    /// rule is not read from the formats); else `None`: the number, as without tables.
+    pub fn render<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+        value: u64,
+    ) -> Option<String> {
+        let mut octal = false;
+        for n in names {
+            if let Some(t) = self.table(n) {
+                return Some(t.render(value));
+            }
+            octal |= n == "umode_t";
+        }
+        octal.then(|| format!("0{value:o}"))
+    }
+
     /// The typedefs that have a table, sorted.
     pub fn types(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.by_type.keys().map(String::as_str).collect();

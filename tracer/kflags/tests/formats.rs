@@ -118,3 +118,19 @@ fn expressions_and_symbols() {
     assert_eq!(how.table.render(8), "EIGHT");
     assert_eq!(how.table.render(9), "0x9");
 }
+
+#[test]
+fn by_typedef_chain() {
+    let t = tables();
+    assert_eq!(
+        t.render(["gfp_t"], 3264 | 256).as_deref(),
+        Some("GFP_KERNEL|__GFP_ZERO")
+    );
+    // A typedef of gfp_t finds gfp_t's table further down its chain.
+    assert_eq!(
+        t.render(["my_gfp", "gfp_t"], 3264).as_deref(),
+        Some("GFP_KERNEL")
+    );
+    assert_eq!(t.render(["umode_t"], 0o644).as_deref(), Some("0644"));
+    assert_eq!(t.render(["size_t"], 12), None);
+}
