@@ -3,15 +3,7 @@
 
 use crate::expr::{eval, is_c_word, tokens, Tok};
 use crate::{Error, Skipped, Table, TableKind};
-
-/// A field of an event record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Field {
-    /// Declared type (`unsigned long`, `gfp_t`, `const void *`).
-    pub ty: String,
-    /// Name.
-    pub name: String,
-}
+pub use dcg_ringbuf::format::Field;
 
 /// A table as read, with what tells which typedef it prints.
 #[derive(Clone, Debug)]
@@ -75,20 +67,15 @@ pub struct EventFormat {
 
 /// Parse the format file `text` of event `event`.
 pub fn parse_format(event: &str, text: &str) -> EventFormat {
-    let mut f = EventFormat::default();
+    let mut f = EventFormat {
+        // dcg-ringbuf's parser (one reading of a field line); a file it refuses has none.
+        fields: dcg_ringbuf::format::Format::parse(text)
+            .map(|f| f.fields)
+            .unwrap_or_default(),
+        ..EventFormat::default()
+    };
     for line in text.lines() {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix("field:") {
-            let decl = rest.split(';').next().unwrap_or("").trim();
-            if let Some((ty, name)) = decl.rsplit_once(|c: char| c.is_whitespace() || c == '*') {
-                let name = name.split('[').next().unwrap_or(name);
-                let ty = decl[..ty.len() + 1].trim();
-                f.fields.push(Field {
-                    ty: ty.to_string(),
-                    name: name.to_string(),
-                });
-            }
-        } else if let Some(fmt) = line.strip_prefix("print fmt:") {
+        if let Some(fmt) = line.trim().strip_prefix("print fmt:") {
             print_tables(event, fmt, &mut f);
         }
     }

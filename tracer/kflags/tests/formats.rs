@@ -97,7 +97,7 @@ fn unexpanded_enum_constants_are_skipped() {
 
 #[test]
 fn expressions_and_symbols() {
-    let text = "name: t\nformat:\n\tfield:fmode_t mode;\toffset:8;\tsize:4;\tsigned:0;\n\
+    let text = "name: t\nID: 1\nformat:\n\tfield:fmode_t mode;\toffset:8;\tsize:4;\tsigned:0;\n\
         \tfield:int how;\toffset:12;\tsize:4;\tsigned:1;\n\n\
         print fmt: \"mode=%s how=%s\", __print_flags(REC->mode, \"|\", { (( fmode_t)(1 << 0)), \"FMODE_READ\" }, \
         { 0x2UL, \"FMODE_WRITE\" }, { ~(~0U << 2) & 3, \"FMODE_RW\" }), \

@@ -16,6 +16,9 @@ use crate::RingError;
 pub struct Field {
     /// Name (`retval`, `args` for `unsigned long args[]`).
     pub name: String,
+    /// Declared type, the name left out (`unsigned long`, `const void *`, `char` for
+    /// `char comm[16]`).
+    pub ty: String,
     /// Byte offset in the record.
     pub offset: usize,
     /// Size in bytes (0 for a trailing dynamic array).
@@ -118,8 +121,10 @@ fn parse_field(f: &str) -> Option<Field> {
     // The name is the last word of the declaration, without an array suffix.
     let last = decl.rsplit([' ', '*']).next()?;
     let name = last.split('[').next()?.to_string();
+    let ty = decl[..decl.len() - last.len()].trim().to_string();
     Some(Field {
         name,
+        ty,
         offset: offset?,
         size: size?,
         signed,
@@ -162,6 +167,7 @@ print fmt: \"<-- %ps\", (void *)REC->func
         assert_eq!(f.field("retval").map(|x| (x.offset, x.size)), Some((16, 8)));
         assert!(f.field("common_pid").unwrap().signed);
         assert_eq!(f.field("args").map(|x| (x.offset, x.size)), Some((24, 0)));
+        assert_eq!(f.field("retval").unwrap().ty, "unsigned long");
         assert!(f.require("calltime").is_err());
         assert!(Format::parse("name: x\n").is_err());
         let two = format!("{EXIT}{}", EXIT.replace("ID: 10", "ID: 11"));
