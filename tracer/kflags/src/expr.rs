@@ -91,6 +91,7 @@ pub(crate) fn eval(toks: &[Tok]) -> Result<Value, Error> {
         toks,
         at: 0,
         casts: Vec::new(),
+        depth: 0,
     };
     let value = p.binary(0)?;
     if p.at != toks.len() {
@@ -106,7 +107,12 @@ struct Parser<'t> {
     toks: &'t [Tok],
     at: usize,
     casts: Vec<String>,
+    /// Nesting of unary operators and parentheses, bounded (the stack is).
+    depth: u32,
 }
+
+/// How deep an expression may nest.
+const MAX_DEPTH: u32 = 200;
 
 /// Binary operators by precedence, loosest first.
 const LEVELS: [&[&str]; 7] = [
@@ -157,6 +163,16 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Result<u64, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::Expr("nested too deep".into()));
+        }
+        let v = self.operand();
+        self.depth -= 1;
+        v
+    }
+
+    fn operand(&mut self) -> Result<u64, Error> {
         match self.peek(self.at) {
             Some(Tok::Punct("~")) => {
                 self.at += 1;

@@ -134,3 +134,23 @@ fn by_typedef_chain() {
     assert_eq!(t.render(["umode_t"], 0o644).as_deref(), Some("0644"));
     assert_eq!(t.render(["size_t"], 12), None);
 }
+
+#[test]
+fn deep_nesting_is_refused() {
+    let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    let text = format!("name: t\nID: 1\nformat:\n\tfield:gfp_t g;\toffset:8;\tsize:4;\tsigned:0;\n\nprint fmt: \"%s\", __print_flags(REC->g, \"|\", {{ {deep}, \"A\" }})\n");
+    let f = parse_format("t/t", &text);
+    assert!(f.tables.is_empty());
+    assert!(f.skipped[0].error.to_string().contains("nested too deep"));
+}
+
+proptest::proptest! {
+    #[test]
+    fn never_panics(tail in "[-+~!()|&^<>{}, 0-9a-zA-Z_\"xuUlL*/%]{0,200}") {
+        let text = format!("name: t\nID: 1\nformat:\n\tfield:gfp_t g;\toffset:8;\tsize:4;\tsigned:0;\n\nprint fmt: \"%s\", __print_flags(REC->g, \"|\", {tail}\n");
+        let f = parse_format("t/t", &text);
+        for t in f.tables {
+            let _ = t.table.render(0x1234_5678);
+        }
+    }
+}
