@@ -122,6 +122,15 @@ fn sep(out: &mut String, first: &mut bool) {
 }
 
 impl Renderer<'_> {
+    /// How members read: never as error codes (a `-2` in a struct is not `-ENOENT`, even
+    /// behind a returned pointer); `Role::Plain` stays plain.
+    fn member_role(&self) -> Role {
+        match self.role {
+            Role::Plain => Role::Plain,
+            Role::Arg | Role::Return => Role::Arg,
+        }
+    }
+
     /// A pointer not followed: `NULL`, `ERR_PTR(…)`, `&sym`, `sym` for a function, hex.
     fn plain_pointer(&self, out: &mut String, ptr: Type<'_>, value: u64) {
         let to_func = ptr
@@ -283,7 +292,7 @@ impl Renderer<'_> {
                 raw |= !((1u64 << size) - 1);
             }
         }
-        if !render_resolved(out, ty, r, raw, self.role) {
+        if !render_resolved(out, ty, r, raw, self.member_role()) {
             out.push('?');
         }
         Flow::Go
@@ -333,7 +342,7 @@ impl Renderer<'_> {
                     Flow::Go
                 }
                 Ok(d) => {
-                    if !render_resolved(out, ty, r, le(d), self.role) {
+                    if !render_resolved(out, ty, r, le(d), self.member_role()) {
                         out.push('?');
                     }
                     Flow::Go

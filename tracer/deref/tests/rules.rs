@@ -193,3 +193,32 @@ proptest! {
         prop_assert!(plan(ty, depth, cap).bytes() <= u64::from(cap));
     }
 }
+
+#[test]
+fn members_are_not_errnos() {
+    let db = db();
+    let ty = db
+        .by_name("apply")
+        .next()
+        .unwrap()
+        .params()
+        .next()
+        .unwrap()
+        .ty();
+    let p = plan(ty, 1, DEFAULT_CAP);
+    let mem = Blocks(vec![(0x7000, conf(-2, b"", 0, b"", 0, 0))]);
+    let mut out = String::new();
+    render_deref(&mut out, ty, 0x7000, &p, &mem, &NoSymbols, Role::Return);
+    assert!(out.starts_with("(struct conf *)0x7000{port=-2, "), "{out}");
+    out.clear();
+    render_deref(
+        &mut out,
+        ty,
+        (-12i64) as u64,
+        &p,
+        &mem,
+        &NoSymbols,
+        Role::Return,
+    );
+    assert_eq!(out, "ERR_PTR(-ENOMEM)");
+}
