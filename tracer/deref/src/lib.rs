@@ -32,6 +32,13 @@ pub trait Symbols {
     /// `to_func`; `None` when no symbol holds `addr` (dcg-dbset's
     /// `SymbolMap::pointer_text_as` is the implementation the engines have).
     fn pointer_text(&self, addr: u64, to_func: bool) -> Option<String>;
+
+    /// The text of an integer of a typedef chain `names` (outermost first, `gfp_t`) when
+    /// the engine knows one (dcg-kflags' `FlagTables::render`: `GFP_KERNEL|__GFP_ZERO`);
+    /// `None`: rendered by its type as usual.
+    fn typedef_text(&self, _names: &[&str], _value: u64) -> Option<String> {
+        None
+    }
 }
 
 /// No symbols (tests, or a source without a symbol table).

@@ -131,6 +131,23 @@ impl Renderer<'_> {
         }
     }
 
+    /// The engine's text for an integer of a typedef (kernel flags), `ty` unresolved.
+    fn typedef_text(&self, ty: Type<'_>, raw: u64) -> Option<String> {
+        let mut names = Vec::new();
+        let mut t = ty;
+        while matches!(t.kind(), TypeKind::Typedef | TypeKind::Qualified) && names.len() < 16 {
+            if t.kind() == TypeKind::Typedef {
+                names.push(t.name());
+            }
+            t = t.target()?;
+        }
+        if names.is_empty() || !matches!(t.kind(), TypeKind::Int | TypeKind::Char) {
+            return None;
+        }
+        let v = dcg_render::truncate(raw, t.size(), t.is_signed());
+        self.syms.typedef_text(&names, v)
+    }
+
     /// A pointer not followed: `NULL`, `ERR_PTR(…)`, `&sym`, `sym` for a function, hex.
     fn plain_pointer(&self, out: &mut String, ptr: Type<'_>, value: u64) {
         let to_func = ptr
@@ -342,7 +359,9 @@ impl Renderer<'_> {
                     Flow::Go
                 }
                 Ok(d) => {
-                    if !render_resolved(out, ty, r, le(d), self.member_role()) {
+                    if let Some(text) = self.typedef_text(ty, le(d)) {
+                        out.push_str(&text);
+                    } else if !render_resolved(out, ty, r, le(d), self.member_role()) {
                         out.push('?');
                     }
                     Flow::Go

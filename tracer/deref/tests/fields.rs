@@ -114,3 +114,58 @@ fn rendered() {
     assert_eq!(show("c->port", &[]), "?");
     assert_eq!(show("c->in", &at("c->in")[..4]), "{a=7, tag=?}");
 }
+
+/// A typedef'd integer the engine names (kernel flags through dcg-kflags).
+#[test]
+fn typedef_text() {
+    use sigdb::*;
+    struct Flags;
+    impl Symbols for Flags {
+        fn pointer_text(&self, _: u64, _: bool) -> Option<String> {
+            None
+        }
+        fn typedef_text(&self, names: &[&str], value: u64) -> Option<String> {
+            (names == ["my_gfp", "gfp_t"]).then(|| format!("F{value:x}"))
+        }
+    }
+    let mut b = DbBuilder::new(62);
+    let m = b.add_module(ModuleDesc {
+        name: "p".into(),
+        kind: ModuleKind::Executable,
+        build_id: vec![],
+        base: 0,
+    });
+    let uint = b.add_type(TypeDesc::base(TypeKind::Int, "unsigned int", 4, false));
+    let gfp = b.add_type(TypeDesc::typedef("gfp_t", uint, 4));
+    let mine = b.add_type(TypeDesc::typedef("my_gfp", gfp, 4));
+    for (i, ty) in [mine, gfp].into_iter().enumerate() {
+        b.add_function(FunctionDesc {
+            module: m,
+            addr: 0x1000 + i as u64 * 16,
+            size: 16,
+            name: format!("f{i}"),
+            symbol: None,
+            ret: ty,
+            params: vec![],
+            flags: FuncFlags::empty(),
+        });
+    }
+    let db = Db::from_bytes(b.finish().unwrap()).unwrap();
+    let show = |f: &str| {
+        let ty = db.by_name(f).next().unwrap().ret();
+        let mut out = String::new();
+        render_value(
+            &mut out,
+            ty,
+            &0xcc0u32.to_le_bytes(),
+            4,
+            None,
+            &Flags,
+            Role::Arg,
+        );
+        out
+    };
+    assert_eq!(show("f0"), "Fcc0");
+    // Another chain: not the engine's, a number.
+    assert_eq!(show("f1"), "3264");
+}
