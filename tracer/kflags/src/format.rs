@@ -30,7 +30,22 @@ fn is_generic(ty: &str) -> bool {
             .any(|n| t == format!("int{n}_t") || t == format!("uint{n}_t"))
         || matches!(
             t,
-            "size_t" | "ssize_t" | "loff_t" | "bool" | "pid_t" | "dev_t" | "ino_t" | "sector_t"
+            "size_t"
+                | "ssize_t"
+                | "loff_t"
+                | "bool"
+                | "pid_t"
+                | "dev_t"
+                | "ino_t"
+                | "sector_t"
+                | "uint"
+                | "ulong"
+                | "ushort"
+                | "uchar"
+                | "u_int"
+                | "u_long"
+                | "u_short"
+                | "u_char"
         )
 }
 

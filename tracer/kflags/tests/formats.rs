@@ -154,3 +154,23 @@ proptest::proptest! {
         }
     }
 }
+
+/// The running kernel's formats, when this host lets them be read (skipped otherwise):
+/// the tables found, and gfp_t's as the copied kmalloc file has it.
+#[test]
+fn host_tracefs() {
+    let dir = std::path::Path::new("/sys/kernel/tracing/events");
+    let Ok(t) = FlagTables::read_events(dir) else {
+        eprintln!("skipped: {} unreadable", dir.display());
+        return;
+    };
+    eprintln!(
+        "typedefs with a table: {:?}; skipped: {}",
+        t.types(),
+        t.skipped.len()
+    );
+    if let Some(g) = t.table("gfp_t") {
+        assert_eq!(g.value_of("GFP_KERNEL"), Some(3264));
+    }
+    assert!(t.table("uint").is_none(), "a generic integer has no table");
+}
