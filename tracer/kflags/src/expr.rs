@@ -85,9 +85,14 @@ pub(crate) struct Value {
     pub casts: Vec<String>,
 }
 
+/// The values of identifiers a format leaves unexpanded (enum constants): a db's
+/// enumerators, say.
+pub type Consts<'c> = &'c dyn Fn(&str) -> Option<u64>;
+
 /// Evaluate the whole token slice as one constant expression.
-pub(crate) fn eval(toks: &[Tok]) -> Result<Value, Error> {
+pub(crate) fn eval(toks: &[Tok], consts: Consts<'_>) -> Result<Value, Error> {
     let mut p = Parser {
+        consts,
         toks,
         at: 0,
         casts: Vec::new(),
@@ -104,6 +109,7 @@ pub(crate) fn eval(toks: &[Tok]) -> Result<Value, Error> {
 }
 
 struct Parser<'t> {
+    consts: Consts<'t>,
     toks: &'t [Tok],
     at: usize,
     casts: Vec<String>,
@@ -213,6 +219,11 @@ impl Parser<'_> {
                 let n = *n;
                 self.at += 1;
                 Ok(n)
+            }
+            Some(Tok::Ident(name)) if (self.consts)(name).is_some() => {
+                let v = (self.consts)(name).unwrap_or(0);
+                self.at += 1;
+                Ok(v)
             }
             t => Err(Error::Expr(format!("not a constant: {t:?}"))),
         }

@@ -1,7 +1,7 @@
 //! One trace-event format file: its fields (`field:TYPE NAME;`) and the flag tables of
 //! its `print fmt:` line.
 
-use crate::expr::{eval, is_c_word, tokens, Tok};
+use crate::expr::{eval, is_c_word, tokens, Consts, Tok};
 use crate::{Error, Skipped, Table, TableKind};
 pub use dcg_ringbuf::format::Field;
 
@@ -82,6 +82,11 @@ pub struct EventFormat {
 
 /// Parse the format file `text` of event `event`.
 pub fn parse_format(event: &str, text: &str) -> EventFormat {
+    parse_format_with(event, text, &|_| None)
+}
+
+/// [`parse_format`], identifiers left unexpanded (enum constants) valued by `consts`.
+pub fn parse_format_with(event: &str, text: &str, consts: Consts<'_>) -> EventFormat {
     let mut f = EventFormat {
         // dcg-ringbuf's parser (one reading of a field line); a file it refuses has none.
         fields: dcg_ringbuf::format::Format::parse(text)
@@ -91,14 +96,14 @@ pub fn parse_format(event: &str, text: &str) -> EventFormat {
     };
     for line in text.lines() {
         if let Some(fmt) = line.trim().strip_prefix("print fmt:") {
-            print_tables(event, fmt, &mut f);
+            print_tables(event, fmt, consts, &mut f);
         }
     }
     f
 }
 
 /// The `__print_flags` / `__print_symbolic` calls of a print format.
-fn print_tables(event: &str, fmt: &str, f: &mut EventFormat) {
+fn print_tables(event: &str, fmt: &str, consts: Consts<'_>, f: &mut EventFormat) {
     let toks = match tokens(fmt) {
         Ok(t) => t,
         Err(error) => {
@@ -125,7 +130,7 @@ fn print_tables(event: &str, fmt: &str, f: &mut EventFormat) {
         let Some(field) = args.first().and_then(|a| plain_field(a)) else {
             continue;
         };
-        match table(event, flags, &args) {
+        match table(event, flags, &args, consts) {
             Ok((table, casts)) => f.tables.push(RawTable {
                 table,
                 field,
@@ -184,7 +189,12 @@ fn plain_field(arg: &[Tok]) -> Option<String> {
 
 /// The table of a call's arguments: (field, "delim",) `{VAL, "NAME"}`…, up to the
 /// terminating `{ 0, NULL }` / `{ -1, NULL }`.
-fn table(event: &str, flags: bool, args: &[&[Tok]]) -> Result<(Table, Vec<Vec<String>>), Error> {
+fn table(
+    event: &str,
+    flags: bool,
+    args: &[&[Tok]],
+    consts: Consts<'_>,
+) -> Result<(Table, Vec<Vec<String>>), Error> {
     let (kind, first) = if flags {
         match args.get(1) {
             Some([Tok::Str(d)]) => (TableKind::Flags { delim: d.clone() }, 2),
@@ -208,7 +218,7 @@ fn table(event: &str, flags: bool, args: &[&[Tok]]) -> Result<(Table, Vec<Vec<St
             // `{ 0, ((void *)0) }`, `{ -1, NULL }`: the end.
             _ => break,
         };
-        let v = eval(&inner[..comma])?;
+        let v = eval(&inner[..comma], consts)?;
         entries.push((v.value, name));
         casts.push(v.casts);
     }

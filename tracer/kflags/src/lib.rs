@@ -11,7 +11,8 @@ mod format;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub use format::{parse_format, EventFormat, Field, RawTable};
+pub use expr::Consts;
+pub use format::{parse_format, parse_format_with, EventFormat, Field, RawTable};
 
 /// What can go wrong reading format files.
 #[derive(Debug, thiserror::Error)]
@@ -146,9 +147,18 @@ impl FlagTables {
     /// The tables of the given format files: (event name, text) pairs. A typedef printed
     /// by several events keeps the table with the most entries (the first of those).
     pub fn from_formats<'a>(formats: impl IntoIterator<Item = (&'a str, &'a str)>) -> FlagTables {
+        FlagTables::from_formats_with(formats, &|_| None)
+    }
+
+    /// [`FlagTables::from_formats`], identifiers the formats leave unexpanded (enum
+    /// constants, `I_DIRTY_SYNC`) valued by `consts` (the kernel db's enumerators).
+    pub fn from_formats_with<'a>(
+        formats: impl IntoIterator<Item = (&'a str, &'a str)>,
+        consts: Consts<'_>,
+    ) -> FlagTables {
         let mut t = FlagTables::default();
         for (event, text) in formats {
-            let f = parse_format(event, text);
+            let f = parse_format_with(event, text, consts);
             t.skipped.extend(f.skipped);
             for raw in f.tables {
                 let Some(key) = raw.typedef(&f.fields) else {
@@ -169,6 +179,11 @@ impl FlagTables {
     /// The tables of a tracefs `events` directory (`/sys/kernel/tracing/events`), read in
     /// name order.
     pub fn read_events(dir: &Path) -> Result<FlagTables, Error> {
+        FlagTables::read_events_with(dir, &|_| None)
+    }
+
+    /// [`FlagTables::read_events`] with [`FlagTables::from_formats_with`]'s `consts`.
+    pub fn read_events_with(dir: &Path, consts: Consts<'_>) -> Result<FlagTables, Error> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::Io { path, source }
@@ -192,8 +207,9 @@ impl FlagTables {
             }
         }
         files.sort();
-        Ok(FlagTables::from_formats(
+        Ok(FlagTables::from_formats_with(
             files.iter().map(|(n, t)| (n.as_str(), t.as_str())),
+            consts,
         ))
     }
 
