@@ -240,7 +240,7 @@ pub fn run(
         &mut targets,
         &roots,
         inlines,
-        procs.as_deref(),
+        (procs.as_deref(), args.bpf_mode),
         notify,
     );
     notify(Notice::Progress(Progress::Done));
@@ -309,14 +309,15 @@ type Attached<'i> = (
 
 /// Load the programs and attach them to `targets` (less the program's own path) and to
 /// the inlined copies' first instructions; what only decoding needs (the symbol tables,
-/// the sites by address) is made in a thread meanwhile.
+/// the sites by address) is made in a thread meanwhile. `procs`: the processes traced
+/// (`None`: all); `mode`: how to attach (`None`: as the kernel allows).
 fn load_and_attach<'i>(
     kallsyms_text: &str,
     sites: &[Site],
     targets: &mut Vec<Target>,
     roots: &[String],
     inlines: &[sigdb::Instance<'i>],
-    procs: Option<&[u32]>,
+    (procs, mode): (Option<&[u32]>, Option<dcg_live::options::BpfMode>),
     notify: &mut dyn FnMut(Notice),
 ) -> Attached<'i> {
     std::thread::scope(|sc| {
@@ -338,7 +339,10 @@ fn load_and_attach<'i>(
                     kallsyms_text,
                     "__per_cpu_offset",
                 ),
-                ..Default::default()
+                mode: mode.map(|m| match m {
+                    dcg_live::options::BpfMode::Session => dcg_bpf::Mode::Session,
+                    dcg_live::options::BpfMode::EntryReturn => dcg_bpf::Mode::EntryReturn,
+                }),
             },
         );
         let kallsyms: Arc<Kallsyms> = match krx.recv() {

@@ -50,6 +50,9 @@ pub struct TraceOptions {
     /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
     /// (tests; the hidden `--records-in-memory`; `None`: the engine's bound).
     pub records_in_memory: Option<usize>,
+    /// Kernel, BPF engine: how the programs are attached (tests; the hidden
+    /// `--bpf-mode`; `None`: as the kernel's BPF JIT allows).
+    pub bpf_mode: Option<BpfMode>,
     /// User space, in process: the recorder library to preload (the `dcg` binary takes
     /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
     pub recorder: Option<PathBuf>,
@@ -111,6 +114,15 @@ pub enum StackRequest {}
 /// A request to dereference a pointer. A slot for what comes: none exists yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DerefRequest {}
+
+/// How the BPF engine attaches its programs (the hidden `--bpf-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpfMode {
+    /// One kprobe.session link per function.
+    Session,
+    /// An entry link and a return link (as on a kernel without the BPF JIT).
+    EntryReturn,
+}
 
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
