@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::{BpfMode, Engine, OutputRequest, StopAt, TraceOptions};
+use dcg_live::options::{BpfMode, Engine, OutputRequest, StopAt, Target, TraceOptions};
 
 use crate::ColorChoice;
 
@@ -192,8 +192,12 @@ impl TraceArgs {
             },
             errno: self.errno,
             db: self.db,
-            pid: self.pid,
-            command: self.command,
+            // `-p` conflicts with a command.
+            target: match (self.pid, self.command.is_empty()) {
+                (Some(p), _) => Target::Pid(p),
+                (None, false) => Target::Command(self.command),
+                (None, true) => Target::AllTasks,
+            },
             no_inline_frames: self.no_inline_frames,
             no_children: self.no_children,
             offline,

@@ -218,15 +218,15 @@ pub fn run(
         "{} sites and kallsyms read; loading the programs",
         sites.len()
     ));
-    let mut child = if args.command.is_empty() {
+    let mut child = if args.target.command().is_empty() {
         None
     } else {
-        Some(Child::spawn_stopped(&args.command)?)
+        Some(Child::spawn_stopped(args.target.command())?)
     };
     let procs: Option<Vec<u32>> = child
         .as_ref()
         .map(|c| c.pid())
-        .or(args.pid)
+        .or(args.target.pid())
         .map(|p| vec![p as u32]);
     // What only decoding needs (the symbol tables, the sites by address) is made in
     // threads while the kernel loads and attaches the programs.
@@ -276,7 +276,7 @@ pub fn run(
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
     let pipe = Pipeline::new(tree, &spec)?;
     let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, args);
-    let target = match (&child, args.pid) {
+    let target = match (&child, args.target.pid()) {
         (Some(c), _) => format!("command pid {}", c.pid()),
         (None, Some(p)) => format!("pid {p}"),
         (None, None) => "all tasks".to_string(),
@@ -426,7 +426,7 @@ fn record(
     let deadline = args.stop.deadline(start);
     Ok(loop {
         // The command ended, or the process given with -p is gone.
-        let exited = match (child.as_deref_mut(), args.pid) {
+        let exited = match (child.as_deref_mut(), args.target.pid()) {
             (Some(c), _) => c.poll().is_some(),
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,

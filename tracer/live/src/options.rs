@@ -24,10 +24,8 @@ pub struct TraceOptions {
     pub errno: bool,
     /// Signature dbs given explicitly.
     pub db: Vec<PathBuf>,
-    /// Trace this running process instead of starting a command.
-    pub pid: Option<i32>,
-    /// The command to start and trace.
-    pub command: Vec<String>,
+    /// What is traced: a command dcg starts, a running process, or every task.
+    pub target: Target,
     /// Calls made from inlined code are not placed under frames for it (the BPF engine
     /// and the uprobe tracer show inlined code as frames of the inlined functions where
     /// the db has inline instances).
@@ -63,6 +61,36 @@ pub struct TraceOptions {
     /// Requests to follow pointers and show what they point to (none can be asked for
     /// yet).
     pub derefs: Vec<DerefRequest>,
+}
+
+/// What a session traces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Target {
+    /// The command to start and trace (its argv, never empty).
+    Command(Vec<String>),
+    /// This running process (and its threads).
+    Pid(i32),
+    /// Every task (kernel functions, no command and no `-p`).
+    #[default]
+    AllTasks,
+}
+
+impl Target {
+    /// The command's argv (empty unless a command is started).
+    pub fn command(&self) -> &[String] {
+        match self {
+            Target::Command(argv) => argv,
+            _ => &[],
+        }
+    }
+
+    /// The running process traced, if one is.
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Target::Pid(p) => Some(*p),
+            _ => None,
+        }
+    }
 }
 
 /// When a session stops, besides the command ending and a stop signal.

@@ -126,8 +126,8 @@ fn load_targets(
         let Some((path, pattern)) = split_user_func(f) else {
             return Err(UtraceError::Spec(f.clone()));
         };
-        let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
-            match args.command.first() {
+        let resolved = plan::resolve_binary(path, args.target.pid()).or_else(|e| {
+            match args.target.command().first() {
                 // `dcg trace --func prog:main -- prog`: the command's own file.
                 Some(cmd) if cmd == path => process::command_path(cmd).map_err(Into::into),
                 // `--func libc.so.6:strlen -- prog`: a library the command loads.
@@ -212,7 +212,7 @@ impl UserEngineChoice {
         }
         if self.engine == UserEngine::InProcess {
             notes.push(Notice::EngineInProcess {
-                command: args.command.first().cloned(),
+                command: args.target.command().first().cloned(),
             });
             notes.extend(inproc_engine::unseen_constructors(args, targets));
         }
@@ -227,7 +227,8 @@ fn command_db(
     targets: &[Target],
     specs: &[(usize, String)],
 ) -> Option<sigdb::Db> {
-    args.command
+    args.target
+        .command()
         .first()
         .filter(|_| specs.iter().any(|(_, p)| !p.contains(['*', '?'])))
         .and_then(|c| plan::resolve_binary(c, None).ok())
