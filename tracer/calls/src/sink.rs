@@ -175,7 +175,8 @@ impl<'v> CallView<'v> {
     /// The one constructor: a call of `func` in `task`, with what is not given left
     /// empty — no id (`u64::MAX`), parent, depth, value, times, layout or marks; the name
     /// the function's; visible and named; `args` (normally empty) and the `tasks` seen.
-    /// Sources' trees fill in what they know with struct update syntax.
+    /// The tree fills in a traced frame's fields with `CallTree::frame_view` and what
+    /// differs at each site with struct update syntax.
     pub fn new(
         kind: Kind,
         func: &'v FuncInfo<'v>,

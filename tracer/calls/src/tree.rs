@@ -355,6 +355,23 @@ impl<'a> CallTree<'a> {
         )
     }
 
+    /// A view of the call of frame `f` as `kind` in `task`: its id, parent, depth,
+    /// arguments, entry time, inlined copy, context and interrupt mark; the rest as
+    /// [`CallTree::view`] leaves it. Sites state only what differs.
+    fn frame_view<'v>(&'v self, kind: Kind, f: &'v Frame, task: Task<'v>) -> CallView<'v> {
+        CallView {
+            id: f.id,
+            parent: f.parent,
+            depth: f.depth,
+            args: &f.args,
+            time_ns: f.time_ns,
+            inlined: self.inlined_view(f.inline),
+            ctx: f.ctx,
+            irq_entry: f.irq_entry,
+            ..self.view(kind, f.func, task)
+        }
+    }
+
     /// The rendered return value and its raw text, as [`CallTree::render_ret`] left them.
     fn ret_view(&self, shown: bool, raw_given: bool) -> (Option<&str>, Option<&str>) {
         (

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::{Engine, OutputRequest, StopAt, TraceOptions};
+use dcg_live::options::{BpfMode, Engine, OutputRequest, StopAt, Target, TraceOptions};
 
 use crate::ColorChoice;
 
@@ -33,6 +33,15 @@ pub enum EngineArg {
     Inproc,
     /// User space: uprobes.
     Uprobe,
+}
+
+/// `--bpf-mode`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpfModeArg {
+    /// One kprobe.session link.
+    Session,
+    /// An entry link and a return link.
+    EntryReturn,
 }
 
 /// Options of `dcg trace`.
@@ -142,6 +151,10 @@ pub struct TraceArgs {
     /// in the temporary directory (tests; default 64 MiB).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub records_in_memory: Option<usize>,
+    /// Kernel, BPF engine: attach by one kprobe.session link or by entry and return links
+    /// (tests; default: session where the BPF JIT is on).
+    #[arg(long, value_enum, hide = true, value_name = "MODE")]
+    pub bpf_mode: Option<BpfModeArg>,
     /// The command to start and trace (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -179,8 +192,12 @@ impl TraceArgs {
             },
             errno: self.errno,
             db: self.db,
-            pid: self.pid,
-            command: self.command,
+            // `-p` conflicts with a command.
+            target: match (self.pid, self.command.is_empty()) {
+                (Some(p), _) => Target::Pid(p),
+                (None, false) => Target::Command(self.command),
+                (None, true) => Target::AllTasks,
+            },
             no_inline_frames: self.no_inline_frames,
             no_children: self.no_children,
             offline,
@@ -188,6 +205,10 @@ impl TraceArgs {
             fgraph_probes: self.fgraph_probes,
             fgraph_text: self.fgraph_text,
             records_in_memory: self.records_in_memory,
+            bpf_mode: self.bpf_mode.map(|m| match m {
+                BpfModeArg::Session => BpfMode::Session,
+                BpfModeArg::EntryReturn => BpfMode::EntryReturn,
+            }),
             // The in-process recorder library, when not beside dcg.
             recorder: std::env::var_os("DCG_RECORDER").map(PathBuf::from),
             filters: Vec::new(),

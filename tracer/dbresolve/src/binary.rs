@@ -10,6 +10,10 @@ use sigdb::Db;
 
 use crate::{open_one, DbError, DbSources};
 
+/// The separate debug file of a binary (by build-id, else `.gnu_debuglink`), as gdb
+/// looks: the lookup the user-space engines use for the symbols a stripped binary lacks.
+pub use loader::binary::debug_file;
+
 /// Where a binary's db came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DbSource {

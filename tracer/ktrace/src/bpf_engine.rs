@@ -218,15 +218,15 @@ pub fn run(
         "{} sites and kallsyms read; loading the programs",
         sites.len()
     ));
-    let mut child = if args.command.is_empty() {
+    let mut child = if args.target.command().is_empty() {
         None
     } else {
-        Some(Child::spawn_stopped(&args.command)?)
+        Some(Child::spawn_stopped(args.target.command())?)
     };
     let procs: Option<Vec<u32>> = child
         .as_ref()
         .map(|c| c.pid())
-        .or(args.pid)
+        .or(args.target.pid())
         .map(|p| vec![p as u32]);
     // What only decoding needs (the symbol tables, the sites by address) is made in
     // threads while the kernel loads and attaches the programs.
@@ -240,7 +240,7 @@ pub fn run(
         &mut targets,
         &roots,
         inlines,
-        procs.as_deref(),
+        (procs.as_deref(), args.bpf_mode),
         notify,
     );
     notify(Notice::Progress(Progress::Done));
@@ -276,7 +276,7 @@ pub fn run(
     tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
     let pipe = Pipeline::new(tree, &spec)?;
     let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, args);
-    let target = match (&child, args.pid) {
+    let target = match (&child, args.target.pid()) {
         (Some(c), _) => format!("command pid {}", c.pid()),
         (None, Some(p)) => format!("pid {p}"),
         (None, None) => "all tasks".to_string(),
@@ -309,14 +309,15 @@ type Attached<'i> = (
 
 /// Load the programs and attach them to `targets` (less the program's own path) and to
 /// the inlined copies' first instructions; what only decoding needs (the symbol tables,
-/// the sites by address) is made in a thread meanwhile.
+/// the sites by address) is made in a thread meanwhile. `procs`: the processes traced
+/// (`None`: all); `mode`: how to attach (`None`: as the kernel allows).
 fn load_and_attach<'i>(
     kallsyms_text: &str,
     sites: &[Site],
     targets: &mut Vec<Target>,
     roots: &[String],
     inlines: &[sigdb::Instance<'i>],
-    procs: Option<&[u32]>,
+    (procs, mode): (Option<&[u32]>, Option<dcg_live::options::BpfMode>),
     notify: &mut dyn FnMut(Notice),
 ) -> Attached<'i> {
     std::thread::scope(|sc| {
@@ -338,7 +339,10 @@ fn load_and_attach<'i>(
                     kallsyms_text,
                     "__per_cpu_offset",
                 ),
-                ..Default::default()
+                mode: mode.map(|m| match m {
+                    dcg_live::options::BpfMode::Session => dcg_bpf::Mode::Session,
+                    dcg_live::options::BpfMode::EntryReturn => dcg_bpf::Mode::EntryReturn,
+                }),
             },
         );
         let kallsyms: Arc<Kallsyms> = match krx.recv() {
@@ -422,7 +426,7 @@ fn record(
     let deadline = args.stop.deadline(start);
     Ok(loop {
         // The command ended, or the process given with -p is gone.
-        let exited = match (child.as_deref_mut(), args.pid) {
+        let exited = match (child.as_deref_mut(), args.target.pid()) {
             (Some(c), _) => c.poll().is_some(),
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,

@@ -120,12 +120,12 @@ impl<'s> Setup<'s> {
         if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
             return Err(KtraceError::ExitProbesWarn);
         }
-        let child = if args.command.is_empty() {
+        let child = if args.target.command().is_empty() {
             None
         } else {
-            Some(Child::spawn_stopped(&args.command)?)
+            Some(Child::spawn_stopped(args.target.command())?)
         };
-        let target = child.as_ref().map(|c| c.pid()).or(args.pid);
+        let target = child.as_ref().map(|c| c.pid()).or(args.target.pid());
         opt(&mut sess, "funcgraph-proc", true)?;
         opt(&mut sess, "funcgraph-tail", false)?;
         let kernel_retvals = args.show_retvals && feat.retval;
@@ -355,7 +355,7 @@ impl<'s> Setup<'s> {
 
     /// Say what is traced, and let the command run.
     fn announce(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
-        let target = match (&self.child, self.args.pid) {
+        let target = match (&self.child, self.args.target.pid()) {
             (Some(c), _) => format!("command pid {}", c.pid()),
             (None, Some(p)) => format!("pid {p}"),
             (None, None) => "all tasks".to_string(),
@@ -394,7 +394,7 @@ impl<'s> Setup<'s> {
             if drain_until.is_none() {
                 // The command ended, or the process given with -p is gone: what is left
                 // in the buffers is read, then the session stops.
-                let ended = match (self.child.as_mut(), args.pid) {
+                let ended = match (self.child.as_mut(), args.target.pid()) {
                     (Some(c), _) => c.poll().is_some(),
                     (None, Some(p)) => !dcg_live::process::is_alive(p),
                     (None, None) => false,

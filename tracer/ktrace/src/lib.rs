@@ -85,7 +85,7 @@ pub fn run(
             return Ok(Outcome::NothingToTrace);
         }
     };
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.target.pid() {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(KtraceError::NoProcess(pid));
         }

@@ -24,10 +24,8 @@ pub struct TraceOptions {
     pub errno: bool,
     /// Signature dbs given explicitly.
     pub db: Vec<PathBuf>,
-    /// Trace this running process instead of starting a command.
-    pub pid: Option<i32>,
-    /// The command to start and trace.
-    pub command: Vec<String>,
+    /// What is traced: a command dcg starts, a running process, or every task.
+    pub target: Target,
     /// Calls made from inlined code are not placed under frames for it (the BPF engine
     /// and the uprobe tracer show inlined code as frames of the inlined functions where
     /// the db has inline instances).
@@ -50,6 +48,9 @@ pub struct TraceOptions {
     /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
     /// (tests; the hidden `--records-in-memory`; `None`: the engine's bound).
     pub records_in_memory: Option<usize>,
+    /// Kernel, BPF engine: how the programs are attached (tests; the hidden
+    /// `--bpf-mode`; `None`: as the kernel's BPF JIT allows).
+    pub bpf_mode: Option<BpfMode>,
     /// User space, in process: the recorder library to preload (the `dcg` binary takes
     /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
     pub recorder: Option<PathBuf>,
@@ -60,6 +61,36 @@ pub struct TraceOptions {
     /// Requests to follow pointers and show what they point to (none can be asked for
     /// yet).
     pub derefs: Vec<DerefRequest>,
+}
+
+/// What a session traces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Target {
+    /// The command to start and trace (its argv, never empty).
+    Command(Vec<String>),
+    /// This running process (and its threads).
+    Pid(i32),
+    /// Every task (kernel functions, no command and no `-p`).
+    #[default]
+    AllTasks,
+}
+
+impl Target {
+    /// The command's argv (empty unless a command is started).
+    pub fn command(&self) -> &[String] {
+        match self {
+            Target::Command(argv) => argv,
+            _ => &[],
+        }
+    }
+
+    /// The running process traced, if one is.
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Target::Pid(p) => Some(*p),
+            _ => None,
+        }
+    }
 }
 
 /// When a session stops, besides the command ending and a stop signal.
@@ -111,6 +142,15 @@ pub enum StackRequest {}
 /// A request to dereference a pointer. A slot for what comes: none exists yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DerefRequest {}
+
+/// How the BPF engine attaches its programs (the hidden `--bpf-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpfMode {
+    /// One kprobe.session link per function.
+    Session,
+    /// An entry link and a return link (as on a kernel without the BPF JIT).
+    EntryReturn,
+}
 
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

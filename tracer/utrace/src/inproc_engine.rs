@@ -44,10 +44,10 @@ pub fn recorder_path(given: Option<&Path>) -> Option<PathBuf> {
 /// Why a session cannot run in process (then uprobes do): a static binary, `-p PID`, no
 /// command, no recorder library.
 pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
-    if args.pid.is_some() {
+    if args.target.pid().is_some() {
         return Some("-p attaches to a running process".into());
     }
-    if args.command.is_empty() {
+    if args.target.command().is_empty() {
         return Some("no command to start".into());
     }
     for t in targets {
@@ -72,7 +72,7 @@ pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
 /// before the recorder's own (a preloaded library is initialised after every library
 /// the program needs). Names those libraries.
 pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<Notice> {
-    let exe = dcg_live::process::command_path(args.command.first()?).ok()?;
+    let exe = dcg_live::process::command_path(args.target.command().first()?).ok()?;
     let exe = exe.canonicalize().unwrap_or(exe);
     if targets.iter().all(|t| t.path == exe) {
         return None;
@@ -170,7 +170,7 @@ pub fn run(
         _plan_file,
     } = prepared;
     let mut copier = Copier::start(std::sync::Arc::new(rings))?;
-    let mut child = Some(Child::spawn_at_exec_with(&args.command, &env)?);
+    let mut child = Some(Child::spawn_at_exec_with(args.target.command(), &env)?);
     let mut pipe = match session.as_mut() {
         Some(session) => {
             let pid = child.as_ref().map_or(0, Child::pid);
@@ -518,7 +518,7 @@ fn ring_notes(
 ) {
     if !funcs.is_empty() && rings.attached() == 0 {
         note(Notice::RecorderHookedNothing {
-            command: args.command.first().cloned(),
+            command: args.target.command().first().cloned(),
         });
     }
     if rings.unhooked() > 0 {

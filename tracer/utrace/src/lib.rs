@@ -64,12 +64,20 @@ pub fn run(
     tracefs::install_stop_handlers();
     let mut notes = Vec::new();
     let (targets, specs) = load_targets(args, sources, &mut notes)?;
-    let in_process = choose_engine(args, &targets, &mut notes)?;
+    let choice = UserEngineChoice::of(args, &targets)?;
+    choice.note(args, &targets, &mut notes);
     // The command's own DWARF declares the library functions it calls: prototypes for
     // those no DWARF describes (named without wildcards; the command not a target).
     let command_db = command_db(args, sources, &targets, &specs);
     let prototypes: Vec<&sigdb::Db> = command_db.iter().collect();
-    let planned = plan_session(args, &targets, &prototypes, &specs, in_process, &mut notes)?;
+    let planned = plan_session(
+        args,
+        &targets,
+        &prototypes,
+        &specs,
+        choice.engine,
+        &mut notes,
+    )?;
     let Planned {
         probes,
         inlines,
@@ -95,7 +103,7 @@ pub fn run(
             calls: None,
         });
     }
-    if in_process {
+    if choice.engine == UserEngine::InProcess {
         return inproc_engine::trace(&targets, &probes, &inlines, hooks, args, out, note);
     }
     uprobe_engine::run(&targets, &probes, &inlines, args, out, note)
@@ -118,8 +126,8 @@ fn load_targets(
         let Some((path, pattern)) = split_user_func(f) else {
             return Err(UtraceError::Spec(f.clone()));
         };
-        let resolved = plan::resolve_binary(path, args.pid).or_else(|e| {
-            match args.command.first() {
+        let resolved = plan::resolve_binary(path, args.target.pid()).or_else(|e| {
+            match args.target.command().first() {
                 // `dcg trace --func prog:main -- prog`: the command's own file.
                 Some(cmd) if cmd == path => process::command_path(cmd).map_err(Into::into),
                 // `--func libc.so.6:strlen -- prog`: a library the command loads.
@@ -145,30 +153,70 @@ fn load_targets(
     Ok((targets, specs))
 }
 
-/// The engine: in process for a command dcg starts, else uprobes; whether in process.
-fn choose_engine(args: &TraceOptions, targets: &[Target], notes: &mut Vec<Notice>) -> Result<bool> {
-    use dcg_live::options::Engine;
-    let in_process = match (args.engine, inproc_engine::unavailable(args, targets)) {
-        (Engine::Uprobe, _) => false,
-        (Engine::Inproc, Some(why)) => {
-            return Err(UtraceError::Io(std::io::Error::other(format!(
-                "--engine inproc: {why}"
-            ))))
-        }
-        (Engine::Inproc, None) => true,
-        (_, Some(why)) => {
-            notes.push(Notice::EngineUprobes(why));
-            false
-        }
-        (_, None) => true,
-    };
-    if in_process {
-        notes.push(Notice::EngineInProcess {
-            command: args.command.first().cloned(),
-        });
-        notes.extend(inproc_engine::unseen_constructors(args, targets));
+/// How user-space calls are captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserEngine {
+    /// The in-process recorder, preloaded into the command dcg starts.
+    InProcess,
+    /// Uprobes.
+    Uprobes,
+}
+
+/// Why that user-space engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserEngineReason {
+    /// `--engine inproc` or `--engine uprobe`.
+    Asked,
+    /// A command dcg starts, the recorder at hand: in process, the cheaper way.
+    Default,
+    /// The session cannot run in process (why): uprobes do.
+    InProcessUnavailable(String),
+}
+
+/// The user-space engine chosen, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEngineChoice {
+    /// In process or uprobes.
+    pub engine: UserEngine,
+    /// The rule that chose it.
+    pub reason: UserEngineReason,
+}
+
+impl UserEngineChoice {
+    /// The engine for `args` and its `targets`: in process for a command dcg starts,
+    /// else uprobes; an error when `--engine inproc` cannot be.
+    pub fn of(args: &TraceOptions, targets: &[Target]) -> Result<UserEngineChoice> {
+        use dcg_live::options::Engine;
+        let (engine, reason) = match (args.engine, inproc_engine::unavailable(args, targets)) {
+            (Engine::Uprobe, _) => (UserEngine::Uprobes, UserEngineReason::Asked),
+            (Engine::Inproc, Some(why)) => {
+                return Err(UtraceError::Io(std::io::Error::other(format!(
+                    "--engine inproc: {why}"
+                ))))
+            }
+            (Engine::Inproc, None) => (UserEngine::InProcess, UserEngineReason::Asked),
+            (_, Some(why)) => (
+                UserEngine::Uprobes,
+                UserEngineReason::InProcessUnavailable(why),
+            ),
+            (_, None) => (UserEngine::InProcess, UserEngineReason::Default),
+        };
+        Ok(UserEngineChoice { engine, reason })
     }
-    Ok(in_process)
+
+    /// What the user is told of the choice: why not in process, or what in process
+    /// cannot see.
+    fn note(&self, args: &TraceOptions, targets: &[Target], notes: &mut Vec<Notice>) {
+        if let UserEngineReason::InProcessUnavailable(why) = &self.reason {
+            notes.push(Notice::EngineUprobes(why.clone()));
+        }
+        if self.engine == UserEngine::InProcess {
+            notes.push(Notice::EngineInProcess {
+                command: args.target.command().first().cloned(),
+            });
+            notes.extend(inproc_engine::unseen_constructors(args, targets));
+        }
+    }
 }
 
 /// The command's own db, for the prototypes of the library functions it calls: when a
@@ -179,7 +227,8 @@ fn command_db(
     targets: &[Target],
     specs: &[(usize, String)],
 ) -> Option<sigdb::Db> {
-    args.command
+    args.target
+        .command()
         .first()
         .filter(|_| specs.iter().any(|(_, p)| !p.contains(['*', '?'])))
         .and_then(|c| plan::resolve_binary(c, None).ok())
@@ -213,9 +262,10 @@ fn plan_session<'a>(
     targets: &'a [Target],
     prototypes: &[&'a sigdb::Db],
     specs: &[(usize, String)],
-    in_process: bool,
+    engine: UserEngine,
     notes: &mut Vec<Notice>,
 ) -> Result<Planned<'a>> {
+    let in_process = engine == UserEngine::InProcess;
     let reads = if in_process {
         plan::Reads::IN_PROCESS
     } else {

@@ -37,7 +37,11 @@ pub(crate) fn end_of(
         match stop {
             Stop::Ended(e) => {
                 let c = child.as_ref().map_or(0, |c| c.pid());
-                let cmd = args.command.first().map_or("command", String::as_str);
+                let cmd = args
+                    .target
+                    .command()
+                    .first()
+                    .map_or("command", String::as_str);
                 if e != Ended::Exited(0) {
                     note(Notice::CommandEnded {
                         command: cmd.to_string(),
@@ -48,12 +52,12 @@ pub(crate) fn end_of(
                 return e.code();
             }
             Stop::Gone => {
-                if let Some(p) = args.pid {
+                if let Some(p) = args.target.pid() {
                     note(Notice::ProcessExited(p));
                 }
             }
             Stop::Count | Stop::Duration | Stop::Signal(_) | Stop::OutputClosed => {
-                if let Some(p) = args.pid {
+                if let Some(p) = args.target.pid() {
                     note(Notice::Detached {
                         pid: p,
                         comm: process::comm_of(p),
@@ -72,7 +76,8 @@ pub(crate) fn end_of(
                     if let Some(e) = c.terminate(sig) {
                         note(Notice::CommandStopped {
                             command: args
-                                .command
+                                .target
+                                .command()
                                 .first()
                                 .map_or("command", String::as_str)
                                 .to_string(),
@@ -116,7 +121,7 @@ pub(crate) fn calls_for<'a>(
         ..Default::default()
     };
     let mut calls = Calls::new(no_db, probes, inlines, targets, opts, &spec)?;
-    calls.set_default_comm(match (args.pid, args.command.first()) {
+    calls.set_default_comm(match (args.target.pid(), args.target.command().first()) {
         (Some(p), _) => Some(process::comm_of(p)),
         // The kernel names a task after the first 15 bytes of the executable's name.
         (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
@@ -160,12 +165,12 @@ pub(crate) fn source_name(args: &TraceOptions, targets: &[Target], engine: &str)
         .iter()
         .map(|t| t.path.display().to_string())
         .collect();
-    match (args.pid, args.command.is_empty()) {
+    match (args.target.pid(), args.target.command().is_empty()) {
         (Some(p), _) => format!("{engine} on {} in pid {p}", files.join(", ")),
         (None, false) => format!(
             "{engine} on {}: {}",
             files.join(", "),
-            args.command.join(" ")
+            args.target.command().join(" ")
         ),
         (None, true) => format!("{engine} on {}", files.join(", ")),
     }

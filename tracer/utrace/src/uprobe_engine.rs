@@ -27,7 +27,7 @@ pub(crate) fn run(
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.target.pid() {
         if !process::is_alive(pid) {
             return Err(UtraceError::NoProcess(pid));
         }
@@ -101,10 +101,10 @@ impl Tracer {
             events.insert(EXEC_EVENT.to_string(), Event::Exec);
         }
         let mut child = None;
-        let pids: Vec<i32> = if let Some(pid) = args.pid {
+        let pids: Vec<i32> = if let Some(pid) = args.target.pid() {
             process::threads_of(pid)?
-        } else if !args.command.is_empty() {
-            let c = Child::spawn_at_exec(&args.command)?;
+        } else if !args.target.command().is_empty() {
+            let c = Child::spawn_at_exec(args.target.command())?;
             let pid = c.pid();
             child = Some(c);
             vec![pid]
@@ -144,7 +144,7 @@ impl Tracer {
         }
         let mut stream = Stream::new(&self.events, probes, inlines);
         if args.no_children {
-            let pid = self.child.as_ref().map(|c| c.pid()).or(args.pid);
+            let pid = self.child.as_ref().map(|c| c.pid()).or(args.target.pid());
             stream.only_process(pid);
         }
         let stop = read_until_stop(
@@ -203,7 +203,8 @@ fn read_until_stop(
         let ended = match child.as_mut() {
             Some(c) => c.poll().map(Stop::Ended),
             None => args
-                .pid
+                .target
+                .pid()
                 .filter(|&p| !process::is_alive(p))
                 .map(|_| Stop::Gone),
         };

@@ -55,22 +55,11 @@ impl CallTree<'_> {
         let parent = t.stack.last().map(|f| f.id);
         if self.visible(depth) && t.stack.last().is_some_and(|f| !f.opened) {
             let f = t.stack.last().expect("parent");
-            let view = self.view(Kind::Open, f.func, Task { cpu: f.cpu, ..task });
-            sink.call(
-                &crate::sink::CallView {
-                    id: f.id,
-                    parent: f.parent,
-                    depth: f.depth,
-                    args: &f.args,
-                    time_ns: f.time_ns,
-                    open_after: t.stack.len(),
-                    inlined: self.inlined_view(f.inline),
-                    ctx: f.ctx,
-                    irq_entry: f.irq_entry,
-                    ..view
-                },
-                out,
-            )?;
+            let view = crate::sink::CallView {
+                open_after: t.stack.len(),
+                ..self.frame_view(Kind::Open, f, Task { cpu: f.cpu, ..task })
+            };
+            sink.call(&view, out)?;
             let top = self.tasks[ti].stack.len() - 1;
             self.tasks[ti].stack[top].opened = true;
         }
@@ -154,27 +143,21 @@ impl CallTree<'_> {
         }
         let origin = self.settle_origin(ti, (f.id, func), f.parent, &f.origins, (shown, error));
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        // Not an inline frame (found by `f.inline.is_none()`): no inlined copy.
         let view = crate::sink::CallView {
-            id: f.id,
-            parent: f.parent,
-            depth: f.depth,
-            args: &f.args,
             ret,
             ret_raw,
             error,
             origin: self.origin_view(origin),
-            time_ns: f.time_ns,
             duration_ns,
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,
-            ctx: f.ctx,
-            irq_entry: f.irq_entry,
             irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
             lost,
             lost_here,
             comment: f.comment.as_deref(),
-            ..self.view(close_kind(&f), func, x.task)
+            ..self.frame_view(close_kind(&f), &f, x.task)
         };
         sink.call(&view, out)
     }
@@ -281,23 +264,15 @@ impl CallTree<'_> {
         self.pass_lost(ti, &f);
         let (lost, lost_here) = Self::lost_view(&f);
         let view = crate::sink::CallView {
-            id: f.id,
-            parent: f.parent,
-            depth: f.depth,
-            args: &f.args,
-            time_ns: f.time_ns,
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             unfinished: true,
             exec,
             entry_cpu: f.cpu,
-            inlined: self.inlined_view(f.inline),
-            ctx: f.ctx,
-            irq_entry: f.irq_entry,
             lost,
             lost_here,
             comment: f.comment.as_deref(),
-            ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
+            ..self.frame_view(close_kind(&f), &f, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)
     }

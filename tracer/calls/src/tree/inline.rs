@@ -246,23 +246,18 @@ impl<'a> CallTree<'a> {
         self.pass_lost(ti, &f);
         let (lost, lost_here) = Self::lost_view(&f);
         let (depth, head) = self.shaped_place(ti, &f, trigger);
+        // An inline frame: never an interrupt's entry.
         let view = crate::sink::CallView {
-            id: f.id,
-            parent: f.parent,
             depth,
             layout: laid_out(&head, None),
             named: true,
-            args: &f.args,
-            time_ns: f.time_ns,
             duration_ns: time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,
-            inlined: self.inlined_view(f.inline),
-            ctx: f.ctx,
             lost,
             lost_here,
-            ..self.view(close_kind(&f), f.func, Task { cpu: f.cpu, ..task })
+            ..self.frame_view(close_kind(&f), &f, Task { cpu: f.cpu, ..task })
         };
         sink.call(&view, out)
     }
@@ -493,16 +488,12 @@ impl CallTree<'_> {
                 comment: None,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
+            // Its arguments are empty, its interrupt mark off: as the plain view's.
             let view = CallView {
-                id,
-                parent,
                 depth,
-                time_ns: e.time_ns,
                 layout: laid_out(&head, None),
                 open_after: self.tasks[ti].stack.len() + 1,
-                inlined: self.inlined_view(Some(c)),
-                ctx,
-                ..self.view(Kind::Open, func, e.task)
+                ..self.frame_view(Kind::Open, &f, e.task)
             };
             sink.call(&view, out)?;
             self.tasks[ti].stack.push(f);

@@ -323,21 +323,17 @@ impl CallTree<'_> {
         });
         let shifted = Self::shifted_head(own, around);
         let f = self.tasks[ti].stack.last().expect("frame");
+        // The held entry's frame (its function, no inlined copy), with the entry's text.
         let view = CallView {
-            id: f.id,
-            parent: f.parent,
             depth: f.depth + around,
             name: &h.name,
             module: h.module.as_deref(),
             args: &h.args,
-            time_ns: f.time_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
             layout: super::inline::laid_out(&shifted, own),
             open_after: self.tasks[ti].stack.len(),
-            ctx: f.ctx,
-            irq_entry: f.irq_entry,
-            ..self.view(Kind::Open, h.func, h.task())
+            ..self.frame_view(Kind::Open, f, h.task())
         };
         sink.call(&view, out)
     }
@@ -362,8 +358,6 @@ impl CallTree<'_> {
         let around = self.inline_count(ti);
         let shifted = Self::shifted_head(x.layout, around);
         let view = CallView {
-            id: f.id,
-            parent: f.parent,
             depth: x.depth + around,
             name: &h.name,
             module: h.module.as_deref(),
@@ -372,16 +366,13 @@ impl CallTree<'_> {
             ret_raw,
             error,
             origin: self.origin_view(origin),
-            time_ns: f.time_ns,
             duration_ns: x.duration_ns,
             callsite: h.callsite.as_deref(),
             comment: h.comment.as_deref(),
             layout: super::inline::laid_out(&shifted, x.layout),
             open_after: self.tasks[ti].stack.len(),
-            ctx: f.ctx,
-            irq_entry: f.irq_entry,
             irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
-            ..self.view(Kind::Leaf, h.func, x.task)
+            ..self.frame_view(Kind::Leaf, &f, x.task)
         };
         sink.call(&view, out)
     }

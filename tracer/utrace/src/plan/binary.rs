@@ -213,7 +213,7 @@ pub fn load_target(
     notes.extend(found.notes.into_iter().map(Notice::Db));
     let (db, source) = (found.db, found.source);
     let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
-    if let Some(debug) = loader::binary::debug_file(path, &bytes, &build_id) {
+    if let Some(debug) = dcg_dbresolve::binary::debug_file(path, &bytes, &build_id) {
         if let Ok(dbytes) = std::fs::read(&debug) {
             if let Ok(more) = SymbolMap::from_elf(&dbytes) {
                 symbols.merge(more);
