@@ -36,11 +36,18 @@ esac
 # DCG_BENCH_ENGINES=bpf measures one engine only.
 engines=${DCG_BENCH_ENGINES:-$engines}
 # DCG_BENCH_BASELINE=DIR: DIR/dcg, an older build, runs each engine too, just before this
-# tree's, in the same boot (rows ENGINE@base): a change's before and after on one clock.
+# tree's, in the same boot (rows ENGINE@base): a change's before and after on one clock;
+# with DIR/dwarfscan, on a db of its own format.
 base=()
 if [ -n "${DCG_BENCH_BASELINE:-}" ]; then
 	[ -x "$DCG_BENCH_BASELINE/dcg" ] || { echo "kernel-engines: no $DCG_BENCH_BASELINE/dcg" >&2; exit 1; }
 	base=(--add "$DCG_BENCH_BASELINE/dcg:/bin/dcg-base")
+	# The older build reads the db its own dwarfscan writes (the format may have moved
+	# on since): /dcg/k-base.sigdb, when DIR/dwarfscan is there.
+	if [ -x "$DCG_BENCH_BASELINE/dwarfscan" ]; then
+		"$DCG_BENCH_BASELINE/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k-base.sigdb"
+		base+=(--add "$tmp/k-base.sigdb:/dcg/k-base.sigdb")
+	fi
 	engines=$(echo "$engines" | tr , '\n' | sed 's/.*/&@base,&/' | paste -sd,)
 fi
 # DCG_BENCH_ICOUNT=1: the guest's clock counts instructions (qemu -icount shift=0: one

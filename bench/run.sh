@@ -53,7 +53,7 @@ goal() {
 	decode) echo ">= 2 M lines/s on one core" ;;
 	uprobe) echo "dcg's probe cost <= 1.2x that of the same uprobes placed by hand" ;;
 	userengines) echo "in process <= uftrace on both instrumented builds, <= 2 us a call on a plain build (issue 25)" ;;
-	engines72) echo "a call <= 1.0x raw function_graph, no record lost; start and stop within function_graph's own switch on and off (issue 26)" ;;
+	engines72) echo "a call <= 1.0x raw function_graph, no record lost; start and stop within function_graph's own switch on and off (issue 26); the user's invocation (ENGINE/user) <= 1.1x on one CPU and two (issue 39)" ;;
 	engines612 | enginestk) echo "as for Debian 7.2" ;;
 	esac
 }

@@ -55,7 +55,8 @@ for e in $ENGINES; do
 	# ENGINE@base: the same engine run by /bin/dcg-base, an older build (the benchmark's
 	# before/after in one boot).
 	bin=dcg
-	case $e in *@base*) bin=dcg-base ;; esac
+	db=$DB
+	case $e in *@base*) bin=dcg-base; [ -e /dcg/k-base.sigdb ] && db=/dcg/k-base.sigdb ;; esac
 	eng=${e%%/*}
 	eng=${eng%@base}
 	f=$(echo "$e" | tr '/@' '__')
@@ -65,10 +66,10 @@ for e in $ENGINES; do
 	case $e in
 	*/user*)
 		# The loop's line and the text tree share stdout (the tree comes at the end).
-		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $DB --show-retvals --func $ROOT \
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT \
 			--output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
 	*)
-		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $DB --show-retvals --func $ROOT --json \
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
 			--trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
 	esac
 	echo "rc=$?"
