@@ -20,7 +20,7 @@ use dcg_dbset::DbSet;
 use dcg_fgraph::{self as fgraph, Call, Line, Prefix};
 
 use crate::funcs::FuncTable;
-use crate::outputs::OutputSpec;
+use crate::outputs::{OutputSpec, Outputs};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::saved_format::CallRecord;
 use crate::sink::{ArgList, Layout, Note, Sink, Sinks, Task};
@@ -104,7 +104,7 @@ pub fn run(
             .map_or("stdin".to_string(), |p| p.display().to_string()),
         ..args.opts.output()
     };
-    let mut dec = Decoder::with_outputs(set, args.opts, &spec)?;
+    let mut dec = Decoder::with_outputs(set, args.opts, Outputs::open(spec)?);
     if let Some(select) = &args.select {
         dec.pipe.select_trees(select.clone(), set);
     }
@@ -226,14 +226,10 @@ impl<'a> Decoder<'a> {
         Decoder::on(Pipeline::shown(tree, &opts.output()), opts)
     }
 
-    /// A decoder over `set` feeding the outputs of `spec` (the saved-calls file too).
-    pub fn with_outputs(
-        set: &'a DbSet,
-        opts: Options,
-        spec: &OutputSpec,
-    ) -> Result<Decoder<'a>, PipelineError> {
+    /// A decoder over `set` feeding `outputs` (the saved-calls file too).
+    pub fn with_outputs(set: &'a DbSet, opts: Options, outputs: Outputs) -> Decoder<'a> {
         let tree = Decoder::tree(set, opts);
-        Ok(Decoder::on(Pipeline::new(tree, spec)?, opts))
+        Decoder::on(Pipeline::new(tree, outputs), opts)
     }
 
     /// A decoder over `set` feeding `sinks`.

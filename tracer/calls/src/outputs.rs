@@ -69,17 +69,56 @@ pub fn sinks<'s>(spec: &OutputSpec) -> (Sinks<'s>, Option<Collected>) {
     (sinks, None)
 }
 
-/// The saved-calls file of `spec` (`--output`), when asked: created, its header written,
-/// its sink added to `sinks` (last); the file is committed once the sinks are dropped.
-pub(crate) fn saved<'s>(
-    spec: &OutputSpec,
-    sinks: &mut Sinks<'s>,
-) -> Result<Option<dcg_outfile::Output>, PipelineError> {
-    let Some(path) = &spec.saved else {
-        return Ok(None);
-    };
-    let file = dcg_outfile::Output::create(path)?;
-    let writer = std::io::BufWriter::new(file.writer()?);
-    sinks.push(Box::new(SavedCalls::new(Box::new(writer), &spec.source)?));
-    Ok(Some(file))
+/// A stream's outputs, opened: the spec they are built from and the saved-calls file
+/// (`--output`), created with its header written before anything is traced, so that a
+/// file that cannot be written is refused before the session starts. The file is
+/// committed when the pipeline that takes these outputs closes; dropped unused, it is
+/// removed (nothing half-written is left).
+pub struct Outputs {
+    spec: OutputSpec,
+    saved: Option<(dcg_outfile::Output, SavedCalls<'static>)>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs")
+            .field("spec", &self.spec)
+            .field("saved", &self.saved.is_some())
+            .finish()
+    }
+}
+
+impl Outputs {
+    /// Open the outputs of `spec`: the saved-calls file created and its header written,
+    /// when asked.
+    pub fn open(spec: OutputSpec) -> Result<Outputs, PipelineError> {
+        let saved = match &spec.saved {
+            Some(path) => {
+                let file = dcg_outfile::Output::create(path)?;
+                let writer = std::io::BufWriter::new(file.writer()?);
+                let sink = SavedCalls::new(Box::new(writer), &spec.source)?;
+                Some((file, sink))
+            }
+            None => None,
+        };
+        Ok(Outputs { spec, saved })
+    }
+
+    /// What the outputs were opened from.
+    pub fn spec(&self) -> &OutputSpec {
+        &self.spec
+    }
+
+    /// The sinks in feeding order, the saved-calls sink last; the handle of the report
+    /// collection and the saved-calls file to commit.
+    pub(crate) fn into_sinks<'s>(
+        self,
+    ) -> (Sinks<'s>, Option<Collected>, Option<dcg_outfile::Output>) {
+        let (mut sinks, collected) = sinks(&self.spec);
+        let file = self.saved.map(|(file, sink)| {
+            sinks.push(Box::new(sink));
+            file
+        });
+        (sinks, collected, file)
+    }
 }

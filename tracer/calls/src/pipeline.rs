@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use sigdb::Instance;
 
 use crate::funcs::FuncId;
-use crate::outputs::{self, OutputSpec};
+use crate::outputs::{self, OutputSpec, Outputs};
 use crate::record_sinks::Collected;
 use crate::saved_format::CallRecord;
 use crate::sink::{ArgList, Note, Sink, Sinks, Task};
@@ -42,12 +42,13 @@ impl<'a> Pipeline<'a> {
     /// Bytes of output buffered before the source is expected to hand them on.
     pub const CHUNK: usize = 1 << 16;
 
-    /// `tree` (its shape, depth and functions set by the source) feeding the outputs of
-    /// `spec`.
-    pub fn new(tree: CallTree<'a>, spec: &OutputSpec) -> Result<Pipeline<'a>, PipelineError> {
-        let mut p = Pipeline::shown(tree, spec);
-        p.saved = outputs::saved(spec, &mut p.sinks)?;
-        Ok(p)
+    /// `tree` (its shape, depth and functions set by the source) feeding `outputs`.
+    pub fn new(tree: CallTree<'a>, outputs: Outputs) -> Pipeline<'a> {
+        let (sinks, collected, saved) = outputs.into_sinks();
+        let mut p = Pipeline::with_sinks(tree, sinks);
+        p.collected = collected;
+        p.saved = saved;
+        p
     }
 
     /// [`Pipeline::new`] without the saved-calls file (`spec.saved` is not looked at).

@@ -155,7 +155,7 @@ pub(crate) fn db_sources(offline: bool) -> DbSources {
 pub(crate) fn resolve_db(paths: &[PathBuf], offline: bool) -> Result<DbSet> {
     let set = dcg_dbresolve::resolve(paths, &db_sources(offline))?;
     if let Some(note) = set.fetched() {
-        eprintln!("dcg: {note}");
+        eprintln!("dcg: {}", trace_notices::db_note(note));
     }
     Ok(set)
 }
@@ -275,8 +275,9 @@ fn load(
         let (db, path, how) = dcg_dbresolve::binary::fetch_db(&id, &net, &sources.places)?;
         writeln!(
             out,
-            "build-id {}: fetched from debuginfod ({how}): {} functions -> {}",
+            "build-id {}: fetched from debuginfod ({}): {} functions -> {}",
             sigdb::hex(&id),
+            trace_notices::fetched_as(how),
             db.function_count(),
             path.display()
         )?;

@@ -34,6 +34,7 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         format: args.report.map_or(dcg_report::Format::Text, Into::into),
         ..ReportOptions::default()
     };
+    let tuning = args.tuning();
     let opts = args.options(offline);
     use dcg_live::options::Engine;
     match (opts.is_user_space(), opts.engine) {
@@ -54,7 +55,7 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         })?;
         (ExitCode::from(f.exit), f.calls)
     } else {
-        kernel(&opts, &sources, out)?
+        kernel(&opts, tuning, &sources, out)?
     };
     if let Some(calls) = calls {
         let graph = CallGraph::new(calls)?;
@@ -71,11 +72,12 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
 /// The kernel session.
 fn kernel(
     opts: &TraceOptions,
+    tuning: dcg_ktrace::Tuning,
     sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
 ) -> anyhow::Result<(ExitCode, Option<Vec<CallRecord>>)> {
     let mut steps = crate::progress::Steps::on_stderr();
-    let outcome = dcg_ktrace::run(opts, sources, out, &mut |n| match n {
+    let outcome = dcg_ktrace::run(opts, tuning, sources, out, &mut |n| match n {
         Notice::Progress(p) => steps.show(&p),
         n => steps.println(&format!("dcg: {}", notices::kernel(&n))),
     })?;

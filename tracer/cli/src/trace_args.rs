@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::{BpfMode, Engine, OutputRequest, StopAt, Target, TraceOptions};
+use dcg_live::options::{Engine, OutputRequest, StopAt, Target, TraceOptions};
 
 use crate::ColorChoice;
 
@@ -161,6 +161,19 @@ pub struct TraceArgs {
 }
 
 impl TraceArgs {
+    /// The kernel engines' test switches (hidden options).
+    pub fn tuning(&self) -> dcg_ktrace::Tuning {
+        dcg_ktrace::Tuning {
+            fgraph_probes: self.fgraph_probes,
+            fgraph_text: self.fgraph_text,
+            records_in_memory: self.records_in_memory,
+            bpf_mode: self.bpf_mode.map(|m| match m {
+                BpfModeArg::Session => dcg_ktrace::BpfMode::Session,
+                BpfModeArg::EntryReturn => dcg_ktrace::BpfMode::EntryReturn,
+            }),
+        }
+    }
+
     /// The session options; colour decided against where the trace goes.
     /// `offline`: never ask debuginfod (`dcg --offline`).
     pub fn options(self, offline: bool) -> TraceOptions {
@@ -202,18 +215,25 @@ impl TraceArgs {
             no_children: self.no_children,
             offline,
             hide_irqs: self.irqs == IrqsArg::Hide,
-            fgraph_probes: self.fgraph_probes,
-            fgraph_text: self.fgraph_text,
-            records_in_memory: self.records_in_memory,
-            bpf_mode: self.bpf_mode.map(|m| match m {
-                BpfModeArg::Session => BpfMode::Session,
-                BpfModeArg::EntryReturn => BpfMode::EntryReturn,
-            }),
-            // The in-process recorder library, when not beside dcg.
-            recorder: std::env::var_os("DCG_RECORDER").map(PathBuf::from),
+            recorder: recorder_path(),
             filters: Vec::new(),
             stacks: Vec::new(),
             derefs: Vec::new(),
         }
     }
+}
+
+/// Where the in-process recorder library is: `DCG_RECORDER`, else beside the `dcg`
+/// executable (as cargo builds both), else in `../lib/dcg/` from it (an installed
+/// layout); `None` when it is nowhere.
+fn recorder_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("DCG_RECORDER") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let name = dcg_utrace::inproc_engine::RECORDER;
+    [dir.join(name), dir.join("../lib/dcg").join(name)]
+        .into_iter()
+        .find(|p| p.is_file())
 }

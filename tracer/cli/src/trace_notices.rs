@@ -9,11 +9,11 @@ use dcg_utrace::Notice as UserNotice;
 pub fn kernel(n: &Notice) -> String {
     match n {
         Notice::RemovedStale(what) => format!("removed stale {what}"),
-        Notice::DbFetched(note) => note.clone(),
+        Notice::DbFetched(note) => db_note(note),
         Notice::BpfFallback(why) => {
             format!("{why}; tracing with function_graph instead (--engine bpf to insist)")
         }
-        Notice::NoMatch(why) => why.clone(),
+        Notice::NoMatch(m) => no_match(m),
         Notice::Inlined {
             funcs,
             copies,
@@ -50,8 +50,9 @@ pub fn kernel(n: &Notice) -> String {
             target,
             probes,
         } => format!(
-            "tracing {functions} function{} ({target}){}; Ctrl-C to stop",
+            "tracing {functions} function{} ({}){}; Ctrl-C to stop",
             if *functions == 1 { "" } else { "s" },
+            traced(target),
             if *probes == 0 {
                 String::new()
             } else {
@@ -204,7 +205,7 @@ fn shorten_list<S: AsRef<str>>(v: &[S], max: usize) -> String {
 /// A user-space session's notice, as printed after `dcg: `.
 pub fn user(n: &UserNotice) -> String {
     match n {
-        UserNotice::Db(note) => note.clone(),
+        UserNotice::Db(note) => db_note(note),
         UserNotice::EngineUprobes(why) => format!("engine: uprobes ({why})"),
         UserNotice::EngineInProcess { command } => format!(
             "engine: in process ({} preloaded into {})",
@@ -422,7 +423,11 @@ fn selection(n: &UserNotice) -> String {
             path.display()
         ),
         UserNotice::ByUprobes { symbol, path, why } => {
-            format!("{symbol} in {}: traced with uprobes: {why}", path.display())
+            format!(
+                "{symbol} in {}: traced with uprobes: {}",
+                path.display(),
+                unhookable(why)
+            )
         }
         UserNotice::Unreadable(funcs) => format!(
             "values in xmm and x87 registers cannot be read by uprobes (they fetch \
@@ -447,4 +452,161 @@ fn selection(n: &UserNotice) -> String {
         // The other notices are worded by `user`.
         other => format!("{other:?}"),
     }
+}
+
+/// What a running session traces, as the tracing line names it.
+fn traced(t: &dcg_live::plan::Traced) -> String {
+    use dcg_live::plan::Traced;
+    match t {
+        Traced::Command(pid) => format!("command pid {pid}"),
+        Traced::Pid(pid) => format!("pid {pid}"),
+        Traced::AllTasks => "all tasks".to_string(),
+    }
+}
+
+/// Why a function is not hooked in process, as the notice says it.
+fn unhookable(why: &dcg_utrace::hooks::Unhookable) -> String {
+    use dcg_utrace::hooks::Unhookable;
+    match *why {
+        Unhookable::NoCode => "its code is in no loadable segment".into(),
+        Unhookable::McountTooFar => "its mcount call is too far in".into(),
+        Unhookable::Undecodable => "its first instructions do not decode".into(),
+        Unhookable::TooShort(size) => format!("it is {size} bytes: too short for a 5-byte jump"),
+        Unhookable::CallInMoved { at, bytes } => {
+            format!("a call at {at:#x} is among its first {bytes} bytes")
+        }
+        Unhookable::JumpIntoMoved { at, bytes } => {
+            format!("code at {at:#x} jumps into its first {bytes} bytes")
+        }
+    }
+}
+
+/// How a db fetched from debuginfod was made.
+pub fn fetched_as(how: dcg_dbset::note::FetchedAs) -> &'static str {
+    use dcg_dbset::note::FetchedAs;
+    match how {
+        FetchedAs::Section => "its .dcg_sigdb section",
+        FetchedAs::BuiltFromDebugFile => "a db built from its debug file",
+    }
+}
+
+/// What the db resolver has to say about where a db came from.
+pub fn db_note(note: &dcg_dbset::note::DbNote) -> String {
+    use dcg_dbset::note::{DbNote, Whose};
+    match note {
+        DbNote::Fetched {
+            whose,
+            how,
+            functions,
+            stored,
+        } => {
+            let how = fetched_as(*how);
+            match whose {
+                Whose::Kernel => format!(
+                    "the running kernel's db came from debuginfod ({how}, {functions} \
+                     functions) and is kept in {}",
+                    stored.display()
+                ),
+                Whose::Binary(path) => format!(
+                    "{}: no DWARF here; its db came from debuginfod ({how}, {functions} \
+                     functions) and is kept in the store: {}",
+                    path.display(),
+                    stored.display()
+                ),
+            }
+        }
+        DbNote::BuildIdMismatch { binary, db } => format!(
+            "{}: the build-id of {} does not match the binary's; values may be wrong",
+            binary.display(),
+            db.display()
+        ),
+        DbNote::Built {
+            binary,
+            store_unreadable,
+            from,
+            functions,
+            seconds,
+            to_keep,
+        } => {
+            let mut s = format!(
+                "{}: {}no db in the store; built one from the DWARF of {} ({functions} \
+                 functions, {seconds:.2} s)",
+                binary.display(),
+                store_unreadable
+                    .as_ref()
+                    .map(|e| format!("the store could not be read ({e}); "))
+                    .unwrap_or_default(),
+                from.display()
+            );
+            if let Some(steps) = to_keep {
+                s.push_str("; to keep it:\n");
+                s.push_str(steps);
+            }
+            s
+        }
+    }
+}
+
+/// Why a kernel pattern selects no traceable function.
+fn no_match(m: &dcg_ktrace::funcs::NoMatch) -> String {
+    use dcg_ktrace::funcs::{Rebuild, Unmatched};
+    let pattern = &m.pattern;
+    let mut s = match &m.why {
+        Unmatched::Nothing => {
+            format!("{pattern}: no traceable function matches, and no function of the db does")
+        }
+        Unmatched::OnlyUntraceable { names, more } => format!(
+            "{pattern}: no traceable function matches (the db has {}{}: inlined or notrace; \
+             ask for one by name to see why)",
+            names.join(", "),
+            if *more { ", ..." } else { "" }
+        ),
+        Unmatched::Unknown => format!(
+            "{pattern}: unknown function (not in the db of this kernel, and not in \
+             available_filter_functions)"
+        ),
+        Unmatched::Notrace => format!("{pattern} is not traceable: it is marked notrace"),
+        Unmatched::InlinedNowhere => {
+            format!("{pattern} is not traceable: it is only inlined (the db names no caller)")
+        }
+        Unmatched::Inlined {
+            callers,
+            more,
+            try_caller,
+            rebuild,
+        } => {
+            let more = if *more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            let hint = try_caller
+                .as_ref()
+                .map(|c| format!(" (try --func {c})"))
+                .unwrap_or_default();
+            let rebuild = match rebuild {
+                Rebuild::Nothing => "",
+                Rebuild::WithInlineInstances => {
+                    "; a db with inline instances (dwarfscan without --no-inline-instances) \
+                     traces its inlined copies"
+                }
+                Rebuild::WithAllInlineInstances => {
+                    "; the db holds none of its inlined copies (dwarfscan records those of \
+                     header `inline` functions with --all-inline-instances)"
+                }
+            };
+            format!(
+                "{pattern} is not traceable: it is inlined into {}{more}{hint}{rebuild}",
+                callers.join(", ")
+            )
+        }
+        Unmatched::NotPatchable => format!(
+            "{pattern} is not traceable: it is in the db but not in available_filter_functions \
+             (notrace, or not patchable)"
+        ),
+    };
+    if m.bpf_traces_copies {
+        s.push_str("; the BPF engine traces its inlined copies (--engine bpf)");
+    }
+    s
 }

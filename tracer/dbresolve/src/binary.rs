@@ -2,10 +2,10 @@
 //! the only one), the store's entry for its build-id, or one built in memory from its DWARF
 //! (the binary's own or its separate debug file's).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use dcg_dbset::note::{DbNote, FetchedAs, Whose};
 use sigdb::Db;
 
 use crate::{open_one, DbError, DbSources};
@@ -36,7 +36,7 @@ pub struct BinaryDb {
     /// Its source.
     pub source: DbSource,
     /// Notes for the user (a build-id mismatch, a db built from DWARF and how to keep it).
-    pub notes: Vec<String>,
+    pub notes: Vec<DbNote>,
 }
 
 /// Find the db of the binary at `path` (its contents `bytes`, its `build_id`): from `dbs`
@@ -65,7 +65,7 @@ pub fn resolve_binary(
             None
         }
         Err(loader::Error::NoBinaryDb { .. } | loader::Error::NoBinaryBuildId { .. }) => None,
-        Err(e) => Some(format!("the store could not be read ({e})")),
+        Err(e) => Some(e.to_string()),
     };
     match (built(path, bytes, build_id, store_note), &sources.net) {
         (Err(DbError::NoDwarf { .. }), Some(net)) if !build_id.is_empty() => {
@@ -106,7 +106,7 @@ pub fn fetch_db(
     build_id: &[u8],
     net: &dcg_debuginfod::Client,
     places: &loader::Places,
-) -> Result<(Db, PathBuf, &'static str), DbError> {
+) -> Result<(Db, PathBuf, FetchedAs), DbError> {
     use dcg_debuginfod::{FetchError, What};
     let id = sigdb::hex(build_id);
     // A kernel's db goes under the build-id asked for, not the running kernel's.
@@ -118,7 +118,7 @@ pub fn fetch_db(
     let first = match section_db(build_id, net, section) {
         Ok(p) => {
             let o = places.store()?.load(&p, &opts)?;
-            return Ok((Db::open(&o.path)?, o.path, "its .dcg_sigdb section"));
+            return Ok((Db::open(&o.path)?, o.path, FetchedAs::Section));
         }
         Err(Miss::Fetch(e @ FetchError::Cache { .. })) => return Err(e.into()),
         Err(m) => m,
@@ -136,7 +136,7 @@ pub fn fetch_db(
     match debug_file_db(build_id, &id, net) {
         Ok((bytes, from)) => {
             let o = places.store()?.load_bytes(bytes, &from, &opts)?;
-            Ok((Db::open(&o.path)?, o.path, "a db built from its debug file"))
+            Ok((Db::open(&o.path)?, o.path, FetchedAs::BuiltFromDebugFile))
         }
         Err(Miss::Fetch(e @ FetchError::Cache { .. })) => Err(e.into()),
         Err(second) => Err(match (&first, &second) {
@@ -236,13 +236,12 @@ fn fetched(
 ) -> Result<BinaryDb, DbError> {
     let (db, stored, how) = fetch_db(build_id, net, places)?;
     Ok(BinaryDb {
-        notes: vec![format!(
-            "{}: no DWARF here; its db came from debuginfod ({how}, {} functions) and is kept \
-             in the store: {}",
-            path.display(),
-            db.function_count(),
-            stored.display()
-        )],
+        notes: vec![DbNote::Fetched {
+            whose: Whose::Binary(path.to_path_buf()),
+            how,
+            functions: db.function_count(),
+            stored: stored.clone(),
+        }],
         db,
         source: DbSource::Debuginfod(stored),
     })
@@ -268,11 +267,10 @@ fn given(path: &Path, build_id: &[u8], dbs: &[PathBuf]) -> Result<BinaryDb, DbEr
     let db = opened.into_iter().nth(i).expect("picked index");
     let mut notes = Vec::new();
     if !build_id.is_empty() && !matches(&db) {
-        notes.push(format!(
-            "{}: the build-id of {} does not match the binary's; values may be wrong",
-            path.display(),
-            dbs[i].display()
-        ));
+        notes.push(DbNote::BuildIdMismatch {
+            binary: path.to_path_buf(),
+            db: dbs[i].clone(),
+        });
     }
     Ok(BinaryDb {
         db,
@@ -327,21 +325,14 @@ fn built(
             }
         },
     };
-    let mut note = format!(
-        "{}: {}no db in the store; built one from the DWARF of {} ({} functions, {:.2} s)",
-        path.display(),
-        store_note.map(|s| format!("{s}; ")).unwrap_or_default(),
-        src.display(),
-        db.function_count(),
-        t.elapsed().as_secs_f64()
-    );
-    if !build_id.is_empty() {
-        let _ = write!(
-            note,
-            "; to keep it:\n{}",
-            loader::binary::next_steps(path, build_id)
-        );
-    }
+    let note = DbNote::Built {
+        binary: path.to_path_buf(),
+        store_unreadable: store_note,
+        from: src.clone(),
+        functions: db.function_count(),
+        seconds: t.elapsed().as_secs_f64(),
+        to_keep: (!build_id.is_empty()).then(|| loader::binary::next_steps(path, build_id)),
+    };
     Ok(BinaryDb {
         db,
         source: DbSource::Built(src),

@@ -8,6 +8,7 @@ pub mod binary;
 
 use std::path::{Path, PathBuf};
 
+use dcg_dbset::note::{DbNote, Whose};
 use dcg_dbset::DbSet;
 use sigdb::Db;
 
@@ -129,12 +130,12 @@ pub fn resolve(paths: &[PathBuf], sources: &DbSources) -> Result<DbSet, DbError>
         (Err(loader::Error::NoKernelDb { .. }), Some(net)) => {
             let id = store.running_kernel_build_id()?;
             let (db, stored, how) = binary::fetch_db(&id, net, places)?;
-            let note = format!(
-                "the running kernel's db came from debuginfod ({how}, {} functions) and \
-                 is kept in {}",
-                db.function_count(),
-                stored.display()
-            );
+            let note = DbNote::Fetched {
+                whose: Whose::Kernel,
+                how,
+                functions: db.function_count(),
+                stored,
+            };
             Ok(DbSet::fetched_with(vec![db], note))
         }
         (Err(e), _) => Err(e.into()),

@@ -6,6 +6,7 @@
 pub mod glob;
 pub mod inlines;
 pub mod kallsyms;
+pub mod note;
 pub mod symbols;
 
 use sigdb::{Db, FuncFlags, Function};
@@ -15,7 +16,7 @@ use sigdb::{Db, FuncFlags, Function};
 pub struct DbSet {
     dbs: Vec<Db>,
     /// Set when the dbs came from debuginfod: where from and where kept.
-    fetched: Option<String>,
+    fetched: Option<note::DbNote>,
 }
 
 impl DbSet {
@@ -26,7 +27,7 @@ impl DbSet {
 
     /// Databases fetched from debuginfod, with the note that says where from and where
     /// they are kept ([`DbSet::fetched`]).
-    pub fn fetched_with(dbs: Vec<Db>, note: String) -> DbSet {
+    pub fn fetched_with(dbs: Vec<Db>, note: note::DbNote) -> DbSet {
         DbSet {
             dbs,
             fetched: Some(note),
@@ -34,8 +35,8 @@ impl DbSet {
     }
 
     /// When the resolver fetched the db from debuginfod: a note saying so.
-    pub fn fetched(&self) -> Option<&str> {
-        self.fetched.as_deref()
+    pub fn fetched(&self) -> Option<&note::DbNote> {
+        self.fetched.as_ref()
     }
 
     /// The databases.

@@ -7,7 +7,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,18 +15,19 @@ use rustc_hash::FxHashMap;
 
 use dcg_bpf::{Capture, Loaded, Target};
 use dcg_calls::funcs::FuncTable;
+use dcg_calls::outputs::Outputs;
 use dcg_calls::pipeline::Pipeline;
 use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
-use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs;
 
 use crate::bpf_feed::{site_index, Feed};
 use crate::error::{KtraceError, Result};
-use crate::funcs::{parse_sites, Site};
+use crate::funcs::Site;
+use crate::plan::KernelPlan;
 use crate::{debug, Notice, Progress, Summary};
 
 /// What the kernel runs around every run of the BPF program: the kprobe_multi link's
@@ -189,64 +189,70 @@ fn cpu_time(what: &str) {
     }
 }
 
-/// Run a BPF session for `roots` (already resolved): attach, start or follow the
-/// target, record until a stop condition, detach.
-pub fn run(
-    args: &TraceOptions,
-    set: &DbSet,
-    (root, sites): (&Path, Option<Vec<Site>>),
-    roots: Vec<String>,
-    inlines: &[sigdb::Instance<'_>],
-    out: &mut dyn Write,
+/// The programs loaded and attached for a plan, the command started stopped: what
+/// [`run`] records with.
+pub(crate) struct Attached<'p> {
+    capture: Capture,
+    child: Option<Child>,
+    kallsyms: Kallsyms,
+    pointer_names: SymbolMap,
+    site_at: FxHashMap<u64, u32>,
+    /// The inlined copies probed.
+    probed: Vec<sigdb::Instance<'p>>,
+}
+
+/// Load the programs and attach them for `plan` (its command started stopped), or say
+/// why the BPF engine cannot run here ([`KtraceError::BpfUnavailable`]).
+pub(crate) fn attach<'p>(
+    plan: &'p KernelPlan<'_>,
     notify: &mut dyn FnMut(Notice),
-) -> Result<Summary> {
-    let sites = match sites {
-        Some(s) => s,
-        None => parse_sites(
-            &std::fs::read_to_string(root.join("available_filter_functions_addrs"))
-                .map_err(KtraceError::Available)?,
-        ),
-    };
+) -> Result<Attached<'p>> {
+    let sites = plan.avail.sites().ok_or_else(|| {
+        KtraceError::Available(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "available_filter_functions_addrs",
+        ))
+    })?;
     debug(format_args!(
         "BPF session: {} sites; reading kallsyms",
         sites.len()
     ));
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
     debug(format_args!("kallsyms read"));
-    let mut targets = targets(&sites, &roots, set, args.args);
+    let mut targets = targets(sites, &plan.roots, plan.dbs, plan.session.values.args);
     debug(format_args!(
         "{} sites and kallsyms read; loading the programs",
         sites.len()
     ));
-    let mut child = if args.target.command().is_empty() {
+    let target = &plan.session.target;
+    let mut child = if target.command().is_empty() {
         None
     } else {
-        Some(Child::spawn_stopped(args.target.command())?)
+        Some(Child::spawn_stopped(target.command())?)
     };
     let procs: Option<Vec<u32>> = child
         .as_ref()
         .map(|c| c.pid())
-        .or(args.target.pid())
+        .or(target.pid())
         .map(|p| vec![p as u32]);
     // What only decoding needs (the symbol tables, the sites by address) is made in
     // threads while the kernel loads and attaches the programs.
     notify(Notice::Progress(Progress::Attaching {
         functions: targets.len(),
-        copies: inlines.len(),
+        copies: plan.inlines.len(),
     }));
     let (attached, kallsyms, pointer_names, site_at, probed) = load_and_attach(
         &kallsyms_text,
-        &sites,
+        sites,
         &mut targets,
-        &roots,
-        inlines,
-        (procs.as_deref(), args.bpf_mode),
+        plan,
+        procs.as_deref(),
         notify,
     );
     notify(Notice::Progress(Progress::Done));
     drop(kallsyms_text);
     let kallsyms = Arc::try_unwrap(kallsyms).unwrap_or_else(|k| (*k).clone());
-    let mut capture = match attached {
+    let capture = match attached {
         Ok(c) => c,
         Err(e) => {
             if let Some(c) = child.as_mut() {
@@ -268,29 +274,52 @@ pub fn run(
             why: e.to_string(),
         });
     }
+    Ok(Attached {
+        capture,
+        child,
+        kallsyms,
+        pointer_names,
+        site_at,
+        probed,
+    })
+}
 
+/// Run the attached session of `plan` into `outputs`: let the command run, record until
+/// a stop condition, detach.
+pub(crate) fn run(
+    plan: &KernelPlan<'_>,
+    attached: Attached<'_>,
+    outputs: Outputs,
+    out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Summary> {
+    let Attached {
+        mut capture,
+        mut child,
+        kallsyms,
+        pointer_names,
+        site_at,
+        probed,
+    } = attached;
+    let sites = plan.avail.sites().unwrap_or_default();
+    let set = plan.dbs;
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
-    let spec = crate::session::outputs(args);
-    let mut tree = CallTree::new(funcs, Shape::Flat, args.depth);
-    tree.show_inline_frames(!args.no_inline_frames && set.has_inline_instances());
-    let pipe = Pipeline::new(tree, &spec)?;
-    let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, args);
-    let target = match (&child, args.target.pid()) {
-        (Some(c), _) => format!("command pid {}", c.pid()),
-        (None, Some(p)) => format!("pid {p}"),
-        (None, None) => "all tasks".to_string(),
-    };
+    let session = &plan.session;
+    let mut tree = CallTree::new(funcs, Shape::Flat, session.depth);
+    tree.show_inline_frames(session.inline_frames && set.has_inline_instances());
+    let pipe = Pipeline::new(tree, outputs);
+    let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, session.values);
     notify(Notice::Tracing {
-        functions: roots.len(),
-        target,
+        functions: plan.roots.len(),
+        target: session.traced(child.as_ref().map(|c| c.pid())),
         probes: 0,
     });
     if let Some(c) = child.as_mut() {
         c.resume()?;
     }
     cpu_time("command resumed");
-    let stop_reason = record(args, &mut capture, &mut feed, child.as_mut(), out, notify)?;
+    let stop_reason = record(plan, &mut capture, &mut feed, child.as_mut(), out, notify)?;
     cpu_time(&format!("loop ended: {stop_reason}"));
     let summary = finish(capture, feed, child.as_mut(), stop_reason, out)?;
     debug(format_args!("output committed"));
@@ -299,7 +328,7 @@ pub fn run(
 
 /// What loading and attaching gave: the capture (or why not), the kernel's symbols, the
 /// pointer names, the sites by address and the inlined copies probed.
-type Attached<'i> = (
+type Loading<'i> = (
     std::result::Result<Capture, dcg_bpf::BpfError>,
     Arc<Kallsyms>,
     SymbolMap,
@@ -315,11 +344,11 @@ fn load_and_attach<'i>(
     kallsyms_text: &str,
     sites: &[Site],
     targets: &mut Vec<Target>,
-    roots: &[String],
-    inlines: &[sigdb::Instance<'i>],
-    (procs, mode): (Option<&[u32]>, Option<dcg_live::options::BpfMode>),
+    plan: &'i KernelPlan<'_>,
+    procs: Option<&[u32]>,
     notify: &mut dyn FnMut(Notice),
-) -> Attached<'i> {
+) -> Loading<'i> {
+    let (roots, inlines) = (&plan.roots, &plan.inlines);
     std::thread::scope(|sc| {
         let (ktx, krx) = std::sync::mpsc::channel();
         let (text, sites) = (kallsyms_text, sites);
@@ -339,10 +368,7 @@ fn load_and_attach<'i>(
                     kallsyms_text,
                     "__per_cpu_offset",
                 ),
-                mode: mode.map(|m| match m {
-                    dcg_live::options::BpfMode::Session => dcg_bpf::Mode::Session,
-                    dcg_live::options::BpfMode::EntryReturn => dcg_bpf::Mode::EntryReturn,
-                }),
+                mode: plan.tuning.bpf_mode,
             },
         );
         let kallsyms: Arc<Kallsyms> = match krx.recv() {
@@ -415,34 +441,36 @@ fn load_and_attach<'i>(
 
 /// Copy and decode the records until a stop condition; the reason it stopped.
 fn record(
-    args: &TraceOptions,
+    plan: &KernelPlan<'_>,
     capture: &mut Capture,
     feed: &mut Feed<'_>,
     mut child: Option<&mut Child>,
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<String> {
+    let session = &plan.session;
     let start = Instant::now();
-    let deadline = args.stop.deadline(start);
+    let deadline = session.stop.deadline(start);
     Ok(loop {
         // The command ended, or the process given with -p is gone.
-        let exited = match (child.as_deref_mut(), args.target.pid()) {
+        let exited = match (child.as_deref_mut(), session.target.pid()) {
             (Some(c), _) => c.poll().is_some(),
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,
         };
         // `--count`: the program counts the trees it recorded whole.
-        let counted = args.stop.count.is_some_and(|n| capture.trees() >= n);
+        let counted = session.stop.count.is_some_and(|n| capture.trees() >= n);
         // Nothing watched before the end: while the command runs, the records are only
         // copied out of the ring (decoding them competes with the traced load for the
         // CPU), past a bound into a file; they are decoded once it ends or the count is
         // reached (or as they come where that file cannot take them).
-        if args.output.shown_at_end
+        let in_memory = plan.tuning.records_in_memory.unwrap_or(KEEP_IN_MEMORY);
+        if session.shown_at_end
             && !counted
             && !exited
             && tracefs::stop_requested().is_none()
             && deadline.is_none_or(|d| Instant::now() < d)
-            && capture.keep(args.records_in_memory.unwrap_or(KEEP_IN_MEMORY))?
+            && capture.keep(in_memory)?
         {
             std::thread::sleep(POLL);
             continue;
@@ -466,7 +494,8 @@ fn record(
             // Records after the count's last tree (other tasks', the next tree's) are
             // left out: exactly that many trees are shown.
             let enough = || {
-                args.stop
+                session
+                    .stop
                     .count
                     .is_some_and(|n| feed.pipe.tree().counts().top_level >= n)
             };
@@ -492,7 +521,7 @@ fn record(
         if let Some(sig) = tracefs::stop_requested() {
             break format!("signal {sig}");
         }
-        if args.stop.count.is_some_and(|n| done >= n) {
+        if session.stop.count.is_some_and(|n| done >= n) {
             break format!("{done} calls");
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -559,7 +588,7 @@ fn finish(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::funcs::parse_sites;
 
     #[test]
     fn sites_with_modules() {
@@ -589,6 +618,7 @@ mod decode_speed {
     use super::*;
     use dcg_bpf::Record;
     use dcg_calls::outputs::OutputSpec;
+    use std::path::Path;
 
     #[test]
     #[ignore]
@@ -677,13 +707,12 @@ mod decode_speed {
         let mut tree = CallTree::new(funcs, Shape::Flat, 0);
         tree.show_inline_frames(set.has_inline_instances());
         let site_at = site_index(&sites);
-        let opts = TraceOptions {
-            show_retvals: true,
+        let values = dcg_live::plan::Values {
+            retvals: true,
             args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
-            ..TraceOptions::default()
         };
-        let pipe = Pipeline::new(tree, &spec).unwrap();
-        let mut feed = Feed::new(pipe, Vec::new(), (sites, site_at), kallsyms, &opts);
+        let pipe = Pipeline::new(tree, Outputs::open(spec).unwrap());
+        let mut feed = Feed::new(pipe, Vec::new(), (&sites, site_at), kallsyms, values);
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
         );

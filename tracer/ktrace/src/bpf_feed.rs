@@ -14,7 +14,7 @@ use dcg_calls::sink::Task;
 use dcg_calls::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
-use dcg_live::options::TraceOptions;
+use dcg_live::plan::Values;
 
 use crate::funcs::Site;
 
@@ -95,7 +95,7 @@ pub(crate) struct Feed<'a> {
     /// functions seen so far.
     names: FxHashMap<u64, Named>,
     /// The traceable sites, and by address ([`site_index`]): named when first seen.
-    sites: Vec<Site>,
+    sites: &'a [Site],
     site_at: FxHashMap<u64, u32>,
     kallsyms: Kallsyms,
     pending: FxHashMap<u32, Pending>,
@@ -116,9 +116,9 @@ impl<'a> Feed<'a> {
     pub(crate) fn new(
         pipe: Pipeline<'a>,
         inlines: Vec<sigdb::Instance<'a>>,
-        (sites, site_at): (Vec<Site>, FxHashMap<u64, u32>),
+        (sites, site_at): (&'a [Site], FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
-        args: &TraceOptions,
+        values: Values,
     ) -> Self {
         Feed {
             inline_frames: pipe.tree().inline_frames(),
@@ -131,8 +131,8 @@ impl<'a> Feed<'a> {
             pending: FxHashMap::default(),
             comms: FxHashMap::default(),
             callsites: FxHashMap::default(),
-            args: args.args,
-            retvals: args.show_retvals,
+            args: values.args,
+            retvals: values.retvals,
             lost_at: FxHashMap::default(),
         }
     }

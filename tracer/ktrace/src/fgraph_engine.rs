@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use dcg_calls::decode::{Decoder, Options};
+use dcg_calls::outputs::Outputs;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::symbols::SymbolMap;
 use dcg_dbset::DbSet;
 use dcg_live::graphfilter::{Registration, Registry};
-use dcg_live::options::TraceOptions;
 use dcg_live::process::Child;
 use dcg_live::tracefs::{self, Session};
 
@@ -25,6 +25,7 @@ use crate::error::{KtraceError, Result};
 use crate::features::Features;
 use crate::funcs::{self, Available};
 use crate::outcome::{Notice, Summary};
+use crate::plan::KernelPlan;
 use crate::probes::Probes;
 use crate::stream_filter::{Feedback, TreeFilter};
 use crate::{callees, debug, rawtree, PROBE_CAP};
@@ -64,29 +65,26 @@ fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
 /// Trace `roots` (already resolved) with function_graph: set the instance up, create the
 /// probe events, run until a stop condition, clean up.
 pub(crate) fn run(
-    args: &TraceOptions,
-    set: &DbSet,
-    root: &Path,
-    avail: &Available,
-    roots: Vec<String>,
+    plan: &KernelPlan<'_>,
+    outputs: Outputs,
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
-    let mut s = Setup::new(args, set, root, avail, roots)?;
+    let mut s = Setup::new(plan)?;
     s.probe(notify)?;
     s.start(notify)?;
-    let mut summary = s.trace(out, notify)?;
+    let mut summary = s.trace(outputs, out, notify)?;
     s.close(&mut summary)?;
     Ok(summary)
 }
 
 /// A session being set up and run.
 struct Setup<'s> {
-    args: &'s TraceOptions,
+    plan: &'s KernelPlan<'s>,
     set: &'s DbSet,
-    root: &'s std::path::Path,
+    root: &'s Path,
     avail: &'s Available,
-    roots: Vec<String>,
+    roots: &'s [String],
     // Declared before the session so that it is dropped after it: the instance goes
     // first, then the graph functions are given back.
     registration: Option<Registration>,
@@ -108,40 +106,39 @@ struct Setup<'s> {
 
 impl<'s> Setup<'s> {
     /// The instance: output columns, values the kernel can print itself, pid filter.
-    fn new(
-        args: &'s TraceOptions,
-        set: &'s DbSet,
-        root: &'s std::path::Path,
-        avail: &'s Available,
-        roots: Vec<String>,
-    ) -> Result<Setup<'s>> {
+    fn new(plan: &'s KernelPlan<'s>) -> Result<Setup<'s>> {
+        let (root, roots) = (plan.tracefs.as_path(), plan.roots.as_slice());
         let mut sess = Session::create(root)?;
-        let feat = Features::detect(&sess, args.fgraph_probes);
-        if args.show_retvals && !feat.retval && feat.fprobe_on_fgraph {
+        let feat = Features::detect(&sess, plan.tuning.fgraph_probes);
+        if plan.session.values.retvals && !feat.retval && feat.fprobe_on_fgraph {
             return Err(KtraceError::ExitProbesWarn);
         }
-        let child = if args.target.command().is_empty() {
+        let child = if plan.session.target.command().is_empty() {
             None
         } else {
-            Some(Child::spawn_stopped(args.target.command())?)
+            Some(Child::spawn_stopped(plan.session.target.command())?)
         };
-        let target = child.as_ref().map(|c| c.pid()).or(args.target.pid());
+        let target = child
+            .as_ref()
+            .map(|c| c.pid())
+            .or(plan.session.target.pid());
         opt(&mut sess, "funcgraph-proc", true)?;
         opt(&mut sess, "funcgraph-tail", false)?;
-        let kernel_retvals = args.show_retvals && feat.retval;
+        let kernel_retvals = plan.session.values.retvals && feat.retval;
         opt(&mut sess, "funcgraph-retval", kernel_retvals)?;
         opt(
             &mut sess,
             "funcgraph-retaddr",
             kernel_retvals && feat.retaddr,
         )?;
-        let kernel_args = args.args && feat.args;
+        let kernel_args = plan.session.values.args && feat.args;
         opt(&mut sess, "funcgraph-args", kernel_args)?;
         // Binary reading (no probe events: see `start`) copies pages out faster than the
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
-        let probes_needed = (args.show_retvals && !feat.retval) || (args.args && !feat.args);
-        let raw = !probes_needed && !args.fgraph_text;
+        let probes_needed = (plan.session.values.retvals && !feat.retval)
+            || (plan.session.values.args && !feat.args);
+        let raw = !probes_needed && !plan.tuning.fgraph_text;
         // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
         // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
         // context it ran in, read from the binary records. With `--irqs hide` the kernel
@@ -149,7 +146,11 @@ impl<'s> Setup<'s> {
         // load, and every BPF program an interrupt runs is recorded too); the outputs
         // leave out the rest. The text (probe events' sessions) has no context per line:
         // hardirqs are left out there.
-        opt(&mut sess, "funcgraph-irqs", raw && !args.hide_irqs)?;
+        opt(
+            &mut sess,
+            "funcgraph-irqs",
+            raw && !plan.outputs.hide_interrupts,
+        )?;
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
@@ -168,24 +169,24 @@ impl<'s> Setup<'s> {
             let _ = sess.write("set_event_notrace_pid", &me);
         }
         debug(format_args!("instance set up, features {feat:?}"));
-        let filter = TreeFilter::new(roots.iter().cloned(), args.depth);
-        let lazy_depth = match args.depth {
+        let filter = TreeFilter::new(roots.iter().cloned(), plan.session.depth);
+        let lazy_depth = match plan.session.depth {
             0 => STATIC_DEPTH,
             d => (d - 1).min(STATIC_DEPTH + 1),
         };
         Ok(Setup {
-            args,
-            set,
+            plan,
+            set: plan.dbs,
             root,
-            avail,
+            avail: &plan.avail,
             roots,
             registration: None,
             sess,
             child,
             filter,
             probes: Probes::new(PROBE_CAP),
-            want_exit: args.show_retvals && !feat.retval,
-            want_entry: args.args && !feat.args,
+            want_exit: plan.session.values.retvals && !feat.retval,
+            want_entry: plan.session.values.args && !feat.args,
             lazy_depth,
             pipe: None,
             raw: None,
@@ -202,21 +203,21 @@ impl<'s> Setup<'s> {
             return Ok(());
         }
         let (set, avail) = (self.set, self.avail);
-        let mut funcs: Vec<String> = self.roots.clone();
+        let mut funcs: Vec<String> = self.roots.to_vec();
         if self.lazy_depth > 0 {
             if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
                 // Void callees only matter for their arguments.
                 let want_entry = self.want_entry;
                 let keep =
                     |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
-                funcs.extend(kt.closure(&self.roots, self.lazy_depth, PROBE_CAP, &keep));
+                funcs.extend(kt.closure(self.roots, self.lazy_depth, PROBE_CAP, &keep));
             }
         }
         debug(format_args!("{} functions to probe", funcs.len()));
         for f in &funcs {
             self.add_probes(f);
         }
-        for r in &self.roots {
+        for r in self.roots {
             if self.want_exit && !self.probes.has_exit(r) && !funcs::returns_void(set, r) {
                 let why = self
                     .probes
@@ -225,7 +226,7 @@ impl<'s> Setup<'s> {
                     .find(|(f, _)| f == r)
                     .map_or("unknown reason".to_string(), |(_, e)| e.clone());
                 notify(Notice::NoExitProbe {
-                    func: r.clone(),
+                    func: r.to_string(),
                     why,
                 });
             }
@@ -258,7 +259,7 @@ impl<'s> Setup<'s> {
     /// Register the roots in the graph filter, switch to function_graph.
     fn start(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
         let registration = Registry::system(self.root)
-            .register(std::process::id(), &self.roots)
+            .register(std::process::id(), self.roots)
             .map_err(KtraceError::Register)?;
         if !registration.rejected.is_empty() {
             notify(Notice::GraphRejected(registration.rejected.clone()));
@@ -273,8 +274,9 @@ impl<'s> Setup<'s> {
         self.sess.write("tracing_on", "1")?;
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
-        if !(self.want_exit || self.want_entry || self.args.fgraph_text) {
-            let filter = rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.args.depth);
+        if !(self.want_exit || self.want_entry || self.plan.tuning.fgraph_text) {
+            let filter =
+                rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.plan.session.depth);
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
                 Ok(raw) => {
                     debug(format_args!("reading trace_pipe_raw"));
@@ -293,10 +295,15 @@ impl<'s> Setup<'s> {
 
     /// The trace loop: read the pipe, keep this session's trees, decode them to `out`,
     /// add lazy probes for callees seen; until a stop condition.
-    fn trace(&mut self, out: &mut dyn Write, notify: &mut dyn FnMut(Notice)) -> Result<Summary> {
+    fn trace(
+        &mut self,
+        outputs: Outputs,
+        out: &mut dyn Write,
+        notify: &mut dyn FnMut(Notice),
+    ) -> Result<Summary> {
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
         let pointer_names = self.kallsyms.symbol_map();
-        let mut dec = self.decoder(&pointer_names)?;
+        let mut dec = self.decoder(&pointer_names, outputs)?;
         self.announce(notify)?;
         let mut summary = Summary::default();
         let mut reader = Reader {
@@ -333,21 +340,20 @@ impl<'s> Setup<'s> {
 
     /// The decoder with the session's outputs (the saved-calls file, when `--output` asks
     /// for one, committed once the trace ends: [`Decoder::close`]).
-    fn decoder<'d>(&self, pointer_names: &'d SymbolMap) -> Result<Decoder<'d>>
+    fn decoder<'d>(&self, pointer_names: &'d SymbolMap, outputs: Outputs) -> Result<Decoder<'d>>
     where
         's: 'd,
     {
-        let args = self.args;
+        let plan = self.plan;
         let opts = Options {
-            json: args.output.json,
-            errors_only: args.output.errors_only,
-            color: args.output.color,
+            json: plan.outputs.json,
+            errors_only: plan.outputs.errors_only,
+            color: plan.outputs.color,
             hide_probe_events: true,
             collapse_empty: true,
-            inline_frames: !args.no_inline_frames,
+            inline_frames: plan.session.inline_frames,
         };
-        let spec = crate::session::outputs(args);
-        let mut dec = Decoder::with_outputs(self.set, opts, &spec)?;
+        let mut dec = Decoder::with_outputs(self.set, opts, outputs);
         dec.set_pointer_names(pointer_names);
         dec.mark_contexts();
         Ok(dec)
@@ -355,14 +361,12 @@ impl<'s> Setup<'s> {
 
     /// Say what is traced, and let the command run.
     fn announce(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
-        let target = match (&self.child, self.args.target.pid()) {
-            (Some(c), _) => format!("command pid {}", c.pid()),
-            (None, Some(p)) => format!("pid {p}"),
-            (None, None) => "all tasks".to_string(),
-        };
         notify(Notice::Tracing {
             functions: self.roots.len(),
-            target,
+            target: self
+                .plan
+                .session
+                .traced(self.child.as_ref().map(|c| c.pid())),
             probes: self.probes.len(),
         });
         if let Some(c) = self.child.as_mut() {
@@ -379,9 +383,9 @@ impl<'s> Setup<'s> {
         out: &mut dyn Write,
         summary: &mut Summary,
     ) -> Result<String> {
-        let args = self.args;
+        let plan = self.plan;
         let start = Instant::now();
-        let deadline = args.stop.deadline(start);
+        let deadline = plan.session.stop.deadline(start);
         let mut drain_until: Option<Instant> = None;
         let mut drain_end: Option<Instant> = None;
         Ok(loop {
@@ -394,7 +398,7 @@ impl<'s> Setup<'s> {
             if drain_until.is_none() {
                 // The command ended, or the process given with -p is gone: what is left
                 // in the buffers is read, then the session stops.
-                let ended = match (self.child.as_mut(), args.target.pid()) {
+                let ended = match (self.child.as_mut(), plan.session.target.pid()) {
                     (Some(c), _) => c.poll().is_some(),
                     (None, Some(p)) => !dcg_live::process::is_alive(p),
                     (None, None) => false,
@@ -414,8 +418,8 @@ impl<'s> Setup<'s> {
             // runs, pages are only copied out (decoding them competes with the traced
             // load for the CPU), and decoded once it ends or too many wait.
             if let Some(raw) = reader.raw.as_mut() {
-                if args.output.shown_at_end
-                    && args.stop.count.is_none()
+                if plan.session.shown_at_end
+                    && plan.session.stop.count.is_none()
                     && drain_until.is_none()
                     && raw.pending() < DEFER_MAX
                 {
@@ -460,7 +464,13 @@ impl<'s> Setup<'s> {
         out: &mut dyn Write,
         summary: &mut Summary,
     ) -> Result<()> {
-        while self.args.stop.count.is_none_or(|n| summary.completed < n) {
+        while self
+            .plan
+            .session
+            .stop
+            .count
+            .is_none_or(|n| summary.completed < n)
+        {
             reader.lines.clear();
             let (got, fb, _) = self.read_round(reader, dec, out, summary.completed, false)?;
             summary.completed += fb.completed;
@@ -484,7 +494,7 @@ impl<'s> Setup<'s> {
         completed: u64,
         log: bool,
     ) -> Result<(usize, Feedback, bool)> {
-        let count = self.args.stop.count;
+        let count = self.plan.session.stop.count;
         let mut fb = Feedback::default();
         let mut done = false;
         let got = if let Some(raw) = reader.raw.as_mut() {

@@ -65,8 +65,8 @@ impl Available {
 
     /// The sites with their addresses, if they were read (taken: the BPF session keeps
     /// them).
-    pub fn take_sites(&mut self) -> Option<Vec<Site>> {
-        self.sites.take()
+    pub fn sites(&self) -> Option<&[Site]> {
+        self.sites.as_deref()
     }
 
     /// Whether `name` is traceable.
@@ -187,9 +187,65 @@ pub fn inline_copies<'a>(
     (found, more)
 }
 
-/// Why a pattern names no traceable function, from the db: inlined (and where to),
-/// notrace, or unknown.
-pub fn explain(m: &PatternMatch<'_>, set: &DbSet, avail: &Available) -> String {
+/// Why a pattern selects no traceable function (for the binary to word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unmatched {
+    /// A glob no function matches, traceable or in the db.
+    Nothing,
+    /// A glob that matches only functions of the db that are not traceable (inlined or
+    /// notrace): up to five of them, `more` when there may be others.
+    OnlyUntraceable {
+        /// Some of them.
+        names: Vec<String>,
+        /// Others may match too.
+        more: bool,
+    },
+    /// Neither the db nor `available_filter_functions` knows the name.
+    Unknown,
+    /// The function is marked notrace.
+    Notrace,
+    /// The function is only inlined, and the db names no caller.
+    InlinedNowhere,
+    /// The function is inlined into these callers.
+    Inlined {
+        /// The callers, traceable ones first (up to eight).
+        callers: Vec<String>,
+        /// How many more callers there are.
+        more: usize,
+        /// A traceable caller to try instead.
+        try_caller: Option<String>,
+        /// What a rebuilt db would trace.
+        rebuild: Rebuild,
+    },
+    /// The function is in the db but not in `available_filter_functions`.
+    NotPatchable,
+}
+
+/// What another db would do for an inlined function's copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rebuild {
+    /// Nothing: the db has its copies.
+    Nothing,
+    /// The db has no inline instances: one that has them traces the copies.
+    WithInlineInstances,
+    /// The db holds none of its copies (header `inline` functions need
+    /// `--all-inline-instances`).
+    WithAllInlineInstances,
+}
+
+/// Why a pattern selected nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoMatch {
+    /// The pattern.
+    pub pattern: String,
+    /// Why.
+    pub why: Unmatched,
+    /// The BPF engine would trace its inlined copies (`--engine bpf`).
+    pub bpf_traces_copies: bool,
+}
+
+/// Why `m` selects no traceable function.
+pub fn explain(m: &PatternMatch<'_>, set: &DbSet, avail: &Available) -> Unmatched {
     let pattern = m.pattern.as_str();
     if is_glob(pattern) {
         let mut names: BTreeSet<String> = BTreeSet::new();
@@ -202,24 +258,15 @@ pub fn explain(m: &PatternMatch<'_>, set: &DbSet, avail: &Available) -> String {
             }
         }
         if names.is_empty() {
-            return format!(
-                "{pattern}: no traceable function matches, and no function of the db does"
-            );
+            return Unmatched::Nothing;
         }
-        let list: Vec<String> = names.into_iter().take(5).collect();
-        return format!(
-            "{pattern}: no traceable function matches (the db has {}{}: inlined or notrace; \
-             ask for one by name to see why)",
-            list.join(", "),
-            if list.len() == 5 { ", ..." } else { "" }
-        );
+        let names: Vec<String> = names.into_iter().take(5).collect();
+        let more = names.len() == 5;
+        return Unmatched::OnlyUntraceable { names, more };
     }
     let found: Vec<_> = m.in_db.iter().map(|(_, f)| *f).collect();
     if found.is_empty() {
-        return format!(
-            "{pattern}: unknown function (not in the db of this kernel, and not in \
-             available_filter_functions)"
-        );
+        return Unmatched::Unknown;
     }
     let mut callers: Vec<String> = Vec::new();
     let mut inline_only = true;
@@ -239,45 +286,32 @@ pub fn explain(m: &PatternMatch<'_>, set: &DbSet, avail: &Available) -> String {
         }
     }
     if notrace {
-        return format!("{pattern} is not traceable: it is marked notrace");
+        return Unmatched::Notrace;
     }
     if inline_only || (!callers.is_empty() && !found.iter().any(|f| avail.contains(f.symbol()))) {
         if callers.is_empty() {
-            return format!(
-                "{pattern} is not traceable: it is only inlined (the db names no caller)"
-            );
+            return Unmatched::InlinedNowhere;
         }
         // Traceable callers first; suggest the first of them.
         callers.sort_by_key(|c| !avail.contains(c));
-        let shown: Vec<&str> = callers.iter().take(8).map(String::as_str).collect();
-        let more = if callers.len() > 8 {
-            format!(" and {} more", callers.len() - 8)
-        } else {
-            String::new()
-        };
-        let hint = callers
-            .iter()
-            .find(|c| avail.contains(c))
-            .map(|c| format!(" (try --func {c})"))
-            .unwrap_or_default();
+        let try_caller = callers.iter().find(|c| avail.contains(c)).cloned();
+        let more = callers.len().saturating_sub(8);
+        callers.truncate(8);
         let rebuild = if !set.has_inline_instances() {
-            "; a db with inline instances (dwarfscan without --no-inline-instances) traces \
-             its inlined copies"
+            Rebuild::WithInlineInstances
         } else if found.iter().all(|f| f.inlined_copies().next().is_none()) {
-            "; the db holds none of its inlined copies (dwarfscan records those of header \
-             `inline` functions with --all-inline-instances)"
+            Rebuild::WithAllInlineInstances
         } else {
-            ""
+            Rebuild::Nothing
         };
-        return format!(
-            "{pattern} is not traceable: it is inlined into {}{more}{hint}{rebuild}",
-            shown.join(", ")
-        );
+        return Unmatched::Inlined {
+            callers,
+            more,
+            try_caller,
+            rebuild,
+        };
     }
-    format!(
-        "{pattern} is not traceable: it is in the db but not in available_filter_functions \
-         (notrace, or not patchable)"
-    )
+    Unmatched::NotPatchable
 }
 
 /// Whether the db says `name` returns void (unknown functions: false).
@@ -296,19 +330,19 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("available_filter_functions"), "a\nb [m]\n").unwrap();
         // Without the addresses: names only.
-        let mut a = Available::read(&dir).unwrap();
+        let a = Available::read(&dir).unwrap();
         assert_eq!(a.names, ["a", "b"]);
-        assert!(a.take_sites().is_none());
+        assert!(a.sites().is_none());
         // With them: the same names, and the sites (a name twice: both sites, one name).
         std::fs::write(
             dir.join("available_filter_functions_addrs"),
             "ffffffff81000010 a\nffffffff81000020 a\nffffffffc0000010 b [m]\n",
         )
         .unwrap();
-        let mut a = Available::read(&dir).unwrap();
+        let a = Available::read(&dir).unwrap();
         assert_eq!(a.names, ["a", "b"]);
         assert!(a.contains("b") && !a.contains("m"));
-        let sites = a.take_sites().unwrap();
+        let sites = a.sites().unwrap();
         assert_eq!(sites.len(), 3);
         assert_eq!(sites[2].addr, 0xffffffffc0000010);
         assert_eq!(sites[2].module.as_deref(), Some("m"));

@@ -2,14 +2,14 @@
 //! summary); the command line words both.
 
 /// What the session has to tell the user as it goes (the command line prints these).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     /// The running kernel's db came from debuginfod (where from, where kept).
-    DbFetched(String),
+    DbFetched(dcg_dbset::note::DbNote),
     /// A session killed earlier left this behind; it was removed.
     RemovedStale(String),
     /// A pattern matched no traceable function, and why.
-    NoMatch(String),
+    NoMatch(crate::funcs::NoMatch),
     /// A root got no exit probe, so its value will be missing.
     NoExitProbe {
         /// The function.
@@ -47,8 +47,8 @@ pub enum Notice {
     Tracing {
         /// Root functions.
         functions: usize,
-        /// What is traced (`command pid 12`, `pid 7`, `all tasks`).
-        target: String,
+        /// What is traced.
+        target: dcg_live::plan::Traced,
         /// Probe events created.
         probes: usize,
     },

@@ -22,7 +22,7 @@ pub(crate) fn resolve_roots<'a>(
     avail: &Available,
     set: &'a DbSet,
     with_inlines: bool,
-) -> std::result::Result<Resolved<'a>, Vec<String>> {
+) -> std::result::Result<Resolved<'a>, Vec<funcs::NoMatch>> {
     let mut r = Resolved {
         roots: Vec::new(),
         inlines: Vec::new(),
@@ -39,11 +39,12 @@ pub(crate) fn resolve_roots<'a>(
             (Vec::new(), 0)
         };
         if m.traceable.is_empty() && copies.is_empty() {
-            let mut why = funcs::explain(&m, set, avail);
-            if !with_inlines && !funcs::inline_copies(&m, set, avail).0.is_empty() {
-                why.push_str("; the BPF engine traces its inlined copies (--engine bpf)");
-            }
-            errors.push(why);
+            errors.push(funcs::NoMatch {
+                pattern: p.clone(),
+                why: funcs::explain(&m, set, avail),
+                bpf_traces_copies: !with_inlines
+                    && !funcs::inline_copies(&m, set, avail).0.is_empty(),
+            });
         }
         for f in m.traceable {
             if !r.roots.contains(&f) {

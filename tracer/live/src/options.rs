@@ -38,21 +38,9 @@ pub struct TraceOptions {
     /// Kernel: leave out calls made in interrupt context (hardirq, softirq, NMI) inside
     /// a task's tree (`--irqs hide`; by default they show, marked).
     pub hide_irqs: bool,
-    /// Kernel, function_graph engine: take every value from exit / entry probe events, as
-    /// on a kernel without `funcgraph-retval` and `funcgraph-args`, to exercise that path
-    /// on any kernel (tests; the hidden `--fgraph-probes`).
-    pub fgraph_probes: bool,
-    /// Kernel, function_graph engine: read the stream as text even where binary pages
-    /// would do (tests; the hidden `--fgraph-text`).
-    pub fgraph_text: bool,
-    /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
-    /// (tests; the hidden `--records-in-memory`; `None`: the engine's bound).
-    pub records_in_memory: Option<usize>,
-    /// Kernel, BPF engine: how the programs are attached (tests; the hidden
-    /// `--bpf-mode`; `None`: as the kernel's BPF JIT allows).
-    pub bpf_mode: Option<BpfMode>,
-    /// User space, in process: the recorder library to preload (the `dcg` binary takes
-    /// `DCG_RECORDER`); `None`: found beside the `dcg` executable.
+    /// User space, in process: the recorder library to preload (the `dcg` binary finds it:
+    /// `DCG_RECORDER`, else beside itself); `None`: there is none, so no session runs in
+    /// process.
     pub recorder: Option<PathBuf>,
     /// Value filters bound to parameters and types (none can be asked for yet).
     pub filters: Vec<ValueFilter>,
@@ -142,15 +130,6 @@ pub enum StackRequest {}
 /// A request to dereference a pointer. A slot for what comes: none exists yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DerefRequest {}
-
-/// How the BPF engine attaches its programs (the hidden `--bpf-mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BpfMode {
-    /// One kprobe.session link per function.
-    Session,
-    /// An entry link and a return link (as on a kernel without the BPF JIT).
-    EntryReturn,
-}
 
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -15,7 +15,7 @@ pub mod text;
 use std::io::{BufRead, Write};
 
 use dcg_calls::decode::{Decoder, Options};
-use dcg_calls::outputs::OutputSpec;
+use dcg_calls::outputs::{OutputSpec, Outputs};
 use dcg_calls::saved_format::{self, CallRecord};
 use dcg_dbset::DbSet;
 
@@ -235,7 +235,7 @@ pub fn load_ftrace(input: impl BufRead, source: &str, set: &DbSet) -> Result<Loa
         report: true,
         ..OutputSpec::default()
     };
-    let mut dec = Decoder::with_outputs(set, Options::default(), &spec)?;
+    let mut dec = Decoder::with_outputs(set, Options::default(), Outputs::open(spec)?);
     dec.decode_stream(input, &mut std::io::sink())
         .map_err(|error| ReportError::Read {
             input: source.to_string(),

@@ -20,6 +20,9 @@ pub enum UtraceError {
     /// The command could not be started, or `-p` names no process.
     #[error(transparent)]
     Process(#[from] dcg_live::process::ProcessError),
+    /// `--engine inproc` where the session cannot run in process.
+    #[error("--engine inproc: {0}")]
+    InProcessAsked(crate::plan::NotInProcess),
     /// `-p PID` names no running process.
     #[error("process {0}: no such process")]
     NoProcess(i32),

@@ -26,7 +26,34 @@ pub enum Hook {
     /// These first bytes (whole instructions) move to a trampoline.
     Plain(u8),
     /// It cannot be hooked in process: why.
-    No(String),
+    No(Unhookable),
+}
+
+/// Why a function cannot be hooked in process (it is traced with uprobes instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unhookable {
+    /// Its code is in no loadable segment.
+    NoCode,
+    /// Its mcount call returns too far from the entry for the plan's offset.
+    McountTooFar,
+    /// Its first instructions do not decode.
+    Undecodable,
+    /// It is shorter than the 5-byte jump (its size in bytes).
+    TooShort(u64),
+    /// A call (at this address) is among the first `bytes` bytes, which would move.
+    CallInMoved {
+        /// The call's address.
+        at: u64,
+        /// The bytes that would move.
+        bytes: u64,
+    },
+    /// Code (at this address) jumps into the first `bytes` bytes.
+    JumpIntoMoved {
+        /// The jump's address.
+        at: u64,
+        /// The bytes that would move.
+        bytes: u64,
+    },
 }
 
 /// What the hooks of one binary are found with: its bytes, its PLT (stub address →
@@ -138,7 +165,7 @@ impl<'a> Binary<'a> {
     /// How the function at `addr` (`size` bytes) is hooked.
     pub fn hook(&self, addr: u64, size: u64) -> Hook {
         let Some(code) = self.code(addr, size.max(1)) else {
-            return Hook::No("its code is in no loadable segment".into());
+            return Hook::No(Unhookable::NoCode);
         };
         let ins: Vec<Instruction> = Decoder::with_ip(64, code, addr, DecoderOptions::NONE)
             .into_iter()
@@ -160,7 +187,7 @@ impl<'a> Binary<'a> {
                 if HOOK_NAMES.contains(&n.as_str()) {
                     return match u8::try_from(i.next_ip() - addr) {
                         Ok(off) => Hook::Mcount(off),
-                        Err(_) => Hook::No("its mcount call is too far in".into()),
+                        Err(_) => Hook::No(Unhookable::McountTooFar),
                     };
                 }
             }
@@ -184,12 +211,12 @@ impl<'a> Binary<'a> {
                 break;
             }
             if i.is_invalid() {
-                return Hook::No("its first instructions do not decode".into());
+                return Hook::No(Unhookable::Undecodable);
             }
             n += i.len() as u64;
         }
         if n < 5 || n > size {
-            return Hook::No(format!("it is {size} bytes: too short for a 5-byte jump"));
+            return Hook::No(Unhookable::TooShort(size));
         }
         // The moved bytes run from a trampoline: a call among them is made as from its
         // own place only when it ends them (and is direct or through a pointer).
@@ -204,10 +231,10 @@ impl<'a> Binary<'a> {
             let direct = matches!(i.op0_kind(), OpKind::NearBranch64)
                 || (i.op0_kind() == OpKind::Memory && i.is_ip_rel_memory_operand());
             if k + 1 != moved.len() || !direct {
-                return Hook::No(format!(
-                    "a call at {:#x} is among its first {n} bytes",
-                    i.ip()
-                ));
+                return Hook::No(Unhookable::CallInMoved {
+                    at: i.ip(),
+                    bytes: n,
+                });
             }
         }
         for i in &ins {
@@ -218,10 +245,10 @@ impl<'a> Binary<'a> {
             // Calls and jumps to the entry go through the hook: a new call.
             let is_call = i.flow_control() == FlowControl::Call;
             if !is_call && (addr + 1..addr + n).contains(&target) {
-                return Hook::No(format!(
-                    "code at {:#x} jumps into its first {n} bytes",
-                    i.ip()
-                ));
+                return Hook::No(Unhookable::JumpIntoMoved {
+                    at: i.ip(),
+                    bytes: n,
+                });
             }
         }
         Hook::Plain(n as u8)

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use dcg_calls::outputs::Outputs;
 use dcg_inproc::layout::{self, FetchOp, FETCH_STRING};
 use dcg_inproc::plan::{PlanFunc, PlanTarget};
 use dcg_inproc::rings::{self, Copier, Record, Rings};
@@ -18,51 +19,32 @@ use dcg_live::tracefs;
 use crate::error::{Result, UtraceError};
 use crate::hooks::Binary;
 use crate::merge::Merge;
-use crate::plan::{InlineSite, Probe, Target};
+use crate::plan::{InlineSite, NotInProcess, Probe, Target, UserPlan};
 use crate::probe_feed::Calls;
-use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
+use crate::session::{calls_for, end_of, ignore_closed, Stop};
 use crate::uprobe_events::{probe_session, uprobe_root, Stream};
 use crate::{Finished, Notice, EXIT_NO_MATCH};
 
 /// File name of the recorder library.
 pub const RECORDER: &str = "libdcg_recorder.so";
 
-/// Where the recorder library is: `given` (the binary's `DCG_RECORDER`), else beside the
-/// `dcg` executable (as cargo builds both), else in `../lib/dcg/` from it (an installed
-/// layout).
-pub fn recorder_path(given: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = given {
-        return Some(p.to_path_buf());
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join(RECORDER), dir.join("../lib/dcg").join(RECORDER)]
-        .into_iter()
-        .find(|p| p.is_file())
-}
-
 /// Why a session cannot run in process (then uprobes do): a static binary, `-p PID`, no
 /// command, no recorder library.
-pub fn unavailable(args: &TraceOptions, targets: &[Target]) -> Option<String> {
-    if args.target.pid().is_some() {
-        return Some("-p attaches to a running process".into());
+pub fn unavailable(opts: &TraceOptions, targets: &[Target]) -> Option<NotInProcess> {
+    if opts.target.pid().is_some() {
+        return Some(NotInProcess::AttachesToPid);
     }
-    if args.target.command().is_empty() {
-        return Some("no command to start".into());
+    if opts.target.command().is_empty() {
+        return Some(NotInProcess::NoCommand);
     }
     for t in targets {
         let bytes = std::fs::read(&t.path).ok()?;
         if Binary::new(&bytes, &t.segments).is_static {
-            return Some(format!(
-                "{} is statically linked (no preloading)",
-                t.path.display()
-            ));
+            return Some(NotInProcess::StaticallyLinked(t.path.clone()));
         }
     }
-    if recorder_path(args.recorder.as_deref()).is_none() {
-        return Some(format!(
-            "{RECORDER} was not found beside dcg (set DCG_RECORDER)"
-        ));
+    if opts.recorder.is_none() {
+        return Some(NotInProcess::NoRecorder);
     }
     None
 }
@@ -93,20 +75,16 @@ pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<No
 const RINGS: u32 = 64;
 const RING_BYTES: u32 = 16 << 20;
 
-/// Trace `probes` in process: the call pipeline and the saved-calls file, then [`run`].
+/// Trace a plan in process: the call pipeline into `outputs`, then [`run`].
 pub(crate) fn trace(
-    targets: &[Target],
-    probes: &[Probe<'_>],
-    inlines: &[InlineSite<'_>],
-    hooks: Vec<Option<Vec<PlanFunc>>>,
-    args: &TraceOptions,
+    plan: &UserPlan<'_>,
+    outputs: Outputs,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
     let no_db = dcg_dbset::DbSet::new(Vec::new());
-    let source = source_name(args, targets, "in process");
-    let mut calls = calls_for(&no_db, probes, inlines, targets, args, source)?;
-    let finished = run(targets, probes, hooks, &mut calls, args, out, note)?;
+    let mut calls = calls_for(&no_db, plan, outputs)?;
+    let finished = run(plan, &mut calls, out, note)?;
     calls.close()?;
     Ok(finished)
 }
@@ -114,16 +92,14 @@ pub(crate) fn trace(
 /// Run the session in process. Functions the recorder cannot hook are traced with
 /// uprobes in the same session (filtered on the command and its children), their events
 /// merged with the recorder's by time.
-pub fn run(
-    targets: &[Target],
-    probes: &[Probe<'_>],
-    planned: Vec<Option<Vec<PlanFunc>>>,
+pub(crate) fn run(
+    plan: &UserPlan<'_>,
     calls: &mut Calls<'_>,
-    args: &TraceOptions,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
-    let (probe_of, funcs, fallback) = split_hooked(planned);
+    let (targets, probes) = (plan.targets, plan.probes.as_slice());
+    let (probe_of, funcs, fallback) = split_hooked(&plan.hooks);
     let root = if fallback.is_empty() {
         None
     } else {
@@ -144,7 +120,7 @@ pub fn run(
     }
     let dir = Path::new("/dev/shm");
     let dir = if dir.is_dir() { dir } else { Path::new("/tmp") };
-    let prepared = prepare(dir, targets, &funcs, args, note)?;
+    let prepared = prepare(dir, plan, &funcs, note)?;
     tracefs::arm_stop_handlers();
     // The uprobes of what the recorder cannot hook, before the command runs.
     let (mut session, events) = match &root {
@@ -157,7 +133,7 @@ pub fn run(
                 targets,
                 probes,
                 fallback.iter().copied(),
-                !args.no_children,
+                plan.follow_children,
             )?;
             (Some(session), Some(events))
         }
@@ -170,7 +146,10 @@ pub fn run(
         _plan_file,
     } = prepared;
     let mut copier = Copier::start(std::sync::Arc::new(rings))?;
-    let mut child = Some(Child::spawn_at_exec_with(args.target.command(), &env)?);
+    let mut child = Some(Child::spawn_at_exec_with(
+        plan.session.target.command(),
+        &env,
+    )?);
     let mut pipe = match session.as_mut() {
         Some(session) => {
             let pid = child.as_ref().map_or(0, Child::pid);
@@ -187,7 +166,7 @@ pub fn run(
     let no_inlines: [InlineSite<'_>; 0] = [];
     let mut stream = events.as_ref().map(|events| {
         let mut s = Stream::new(events, probes, &no_inlines);
-        if args.no_children {
+        if !plan.follow_children {
             s.only_process(child.as_ref().map(Child::pid));
         }
         s
@@ -204,16 +183,16 @@ pub fn run(
     let mut pump = Pump::new(targets, probes, &probe_of, &funcs, clock);
     // Only the recorder feeds the session: nothing to wait for before passing events on.
     pump.only_recorder = pipe.is_none();
-    pump.count = args.stop.count;
+    pump.count = plan.session.stop.count;
     let mut merge = Merge::default();
     let mut sources = Sources {
         copier: &copier,
         pipe: pipe.as_mut(),
         stream: stream.as_mut(),
     };
-    let stop = pump.until_stop(&mut sources, &mut merge, &mut child, calls, args, out)?;
+    let stop = pump.until_stop(&mut sources, &mut merge, &mut child, calls, plan, out)?;
     // Whatever is recorded by now is read; then the recorders write nothing more.
-    let exit = end_of(stop, &mut child, args, note);
+    let exit = end_of(stop, &mut child, &plan.session, note);
     copier.rings().stop();
     copier.stop();
     if let Some(session) = session.as_mut() {
@@ -244,7 +223,7 @@ pub fn run(
             cleanup_failed = true;
         }
     }
-    ring_notes(copier.rings(), &funcs, &probe_of, probes, args, dir, note);
+    ring_notes(copier.rings(), &funcs, &probe_of, plan, dir, note);
     Ok(Finished {
         exit: if cleanup_failed { 1 } else { exit },
         calls: calls.take_collected(),
@@ -253,16 +232,16 @@ pub fn run(
 
 /// Plan index → probe index for the functions the recorder hooks, their plans, and the
 /// probes left to uprobes.
-fn split_hooked(planned: Vec<Option<Vec<PlanFunc>>>) -> (Vec<usize>, Vec<PlanFunc>, Vec<usize>) {
+fn split_hooked(planned: &[Option<Vec<PlanFunc>>]) -> (Vec<usize>, Vec<PlanFunc>, Vec<usize>) {
     let mut probe_of = Vec::new();
     let mut funcs = Vec::new();
     let mut fallback = Vec::new();
-    for (i, f) in planned.into_iter().enumerate() {
+    for (i, f) in planned.iter().enumerate() {
         match f {
             Some(f) => {
                 for f in f {
                     probe_of.push(i);
-                    funcs.push(f);
+                    funcs.push(f.clone());
                 }
             }
             None => fallback.push(i),
@@ -284,12 +263,12 @@ struct Prepared {
 /// with. Stale sessions' files in `dir` are removed first.
 fn prepare(
     dir: &Path,
-    targets: &[Target],
+    plan: &UserPlan<'_>,
     funcs: &[PlanFunc],
-    args: &TraceOptions,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Prepared> {
-    let plan_targets: Vec<PlanTarget> = targets
+    let plan_targets: Vec<PlanTarget> = plan
+        .targets
         .iter()
         .map(|t| PlanTarget {
             build_id: t.build_id.clone(),
@@ -301,10 +280,10 @@ fn prepare(
     }
     let io = |e: dcg_inproc::InprocError| UtraceError::Io(std::io::Error::other(e.to_string()));
     let plan_path = rings::session_file(dir, "plan");
-    let mut flags = if args.no_children {
-        0
-    } else {
+    let mut flags = if plan.follow_children {
         layout::PLAN_FOLLOW_FORKS
+    } else {
+        0
     };
     if rings::tsc_usable() {
         flags |= layout::PLAN_TSC;
@@ -313,8 +292,10 @@ fn prepare(
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, funcs, flags).map_err(io)?;
     let plan_file = RemoveOnDrop(plan_path.clone());
     let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
-    let recorder = recorder_path(args.recorder.as_deref())
-        .ok_or_else(|| UtraceError::Io(std::io::Error::other(format!("{RECORDER} not found"))))?;
+    let recorder = plan
+        .recorder
+        .as_deref()
+        .ok_or(UtraceError::InProcessAsked(NotInProcess::NoRecorder))?;
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(p) if !p.is_empty() => format!("{} {p}", recorder.display()),
         _ => recorder.display().to_string(),
@@ -400,10 +381,10 @@ impl<'a, 'p> Pump<'a, 'p> {
         merge: &mut Merge,
         child: &mut Option<Child>,
         calls: &mut Calls<'_>,
-        args: &TraceOptions,
+        plan: &UserPlan<'_>,
         out: &mut dyn Write,
     ) -> Result<Stop> {
-        let deadline = args.stop.deadline(Instant::now());
+        let deadline = plan.session.stop.deadline(Instant::now());
         Ok(loop {
             if let Some(sig) = tracefs::stop_requested() {
                 break Stop::Signal(sig);
@@ -511,14 +492,14 @@ fn ring_notes(
     rings: &Rings,
     funcs: &[PlanFunc],
     probe_of: &[usize],
-    probes: &[Probe<'_>],
-    args: &TraceOptions,
+    plan: &UserPlan<'_>,
     dir: &Path,
     note: &mut dyn FnMut(Notice),
 ) {
+    let probes = &plan.probes;
     if !funcs.is_empty() && rings.attached() == 0 {
         note(Notice::RecorderHookedNothing {
-            command: args.target.command().first().cloned(),
+            command: plan.session.target.command().first().cloned(),
         });
     }
     if rings.unhooked() > 0 {

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use dcg_live::process::Ended;
 
 /// A notice of a user-space trace session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
-    /// A note of the db resolver on a binary's db (worded by `dcg-dbset`: where the db
-    /// came from, how to keep it).
-    Db(String),
+    /// A note of the db resolver on a binary's db (where the db came from, how to keep
+    /// it).
+    Db(dcg_dbset::note::DbNote),
     /// The engine chosen is uprobes: the in-process engine cannot run, and why.
-    EngineUprobes(String),
+    EngineUprobes(crate::plan::NotInProcess),
     /// The engine chosen is the in-process one: the recorder preloaded into the command.
     EngineInProcess {
         /// The command's first word, if any.
@@ -120,7 +120,7 @@ pub enum Notice {
         /// The binary.
         path: PathBuf,
         /// Why it cannot be hooked.
-        why: String,
+        why: crate::hooks::Unhookable,
     },
     /// Values in xmm or x87 registers of these functions cannot be read by uprobes.
     Unreadable(Vec<String>),

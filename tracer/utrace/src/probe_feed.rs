@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use dcg_calls::funcs::{FuncId, FuncTable};
-use dcg_calls::outputs::OutputSpec;
+use dcg_calls::outputs::Outputs;
 use dcg_calls::pipeline::{Pipeline, PipelineError};
 use dcg_calls::sink::{ArgList, Note, Task};
 use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
@@ -17,7 +17,7 @@ use dcg_render::Role;
 use super::plan::{render_arg, setjmp_returns, ArgPlan, InlineSite, Jump, Probe, Target, Value};
 use super::symbolize::Symbolizer;
 
-/// What the source reads and shows (the outputs are an [`OutputSpec`]).
+/// What the source reads and shows (the outputs are opened [`Outputs`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
     /// Print arguments.
@@ -122,8 +122,8 @@ impl<'a> Calls<'a> {
         inlines: &'a [InlineSite<'a>],
         targets: &'a [Target],
         opts: Options,
-        spec: &OutputSpec,
-    ) -> Result<Calls<'a>, PipelineError> {
+        outputs: Outputs,
+    ) -> Calls<'a> {
         let mut funcs = FuncTable::new(set);
         let ids = probes
             .iter()
@@ -155,8 +155,8 @@ impl<'a> Calls<'a> {
         let mut tree = CallTree::new(funcs, Shape::Flat, opts.max_depth);
         tree.show_inline_frames(opts.inline_frames);
         tree.set_inline_arg_role(opts.role(false));
-        let pipe = Pipeline::new(tree, spec)?;
-        Ok(Calls {
+        let pipe = Pipeline::new(tree, outputs);
+        Calls {
             probes,
             inlines,
             code,
@@ -173,7 +173,7 @@ impl<'a> Calls<'a> {
             lost: 0,
             args: ArgList::default(),
             symbolizer: Symbolizer::new(targets),
-        })
+        }
     }
 
     /// The calls collected for a report (`--report`), taken out.

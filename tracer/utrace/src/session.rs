@@ -1,11 +1,11 @@
 //! What both user-space engines share about a session: why it stopped and what became
-//! of the traced process, the call pipeline's options, the name the saved calls give the
-//! source.
+//! of the traced process, and the call pipeline of a plan.
 
-use dcg_live::options::TraceOptions;
+use dcg_calls::outputs::Outputs;
+use dcg_live::plan::SessionPlan;
 use dcg_live::process::{self, Child, Ended};
 
-use crate::plan::{InlineSite, Probe, Target};
+use crate::plan::UserPlan;
 use crate::probe_feed::{self, Calls};
 use crate::{Notice, Result};
 
@@ -30,18 +30,15 @@ pub(crate) enum Stop {
 pub(crate) fn end_of(
     stop: Stop,
     child: &mut Option<Child>,
-    args: &TraceOptions,
+    session: &SessionPlan,
     note: &mut dyn FnMut(Notice),
 ) -> u8 {
+    let target = &session.target;
     {
         match stop {
             Stop::Ended(e) => {
                 let c = child.as_ref().map_or(0, |c| c.pid());
-                let cmd = args
-                    .target
-                    .command()
-                    .first()
-                    .map_or("command", String::as_str);
+                let cmd = target.command().first().map_or("command", String::as_str);
                 if e != Ended::Exited(0) {
                     note(Notice::CommandEnded {
                         command: cmd.to_string(),
@@ -52,12 +49,12 @@ pub(crate) fn end_of(
                 return e.code();
             }
             Stop::Gone => {
-                if let Some(p) = args.target.pid() {
+                if let Some(p) = target.pid() {
                     note(Notice::ProcessExited(p));
                 }
             }
             Stop::Count | Stop::Duration | Stop::Signal(_) | Stop::OutputClosed => {
-                if let Some(p) = args.target.pid() {
+                if let Some(p) = target.pid() {
                     note(Notice::Detached {
                         pid: p,
                         comm: process::comm_of(p),
@@ -75,8 +72,7 @@ pub(crate) fn end_of(
                     let pid = c.pid();
                     if let Some(e) = c.terminate(sig) {
                         note(Notice::CommandStopped {
-                            command: args
-                                .target
+                            command: target
                                 .command()
                                 .first()
                                 .map_or("command", String::as_str)
@@ -92,36 +88,31 @@ pub(crate) fn end_of(
     }
 }
 
-/// The call pipeline of a session: its output options, and the name to show for tasks
-/// the trace lost the name of (the traced program's).
+/// The call pipeline of a plan, into `outputs`, and the name to show for tasks the
+/// trace lost the name of (the traced program's).
 pub(crate) fn calls_for<'a>(
     no_db: &'a dcg_dbset::DbSet,
-    probes: &'a [Probe<'a>],
-    inlines: &'a [InlineSite<'a>],
-    targets: &'a [Target],
-    args: &TraceOptions,
-    source: String,
+    plan: &'a UserPlan<'a>,
+    outputs: Outputs,
 ) -> Result<Calls<'a>> {
+    let session = &plan.session;
     let opts = probe_feed::Options {
-        args: args.args,
-        retvals: args.show_retvals,
-        max_depth: args.depth,
-        errno: args.errno,
-        inline_frames: !args.no_inline_frames,
+        args: session.values.args,
+        retvals: session.values.retvals,
+        max_depth: session.depth,
+        errno: plan.errno,
+        inline_frames: session.inline_frames,
     };
-    let spec = dcg_calls::outputs::OutputSpec {
-        json: args.output.json,
-        errors_only: args.output.errors_only,
-        color: args.output.color,
-        cpu_width: cpu_width(),
-        threads: true,
-        report: args.output.report,
-        saved: args.output.saved_calls.clone(),
-        source,
-        ..Default::default()
-    };
-    let mut calls = Calls::new(no_db, probes, inlines, targets, opts, &spec)?;
-    calls.set_default_comm(match (args.target.pid(), args.target.command().first()) {
+    let mut calls = Calls::new(
+        no_db,
+        &plan.probes,
+        &plan.inlines,
+        plan.targets,
+        opts,
+        outputs,
+    );
+    let target = &session.target;
+    calls.set_default_comm(match (target.pid(), target.command().first()) {
         (Some(p), _) => Some(process::comm_of(p)),
         // The kernel names a task after the first 15 bytes of the executable's name.
         (None, Some(cmd)) => std::path::Path::new(cmd).file_name().map(|n| {
@@ -142,36 +133,5 @@ pub(crate) fn ignore_closed(r: std::io::Result<()>) -> std::io::Result<()> {
     match r {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
-    }
-}
-
-/// Width of the CPU column: digits of the highest possible CPU number.
-fn cpu_width() -> usize {
-    let max = std::fs::read_to_string("/sys/devices/system/cpu/possible")
-        .ok()
-        .and_then(|s| {
-            s.trim()
-                .rsplit([',', '-'])
-                .next()
-                .and_then(|n| n.parse::<u32>().ok())
-        })
-        .unwrap_or(0);
-    max.to_string().len()
-}
-
-/// How the saved calls name the source: the engine, the traced files, the command or pid.
-pub(crate) fn source_name(args: &TraceOptions, targets: &[Target], engine: &str) -> String {
-    let files: Vec<String> = targets
-        .iter()
-        .map(|t| t.path.display().to_string())
-        .collect();
-    match (args.target.pid(), args.target.command().is_empty()) {
-        (Some(p), _) => format!("{engine} on {} in pid {p}", files.join(", ")),
-        (None, false) => format!(
-            "{engine} on {}: {}",
-            files.join(", "),
-            args.target.command().join(" ")
-        ),
-        (None, true) => format!("{engine} on {}", files.join(", ")),
     }
 }

@@ -6,28 +6,27 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use dcg_live::options::TraceOptions;
+use dcg_calls::outputs::Outputs;
+use dcg_live::plan::SessionPlan;
 use dcg_live::process::{self, Child};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
 use crate::error::{Result, UtraceError};
-use crate::plan::{InlineSite, Probe, Target};
+use crate::plan::UserPlan;
 use crate::probe_feed::Calls;
-use crate::session::{calls_for, end_of, ignore_closed, source_name, Stop};
+use crate::session::{calls_for, end_of, ignore_closed, Stop};
 use crate::uprobe_events::{drain, probe_session, uprobe_root, Event, Stream, EXEC_EVENT};
 use crate::{Finished, Notice};
 
 /// Trace `probes` with uprobes: set the instance up, start or follow the process, read
 /// until a stop condition, clean up.
 pub(crate) fn run(
-    targets: &[Target],
-    probes: &[Probe<'_>],
-    inlines: &[InlineSite<'_>],
-    args: &TraceOptions,
+    plan: &UserPlan<'_>,
+    outputs: Outputs,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Finished> {
-    if let Some(pid) = args.target.pid() {
+    if let Some(pid) = plan.session.target.pid() {
         if !process::is_alive(pid) {
             return Err(UtraceError::NoProcess(pid));
         }
@@ -39,8 +38,8 @@ pub(crate) fn run(
     for r in tracefs::remove_stale(&root) {
         note(Notice::RemovedStale(r));
     }
-    let mut tracer = Tracer::setup(&root, targets, probes, inlines, args, note)?;
-    let result = tracer.trace(targets, probes, inlines, args, out, note);
+    let mut tracer = Tracer::setup(&root, plan, note)?;
+    let result = tracer.trace(plan, outputs, out, note);
     let failures = tracer.session.close();
     for f in &failures {
         note(Notice::Cleanup(f.clone()));
@@ -64,16 +63,15 @@ impl Tracer {
     /// threads of `-p`, filter the instance on them and enable the probes.
     fn setup(
         root: &std::path::Path,
-        targets: &[Target],
-        probes: &[Probe<'_>],
-        inlines: &[InlineSite<'_>],
-        args: &TraceOptions,
+        plan: &UserPlan<'_>,
         note: &mut dyn FnMut(Notice),
     ) -> Result<Tracer> {
+        let (targets, probes) = (plan.targets, plan.probes.as_slice());
+        let target = &plan.session.target;
         let (mut session, mut events) =
-            probe_session(root, targets, probes, 0..probes.len(), !args.no_children)?;
+            probe_session(root, targets, probes, 0..probes.len(), plan.follow_children)?;
         let group = session.group().to_string();
-        for (i, s) in inlines.iter().enumerate() {
+        for (i, s) in plan.inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
             else {
                 continue;
@@ -101,10 +99,10 @@ impl Tracer {
             events.insert(EXEC_EVENT.to_string(), Event::Exec);
         }
         let mut child = None;
-        let pids: Vec<i32> = if let Some(pid) = args.target.pid() {
+        let pids: Vec<i32> = if let Some(pid) = target.pid() {
             process::threads_of(pid)?
-        } else if !args.target.command().is_empty() {
-            let c = Child::spawn_at_exec(args.target.command())?;
+        } else if !target.command().is_empty() {
+            let c = Child::spawn_at_exec(target.command())?;
             let pid = c.pid();
             child = Some(c);
             vec![pid]
@@ -127,24 +125,27 @@ impl Tracer {
     /// Stream events until a stop condition; print calls; returns the exit code.
     fn trace(
         &mut self,
-        targets: &[Target],
-        probes: &[Probe<'_>],
-        inlines: &[InlineSite<'_>],
-        args: &TraceOptions,
+        plan: &UserPlan<'_>,
+        outputs: Outputs,
         out: &mut dyn Write,
         note: &mut dyn FnMut(Notice),
     ) -> Result<Finished> {
+        let (probes, inlines) = (plan.probes.as_slice(), plan.inlines.as_slice());
+        let session = &plan.session;
         // Probes name their functions: the tree looks nothing up by name.
         let no_db = dcg_dbset::DbSet::new(Vec::new());
-        let source = source_name(args, targets, "uprobes");
-        let mut calls = calls_for(&no_db, probes, inlines, targets, args, source)?;
+        let mut calls = calls_for(&no_db, plan, outputs)?;
         let mut pipe = self.session.open_pipe()?;
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
         }
         let mut stream = Stream::new(&self.events, probes, inlines);
-        if args.no_children {
-            let pid = self.child.as_ref().map(|c| c.pid()).or(args.target.pid());
+        if !plan.follow_children {
+            let pid = self
+                .child
+                .as_ref()
+                .map(|c| c.pid())
+                .or(session.target.pid());
             stream.only_process(pid);
         }
         let stop = read_until_stop(
@@ -152,7 +153,7 @@ impl Tracer {
             &mut pipe,
             &mut stream,
             &mut calls,
-            args,
+            session,
             out,
         )?;
         // Stop recording, then drain what is already in the buffer.
@@ -161,7 +162,7 @@ impl Tracer {
             stop,
             Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
         ) {
-            drain(&mut pipe, &mut stream, &mut calls, out, args.stop.count)?;
+            drain(&mut pipe, &mut stream, &mut calls, out, session.stop.count)?;
         }
         stream.flush_carry(&mut calls, out)?;
         let (overrun, dropped) = self.session.buffer_stats();
@@ -178,7 +179,7 @@ impl Tracer {
             note(Notice::Unparsed(stream.unparsed));
         }
         Ok(Finished {
-            exit: end_of(stop, &mut self.child, args, note),
+            exit: end_of(stop, &mut self.child, session, note),
             calls: collected,
         })
     }
@@ -190,10 +191,10 @@ fn read_until_stop(
     pipe: &mut TracePipe,
     stream: &mut Stream<'_, '_>,
     calls: &mut Calls<'_>,
-    args: &TraceOptions,
+    session: &SessionPlan,
     out: &mut dyn Write,
 ) -> Result<Stop> {
-    let deadline = args.stop.deadline(Instant::now());
+    let deadline = session.stop.deadline(Instant::now());
     let mut lines = Vec::new();
     loop {
         if let Some(sig) = tracefs::stop_requested() {
@@ -202,7 +203,7 @@ fn read_until_stop(
         // Check for the end before reading, so what the process did last is drained.
         let ended = match child.as_mut() {
             Some(c) => c.poll().map(Stop::Ended),
-            None => args
+            None => session
                 .target
                 .pid()
                 .filter(|&p| !process::is_alive(p))
@@ -216,7 +217,7 @@ fn read_until_stop(
         };
         lines.clear();
         pipe.read_lines(timeout, &mut lines)?;
-        match stream.feed(&lines, calls, out, args.stop.count) {
+        match stream.feed(&lines, calls, out, session.stop.count) {
             Ok(true) => return Ok(Stop::Count),
             Ok(false) => {}
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Stop::OutputClosed),

@@ -14,7 +14,7 @@ use dcg_ringbuf::graph::GraphFormats;
 use dcg_ringbuf::RingError;
 
 use super::{open_text, DecodeError, Decoder, Options};
-use crate::outputs::OutputSpec;
+use crate::outputs::{OutputSpec, Outputs};
 
 /// The largest ring-buffer page (`--page-size`; the kernel's are 4 KiB to 1 MiB).
 pub const MAX_PAGE: usize = 16 << 20;
@@ -85,7 +85,7 @@ pub fn run(
         collapse_empty: true,
         ..job.opts
     };
-    let mut dec = Decoder::with_outputs(set, opts, &spec)?;
+    let mut dec = Decoder::with_outputs(set, opts, Outputs::open(spec)?);
     dec.set_pointer_names(&names);
     let ring = |error| DecodeError::Ring {
         path: input.to_path_buf(),

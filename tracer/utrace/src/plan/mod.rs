@@ -1,6 +1,7 @@
-//! What to probe: the binaries of `--func PATH:PATTERN`, their signature dbs, the
-//! functions a pattern selects, and for each one the uprobe / uretprobe definitions that
-//! fetch its arguments and return value from their DWARF locations.
+//! The user-space trace plan ([`UserPlan`], `session.rs`) and what it is made of: the
+//! binaries of `--func PATH:PATTERN`, their signature dbs, the functions a pattern
+//! selects, and for each one the uprobe / uretprobe definitions that fetch its arguments
+//! and return value from their DWARF locations.
 
 mod binary;
 mod fetch;
@@ -8,6 +9,7 @@ mod inline;
 mod jumps;
 mod probe;
 mod select;
+mod session;
 mod values;
 
 pub use binary::*;
@@ -16,6 +18,7 @@ pub use inline::*;
 pub use jumps::*;
 pub use probe::*;
 pub use select::*;
+pub use session::*;
 pub use values::*;
 
 use probe::{def, insert_number};

@@ -1,0 +1,170 @@
+//! The kernel trace plan, made once before anything is traced: the dbs, the traceable
+//! functions, the roots and inlined copies `--func` selects (each pattern matched once,
+//! [`crate::roots`]), the engine chosen with its reason, the outputs asked for, the
+//! engine-independent session plan and the engines' test switches. Both engines take it
+//! whole; neither reads the options.
+
+use std::path::{Path, PathBuf};
+
+use dcg_calls::outputs::OutputSpec;
+use dcg_dbset::DbSet;
+use dcg_live::options::{Engine, TraceOptions};
+use dcg_live::plan::SessionPlan;
+
+use crate::funcs::Available;
+use crate::outcome::Notice;
+use crate::roots::resolve_roots;
+
+/// Switches of the kernel engines that tests set (hidden options of `dcg trace`, read by
+/// the binary); the defaults are what a user gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tuning {
+    /// function_graph engine: take every value from exit / entry probe events, as on a
+    /// kernel without `funcgraph-retval` and `funcgraph-args` (`--fgraph-probes`).
+    pub fgraph_probes: bool,
+    /// function_graph engine: read the stream as text even where binary pages would do
+    /// (`--fgraph-text`).
+    pub fgraph_text: bool,
+    /// BPF engine: records waiting undecoded beyond this many bytes go to a file
+    /// (`--records-in-memory`; `None`: the engine's bound).
+    pub records_in_memory: Option<usize>,
+    /// BPF engine: how the programs are attached (`--bpf-mode`; `None`: as the kernel's
+    /// BPF JIT allows).
+    pub bpf_mode: Option<dcg_bpf::Mode>,
+}
+
+/// Which rule chose the kernel engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineReason {
+    /// `--engine fgraph` or `--engine bpf`.
+    Asked,
+    /// Inlined copies are traced: only the BPF engine probes them.
+    InlinedCopies,
+    /// Values are asked for and the kernel lacks `funcgraph-retval`: only the BPF engine
+    /// gets them all.
+    ValuesWithoutRetval,
+    /// function_graph prints every value itself here (or none is asked for), and is the
+    /// cheaper way to draw the tree.
+    Fgraph,
+}
+
+/// The kernel engine chosen, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineChoice {
+    /// `Fgraph` or `Bpf`.
+    pub engine: Engine,
+    /// The rule that chose it.
+    pub reason: EngineReason,
+}
+
+impl EngineChoice {
+    /// The engine `asked` for with `values` shown (`inlined`: the patterns name inlined
+    /// copies), on the kernel whose tracefs is at `root`. The file test ignores
+    /// `--fgraph-probes` on purpose.
+    pub fn of(asked: Engine, values: bool, inlined: bool, root: &Path) -> EngineChoice {
+        let (engine, reason) = match asked {
+            Engine::Auto if inlined => (Engine::Bpf, EngineReason::InlinedCopies),
+            Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => {
+                (Engine::Bpf, EngineReason::ValuesWithoutRetval)
+            }
+            Engine::Auto => (Engine::Fgraph, EngineReason::Fgraph),
+            e => (e, EngineReason::Asked),
+        };
+        EngineChoice { engine, reason }
+    }
+}
+
+/// A kernel session, planned.
+pub struct KernelPlan<'db> {
+    /// The dbs values are decoded with.
+    pub dbs: &'db DbSet,
+    /// Where tracefs is mounted.
+    pub tracefs: PathBuf,
+    /// The traceable functions (and their addresses, where the kernel lists them).
+    pub avail: Available,
+    /// The functions whose calls start a tree (the containers of the inlined copies
+    /// included).
+    pub roots: Vec<String>,
+    /// The inlined copies asked for (probed by the BPF engine).
+    pub inlines: Vec<sigdb::Instance<'db>>,
+    /// The engine, and why.
+    pub engine: EngineChoice,
+    /// What every engine reads: target, stop, values, depth, inline frames.
+    pub session: SessionPlan,
+    /// The outputs asked for (opened by [`crate::run`] before an engine starts).
+    pub outputs: OutputSpec,
+    /// Test switches.
+    pub tuning: Tuning,
+}
+
+impl<'db> KernelPlan<'db> {
+    /// Plan a session of `opts` over `dbs` on the kernel whose tracefs is at `tracefs`:
+    /// `None` when no pattern matches a traceable function (each told to `notify`, with
+    /// why).
+    pub fn make(
+        opts: &TraceOptions,
+        tuning: Tuning,
+        dbs: &'db DbSet,
+        tracefs: PathBuf,
+        avail: Available,
+        notify: &mut dyn FnMut(Notice),
+    ) -> Option<KernelPlan<'db>> {
+        // Inlined copies are probed by the BPF engine only.
+        let with_inlines = opts.engine != Engine::Fgraph;
+        let resolved = match resolve_roots(&opts.func, &avail, dbs, with_inlines) {
+            Ok(r) => r,
+            Err(errors) => {
+                for e in errors {
+                    notify(Notice::NoMatch(e));
+                }
+                return None;
+            }
+        };
+        let inlined = !resolved.inlines.is_empty();
+        if inlined {
+            let mut containers: Vec<String> = Vec::new();
+            for i in &resolved.inlines {
+                if let Some(c) = i.caller() {
+                    if !containers.iter().any(|x| x == c.symbol()) {
+                        containers.push(c.symbol().to_string());
+                    }
+                }
+            }
+            notify(Notice::Inlined {
+                funcs: resolved.inline_funcs.clone(),
+                copies: resolved.inlines.len(),
+                containers,
+                more: resolved.inline_more,
+            });
+        }
+        let session = SessionPlan::of(opts);
+        let engine = EngineChoice::of(opts.engine, session.values.any(), inlined, &tracefs);
+        Some(KernelPlan {
+            dbs,
+            tracefs,
+            avail,
+            roots: resolved.roots,
+            inlines: resolved.inlines,
+            engine,
+            outputs: outputs(opts),
+            session,
+            tuning,
+        })
+    }
+}
+
+/// The session's outputs, as the command line asked for them (the saved-calls file named
+/// after the `--func` patterns).
+fn outputs(opts: &TraceOptions) -> OutputSpec {
+    OutputSpec {
+        json: opts.output.json,
+        errors_only: opts.output.errors_only,
+        color: opts.output.color,
+        cpu_width: 1,
+        report: opts.output.report,
+        saved: opts.output.saved_calls.clone(),
+        source: format!("dcg trace --func {}", opts.func.join(" --func ")),
+        hide_interrupts: opts.hide_irqs,
+        ..OutputSpec::default()
+    }
+}
