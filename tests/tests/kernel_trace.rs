@@ -63,6 +63,20 @@ fn testkernel_scenarios() {
             "} /* putname */", // void: no value
         ],
     );
+    // 2 with --filter (function_graph): exactly the two failing opens' trees; with
+    // --count 1, the first of them alone.
+    must(
+        section(&text, "s2-filter"),
+        "s2-filter",
+        &[
+            "rc=0",
+            "kept: 2",
+            "others: 0",
+            "count rc=0",
+            "counted: 1",
+            "counted enoent: 1",
+        ],
+    );
     // 2 with --report: the report of the same calls, from the live engine.
     let s2r = section(&text, "s2-report");
     must(
@@ -622,6 +636,7 @@ fn bpf_on_debian(kernel_name: &str) {
         &format!("bpf-debian-{kernel_name}"),
     );
     must(section(&text, "values"), "values", &["rc=0"]);
+    filters_keep_their_trees(&text, kernel_name);
     // The engine's own path comes from the loaded, JIT-compiled program: the helpers its
     // code calls and their callees in the kernel text are not attached.
     own_path_computed(section(&text, "values"), "JIT-compiled", &[]);
@@ -854,4 +869,44 @@ fn which(name: &str) -> std::path::PathBuf {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
+}
+
+/// `--filter` in the BPF engine (bpf-debian.sh's "filter" sections): the failing opens'
+/// trees and no other, every call in the saved calls; a file name read from user memory;
+/// `--count 1` over the trees shown; a refused filter with its caret, nothing traced.
+fn filters_keep_their_trees(text: &str, kernel_name: &str) {
+    let f = section(text, "filter");
+    must(
+        f,
+        "filter",
+        &[
+            "rc=0",
+            "saved tops: 4",
+            "name rc=0",
+            "--filter: unknown name 'nmae' (parameters: dfd, filename, how)",
+            "  dfd == -100 && nmae == 1",
+            "refused rc=1",
+        ],
+    );
+    let tops = |name: &str| -> Vec<dcg_calls::saved_format::CallRecord> {
+        dcg_tests::json_records(section(text, name))
+            .into_iter()
+            .filter(|c| c.parent.is_none())
+            .collect()
+    };
+    let enoent = tops("filter-enoent");
+    assert_eq!(enoent.len(), 2, "{kernel_name}: {enoent:?}");
+    for c in &enoent {
+        assert_eq!(c.ret.as_deref(), Some("-ENOENT"), "{kernel_name}: {c:?}");
+        assert!(
+            c.args.iter().any(|a| a.value.contains("/nonexistent")),
+            "{c:?}"
+        );
+    }
+    let named = tops("filter-name");
+    assert_eq!(named.len(), 1, "{kernel_name}: {named:?}");
+    assert!(
+        named[0].args.iter().any(|a| a.value == "\"/proc/version\""),
+        "{kernel_name}: {named:?}"
+    );
 }

@@ -92,6 +92,29 @@ begin fgraph-irqs-calls
 cat /tmp/fgi.calls
 end fgraph-irqs-calls
 
+begin filter
+# --filter (issue 40): the trees kept are those whose top-level call passes it; the saved
+# calls keep every call. The failing opens by their return value; the one that reads
+# /proc/version by its (user-memory) file name; --count over the trees shown; a refused
+# filter with its caret (the test kernel's run checks the function_graph engine).
+OPENS='cat /nonexistent; cat /proc/version > /dev/null; cat /nonexistent2; cat /proc/version > /dev/null'
+dcg trace --db $DB --show-retvals --args --json --func do_sys_openat2 \
+	--filter 'ret == -ENOENT' --output /tmp/f-all.calls -- sh -c "$OPENS" > /tmp/f-enoent.json
+echo "rc=$?"
+echo "saved tops: $(grep -c '"parent":null' /tmp/f-all.calls)"
+dcg trace --db $DB --show-retvals --args --json --func do_sys_openat2 \
+	--filter 'filename ~ "*version"' --count 1 -- sh -c "$OPENS" > /tmp/f-name.json
+echo "name rc=$?"
+dcg trace --db $DB --func do_sys_openat2 --filter 'dfd == -100 && nmae == 1' -- true
+echo "refused rc=$?"
+end filter
+begin filter-enoent
+cat /tmp/f-enoent.json
+end filter-enoent
+begin filter-name
+cat /tmp/f-name.json
+end filter-name
+
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
 echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"

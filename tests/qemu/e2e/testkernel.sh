@@ -14,6 +14,22 @@ begin s2-report
 dcg trace --db $DB --show-retvals --report --func do_sys_openat2 -- cat /nonexistent; echo "rc=$?"
 end s2-report
 
+begin s2-filter
+# --filter with the function_graph engine (issue 40): only the failing opens' trees, and
+# --count over the trees shown.
+OPENS='cat /nonexistent; cat /proc/version > /dev/null; cat /nonexistent2'
+dcg trace --db $DB --show-retvals --json --func do_sys_openat2 --filter 'ret == -ENOENT' \
+	-- sh -c "$OPENS" > /tmp/s2f.json 2> /tmp/s2f.err
+echo "rc=$?"
+echo "kept: $(grep '"parent":null' /tmp/s2f.json | grep -c '"ret":"-ENOENT"')"
+echo "others: $(grep '"parent":null' /tmp/s2f.json | grep -vc '"ret":"-ENOENT"')"
+dcg trace --db $DB --show-retvals --json --func do_sys_openat2 --filter 'ret == -ENOENT' \
+	--count 1 -- sh -c "$OPENS" > /tmp/s2c.json 2> /tmp/s2c.err
+echo "count rc=$?"
+echo "counted: $(grep -c '"parent":null' /tmp/s2c.json)"
+echo "counted enoent: $(grep '"parent":null' /tmp/s2c.json | grep -c '"ret":"-ENOENT"')"
+end s2-filter
+
 begin s3-inlined
 dcg trace --db $DB --show-retvals --func pidfd_create -- true; echo "rc=$?"
 end s3-inlined

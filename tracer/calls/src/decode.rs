@@ -333,6 +333,16 @@ impl<'a> Decoder<'a> {
         v
     }
 
+    /// The trees shown so far, as `--count` counts them ([`Pipeline::trees_shown`]).
+    pub fn trees_shown(&self) -> u64 {
+        self.pipe.trees_shown()
+    }
+
+    /// Whether a selection decides which trees are shown ([`Pipeline::selects`]).
+    pub fn selects(&self) -> bool {
+        self.pipe.selects()
+    }
+
     /// Write the collected output.
     pub fn flush_out(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         self.pipe.flush_to(out)

@@ -5,10 +5,12 @@
 //! [`crate::pipeline::Pipeline::new`].
 
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use crate::errors::ErrorsOnly;
 use crate::pipeline::PipelineError;
 use crate::record_sinks::{Collect, Collected, JsonLines, SavedCalls};
+use crate::selected::TreeSelect;
 use crate::sink::Sinks;
 use crate::text::{TextOptions, TextPrinter};
 
@@ -77,6 +79,8 @@ pub fn sinks<'s>(spec: &OutputSpec) -> (Sinks<'s>, Option<Collected>) {
 pub struct Outputs {
     spec: OutputSpec,
     saved: Option<(dcg_outfile::Output, SavedCalls<'static>)>,
+    /// The trees shown: those this keeps, no more than the limit.
+    select: Option<(Rc<dyn TreeSelect>, Option<u64>)>,
 }
 
 impl std::fmt::Debug for Outputs {
@@ -84,6 +88,7 @@ impl std::fmt::Debug for Outputs {
         f.debug_struct("Outputs")
             .field("spec", &self.spec)
             .field("saved", &self.saved.is_some())
+            .field("select", &self.select.as_ref().map(|(s, l)| (s, l)))
             .finish()
     }
 }
@@ -101,7 +106,24 @@ impl Outputs {
             }
             None => None,
         };
-        Ok(Outputs { spec, saved })
+        Ok(Outputs {
+            spec,
+            saved,
+            select: None,
+        })
+    }
+
+    /// Show only what `select` keeps of each tree, and no tree beyond the first `limit`
+    /// kept (`--filter`, `--min-duration`, `--count`); the saved-calls file keeps every
+    /// call.
+    pub fn selecting(mut self, select: Option<Rc<dyn TreeSelect>>, limit: Option<u64>) -> Outputs {
+        self.select = select.map(|s| (s, limit));
+        self
+    }
+
+    /// The selection, if any, and its limit.
+    pub(crate) fn selection(&self) -> Option<(Rc<dyn TreeSelect>, Option<u64>)> {
+        self.select.clone()
     }
 
     /// What the outputs were opened from.

@@ -36,6 +36,8 @@ pub struct Pipeline<'a> {
     obuf: Vec<u8>,
     collected: Option<Collected>,
     saved: Option<dcg_outfile::Output>,
+    /// The trees a selection kept so far ([`Pipeline::select_trees`]).
+    kept: Option<std::rc::Rc<std::cell::Cell<u64>>>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -44,10 +46,15 @@ impl<'a> Pipeline<'a> {
 
     /// `tree` (its shape, depth and functions set by the source) feeding `outputs`.
     pub fn new(tree: CallTree<'a>, outputs: Outputs) -> Pipeline<'a> {
+        let select = outputs.selection();
         let (sinks, collected, saved) = outputs.into_sinks();
+        let dbs = tree.funcs.set();
         let mut p = Pipeline::with_sinks(tree, sinks);
         p.collected = collected;
         p.saved = saved;
+        if let Some((select, limit)) = select {
+            p.select_trees_up_to(select, dbs, limit);
+        }
         p
     }
 
@@ -67,6 +74,7 @@ impl<'a> Pipeline<'a> {
             obuf: Vec::with_capacity(Pipeline::CHUNK + 4096),
             collected: None,
             saved: None,
+            kept: None,
         }
     }
 
@@ -77,8 +85,39 @@ impl<'a> Pipeline<'a> {
         select: std::rc::Rc<dyn crate::selected::TreeSelect>,
         dbs: &'a dcg_dbset::DbSet,
     ) {
-        self.sinks
-            .wrap_first(|inner| Box::new(crate::selected::Selected::new(inner, select, dbs)));
+        self.select_trees_up_to(select, dbs, None);
+    }
+
+    /// [`Pipeline::select_trees`], showing no tree beyond the first `limit` kept.
+    fn select_trees_up_to(
+        &mut self,
+        select: std::rc::Rc<dyn crate::selected::TreeSelect>,
+        dbs: &'a dcg_dbset::DbSet,
+        limit: Option<u64>,
+    ) {
+        let mut kept = None;
+        self.sinks.wrap_first(|inner| {
+            let mut s = crate::selected::Selected::new(inner, select, dbs);
+            s.limit(limit);
+            kept = Some(s.kept());
+            Box::new(s)
+        });
+        self.kept = kept;
+    }
+
+    /// The trees shown so far, as `--count` counts them: those a selection kept, else
+    /// every completed top-level call.
+    pub fn trees_shown(&self) -> u64 {
+        match &self.kept {
+            Some(k) => k.get(),
+            None => self.tree.counts().top_level,
+        }
+    }
+
+    /// Whether a selection decides which trees are shown (then only decoding can count
+    /// them).
+    pub fn selects(&self) -> bool {
+        self.kept.is_some()
     }
 
     /// Also feed `sink`.

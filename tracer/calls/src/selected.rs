@@ -41,6 +41,10 @@ pub struct Selected<'s> {
     select: Rc<dyn TreeSelect>,
     dbs: &'s DbSet,
     trees: FxHashMap<u64, Tree>,
+    /// Trees kept so far (shared with whoever counts them: `--count`).
+    kept: Rc<std::cell::Cell<u64>>,
+    /// No tree is shown beyond this many (`--count`).
+    limit: Option<u64>,
 }
 
 impl<'s> Selected<'s> {
@@ -55,12 +59,29 @@ impl<'s> Selected<'s> {
             select,
             dbs,
             trees: FxHashMap::default(),
+            kept: Rc::default(),
+            limit: None,
         }
     }
 
+    /// Show no tree beyond the first `limit` kept (`--count`).
+    pub fn limit(&mut self, limit: Option<u64>) {
+        self.limit = limit;
+    }
+
+    /// The count of trees kept so far, as it goes.
+    pub fn kept(&self) -> Rc<std::cell::Cell<u64>> {
+        Rc::clone(&self.kept)
+    }
+
     /// Write the kept lines of `tree`.
-    fn flush(select: &dyn TreeSelect, dbs: &DbSet, tree: &mut Tree, out: &mut Vec<u8>) {
-        let keep = select.select(&tree.records, dbs);
+    fn flush(&self, tree: &mut Tree, out: &mut Vec<u8>) {
+        if self.limit.is_some_and(|n| self.kept.get() >= n) {
+            tree.items.clear();
+            tree.records.clear();
+            return;
+        }
+        let keep = self.select.select(&tree.records, self.dbs);
         let kept: FxHashSet<u64> = tree
             .records
             .iter()
@@ -69,6 +90,9 @@ impl<'s> Selected<'s> {
             .collect();
         let completed: FxHashSet<u64> = tree.records.iter().map(|r| r.id).collect();
         let any = !kept.is_empty();
+        if any {
+            self.kept.set(self.kept.get() + 1);
+        }
         for item in tree.items.drain(..) {
             // A call that never completed is kept with the tree (it leads to kept calls).
             let show = match item.id {
@@ -96,7 +120,9 @@ impl Sink for Selected<'_> {
             tree.records.push(r);
         }
         if c.open_after == 0 && c.kind != Kind::Open {
-            Selected::flush(&*self.select, self.dbs, tree, out);
+            let mut tree = std::mem::take(tree);
+            self.flush(&mut tree, out);
+            self.trees.insert(c.task.key, tree);
         }
         Ok(())
     }
@@ -134,8 +160,8 @@ impl Sink for Selected<'_> {
         let mut keys: Vec<u64> = self.trees.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
-            if let Some(tree) = self.trees.get_mut(&k) {
-                Selected::flush(&*self.select, self.dbs, tree, out);
+            if let Some(mut tree) = self.trees.remove(&k) {
+                self.flush(&mut tree, out);
             }
         }
         self.inner.finish(out)

@@ -35,7 +35,13 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         ..ReportOptions::default()
     };
     let tuning = args.tuning();
-    let opts = args.options(offline);
+    let texts = args.filter.clone();
+    let filters = crate::report::parse_filters(&texts)?;
+    let opts = args.options(offline, filters);
+    // A filter refused when bound to the traced functions: a caret under its token.
+    let refused = |e: &dcg_filter::saved::SelectError| {
+        anyhow::anyhow!(e.error.caret_message("--filter", &texts[e.filter]))
+    };
     use dcg_live::options::Engine;
     match (opts.is_user_space(), opts.engine) {
         (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(
@@ -52,10 +58,19 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
     let (code, calls) = if opts.is_user_space() {
         let f = dcg_utrace::run(&opts, &sources, out, &mut |n| {
             eprintln!("dcg: {}", notices::user(&n))
+        })
+        .map_err(|e| match &e {
+            dcg_utrace::UtraceError::Filter(s) => refused(s),
+            _ => e.into(),
         })?;
         (ExitCode::from(f.exit), f.calls)
     } else {
-        kernel(&opts, tuning, &sources, out)?
+        kernel(&opts, tuning, &sources, out).map_err(|e| {
+            match e.downcast_ref::<dcg_ktrace::KtraceError>() {
+                Some(dcg_ktrace::KtraceError::Filter(s)) => refused(s),
+                _ => e,
+            }
+        })?
     };
     if let Some(calls) = calls {
         let graph = CallGraph::new(calls)?;

@@ -60,9 +60,22 @@ pub struct TraceArgs {
     /// Show calls only down to this nesting depth (1: top-level calls only; 0: all).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub depth: u32,
-    /// Stop after N completed top-level calls (N >= 1).
+    /// Stop after N completed top-level calls (N >= 1); with --filter or --min-duration,
+    /// after N trees shown.
     #[arg(long, value_name = "N", value_parser = crate::args::positive_count)]
     pub count: Option<u64>,
+    /// Only the trees whose top-level call passes EXPR (repeat: all must hold), as `dcg
+    /// report --filter` takes it: parameters by name, `ret`, `duration`, `comm`, `pid`,
+    /// `tid`, `cpu` (`ret == -ENOENT`, `name ~ "*.conf"`); `FUNC: EXPR` keeps the trees
+    /// where some call of FUNC passes it. Checked against the functions' signatures before
+    /// tracing; what it reads is captured and shown (as --args, --show-retvals). The saved
+    /// calls (--output) keep every call.
+    #[arg(long = "filter", value_name = "EXPR")]
+    pub filter: Vec<String>,
+    /// Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to
+    /// them.
+    #[arg(long, value_name = "D", value_parser = crate::args::duration)]
+    pub min_duration: Option<u64>,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
     #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
@@ -175,8 +188,8 @@ impl TraceArgs {
     }
 
     /// The session options; colour decided against where the trace goes.
-    /// `offline`: never ask debuginfod (`dcg --offline`).
-    pub fn options(self, offline: bool) -> TraceOptions {
+    /// `offline`: never ask debuginfod (`dcg --offline`). `filters`: `--filter`, parsed.
+    pub fn options(self, offline: bool, filters: Vec<dcg_filter::Filter>) -> TraceOptions {
         let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
             engine: match self.engine {
@@ -216,7 +229,8 @@ impl TraceArgs {
             offline,
             hide_irqs: self.irqs == IrqsArg::Hide,
             recorder: recorder_path(),
-            filters: Vec::new(),
+            filters,
+            min_duration: self.min_duration,
             stacks: Vec::new(),
             derefs: Vec::new(),
         }

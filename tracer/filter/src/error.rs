@@ -44,6 +44,14 @@ pub enum ErrorKind {
     /// wrong kind for the value it is compared with.
     #[error("{0}")]
     Mismatch(String),
+    /// `FUNC: EXPR` names a function the session cannot see.
+    #[error("unknown function '{name}' ({where_})")]
+    UnknownFunction {
+        /// The name as written.
+        name: String,
+        /// Where it was looked for (`not in the db`, `not among the traced functions`).
+        where_: String,
+    },
 }
 
 fn list_or_none(names: &[String]) -> String {

@@ -121,6 +121,74 @@ impl TreeFilter {
             programs: RefCell::default(),
         }
     }
+
+    /// Bind the filters now, before anything is traced, to the signatures of the
+    /// functions they apply to: each filter without `FUNC:` to every root in `roots`
+    /// (by name), a `FUNC: EXPR` filter to the signature `find` gives for FUNC. A filter
+    /// that binds to no root, or whose FUNC `find` does not know (`unknown`: where it was
+    /// looked for), is refused. The programs are kept for the stream; functions met later
+    /// bind as [`TreeFilter::new`]'s do.
+    pub fn bound(
+        filters: Vec<Filter>,
+        min_duration_ns: Option<u64>,
+        roots: &[(String, Signature)],
+        find: &dyn Fn(&str) -> Option<(String, Signature)>,
+        unknown: &str,
+    ) -> Result<TreeFilter, SelectError> {
+        let mut cache = ProgramCache::new();
+        for (i, f) in filters.iter().enumerate() {
+            let refuse = |error| SelectError { filter: i, error };
+            if let Some((name, span)) = &f.func {
+                let Some((key, sig)) = find(name) else {
+                    return Err(refuse(FilterError {
+                        kind: crate::error::ErrorKind::UnknownFunction {
+                            name: name.clone(),
+                            where_: unknown.to_string(),
+                        },
+                        span: span.clone(),
+                    }));
+                };
+                let p = bind(f, &sig).map_err(refuse)?;
+                cache.insert((i, key), Some(Rc::new(p)));
+                continue;
+            }
+            let mut first_error = None;
+            for (name, sig) in roots {
+                match bind(f, sig) {
+                    Ok(p) => {
+                        cache.insert((i, name.clone()), Some(Rc::new(p)));
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        cache.insert((i, name.clone()), None);
+                    }
+                }
+            }
+            if let Some(e) =
+                first_error.filter(|_| !cache.iter().any(|((j, _), p)| *j == i && p.is_some()))
+            {
+                return Err(refuse(e));
+            }
+        }
+        Ok(TreeFilter {
+            filters,
+            min_duration_ns,
+            programs: RefCell::new(cache),
+        })
+    }
+
+    /// Whether the programs bound so far read parameters, and the return value: what an
+    /// engine must capture for them (`--args`, `--show-retvals`).
+    pub fn reads(&self) -> (bool, bool) {
+        let (mut args, mut ret) = (false, false);
+        for p in self.programs.borrow().values().flatten() {
+            for f in p.fields() {
+                args |= matches!(f, crate::bind::Field::Arg(_));
+                ret |= f == crate::bind::Field::Ret;
+            }
+        }
+        (args, ret)
+    }
 }
 
 impl dcg_calls::selected::TreeSelect for TreeFilter {

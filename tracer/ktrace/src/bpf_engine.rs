@@ -458,14 +458,25 @@ fn record(
             (None, Some(p)) => !dcg_live::process::is_alive(p),
             (None, None) => false,
         };
-        // `--count`: the program counts the trees it recorded whole.
-        let counted = session.stop.count.is_some_and(|n| capture.trees() >= n);
+        // `--count`: the program counts the trees it recorded whole; trees a filter
+        // selects are counted by decoding them.
+        let selecting = feed.pipe.selects();
+        let counted = session.stop.count.is_some_and(|n| {
+            if selecting {
+                feed.pipe.trees_shown() >= n
+            } else {
+                capture.trees() >= n
+            }
+        });
         // Nothing watched before the end: while the command runs, the records are only
         // copied out of the ring (decoding them competes with the traced load for the
         // CPU), past a bound into a file; they are decoded once it ends or the count is
         // reached (or as they come where that file cannot take them).
         let in_memory = plan.tuning.records_in_memory.unwrap_or(KEEP_IN_MEMORY);
+        // Trees a filter selects under a count are counted as they are decoded.
+        let count_by_decoding = selecting && session.stop.count.is_some();
         if session.shown_at_end
+            && !count_by_decoding
             && !counted
             && !exited
             && tracefs::stop_requested().is_none()
@@ -497,7 +508,7 @@ fn record(
                 session
                     .stop
                     .count
-                    .is_some_and(|n| feed.pipe.tree().counts().top_level >= n)
+                    .is_some_and(|n| feed.pipe.trees_shown() >= n)
             };
             if err.is_none() && !enough() {
                 if let Err(e) = feed.record(r) {
@@ -517,7 +528,7 @@ fn record(
         }
         feed.write_out(out)?;
         out.flush()?;
-        let done = feed.pipe.tree().counts().top_level;
+        let done = feed.pipe.trees_shown();
         if let Some(sig) = tracefs::stop_requested() {
             break format!("signal {sig}");
         }

@@ -21,6 +21,10 @@ pub enum KtraceError {
     /// available_filter_functions could not be read.
     #[error("reading available_filter_functions: {0}")]
     Available(std::io::Error),
+    /// A `--filter` refused before tracing (which one, and why: the binary words it with
+    /// a caret under the offending token).
+    #[error("--filter: {0}")]
+    Filter(dcg_filter::saved::SelectError),
     /// `-p PID` names no process.
     #[error("no process {0}")]
     NoProcess(i32),

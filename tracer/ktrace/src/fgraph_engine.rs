@@ -58,6 +58,16 @@ fn count_lost(summary: &mut Summary, lost: Vec<Option<u64>>) {
     }
 }
 
+/// The trees shown so far, as `--count` counts them: those a filter kept, else every
+/// completed one.
+fn shown(dec: &Decoder<'_>, summary: &Summary) -> u64 {
+    if dec.selects() {
+        dec.trees_shown()
+    } else {
+        summary.completed
+    }
+}
+
 fn opt(sess: &mut Session, name: &str, on: bool) -> Result<()> {
     Ok(sess.set_option(name, on)?)
 }
@@ -450,7 +460,7 @@ impl<'s> Setup<'s> {
             count_lost(summary, fb.lost);
             self.lazy_probes(fb.seen);
             if done {
-                break format!("{} calls", summary.completed);
+                break format!("{} calls", shown(dec, summary));
             }
         })
     }
@@ -469,7 +479,7 @@ impl<'s> Setup<'s> {
             .session
             .stop
             .count
-            .is_none_or(|n| summary.completed < n)
+            .is_none_or(|n| shown(dec, summary) < n)
         {
             reader.lines.clear();
             let (got, fb, _) = self.read_round(reader, dec, out, summary.completed, false)?;
@@ -494,7 +504,14 @@ impl<'s> Setup<'s> {
         completed: u64,
         log: bool,
     ) -> Result<(usize, Feedback, bool)> {
+        // Trees a filter selects are counted once decoded (the outputs show no more
+        // than the count), not in the stream.
         let count = self.plan.session.stop.count;
+        let (count, shown_count) = if dec.selects() {
+            (None, count)
+        } else {
+            (count, None)
+        };
         let mut fb = Feedback::default();
         let mut done = false;
         let got = if let Some(raw) = reader.raw.as_mut() {
@@ -521,6 +538,7 @@ impl<'s> Setup<'s> {
         } else {
             0
         };
+        let done = done || shown_count.is_some_and(|n| dec.trees_shown() >= n);
         Ok((got, fb, done))
     }
 

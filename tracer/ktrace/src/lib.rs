@@ -27,7 +27,10 @@ pub mod stream_filter;
 
 use std::io::Write;
 
+use std::rc::Rc;
+
 use dcg_calls::outputs::Outputs;
+use dcg_calls::selected::TreeSelect;
 use dcg_live::options::{Engine, TraceOptions};
 use dcg_live::tracefs;
 
@@ -78,7 +81,7 @@ pub fn run(
         notify(Notice::RemovedStale(r));
     }
     let avail = Available::read(&root).map_err(KtraceError::Available)?;
-    let Some(plan) = KernelPlan::make(opts, tuning, &set, root, avail, notify) else {
+    let Some(plan) = KernelPlan::make(opts, tuning, &set, root, avail, notify)? else {
         return Ok(Outcome::NothingToTrace);
     };
     if let Some(pid) = plan.session.target.pid() {
@@ -86,7 +89,8 @@ pub fn run(
             return Err(KtraceError::NoProcess(pid));
         }
     }
-    let outputs = Outputs::open(plan.outputs.clone())?;
+    let select = plan.select.clone().map(|s| s as Rc<dyn TreeSelect>);
+    let outputs = Outputs::open(plan.outputs.clone())?.selecting(select, plan.session.stop.count);
     if plan.engine.engine == Engine::Bpf {
         match bpf_engine::attach(&plan, notify) {
             Ok(attached) => {

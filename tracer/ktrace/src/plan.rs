@@ -5,12 +5,16 @@
 //! whole; neither reads the options.
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use dcg_calls::outputs::OutputSpec;
 use dcg_dbset::DbSet;
+use dcg_filter::saved::TreeFilter;
+use dcg_filter::Signature;
 use dcg_live::options::{Engine, TraceOptions};
 use dcg_live::plan::SessionPlan;
 
+use crate::error::{KtraceError, Result};
 use crate::funcs::Available;
 use crate::outcome::Notice;
 use crate::roots::resolve_roots;
@@ -93,6 +97,9 @@ pub struct KernelPlan<'db> {
     pub session: SessionPlan,
     /// The outputs asked for (opened by [`crate::run`] before an engine starts).
     pub outputs: OutputSpec,
+    /// `--filter` and `--min-duration`, bound to the roots' (and `FUNC:`'s) signatures:
+    /// the trees shown.
+    pub select: Option<Rc<TreeFilter>>,
     /// Test switches.
     pub tuning: Tuning,
 }
@@ -108,7 +115,7 @@ impl<'db> KernelPlan<'db> {
         tracefs: PathBuf,
         avail: Available,
         notify: &mut dyn FnMut(Notice),
-    ) -> Option<KernelPlan<'db>> {
+    ) -> Result<Option<KernelPlan<'db>>> {
         // Inlined copies are probed by the BPF engine only.
         let with_inlines = opts.engine != Engine::Fgraph;
         let resolved = match resolve_roots(&opts.func, &avail, dbs, with_inlines) {
@@ -117,9 +124,10 @@ impl<'db> KernelPlan<'db> {
                 for e in errors {
                     notify(Notice::NoMatch(e));
                 }
-                return None;
+                return Ok(None);
             }
         };
+        let select = select(opts, dbs, &resolved.roots)?;
         let inlined = !resolved.inlines.is_empty();
         if inlined {
             let mut containers: Vec<String> = Vec::new();
@@ -137,9 +145,15 @@ impl<'db> KernelPlan<'db> {
                 more: resolved.inline_more,
             });
         }
-        let session = SessionPlan::of(opts);
+        let mut session = SessionPlan::of(opts);
+        // What the filters read is captured (and shown), as --args and --show-retvals.
+        if let Some(s) = &select {
+            let (args, ret) = s.reads();
+            session.values.args |= args;
+            session.values.retvals |= ret;
+        }
         let engine = EngineChoice::of(opts.engine, session.values.any(), inlined, &tracefs);
-        Some(KernelPlan {
+        Ok(Some(KernelPlan {
             dbs,
             tracefs,
             avail,
@@ -149,8 +163,31 @@ impl<'db> KernelPlan<'db> {
             outputs: outputs(opts),
             session,
             tuning,
-        })
+            select,
+        }))
     }
+}
+
+/// `--filter` and `--min-duration` bound to the signatures of `roots` (and of each
+/// `FUNC:` the db has), or refused; `None` when neither is asked for.
+fn select(opts: &TraceOptions, dbs: &DbSet, roots: &[String]) -> Result<Option<Rc<TreeFilter>>> {
+    if opts.filters.is_empty() && opts.min_duration.is_none() {
+        return Ok(None);
+    }
+    let sigs: Vec<(String, Signature)> = roots
+        .iter()
+        .filter_map(|r| Some((r.clone(), Signature::of(&dbs.find(r, None)?))))
+        .collect();
+    let find = |name: &str| Some((name.to_string(), Signature::of(&dbs.find(name, None)?)));
+    TreeFilter::bound(
+        opts.filters.clone(),
+        opts.min_duration,
+        &sigs,
+        &find,
+        "not in the kernel's db",
+    )
+    .map(|f| Some(Rc::new(f)))
+    .map_err(KtraceError::Filter)
 }
 
 /// The session's outputs, as the command line asked for them (the saved-calls file named

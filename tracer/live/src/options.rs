@@ -42,8 +42,11 @@ pub struct TraceOptions {
     /// `DCG_RECORDER`, else beside itself); `None`: there is none, so no session runs in
     /// process.
     pub recorder: Option<PathBuf>,
-    /// Value filters bound to parameters and types (none can be asked for yet).
-    pub filters: Vec<ValueFilter>,
+    /// `--filter`: the trees kept are those whose top-level call (or, with `FUNC:`, some
+    /// call of FUNC in it) passes every one; parsed by the binary, bound by the plan.
+    pub filters: Vec<dcg_filter::Filter>,
+    /// `--min-duration`, in ns: only the calls at least that long and their callers.
+    pub min_duration: Option<u64>,
     /// Stack requests (none can be asked for yet).
     pub stacks: Vec<StackRequest>,
     /// Requests to follow pointers and show what they point to (none can be asked for
@@ -117,11 +120,6 @@ pub struct OutputRequest {
     /// and decodes them afterwards, leaving the CPU to it, whatever the outputs are.
     pub shown_at_end: bool,
 }
-
-/// A filter on values, bound to a parameter or a type. A slot for what comes: there is
-/// no filter yet, so no value of this type exists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValueFilter {}
 
 /// A request for stacks. A slot for what comes: none exists yet.
 #[derive(Debug, Clone, PartialEq, Eq)]

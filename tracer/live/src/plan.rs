@@ -5,7 +5,7 @@
 //! (`dcg_ktrace::plan`) and the user-space plan (`dcg_utrace::plan`) each carry one,
 //! beside what only their engines need.
 
-use crate::options::{DerefRequest, StackRequest, StopAt, Target, TraceOptions, ValueFilter};
+use crate::options::{DerefRequest, StackRequest, StopAt, Target, TraceOptions};
 
 /// Which values of a call are read and shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,8 +37,10 @@ pub struct SessionPlan {
     /// Calls made from inlined code are placed under frames for it, where the db has
     /// inline instances.
     pub inline_frames: bool,
-    /// Value filters bound to parameters and types.
-    pub filters: Vec<ValueFilter>,
+    /// `--filter`, parsed (each plan binds them to its functions' signatures).
+    pub filters: Vec<dcg_filter::Filter>,
+    /// `--min-duration`, in ns.
+    pub min_duration: Option<u64>,
     /// Stack requests.
     pub stacks: Vec<StackRequest>,
     /// Requests to follow pointers.
@@ -62,6 +64,7 @@ impl SessionPlan {
             depth: opts.depth,
             inline_frames: !opts.no_inline_frames,
             filters: opts.filters.clone(),
+            min_duration: opts.min_duration,
             stacks: opts.stacks.clone(),
             derefs: opts.derefs.clone(),
             shown_at_end: opts.output.shown_at_end,

@@ -23,6 +23,10 @@ pub enum UtraceError {
     /// `--engine inproc` where the session cannot run in process.
     #[error("--engine inproc: {0}")]
     InProcessAsked(crate::plan::NotInProcess),
+    /// A `--filter` refused before tracing (which one, and why: the binary words it with
+    /// a caret under the offending token).
+    #[error("--filter: {0}")]
+    Filter(dcg_filter::saved::SelectError),
     /// `-p PID` names no running process.
     #[error("process {0}: no such process")]
     NoProcess(i32),

@@ -31,7 +31,10 @@ mod uprobe_events;
 
 use std::io::Write;
 
+use std::rc::Rc;
+
 use dcg_calls::outputs::Outputs;
+use dcg_calls::selected::TreeSelect;
 use dcg_live::options::TraceOptions;
 use dcg_live::tracefs;
 
@@ -85,7 +88,8 @@ pub fn run(
             });
         }
     };
-    let outputs = Outputs::open(plan.outputs.clone())?;
+    let select = plan.select.clone().map(|s| s as Rc<dyn TreeSelect>);
+    let outputs = Outputs::open(plan.outputs.clone())?.selecting(select, plan.session.stop.count);
     match plan.engine.engine {
         UserEngine::InProcess => inproc_engine::trace(&plan, outputs, out, note),
         UserEngine::Uprobes => uprobe_engine::run(&plan, outputs, out, note),

@@ -136,7 +136,7 @@ impl Merge {
                     }
                 }
             }
-            if count.is_some_and(|n| calls.counts().top_level >= n) {
+            if count.is_some_and(|n| calls.top_level() >= n) {
                 return Ok(true);
             }
         }

@@ -64,7 +64,7 @@ pub struct Meta<'e> {
 pub struct Counts {
     /// Completed calls.
     pub calls: u64,
-    /// Completed top-level calls (what `--count` counts).
+    /// Completed top-level calls.
     pub top_level: u64,
     /// Return events whose entry was not seen.
     pub lone_returns: u64,
@@ -406,7 +406,8 @@ pub trait EventSink {
     /// Thread `m.tid` called `exec`: its open calls end, what it runs next is another
     /// program's.
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()>;
-    /// Top-level calls completed so far (what `--count` counts).
+    /// Trees shown so far (what `--count` counts): completed top-level calls, or those a
+    /// filter kept.
     fn top_level(&self) -> u64;
 }
 
@@ -576,7 +577,7 @@ impl EventSink for Calls<'_> {
     }
 
     fn top_level(&self) -> u64 {
-        self.counts().top_level
+        self.pipe.trees_shown()
     }
 }
 

@@ -5,8 +5,11 @@
 //! engines take it whole; neither reads the options.
 
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use dcg_calls::outputs::OutputSpec;
+use dcg_filter::saved::TreeFilter;
+use dcg_filter::Signature;
 use dcg_inproc::plan::PlanFunc;
 use dcg_live::options::{split_user_func, Engine, TraceOptions};
 use dcg_live::plan::SessionPlan;
@@ -112,6 +115,9 @@ pub struct UserPlan<'t> {
     pub session: SessionPlan,
     /// The outputs asked for (opened by [`crate::run`] before the engine starts).
     pub outputs: OutputSpec,
+    /// `--filter` and `--min-duration`, bound to the traced functions' signatures: the
+    /// trees shown.
+    pub select: Option<Rc<TreeFilter>>,
     /// Values are read by the kernel's -errno convention.
     pub errno: bool,
     /// In process: processes the command forks (and what they exec) are traced too.
@@ -137,13 +143,32 @@ impl<'t> UserPlan<'t> {
     ) -> Result<std::result::Result<UserPlan<'t>, Vec<Notice>>> {
         let engine = UserEngineChoice::of(opts, targets)?;
         engine.note(opts, targets, notes);
-        let session = SessionPlan::of(opts);
-        let selected = select(targets, prototypes, specs, &session, engine.engine, notes)?;
+        let mut session = SessionPlan::of(opts);
+        let mut selected =
+            select_functions(targets, prototypes, specs, &session, engine.engine, notes)?;
         if !selected.failed.is_empty() {
             return Ok(Err(selected.failed));
         }
         if selected.probes.is_empty() {
             return Ok(Err(vec![Notice::NothingToProbe]));
+        }
+        let trees = select_trees(opts, &selected.probes)?;
+        // What the filters read is captured (and shown), as --args and --show-retvals:
+        // the probes planned again to fetch it.
+        if let Some(s) = &trees {
+            let (args, ret) = s.reads();
+            if (args && !session.values.args) || (ret && !session.values.retvals) {
+                session.values.args |= args;
+                session.values.retvals |= ret;
+                selected = select_functions(
+                    targets,
+                    prototypes,
+                    specs,
+                    &session,
+                    engine.engine,
+                    &mut Vec::new(),
+                )?;
+            }
         }
         let name = match engine.engine {
             UserEngine::InProcess => "in process",
@@ -160,8 +185,36 @@ impl<'t> UserPlan<'t> {
             errno: opts.errno,
             follow_children: !opts.no_children,
             recorder: opts.recorder.clone(),
+            select: trees,
         }))
     }
+}
+
+/// `--filter` and `--min-duration` bound to the signatures of the traced functions (any
+/// of them can start a tree), or refused; `None` when neither is asked for.
+fn select_trees(opts: &TraceOptions, probes: &[Probe<'_>]) -> Result<Option<Rc<TreeFilter>>> {
+    if opts.filters.is_empty() && opts.min_duration.is_none() {
+        return Ok(None);
+    }
+    let sigs: Vec<(String, Signature)> = probes
+        .iter()
+        .filter_map(|p| Some((p.symbol.clone(), Signature::of(&p.func?))))
+        .collect();
+    let find = |name: &str| {
+        probes.iter().find_map(|p| {
+            let f = p.func?;
+            (p.symbol == name || f.name() == name).then(|| (p.symbol.clone(), Signature::of(&f)))
+        })
+    };
+    TreeFilter::bound(
+        opts.filters.clone(),
+        opts.min_duration,
+        &sigs,
+        &find,
+        "not among the traced functions",
+    )
+    .map(|f| Some(Rc::new(f)))
+    .map_err(UtraceError::Filter)
 }
 
 /// The session's outputs, as the command line asked for them.
@@ -288,7 +341,7 @@ struct Selected<'a> {
 
 /// Select the functions of each pattern and plan their probes, the inlined copies and,
 /// in process, the recorder's hooks.
-fn select<'a>(
+fn select_functions<'a>(
     targets: &'a [Target],
     prototypes: &[&'a sigdb::Db],
     specs: &Specs,

@@ -1,0 +1,253 @@
+//! `dcg trace --filter EXPR`, `--min-duration D` and `--count N` over them, live, in
+//! both user-space engines (uprobes and the in-process recorder): `tests/uprobe/values.c`
+//! (each function called with known values, at -O2) traced and each filter's
+//! trees checked against the calls the program makes. Refused filters: a caret under the
+//! token and no session started. Needs root, gcc and uprobe events; skipped otherwise.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dcg_calls::saved_format::CallRecord;
+use dcg_tests::uprobe_skip_reason as skip_reason;
+
+macro_rules! require {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+/// `tests/uprobe/values.c` built at -O2 with -g into `dir`.
+fn values(dir: &Path) -> PathBuf {
+    let out = dir.join("values");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("uprobe/values.c");
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc failed for values.c");
+    out
+}
+
+const ENGINES: [&str; 2] = ["uprobe", "inproc"];
+
+/// `dcg trace --engine ENGINE --json ARGS -- BIN`.
+fn trace(engine: &str, bin: &Path, args: &[&str]) -> Output {
+    Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--engine", engine, "--json"])
+        .args(args)
+        .arg("--")
+        .arg(bin)
+        .output()
+        .expect("running dcg")
+}
+
+/// The top-level calls of a trace's JSON records (the program's output left out).
+fn top_level(out: &Output) -> Vec<CallRecord> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let records = dcg_tests::json_records(&text);
+    let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
+    records
+        .into_iter()
+        .filter(|r| r.parent.is_none_or(|p| !ids.contains(&p)))
+        .collect()
+}
+
+/// Each top-level call as `func(arg=value, ...) = ret`.
+fn shown(out: &Output) -> Vec<String> {
+    top_level(out)
+        .iter()
+        .map(|r| {
+            let args: Vec<String> = r
+                .args
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.value))
+                .collect();
+            format!(
+                "{}({}) = {}",
+                r.func,
+                args.join(", "),
+                r.ret.as_deref().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+fn func(bin: &Path, pattern: &str) -> String {
+    format!("{}:{pattern}", bin.display())
+}
+
+#[test]
+fn filters_keep_exactly_the_matching_trees() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    for engine in ENGINES {
+        let run = |pattern: &str, extra: &[&str]| {
+            let f = func(&bin, pattern);
+            let mut args = vec!["--args", "--show-retvals", "--func", f.as_str()];
+            args.extend_from_slice(extra);
+            let out = trace(engine, &bin, &args);
+            assert!(
+                out.status.success(),
+                "{engine} {extra:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            shown(&out)
+        };
+        // An int parameter (check_arg(-5) from main, check_arg(-7) from outer(3)'s
+        // inner; check_arg(7) and check_arg(2) are left out).
+        assert_eq!(
+            run("check_arg", &["--filter", "x < 0"]),
+            ["check_arg(x=-5) = -22", "check_arg(x=-7) = -22"],
+            "{engine}"
+        );
+        assert_eq!(
+            run("check_arg", &["--filter", "x == 2"]),
+            ["check_arg(x=2) = 2"],
+            "{engine}"
+        );
+        // The return value by its errno name.
+        assert_eq!(
+            run("check_arg", &["--errno", "--filter", "ret == -EINVAL"]),
+            ["check_arg(x=-5) = -EINVAL", "check_arg(x=-7) = -EINVAL"],
+            "{engine}"
+        );
+        // An enumerator.
+        assert_eq!(
+            run("pick", &["--filter", "c == GREEN"]),
+            ["pick(c=GREEN) = GREEN"],
+            "{engine}"
+        );
+        // A string, by a glob; NULL.
+        assert_eq!(
+            run("greet", &["--filter", "name ~ \"w*\""]),
+            ["greet(name=\"world\", len=5) = \"world\""],
+            "{engine}"
+        );
+        assert_eq!(
+            run("greet", &["--filter", "name == NULL"]),
+            ["greet(name=NULL, len=0) = NULL"],
+            "{engine}"
+        );
+        // Two filters: both must hold (is_even(3) and is_even(4) are called from main).
+        assert_eq!(
+            run("is_even", &["--filter", "n > 2", "--filter", "ret == true"]),
+            ["is_even(n=4) = true"],
+            "{engine}"
+        );
+        // `FUNC: EXPR`: the trees where check_arg got a positive x — check_arg(7) from
+        // main, and outer(12), whose inner calls check_arg(2) (outer(3)'s gets -7).
+        let check_arg = func(&bin, "check_arg");
+        let kept = run(
+            "outer",
+            &["--func", &check_arg, "--filter", "check_arg: x > 0"],
+        );
+        assert_eq!(
+            kept,
+            ["check_arg(x=7) = 7", "outer(x=12) = 2"],
+            "{engine}: {kept:?}"
+        );
+        // What a filter reads is captured and shown, as --args and --show-retvals would.
+        let f = func(&bin, "check_arg");
+        let out = trace(
+            engine,
+            &bin,
+            &["--func", &f, "--filter", "ret < 0 && x == -5"],
+        );
+        assert!(out.status.success(), "{engine}");
+        assert_eq!(shown(&out), ["check_arg(x=-5) = -22"], "{engine}");
+        // A duration: nothing here takes a second.
+        assert!(run("*", &["--min-duration", "1s"]).is_empty(), "{engine}");
+        assert_eq!(
+            run("pick", &["--filter", "duration < 1s"]).len(),
+            2,
+            "{engine}"
+        );
+    }
+}
+
+/// `--count N` with a filter counts the trees shown: the first matching tree of many.
+#[test]
+fn count_counts_the_trees_shown() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    let saved = dir.path().join("saved.calls");
+    for engine in ENGINES {
+        let f = func(&bin, "is_even");
+        let out = trace(
+            engine,
+            &bin,
+            &[
+                "--args",
+                "--func",
+                f.as_str(),
+                "--filter",
+                "n == 4",
+                "--count",
+                "1",
+                "--output",
+                saved.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // is_even(3), is_even(4), then is_even(-7) and is_even(2) under outer: the first
+        // tree kept ends the session.
+        assert_eq!(shown(&out), ["is_even(n=4) = -"], "{engine}");
+        // The saved calls keep every call decoded: is_even(3) too.
+        let text = std::fs::read_to_string(&saved).unwrap();
+        let saved: Vec<String> = dcg_tests::json_records(&text)
+            .iter()
+            .map(|r| r.args[0].value.clone())
+            .collect();
+        assert_eq!(&saved[..2], ["3", "4"], "{engine}: {text}");
+    }
+}
+
+/// Filters that cannot hold are refused before the command runs, each with a caret under
+/// the offending token.
+#[test]
+fn refused_filters_say_where() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    let f = func(&bin, "check_arg");
+    let cases = [
+        ("nmae == 3", "unknown name 'nmae' (parameters: x)", "^^^^"),
+        ("x == \"s\"", "", "^^^"),
+        ("nope: x > 1", "unknown function 'nope'", "^^^^"),
+        ("x >", "", "^"),
+    ];
+    for engine in ENGINES {
+        for (expr, said, caret) in cases {
+            let out = trace(engine, &bin, &["--args", "--func", &f, "--filter", expr]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{engine} {expr}: {err}");
+            assert!(
+                err.contains(&format!("--filter: {said}")),
+                "{engine} {expr}: {err}"
+            );
+            assert!(
+                err.contains(&format!("\n  {expr}\n")),
+                "{engine} {expr}: {err}"
+            );
+            assert!(
+                err.lines().any(|l| l.trim_start() == caret),
+                "{engine} {expr}: {err}"
+            );
+            // The command never ran: nothing it prints is there.
+            assert!(
+                !String::from_utf8_lossy(&out.stdout).contains("done"),
+                "{err}"
+            );
+        }
+    }
+}
