@@ -77,6 +77,7 @@ fn testkernel_scenarios() {
             "counted enoent: 1",
         ],
     );
+    notrace_shows_the_callees(&text, "s2-notrace", "test kernel");
     // 2 with --report: the report of the same calls, from the live engine.
     let s2r = section(&text, "s2-report");
     must(
@@ -637,6 +638,16 @@ fn bpf_on_debian(kernel_name: &str) {
     );
     must(section(&text, "values"), "values", &["rc=0"]);
     filters_keep_their_trees(&text, kernel_name);
+    must(
+        section(&text, "notrace"),
+        "notrace",
+        &[
+            "rc=0",
+            "--notrace do_sys_* excludes do_sys_openat2, a function --func traces",
+            "root rc=1",
+        ],
+    );
+    notrace_shows_the_callees(&text, "notrace", kernel_name);
     // The engine's own path comes from the loaded, JIT-compiled program: the helpers its
     // code calls and their callees in the kernel text are not attached.
     own_path_computed(section(&text, "values"), "JIT-compiled", &[]);
@@ -908,5 +919,26 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
     assert!(
         named[0].args.iter().any(|a| a.value == "\"/proc/version\""),
         "{kernel_name}: {named:?}"
+    );
+}
+
+/// `--notrace 'getname*'` (section NAME, its JSON in NAME-json): no getname call, and
+/// strncpy_from_user, which getname_flags calls, right under do_sys_openat2.
+fn notrace_shows_the_callees(text: &str, name: &str, kernel_name: &str) {
+    must(section(text, name), name, &["rc=0"]);
+    let calls = dcg_tests::json_records(section(text, &format!("{name}-json")));
+    assert!(
+        !calls.iter().any(|c| c.func.starts_with("getname")),
+        "{kernel_name}: getname traced"
+    );
+    let func_of = |id: u64| calls.iter().find(|c| c.id == id).map(|c| c.func.as_str());
+    let copied: Vec<Option<&str>> = calls
+        .iter()
+        .filter(|c| c.func == "strncpy_from_user")
+        .map(|c| c.parent.and_then(func_of))
+        .collect();
+    assert!(
+        !copied.is_empty() && copied.iter().all(|p| *p == Some("do_sys_openat2")),
+        "{kernel_name}: strncpy_from_user under {copied:?}"
     );
 }

@@ -251,3 +251,56 @@ fn refused_filters_say_where() {
         }
     }
 }
+
+/// `--notrace`: the function is not traced, the calls it makes are, under its caller
+/// (check_arg, which inner calls, under outer).
+#[test]
+fn notrace_leaves_out_the_function_not_its_callees() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    for engine in ENGINES {
+        let all = func(&bin, "*er");
+        let check_arg = func(&bin, "check_arg");
+        let out = trace(
+            engine,
+            &bin,
+            &[
+                "--args",
+                "--func",
+                &all,
+                "--func",
+                &check_arg,
+                "--notrace",
+                "inner",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let records = dcg_tests::json_records(&text);
+        assert!(
+            !records.iter().any(|r| r.func == "inner"),
+            "{engine}: {text}"
+        );
+        let outer: Vec<u64> = records
+            .iter()
+            .filter(|r| r.func == "outer")
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(outer.len(), 2, "{engine}: {text}");
+        let under_outer: Vec<&str> = records
+            .iter()
+            .filter(|r| r.func == "check_arg" && r.parent.is_some_and(|p| outer.contains(&p)))
+            .map(|r| r.args[0].value.as_str())
+            .collect();
+        assert_eq!(under_outer, ["-7", "2"], "{engine}: {text}");
+        // Without it, inner is there, between them.
+        let out = trace(engine, &bin, &["--func", &all, "--func", &check_arg]);
+        let records = dcg_tests::json_records(&String::from_utf8_lossy(&out.stdout));
+        assert!(records.iter().any(|r| r.func == "inner"), "{engine}");
+    }
+}

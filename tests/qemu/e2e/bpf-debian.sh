@@ -108,6 +108,18 @@ echo "name rc=$?"
 dcg trace --db $DB --func do_sys_openat2 --filter 'dfd == -100 && nmae == 1' -- true
 echo "refused rc=$?"
 end filter
+begin notrace
+# --notrace (issue 40): getname and getname_flags not attached; what they call shows under
+# do_sys_openat2. A --func root cannot be excluded.
+dcg trace --db $DB --json --func do_sys_openat2 --notrace 'getname*' -- cat /nonexistent \
+	> /tmp/nt.json
+echo "rc=$?"
+dcg trace --db $DB --func do_sys_openat2 --notrace 'do_sys_*' -- true
+echo "root rc=$?"
+end notrace
+begin notrace-json
+cat /tmp/nt.json
+end notrace-json
 begin filter-enoent
 cat /tmp/f-enoent.json
 end filter-enoent

@@ -30,6 +30,18 @@ echo "counted: $(grep -c '"parent":null' /tmp/s2c.json)"
 echo "counted enoent: $(grep '"parent":null' /tmp/s2c.json | grep -c '"ret":"-ENOENT"')"
 end s2-filter
 
+begin s2-notrace
+# --notrace with function_graph (set_ftrace_notrace in the instance): getname* left out,
+# their callees under do_sys_openat2.
+dcg trace --db $DB --json --func do_sys_openat2 --notrace 'getname*' -- cat /nonexistent \
+	> /tmp/s2n.json 2> /tmp/s2n.err
+echo "rc=$?"
+cat /tmp/s2n.err
+end s2-notrace
+begin s2-notrace-json
+cat /tmp/s2n.json
+end s2-notrace-json
+
 begin s3-inlined
 dcg trace --db $DB --show-retvals --func pidfd_create -- true; echo "rc=$?"
 end s3-inlined

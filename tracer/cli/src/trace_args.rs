@@ -76,6 +76,11 @@ pub struct TraceArgs {
     /// them.
     #[arg(long, value_name = "D", value_parser = crate::args::duration)]
     pub min_duration: Option<u64>,
+    /// Never trace the functions PATTERN names (repeat for more): not attached, hooked or
+    /// probed; the calls they make still show, under the nearest traced caller. A glob
+    /// over names, or `PATH:PATTERN` for a user-space file's.
+    #[arg(long, value_name = "[PATH:]PATTERN")]
+    pub notrace: Vec<String>,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
     #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
@@ -231,6 +236,7 @@ impl TraceArgs {
             recorder: recorder_path(),
             filters,
             min_duration: self.min_duration,
+            notrace: self.notrace,
             stacks: Vec::new(),
             derefs: Vec::new(),
         }

@@ -98,12 +98,23 @@ fn fetch_plan(set: &DbSet, name: &str) -> (u8, bool) {
     (mask, stack)
 }
 
-/// The targets: every site but the excluded ones, roots marked; strings and stack words
-/// asked for when arguments are shown.
-fn targets(sites: &[Site], roots: &[String], set: &DbSet, args: bool) -> Vec<Target> {
+/// The targets: every site but those `notrace` globs name, roots marked; strings and
+/// stack words asked for when arguments are shown.
+fn targets(
+    sites: &[Site],
+    roots: &[String],
+    set: &DbSet,
+    args: bool,
+    notrace: &[String],
+) -> Vec<Target> {
     let mut plans: HashMap<&str, (u8, bool)> = HashMap::new();
     sites
         .iter()
+        .filter(|s| {
+            !notrace
+                .iter()
+                .any(|p| dcg_dbset::glob::glob_match(p, &s.name))
+        })
         .map(|s| {
             let (strings, stack) = if args {
                 *plans
@@ -219,7 +230,13 @@ pub(crate) fn attach<'p>(
     ));
     let kallsyms_text = std::fs::read_to_string("/proc/kallsyms")?;
     debug(format_args!("kallsyms read"));
-    let mut targets = targets(sites, &plan.roots, plan.dbs, plan.session.values.args);
+    let mut targets = targets(
+        sites,
+        &plan.roots,
+        plan.dbs,
+        plan.session.values.args,
+        &plan.notrace,
+    );
     debug(format_args!(
         "{} sites and kallsyms read; loading the programs",
         sites.len()
@@ -670,7 +687,7 @@ mod decode_speed {
         // What a session computes before the command starts (natively; emulated CPUs
         // take 25-35 times as long).
         let t = Instant::now();
-        let plans = targets(&sites, &["do_faccessat".to_string()], &set, true);
+        let plans = targets(&sites, &["do_faccessat".to_string()], &set, true, &[]);
         let t_targets = t.elapsed();
         let t = Instant::now();
         let parsed = Kallsyms::parse(&text);

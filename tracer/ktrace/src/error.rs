@@ -25,6 +25,17 @@ pub enum KtraceError {
     /// a caret under the offending token).
     #[error("--filter: {0}")]
     Filter(dcg_filter::saved::SelectError),
+    /// `--notrace` names a function `--func` asks for.
+    #[error("--notrace {pattern} excludes {root}, a function --func traces")]
+    NotraceRoot {
+        /// The root.
+        root: String,
+        /// The `--notrace` pattern.
+        pattern: String,
+    },
+    /// The kernel refused a `--notrace` pattern (function_graph: `set_ftrace_notrace`).
+    #[error("--notrace {0}: {1}")]
+    Notrace(String, dcg_live::tracefs::TraceFsError),
     /// `-p PID` names no process.
     #[error("no process {0}")]
     NoProcess(i32),

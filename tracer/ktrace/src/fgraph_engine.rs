@@ -170,6 +170,13 @@ impl<'s> Setup<'s> {
                 opt(&mut sess, "event-fork", true)?;
             }
         }
+        // `--notrace`: those functions are not traced; their callees are, under the
+        // nearest traced caller.
+        for p in &plan.notrace {
+            // The instance is removed whole when the session ends.
+            tracefs::append(&sess.file("set_ftrace_notrace"), p)
+                .map_err(|e| KtraceError::Notrace(p.clone(), e))?;
+        }
         // Never dcg itself (reading the pipe would trace itself).
         let me = std::process::id().to_string();
         if sess.has("set_ftrace_notrace_pid") {

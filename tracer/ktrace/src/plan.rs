@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use dcg_calls::outputs::OutputSpec;
+use dcg_dbset::glob::glob_match;
 use dcg_dbset::DbSet;
 use dcg_filter::saved::TreeFilter;
 use dcg_filter::Signature;
@@ -100,6 +101,8 @@ pub struct KernelPlan<'db> {
     /// `--filter` and `--min-duration`, bound to the roots' (and `FUNC:`'s) signatures:
     /// the trees shown.
     pub select: Option<Rc<TreeFilter>>,
+    /// `--notrace` globs: functions never attached (no root among them).
+    pub notrace: Vec<String>,
     /// Test switches.
     pub tuning: Tuning,
 }
@@ -127,6 +130,12 @@ impl<'db> KernelPlan<'db> {
                 return Ok(None);
             }
         };
+        if let Some((root, pattern)) = resolved.roots.iter().find_map(|r| {
+            let p = opts.notrace.iter().find(|p| glob_match(p, r))?;
+            Some((r.clone(), p.clone()))
+        }) {
+            return Err(KtraceError::NotraceRoot { root, pattern });
+        }
         let select = select(opts, dbs, &resolved.roots)?;
         let inlined = !resolved.inlines.is_empty();
         if inlined {
@@ -164,6 +173,7 @@ impl<'db> KernelPlan<'db> {
             session,
             tuning,
             select,
+            notrace: opts.notrace.clone(),
         }))
     }
 }

@@ -47,6 +47,9 @@ pub struct TraceOptions {
     pub filters: Vec<dcg_filter::Filter>,
     /// `--min-duration`, in ns: only the calls at least that long and their callers.
     pub min_duration: Option<u64>,
+    /// `--notrace`: functions never attached or hooked (their callees still shown, under
+    /// the nearest traced caller): a glob over names, or `PATH:PATTERN` in user space.
+    pub notrace: Vec<String>,
     /// Stack requests (none can be asked for yet).
     pub stacks: Vec<StackRequest>,
     /// Requests to follow pointers and show what they point to (none can be asked for

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use dcg_calls::outputs::OutputSpec;
+use dcg_dbset::glob::glob_match;
 use dcg_filter::saved::TreeFilter;
 use dcg_filter::Signature;
 use dcg_inproc::plan::PlanFunc;
@@ -144,8 +145,15 @@ impl<'t> UserPlan<'t> {
         let engine = UserEngineChoice::of(opts, targets)?;
         engine.note(opts, targets, notes);
         let mut session = SessionPlan::of(opts);
-        let mut selected =
-            select_functions(targets, prototypes, specs, &session, engine.engine, notes)?;
+        let notrace = Notrace(&opts.notrace);
+        let mut selected = select_functions(
+            targets,
+            prototypes,
+            specs,
+            (&session, &notrace),
+            engine.engine,
+            notes,
+        )?;
         if !selected.failed.is_empty() {
             return Ok(Err(selected.failed));
         }
@@ -164,7 +172,7 @@ impl<'t> UserPlan<'t> {
                     targets,
                     prototypes,
                     specs,
-                    &session,
+                    (&session, &notrace),
                     engine.engine,
                     &mut Vec::new(),
                 )?;
@@ -345,7 +353,7 @@ fn select_functions<'a>(
     targets: &'a [Target],
     prototypes: &[&'a sigdb::Db],
     specs: &Specs,
-    session: &SessionPlan,
+    (session, notrace): (&SessionPlan, &Notrace<'_>),
     engine: UserEngine,
     notes: &mut Vec<Notice>,
 ) -> Result<Selected<'a>> {
@@ -370,6 +378,8 @@ fn select_functions<'a>(
             Err(msg) => failed.push(msg),
         }
     }
+    // `--notrace`: never hooked or probed (their callees show under their caller).
+    selected.retain(|s| !notrace.excludes(&targets[s.target], s));
     let mut planned = probes::plan_probes(targets, &selected, args, retvals, frames, reads, notes);
     let inlines = if frames {
         probes::plan_inlines(targets, &copies, &mut planned, args, !in_process, notes)
@@ -409,4 +419,28 @@ fn select_functions<'a>(
         hooks,
         failed,
     })
+}
+
+/// `--notrace` in user space: a glob over names (every target's), or `PATH:PATTERN` (the
+/// functions of the file named so).
+struct Notrace<'a>(&'a [String]);
+
+impl Notrace<'_> {
+    /// Whether `s`, a function of `target`, is left out.
+    fn excludes(&self, target: &Target, s: &probes::Selected<'_>) -> bool {
+        let name = s.func.map(|f| f.name());
+        self.0.iter().any(|spec| {
+            let pattern = match split_user_func(spec) {
+                Some((path, pattern)) => {
+                    let file = |p: &std::path::Path| p.file_name().map(|n| n.to_owned());
+                    if file(std::path::Path::new(path)) != file(&target.path) {
+                        return false;
+                    }
+                    pattern
+                }
+                None => spec.as_str(),
+            };
+            glob_match(pattern, &s.symbol) || name.is_some_and(|n| glob_match(pattern, n))
+        })
+    }
 }
