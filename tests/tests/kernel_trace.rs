@@ -648,6 +648,7 @@ fn bpf_on_debian(kernel_name: &str) {
         ],
     );
     notrace_shows_the_callees(&text, "notrace", kernel_name);
+    tasks_by_name_and_cgroup(&text, kernel_name);
     // The engine's own path comes from the loaded, JIT-compiled program: the helpers its
     // code calls and their callees in the kernel text are not attached.
     own_path_computed(section(&text, "values"), "JIT-compiled", &[]);
@@ -940,5 +941,44 @@ fn notrace_shows_the_callees(text: &str, name: &str, kernel_name: &str) {
     assert!(
         !copied.is_empty() && copied.iter().all(|p| *p == Some("do_sys_openat2")),
         "{kernel_name}: strncpy_from_user under {copied:?}"
+    );
+}
+
+/// `--comm cat` and `--cgroup dcgtest` over all tasks (bpf-debian.sh's "tasks"): trees of
+/// those tasks only (and some); function_graph and a missing cgroup refused.
+fn tasks_by_name_and_cgroup(text: &str, kernel_name: &str) {
+    must(
+        section(text, "tasks"),
+        "tasks",
+        &[
+            "comm rc=0",
+            "cgroup rc=0",
+            "--comm and --cgroup need the BPF engine",
+            "fgraph rc=1",
+            "--cgroup /sys/fs/cgroup/no-such-group: ",
+            "no group rc=1",
+        ],
+    );
+    let tops = |name: &str| -> Vec<dcg_calls::saved_format::CallRecord> {
+        dcg_tests::json_records(section(text, name))
+            .into_iter()
+            .filter(|c| c.parent.is_none())
+            .collect()
+    };
+    let by_comm = tops("tasks-comm");
+    assert!(by_comm.len() >= 3, "{kernel_name}: {by_comm:?}");
+    for c in &by_comm {
+        assert_eq!(c.comm.as_deref(), Some("cat"), "{kernel_name}: {c:?}");
+    }
+    let by_cgroup = tops("tasks-cgroup");
+    assert!(by_cgroup.len() >= 3, "{kernel_name}: {by_cgroup:?}");
+    // The cgroup's loop opens /proc/uptime; the one outside, /nonexistent.
+    let opens = |c: &dcg_calls::saved_format::CallRecord, f: &str| {
+        c.args.iter().any(|a| a.value == format!("\"{f}\""))
+    };
+    assert!(
+        !by_cgroup.iter().any(|c| opens(c, "/nonexistent"))
+            && by_cgroup.iter().any(|c| opens(c, "/proc/uptime")),
+        "{kernel_name}: {by_cgroup:?}"
     );
 }

@@ -304,3 +304,23 @@ fn notrace_leaves_out_the_function_not_its_callees() {
         assert!(records.iter().any(|r| r.func == "inner"), "{engine}");
     }
 }
+
+/// `--comm` and `--cgroup` select kernel tasks: refused in user space, before anything
+/// runs.
+#[test]
+fn task_filters_are_the_kernels() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    let f = func(&bin, "check_arg");
+    for opt in [["--comm", "values"], ["--cgroup", "user.slice"]] {
+        let out = trace("auto", &bin, &["--func", &f, opt[0], opt[1]]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{opt:?}: {err}");
+        assert!(
+            err.contains("--comm and --cgroup select kernel tasks"),
+            "{opt:?}: {err}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("done"));
+    }
+}

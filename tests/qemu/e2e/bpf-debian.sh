@@ -117,6 +117,41 @@ echo "rc=$?"
 dcg trace --db $DB --func do_sys_openat2 --notrace 'do_sys_*' -- true
 echo "root rc=$?"
 end notrace
+begin tasks
+# --comm and --cgroup (issue 40), all tasks traced: the BPF program starts trees only for
+# the tasks named so, or in that cgroup; function_graph refuses them.
+cat > /tmp/opens.sh << 'X'
+# FILE: cat it every 0.2 s for 9 s
+i=0
+while [ $i -lt 45 ]; do cat "$1" > /dev/null 2>&1; head -c 1 /proc/version > /dev/null; i=$((i+1)); sleep 0.2; done
+X
+sh /tmp/opens.sh /nonexistent &
+L=$!
+dcg trace --db $DB --json --args --func do_sys_openat2 --comm cat --duration 6 > /tmp/tc.json 2> /tmp/tc.err
+echo "comm rc=$?"
+wait $L
+mkdir -p /sys/fs/cgroup
+mount -t cgroup2 none /sys/fs/cgroup 2> /dev/null
+mkdir -p /sys/fs/cgroup/dcgtest
+sh /tmp/opens.sh /nonexistent &
+L=$!
+sh -c 'echo $$ > /sys/fs/cgroup/dcgtest/cgroup.procs; exec sh /tmp/opens.sh /proc/uptime' &
+C=$!
+dcg trace --db $DB --json --args --func do_sys_openat2 --cgroup dcgtest --duration 6 > /tmp/tg.json 2> /tmp/tg.err
+echo "cgroup rc=$?"
+wait $L $C
+cat /tmp/tc.err /tmp/tg.err
+dcg trace --db $DB --engine fgraph --comm cat --func do_sys_openat2 -- true
+echo "fgraph rc=$?"
+dcg trace --db $DB --cgroup no-such-group --func do_sys_openat2 -- true
+echo "no group rc=$?"
+end tasks
+begin tasks-comm
+cat /tmp/tc.json
+end tasks-comm
+begin tasks-cgroup
+cat /tmp/tg.json
+end tasks-cgroup
 begin notrace-json
 cat /tmp/nt.json
 end notrace-json

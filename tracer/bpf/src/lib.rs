@@ -153,6 +153,33 @@ impl Mode {
     }
 }
 
+/// Which tasks a root starts recording ([`Loaded::attach`]): all that match.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tasks<'a> {
+    /// Only these processes (and their children).
+    pub procs: Option<&'a [u32]>,
+    /// Only the tasks with this name (`comm`, at most 15 bytes).
+    pub comm: Option<&'a str>,
+    /// Only the tasks in the cgroup (v2) with this id (the inode number of its directory).
+    pub cgroup: Option<u64>,
+}
+
+impl Tasks<'_> {
+    /// The program's `struct settings`: filter_procs (u32), filter_comm (u32), cgroup
+    /// (u64), comm (16 bytes, NUL-padded), native byte order.
+    fn settings(&self) -> [u8; 32] {
+        let mut v = [0u8; 32];
+        v[0..4].copy_from_slice(&u32::from(self.procs.is_some()).to_ne_bytes());
+        v[4..8].copy_from_slice(&u32::from(self.comm.is_some()).to_ne_bytes());
+        v[8..16].copy_from_slice(&self.cgroup.unwrap_or(0).to_ne_bytes());
+        if let Some(c) = self.comm {
+            let n = c.len().min(15);
+            v[16..16 + n].copy_from_slice(&c.as_bytes()[..n]);
+        }
+        v
+    }
+}
+
 /// How [`Loaded::load`] loads the programs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadOptions {
@@ -263,14 +290,14 @@ impl Loaded {
 
     /// Attach the loaded programs to `targets` and a probe to each address of `inlines`
     /// (the first instruction of an inlined copy; its records carry the index as cookie).
-    /// With `procs`, only those processes (and their children) are recorded; otherwise
-    /// every task entering a root.
+    /// Only the tasks `tasks` names are recorded (every task entering a root by default).
     pub fn attach(
         self,
         targets: &[Target],
         inlines: &[u64],
-        procs: Option<&[u32]>,
+        tasks: &Tasks<'_>,
     ) -> Result<Capture, BpfError> {
+        let procs = tasks.procs;
         if targets.is_empty() {
             return Err(BpfError::NoTargets);
         }
@@ -292,11 +319,11 @@ impl Loaded {
                 .update(&word.to_ne_bytes(), &bits.to_ne_bytes(), MapFlags::ANY)
                 .map_err(libbpf("filling the plan bits"))?;
         }
+        skel.maps
+            .config
+            .update(&0u32.to_ne_bytes(), &tasks.settings(), MapFlags::ANY)
+            .map_err(libbpf("setting the task filters"))?;
         if let Some(procs) = procs {
-            skel.maps
-                .config
-                .update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
-                .map_err(libbpf("setting the process filter"))?;
             for p in procs {
                 add_proc(&skel, *p)?;
             }

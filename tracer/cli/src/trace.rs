@@ -48,6 +48,9 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
             "--engine fgraph and bpf trace kernel functions; user space (PATH:PATTERN) takes \
              inproc or uprobe"
         ),
+        (true, _) if opts.comm.is_some() || opts.cgroup.is_some() => anyhow::bail!(
+            "--comm and --cgroup select kernel tasks; user space traces the command or -p PID"
+        ),
         (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
             "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
              takes fgraph or bpf"

@@ -76,6 +76,15 @@ pub struct TraceArgs {
     /// them.
     #[arg(long, value_name = "D", value_parser = crate::args::duration)]
     pub min_duration: Option<u64>,
+    /// Kernel: only the tasks named NAME (their `comm`, as `ps` shows it) start trees.
+    /// The BPF engine checks it when a task enters a root.
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Kernel: only the tasks in this cgroup v2 (a directory of the cgroup2 mount, or a
+    /// path under /sys/fs/cgroup: `system.slice/ssh.service`) start trees, matched by
+    /// cgroup id in the BPF program.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
     /// Never trace the functions PATTERN names (repeat for more): not attached, hooked or
     /// probed; the calls they make still show, under the nearest traced caller. A glob
     /// over names, or `PATH:PATTERN` for a user-space file's.
@@ -237,6 +246,8 @@ impl TraceArgs {
             filters,
             min_duration: self.min_duration,
             notrace: self.notrace,
+            comm: self.comm,
+            cgroup: self.cgroup,
             stacks: Vec::new(),
             derefs: Vec::new(),
         }

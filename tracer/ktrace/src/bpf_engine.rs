@@ -446,7 +446,12 @@ fn load_and_attach<'i>(
                 targets.len(),
                 probe_addrs.len()
             ));
-            loaded.attach(targets, &probe_addrs, procs)
+            let tasks = dcg_bpf::Tasks {
+                procs,
+                comm: plan.tasks.comm.as_deref(),
+                cgroup: plan.tasks.cgroup,
+            };
+            loaded.attach(targets, &probe_addrs, &tasks)
         });
         debug(format_args!("attach returned"));
         let (pointer_names, site_at) = symbols

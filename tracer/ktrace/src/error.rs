@@ -36,6 +36,23 @@ pub enum KtraceError {
     /// The kernel refused a `--notrace` pattern (function_graph: `set_ftrace_notrace`).
     #[error("--notrace {0}: {1}")]
     Notrace(String, dcg_live::tracefs::TraceFsError),
+    /// `--comm` or `--cgroup` with the function_graph engine, which cannot select tasks so.
+    #[error(
+        "--comm and --cgroup need the BPF engine (function_graph cannot select tasks by \
+         name or cgroup): leave out --engine fgraph"
+    )]
+    TaskFilterNeedsBpf,
+    /// A `--comm` the kernel cannot hold.
+    #[error("--comm {0:?}: a task name is 1 to 15 bytes")]
+    Comm(String),
+    /// A `--cgroup` that names no cgroup v2.
+    #[error("--cgroup {}: {why}", path.display())]
+    Cgroup {
+        /// The directory looked at.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// `-p PID` names no process.
     #[error("no process {0}")]
     NoProcess(i32),

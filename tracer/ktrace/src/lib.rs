@@ -99,7 +99,12 @@ pub fn run(
             }
             // Chosen automatically and unusable here (no kprobe.multi, no BTF, locked
             // down): function_graph still draws the tree, with the values it can get.
-            Err(KtraceError::BpfUnavailable(e)) if plan.engine.reason != EngineReason::Asked => {
+            Err(KtraceError::BpfUnavailable(e))
+                if !matches!(
+                    plan.engine.reason,
+                    EngineReason::Asked | EngineReason::TaskFilter
+                ) =>
+            {
                 notify(Notice::BpfFallback(e.to_string()));
             }
             Err(e) => return Err(e),

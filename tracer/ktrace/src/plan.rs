@@ -51,6 +51,8 @@ pub enum EngineReason {
     /// function_graph prints every value itself here (or none is asked for), and is the
     /// cheaper way to draw the tree.
     Fgraph,
+    /// `--comm` or `--cgroup`: only the BPF program selects tasks so.
+    TaskFilter,
 }
 
 /// The kernel engine chosen, and why.
@@ -66,8 +68,14 @@ impl EngineChoice {
     /// The engine `asked` for with `values` shown (`inlined`: the patterns name inlined
     /// copies), on the kernel whose tracefs is at `root`. The file test ignores
     /// `--fgraph-probes` on purpose.
-    pub fn of(asked: Engine, values: bool, inlined: bool, root: &Path) -> EngineChoice {
+    pub fn of(
+        asked: Engine,
+        (values, tasks): (bool, bool),
+        inlined: bool,
+        root: &Path,
+    ) -> EngineChoice {
         let (engine, reason) = match asked {
+            Engine::Auto if tasks => (Engine::Bpf, EngineReason::TaskFilter),
             Engine::Auto if inlined => (Engine::Bpf, EngineReason::InlinedCopies),
             Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => {
                 (Engine::Bpf, EngineReason::ValuesWithoutRetval)
@@ -103,6 +111,8 @@ pub struct KernelPlan<'db> {
     pub select: Option<Rc<TreeFilter>>,
     /// `--notrace` globs: functions never attached (no root among them).
     pub notrace: Vec<String>,
+    /// `--comm`, `--cgroup`: the tasks that start trees (BPF engine).
+    pub tasks: TaskFilter,
     /// Test switches.
     pub tuning: Tuning,
 }
@@ -161,7 +171,16 @@ impl<'db> KernelPlan<'db> {
             session.values.args |= args;
             session.values.retvals |= ret;
         }
-        let engine = EngineChoice::of(opts.engine, session.values.any(), inlined, &tracefs);
+        let tasks = TaskFilter::of(opts)?;
+        let engine = EngineChoice::of(
+            opts.engine,
+            (session.values.any(), tasks.any()),
+            inlined,
+            &tracefs,
+        );
+        if engine.engine == Engine::Fgraph && tasks.any() {
+            return Err(KtraceError::TaskFilterNeedsBpf);
+        }
         Ok(Some(KernelPlan {
             dbs,
             tracefs,
@@ -174,6 +193,7 @@ impl<'db> KernelPlan<'db> {
             tuning,
             select,
             notrace: opts.notrace.clone(),
+            tasks,
         }))
     }
 }
@@ -214,4 +234,65 @@ fn outputs(opts: &TraceOptions) -> OutputSpec {
         hide_interrupts: opts.hide_irqs,
         ..OutputSpec::default()
     }
+}
+
+/// `--comm` and `--cgroup`: which tasks start trees, checked by the BPF program when a root
+/// is entered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// The task name (at most 15 bytes, as the kernel keeps it).
+    pub comm: Option<String>,
+    /// The cgroup v2's id (the inode number of its directory).
+    pub cgroup: Option<u64>,
+}
+
+impl TaskFilter {
+    /// From the options: the name checked, the cgroup found.
+    pub fn of(opts: &TraceOptions) -> Result<TaskFilter> {
+        if let Some(c) = &opts.comm {
+            if c.is_empty() || c.len() > 15 {
+                return Err(KtraceError::Comm(c.clone()));
+            }
+        }
+        let cgroup = match &opts.cgroup {
+            Some(p) => Some(cgroup_id(p)?),
+            None => None,
+        };
+        Ok(TaskFilter {
+            comm: opts.comm.clone(),
+            cgroup,
+        })
+    }
+
+    /// Whether it selects tasks at all.
+    pub fn any(&self) -> bool {
+        self.comm.is_some() || self.cgroup.is_some()
+    }
+}
+
+/// The cgroup mount dcg looks under for a relative `--cgroup`.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// The id of the cgroup v2 at `path` (relative paths under [`CGROUP_ROOT`]): the inode
+/// number of its directory, which the kernel's `bpf_get_current_cgroup_id` returns.
+fn cgroup_id(path: &Path) -> Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let full = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        Path::new(CGROUP_ROOT).join(path)
+    };
+    let bad = |why: String| KtraceError::Cgroup {
+        path: full.clone(),
+        why,
+    };
+    let meta = std::fs::metadata(&full).map_err(|e| bad(e.to_string()))?;
+    if !meta.is_dir() {
+        return Err(bad("not a directory".into()));
+    }
+    let fs = nix::sys::statfs::statfs(&full).map_err(|e| bad(e.to_string()))?;
+    if fs.filesystem_type() != nix::sys::statfs::CGROUP2_SUPER_MAGIC {
+        return Err(bad("not in a cgroup v2 hierarchy".into()));
+    }
+    Ok(meta.ino())
 }

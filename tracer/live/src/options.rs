@@ -47,6 +47,11 @@ pub struct TraceOptions {
     pub filters: Vec<dcg_filter::Filter>,
     /// `--min-duration`, in ns: only the calls at least that long and their callers.
     pub min_duration: Option<u64>,
+    /// Kernel (BPF engine): only the tasks with this name start trees (`--comm`).
+    pub comm: Option<String>,
+    /// Kernel (BPF engine): only the tasks in this cgroup v2 start trees (`--cgroup`: a
+    /// directory under the cgroup2 mount, or a path relative to `/sys/fs/cgroup`).
+    pub cgroup: Option<PathBuf>,
     /// `--notrace`: functions never attached or hooked (their callees still shown, under
     /// the nearest traced caller): a glob over names, or `PATH:PATTERN` in user space.
     pub notrace: Vec<String>,

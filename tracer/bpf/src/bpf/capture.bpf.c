@@ -267,21 +267,61 @@ struct {
 	__type(value, __u64);
 } kaddrs SEC(".maps");
 
-/* Settings: [0] = whether `procs` filters. A map, not global data: libbpf probes global
- * data support with a socket filter, which kernels without CONFIG_NET cannot load. */
+/* Which tasks a root starts recording: those of `procs` (when filter_procs), of the
+ * cgroup v2 with this id (when not 0), with this comm (when filter_comm). Checked only
+ * when a root is entered by a task not recorded yet. A map, not global data: libbpf
+ * probes global data support with a socket filter, which kernels without CONFIG_NET
+ * cannot load. The layout is dcg_bpf::Tasks::settings'. */
+struct settings {
+	__u32 filter_procs;
+	__u32 filter_comm;
+	__u64 cgroup;
+	char comm[16];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct settings);
 } config SEC(".maps");
+
+static __always_inline struct settings *settings(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&config, &k);
+}
 
 static __always_inline bool filter_procs(void)
 {
-	__u32 k = 0;
-	__u32 *v = bpf_map_lookup_elem(&config, &k);
+	struct settings *s = settings();
 
-	return v && *v;
+	return s && s->filter_procs;
+}
+
+/* Whether the current task is one a root may start recording (procs aside). */
+static __always_inline bool task_wanted(void)
+{
+	struct settings *s = settings();
+	char comm[16];
+
+	if (!s)
+		return true;
+	if (s->cgroup && bpf_get_current_cgroup_id() != s->cgroup)
+		return false;
+	if (!s->filter_comm)
+		return true;
+	if (bpf_get_current_comm(comm, sizeof(comm)))
+		return false;
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != s->comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
 }
 
 /* bpf_session_is_return takes no argument on 6.12 and the context on newer kernels. */
@@ -543,6 +583,8 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (!(plan & PLAN_ROOT))
 			return 1;
 		if (filter_procs() && !bpf_map_lookup_elem(&procs, &tgid))
+			return 1;
+		if (!task_wanted())
 			return 1;
 		b = this_batch();
 		if (!b)
