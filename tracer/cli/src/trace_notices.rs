@@ -422,6 +422,17 @@ fn selection(n: &UserNotice) -> String {
              __{name}_* symbols it can hook): not traced",
             path.display()
         ),
+        UserNotice::ByUprobes { .. } | UserNotice::Unreadable(_) | UserNotice::NoMatch { .. } => {
+            probing(n)
+        }
+        // The other notices are worded by `user`.
+        other => format!("{other:?}"),
+    }
+}
+
+/// Notices on how the selected functions are probed, and patterns that select nothing.
+fn probing(n: &UserNotice) -> String {
+    match n {
         UserNotice::ByUprobes { symbol, path, why } => {
             format!(
                 "{symbol} in {}: traced with uprobes: {}",
@@ -449,7 +460,7 @@ fn selection(n: &UserNotice) -> String {
             },
             path.display()
         ),
-        // The other notices are worded by `user`.
+        // The other notices are worded by `selection`.
         other => format!("{other:?}"),
     }
 }
