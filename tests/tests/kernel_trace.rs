@@ -884,7 +884,8 @@ fn which(name: &str) -> std::path::PathBuf {
 }
 
 /// `--filter` in the BPF engine (bpf-debian.sh's "filter" sections): the failing opens'
-/// trees and no other, every call in the saved calls; a file name read from user memory;
+/// trees and no other, every call in the saved calls; calls rejected at entry by the
+/// program (at least the four opens) and none shown; a file name read from user memory;
 /// `--count 1` over the trees shown; a refused filter with its caret, nothing traced.
 fn filters_keep_their_trees(text: &str, kernel_name: &str) {
     let f = section(text, "filter");
@@ -894,6 +895,9 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
         &[
             "rc=0",
             "saved tops: 4",
+            "rejected rc=0",
+            "rejected trees: 0",
+            "rejected at entry by --filter (not recorded)",
             "name rc=0",
             "--filter: unknown name 'nmae' (parameters: dfd, filename, how)",
             "  dfd == -100 && nmae == 1",
@@ -906,6 +910,14 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
             .filter(|c| c.parent.is_none())
             .collect()
     };
+    let rejected: u64 = section(text, "filter")
+        .lines()
+        .find_map(|l| {
+            let (before, _) = l.split_once(" rejected at entry")?;
+            before.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or(0);
+    assert!(rejected >= 4, "{kernel_name}: {rejected} rejected at entry");
     let enoent = tops("filter-enoent");
     assert_eq!(enoent.len(), 2, "{kernel_name}: {enoent:?}");
     for c in &enoent {

@@ -98,9 +98,17 @@ begin filter
 # /proc/version by its (user-memory) file name; --count over the trees shown; a refused
 # filter with its caret (the test kernel's run checks the function_graph engine).
 OPENS='cat /nonexistent; cat /proc/version > /dev/null; cat /nonexistent2; cat /proc/version > /dev/null'
+# (dfd == -100 is checked by the program at entry, and holds; ret by the decoded trees.)
 dcg trace --db $DB --show-retvals --args --json --func do_sys_openat2 \
-	--filter 'ret == -ENOENT' --output /tmp/f-all.calls -- sh -c "$OPENS" > /tmp/f-enoent.json
+	--filter 'dfd == -100 && ret == -ENOENT' --output /tmp/f-all.calls -- sh -c "$OPENS" \
+	> /tmp/f-enoent.json
 echo "rc=$?"
+# Rejected at entry by the program: no tree, every call counted there.
+dcg trace --db $DB --json --func do_sys_openat2 --filter 'dfd != -100' -- sh -c "$OPENS" \
+	> /tmp/f-rej.json 2> /tmp/f-rej.err
+echo "rejected rc=$?"
+echo "rejected trees: $(grep -c '"parent":null' /tmp/f-rej.json)"
+cat /tmp/f-rej.err
 echo "saved tops: $(grep -c '"parent":null' /tmp/f-all.calls)"
 dcg trace --db $DB --show-retvals --args --json --func do_sys_openat2 \
 	--filter 'filename ~ "*version"' --count 1 -- sh -c "$OPENS" > /tmp/f-name.json

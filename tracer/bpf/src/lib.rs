@@ -162,6 +162,77 @@ pub struct Tasks<'a> {
     pub comm: Option<&'a str>,
     /// Only the tasks in the cgroup (v2) with this id (the inode number of its directory).
     pub cgroup: Option<u64>,
+    /// Roots whose calls start recording only when their condition holds (`--filter`
+    /// on a top-level call's arguments): the rejected calls cost no records.
+    pub conds: &'a [RootCond],
+}
+
+/// Most tests of one root's condition (the program's `COND_TESTS`).
+pub const COND_TESTS: usize = 4;
+
+/// A root whose calls start recording only when every test holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootCond {
+    /// The root's address (`available_filter_functions_addrs`).
+    pub addr: u64,
+    /// The tests, at most [`COND_TESTS`] (more are left out: the decoded calls decide).
+    pub tests: Vec<CondTest>,
+}
+
+/// A test on an argument register at a root's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CondTest {
+    /// The register, in System V argument order (0: rdi .. 5: r9).
+    pub reg: u8,
+    /// The comparison.
+    pub op: CondOp,
+    /// Bytes of the register the parameter uses (1, 2, 4 or 8).
+    pub size: u8,
+    /// The parameter is signed: sign-extended and compared as signed.
+    pub signed: bool,
+    /// ANDed with the value first (`flags & 0x40`).
+    pub mask: Option<u64>,
+    /// What it is compared with.
+    pub value: i64,
+}
+
+/// How a [`CondTest`] compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CondOp {
+    /// Nonzero.
+    Truth = 0,
+    /// `==`
+    Eq = 1,
+    /// `!=`
+    Ne = 2,
+    /// `<`
+    Lt = 3,
+    /// `<=`
+    Le = 4,
+    /// `>`
+    Gt = 5,
+    /// `>=`
+    Ge = 6,
+}
+
+impl RootCond {
+    /// The program's `struct cond`: n (u32), pad (u32), then per test reg, op, size,
+    /// flags (u8 each), pad (u32), mask (u64), value (i64); native byte order.
+    fn bytes(&self) -> [u8; 8 + 24 * COND_TESTS] {
+        let mut v = [0u8; 8 + 24 * COND_TESTS];
+        let tests = &self.tests[..self.tests.len().min(COND_TESTS)];
+        v[0..4].copy_from_slice(&(tests.len() as u32).to_ne_bytes());
+        for (i, t) in tests.iter().enumerate() {
+            let at = 8 + 24 * i;
+            v[at] = t.reg;
+            v[at + 1] = t.op as u8;
+            v[at + 2] = t.size;
+            v[at + 3] = u8::from(t.signed) | if t.mask.is_some() { 2 } else { 0 };
+            v[at + 8..at + 16].copy_from_slice(&t.mask.unwrap_or(0).to_ne_bytes());
+            v[at + 16..at + 24].copy_from_slice(&t.value.to_ne_bytes());
+        }
+        v
+    }
 }
 
 impl Tasks<'_> {
@@ -323,6 +394,14 @@ impl Loaded {
             .config
             .update(&0u32.to_ne_bytes(), &tasks.settings(), MapFlags::ANY)
             .map_err(libbpf("setting the task filters"))?;
+        for c in tasks.conds.iter().filter(|c| !c.tests.is_empty()) {
+            for addr in [c.addr, c.addr - ENDBR_LEN] {
+                skel.maps
+                    .conds
+                    .update(&addr.to_ne_bytes(), &c.bytes(), MapFlags::ANY)
+                    .map_err(libbpf("filling the root conditions"))?;
+            }
+        }
         if let Some(procs) = procs {
             for p in procs {
                 add_proc(&skel, *p)?;
@@ -542,6 +621,17 @@ impl Capture {
             self.skel.maps.stats.lookup(&key, MapFlags::ANY),
             Ok(Some(v)) if v.iter().any(|&b| b != 0)
         )
+    }
+
+    /// Calls of a root its condition rejected at entry (nothing recorded for them).
+    pub fn rejected(&self) -> u64 {
+        let key = 0u32.to_ne_bytes();
+        match self.skel.maps.rejected.lookup(&key, MapFlags::ANY) {
+            Ok(Some(v)) => v
+                .get(..8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+            _ => 0,
+        }
     }
 
     /// Trees recorded whole so far: each time a recorded task's outermost root returned

@@ -175,13 +175,21 @@ pub fn summary(s: &Summary) -> Vec<String> {
         v.push(format!("dcg: cleanup: {f}"));
     }
     v.push(format!(
-        "dcg: stopped ({}), {} calls{}",
+        "dcg: stopped ({}), {} calls{}{}",
         s.stop_reason,
         s.completed,
         if s.probes == 0 {
             String::new()
         } else {
             format!(", {} probes", s.probes)
+        },
+        if s.rejected_at_entry == 0 {
+            String::new()
+        } else {
+            format!(
+                ", {} rejected at entry by --filter (not recorded)",
+                s.rejected_at_entry
+            )
         }
     ));
     v

@@ -6,6 +6,7 @@
 //! filters and `--min-duration` to saved calls. See the README for the language.
 
 pub mod bind;
+pub mod entry;
 pub mod error;
 pub mod eval;
 pub mod lex;
@@ -15,6 +16,7 @@ pub mod sig;
 mod text;
 
 pub use bind::{bind, Field, Program};
+pub use entry::EntryTest;
 pub use error::{caret_message, ErrorKind, FilterError, Span};
 pub use eval::{CallValues, Value};
 pub use parse::{parse, CmpOp, Expr, Filter, Operand, OperandKind};

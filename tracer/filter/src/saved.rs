@@ -177,6 +177,24 @@ impl TreeFilter {
         })
     }
 
+    /// The tests a top-level call of `root` must pass at its entry for some filter
+    /// combination to keep its tree ([`Program::entry_tests`] of every filter without
+    /// `FUNC:`, as bound to `root`); empty when a filter is not bound to it.
+    pub fn entry_tests(&self, root: &str) -> Vec<crate::EntryTest> {
+        let programs = self.programs.borrow();
+        let mut out = Vec::new();
+        for (i, f) in self.filters.iter().enumerate() {
+            if f.func.is_some() {
+                continue;
+            }
+            match programs.get(&(i, root.to_string())) {
+                Some(Some(p)) => out.extend(p.entry_tests()),
+                _ => return Vec::new(),
+            }
+        }
+        out
+    }
+
     /// Whether the programs bound so far read parameters, and the return value: what an
     /// engine must capture for them (`--args`, `--show-retvals`).
     pub fn reads(&self) -> (bool, bool) {

@@ -133,6 +133,74 @@ fn targets(
         .collect()
 }
 
+/// The conditions the program checks at a root's entry (`--filter` on a top-level
+/// call's arguments in registers): a call that fails one costs no records. Roots whose
+/// name several sites share are left to the decoded calls.
+fn root_conds(plan: &KernelPlan<'_>, sites: &[Site]) -> Vec<dcg_bpf::RootCond> {
+    let Some(select) = &plan.select else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for root in &plan.roots {
+        let mut at = sites.iter().filter(|s| &s.name == root);
+        let (Some(site), None) = (at.next(), at.next()) else {
+            continue;
+        };
+        let Some(func) = plan.dbs.find(root, None) else {
+            continue;
+        };
+        let params: Vec<sigdb::Param<'_>> = func.params().collect();
+        let tests: Vec<dcg_bpf::CondTest> = select
+            .entry_tests(root)
+            .iter()
+            .filter_map(|t| {
+                let sigdb::Location::Reg(r) = params.get(t.arg)?.loc() else {
+                    return None;
+                };
+                let reg = sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6)?;
+                Some(cond_test(t, reg as u8))
+            })
+            .take(dcg_bpf::COND_TESTS)
+            .collect();
+        if !tests.is_empty() {
+            out.push(dcg_bpf::RootCond {
+                addr: site.addr,
+                tests,
+            });
+        }
+    }
+    out
+}
+
+/// An entry test on the parameter in argument register `reg`.
+fn cond_test(t: &dcg_filter::EntryTest, reg: u8) -> dcg_bpf::CondTest {
+    use dcg_bpf::CondOp;
+    use dcg_filter::CmpOp;
+    let (op, value) = match t.cmp {
+        None => (CondOp::Truth, 0),
+        Some((op, v)) => (
+            match op {
+                CmpOp::Eq => CondOp::Eq,
+                CmpOp::Ne => CondOp::Ne,
+                CmpOp::Lt => CondOp::Lt,
+                CmpOp::Le => CondOp::Le,
+                CmpOp::Gt => CondOp::Gt,
+                // `~` never reaches entry tests.
+                CmpOp::Ge | CmpOp::Glob => CondOp::Ge,
+            },
+            v,
+        ),
+    };
+    dcg_bpf::CondTest {
+        reg,
+        op,
+        size: t.size as u8,
+        signed: t.signed,
+        mask: t.mask,
+        value,
+    }
+}
+
 /// The program's own path in the running kernel: [`DISPATCH`], the functions the loaded
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
@@ -446,10 +514,12 @@ fn load_and_attach<'i>(
                 targets.len(),
                 probe_addrs.len()
             ));
+            let conds = root_conds(plan, sites);
             let tasks = dcg_bpf::Tasks {
                 procs,
                 comm: plan.tasks.comm.as_deref(),
                 cgroup: plan.tasks.cgroup,
+                conds: &conds,
             };
             loaded.attach(targets, &probe_addrs, &tasks)
         });
@@ -593,6 +663,7 @@ fn finish(
     debug(format_args!("records decoded and written"));
     summary.lost_in_stream = capture.lost();
     summary.bpf_missed = capture.missed();
+    summary.rejected_at_entry = capture.rejected();
     // Recorded tasks' runs find the counter; a session that recorded nothing has no
     // losses to attribute.
     summary.losses_unattributed = feed.pipe.tree().counts().calls > 0 && !capture.counts_losses();

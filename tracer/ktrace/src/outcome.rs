@@ -103,6 +103,9 @@ pub struct Summary {
     pub lost_calls: Vec<(String, u64)>,
     /// BPF engine: trees (top-level calls) that lost calls.
     pub lossy_trees: u64,
+    /// BPF engine: top-level calls a `--filter` rejected at their entry (nothing was
+    /// recorded for them).
+    pub rejected_at_entry: u64,
     /// BPF engine: the program could not find the kernel's count of its skipped runs,
     /// so losses are not attributed ([`Summary::bpf_missed`] is all there is).
     pub losses_unattributed: bool,

@@ -232,6 +232,47 @@ struct {
 	__type(value, __u64);
 } trees SEC(".maps");
 
+/* `--filter` conditions a root's call must meet for the task to be recorded, by the
+ * root's entry address (both, as `plans`): up to COND_TESTS tests on argument registers,
+ * all of which must hold. What they cannot say is decided on the decoded calls; these
+ * only spare the records of calls no filter can keep. */
+#define COND_TESTS 4
+enum { COND_TRUTH, COND_EQ, COND_NE, COND_LT, COND_LE, COND_GT, COND_GE };
+#define COND_SIGNED 1
+#define COND_MASK 2
+struct cond_test {
+	__u8 reg;	/* argument register: 0 rdi .. 5 r9 */
+	__u8 op;
+	__u8 size;	/* bytes of the register the parameter uses: 1, 2, 4, 8 */
+	__u8 flags;
+	__u32 pad;
+	__u64 mask;
+	__s64 value;
+};
+struct cond {
+	__u32 n;
+	__u32 pad;
+	struct cond_test t[COND_TESTS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct cond);
+} conds SEC(".maps");
+
+/* `active` of a task inside a root call its condition rejected: nothing is recorded until
+ * it returns, the roots nested in it (low bits) counted so that none starts a tree. */
+#define REJECTED 0x80000000u
+
+/* Calls of a root a condition rejected at entry (nothing recorded for them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rejected SEC(".maps");
+
 /* Records the ring buffer had no room for. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -537,6 +578,12 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 
 	if (!depth || !*depth)
 		return;
+	if (*depth & REJECTED) {
+		/* The rejected root (or one nested in it) returns. */
+		if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == (REJECTED | 1))
+			*depth = 0;
+		return;
+	}
 	b = this_batch();
 	if (!b)
 		return;
@@ -564,6 +611,78 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		ran(b, tid);
 }
 
+static __always_inline __u64 arg_reg(struct pt_regs *ctx, __u8 i)
+{
+	switch (i) {
+	case 0: return ctx->di;
+	case 1: return ctx->si;
+	case 2: return ctx->dx;
+	case 3: return ctx->cx;
+	case 4: return ctx->r8;
+	default: return ctx->r9;
+	}
+}
+
+static __always_inline bool test_holds(struct pt_regs *ctx, const struct cond_test *t)
+{
+	__u64 v = arg_reg(ctx, t->reg);
+	__u32 shift = t->size >= 8 ? 0 : 64 - 8 * (__u32)t->size;
+
+	/* The parameter's bytes, sign-extended when signed. */
+	if (shift) {
+		v <<= shift;
+		v = (t->flags & COND_SIGNED) ? (__u64)((__s64)v >> shift) : v >> shift;
+	}
+	if (t->flags & COND_MASK)
+		v &= t->mask;
+	if (t->op == COND_TRUTH)
+		return v != 0;
+	if (t->flags & COND_SIGNED) {
+		__s64 s = (__s64)v;
+
+		switch (t->op) {
+		case COND_EQ: return s == t->value;
+		case COND_NE: return s != t->value;
+		case COND_LT: return s < t->value;
+		case COND_LE: return s <= t->value;
+		case COND_GT: return s > t->value;
+		default: return s >= t->value;
+		}
+	}
+	switch (t->op) {
+	case COND_EQ: return v == (__u64)t->value;
+	case COND_NE: return v != (__u64)t->value;
+	case COND_LT: return v < (__u64)t->value;
+	case COND_LE: return v <= (__u64)t->value;
+	case COND_GT: return v > (__u64)t->value;
+	default: return v >= (__u64)t->value;
+	}
+}
+
+/* Whether the root call at `ctx` meets its condition (a root without one does). */
+static __always_inline bool cond_holds(struct pt_regs *ctx)
+{
+	__u64 ip = bpf_get_func_ip(ctx);
+	struct cond *c = bpf_map_lookup_elem(&conds, &ip);
+
+	if (!c)
+		return true;
+#pragma unroll
+	for (int i = 0; i < COND_TESTS; i++) {
+		if (i >= c->n)
+			break;
+		if (!test_holds(ctx, &c->t[i])) {
+			__u32 k = 0;
+			__u64 *n = bpf_map_lookup_elem(&rejected, &k);
+
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
 static __always_inline int on_entry(struct pt_regs *ctx)
 {
@@ -577,6 +696,13 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 
 	if (!depth)
 		return 1;	/* a tid beyond pid_max: not recorded */
+	if (*depth & REJECTED) {
+		/* Inside a rejected root call: nothing recorded, nested roots counted. */
+		if (!(plan_of(ctx) & PLAN_ROOT))
+			return 1;
+		__sync_fetch_and_add(depth, 1);
+		return 0;
+	}
 	if (!*depth) {
 		/* Most hits: a task not recorded; only a root starts recording. */
 		plan = plan_of(ctx);
@@ -586,6 +712,11 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			return 1;
 		if (!task_wanted())
 			return 1;
+		if (!cond_holds(ctx)) {
+			/* Its return clears the state (0: the session asks for it). */
+			*depth = REJECTED | 1;
+			return 0;
+		}
 		b = this_batch();
 		if (!b)
 			return 1;
