@@ -262,6 +262,16 @@ pub fn json_records(text: &str) -> Vec<dcg_calls::saved_format::CallRecord> {
     v
 }
 
+/// A saved call's arguments as `name=value, ...`.
+pub fn args_text(r: &dcg_calls::saved_format::CallRecord) -> String {
+    let args: Vec<String> = r
+        .args
+        .iter()
+        .map(|a| format!("{}={}", a.name, a.value))
+        .collect();
+    args.join(", ")
+}
+
 /// Why live user-space tracing tests cannot run here, if they cannot: they need root,
 /// gcc and uprobe events (tracefs is mounted first where it is not).
 pub fn uprobe_skip_reason() -> Option<String> {

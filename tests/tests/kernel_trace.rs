@@ -904,12 +904,7 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
             "refused rc=1",
         ],
     );
-    let tops = |name: &str| -> Vec<dcg_calls::saved_format::CallRecord> {
-        dcg_tests::json_records(section(text, name))
-            .into_iter()
-            .filter(|c| c.parent.is_none())
-            .collect()
-    };
+    let tops = |name: &str| top_calls(text, name);
     let rejected: u64 = section(text, "filter")
         .lines()
         .find_map(|l| {
@@ -971,12 +966,7 @@ fn tasks_by_name_and_cgroup(text: &str, kernel_name: &str) {
             "no group rc=1",
         ],
     );
-    let tops = |name: &str| -> Vec<dcg_calls::saved_format::CallRecord> {
-        dcg_tests::json_records(section(text, name))
-            .into_iter()
-            .filter(|c| c.parent.is_none())
-            .collect()
-    };
+    let tops = |name: &str| top_calls(text, name);
     let by_comm = tops("tasks-comm");
     assert!(by_comm.len() >= 3, "{kernel_name}: {by_comm:?}");
     for c in &by_comm {
@@ -993,4 +983,12 @@ fn tasks_by_name_and_cgroup(text: &str, kernel_name: &str) {
             && by_cgroup.iter().any(|c| opens(c, "/proc/uptime")),
         "{kernel_name}: {by_cgroup:?}"
     );
+}
+
+/// The top-level calls of the JSON records in section `name` of a guest's output.
+fn top_calls(text: &str, name: &str) -> Vec<dcg_calls::saved_format::CallRecord> {
+    dcg_tests::json_records(section(text, name))
+        .into_iter()
+        .filter(|c| c.parent.is_none())
+        .collect()
 }

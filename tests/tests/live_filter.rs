@@ -61,15 +61,10 @@ fn shown(out: &Output) -> Vec<String> {
     top_level(out)
         .iter()
         .map(|r| {
-            let args: Vec<String> = r
-                .args
-                .iter()
-                .map(|a| format!("{}={}", a.name, a.value))
-                .collect();
             format!(
                 "{}({}) = {}",
                 r.func,
-                args.join(", "),
+                dcg_tests::args_text(r),
                 r.ret.as_deref().unwrap_or("-")
             )
         })

@@ -1024,18 +1024,13 @@ outer(x=3) {
     let summary: Vec<String> = recs
         .iter()
         .map(|r| {
-            let args: Vec<String> = r
-                .args
-                .iter()
-                .map(|a| format!("{}={}", a.name, a.value))
-                .collect();
             format!(
                 "{} parent={:?} depth={} {}({}) ret={} error={} origin={:?}",
                 r.id,
                 r.parent,
                 r.depth,
                 r.func,
-                args.join(", "),
+                dcg_tests::args_text(r),
                 r.ret.as_deref().unwrap_or("-"),
                 r.error,
                 r.origin

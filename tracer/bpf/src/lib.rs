@@ -625,25 +625,13 @@ impl Capture {
 
     /// Calls of a root its condition rejected at entry (nothing recorded for them).
     pub fn rejected(&self) -> u64 {
-        let key = 0u32.to_ne_bytes();
-        match self.skel.maps.rejected.lookup(&key, MapFlags::ANY) {
-            Ok(Some(v)) => v
-                .get(..8)
-                .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
-            _ => 0,
-        }
+        counter(&self.skel.maps.rejected)
     }
 
     /// Trees recorded whole so far: each time a recorded task's outermost root returned
     /// (its records are in the ring or a per-CPU batch by then).
     pub fn trees(&self) -> u64 {
-        let key = 0u32.to_ne_bytes();
-        match self.skel.maps.trees.lookup(&key, MapFlags::ANY) {
-            Ok(Some(v)) => v
-                .get(..8)
-                .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
-            _ => 0,
-        }
+        counter(&self.skel.maps.trees)
     }
 
     /// Runs of the programs the kernel skipped, so far: a hit while a BPF program already
@@ -671,6 +659,17 @@ impl Capture {
                 (rc == 0).then_some(info.recursion_misses)
             })
             .sum()
+    }
+}
+
+/// The u64 in slot 0 of an array map (0 when it cannot be read).
+fn counter(map: &impl MapCore) -> u64 {
+    let key = 0u32.to_ne_bytes();
+    match map.lookup(&key, MapFlags::ANY) {
+        Ok(Some(v)) => v
+            .get(..8)
+            .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+        _ => 0,
     }
 }
 
