@@ -78,22 +78,22 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 1 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 2 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 3),
-            "format version 3 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 3 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 4),
-            "format version 4 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 4 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
@@ -109,7 +109,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 680 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 704 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -118,20 +118,119 @@ fn clear_messages() {
         let msg = Db::from_bytes(b).unwrap_err().to_string();
         assert!(msg.contains(want), "{msg:?} lacks {want:?}");
     }
-    // A structural error behind a valid checksum names the section and record.
-    let db = Db::from_bytes(bytes.clone()).unwrap();
-    let funcs_at = {
+    // A structural error behind a valid checksum names the section and record: in a
+    // section read in place, and in a function block.
+    let names_at = {
         let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
-        h.sections[5].offset.get() as usize
+        h.sections[8].offset.get() as usize
     };
-    drop(db);
-    bytes[funcs_at + 8..funcs_at + 12].copy_from_slice(&(u32::MAX >> 14).to_le_bytes()); // ret type
-    fix_checksum(&mut bytes);
-    let msg = Db::from_bytes(bytes).unwrap_err().to_string();
+    let mut bad = bytes.clone();
+    bad[names_at..names_at + 3].copy_from_slice(&[0xff; 3]); // function index
+    fix_checksum(&mut bad);
+    let msg = Db::from_bytes(bad).unwrap_err().to_string();
+    assert!(
+        msg.contains("names record 0: function out of bounds"),
+        "{msg}"
+    );
+    let msg = Db::from_bytes(with_functions(&bytes, |i, rec| {
+        if i == 0 {
+            rec[2] = u32::MAX >> 14; // return type
+        }
+    }))
+    .unwrap_err()
+    .to_string();
     assert!(
         msg.contains("functions record 0: return type out of bounds"),
         "{msg}"
     );
+    bytes.clear();
+}
+
+/// `bytes` with the records of the first function block changed by `edit` (record index,
+/// its three words) and stored as one block of LZ4 literals (byte-transposed), the
+/// sections after it moved, behind a valid checksum.
+fn with_functions(bytes: &[u8], edit: impl Fn(usize, &mut [u32; 3])) -> Vec<u8> {
+    let db = Db::from_bytes(bytes.to_vec()).unwrap();
+    let count = db.function_count().min(64);
+    let (h, _) = Header::ref_from_prefix(bytes).unwrap();
+    let blocks = h.sections[24].count.get() as usize;
+    // The first block's records, from the raw file: decompress it.
+    let (at, len) = (
+        h.sections[5].offset.get() as usize,
+        h.sections[5].length.get() as usize,
+    );
+    let offsets: Vec<usize> = bytes[h.sections[24].offset.get() as usize..]
+        .chunks(4)
+        .take(blocks)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize)
+        .collect();
+    let end = offsets.get(1).copied().unwrap_or(len);
+    let raw = lz4_flex::block::decompress(&bytes[at..at + end], count * 12).unwrap();
+    let mut recs: Vec<[u32; 3]> = (0..count)
+        .map(|i| {
+            std::array::from_fn(|w| {
+                u32::from_le_bytes(std::array::from_fn(|b| raw[(4 * w + b) * count + i]))
+            })
+        })
+        .collect();
+    for (i, r) in recs.iter_mut().enumerate() {
+        edit(i, r);
+    }
+    let flat: Vec<u8> = recs
+        .iter()
+        .flat_map(|r| r.iter().flat_map(|w| w.to_le_bytes()))
+        .collect();
+    let transposed: Vec<u8> = (0..12)
+        .flat_map(|k| (0..count).map(move |i| (i, k)))
+        .map(|(i, k)| flat[i * 12 + k])
+        .collect();
+    let block = lz4_literals(&transposed);
+    let mut data = block.clone();
+    data.extend_from_slice(&bytes[at + end..at + len]);
+    let shift = block.len() as u32;
+    let mut table = Vec::new();
+    for (b, o) in offsets.iter().enumerate() {
+        let o = if b == 0 {
+            0
+        } else {
+            *o as u32 - end as u32 + shift
+        };
+        table.extend_from_slice(&o.to_le_bytes());
+    }
+    rebuild(bytes, &[(5, data), (24, table)])
+}
+
+/// `bytes` with the sections `replaced` (id, new bytes) and every section laid out again
+/// in order, behind a valid checksum.
+fn rebuild(bytes: &[u8], replaced: &[(usize, Vec<u8>)]) -> Vec<u8> {
+    let (h, _) = Header::ref_from_prefix(bytes).unwrap();
+    let h = *h;
+    let mut out = bytes[..HEADER_SIZE].to_vec();
+    for id in 0..SECTION_COUNT {
+        let e = &h.sections[id];
+        let (at, len) = (e.offset.get() as usize, e.length.get() as usize);
+        let data = replaced
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map_or(&bytes[at..at + len], |(_, d)| &d[..]);
+        while !out.len().is_multiple_of(8) {
+            out.push(0);
+        }
+        let entry = HEADER_SIZE - 24 * SECTION_COUNT + 24 * id;
+        let size = e.record_size.get() as usize;
+        let offset = out.len() as u64;
+        out[entry..entry + 8].copy_from_slice(&offset.to_le_bytes());
+        out[entry + 8..entry + 16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        out[entry + 16..entry + 20].copy_from_slice(&((data.len() / size) as u32).to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    let len = out.len() as u64;
+    out[24..32].copy_from_slice(&len.to_le_bytes());
+    fix_checksum(&mut out);
+    out
 }
 
 /// A damaged compressed frame behind a valid checksum: opening decompresses and checks
@@ -223,7 +322,6 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
     let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
     let count = h.member_count.get() as usize;
     assert!((1..=64).contains(&count));
-    let at = h.sections[22].offset.get() as usize;
     let raw: Vec<u8> = (0..count)
         .flat_map(|i| records(i).into_iter().flat_map(u32::to_le_bytes))
         .collect();
@@ -232,24 +330,10 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
         .flat_map(|k| (0..count).map(move |i| (i, k)))
         .map(|(i, k)| raw[i * 12 + k])
         .collect();
-    let block = lz4_literals(&raw);
-    let mut out = bytes[..at].to_vec();
-    out.extend_from_slice(&block);
-    while !out.len().is_multiple_of(8) {
-        out.push(0);
-    }
-    let table_at = out.len();
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    let entry = |id: usize| HEADER_SIZE - 24 * SECTION_COUNT + 24 * id;
-    let (e22, e23) = (entry(22), entry(23));
-    out[e22 + 8..e22 + 16].copy_from_slice(&(block.len() as u64).to_le_bytes());
-    out[e22 + 16..e22 + 20].copy_from_slice(&(block.len() as u32).to_le_bytes());
-    out[e23..e23 + 8].copy_from_slice(&(table_at as u64).to_le_bytes());
-    let len = out.len() as u64;
-    out[24..32].copy_from_slice(&len.to_le_bytes());
-    fix_checksum(&mut out);
-    out
+    rebuild(
+        &bytes,
+        &[(22, lz4_literals(&raw)), (23, 0u32.to_le_bytes().to_vec())],
+    )
 }
 
 /// Member records that break the rules behind a valid checksum: opening fails naming

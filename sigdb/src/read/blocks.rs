@@ -1,4 +1,5 @@
-//! LZ4 record blocks: a section of fixed-size records (parameters, types) stored as
+//! LZ4 record blocks: a section of fixed-size records (functions, parameters, types,
+//! members) stored as
 //! independent LZ4 blocks of a fixed number of records, behind a table of `u32` block
 //! offsets. A block is small (about 1 KiB decompressed), so decompressing it on first
 //! use costs well under a microsecond; it is checked then and cached. This is the reading

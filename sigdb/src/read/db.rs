@@ -42,6 +42,9 @@ pub struct Db {
     type_blocks: FrameCache,
     /// The decompressed LZ4 blocks of `members`, filled on first use.
     member_blocks: FrameCache,
+    /// The decompressed LZ4 blocks of `functions`, filled on first use (none before
+    /// version 7, whose function records are in place).
+    function_blocks: FrameCache,
 }
 
 impl std::fmt::Debug for Db {
@@ -124,6 +127,7 @@ impl Db {
                     param_blocks: frames(SectionId::ParamBlocks, 4),
                     type_blocks: frames(SectionId::TypeBlocks, 4),
                     member_blocks: frames(SectionId::MemberBlocks, 4),
+                    function_blocks: frames(SectionId::FunctionBlocks, 4),
                     header,
                     data,
                     path,
@@ -179,8 +183,19 @@ impl Db {
     pub(crate) fn proto_params(&self) -> &[zerocopy::little_endian::U32] {
         self.records(SectionId::ProtoParams)
     }
-    pub(crate) fn function_records(&self) -> &[FunctionRecord] {
-        self.records(SectionId::Functions)
+
+    /// Function record `index` (`None` past the end or in a bad block).
+    pub(crate) fn function_record(&self, index: u32) -> Option<&FunctionRecord> {
+        let i = index as usize;
+        if self.header.version.get() != VERSION {
+            return self.records::<FunctionRecord>(SectionId::Functions).get(i);
+        }
+        let block = self
+            .load_block(SectionId::Functions, i / FUNCTION_BLOCK)
+            .ok()?;
+        <[FunctionRecord]>::ref_from_bytes(block)
+            .ok()?
+            .get(i % FUNCTION_BLOCK)
     }
 
     /// Parameter record `index` (`None` past the end or in a bad block).
@@ -219,12 +234,14 @@ impl Db {
         let cache = match id {
             SectionId::Params => &self.param_blocks,
             SectionId::Members => &self.member_blocks,
+            SectionId::Functions => &self.function_blocks,
             _ => &self.type_blocks,
         };
         cache.get(b, || self.decode_block(id, b))
     }
 
-    /// Block `b` of the LZ4 record section `id`, decompressed and checked, not cached.
+    /// Block `b` of the LZ4 record section `id` (params, types, members or functions),
+    /// decompressed and checked, not cached.
     pub(super) fn decode_block(
         &self,
         id: SectionId,
@@ -244,6 +261,12 @@ impl Db {
                 MEMBER_BLOCK,
                 core::mem::size_of::<MemberRecord>(),
             ),
+            SectionId::Functions => (
+                SectionId::FunctionBlocks,
+                h.function_count.get(),
+                FUNCTION_BLOCK,
+                core::mem::size_of::<FunctionRecord>(),
+            ),
             _ => (
                 SectionId::TypeBlocks,
                 h.type_count.get(),
@@ -262,8 +285,14 @@ impl Db {
             n * size,
             SECTION_NAMES[id as usize],
         )?;
-        // Since version 6, type and member blocks are stored byte-transposed.
-        let raw = if id != SectionId::Params && h.version.get() != VERSION_5 {
+        // Type and member blocks are stored byte-transposed since version 6, parameter
+        // blocks since version 7 (function blocks exist only since then).
+        let transposed = match h.version.get() {
+            VERSION_5 => false,
+            VERSION_6 => id != SectionId::Params,
+            _ => true,
+        };
+        let raw = if transposed {
             super::blocks::untranspose(&raw, size)
         } else {
             raw
@@ -292,6 +321,16 @@ impl Db {
                 first,
                 <[MemberRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
                 at,
+            )?,
+            SectionId::Functions => v.function_block(
+                &super::validate::FunctionContext {
+                    strings_len: self.strings_len,
+                    type_count: h.type_count.get(),
+                    param_count: h.param_count.get(),
+                },
+                first,
+                <[FunctionRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
+                Some(at),
             )?,
             _ => v.type_block(
                 &cx,
@@ -392,6 +431,9 @@ impl Db {
         for b in 0..self.param_blocks.len() {
             self.decode_block(SectionId::Params, b)?;
         }
+        for b in 0..self.function_blocks.len() {
+            self.decode_block(SectionId::Functions, b)?;
+        }
         // The type and member blocks, each decompressed and checked once, and the
         // members against their structs.
         super::members::check_layout(self)
@@ -419,6 +461,7 @@ impl Db {
             (SectionId::Types, &self.type_blocks),
             (SectionId::Params, &self.param_blocks),
             (SectionId::Members, &self.member_blocks),
+            (SectionId::Functions, &self.function_blocks),
         ] {
             for b in 0..cache.len() {
                 self.load_block(id, b).map_err(fail)?;
