@@ -132,7 +132,7 @@ fn clear_messages() {
         msg.contains("names record 0: function out of bounds"),
         "{msg}"
     );
-    let msg = Db::from_bytes(with_functions(&bytes, |i, rec| {
+    let msg = open_verified(with_functions(&bytes, |i, rec| {
         if i == 0 {
             rec[2] = u32::MAX >> 14; // return type
         }
@@ -233,8 +233,16 @@ fn rebuild(bytes: &[u8], replaced: &[(usize, Vec<u8>)]) -> Vec<u8> {
     out
 }
 
-/// A damaged compressed frame behind a valid checksum: opening decompresses and checks
-/// every frame, so it fails naming the file and the section.
+/// `bytes` opened, and every frame and block checked ([`Db::verify`]).
+fn open_verified(bytes: Vec<u8>) -> Result<Db, Error> {
+    let db = Db::from_bytes(bytes)?;
+    db.verify()?;
+    Ok(db)
+}
+
+/// A damaged compressed frame behind a valid checksum: opening does not read it, but
+/// [`Db::verify`] decompresses and checks every frame, so it fails naming the file and
+/// the section, and the frame reads as empty.
 #[test]
 fn bad_frames_read_empty_and_are_reported() {
     let bytes = sample();
@@ -253,15 +261,22 @@ fn bad_frames_read_empty_and_are_reported() {
             *x = 0;
         }
         fix_checksum(&mut b);
-        let msg = Db::from_bytes(b.clone()).unwrap_err().to_string();
+        let msg = open_verified(b.clone()).unwrap_err().to_string();
         assert!(
             msg.starts_with(&format!("<memory>: {name} record 0: frame")),
             "{msg}"
         );
+        let bad = Db::from_bytes(b.clone()).unwrap();
+        let left = if section == 10 {
+            bad.functions().map(|f| f.inlined_into().count()).sum()
+        } else {
+            bad.instances().count()
+        };
+        assert_eq!(left, 0, "{name}");
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad.sigdb");
         std::fs::write(&p, &b).unwrap();
-        let msg = Db::open(&p).unwrap_err().to_string();
+        let msg = Db::open(&p).unwrap().verify().unwrap_err().to_string();
         assert!(
             msg.starts_with(&format!("{}: {name} record 0: frame", p.display())),
             "{msg}"
@@ -269,8 +284,8 @@ fn bad_frames_read_empty_and_are_reported() {
     }
 }
 
-/// Damaged strings, parameter and type blocks behind a valid checksum: opening fails
-/// naming the section (never empty strings, unknown parameters or void types later).
+/// Damaged strings, parameter, type, member and function blocks behind a valid checksum:
+/// [`Db::verify`] fails naming the section, and so does [`Db::check_frames`].
 #[test]
 fn bad_strings_params_and_types_read_empty_and_are_reported() {
     let bytes = sample();
@@ -282,6 +297,7 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
         (7, "params", 0),
         (2, "types", 0),
         (22, "members", 0),
+        (5, "functions", 0),
     ] {
         let (at, len) = {
             let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
@@ -293,7 +309,10 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
             *x = 0xff;
         }
         fix_checksum(&mut b);
-        let msg = Db::from_bytes(b).unwrap_err().to_string();
+        let msg = open_verified(b.clone()).unwrap_err().to_string();
+        assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
+        let db = Db::from_bytes(b).unwrap();
+        let msg = db.check_frames().unwrap_err().to_string();
         assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
     }
 }
@@ -336,34 +355,46 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
     )
 }
 
-/// Member records that break the rules behind a valid checksum: opening fails naming
-/// the member record; records that keep them open.
+/// Member records that break the rules behind a valid checksum: [`Db::verify`] fails
+/// naming the member record (and a member past its struct's end is an error of the
+/// struct's member list when the db is only opened); records that keep them verify.
 #[test]
 fn bad_members_are_reported() {
     // All members of every struct: `int` at offset 0 (type 1 is the first the sample's
     // functions reach; whatever it is, it fits at offset 0 of the 8-byte union).
-    let db = Db::from_bytes(with_members(|_| [0, 1, 0])).unwrap();
+    let db = open_verified(with_members(|_| [0, 1, 0])).unwrap();
     assert!(db.member_count() > 0);
-    let msg = Db::from_bytes(with_members(|i| [0, if i == 3 { 1 << 20 } else { 1 }, 0]))
+    let msg = open_verified(with_members(|i| [0, if i == 3 { 1 << 20 } else { 1 }, 0]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 3: type out of bounds"),
         "{msg}"
     );
-    let msg = Db::from_bytes(with_members(|i| [if i == 2 { u32::MAX } else { 0 }, 1, 0]))
+    let msg = open_verified(with_members(|i| [if i == 2 { u32::MAX } else { 0 }, 1, 0]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 2: name is not a string"),
         "{msg}"
     );
-    let msg = Db::from_bytes(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }]))
+    let msg = open_verified(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 5: member outside its struct"),
         "{msg}"
+    );
+    let db = Db::from_bytes(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }])).unwrap();
+    let errors: Vec<String> = (0..db.type_count() as u32)
+        .filter_map(|i| db.type_at(i)?.members().ok())
+        .flat_map(|m| m.filter_map(|m| m.err()))
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("members record 5: member outside its struct"),
+        "{errors:?}"
     );
 }
 
