@@ -274,14 +274,6 @@ impl Db {
         let (offset, _) = self.sections[id as usize];
         let n = super::blocks::records_in(b, count as usize, per_block);
         let offsets = self.records(table);
-        let raw = super::blocks::decompress(
-            offsets,
-            self.section(id),
-            offset,
-            b,
-            n * size,
-            SECTION_NAMES[id as usize],
-        )?;
         // Type and member blocks are stored byte-transposed since version 6, parameter
         // blocks since version 7 (function blocks exist only since then).
         let transposed = match h.version.get() {
@@ -289,11 +281,14 @@ impl Db {
             VERSION_6 => id != SectionId::Params,
             _ => true,
         };
-        let raw = if transposed {
-            super::blocks::untranspose(&raw, size)
-        } else {
-            raw
-        };
+        let raw = super::blocks::decompress(
+            offsets,
+            self.section(id),
+            offset,
+            (b, n * size),
+            transposed.then_some(size),
+            SECTION_NAMES[id as usize],
+        )?;
         let v = super::validate::Validator::new(self.bytes(), self.sections);
         let cx = super::validate::BlockContext {
             strings_len: self.strings_len,
