@@ -42,6 +42,9 @@ pub(super) struct Writer<'b, 't> {
     pub(super) strings: &'t StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     pub(super) type_index: Vec<u32>,
+    /// Struct and union declarations → the one complete definition of the same kind and
+    /// name, written in their place ([`super::types::completions`]).
+    pub(super) complete: HashMap<crate::common::TypeId, crate::common::TypeId>,
     pub(super) types: Vec<TypeRecord>,
     /// The builder id of each type record (`None` for a void the builder did not have).
     pub(super) type_ids: Vec<Option<crate::common::TypeId>>,
@@ -56,11 +59,16 @@ pub(super) struct Writer<'b, 't> {
 }
 
 impl<'b, 't> Writer<'b, 't> {
-    pub(super) fn new(b: &'b DbBuilder, strings: &'t StringTable<'b>) -> Writer<'b, 't> {
+    pub(super) fn new(
+        b: &'b DbBuilder,
+        strings: &'t StringTable<'b>,
+        complete: HashMap<crate::common::TypeId, crate::common::TypeId>,
+    ) -> Writer<'b, 't> {
         Writer {
             b,
             strings,
             type_index: vec![u32::MAX; b.types.len()],
+            complete,
             types: Vec::new(),
             type_ids: Vec::new(),
             members: Vec::new(),
