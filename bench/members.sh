@@ -26,7 +26,7 @@ for flavor in 6.12-cloud 7.2-cloud; do
 done
 for flavor in 6.12-cloud 7.2-cloud; do
 	echo "$flavor sections:"
-	grep -E '^ +(strings|types|params|members|member_blocks|type_blocks|instance_data|functions|code|names) ' "$tmp/$flavor.stats" || true
+	grep -E '^ +(strings|types|params|members|member_blocks|type_blocks|instance_data|functions|function_blocks|code|names) ' "$tmp/$flavor.stats" || true
 done
 DCG_BENCH_DB=$tmp/6.12-cloud.sigdb cargo bench -q -p sigdb --bench lookup -- --warm-up-time 1 \
 	--measurement-time 3 '^open|struct member|^first param record \(real db in memory' 2>&1 | grep -E '^(open|from_bytes|struct|first)|time:'

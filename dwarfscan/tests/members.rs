@@ -168,3 +168,58 @@ fn members_agree_with_pahole() {
         }
     }
 }
+
+/// A struct one unit only declares (`tests/corpus/decl_only.c`: `struct shape;`) and
+/// another defines (`decl_full.c`): the db writes the definition in the declaration's
+/// place, so the function of the first unit gets the complete struct, members and all,
+/// whichever unit comes first.
+#[test]
+fn declared_struct_gets_its_definition() {
+    if !have("gcc") {
+        eprintln!("skipped: no gcc");
+        return;
+    }
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let tmp = tempfile::tempdir().unwrap();
+    let units = [corpus.join("decl_only.c"), corpus.join("decl_full.c")];
+    for opt in ["-O0", "-O2"] {
+        for order in [[0, 1], [1, 0]] {
+            let prog = tmp.path().join(format!("decl{opt}{}", order[0]));
+            let status = Command::new("gcc")
+                .args([opt, "-g"])
+                .args(order.map(|i| &units[i]))
+                .arg("-o")
+                .arg(&prog)
+                .status()
+                .expect("run gcc");
+            assert!(status.success());
+            let (db, _) = common::scan_to_db(&[prog]);
+            let what = format!("{opt} units {order:?}");
+            for f in ["use_shape", "shape_area", "make_shape"] {
+                let f = db.by_name(f).next().unwrap_or_else(|| panic!("{f} {what}"));
+                let ty = match f.params().next() {
+                    Some(p) if f.name() != "make_shape" => p.ty(),
+                    _ => f.ret(),
+                };
+                let shape = ty.resolve().target().unwrap().resolve();
+                assert_eq!(shape.display(), "struct shape", "{what}");
+                assert!(
+                    !shape.flags().contains(sigdb::TypeFlags::DECLARATION),
+                    "{what}"
+                );
+                assert_eq!(shape.size(), 16, "{what}");
+                let names: Vec<String> = shape
+                    .members()
+                    .unwrap()
+                    .map(|m| m.unwrap().name().to_string())
+                    .collect();
+                assert_eq!(names, ["w", "h", "name"], "{} {what}", f.name());
+            }
+            // One struct shape in the db: the declaration is not written apart.
+            let shapes = (0..db.type_count() as u32)
+                .filter(|&i| db.type_at(i).unwrap().display() == "struct shape")
+                .count();
+            assert_eq!(shapes, 1, "{what}");
+        }
+    }
+}

@@ -30,6 +30,7 @@ const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
 pub fn emit_object(db: &[u8]) -> Result<Vec<u8>> {
     let memory = Path::new("<memory>");
     let parsed = sigdb::Db::from_bytes(db.to_vec()).map_err(|e| db_error(memory, e))?;
+    parsed.verify().map_err(|e| db_error(memory, e))?;
     let arch = match parsed.machine() {
         183 => Architecture::Aarch64,
         3 => Architecture::I386,

@@ -103,8 +103,10 @@ impl Store {
         self.load_db(db, file, opts)
     }
 
-    /// [`Store::load`] of a validated db made from `file`.
+    /// [`Store::load`] of a validated db made from `file`: every compressed frame and
+    /// block is checked once here ([`Db::verify`]), so an installed db is whole.
     fn load_db(&self, db: Db, file: &Path, opts: &LoadOptions) -> Result<LoadOutcome> {
+        db.verify().map_err(|e| db_error(file, e))?;
         let kind = DbKind::of(db.flags());
         let key = self.key_for(file, &db, kind, opts)?;
         let modules: Vec<String> = if kind == DbKind::KernelModules {

@@ -59,7 +59,7 @@ impl fmt::Display for FormatError {
             BadMagic => f.write_str("not a dcg signature database (bad magic)")?,
             UnsupportedVersion(v) => write!(
                 f,
-                "format version {v} is not supported (this dcg reads versions {} and {}); \
+                "format version {v} is not supported (this dcg reads versions {} to {}); \
                  rebuild the db from its ELF files: dwarfscan FILE... -o DB",
                 crate::layout::VERSION_5,
                 crate::layout::VERSION

@@ -1,4 +1,5 @@
-//! The on-disk records of sigdb version 6 (and how version 5's header differs), exactly as `FORMAT.md` describes them.
+//! The on-disk records of sigdb version 7 (and how the headers of versions 5 and 6
+//! differ), exactly as `FORMAT.md` describes them.
 //!
 //! Every integer is little-endian and stored with the unaligned `zerocopy` byte-order
 //! types, so a record can be viewed in place from any byte buffer (an mmap or a `Vec`).
@@ -8,9 +9,13 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// File magic: the first 8 bytes of every sigdb.
 pub const MAGIC: [u8; 8] = *b"DCGSIGDB";
-/// The format version this crate writes (and reads, with [`VERSION_5`]).
-pub const VERSION: u32 = 6;
-/// The older version this crate still reads: no member sections, a 624-byte header.
+/// The format version this crate writes (and reads, with [`VERSION_6`] and [`VERSION_5`]).
+pub const VERSION: u32 = 7;
+/// An older version this crate still reads: function records in place, parameter blocks
+/// not transposed, a 680-byte header.
+pub const VERSION_6: u32 = 6;
+/// The oldest version this crate still reads: as version 6, without the member sections,
+/// a 624-byte header.
 pub const VERSION_5: u32 = 5;
 /// Longest build-id a header or module record holds.
 pub const MAX_BUILD_ID: usize = 40;
@@ -32,7 +37,8 @@ pub enum SectionId {
     Enumerators = 3,
     /// `u32` type indices: parameter types of function prototypes.
     ProtoParams = 4,
-    /// [`FunctionRecord`]s sorted by (module, module-relative address, ...).
+    /// [`FunctionRecord`]s sorted by (module, module-relative address, ...), in LZ4
+    /// blocks of [`FUNCTION_BLOCK`] records (bytes; records in place before version 7).
     Functions = 5,
     /// [`SymbolRecord`]s: ELF symbols that differ from the function name, by function.
     Symbols = 6,
@@ -74,10 +80,16 @@ pub enum SectionId {
     Members = 22,
     /// `u32` offsets: where each LZ4 block of `members` starts.
     MemberBlocks = 23,
+    /// `u32` offsets: where each LZ4 block of `functions` starts.
+    FunctionBlocks = 24,
 }
 
-/// Number of sections in version 6.
-pub const SECTION_COUNT: usize = 24;
+/// Number of sections in version 7.
+pub const SECTION_COUNT: usize = 25;
+/// Number of sections in version 6 (the first 24, functions in place).
+pub const SECTION_COUNT_6: usize = 24;
+/// Size of a version 6 header (its section table has [`SECTION_COUNT_6`] entries).
+pub const HEADER_SIZE_6: usize = 680;
 /// Number of sections in version 5 (the first 22, without the members).
 pub const SECTION_COUNT_5: usize = 22;
 /// Size of a version 5 header (its section table has [`SECTION_COUNT_5`] entries).
@@ -93,7 +105,7 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     1,
     core::mem::size_of::<EnumeratorRecord>(),
     4,
-    core::mem::size_of::<FunctionRecord>(),
+    1,
     core::mem::size_of::<SymbolRecord>(),
     1,
     core::mem::size_of::<NameRecord>(),
@@ -111,6 +123,7 @@ pub const RECORD_SIZES: [usize; SECTION_COUNT] = [
     4,
     4,
     1,
+    4,
     4,
 ];
 
@@ -140,6 +153,7 @@ pub const SECTION_NAMES: [&str; SECTION_COUNT] = [
     "type_blocks",
     "members",
     "member_blocks",
+    "function_blocks",
 ];
 
 /// One entry of the header's section table (24 bytes).
@@ -156,7 +170,7 @@ pub struct SectionEntry {
     pub record_size: U32,
 }
 
-/// The file header (680 bytes), at offset 0.
+/// The file header (704 bytes), at offset 0.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
@@ -164,11 +178,11 @@ pub struct Header {
     pub magic: [u8; 8],
     /// [`VERSION`].
     pub version: U32,
-    /// Size of this header, section table included: 680.
+    /// Size of this header, section table included: 704.
     pub header_size: U32,
     /// [`crate::DbFlags`] bits.
     pub flags: U32,
-    /// Number of section table entries: 24.
+    /// Number of section table entries: 25.
     pub section_count: U32,
     /// Total file size in bytes.
     pub file_size: U64,
@@ -188,8 +202,8 @@ pub struct Header {
     pub type_count: U32,
     /// Number of member records packed in the `members` blocks.
     pub member_count: U32,
-    /// Reserved, zero.
-    pub reserved: U32,
+    /// Number of function records packed in the `functions` blocks.
+    pub function_count: U32,
     /// The section table, indexed by [`SectionId`].
     pub sections: [SectionEntry; SECTION_COUNT],
 }
@@ -288,7 +302,8 @@ pub struct EnumeratorRecord {
     pub value: I64,
 }
 
-/// A function with its signature (12 bytes); its code, if any, is a [`CodeRecord`].
+/// A function with its signature (12 bytes, in LZ4 blocks of [`FUNCTION_BLOCK`]); its
+/// code, if any, is a [`CodeRecord`].
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct FunctionRecord {
@@ -501,6 +516,9 @@ pub const PARAM_BLOCK: usize = 64;
 /// Number of type records per LZ4 block of the `types` section (1.5 KiB).
 pub const TYPE_BLOCK: usize = 64;
 
+/// Number of function records per LZ4 block of the `functions` section (768 bytes).
+pub const FUNCTION_BLOCK: usize = 64;
+
 /// Where a compressed frame starts (8 bytes): frame `f` of a compressed section runs
 /// from its `offset` to the next frame's (the last one to the end of the section).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -514,7 +532,7 @@ pub struct FrameRecord {
 
 const _: () = {
     assert!(core::mem::size_of::<SectionEntry>() == 24);
-    assert!(core::mem::size_of::<Header>() == 680);
+    assert!(core::mem::size_of::<Header>() == 704);
     assert!(core::mem::size_of::<MemberRecord>() == 12);
     assert!(core::mem::size_of::<FrameRecord>() == 8);
     assert!(core::mem::size_of::<InstanceBlock>() == 8);

@@ -78,22 +78,22 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b[8] = 1),
-            "format version 1 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 1 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 2),
-            "format version 2 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 2 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 3),
-            "format version 3 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 3 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
             Box::new(|b| b[8] = 4),
-            "format version 4 is not supported (this dcg reads versions 5 and 6); rebuild the \
+            "format version 4 is not supported (this dcg reads versions 5 to 7); rebuild the \
              db from its ELF files: dwarfscan FILE... -o DB (at offset 0x8)",
         ),
         (
@@ -109,7 +109,7 @@ fn clear_messages() {
         ),
         (
             Box::new(|b| b.truncate(100)),
-            "truncated: needs 680 bytes, has 100 (at offset 0x0)",
+            "truncated: needs 704 bytes, has 100 (at offset 0x0)",
         ),
     ];
     for (mutate, want) in cases {
@@ -118,24 +118,131 @@ fn clear_messages() {
         let msg = Db::from_bytes(b).unwrap_err().to_string();
         assert!(msg.contains(want), "{msg:?} lacks {want:?}");
     }
-    // A structural error behind a valid checksum names the section and record.
-    let db = Db::from_bytes(bytes.clone()).unwrap();
-    let funcs_at = {
+    // A structural error behind a valid checksum names the section and record: in a
+    // section read in place, and in a function block.
+    let names_at = {
         let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
-        h.sections[5].offset.get() as usize
+        h.sections[8].offset.get() as usize
     };
-    drop(db);
-    bytes[funcs_at + 8..funcs_at + 12].copy_from_slice(&(u32::MAX >> 14).to_le_bytes()); // ret type
-    fix_checksum(&mut bytes);
-    let msg = Db::from_bytes(bytes).unwrap_err().to_string();
+    let mut bad = bytes.clone();
+    bad[names_at..names_at + 3].copy_from_slice(&[0xff; 3]); // function index
+    fix_checksum(&mut bad);
+    let msg = Db::from_bytes(bad).unwrap_err().to_string();
+    assert!(
+        msg.contains("names record 0: function out of bounds"),
+        "{msg}"
+    );
+    let msg = open_verified(with_functions(&bytes, |i, rec| {
+        if i == 0 {
+            rec[2] = u32::MAX >> 14; // return type
+        }
+    }))
+    .unwrap_err()
+    .to_string();
     assert!(
         msg.contains("functions record 0: return type out of bounds"),
         "{msg}"
     );
+    bytes.clear();
 }
 
-/// A damaged compressed frame behind a valid checksum: opening decompresses and checks
-/// every frame, so it fails naming the file and the section.
+/// `bytes` with the records of the first function block changed by `edit` (record index,
+/// its three words) and stored as one block of LZ4 literals (byte-transposed), the
+/// sections after it moved, behind a valid checksum.
+fn with_functions(bytes: &[u8], edit: impl Fn(usize, &mut [u32; 3])) -> Vec<u8> {
+    let db = Db::from_bytes(bytes.to_vec()).unwrap();
+    let count = db.function_count().min(64);
+    let (h, _) = Header::ref_from_prefix(bytes).unwrap();
+    let blocks = h.sections[24].count.get() as usize;
+    // The first block's records, from the raw file: decompress it.
+    let (at, len) = (
+        h.sections[5].offset.get() as usize,
+        h.sections[5].length.get() as usize,
+    );
+    let offsets: Vec<usize> = bytes[h.sections[24].offset.get() as usize..]
+        .chunks(4)
+        .take(blocks)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as usize)
+        .collect();
+    let end = offsets.get(1).copied().unwrap_or(len);
+    let raw = lz4_flex::block::decompress(&bytes[at..at + end], count * 12).unwrap();
+    let mut recs: Vec<[u32; 3]> = (0..count)
+        .map(|i| {
+            std::array::from_fn(|w| {
+                u32::from_le_bytes(std::array::from_fn(|b| raw[(4 * w + b) * count + i]))
+            })
+        })
+        .collect();
+    for (i, r) in recs.iter_mut().enumerate() {
+        edit(i, r);
+    }
+    let flat: Vec<u8> = recs
+        .iter()
+        .flat_map(|r| r.iter().flat_map(|w| w.to_le_bytes()))
+        .collect();
+    let transposed: Vec<u8> = (0..12)
+        .flat_map(|k| (0..count).map(move |i| (i, k)))
+        .map(|(i, k)| flat[i * 12 + k])
+        .collect();
+    let block = lz4_literals(&transposed);
+    let mut data = block.clone();
+    data.extend_from_slice(&bytes[at + end..at + len]);
+    let shift = block.len() as u32;
+    let mut table = Vec::new();
+    for (b, o) in offsets.iter().enumerate() {
+        let o = if b == 0 {
+            0
+        } else {
+            *o as u32 - end as u32 + shift
+        };
+        table.extend_from_slice(&o.to_le_bytes());
+    }
+    rebuild(bytes, &[(5, data), (24, table)])
+}
+
+/// `bytes` with the sections `replaced` (id, new bytes) and every section laid out again
+/// in order, behind a valid checksum.
+fn rebuild(bytes: &[u8], replaced: &[(usize, Vec<u8>)]) -> Vec<u8> {
+    let (h, _) = Header::ref_from_prefix(bytes).unwrap();
+    let h = *h;
+    let mut out = bytes[..HEADER_SIZE].to_vec();
+    for id in 0..SECTION_COUNT {
+        let e = &h.sections[id];
+        let (at, len) = (e.offset.get() as usize, e.length.get() as usize);
+        let data = replaced
+            .iter()
+            .find(|(r, _)| *r == id)
+            .map_or(&bytes[at..at + len], |(_, d)| &d[..]);
+        while !out.len().is_multiple_of(8) {
+            out.push(0);
+        }
+        let entry = HEADER_SIZE - 24 * SECTION_COUNT + 24 * id;
+        let size = e.record_size.get() as usize;
+        let offset = out.len() as u64;
+        out[entry..entry + 8].copy_from_slice(&offset.to_le_bytes());
+        out[entry + 8..entry + 16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        out[entry + 16..entry + 20].copy_from_slice(&((data.len() / size) as u32).to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    let len = out.len() as u64;
+    out[24..32].copy_from_slice(&len.to_le_bytes());
+    fix_checksum(&mut out);
+    out
+}
+
+/// `bytes` opened, and every frame and block checked ([`Db::verify`]).
+fn open_verified(bytes: Vec<u8>) -> Result<Db, Error> {
+    let db = Db::from_bytes(bytes)?;
+    db.verify()?;
+    Ok(db)
+}
+
+/// A damaged compressed frame behind a valid checksum: opening does not read it, but
+/// [`Db::verify`] decompresses and checks every frame, so it fails naming the file and
+/// the section, and the frame reads as empty.
 #[test]
 fn bad_frames_read_empty_and_are_reported() {
     let bytes = sample();
@@ -154,15 +261,22 @@ fn bad_frames_read_empty_and_are_reported() {
             *x = 0;
         }
         fix_checksum(&mut b);
-        let msg = Db::from_bytes(b.clone()).unwrap_err().to_string();
+        let msg = open_verified(b.clone()).unwrap_err().to_string();
         assert!(
             msg.starts_with(&format!("<memory>: {name} record 0: frame")),
             "{msg}"
         );
+        let bad = Db::from_bytes(b.clone()).unwrap();
+        let left = if section == 10 {
+            bad.functions().map(|f| f.inlined_into().count()).sum()
+        } else {
+            bad.instances().count()
+        };
+        assert_eq!(left, 0, "{name}");
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad.sigdb");
         std::fs::write(&p, &b).unwrap();
-        let msg = Db::open(&p).unwrap_err().to_string();
+        let msg = Db::open(&p).unwrap().verify().unwrap_err().to_string();
         assert!(
             msg.starts_with(&format!("{}: {name} record 0: frame", p.display())),
             "{msg}"
@@ -170,8 +284,8 @@ fn bad_frames_read_empty_and_are_reported() {
     }
 }
 
-/// Damaged strings, parameter and type blocks behind a valid checksum: opening fails
-/// naming the section (never empty strings, unknown parameters or void types later).
+/// Damaged strings, parameter, type, member and function blocks behind a valid checksum:
+/// [`Db::verify`] fails naming the section, and so does [`Db::check_frames`].
 #[test]
 fn bad_strings_params_and_types_read_empty_and_are_reported() {
     let bytes = sample();
@@ -183,6 +297,7 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
         (7, "params", 0),
         (2, "types", 0),
         (22, "members", 0),
+        (5, "functions", 0),
     ] {
         let (at, len) = {
             let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
@@ -194,7 +309,10 @@ fn bad_strings_params_and_types_read_empty_and_are_reported() {
             *x = 0xff;
         }
         fix_checksum(&mut b);
-        let msg = Db::from_bytes(b).unwrap_err().to_string();
+        let msg = open_verified(b.clone()).unwrap_err().to_string();
+        assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
+        let db = Db::from_bytes(b).unwrap();
+        let msg = db.check_frames().unwrap_err().to_string();
         assert!(msg.contains(&format!("{name} record 0:")), "{msg}");
     }
 }
@@ -223,7 +341,6 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
     let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
     let count = h.member_count.get() as usize;
     assert!((1..=64).contains(&count));
-    let at = h.sections[22].offset.get() as usize;
     let raw: Vec<u8> = (0..count)
         .flat_map(|i| records(i).into_iter().flat_map(u32::to_le_bytes))
         .collect();
@@ -232,54 +349,52 @@ fn with_members(records: impl Fn(usize) -> [u32; 3]) -> Vec<u8> {
         .flat_map(|k| (0..count).map(move |i| (i, k)))
         .map(|(i, k)| raw[i * 12 + k])
         .collect();
-    let block = lz4_literals(&raw);
-    let mut out = bytes[..at].to_vec();
-    out.extend_from_slice(&block);
-    while !out.len().is_multiple_of(8) {
-        out.push(0);
-    }
-    let table_at = out.len();
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    let entry = |id: usize| HEADER_SIZE - 24 * SECTION_COUNT + 24 * id;
-    let (e22, e23) = (entry(22), entry(23));
-    out[e22 + 8..e22 + 16].copy_from_slice(&(block.len() as u64).to_le_bytes());
-    out[e22 + 16..e22 + 20].copy_from_slice(&(block.len() as u32).to_le_bytes());
-    out[e23..e23 + 8].copy_from_slice(&(table_at as u64).to_le_bytes());
-    let len = out.len() as u64;
-    out[24..32].copy_from_slice(&len.to_le_bytes());
-    fix_checksum(&mut out);
-    out
+    rebuild(
+        &bytes,
+        &[(22, lz4_literals(&raw)), (23, 0u32.to_le_bytes().to_vec())],
+    )
 }
 
-/// Member records that break the rules behind a valid checksum: opening fails naming
-/// the member record; records that keep them open.
+/// Member records that break the rules behind a valid checksum: [`Db::verify`] fails
+/// naming the member record (and a member past its struct's end is an error of the
+/// struct's member list when the db is only opened); records that keep them verify.
 #[test]
 fn bad_members_are_reported() {
     // All members of every struct: `int` at offset 0 (type 1 is the first the sample's
     // functions reach; whatever it is, it fits at offset 0 of the 8-byte union).
-    let db = Db::from_bytes(with_members(|_| [0, 1, 0])).unwrap();
+    let db = open_verified(with_members(|_| [0, 1, 0])).unwrap();
     assert!(db.member_count() > 0);
-    let msg = Db::from_bytes(with_members(|i| [0, if i == 3 { 1 << 20 } else { 1 }, 0]))
+    let msg = open_verified(with_members(|i| [0, if i == 3 { 1 << 20 } else { 1 }, 0]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 3: type out of bounds"),
         "{msg}"
     );
-    let msg = Db::from_bytes(with_members(|i| [if i == 2 { u32::MAX } else { 0 }, 1, 0]))
+    let msg = open_verified(with_members(|i| [if i == 2 { u32::MAX } else { 0 }, 1, 0]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 2: name is not a string"),
         "{msg}"
     );
-    let msg = Db::from_bytes(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }]))
+    let msg = open_verified(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }]))
         .unwrap_err()
         .to_string();
     assert!(
         msg.contains("members record 5: member outside its struct"),
         "{msg}"
+    );
+    let db = Db::from_bytes(with_members(|i| [0, 1, if i == 5 { 8 * 233 } else { 0 }])).unwrap();
+    let errors: Vec<String> = (0..db.type_count() as u32)
+        .filter_map(|i| db.type_at(i)?.members().ok())
+        .flat_map(|m| m.filter_map(|m| m.err()))
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("members record 5: member outside its struct"),
+        "{errors:?}"
     );
 }
 

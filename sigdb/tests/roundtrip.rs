@@ -57,7 +57,7 @@ fn sample_inline_instances() {
 fn sample_round_trip_and_lookups() {
     let b = sample_builder();
     let db = Db::from_bytes(b.finish().unwrap()).unwrap();
-    assert_eq!(db.version(), 6);
+    assert_eq!(db.version(), 7);
     assert_eq!(db.build_id(), &[0xab; 20]);
     assert!(db.flags().contains(DbFlags::KERNEL));
     assert_eq!(db.module_count(), 2);

@@ -270,13 +270,15 @@ fn run(args: &Args) -> anyhow::Result<()> {
 type Sections = Vec<(&'static str, usize)>;
 
 /// Write the db to `path`, checked while it is written (opening it validates every
-/// record and decompresses and checks every frame and block): a db that fails the check
+/// record read in place, `Db::verify` decompresses and checks every frame and block and
+/// every struct's members): a db that fails the check
 /// is never put in place. Returns the output to commit, whether the
 /// db holds kernel modules alone, and its sections. An output written in place (a
 /// device, a FIFO) gets the db only once it passed.
 fn stage_db(path: &Path, bytes: &[u8]) -> anyhow::Result<(dcg_outfile::Output, bool, Sections)> {
     let check = || -> Result<(bool, Sections), sigdb::Error> {
         let db = sigdb::Db::from_bytes(bytes.to_vec())?;
+        db.verify()?;
         let sections = db.section_sizes().collect();
         Ok((db.flags().contains(sigdb::DbFlags::MODULES_ONLY), sections))
     };

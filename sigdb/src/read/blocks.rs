@@ -1,4 +1,5 @@
-//! LZ4 record blocks: a section of fixed-size records (parameters, types) stored as
+//! LZ4 record blocks: a section of fixed-size records (functions, parameters, types,
+//! members) stored as
 //! independent LZ4 blocks of a fixed number of records, behind a table of `u32` block
 //! offsets. A block is small (about 1 KiB decompressed), so decompressing it on first
 //! use costs well under a microsecond; it is checked then and cached. This is the reading
@@ -38,31 +39,52 @@ pub(crate) fn records_in(b: usize, count: usize, per_block: usize) -> usize {
     count.saturating_sub(b * per_block).min(per_block)
 }
 
+/// The largest block decompressed on the stack before it is transposed back (64 type
+/// records of 24 bytes).
+const STACK_BLOCK: usize = 1536;
+
 /// Decompress block `b` of an LZ4 record section into exactly `raw_len` bytes, or fail
-/// with a format error (`file_offset`: where the section is in the file).
+/// with a format error (`file_offset`: where the section is in the file); `transposed`:
+/// the record size of a byte-transposed block, transposed back.
 pub(crate) fn decompress(
     offsets: &[zerocopy::little_endian::U32],
     section: &[u8],
     file_offset: usize,
-    b: usize,
-    raw_len: usize,
+    (b, raw_len): (usize, usize),
+    transposed: Option<usize>,
     name: &'static str,
 ) -> Result<Box<[u8]>, FormatError> {
-    let bad = |at: usize, what| Err(unit_error(name, b, file_offset + at, what));
+    let bad = |at: usize, what| unit_error(name, b, file_offset + at, what);
     let Some(start) = offsets.get(b).map(|o| o.get() as usize) else {
-        return bad(0, "block out of bounds");
+        return Err(bad(0, "block out of bounds"));
     };
     let end = offsets
         .get(b + 1)
         .map_or(section.len(), |n| n.get() as usize);
     let Some(src) = section.get(start..end) else {
-        return bad(start, "block out of bounds");
+        return Err(bad(start, "block out of bounds"));
     };
-    let mut raw = vec![0u8; raw_len].into_boxed_slice();
-    match lz4_flex::block::decompress_into(src, &mut raw) {
-        Ok(n) if n == raw_len => Ok(raw),
-        Ok(_) => bad(start, "block decompresses to another length"),
-        Err(_) => bad(start, "block is not valid LZ4"),
+    let check = |r: Result<usize, _>| match r {
+        Ok(n) if n == raw_len => Ok(()),
+        Ok(_) => Err(bad(start, "block decompresses to another length")),
+        Err(_) => Err(bad(start, "block is not valid LZ4")),
+    };
+    // A transposed block is decompressed on the stack, then transposed back into the
+    // block kept: one allocation, no copy.
+    let mut stack = [0u8; STACK_BLOCK];
+    match (transposed, stack.get_mut(..raw_len)) {
+        (Some(size), Some(buf)) => {
+            check(lz4_flex::block::decompress_into(src, buf))?;
+            Ok(untranspose(buf, size))
+        }
+        (transposed, _) => {
+            let mut raw = vec![0u8; raw_len].into_boxed_slice();
+            check(lz4_flex::block::decompress_into(src, &mut raw))?;
+            Ok(match transposed {
+                Some(size) => untranspose(&raw, size),
+                None => raw,
+            })
+        }
     }
 }
 

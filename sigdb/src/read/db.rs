@@ -1,6 +1,6 @@
-//! Opening a sigdb: validate everything once, then read records in place; the packed
-//! sections' frames and blocks are decompressed and checked on first use (the lookups
-//! are in `lookup.rs`).
+//! Opening a sigdb: validate the header, the checksum and everything read in place once,
+//! then read records in place; the packed sections' frames and blocks are decompressed
+//! and checked on first use (the lookups are in `lookup.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +18,10 @@ enum Storage {
 
 /// An open, validated signature database.
 ///
-/// Construction checks every bound, count, reference, string, sort order and the
-/// checksum; after that every accessor is a zero-copy view that cannot panic.
+/// Construction checks the checksum and every bound, count, reference, string and sort
+/// order of what is read in place, and the tables of the compressed frames and blocks;
+/// each frame or block is checked when first decompressed ([`Db::verify`] checks them
+/// all). Every accessor is a view that cannot panic.
 pub struct Db {
     data: Storage,
     path: PathBuf,
@@ -42,6 +44,9 @@ pub struct Db {
     type_blocks: FrameCache,
     /// The decompressed LZ4 blocks of `members`, filled on first use.
     member_blocks: FrameCache,
+    /// The decompressed LZ4 blocks of `functions`, filled on first use (none before
+    /// version 7, whose function records are in place).
+    function_blocks: FrameCache,
 }
 
 impl std::fmt::Debug for Db {
@@ -54,10 +59,12 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
-    /// Map and validate a database file: its header, sections and records, and every
-    /// compressed frame and block decompressed and checked (a frame damaged behind a good
-    /// checksum is an error naming the section, not data read as empty later; about 60
-    /// ms for a 100,000-function kernel db).
+    /// Map and validate a database file: its header, checksum, sections and the records
+    /// read in place (about 1.5 ms for a 100,000-function kernel db). Its compressed
+    /// frames and blocks are checked when first read; [`Db::verify`] checks them all (a
+    /// frame damaged behind a good checksum is then an error naming the section, not data
+    /// read as empty later), as `dwarfscan` does with what it writes and the store with
+    /// what it installs.
     pub fn open(path: impl AsRef<Path>) -> Result<Db, Error> {
         let path = path.as_ref();
         let io = |source| Error::Io {
@@ -115,7 +122,7 @@ impl Db {
                     string_starts.push(strings_len as u32);
                     strings_len += u64::from(f.raw_len.get());
                 }
-                let db = Db {
+                Ok(Db {
                     inline_frames: frames(SectionId::InlineFrames, 8),
                     instance_frames: frames(SectionId::InstanceFrames, 8),
                     string_frames: frames(SectionId::StringFrames, 8),
@@ -124,18 +131,12 @@ impl Db {
                     param_blocks: frames(SectionId::ParamBlocks, 4),
                     type_blocks: frames(SectionId::TypeBlocks, 4),
                     member_blocks: frames(SectionId::MemberBlocks, 4),
+                    function_blocks: frames(SectionId::FunctionBlocks, 4),
                     header,
                     data,
                     path,
                     sections,
-                };
-                match db.verify_frames() {
-                    Ok(()) => Ok(db),
-                    Err(error) => Err(Error::Format {
-                        path: db.path.clone(),
-                        error,
-                    }),
-                }
+                })
             }
             Err(error) => Err(Error::Format { path, error }),
         }
@@ -179,8 +180,19 @@ impl Db {
     pub(crate) fn proto_params(&self) -> &[zerocopy::little_endian::U32] {
         self.records(SectionId::ProtoParams)
     }
-    pub(crate) fn function_records(&self) -> &[FunctionRecord] {
-        self.records(SectionId::Functions)
+
+    /// Function record `index` (`None` past the end or in a bad block).
+    pub(crate) fn function_record(&self, index: u32) -> Option<&FunctionRecord> {
+        let i = index as usize;
+        if self.header.version.get() != VERSION {
+            return self.records::<FunctionRecord>(SectionId::Functions).get(i);
+        }
+        let block = self
+            .load_block(SectionId::Functions, i / FUNCTION_BLOCK)
+            .ok()?;
+        <[FunctionRecord]>::ref_from_bytes(block)
+            .ok()?
+            .get(i % FUNCTION_BLOCK)
     }
 
     /// Parameter record `index` (`None` past the end or in a bad block).
@@ -219,12 +231,14 @@ impl Db {
         let cache = match id {
             SectionId::Params => &self.param_blocks,
             SectionId::Members => &self.member_blocks,
+            SectionId::Functions => &self.function_blocks,
             _ => &self.type_blocks,
         };
         cache.get(b, || self.decode_block(id, b))
     }
 
-    /// Block `b` of the LZ4 record section `id`, decompressed and checked, not cached.
+    /// Block `b` of the LZ4 record section `id` (params, types, members or functions),
+    /// decompressed and checked, not cached.
     pub(super) fn decode_block(
         &self,
         id: SectionId,
@@ -244,6 +258,12 @@ impl Db {
                 MEMBER_BLOCK,
                 core::mem::size_of::<MemberRecord>(),
             ),
+            SectionId::Functions => (
+                SectionId::FunctionBlocks,
+                h.function_count.get(),
+                FUNCTION_BLOCK,
+                core::mem::size_of::<FunctionRecord>(),
+            ),
             _ => (
                 SectionId::TypeBlocks,
                 h.type_count.get(),
@@ -254,20 +274,21 @@ impl Db {
         let (offset, _) = self.sections[id as usize];
         let n = super::blocks::records_in(b, count as usize, per_block);
         let offsets = self.records(table);
+        // Type and member blocks are stored byte-transposed since version 6, parameter
+        // blocks since version 7 (function blocks exist only since then).
+        let transposed = match h.version.get() {
+            VERSION_5 => false,
+            VERSION_6 => id != SectionId::Params,
+            _ => true,
+        };
         let raw = super::blocks::decompress(
             offsets,
             self.section(id),
             offset,
-            b,
-            n * size,
+            (b, n * size),
+            transposed.then_some(size),
             SECTION_NAMES[id as usize],
         )?;
-        // Since version 6, type and member blocks are stored byte-transposed.
-        let raw = if id != SectionId::Params && h.version.get() != VERSION_5 {
-            super::blocks::untranspose(&raw, size)
-        } else {
-            raw
-        };
         let v = super::validate::Validator::new(self.bytes(), self.sections);
         let cx = super::validate::BlockContext {
             strings_len: self.strings_len,
@@ -292,6 +313,16 @@ impl Db {
                 first,
                 <[MemberRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
                 at,
+            )?,
+            SectionId::Functions => v.function_block(
+                &super::validate::FunctionContext {
+                    strings_len: self.strings_len,
+                    type_count: h.type_count.get(),
+                    param_count: h.param_count.get(),
+                },
+                first,
+                <[FunctionRecord]>::ref_from_bytes(&raw).unwrap_or(&[]),
+                Some(at),
             )?,
             _ => v.type_block(
                 &cx,
@@ -376,9 +407,18 @@ impl Db {
         Ok(raw)
     }
 
-    /// Decompress and check every compressed frame and block without keeping them (what
-    /// opening does: a damaged frame is an error naming the file and the section, never
-    /// data read as empty later).
+    /// Decompress and check every compressed frame and block without keeping them, and
+    /// every struct's members against its size: a damaged frame is an error naming the
+    /// file and the section, never data read as empty later (about 20 ms for a
+    /// 100,000-function kernel db). What a writer or an installer runs once; opening
+    /// checks each frame and block only when it is first read.
+    pub fn verify(&self) -> Result<(), Error> {
+        self.verify_frames().map_err(|error| Error::Format {
+            path: self.path.clone(),
+            error,
+        })
+    }
+
     fn verify_frames(&self) -> Result<(), crate::FormatError> {
         for (id, cache) in [
             (SectionId::Strings, &self.string_frames),
@@ -392,15 +432,18 @@ impl Db {
         for b in 0..self.param_blocks.len() {
             self.decode_block(SectionId::Params, b)?;
         }
+        for b in 0..self.function_blocks.len() {
+            self.decode_block(SectionId::Functions, b)?;
+        }
         // The type and member blocks, each decompressed and checked once, and the
         // members against their structs.
         super::members::check_layout(self)
     }
 
-    /// Decompress and check every compressed frame and block, and keep them. Opening
-    /// checked them already (without keeping them); a frame or block is decompressed
-    /// again when first used, and one that were bad would read as empty (empty strings,
-    /// no caller lists, no instances; parameters and types unknown and void).
+    /// Decompress and check every compressed frame and block, and keep them, then check
+    /// every struct's members against its size. A frame or block that is bad reads as
+    /// empty (empty strings, no caller lists, no instances; parameters and types unknown
+    /// and void) and is reported here.
     pub fn check_frames(&self) -> Result<(), Error> {
         let fail = |error: &crate::FormatError| Error::Format {
             path: self.path.clone(),
@@ -419,12 +462,13 @@ impl Db {
             (SectionId::Types, &self.type_blocks),
             (SectionId::Params, &self.param_blocks),
             (SectionId::Members, &self.member_blocks),
+            (SectionId::Functions, &self.function_blocks),
         ] {
             for b in 0..cache.len() {
                 self.load_block(id, b).map_err(fail)?;
             }
         }
-        Ok(())
+        super::members::check_layout(self).map_err(|e| fail(&e))
     }
 
     /// The call file with index `index` in the call file table.

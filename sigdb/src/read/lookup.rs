@@ -72,22 +72,26 @@ impl Db {
 
     /// Number of functions.
     pub fn function_count(&self) -> usize {
-        self.function_records().len()
+        self.header().function_count.get() as usize
     }
 
-    /// Function by index.
+    /// Function by index (`None` past the end; in a damaged block, a function without
+    /// name, parameters or flags: see [`Db::check_frames`]).
     pub fn function(&self, index: usize) -> Option<Function<'_>> {
-        self.function_records()
-            .get(index)
-            .map(|rec| Function::new(self, index as u32, rec))
+        (index < self.function_count()).then(|| self.function_at(index as u32))
+    }
+
+    /// Function `index`, known to be below the count.
+    fn function_at(&self, index: u32) -> Function<'_> {
+        let rec = self
+            .function_record(index)
+            .unwrap_or(&super::view::UNKNOWN_FUNCTION);
+        Function::new(self, index, rec)
     }
 
     /// All functions, in (module, address) order.
     pub fn functions(&self) -> impl ExactSizeIterator<Item = Function<'_>> + '_ {
-        self.function_records()
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| Function::new(self, i as u32, rec))
+        (0..self.function_count() as u32).map(move |i| self.function_at(i))
     }
 
     /// Number of types.
@@ -165,13 +169,12 @@ impl Db {
         let mut hits = [0u32; 4];
         let mut extra = Vec::new();
         let mut count = 0;
-        let funcs = self.function_records();
         for n in self.name_bucket_entries(h) {
             if n.tag() != h as u8 {
                 continue;
             }
             let f = n.function();
-            let Some(rec) = funcs.get(f as usize) else {
+            let Some(rec) = self.function_record(f) else {
                 continue;
             };
             if cmp_cstr(self.string_tail(rec.name.get()), key) == Ordering::Equal

@@ -69,13 +69,16 @@ impl<'a> Member<'a> {
 }
 
 /// The members of a struct or union, in declaration order; read from the LZ4 block(s)
-/// holding them, each decompressed on first use. A damaged block ends the iteration
-/// with its error.
+/// holding them, each decompressed on first use. A damaged block, or a member that
+/// starts past its struct's end (or a bit-field that ends past it), ends the iteration
+/// with its error; [`Db::verify`] also checks the members' types' sizes.
 #[derive(Clone)]
 pub struct Members<'a> {
     db: &'a Db,
     next: u32,
     end: u32,
+    /// The struct's size in bits.
+    bits: u64,
 }
 
 impl std::fmt::Debug for Members<'_> {
@@ -85,12 +88,14 @@ impl std::fmt::Debug for Members<'_> {
 }
 
 impl<'a> Members<'a> {
-    /// The members `[first, first + count)` (validated to be in bounds on open).
-    pub(crate) fn new(db: &'a Db, first: u32, count: u32) -> Self {
+    /// The members `[first, first + count)` (validated to be in bounds on open) of a
+    /// struct of `size` bytes.
+    pub(crate) fn new(db: &'a Db, first: u32, count: u32, size: u32) -> Self {
         Members {
             db,
             next: first,
             end: first.saturating_add(count),
+            bits: u64::from(size) * 8,
         }
     }
 
@@ -115,17 +120,22 @@ impl<'a> Iterator for Members<'a> {
         }
         let index = self.next;
         self.next += 1;
-        match self.db.member_record(index) {
-            Ok(Some(rec)) => Some(Ok(Member { db: self.db, rec })),
-            Ok(None) => None,
-            Err(error) => {
-                self.next = self.end;
-                Some(Err(Error::Format {
-                    path: self.db.path().to_path_buf(),
-                    error: error.clone(),
-                }))
+        let error = match self.db.member_record(index) {
+            Ok(Some(rec)) => {
+                let start = u64::from(rec.bit_offset.get());
+                if start <= self.bits && start + u64::from(rec.bit_size()) <= self.bits {
+                    return Some(Ok(Member { db: self.db, rec }));
+                }
+                outside(self.db, index)
             }
-        }
+            Ok(None) => return None,
+            Err(error) => error.clone(),
+        };
+        self.next = self.end;
+        Some(Err(Error::Format {
+            path: self.db.path().to_path_buf(),
+            error,
+        }))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -148,9 +158,25 @@ pub(crate) fn members_of<'a>(
         });
     }
     if matches!(t.kind(), TypeKind::Struct | TypeKind::Union) {
-        Ok(Members::new(db, first, count))
+        Ok(Members::new(db, first, count, t.size()))
     } else {
-        Ok(Members::new(db, 0, 0))
+        Ok(Members::new(db, 0, 0, 0))
+    }
+}
+
+/// The error of member record `k`, which is outside its struct.
+fn outside(db: &Db, k: u32) -> FormatError {
+    let offsets: &[zerocopy::little_endian::U32] = db.records(SectionId::MemberBlocks);
+    let at = offsets
+        .get(k as usize / MEMBER_BLOCK)
+        .map_or(0, |o| o.get() as usize);
+    FormatError {
+        offset: (db.sections[SectionId::Members as usize].0 + at) as u64,
+        kind: crate::FormatErrorKind::BadRecord {
+            section: SECTION_NAMES[SectionId::Members as usize],
+            index: k.into(),
+            what: "member outside its struct",
+        },
     }
 }
 
@@ -176,9 +202,10 @@ pub(crate) fn check_block(
 }
 
 /// The check of every type and member block, and of every struct's members against its
-/// size, made on open: a member starts within its struct and ends within it (a
-/// bit-field: its last bit), but for one of size 0 (a flexible array), which may start
-/// at its end. Reads every type and member block once, without keeping them.
+/// size ([`Db::verify`], [`Db::check_frames`]): a member starts within its struct and
+/// ends within it (a bit-field: its last bit), but for one of size 0 (a flexible array),
+/// which may start at its end. Reads every type and member block once, without keeping
+/// them.
 pub(crate) fn check_layout(db: &Db) -> Result<(), FormatError> {
     let blocks = |id: SectionId, n: usize| -> Result<Vec<Box<[u8]>>, FormatError> {
         (0..n.div_ceil(match id {
@@ -207,7 +234,6 @@ pub(crate) fn check_layout(db: &Db) -> Result<(), FormatError> {
             .and_then(|b| <[MemberRecord]>::ref_from_bytes(b).ok())
             .and_then(|r| r.get(i % MEMBER_BLOCK))
     };
-    let v = Validator::new(db.bytes(), db.sections);
     for i in 0..db.type_count() as u32 {
         let Some(t) = type_rec(i) else { continue };
         if !matches!(
@@ -225,11 +251,7 @@ pub(crate) fn check_layout(db: &Db) -> Result<(), FormatError> {
                 n => u64::from(n),
             };
             if start > bits || start + len > bits {
-                let offsets: &[zerocopy::little_endian::U32] = db.records(SectionId::MemberBlocks);
-                let at = offsets
-                    .get(k as usize / MEMBER_BLOCK)
-                    .map_or(0, |o| o.get() as usize);
-                return v.err_at(SectionId::Members, at, k, "member outside its struct");
+                return Err(outside(db, k));
             }
         }
     }

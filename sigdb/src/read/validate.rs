@@ -38,37 +38,37 @@ pub(crate) fn validate(
         return truncated(HEADER_SIZE);
     }
     let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    let h = match version {
-        VERSION => match Header::read_from_prefix(bytes) {
-            Ok((h, _)) => h,
-            Err(_) => return truncated(HEADER_SIZE),
-        },
-        VERSION_5 => match bytes.get(..HEADER_SIZE_5) {
-            Some(prefix) => header_5(prefix),
-            None => return truncated(HEADER_SIZE_5),
-        },
+    // Versions 5 and 6 have shorter headers: fewer sections, functions in place.
+    let (hsize, nsections, size_err, count_err) = match version {
+        VERSION => (
+            HEADER_SIZE,
+            SECTION_COUNT,
+            "header size is not 704",
+            "section count is not 25",
+        ),
+        VERSION_6 => (
+            HEADER_SIZE_6,
+            SECTION_COUNT_6,
+            "header size is not 680",
+            "section count is not 24",
+        ),
+        VERSION_5 => (
+            HEADER_SIZE_5,
+            SECTION_COUNT_5,
+            "header size is not 624",
+            "section count is not 22",
+        ),
         _ => return fail(8, UnsupportedVersion(version)),
     };
-    let (hsize, nsections) = if version == VERSION_5 {
-        (HEADER_SIZE_5, SECTION_COUNT_5)
-    } else {
-        (HEADER_SIZE, SECTION_COUNT)
+    let Some(prefix) = bytes.get(..hsize) else {
+        return truncated(hsize);
     };
+    let mut h = old_header(prefix, version);
     if h.header_size.get() as usize != hsize {
-        let what = if version == VERSION_5 {
-            "header size is not 624"
-        } else {
-            "header size is not 680"
-        };
-        return fail(12, BadHeader(what));
+        return fail(12, BadHeader(size_err));
     }
     if h.section_count.get() as usize != nsections {
-        let what = if version == VERSION_5 {
-            "section count is not 22"
-        } else {
-            "section count is not 24"
-        };
-        return fail(20, BadHeader(what));
+        return fail(20, BadHeader(count_err));
     }
     let file_size = h.file_size.get();
     if file_size > bytes.len() as u64 {
@@ -95,18 +95,23 @@ pub(crate) fn validate(
     for (i, s) in h.sections.iter().enumerate().take(nsections) {
         let at = table_at + i * 24;
         let (off, len) = (s.offset.get(), s.length.get());
+        let size = record_size(version, i);
         let ok = off % ALIGN as u64 == 0
             && off >= prev_end as u64
             && off
                 .checked_add(len)
                 .is_some_and(|e| e <= bytes.len() as u64)
-            && s.record_size.get() as usize == RECORD_SIZES[i]
-            && (s.count.get() as u64).checked_mul(RECORD_SIZES[i] as u64) == Some(len);
+            && s.record_size.get() as usize == size
+            && (s.count.get() as u64).checked_mul(size as u64) == Some(len);
         if !ok {
             return fail(at, BadSection(SECTION_NAMES[i]));
         }
         sections[i] = (off as usize, len as usize);
         prev_end = (off + len) as usize;
+    }
+    if version != VERSION {
+        // Function records in place: their count is the section's.
+        h.function_count = h.sections[SectionId::Functions as usize].count;
     }
     let actual = crc32fast::hash(&bytes[hsize..]);
     if actual != h.body_crc32.get() {
@@ -122,14 +127,31 @@ pub(crate) fn validate(
     Ok((h, sections))
 }
 
-/// A version 5 header (`prefix`: its 624 bytes) in the current layout: the same fields
-/// up to `type_count`, no members, and its 22 sections followed by two empty ones.
-fn header_5(prefix: &[u8]) -> Header {
+/// The record size of section `id` in a file of `version`: before version 7 the function
+/// records were stored in place.
+fn record_size(version: u32, id: usize) -> usize {
+    if id == SectionId::Functions as usize && version != VERSION {
+        core::mem::size_of::<FunctionRecord>()
+    } else {
+        RECORD_SIZES[id]
+    }
+}
+
+/// A header (`prefix`: its bytes) in the current layout. A version 5 or 6 header has the
+/// same fields up to `type_count` (5) or `member_count` (6), then its 22 or 24 section
+/// entries: the missing sections are empty, and `function_count` is set from the
+/// functions' section entry once it is checked.
+fn old_header(prefix: &[u8], version: u32) -> Header {
     let mut bytes = [0u8; HEADER_SIZE];
-    // Up to and including type_count (offset 92), the layouts agree.
-    bytes[..96].copy_from_slice(&prefix[..96]);
-    let table = HEADER_SIZE - 24 * SECTION_COUNT;
-    bytes[table..table + 24 * SECTION_COUNT_5].copy_from_slice(&prefix[96..HEADER_SIZE_5]);
+    let fixed = HEADER_SIZE - 24 * SECTION_COUNT;
+    let (head, entries) = match version {
+        VERSION_5 => (96, SECTION_COUNT_5),
+        VERSION_6 => (100, SECTION_COUNT_6),
+        _ => (fixed, SECTION_COUNT),
+    };
+    let old_fixed = prefix.len() - 24 * entries;
+    bytes[..head].copy_from_slice(&prefix[..head]);
+    bytes[fixed..fixed + 24 * entries].copy_from_slice(&prefix[old_fixed..]);
     let (h, _) = Header::read_from_prefix(&bytes[..]).expect("a header's size");
     h
 }
@@ -252,15 +274,27 @@ impl<'a> Validator<'a> {
         self.block_table(Types, TypeBlocks, type_count, TYPE_BLOCK)?;
         self.block_table(Params, ParamBlocks, param_count, PARAM_BLOCK)?;
         self.block_table(Members, MemberBlocks, h.member_count.get(), MEMBER_BLOCK)?;
+        let functions = h.function_count.get() as usize;
+        let in_place = h.version.get() != VERSION;
+        if !in_place {
+            self.block_table(Functions, FunctionBlocks, functions as u32, FUNCTION_BLOCK)?;
+        }
         // In this order, which decides the error a file with several defects gets.
-        self.modules(&string_ok)?;
+        self.modules(&string_ok, functions)?;
         self.enumerators_and_prototypes(&string_ok, type_count)?;
         self.param_values(param_count)?;
-        self.functions(&string_ok, type_count, param_count)?;
+        if in_place {
+            // Before version 7 the function records are in place: checked now.
+            let cx = FunctionContext {
+                strings_len,
+                type_count,
+                param_count,
+            };
+            self.function_block(&cx, 0, self.recs(Functions), None)?;
+        }
         self.code()?;
-        self.symbols(&string_ok)?;
-        self.name_index()?;
-        let functions = self.recs::<FunctionRecord>(Functions).len();
+        self.symbols(&string_ok, functions)?;
+        self.name_index(functions)?;
         super::callers::validate_index(self, functions)?;
         super::instances::validate_index(self, h.instance_count.get(), functions, &string_ok)?;
         Ok(())
@@ -268,9 +302,12 @@ impl<'a> Validator<'a> {
 
     /// The modules: names, kinds and build-ids; consecutive function and code ranges
     /// that cover the functions.
-    fn modules(&self, string_ok: &impl Fn(u32) -> bool) -> Result<(), FormatError> {
+    fn modules(
+        &self,
+        string_ok: &impl Fn(u32) -> bool,
+        functions: usize,
+    ) -> Result<(), FormatError> {
         use SectionId::*;
-        let functions: &[FunctionRecord] = self.recs(Functions);
         let modules: &[ModuleRecord] = self.recs(Modules);
         let code: &[CodeRecord] = self.recs(Code);
         let mut next = 0u64;
@@ -304,7 +341,7 @@ impl<'a> Validator<'a> {
             }
             next += m.function_count.get() as u64;
         }
-        if next != functions.len() as u64 || (modules.is_empty() && !code.is_empty()) {
+        if next != functions as u64 || (modules.is_empty() && !code.is_empty()) {
             return fail(
                 self.sections[Modules as usize].0,
                 FormatErrorKind::BadSection("modules (function ranges do not cover the functions)"),
@@ -353,25 +390,39 @@ impl<'a> Validator<'a> {
         Ok(())
     }
 
-    /// The function records: names, return types and parameter ranges.
-    fn functions(
+    /// The function records `recs`, the first of which is function `first`: names are
+    /// strings, return types and parameter ranges in bounds, and exactly the functions
+    /// without code (the first ones of their module) inline-only. `at`: the block's
+    /// offset in the section, for errors (`None`: the records are the section, in place).
+    pub(crate) fn function_block(
         &self,
-        string_ok: &impl Fn(u32) -> bool,
-        type_count: u32,
-        param_count: u32,
+        cx: &FunctionContext,
+        first: u32,
+        recs: &[FunctionRecord],
+        at: Option<usize>,
     ) -> Result<(), FormatError> {
-        use SectionId::*;
-        let functions: &[FunctionRecord] = self.recs(Functions);
-        let within = |first: u32, count: u32, len: u64| (first as u64 + count as u64) <= len;
-        for (i, f) in functions.iter().enumerate() {
-            if !string_ok(f.name.get()) {
-                return self.err(Functions, i, "name is not a string");
+        let within = |first: u32, count: u32, len: u32| (first as u64 + count as u64) <= len as u64;
+        let modules: &[ModuleRecord] = self.recs(SectionId::Modules);
+        let code: &[CodeRecord] = self.recs(SectionId::Code);
+        for (j, f) in recs.iter().enumerate() {
+            let i = first + j as u32;
+            let bad = |what| match at {
+                Some(at) => self.err_at(SectionId::Functions, at, i, what),
+                None => self.err_at(SectionId::Functions, i as usize * 12, i, what),
+            };
+            if u64::from(f.name.get()) >= cx.strings_len {
+                return bad("name is not a string");
             }
-            if f.ret() >= type_count {
-                return self.err(Functions, i, "return type out of bounds");
+            if f.ret() >= cx.type_count {
+                return bad("return type out of bounds");
             }
-            if !within(f.first_param(), f.param_count(), param_count.into()) {
-                return self.err(Functions, i, "parameter range out of bounds");
+            if !within(f.first_param(), f.param_count(), cx.param_count) {
+                return bad("parameter range out of bounds");
+            }
+            let inline_only =
+                FuncFlags::from_bits_truncate(f.flags()).contains(FuncFlags::INLINE_ONLY);
+            if inline_only != codeless(modules, code.len(), i) {
+                return bad("inline-only flag does not match the function's code");
             }
         }
         Ok(())
@@ -382,11 +433,8 @@ impl<'a> Validator<'a> {
     fn code(&self) -> Result<(), FormatError> {
         use SectionId::*;
         let modules: &[ModuleRecord] = self.recs(Modules);
-        let functions: &[FunctionRecord] = self.recs(Functions);
         let code: &[CodeRecord] = self.recs(Code);
         for (mi, m) in modules.iter().enumerate() {
-            let first = m.first_function.get() as usize;
-            let range = &functions[first..first + m.function_count.get() as usize];
             let code_first = m.first_code.get() as usize;
             let code_end = modules
                 .get(mi + 1)
@@ -410,27 +458,17 @@ impl<'a> Validator<'a> {
                     "code range ends past the address space",
                 );
             }
-            // The functions without code come first, and are the inline-only ones.
-            let codeless = range.len() - mcode.len();
-            for (j, f) in range.iter().enumerate() {
-                let inline_only =
-                    FuncFlags::from_bits_truncate(f.flags()).contains(FuncFlags::INLINE_ONLY);
-                if inline_only != (j < codeless) {
-                    return self.err(
-                        Functions,
-                        first + j,
-                        "inline-only flag does not match the function's code",
-                    );
-                }
-            }
         }
         Ok(())
     }
 
     /// The symbol records: strings, functions in bounds, sorted by function.
-    fn symbols(&self, string_ok: &impl Fn(u32) -> bool) -> Result<(), FormatError> {
+    fn symbols(
+        &self,
+        string_ok: &impl Fn(u32) -> bool,
+        functions: usize,
+    ) -> Result<(), FormatError> {
         use SectionId::*;
-        let functions = self.recs::<FunctionRecord>(Functions).len();
         let symbols: &[SymbolRecord] = self.recs(Symbols);
         for (i, sym) in symbols.iter().enumerate() {
             if !string_ok(sym.symbol.get()) {
@@ -451,9 +489,8 @@ impl<'a> Validator<'a> {
 
     /// The name index: functions in bounds, and bucket starts (a power of two of them,
     /// plus one) ascending over the whole index.
-    fn name_index(&self) -> Result<(), FormatError> {
+    fn name_index(&self, functions: usize) -> Result<(), FormatError> {
         use SectionId::*;
-        let functions = self.recs::<FunctionRecord>(Functions).len();
         let names: &[NameRecord] = self.recs(Names);
         for (i, n) in names.iter().enumerate() {
             if n.function() as usize >= functions {
@@ -484,6 +521,27 @@ impl<'a> Validator<'a> {
         }
         Ok(())
     }
+}
+
+/// Whether function `f` has no code: it is one of the first functions of its module,
+/// which has fewer code records than functions (the modules were checked on open).
+pub(crate) fn codeless(modules: &[ModuleRecord], code_len: usize, f: u32) -> bool {
+    let m = modules.partition_point(|m| m.first_function.get() + m.function_count.get() <= f);
+    let Some(rec) = modules.get(m) else {
+        return false;
+    };
+    let code_end = modules
+        .get(m + 1)
+        .map_or(code_len as u32, |n| n.first_code.get());
+    let with_code = code_end.saturating_sub(rec.first_code.get());
+    f - rec.first_function.get() < rec.function_count.get().saturating_sub(with_code)
+}
+
+/// What the check of the function records needs to know of the rest of the file.
+pub(crate) struct FunctionContext {
+    pub strings_len: u64,
+    pub type_count: u32,
+    pub param_count: u32,
 }
 
 /// What the checks of a decompressed block need to know of the rest of the file.

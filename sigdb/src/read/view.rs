@@ -128,6 +128,13 @@ impl<'a> Function<'a> {
     }
 }
 
+/// What a function record in a damaged block reads as: no name, no parameters, void.
+pub(crate) static UNKNOWN_FUNCTION: FunctionRecord = FunctionRecord {
+    name: zerocopy::little_endian::U32::ZERO,
+    params: zerocopy::little_endian::U32::ZERO,
+    ret_flags: zerocopy::little_endian::U32::ZERO,
+};
+
 /// What a parameter of a damaged block reads as: unnamed, void, location unknown.
 static UNKNOWN_PARAM: ParamRecord = ParamRecord {
     name_loc: zerocopy::little_endian::U32::ZERO,

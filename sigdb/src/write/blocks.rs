@@ -1,6 +1,6 @@
-//! LZ4 record blocks as written: a section of fixed-size records (parameters, types,
-//! members) compressed in independent blocks of a fixed number of records, the types'
-//! and members' byte-transposed first (`read/blocks.rs` decompresses and checks them).
+//! LZ4 record blocks as written: a section of fixed-size records (functions, parameters,
+//! types, members) compressed in independent blocks of a fixed number of records, each
+//! byte-transposed first (`read/blocks.rs` decompresses and checks them).
 
 use crate::Error;
 

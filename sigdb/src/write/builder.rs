@@ -190,22 +190,24 @@ impl DbBuilder {
         // The strings are laid out while the functions are sorted and the caller lists,
         // which need the order alone, encoded: an exact duplicate the sort merges has the
         // strings of the function written in its place.
+        let complete = super::types::completions(&self.types);
         let (order, strings) = rayon::join(
             || {
                 let order = canonical_order(self)?;
                 let callers = caller_lists(self, &order.1)?;
                 Ok::<_, Error>((order, callers))
             },
-            || StringTable::laid_out(self.strings_written().into_iter()),
+            || StringTable::laid_out(self.strings_written(&complete).into_iter()),
         );
         let ((order, callers), strings) = (order?, strings?);
-        Writer::new(self, &strings).write(&order, callers)
+        Writer::new(self, &strings, complete).write(&order, callers)
     }
 
     /// Every string the writer will store: the names of the modules, the functions, their
     /// symbols and parameters, of the types they reach (through members too) and of
-    /// those types' enumerators and members, and the instances' call files.
-    fn strings_written(&self) -> FxHashSet<&str> {
+    /// those types' enumerators and members, and the instances' call files. A declaration
+    /// in `complete` is written as its definition.
+    fn strings_written(&self, complete: &FxHashMap<TypeId, TypeId>) -> FxHashSet<&str> {
         // About one distinct string per function (most parameter and type names repeat).
         let mut out: FxHashSet<&str> =
             FxHashSet::with_capacity_and_hasher(self.functions.len() * 2, FxBuildHasher);
@@ -224,6 +226,10 @@ impl DbBuilder {
             }
             while let Some(t) = stack.pop() {
                 if std::mem::replace(&mut seen[t.0 as usize], true) {
+                    continue;
+                }
+                if let Some(&full) = complete.get(&t) {
+                    stack.push(full);
                     continue;
                 }
                 let desc = &self.types[t.0 as usize];

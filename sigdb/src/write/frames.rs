@@ -5,12 +5,18 @@
 use crate::layout::{FrameRecord, BLOCKS_PER_FRAME, MAX_FRAME_BYTES};
 use crate::Error;
 
-/// The zstd level the writer compresses frames with: the output must be the same for
-/// the same content, so this is part of what makes a db byte-identical. Level 3 (zstd's
-/// default) compresses these frames about three times as fast as level 7 for 1.1 % more
-/// db bytes (45 KB on the 6.12 vmlinux db, 62 KB on 7.2's; `BENCHMARKS.md`, "Scan and
-/// write speed, second pass" and "third pass").
-const LEVEL: i32 = 3;
+/// The zstd level the writer compresses the caller list and instance frames with: the
+/// output must be the same for the same content, so this is part of what makes a db
+/// byte-identical. Level 3 (zstd's default) compresses these frames about three times as
+/// fast as level 7 for 1.1 % more db bytes (45 KB on the 6.12 vmlinux db, 62 KB on 7.2's;
+/// `BENCHMARKS.md`, "Scan and write speed, second pass" and "third pass").
+pub(super) const LEVEL: i32 = 3;
+
+/// The zstd level of the string frames. Almost all of level 7's gain over level 3 is in
+/// them (the 7.2 vmlinux db's strings: 681 KB instead of 738 KB; the caller lists and
+/// instances gain 1 %), and they are compressed while the records are written, so the
+/// extra 40 ms of one core is mostly hidden.
+pub(super) const STRING_LEVEL: i32 = 7;
 
 /// A packed section cut into compressed frames.
 pub(super) struct Packed {
@@ -27,6 +33,7 @@ pub(super) fn pack(
     starts: &[u32],
     data: &[u8],
     per_frame: usize,
+    level: i32,
     what: &'static str,
 ) -> Result<Packed, Error> {
     use rayon::prelude::*;
@@ -41,7 +48,7 @@ pub(super) fn pack(
         .collect();
     let compressed: Vec<Vec<u8>> = raw
         .par_iter()
-        .map(|frame| zstd::bulk::compress(frame, LEVEL))
+        .map(|frame| zstd::bulk::compress(frame, level))
         .collect::<Result<_, _>>()
         .map_err(|e| Error::Builder(format!("zstd compression of {what}: {e}")))?;
     let mut out = Packed {
@@ -74,7 +81,7 @@ pub(super) fn compress_blocks<'o>(
 ) -> Result<Packed, Error> {
     let mut offsets: Vec<_> = offsets.collect();
     let starts: Vec<u32> = offsets.iter().map(|o| o.get()).collect();
-    let packed = pack(&starts, data, BLOCKS_PER_FRAME, what)?;
+    let packed = pack(&starts, data, BLOCKS_PER_FRAME, LEVEL, what)?;
     for (o, s) in offsets.iter_mut().zip(&packed.starts) {
         **o = (*s).into();
     }

@@ -1,17 +1,47 @@
 //! The type records: each type the functions reach written once, children first, in
 //! the order the functions reach them (so the numbering is canonical), then the members
 //! of the structs and unions among them in type order, with the types those reach
-//! (appended as they come); type 0 is void.
+//! (appended as they come); type 0 is void. A struct or union declared only where
+//! another unit defines it is written as that definition.
 
-use rustc_hash::FxBuildHasher;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::hash::BuildHasher;
 
 use super::desc::TypeDesc;
 use super::writer::Writer;
 use crate::common::TypeId;
 use crate::layout::{EnumeratorRecord, MemberRecord, TypeRecord, MAX_MEMBER_TYPE};
-use crate::model::TypeKind;
+use crate::model::{TypeFlags, TypeKind};
 use crate::Error;
+
+/// The struct and union declarations (`struct foo;`, no size, no members) whose name
+/// has exactly one complete definition of the same kind among `types`, each mapped to
+/// it: a unit that only declares a struct another unit defines refers to the
+/// definition in the db, as in BTF. A name defined more than one way (two structs of
+/// that name, of different sizes) keeps its declarations.
+pub(super) fn completions(types: &[TypeDesc]) -> FxHashMap<TypeId, TypeId> {
+    let named_aggregate =
+        |t: &TypeDesc| matches!(t.kind, TypeKind::Struct | TypeKind::Union) && !t.name.is_empty();
+    // (kind, name) → the one definition, or None when there are several.
+    let mut defined: FxHashMap<(TypeKind, &str), Option<TypeId>> = FxHashMap::default();
+    for (i, t) in types.iter().enumerate() {
+        if named_aggregate(t) && !t.flags.contains(TypeFlags::DECLARATION) {
+            defined
+                .entry((t.kind, t.name.as_str()))
+                .and_modify(|d| *d = None)
+                .or_insert(Some(TypeId(i as u32)));
+        }
+    }
+    types
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| named_aggregate(t) && t.flags.contains(TypeFlags::DECLARATION))
+        .filter_map(|(i, t)| {
+            let full = (*defined.get(&(t.kind, t.name.as_str()))?)?;
+            Some((TypeId(i as u32), full))
+        })
+        .collect()
+}
 
 impl Writer<'_, '_> {
     /// Emit `id` and everything it refers to, children first; return its output index.
@@ -19,6 +49,14 @@ impl Writer<'_, '_> {
         let mut stack = vec![(id, false)];
         while let Some((t, children_done)) = stack.pop() {
             if self.type_index[t.0 as usize] != u32::MAX {
+                continue;
+            }
+            // A declaration with a definition elsewhere: the definition, written first.
+            if let Some(&full) = self.complete.get(&t) {
+                match self.type_index[full.0 as usize] {
+                    u32::MAX => stack.extend([(t, false), (full, false)]),
+                    out => self.type_index[t.0 as usize] = out,
+                }
                 continue;
             }
             let desc = &self.b.types[t.0 as usize];

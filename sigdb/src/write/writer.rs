@@ -18,7 +18,8 @@ use crate::Error;
 
 /// The sections [`Writer::body`] builds.
 struct Body {
-    functions: Vec<FunctionRecord>,
+    functions: Blocks,
+    function_count: u32,
     code: Vec<CodeRecord>,
     symbols: Vec<SymbolRecord>,
     names: Vec<NameRecord>,
@@ -41,6 +42,9 @@ pub(super) struct Writer<'b, 't> {
     pub(super) strings: &'t StringTable<'b>,
     /// builder TypeId → output index (u32::MAX: not yet emitted).
     pub(super) type_index: Vec<u32>,
+    /// Struct and union declarations → the one complete definition of the same kind and
+    /// name, written in their place ([`super::types::completions`]).
+    pub(super) complete: HashMap<crate::common::TypeId, crate::common::TypeId>,
     pub(super) types: Vec<TypeRecord>,
     /// The builder id of each type record (`None` for a void the builder did not have).
     pub(super) type_ids: Vec<Option<crate::common::TypeId>>,
@@ -55,11 +59,16 @@ pub(super) struct Writer<'b, 't> {
 }
 
 impl<'b, 't> Writer<'b, 't> {
-    pub(super) fn new(b: &'b DbBuilder, strings: &'t StringTable<'b>) -> Writer<'b, 't> {
+    pub(super) fn new(
+        b: &'b DbBuilder,
+        strings: &'t StringTable<'b>,
+        complete: HashMap<crate::common::TypeId, crate::common::TypeId>,
+    ) -> Writer<'b, 't> {
         Writer {
             b,
             strings,
             type_index: vec![u32::MAX; b.types.len()],
+            complete,
             types: Vec::new(),
             type_ids: Vec::new(),
             members: Vec::new(),
@@ -92,6 +101,7 @@ impl<'b, 't> Writer<'b, 't> {
                     &table.frames,
                     &table.bytes,
                     1,
+                    frames::STRING_LEVEL,
                     "strings (a frame past 16 MiB)",
                 )
             },
@@ -100,6 +110,7 @@ impl<'b, 't> Writer<'b, 't> {
         let strings = strings?;
         let Body {
             functions,
+            function_count,
             code,
             symbols,
             names,
@@ -120,7 +131,7 @@ impl<'b, 't> Writer<'b, 't> {
             &types.bytes,
             self.enumerators.as_bytes(),
             self.proto_params.as_bytes(),
-            functions.as_bytes(),
+            &functions.bytes,
             symbols.as_bytes(),
             &params.bytes,
             names.as_bytes(),
@@ -139,6 +150,7 @@ impl<'b, 't> Writer<'b, 't> {
             types.offsets.as_bytes(),
             &members.bytes,
             members.offsets.as_bytes(),
+            functions.offsets.as_bytes(),
         ];
         let counts = [
             strings.bytes.len(),
@@ -146,7 +158,7 @@ impl<'b, 't> Writer<'b, 't> {
             types.bytes.len(),
             self.enumerators.len(),
             self.proto_params.len(),
-            functions.len(),
+            functions.bytes.len(),
             symbols.len(),
             params.bytes.len(),
             names.len(),
@@ -165,6 +177,7 @@ impl<'b, 't> Writer<'b, 't> {
             types.offsets.len(),
             members.bytes.len(),
             members.offsets.len(),
+            functions.offsets.len(),
         ];
         let records = Records {
             instances: inst.count,
@@ -172,6 +185,7 @@ impl<'b, 't> Writer<'b, 't> {
                 .map_err(|_| Error::TooLarge("parameter records"))?,
             types: u32::try_from(self.types.len()).map_err(|_| Error::TooLarge("types"))?,
             members: u32::try_from(self.members.len()).map_err(|_| Error::TooLarge("members"))?,
+            functions: function_count,
         };
         assemble(b, &sections, &counts, &records)
     }
@@ -188,6 +202,7 @@ impl<'b, 't> Writer<'b, 't> {
         self.emit_void()?;
         let (unique, new_index) = order;
         let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
+        let functions_len = functions.len();
         self.emit_members()?;
         let this = &*self;
         let strings = this.strings;
@@ -210,8 +225,15 @@ impl<'b, 't> Writer<'b, 't> {
                             this.params.as_bytes(),
                             core::mem::size_of::<ParamRecord>(),
                             PARAM_BLOCK,
-                            false,
+                            true,
                             "parameter records",
+                        )?;
+                        let functions = blocks::pack(
+                            functions.as_bytes(),
+                            core::mem::size_of::<FunctionRecord>(),
+                            FUNCTION_BLOCK,
+                            true,
+                            "function records",
                         )?;
                         let types = blocks::pack(
                             this.types.as_bytes(),
@@ -227,16 +249,19 @@ impl<'b, 't> Writer<'b, 't> {
                             true,
                             "member records",
                         )?;
-                        Ok::<_, Error>((modules, params, types, members))
+                        Ok::<_, Error>((modules, params, types, members, functions))
                     },
                 )
             },
         );
         let (names, buckets) = names?;
         let (inst, inst_data) = instances?;
-        let (modules, params, types, members) = rest?;
+        let (modules, params, types, members, functions) = rest?;
+        let function_count =
+            u32::try_from(functions_len).map_err(|_| Error::TooLarge("functions"))?;
         Ok(Body {
             functions,
+            function_count,
             code,
             symbols,
             names,
@@ -259,6 +284,7 @@ struct Records {
     params: u32,
     types: u32,
     members: u32,
+    functions: u32,
 }
 
 fn assemble(
@@ -307,7 +333,7 @@ fn assemble(
         param_count: records.params.into(),
         type_count: records.types.into(),
         member_count: records.members.into(),
-        reserved: 0.into(),
+        function_count: records.functions.into(),
         sections: table,
     };
     out[..header_size].copy_from_slice(header.as_bytes());

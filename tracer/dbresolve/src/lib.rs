@@ -142,22 +142,26 @@ pub fn resolve(paths: &[PathBuf], sources: &DbSources) -> Result<DbSet, DbError>
     }
 }
 
-/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file.
+/// Open a sigdb file, or the `.dcg_sigdb` section of an ELF file. Its compressed frames
+/// and blocks are all checked ([`Db::verify`]: the store checked the dbs it installed,
+/// a file given by path never was), so a damaged one is refused naming the file and the
+/// section rather than read as empty names and `arg=?`.
 pub fn open_one(path: &Path) -> Result<Db, DbError> {
     // Mapped, never read whole: a db is validated where it lies, an ELF file gives its
     // section; a FIFO or a device is refused before it is opened.
     let bytes = loader::module::map_regular(path)?;
-    if !loader::blob::is_elf(&bytes) {
-        return Ok(Db::open(path)?);
-    }
-    let db = loader::extract_from_elf(path, &bytes)?;
-    Db::from_bytes(db)
-        .map_err(|e| match e {
-            sigdb::Error::Format { error, .. } => sigdb::Error::Format {
-                path: path.to_path_buf(),
-                error,
-            },
-            other => other,
-        })
-        .map_err(DbError::from)
+    let named = |e| match e {
+        sigdb::Error::Format { error, .. } => sigdb::Error::Format {
+            path: path.to_path_buf(),
+            error,
+        },
+        other => other,
+    };
+    let db = if loader::blob::is_elf(&bytes) {
+        Db::from_bytes(loader::extract_from_elf(path, &bytes)?).map_err(named)?
+    } else {
+        Db::open(path)?
+    };
+    db.verify().map_err(named)?;
+    Ok(db)
 }
