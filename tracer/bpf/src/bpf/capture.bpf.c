@@ -611,21 +611,54 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		ran(b, tid);
 }
 
-static __always_inline __u64 arg_reg(struct pt_regs *ctx, __u8 i)
+/* The argument registers, read at their fixed context offsets: choosing among loads by
+ * a map value lets the compiler turn them into one load at a computed context offset,
+ * which the verifier refuses. */
+struct args6 {
+	__u64 r[6];
+};
+
+static __always_inline struct args6 read_args(struct pt_regs *ctx)
 {
-	switch (i) {
-	case 0: return ctx->di;
-	case 1: return ctx->si;
-	case 2: return ctx->dx;
-	case 3: return ctx->cx;
-	case 4: return ctx->r8;
-	default: return ctx->r9;
-	}
+	struct args6 a;
+	__u64 a0 = ctx->di, a1 = ctx->si, a2 = ctx->dx, a3 = ctx->cx, a4 = ctx->r8, a5 = ctx->r9;
+
+	/* Keep the six loads as they are (none sunk into the choice below). */
+	barrier_var(a0);
+	barrier_var(a1);
+	barrier_var(a2);
+	barrier_var(a3);
+	barrier_var(a4);
+	barrier_var(a5);
+	a.r[0] = a0;
+	a.r[1] = a1;
+	a.r[2] = a2;
+	a.r[3] = a3;
+	a.r[4] = a4;
+	a.r[5] = a5;
+	return a;
 }
 
-static __always_inline bool test_holds(struct pt_regs *ctx, const struct cond_test *t)
+static __always_inline __u64 arg_reg(const struct args6 *a, __u8 i)
 {
-	__u64 v = arg_reg(ctx, t->reg);
+	__u64 v = a->r[5];
+
+	if (i == 0)
+		v = a->r[0];
+	else if (i == 1)
+		v = a->r[1];
+	else if (i == 2)
+		v = a->r[2];
+	else if (i == 3)
+		v = a->r[3];
+	else if (i == 4)
+		v = a->r[4];
+	return v;
+}
+
+static __always_inline bool test_holds(const struct args6 *a, const struct cond_test *t)
+{
+	__u64 v = arg_reg(a, t->reg);
 	__u32 shift = t->size >= 8 ? 0 : 64 - 8 * (__u32)t->size;
 
 	/* The parameter's bytes, sign-extended when signed. */
@@ -664,14 +697,16 @@ static __always_inline bool cond_holds(struct pt_regs *ctx)
 {
 	__u64 ip = bpf_get_func_ip(ctx);
 	struct cond *c = bpf_map_lookup_elem(&conds, &ip);
+	struct args6 a;
 
 	if (!c)
 		return true;
+	a = read_args(ctx);
 #pragma unroll
 	for (int i = 0; i < COND_TESTS; i++) {
 		if (i >= c->n)
 			break;
-		if (!test_holds(ctx, &c->t[i])) {
+		if (!test_holds(&a, &c->t[i])) {
 			__u32 k = 0;
 			__u64 *n = bpf_map_lookup_elem(&rejected, &k);
 
