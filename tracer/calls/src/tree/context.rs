@@ -13,9 +13,11 @@
 //!   (`irq_enter_rcu`, `irq_enter`) are the interrupt's;
 //! - softirq processing (`handle_softirqs`, `__do_softirq`) is softirq context, wherever
 //!   it was entered from;
-//! - the entry code's preemption check on return (`raw_irqentry_exit_cond_resched` and
-//!   its wrappers) is the interrupt's when it directly follows an interrupt's calls at
-//!   the same depth (after an exception it is the task's);
+//! - the entry code's work on its way out — the preemption check
+//!   (`raw_irqentry_exit_cond_resched` and its wrappers) and, since 7.x, the deferred
+//!   hrtimer rearm (`__hrtimer_rearm_deferred`) — is the interrupt's when it directly
+//!   follows an interrupt's calls at the same depth (after an exception it is the
+//!   task's);
 //! - an inline frame runs in its container's context.
 //!
 //! These are the callees of the kernel's generic interrupt entry (kernel/entry/common.c,
@@ -33,7 +35,8 @@ pub enum EntryRole {
     Enters,
     /// Softirq processing.
     Softirqs,
-    /// The preemption check on the way out of an interrupt or exception.
+    /// The entry code's work on the way out of an interrupt or exception: the
+    /// preemption check, the deferred hrtimer rearm.
     ExitCheck,
 }
 
@@ -45,7 +48,9 @@ impl EntryRole {
             "handle_softirqs" | "__do_softirq" => Some(EntryRole::Softirqs),
             "raw_irqentry_exit_cond_resched"
             | "irqentry_exit_cond_resched"
-            | "dynamic_irqentry_exit_cond_resched" => Some(EntryRole::ExitCheck),
+            | "dynamic_irqentry_exit_cond_resched"
+            | "__hrtimer_rearm_deferred"
+            | "hrtimer_rearm_deferred" => Some(EntryRole::ExitCheck),
             _ => None,
         }
     }
@@ -130,5 +135,9 @@ mod tests {
         assert_eq!(decide(Some(Task), Some(Task), check, false), Some(Task));
         assert_eq!(decide(Some(Task), None, None, false), Some(Task));
         assert_eq!(EntryRole::of("irq_exit_rcu"), None);
+        // The deferred hrtimer rearm after the check (7.2): the interrupt's too.
+        let rearm = EntryRole::of("__hrtimer_rearm_deferred");
+        assert_eq!(decide(Some(Task), Some(Task), rearm, true), Some(Irq));
+        assert_eq!(decide(Some(Task), Some(Task), rearm, false), Some(Task));
     }
 }
