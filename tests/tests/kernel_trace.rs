@@ -894,7 +894,9 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
         "filter",
         &[
             "rc=0",
-            "saved tops: 4",
+            // The two failing opens, two of /proc/version, and the shell's two of
+            // /dev/null for the redirections.
+            "saved tops: 6",
             "rejected rc=0",
             "rejected trees: 0",
             "rejected at entry by --filter (not recorded)",
@@ -930,8 +932,10 @@ fn filters_keep_their_trees(text: &str, kernel_name: &str) {
     );
 }
 
-/// `--notrace 'getname*'` (section NAME, its JSON in NAME-json): no getname call, and
-/// strncpy_from_user, which getname_flags calls, right under do_sys_openat2.
+/// `--notrace 'getname*'` (section NAME, its JSON in NAME-json): no getname call, and what
+/// getname_flags calls (the name's allocation, its copy from user memory and the copy's
+/// size check; strncpy_from_user is on the BPF program's own path, so never attached)
+/// right under do_sys_openat2, which calls none of them itself.
 fn notrace_shows_the_callees(text: &str, name: &str, kernel_name: &str) {
     must(section(text, name), name, &["rc=0"]);
     let calls = dcg_tests::json_records(section(text, &format!("{name}-json")));
@@ -940,14 +944,22 @@ fn notrace_shows_the_callees(text: &str, name: &str, kernel_name: &str) {
         "{kernel_name}: getname traced"
     );
     let func_of = |id: u64| calls.iter().find(|c| c.id == id).map(|c| c.func.as_str());
-    let copied: Vec<Option<&str>> = calls
+    let moved_up: Vec<&str> = calls
         .iter()
-        .filter(|c| c.func == "strncpy_from_user")
-        .map(|c| c.parent.and_then(func_of))
+        .filter(|c| c.parent.and_then(func_of) == Some("do_sys_openat2"))
+        .map(|c| c.func.as_str())
+        .filter(|f| {
+            [
+                "kmem_cache_alloc_noprof",
+                "strncpy_from_user",
+                "__check_object_size",
+            ]
+            .contains(f)
+        })
         .collect();
     assert!(
-        !copied.is_empty() && copied.iter().all(|p| *p == Some("do_sys_openat2")),
-        "{kernel_name}: strncpy_from_user under {copied:?}"
+        !moved_up.is_empty(),
+        "{kernel_name}: nothing of getname's under do_sys_openat2"
     );
 }
 
