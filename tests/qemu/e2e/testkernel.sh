@@ -31,9 +31,9 @@ echo "counted enoent: $(grep '"parent":null' /tmp/s2c.json | grep -c '"ret":"-EN
 end s2-filter
 
 begin s2-notrace
-# --notrace with function_graph (set_ftrace_notrace in the instance): getname* left out,
+# --notrace with function_graph (set_ftrace_notrace in the instance): *getname* left out,
 # their callees under do_sys_openat2.
-dcg trace --db $DB --json --func do_sys_openat2 --notrace 'getname*' -- cat /nonexistent \
+dcg trace --db $DB --json --func do_sys_openat2 --notrace '*getname*' -- cat /nonexistent \
 	> /tmp/s2n.json 2> /tmp/s2n.err
 echo "rc=$?"
 cat /tmp/s2n.err
