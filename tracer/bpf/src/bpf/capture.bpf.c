@@ -341,6 +341,14 @@ static __always_inline bool filter_procs(void)
 	return s && s->filter_procs;
 }
 
+/* The kernel's cgroup type, by name only: a kernel built without cgroups (the test
+ * kernel) has none, and no bpf_get_current_cgroup_id helper either, which the verifier
+ * would refuse; libbpf resolves the test below to a constant and the call goes with the
+ * dead code there. */
+struct cgroup___dcg {
+	int unused;
+};
+
 /* Whether the current task is one a root may start recording (procs aside). */
 static __always_inline bool task_wanted(void)
 {
@@ -349,7 +357,8 @@ static __always_inline bool task_wanted(void)
 
 	if (!s)
 		return true;
-	if (s->cgroup && bpf_get_current_cgroup_id() != s->cgroup)
+	if (bpf_core_type_exists(struct cgroup___dcg) && s->cgroup &&
+	    bpf_get_current_cgroup_id() != s->cgroup)
 		return false;
 	if (!s->filter_comm)
 		return true;
