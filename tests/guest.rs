@@ -87,7 +87,14 @@ pub fn initramfs_with_modules(
 /// Boot `kernel` with `initrd` (`--smp 2`, host limit `timeout` seconds, `dcg.printk=1`
 /// and `append` on the command line), one qemu at a time per test process. The console
 /// goes to `$TMPDIR/dcg-LOG.log`; panics with its tail unless the guest script exits 0.
+/// With `DCG_GUEST_REPLAY=DIR` the console saved as `DIR/dcg-LOG.log` is read instead of
+/// booting (to work on a test's checks against a run that failed, e.g. in CI).
 pub fn boot(kernel: &Path, initrd: &Path, timeout: u32, append: &str, log: &str) -> String {
+    if let Some(dir) = std::env::var_os("DCG_GUEST_REPLAY") {
+        let saved = Path::new(&dir).join(format!("dcg-{log}.log"));
+        return std::fs::read_to_string(&saved)
+            .unwrap_or_else(|e| panic!("replaying {}: {e}", saved.display()));
+    }
     static QEMU: Mutex<()> = Mutex::new(());
     let _one = QEMU.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new("bash")

@@ -262,6 +262,41 @@ pub fn json_records(text: &str) -> Vec<dcg_calls::saved_format::CallRecord> {
     v
 }
 
+/// The ids of the calls a context switch made inside a traced tree, with what they called.
+/// `__schedule` is notrace, so the calls it makes sit right under the call the task was
+/// switched out in: a run of siblings from `rcu_note_context_switch` to
+/// `finish_task_switch`. They are the switch's, not that call's (and function_graph
+/// records them only sometimes).
+pub fn context_switch_calls(
+    calls: &[dcg_calls::saved_format::CallRecord],
+) -> std::collections::HashSet<u64> {
+    use std::collections::{BTreeMap, HashSet};
+    let mut by_parent: BTreeMap<Option<u64>, Vec<&dcg_calls::saved_format::CallRecord>> =
+        BTreeMap::new();
+    for c in calls {
+        by_parent.entry(c.parent).or_default().push(c);
+    }
+    let mut out = HashSet::new();
+    let mut todo = Vec::new();
+    for kids in by_parent.values_mut() {
+        kids.sort_by_key(|c| c.id);
+        let mut in_switch = false;
+        for c in kids.iter() {
+            in_switch |= c.func == "rcu_note_context_switch";
+            if in_switch {
+                todo.push(c.id);
+            }
+            in_switch &= !c.func.starts_with("finish_task_switch");
+        }
+    }
+    while let Some(id) = todo.pop() {
+        if out.insert(id) {
+            todo.extend(by_parent.get(&Some(id)).into_iter().flatten().map(|c| c.id));
+        }
+    }
+    out
+}
+
 /// A saved call's arguments as `name=value, ...`.
 pub fn args_text(r: &dcg_calls::saved_format::CallRecord) -> String {
     let args: Vec<String> = r

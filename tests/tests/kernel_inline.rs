@@ -76,18 +76,13 @@ fn inline_on(kernel_name: &str, getname_is_header_helper: bool) {
     // An interrupt arriving while the copy runs nests under it, as under any call; the
     // calls it made say so (the preemption check on its way out included). The task may
     // also be switched out inside the copy (preempted when the probe's exception
-    // returns): __schedule is notrace, so the calls it makes, from
-    // rcu_note_context_switch to finish_task_switch, sit right under the frame, as
-    // function_graph shows them. They are the switch's, not the copy's.
-    let mut in_switch = false;
+    // returns): the calls of that switch sit right under the frame; they are the
+    // switch's, not the copy's.
+    let switch = dcg_tests::context_switch_calls(&calls);
     let children: BTreeSet<&str> = calls
         .iter()
         .filter(|c| c.parent == Some(f.id) && c.ctx == Some(dcg_calls::saved_format::Context::Task))
-        .filter(|c| {
-            let switch = in_switch || c.func == "rcu_note_context_switch";
-            in_switch = switch && !c.func.starts_with("finish_task_switch");
-            !switch
-        })
+        .filter(|c| !switch.contains(&c.id))
         .map(|c| c.func.as_str())
         .collect();
     assert!(children.contains("pidfd_prepare"), "children {children:?}");

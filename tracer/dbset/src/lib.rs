@@ -54,6 +54,15 @@ impl DbSet {
         self.dbs.iter().flat_map(move |db| db.by_name(name))
     }
 
+    /// Of the kernel symbols starting at `start`, the one this set has a function for.
+    /// A section label shares its first function's address (`__lock_text_start` is
+    /// `_raw_spin_trylock`'s), and `%ps` and function_graph print the label.
+    pub fn known_symbol_at<'k>(&self, syms: &'k kallsyms::Kallsyms, start: u64) -> Option<&'k str> {
+        syms.all_at(start)
+            .map(|(n, _)| n)
+            .find(|n| self.by_name(n).next().is_some())
+    }
+
     /// The function containing `addr` in any module of any db.
     pub fn by_addr(&self, addr: u64) -> Option<Function<'_>> {
         self.dbs.iter().find_map(|db| db.by_addr_any(addr))
@@ -83,5 +92,44 @@ impl DbSet {
                     std::cmp::Reverse((f.index(), 0)),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sigdb::{DbBuilder, FunctionDesc, ModuleDesc, ModuleKind, TypeDesc, TypeKind};
+
+    #[test]
+    fn a_section_label_gives_way_to_the_function_at_its_address() {
+        let mut b = DbBuilder::new(62);
+        let int = b.add_type(TypeDesc::base(TypeKind::Int, "int", 4, true));
+        let m = b.add_module(ModuleDesc {
+            name: "vmlinux".into(),
+            kind: ModuleKind::Kernel,
+            build_id: vec![],
+            base: 0xffffffff81000000,
+        });
+        b.add_function(FunctionDesc {
+            module: m,
+            addr: 0xffffffff81e00000,
+            size: 64,
+            name: "_raw_spin_trylock".into(),
+            symbol: None,
+            ret: int,
+            params: vec![],
+            flags: FuncFlags::empty(),
+        });
+        let set = DbSet::new(vec![Db::from_bytes(b.finish().unwrap()).unwrap()]);
+        let syms = kallsyms::Kallsyms::parse(
+            "ffffffff81e00000 T __lock_text_start\nffffffff81e00000 T _raw_spin_trylock\n\
+             ffffffff81e00040 T _raw_spin_lock\n",
+        );
+        assert_eq!(
+            set.known_symbol_at(&syms, 0xffffffff81e00000),
+            Some("_raw_spin_trylock")
+        );
+        // No function the set knows there: nothing to prefer.
+        assert_eq!(set.known_symbol_at(&syms, 0xffffffff81e00040), None);
     }
 }

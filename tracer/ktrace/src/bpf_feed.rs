@@ -37,10 +37,7 @@ fn site_name(site: &Site, set: &DbSet, kallsyms: &Kallsyms) -> String {
     if set.by_name(&site.name).next().is_some() {
         return site.name.clone();
     }
-    kallsyms
-        .all_at(site.addr)
-        .map(|(n, _)| n)
-        .find(|n| set.by_name(n).next().is_some())
+    set.known_symbol_at(kallsyms, site.addr)
         .unwrap_or(&site.name)
         .to_string()
 }

@@ -31,10 +31,15 @@ impl Decoder<'_> {
             comm: comms.get(&pid).map(String::as_str),
             cpu: Some(cpu),
         };
-        // A function kallsyms does not know is named by its address.
+        // A function kallsyms does not know is named by its address; of the symbols at
+        // its start, the one the dbs know.
+        let set = self.pipe.tree().funcs.set();
         let name_of = |addr: u64| -> (String, Option<String>) {
-            match syms.at(addr) {
-                Some((n, m)) => (n.to_string(), m.map(str::to_string)),
+            match syms.locate(addr) {
+                Some((start, n, m)) => {
+                    let n = set.known_symbol_at(syms, start).unwrap_or(n);
+                    (n.to_string(), m.map(str::to_string))
+                }
                 None => (format!("{addr:#x}"), None),
             }
         };
