@@ -297,6 +297,64 @@ pub fn context_switch_calls(
     out
 }
 
+/// Check `--stack` against the kernel's stacktrace trigger on the same function `func`
+/// in the same run (`trigger`: the trace's `<stack trace>` and ` => name` lines): each
+/// top-level call of `func` in `calls` has a stack, and its frames without the inline
+/// ones are one of the trigger's stacks (the function's own frame left out where the
+/// kernel shows it; the trigger's skip count is fixed, so while another tracer is on the
+/// function some of its stacks lack a frame or show ftrace's: any one must match). An
+/// inline frame has no offset and a frame holding it further out. Returns how many
+/// inline frames there were.
+pub fn stacks_match_trigger(
+    calls: &[dcg_calls::saved_format::CallRecord],
+    func: &str,
+    trigger: &str,
+) -> usize {
+    let mut kernel: Vec<Vec<String>> = Vec::new();
+    for l in trigger.lines() {
+        if l.contains("<stack trace>") {
+            kernel.push(Vec::new());
+        } else if let (Some(f), Some(s)) = (l.strip_prefix(" => "), kernel.last_mut()) {
+            s.push(f.trim().to_string());
+        }
+    }
+    for s in &mut kernel {
+        if s.first().is_some_and(|f| f == func) {
+            s.remove(0);
+        }
+    }
+    assert!(!kernel.is_empty(), "the trigger printed no stack");
+    let roots: Vec<_> = calls
+        .iter()
+        .filter(|c| c.parent.is_none() && c.func == func)
+        .collect();
+    assert!(!roots.is_empty(), "no top-level {func} call");
+    let mut inlined = 0;
+    for r in roots {
+        let stack = r
+            .stack
+            .as_ref()
+            .unwrap_or_else(|| panic!("no stack: {r:?}"));
+        let frames: Vec<String> = stack
+            .iter()
+            .filter(|f| !f.inline)
+            .map(|f| f.func.clone())
+            .collect();
+        assert!(
+            kernel.contains(&frames),
+            "stack {frames:?} is none of the kernel's: {kernel:?}"
+        );
+        for (i, f) in stack.iter().enumerate() {
+            assert_eq!(f.inline, f.offset.is_none(), "{f:?}");
+            if f.inline {
+                inlined += 1;
+                assert!(stack[i + 1..].iter().any(|g| !g.inline), "{stack:?}");
+            }
+        }
+    }
+    inlined
+}
+
 /// A saved call's arguments as `name=value, ...`.
 pub fn args_text(r: &dcg_calls::saved_format::CallRecord) -> String {
     let args: Vec<String> = r

@@ -364,5 +364,45 @@ fn testkernel_inline_frames_live_and_decoded() {
         "no inline frame in do_sys_openat2: {live:?}"
     );
     assert_eq!(live, decoded);
+    stacks_match_the_kernels(&text);
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
+}
+
+/// `--stack` (BPF engine) on the test kernel: each top-level call's stack is one the
+/// kernel's stacktrace trigger printed (`dcg_tests::stacks_match_trigger`), with the db's
+/// inline frames; the text prints it; the function_graph engine refuses it.
+fn stacks_match_the_kernels(text: &str) {
+    let sec = section(text, "stack");
+    must(sec, "stack", &["rc=0"]);
+    // The unwinder the program runs is its own path, not attached: no run of it is
+    // counted as the task's lost calls.
+    for f in [
+        "__kernel_text_address",
+        "__module_address",
+        "unwind_next_frame",
+    ] {
+        assert!(!sec.contains(&format!(" {f} (")), "{f} attached:\n{sec}");
+    }
+    let inlined = dcg_tests::stacks_match_trigger(
+        &dcg_tests::json_records(sec),
+        "do_sys_openat2",
+        section(text, "stack-kernel"),
+    );
+    assert!(inlined > 0, "no inline frame in the stacks:\n{sec}");
+    let t = section(text, "stack-text");
+    must(
+        t,
+        "stack-text",
+        &[
+            "rc=0",
+            "/* stack, outermost first: */",
+            " (inlined) */",
+            "do_sys_openat2(",
+        ],
+    );
+    must(
+        section(text, "stack-refused"),
+        "stack-refused",
+        &["--stack needs the BPF engine", "rc=1"],
+    );
 }

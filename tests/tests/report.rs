@@ -609,6 +609,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         irq_ns: None,
         lost: None,
         ended: None,
+        stack: None,
     }
 }
 

@@ -1287,6 +1287,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 irq_ns: None,
                 lost: None,
                 ended: None,
+                stack: None,
             });
             t
         }

@@ -191,6 +191,12 @@ impl<'a> Instance<'a> {
         }
     }
 
+    /// How deep the copy is nested in other inlined copies (0: directly in its
+    /// out-of-line function).
+    pub fn nesting(&self) -> usize {
+        std::iter::successors(self.parent(), Instance::parent).count()
+    }
+
     /// A copy of a function inlined into its own out-of-line body (a recursion the
     /// compiler inlined), directly or only inside such copies: running it is running
     /// the function it is already in, so tracers show no frame for it.

@@ -170,6 +170,23 @@ begin filter-name
 cat /tmp/f-name.json
 end filter-name
 
+# --stack (issue 40): each tree's kernel stack, with the kernel's own stacktrace trigger on
+# the same function at the same time (the host finds each of dcg's stacks among its).
+begin kstack
+echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
+echo > $T/trace
+dcg trace --db $DB --stack --json --func do_sys_openat2 -- cat /proc/version \
+	> /tmp/ks.json 2> /tmp/ks.err
+echo "rc=$?"
+echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
+cat /tmp/ks.err
+grep '"parent":null' /tmp/ks.json
+end kstack
+begin kstack-kernel
+cat $T/trace
+echo > $T/trace
+end kstack-kernel
+
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30
 echo "warnings: $(dmesg | grep -cE 'WARNING:|BUG:')"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Inline frames on the test kernel (issue 16): the live function_graph engine (binary
 # records with funcgraph-retaddr) and a raw function_graph capture of the same workload
-# with retaddr, for the host to decode; both must show the same inline frames.
+# with retaddr, for the host to decode; both must show the same inline frames. Then
+# --stack against the stacktrace trigger.
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
@@ -26,6 +27,33 @@ echo 1 > $T/tracing_on
 for o in funcgraph-retval funcgraph-args funcgraph-retaddr; do echo 0 > $T/options/$o; done
 echo > $T/set_graph_function
 end capture
+
+# --stack (issue 40), BPF engine: the stack of each do_sys_openat2 call of the command,
+# with the kernel's own stacktrace trigger on the same function at the same time (it
+# sees every task's calls, dcg's own included; the host looks for each of dcg's stacks
+# among them), inline frames expanded from the db.
+begin stack
+echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
+echo > $T/trace
+dcg trace --engine bpf --db $DB --stack --show-retvals --json --func do_sys_openat2 \
+	-- cat /proc/version > /tmp/s.json 2> /tmp/s.err
+echo "rc=$?"
+echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
+cat /tmp/s.err
+grep '"parent":null' /tmp/s.json
+end stack
+begin stack-kernel
+cat $T/trace
+echo > $T/trace
+end stack-kernel
+begin stack-text
+dcg trace --engine bpf --db $DB --stack --func do_sys_openat2 -- cat /proc/version > /tmp/st.out 2>&1
+echo "rc=$?"
+head -40 /tmp/st.out
+end stack-text
+begin stack-refused
+dcg trace --engine fgraph --db $DB --stack --func do_sys_openat2 -- true; echo "rc=$?"
+end stack-refused
 
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30

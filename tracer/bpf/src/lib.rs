@@ -36,7 +36,7 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuil
 
 pub use footprint::Footprint;
 pub use peek::KernelPeek;
-pub use records::{ctx, Record, INLINE_STACK, STACK_WORDS, STR_MAX};
+pub use records::{ctx, Record, CALLERS_MAX, INLINE_STACK, STACK_WORDS, STR_MAX};
 
 use skel::capture::{CaptureSkel, CaptureSkelBuilder};
 
@@ -165,6 +165,8 @@ pub struct Tasks<'a> {
     /// Roots whose calls start recording only when their condition holds (`--filter`
     /// on a top-level call's arguments): the rejected calls cost no records.
     pub conds: &'a [RootCond],
+    /// Each tree begins with the kernel stack of its root's callers (`--stack`).
+    pub stacks: bool,
 }
 
 /// Most tests of one root's condition (the program's `COND_TESTS`).
@@ -237,9 +239,10 @@ impl RootCond {
 
 impl Tasks<'_> {
     /// The program's `struct settings`: filter_procs (u32), filter_comm (u32), cgroup
-    /// (u64), comm (16 bytes, NUL-padded), native byte order.
-    fn settings(&self) -> [u8; 32] {
-        let mut v = [0u8; 32];
+    /// (u64), comm (16 bytes, NUL-padded), stacks (u32), pad (u32), native byte order.
+    fn settings(&self) -> [u8; 40] {
+        let mut v = [0u8; 40];
+        v[32..36].copy_from_slice(&u32::from(self.stacks).to_ne_bytes());
         v[0..4].copy_from_slice(&u32::from(self.procs.is_some()).to_ne_bytes());
         v[4..8].copy_from_slice(&u32::from(self.comm.is_some()).to_ne_bytes());
         v[8..16].copy_from_slice(&self.cgroup.unwrap_or(0).to_ne_bytes());

@@ -13,6 +13,7 @@ const REC_STACK: u32 = 4;
 const REC_COMM: u32 = 5;
 const REC_INLINE: u32 = 6;
 const REC_LOSS: u32 = 7;
+const REC_CALLERS: u32 = 8;
 /// A record's first word carries its length in the upper half.
 const LEN_SHIFT: u32 = 16;
 /// The context code of entry and return records (the kind's second byte).
@@ -30,6 +31,8 @@ pub mod ctx {
 pub const STACK_WORDS: usize = 8;
 /// Stack words of an inline record (from the stack pointer up).
 pub const INLINE_STACK: usize = 16;
+/// Most return addresses of a root's kernel stack (`--stack`).
+pub const CALLERS_MAX: usize = 48;
 
 #[derive(FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
@@ -68,6 +71,17 @@ struct StackRec {
     kind: u32,
     tid: u32,
     words: [u64; STACK_WORDS],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct CallersRec {
+    kind: u32,
+    tid: u32,
+    len: i32,
+    pad: u32,
+    ip: u64,
+    ips: [u64; CALLERS_MAX],
 }
 
 #[derive(FromBytes, KnownLayout, Immutable)]
@@ -187,6 +201,21 @@ pub enum Record<'a> {
         /// Entries skipped: calls not recorded.
         n: u64,
     },
+    /// The kernel stack at the entry of a root that begins a tree (`--stack`): return
+    /// addresses innermost first, the root's own address first (it is where the unwinder
+    /// starts), then its callers'.
+    Callers {
+        /// Thread id.
+        tid: u32,
+        /// The root's address.
+        ip: u64,
+        /// The addresses; empty when the kernel could not unwind (`err` says why).
+        ips: [u64; CALLERS_MAX],
+        /// How many of `ips` are filled.
+        n: usize,
+        /// The helper's error (a negative errno), when it failed.
+        err: Option<i32>,
+    },
     /// The stack words of the task's latest entry, from the first stack-passed argument
     /// (the stack pointer at entry + 8) up; zeros when the read faulted.
     Stack {
@@ -272,6 +301,21 @@ impl<'a> Record<'a> {
                 Some(Record::Stack {
                     tid: r.tid,
                     words: r.words,
+                })
+            }
+            REC_CALLERS => {
+                let (r, _) = CallersRec::read_from_prefix(data).ok()?;
+                let n = if r.len > 0 {
+                    (r.len as usize / 8).min(CALLERS_MAX)
+                } else {
+                    0
+                };
+                Some(Record::Callers {
+                    tid: r.tid,
+                    ip: r.ip,
+                    ips: r.ips,
+                    n,
+                    err: (r.len < 0).then_some(r.len),
                 })
             }
             REC_COMM => {

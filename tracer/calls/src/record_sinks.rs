@@ -49,6 +49,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         irq_ns: c.irq_ns,
         lost: c.lost,
         ended: c.exec.then_some(CallEnd::Exec),
+        stack: c.stack.map(<[_]>::to_vec),
     })
 }
 
@@ -137,6 +138,24 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     if c.exec {
         out.extend_from_slice(b",\"ended\":");
         json::string(out, CallEnd::Exec.name());
+    }
+    if let Some(stack) = c.stack {
+        out.extend_from_slice(b",\"stack\":[");
+        for (i, f) in stack.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"func\":");
+            json::string(out, &f.func);
+            out.extend_from_slice(b",\"offset\":");
+            json::opt_number(out, f.offset);
+            out.extend_from_slice(b",\"module\":");
+            json::opt_string(out, f.module.as_deref());
+            out.extend_from_slice(b",\"inline\":");
+            json::boolean(out, f.inline);
+            out.push(b'}');
+        }
+        out.push(b']');
     }
     out.extend_from_slice(b"}\n");
     true
@@ -336,7 +355,7 @@ impl Sink for Collect {
 mod tests {
     use super::*;
     use crate::funcs::FuncTable;
-    use crate::saved_format::Context;
+    use crate::saved_format::{Context, StackFrame};
     use crate::sink::{ArgList, Inlined, Origin, Task};
     use dcg_dbset::DbSet;
     use sigdb::{Db, DbBuilder, FuncFlags, FunctionDesc, ModuleDesc, ModuleKind, TypeDesc};
@@ -441,6 +460,27 @@ mod tests {
                 ..base(f)
             });
         }
+        // A top-level call's stack: an inline frame, then the frame holding it.
+        let stack = [
+            StackFrame {
+                func: "do_sys_open".into(),
+                offset: None,
+                module: None,
+                inline: true,
+            },
+            StackFrame {
+                func: "__x64_sys_openat".into(),
+                offset: Some(0x55),
+                module: Some("m\"od".into()),
+                inline: false,
+            },
+        ];
+        views.push(CallView {
+            parent: None,
+            depth: 0,
+            stack: Some(&stack),
+            ..base(f)
+        });
         let mut lines = Vec::new();
         for v in &views {
             let mut direct = Vec::new();
@@ -451,6 +491,10 @@ mod tests {
             assert_eq!(direct, String::from_utf8(serialized).unwrap());
             lines.push(direct);
         }
+        assert!(lines.last().unwrap().ends_with(
+            r#","stack":[{"func":"do_sys_open","offset":null,"module":null,"inline":true},{"func":"__x64_sys_openat","offset":85,"module":"m\"od","inline":false}]}
+"#
+        ));
         // The db's functions are named by symbol, with their module.
         assert!(lines[0].contains(r#""func":"f.isra.0","module":null,"#));
         assert!(lines[1].contains(r#""func":"g","module":"ext4","#));

@@ -98,6 +98,24 @@ pub struct CallRecord {
     /// program called `exec` (the process went on as another program). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<CallEnd>,
+    /// A top-level call's stack (`--stack`), innermost first: `stack[0]` is its caller,
+    /// not the call itself. Absent without `--stack` and on calls below the top.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<StackFrame>>,
+}
+
+/// A frame of a top-level call's stack.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StackFrame {
+    /// The function (its symbol; an inline frame: the inlined function).
+    pub func: String,
+    /// The return address's offset in `func`; null for an inline frame.
+    pub offset: Option<u64>,
+    /// The kernel module (null: the kernel image), or a user frame's ELF file name.
+    pub module: Option<String>,
+    /// The code of `func` inlined into the frame that follows (the next one in the
+    /// list, which holds the return address).
+    pub inline: bool,
 }
 
 /// How a call ended without returning, where the source knows it.

@@ -169,6 +169,8 @@ pub struct CallView<'v> {
     /// Some of them were lost while the source recorded this call itself (printers say
     /// so there and at the tree's top).
     pub lost_here: bool,
+    /// A top-level call's stack (`--stack`), innermost first (its caller first).
+    pub stack: Option<&'v [crate::saved_format::StackFrame]>,
 }
 
 impl<'v> CallView<'v> {
@@ -217,6 +219,7 @@ impl<'v> CallView<'v> {
             irq_ns: None,
             lost: None,
             lost_here: false,
+            stack: None,
         }
     }
 }

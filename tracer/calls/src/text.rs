@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::io;
 
-use crate::saved_format::Context;
+use crate::saved_format::{Context, StackFrame};
 use crate::sink::{CallView, Kind, Layout, Note, Sink};
 
 /// Printer options.
@@ -108,6 +108,37 @@ impl TextPrinter {
             }
             Note::Lost { .. } => None,
         }
+    }
+
+    /// A top-level call's stack, as comment lines above it: outermost first, so that it
+    /// runs into the call (`function+0xoff [module]`; an inlined function with no offset,
+    /// marked).
+    fn stack_lines(&mut self, c: &CallView<'_>, stack: &[StackFrame], out: &mut Vec<u8>) {
+        let mut s = std::mem::take(&mut self.line);
+        s.clear();
+        self.comment_columns(&mut s, c.task, 0);
+        let head = s.len();
+        s.push_str("/* stack, outermost first: */\n");
+        out.extend_from_slice(s.as_bytes());
+        for f in stack.iter().rev() {
+            s.truncate(head);
+            s.push_str("/*   ");
+            s.push_str(&f.func);
+            if let Some(off) = f.offset {
+                let _ = write!(s, "+{off:#x}");
+            }
+            if let Some(m) = &f.module {
+                s.push_str(" [");
+                s.push_str(m);
+                s.push(']');
+            }
+            if f.inline {
+                s.push_str(" (inlined)");
+            }
+            s.push_str(" */\n");
+            out.extend_from_slice(s.as_bytes());
+        }
+        self.line = s;
     }
 
     /// The columns of a comment line of a source without text.
@@ -287,6 +318,9 @@ impl Sink for TextPrinter {
         let marked = c.irq_entry && c.visible && c.layout.is_none();
         if marked && matches!(c.kind, Kind::Open | Kind::Leaf) {
             self.irq_mark(c, true, out);
+        }
+        if let Some(stack) = c.stack.filter(|_| c.visible && c.kind != Kind::Close) {
+            self.stack_lines(c, stack, out);
         }
         if let Some(l) = self.call_line(c) {
             out.extend_from_slice(l.as_bytes());

@@ -217,6 +217,8 @@ struct Frame {
     lost: u64,
     /// Flat sources: the entry's other comment (a `longjmp`'s `_setjmp returns 1`).
     comment: Option<Box<str>>,
+    /// A top-level call's stack (`--stack`), innermost first.
+    stack: Option<Box<[crate::saved_format::StackFrame]>>,
 }
 
 #[derive(Debug, Default)]
@@ -233,6 +235,8 @@ struct TaskState {
     /// The depth at which the task's latest call closed, when it began an interrupt
     /// subtree and nothing entered since ([`CallTree::call_context`]).
     interrupt_closed: Option<u32>,
+    /// The stack of the task's next top-level call ([`CallTree::pending_stack`]).
+    pending_stack: Option<Box<[crate::saved_format::StackFrame]>>,
 }
 
 /// The call trees of a stream, one per task.
@@ -368,6 +372,7 @@ impl<'a> CallTree<'a> {
             inlined: self.inlined_view(f.inline),
             ctx: f.ctx,
             irq_entry: f.irq_entry,
+            stack: f.stack.as_deref(),
             ..self.view(kind, f.func, task)
         }
     }
@@ -530,6 +535,13 @@ impl<'a> CallTree<'a> {
         }
         self.tasks[ti].pending_args = Some((func, args));
         Ok(())
+    }
+
+    /// The stack that led to task `key`'s next top-level call, innermost first, delivered
+    /// before its entry (`--stack`): that call carries it.
+    pub fn pending_stack(&mut self, key: u64, frames: Box<[crate::saved_format::StackFrame]>) {
+        let ti = self.task(key);
+        self.tasks[ti].pending_stack = Some(frames);
     }
 
     /// Forget arguments delivered for a next entry that did not come (the source left the

@@ -90,6 +90,11 @@ pub struct TraceArgs {
     /// over names, or `PATH:PATTERN` for a user-space file's.
     #[arg(long, value_name = "[PATH:]PATTERN")]
     pub notrace: Vec<String>,
+    /// Print the kernel stack that led to each top-level call above its tree, outermost
+    /// first (`function+offset [module]`, inlined functions expanded from the db); saved
+    /// calls keep it innermost first. Kernel, BPF engine.
+    #[arg(long)]
+    pub stack: bool,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
     #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
@@ -248,7 +253,7 @@ impl TraceArgs {
             notrace: self.notrace,
             comm: self.comm,
             cgroup: self.cgroup,
-            stacks: Vec::new(),
+            stack: self.stack,
             derefs: Vec::new(),
         }
     }

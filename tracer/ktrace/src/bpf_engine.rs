@@ -64,6 +64,11 @@ const DISPATCH: &[&str] = &[
 /// How deep below the program's own path callees are left out, and at most how many.
 const OWN_PATH_DEPTH: u32 = 3;
 const OWN_PATH_CAP: usize = 600;
+/// With `--stack`: how deep below the stack helper, whose unwinder runs deep
+/// (`bpf_get_stack` → `__bpf_get_stack` → `get_perf_callchain` → `perf_callchain_kernel`
+/// → `unwind_next_frame` → `__kernel_text_address` → `__module_address`), and how many.
+const STACK_PATH_DEPTH: u32 = 8;
+const STACK_PATH_CAP: usize = 300;
 /// How often the ring buffer is read.
 const POLL: Duration = Duration::from_millis(50);
 /// Records kept undecoded beyond this many bytes at the end are decoded with a count.
@@ -204,8 +209,14 @@ fn cond_test(t: &dcg_filter::EntryTest, reg: u8) -> dcg_bpf::CondTest {
 /// The program's own path in the running kernel: [`DISPATCH`], the functions the loaded
 /// programs call (`fp`), the interpreter where they are not JIT-compiled, the functions
 /// of the map operation tables the generic map helpers call through, and their callees
-/// (the names of the seeds alone when the kernel's text cannot be read).
-fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) -> HashSet<String> {
+/// (the names of the seeds alone when the kernel's text cannot be read). With `stacks`,
+/// the stack helper's unwinder, deeper: a traced function it runs would be a run of the
+/// program the kernel skips (counted as the task's lost calls) at every tree's start.
+fn own_path(
+    kt: Option<&crate::callees::KernelText>,
+    fp: &dcg_bpf::Footprint,
+    stacks: bool,
+) -> HashSet<String> {
     let mut seeds: Vec<String> = DISPATCH.iter().map(|s| s.to_string()).collect();
     let Some(kt) = kt else {
         return seeds.into_iter().collect();
@@ -252,6 +263,14 @@ fn own_path(kt: Option<&crate::callees::KernelText>, fp: &dcg_bpf::Footprint) ->
     ));
     let mut own: HashSet<String> = seeds.iter().cloned().collect();
     own.extend(kt.closure(&seeds, OWN_PATH_DEPTH, OWN_PATH_CAP, &|_| true));
+    if stacks {
+        let helper: Vec<String> = seeds
+            .iter()
+            .filter(|s| s.starts_with("bpf_get_stack"))
+            .cloned()
+            .collect();
+        own.extend(kt.closure(&helper, STACK_PATH_DEPTH, STACK_PATH_CAP, &|_| true));
+    }
     own
 }
 
@@ -468,7 +487,7 @@ fn load_and_attach<'i>(
         let attached = loaded.inspect(|loaded| {
             debug(format_args!("loaded"));
             let kt = crate::callees::KernelText::new(&kallsyms);
-            let own = own_path(kt.as_ref(), &loaded.footprint());
+            let own = own_path(kt.as_ref(), &loaded.footprint(), plan.session.stack);
             drop(kt);
             let mut listed: Vec<&str> = own.iter().map(String::as_str).collect();
             listed.sort_unstable();
@@ -520,6 +539,7 @@ fn load_and_attach<'i>(
                 comm: plan.tasks.comm.as_deref(),
                 cgroup: plan.tasks.cgroup,
                 conds: &conds,
+                stacks: plan.session.stack,
             };
             loaded.attach(targets, &probe_addrs, &tasks)
         });

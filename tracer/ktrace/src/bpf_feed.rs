@@ -152,12 +152,11 @@ impl<'a> Feed<'a> {
         // Not a site of the file: the symbol at the address the db knows, else the one
         // kallsyms resolves to (see `run` for why they can differ).
         let set = self.pipe.tree().funcs.set();
-        let exact = self
-            .kallsyms
-            .all_at(ip)
-            .find(|(n, _)| set.by_name(n).next().is_some());
-        let (name, module) = match exact.or_else(|| self.kallsyms.at(ip)) {
-            Some((n, m)) => (n.to_string(), m.map(str::to_string)),
+        let (name, module) = match self.kallsyms.at(ip) {
+            Some((n, m)) => {
+                let n = set.known_symbol_at(&self.kallsyms, ip).unwrap_or(n);
+                (n.to_string(), m.map(str::to_string))
+            }
             None => (format!("{ip:#x}"), None),
         };
         let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
@@ -225,6 +224,21 @@ impl<'a> Feed<'a> {
                 let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
                 self.pipe
                     .enter_inline(task(tid, cpu, &comm), instance, values, Some(ts))?;
+            }
+            Record::Callers {
+                tid, ip, ips, n, ..
+            } => {
+                // Before the root's entry: the entry waiting is another call's.
+                self.flush_pending(tid)?;
+                let frames = crate::kstack::frames(
+                    ip,
+                    &ips[..n],
+                    &self.kallsyms,
+                    self.pipe.tree().funcs.set(),
+                );
+                self.pipe
+                    .tree_mut()
+                    .pending_stack(u64::from(tid), frames.into_boxed_slice());
             }
             Record::Stack { tid, words } => {
                 if let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) {

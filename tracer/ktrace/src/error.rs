@@ -42,6 +42,12 @@ pub enum KtraceError {
          name or cgroup): leave out --engine fgraph"
     )]
     TaskFilterNeedsBpf,
+    /// `--stack` with the function_graph engine.
+    #[error(
+        "--stack needs the BPF engine (the function_graph engine does not take stacks yet): \
+         leave out --engine fgraph"
+    )]
+    StackNeedsBpf,
     /// A `--comm` the kernel cannot hold.
     #[error("--comm {0:?}: a task name is 1 to 15 bytes")]
     Comm(String),

@@ -18,6 +18,7 @@ mod error;
 mod features;
 pub mod fgraph_engine;
 pub mod funcs;
+mod kstack;
 mod outcome;
 pub mod plan;
 pub mod probes;
@@ -102,7 +103,7 @@ pub fn run(
             Err(KtraceError::BpfUnavailable(e))
                 if !matches!(
                     plan.engine.reason,
-                    EngineReason::Asked | EngineReason::TaskFilter
+                    EngineReason::Asked | EngineReason::TaskFilter | EngineReason::Stack
                 ) =>
             {
                 notify(Notice::BpfFallback(e.to_string()));

@@ -53,6 +53,8 @@ pub enum EngineReason {
     Fgraph,
     /// `--comm` or `--cgroup`: only the BPF program selects tasks so.
     TaskFilter,
+    /// `--stack`: only the BPF program takes the kernel stack at a root's entry.
+    Stack,
 }
 
 /// The kernel engine chosen, and why.
@@ -65,17 +67,18 @@ pub struct EngineChoice {
 }
 
 impl EngineChoice {
-    /// The engine `asked` for with `values` shown (`inlined`: the patterns name inlined
-    /// copies), on the kernel whose tracefs is at `root`. The file test ignores
-    /// `--fgraph-probes` on purpose.
+    /// The engine `asked` for with `values` shown, `tasks` selected and `stack`s taken
+    /// (`inlined`: the patterns name inlined copies), on the kernel whose tracefs is at
+    /// `root`. The file test ignores `--fgraph-probes` on purpose.
     pub fn of(
         asked: Engine,
-        (values, tasks): (bool, bool),
+        (values, tasks, stack): (bool, bool, bool),
         inlined: bool,
         root: &Path,
     ) -> EngineChoice {
         let (engine, reason) = match asked {
             Engine::Auto if tasks => (Engine::Bpf, EngineReason::TaskFilter),
+            Engine::Auto if stack => (Engine::Bpf, EngineReason::Stack),
             Engine::Auto if inlined => (Engine::Bpf, EngineReason::InlinedCopies),
             Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => {
                 (Engine::Bpf, EngineReason::ValuesWithoutRetval)
@@ -174,12 +177,15 @@ impl<'db> KernelPlan<'db> {
         let tasks = TaskFilter::of(opts)?;
         let engine = EngineChoice::of(
             opts.engine,
-            (session.values.any(), tasks.any()),
+            (session.values.any(), tasks.any(), session.stack),
             inlined,
             &tracefs,
         );
         if engine.engine == Engine::Fgraph && tasks.any() {
             return Err(KtraceError::TaskFilterNeedsBpf);
+        }
+        if engine.engine == Engine::Fgraph && session.stack {
+            return Err(KtraceError::StackNeedsBpf);
         }
         Ok(Some(KernelPlan {
             dbs,

@@ -55,8 +55,8 @@ pub struct TraceOptions {
     /// `--notrace`: functions never attached or hooked (their callees still shown, under
     /// the nearest traced caller): a glob over names, or `PATH:PATTERN` in user space.
     pub notrace: Vec<String>,
-    /// Stack requests (none can be asked for yet).
-    pub stacks: Vec<StackRequest>,
+    /// `--stack`: each top-level call carries the stack that led to it.
+    pub stack: bool,
     /// Requests to follow pointers and show what they point to (none can be asked for
     /// yet).
     pub derefs: Vec<DerefRequest>,
@@ -128,10 +128,6 @@ pub struct OutputRequest {
     /// and decodes them afterwards, leaving the CPU to it, whatever the outputs are.
     pub shown_at_end: bool,
 }
-
-/// A request for stacks. A slot for what comes: none exists yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StackRequest {}
 
 /// A request to dereference a pointer. A slot for what comes: none exists yet.
 #[derive(Debug, Clone, PartialEq, Eq)]

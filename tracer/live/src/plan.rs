@@ -5,7 +5,7 @@
 //! (`dcg_ktrace::plan`) and the user-space plan (`dcg_utrace::plan`) each carry one,
 //! beside what only their engines need.
 
-use crate::options::{DerefRequest, StackRequest, StopAt, Target, TraceOptions};
+use crate::options::{DerefRequest, StopAt, Target, TraceOptions};
 
 /// Which values of a call are read and shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,8 +41,8 @@ pub struct SessionPlan {
     pub filters: Vec<dcg_filter::Filter>,
     /// `--min-duration`, in ns.
     pub min_duration: Option<u64>,
-    /// Stack requests.
-    pub stacks: Vec<StackRequest>,
+    /// Each top-level call carries the stack that led to it (`--stack`).
+    pub stack: bool,
     /// Requests to follow pointers.
     pub derefs: Vec<DerefRequest>,
     /// Nobody watches the trace as it runs (the output is not a terminal, or a report is
@@ -65,7 +65,7 @@ impl SessionPlan {
             inline_frames: !opts.no_inline_frames,
             filters: opts.filters.clone(),
             min_duration: opts.min_duration,
-            stacks: opts.stacks.clone(),
+            stack: opts.stack,
             derefs: opts.derefs.clone(),
             shown_at_end: opts.output.shown_at_end,
         }

@@ -27,6 +27,12 @@ pub enum UtraceError {
     /// a caret under the offending token).
     #[error("--filter: {0}")]
     Filter(dcg_filter::saved::SelectError),
+    /// `--stack` on user-space functions.
+    #[error(
+        "--stack: user-space stacks are not taken yet (the kernel's BPF engine takes \
+         kernel stacks); leave out --stack"
+    )]
+    StackNotInUserSpace,
     /// `-p PID` names no running process.
     #[error("process {0}: no such process")]
     NoProcess(i32),

@@ -69,11 +69,15 @@ struct bpf_kprobe_multi_run_ctx {
 #define REC_COMM 5
 #define REC_INLINE 6
 #define REC_LOSS 7
+#define REC_CALLERS 8
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
 /* Words read from the stack pointer up at an inlined copy's first instruction. */
 #define INLINE_STACK 16
+/* Return addresses of a root call's kernel stack (`--stack`): the record stays under
+ * REC_MAX. */
+#define CALLERS_MAX 48
 
 /* Plan of a function: bits 0-5 say which arguments are C strings. */
 #define PLAN_ROOT (1U << 8)
@@ -137,6 +141,18 @@ struct loss_rec {
 	__u64 n;
 	__u32 cpu;
 	__u32 pad;
+};
+
+/* The kernel stack at a root's entry, when a tree begins (`--stack`): bpf_get_stack's
+ * return addresses, innermost first (the root's own address, then its callers'), `len`
+ * the bytes it filled or its error. Precedes the root's entry record. */
+struct callers_rec {
+	__u32 kind;
+	__u32 tid;
+	__s32 len;
+	__u32 pad;
+	__u64 ip;	/* the root's address (bpf_get_func_ip) */
+	__u64 ips[CALLERS_MAX];
 };
 
 struct str_rec {
@@ -318,6 +334,8 @@ struct settings {
 	__u32 filter_comm;
 	__u64 cgroup;
 	char comm[16];
+	__u32 stacks;	/* each tree begins with its root's kernel stack */
+	__u32 pad;
 };
 
 struct {
@@ -332,6 +350,13 @@ static __always_inline struct settings *settings(void)
 	__u32 k = 0;
 
 	return bpf_map_lookup_elem(&config, &k);
+}
+
+static __always_inline bool want_stacks(void)
+{
+	struct settings *s = settings();
+
+	return s && s->stacks;
 }
 
 static __always_inline bool filter_procs(void)
@@ -771,6 +796,18 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			if (c) {
 				c->tid = tid;
 				bpf_get_current_comm(c->comm, sizeof(c->comm));
+			}
+		}
+		if (want_stacks()) {
+			/* At the root's entry, before anything is attached below it on the
+			 * stack: the kernel's unwinder walks the root's callers only. */
+			struct callers_rec *k = reserve(b, sizeof(*k), REC_CALLERS);
+
+			if (k) {
+				k->tid = tid;
+				k->pad = 0;
+				k->ip = bpf_get_func_ip(ctx);
+				k->len = bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0);
 			}
 		}
 	} else {

@@ -65,6 +65,10 @@ impl CallTree<'_> {
         }
         // An inline frame runs in its container's context.
         let ctx = self.tasks[ti].stack.last().and_then(|f| f.ctx);
+        let stack = match depth {
+            0 => self.tasks[ti].pending_stack.take(),
+            _ => None,
+        };
         self.tasks[ti].stack.push(Frame {
             depth,
             func,
@@ -82,6 +86,7 @@ impl CallTree<'_> {
             lost_here: 0,
             lost: 0,
             comment: None,
+            stack,
         });
         Ok(())
     }

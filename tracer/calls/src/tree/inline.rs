@@ -101,7 +101,7 @@ impl<'a> CallTree<'a> {
                 .collect();
         }
         // Outermost first: each copy's parent precedes it.
-        found.sort_by_key(nesting);
+        found.sort_by_key(Instance::nesting);
         let mut chain = Vec::with_capacity(found.len());
         for i in found {
             let Some(c) = self.copy_of(i) else { break };
@@ -326,17 +326,6 @@ impl<'a> CallTree<'a> {
     }
 }
 
-/// Nesting depth of an instance (0: directly in its container).
-fn nesting(i: &Instance<'_>) -> usize {
-    let mut n = 0;
-    let mut at = i.parent();
-    while let Some(p) = at {
-        n += 1;
-        at = p.parent();
-    }
-    n
-}
-
 /// The layout of a line head built here (`(head, where its indentation starts)`), else
 /// `or`.
 pub(super) fn laid_out<'l>(
@@ -486,6 +475,7 @@ impl CallTree<'_> {
                 lost_here: 0,
                 lost: 0,
                 comment: None,
+                stack: None,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
             // Its arguments are empty, its interrupt mark off: as the plain view's.

@@ -129,6 +129,7 @@ impl CallTree<'_> {
                 lost_here: 0,
                 lost: 0,
                 comment: None,
+                stack: None,
             });
             if hold {
                 let held = self.hold_entry(e);

@@ -26,6 +26,8 @@ pub enum Ev<'a> {
     Exit(&'a str, u64),
     /// The source lost calls while recording the innermost open call.
     Lost(u64),
+    /// The stack of the task's next top-level call, innermost first.
+    Stack(&'a [dcg_calls::saved_format::StackFrame]),
 }
 
 /// Feed `events` of `task` to `tree`, then finish it; returns what the sinks wrote.
@@ -39,6 +41,7 @@ pub fn drive(
     for ev in events {
         match *ev {
             Ev::Lost(n) => tree.lost(task.key, n),
+            Ev::Stack(frames) => tree.pending_stack(task.key, frames.into()),
             Ev::Enter(name, t, ctx) => {
                 let func = tree.funcs.intern(name, None);
                 let e = Entry {

@@ -99,11 +99,6 @@ fn copy_needs(i: &Instance<'_>, regs: &mut Vec<u8>, stack: &mut Vec<usize>) {
     }
 }
 
-/// Nesting depth of a copy (0: directly in its container).
-fn nesting(i: &Instance<'_>) -> usize {
-    std::iter::successors(i.parent(), Instance::parent).count()
-}
-
 /// Plan the probes of inlined copies: one per distinct first instruction, reading the
 /// registers and stack words the copies' parameters are in there (`with_args`); at the
 /// address of a function's entry probe, the fields are added to its entry event
@@ -163,7 +158,7 @@ pub fn plan_inlines<'a>(
         }
     }
     for (si, s) in sites.iter_mut().enumerate() {
-        s.copies.sort_by_key(nesting);
+        s.copies.sort_by_key(Instance::nesting);
         let mut regs = Vec::new();
         let mut stack = Vec::new();
         if with_args {

@@ -142,6 +142,9 @@ impl<'t> UserPlan<'t> {
         specs: &Specs,
         notes: &mut Vec<Notice>,
     ) -> Result<std::result::Result<UserPlan<'t>, Vec<Notice>>> {
+        if opts.stack {
+            return Err(UtraceError::StackNotInUserSpace);
+        }
         let engine = UserEngineChoice::of(opts, targets)?;
         engine.note(opts, targets, notes);
         let mut session = SessionPlan::of(opts);
