@@ -400,6 +400,18 @@ fn stacks_match_the_kernels(text: &str) {
             "do_sys_openat2(",
         ],
     );
+    // The report of the saved calls counts each distinct stack (here one call, one stack).
+    must(
+        section(text, "stack-report"),
+        "stack-report",
+        &[
+            "rc=0",
+            "Stacks that led to top-level calls (innermost first)",
+            "do_sys_openat2: 1 calls, 1 distinct stack",
+            " (inlined) <- __x64_sys_openat+0x",
+            " <- entry_SYSCALL_64_after_hwframe+0x",
+        ],
+    );
     must(
         section(text, "stack-refused"),
         "stack-refused",

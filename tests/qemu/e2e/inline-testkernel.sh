@@ -35,8 +35,8 @@ end capture
 begin stack
 echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
 echo > $T/trace
-dcg trace --engine bpf --db $DB --stack --show-retvals --json --func do_sys_openat2 \
-	-- cat /proc/version > /tmp/s.json 2> /tmp/s.err
+dcg trace --engine bpf --db $DB --stack --show-retvals --json --output /tmp/s.calls \
+	--func do_sys_openat2 -- cat /proc/version > /tmp/s.json 2> /tmp/s.err
 echo "rc=$?"
 echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
 cat /tmp/s.err
@@ -51,6 +51,13 @@ dcg trace --engine bpf --db $DB --stack --func do_sys_openat2 -- cat /proc/versi
 echo "rc=$?"
 head -40 /tmp/st.out
 end stack-text
+# The report of those saved calls: the distinct stacks of each top-level function.
+begin stack-report
+dcg report /tmp/s.calls; echo "rc=$?"
+end stack-report
+begin stack-calls
+cat /tmp/s.calls
+end stack-calls
 begin stack-refused
 dcg trace --engine fgraph --db $DB --stack --func do_sys_openat2 -- true; echo "rc=$?"
 end stack-refused

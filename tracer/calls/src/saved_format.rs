@@ -105,7 +105,7 @@ pub struct CallRecord {
 }
 
 /// A frame of a top-level call's stack.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StackFrame {
     /// The function (its symbol; an inline frame: the inlined function).
     pub func: String,
@@ -116,6 +116,33 @@ pub struct StackFrame {
     /// The code of `func` inlined into the frame that follows (the next one in the
     /// list, which holds the return address).
     pub inline: bool,
+}
+
+impl StackFrame {
+    /// The frame as printers show it: `func+0xoff [module]`, an inline frame
+    /// `func (inlined)`.
+    pub fn push_label(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        s.push_str(&self.func);
+        if let Some(off) = self.offset {
+            let _ = write!(s, "+{off:#x}");
+        }
+        if let Some(m) = &self.module {
+            s.push_str(" [");
+            s.push_str(m);
+            s.push(']');
+        }
+        if self.inline {
+            s.push_str(" (inlined)");
+        }
+    }
+
+    /// [`StackFrame::push_label`] as a string.
+    pub fn label(&self) -> String {
+        let mut s = String::new();
+        self.push_label(&mut s);
+        s
+    }
 }
 
 /// How a call ended without returning, where the source knows it.

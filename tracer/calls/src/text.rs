@@ -123,18 +123,7 @@ impl TextPrinter {
         for f in stack.iter().rev() {
             s.truncate(head);
             s.push_str("/*   ");
-            s.push_str(&f.func);
-            if let Some(off) = f.offset {
-                let _ = write!(s, "+{off:#x}");
-            }
-            if let Some(m) = &f.module {
-                s.push_str(" [");
-                s.push_str(m);
-                s.push(']');
-            }
-            if f.inline {
-                s.push_str(" (inlined)");
-            }
+            f.push_label(&mut s);
             s.push_str(" */\n");
             out.extend_from_slice(s.as_bytes());
         }

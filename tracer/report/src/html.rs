@@ -71,7 +71,8 @@ fn escape(s: &str) -> String {
 }
 
 /// The calls as the page's script reads them: function names, and per call `[func,
-/// parent, args, ret, duration, error, origin, interrupt, inlined in, lost, irqs]`. What
+/// parent, args, ret, duration, error, origin, interrupt, inlined in, lost, irqs,
+/// stack]` (a top-level call's stack: its frames outermost first). What
 /// a call line shows is written here by the text printer's code (`dcg_calls::text`): the
 /// argument list, the duration as its column shows it (`+ 14.000 us`), where an interrupt
 /// subtree begins and the word for it, the calls lost, the interrupts' time; the values
@@ -136,6 +137,9 @@ fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
                 lost,
                 c.irq_ns
                     .map(|ns| with(&|s| text::push_duration_plain(s, ns))),
+                c.stack
+                    .as_ref()
+                    .map(|s| s.iter().rev().map(|f| f.label()).collect::<Vec<_>>()),
             ])
         })
         .collect();

@@ -69,6 +69,19 @@ struct Origin<'a> {
 }
 
 #[derive(Serialize)]
+struct Stacks<'a> {
+    function: &'a str,
+    calls: u64,
+    stacks: Vec<Stack<'a>>,
+}
+
+#[derive(Serialize)]
+struct Stack<'a> {
+    calls: u64,
+    frames: &'a [String],
+}
+
+#[derive(Serialize)]
 struct Root<'a> {
     function: &'a str,
     calls: u64,
@@ -175,6 +188,26 @@ pub fn write(
     array(out, "edges", &edges)?;
     array(out, "roots", &roots)?;
     array(out, "error_origins", &origins)?;
+    let stacks: Vec<Stacks<'_>> = s
+        .stacks
+        .iter()
+        .map(|r| Stacks {
+            function: &r.function,
+            calls: r.calls,
+            stacks: r
+                .stacks
+                .iter()
+                .map(|(frames, calls)| Stack {
+                    calls: *calls,
+                    frames,
+                })
+                .collect(),
+        })
+        .collect();
+    // Only saved calls taken with `--stack` have any (other reports stay as they were).
+    if !stacks.is_empty() {
+        array(out, "stacks", &stacks)?;
+    }
     out.write_all(b"\n}\n")
 }
 

@@ -19,7 +19,7 @@ use dcg_calls::outputs::{OutputSpec, Outputs};
 use dcg_calls::saved_format::{self, CallRecord};
 use dcg_dbset::DbSet;
 
-pub use model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, OriginStats, Summary};
+pub use model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, OriginStats, RootStacks, Summary};
 
 /// How to write a report.
 #[derive(Debug, Clone, Copy)]

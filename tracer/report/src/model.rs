@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
 use dcg_calls::origin::{error_value, Origins};
-use dcg_calls::saved_format::CallRecord;
+use dcg_calls::saved_format::{CallRecord, StackFrame};
 
 /// Calls arranged as trees, with every call's function interned.
 #[derive(Debug, Default)]
@@ -113,6 +113,19 @@ pub struct OriginStats {
     pub roots: Vec<(String, u64)>,
 }
 
+/// The distinct stacks (`dcg trace --stack`) that led to the top-level calls of one
+/// function.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RootStacks {
+    /// Display name of the top-level function.
+    pub function: String,
+    /// Its top-level calls that carry a stack.
+    pub calls: u64,
+    /// Each distinct stack (frames innermost first, as [`StackFrame::label`] shows them)
+    /// and the calls it led to: most first, then by frames.
+    pub stacks: Vec<(Vec<String>, u64)>,
+}
+
 /// Everything a report shows, computed once.
 #[derive(Debug, Default)]
 pub struct Summary {
@@ -133,6 +146,9 @@ pub struct Summary {
     /// Error origins of failing top-level calls, by error value: most calls first, then
     /// by value.
     pub origins: Vec<ErrnoOrigins>,
+    /// The stacks that led to top-level calls, by function: most calls first, then by
+    /// name (only calls saved with `--stack`).
+    pub stacks: Vec<RootStacks>,
 }
 
 /// Errors building a call graph.
@@ -450,7 +466,41 @@ impl CallGraph {
         s.functions = functions;
         s.edges = edges;
         s.origins = self.error_origins();
+        s.stacks = self.root_stacks();
         s
+    }
+
+    /// The distinct stacks of the top-level calls that carry one, by function.
+    pub fn root_stacks(&self) -> Vec<RootStacks> {
+        let mut by_func: BTreeMap<u32, BTreeMap<Vec<String>, u64>> = BTreeMap::new();
+        for &r in &self.roots {
+            if let Some(stack) = &self.calls[r].stack {
+                let frames = stack.iter().map(StackFrame::label).collect();
+                *by_func
+                    .entry(self.func[r])
+                    .or_default()
+                    .entry(frames)
+                    .or_default() += 1;
+            }
+        }
+        let mut out: Vec<RootStacks> = by_func
+            .into_iter()
+            .map(|(f, stacks)| {
+                let mut stacks: Vec<(Vec<String>, u64)> = stacks.into_iter().collect();
+                stacks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                RootStacks {
+                    function: self.names[f as usize].clone(),
+                    calls: stacks.iter().map(|s| s.1).sum(),
+                    stacks,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.calls
+                .cmp(&a.calls)
+                .then_with(|| a.function.cmp(&b.function))
+        });
+        out
     }
 
     /// For each call: whether a call of the same function encloses it.

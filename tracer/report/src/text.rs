@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::io::Write;
 
-use super::model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, Summary};
+use super::model::{CallGraph, EdgeStats, ErrnoOrigins, FuncStats, RootStacks, Summary};
 use super::{us, InputKind, ReportInput};
 
 /// Write the text report, `top` rows per table.
@@ -28,7 +28,43 @@ pub fn write(
     let mut edges: Vec<&EdgeStats> = s.edges.iter().collect();
     edges_by_calls(out, graph, &mut edges, top, timed)?;
     edges_per_caller_call(out, graph, &mut edges, top)?;
-    roots_table(out, s, top)
+    roots_table(out, s, top)?;
+    stacks_table(out, &s.stacks, top)
+}
+
+/// The distinct stacks that led to each top-level function's calls (saved with
+/// `--stack`), most calls first, each on one line innermost first (`<-`: called from).
+fn stacks_table(out: &mut dyn Write, stacks: &[RootStacks], top: usize) -> std::io::Result<()> {
+    if stacks.is_empty() {
+        return Ok(());
+    }
+    section(
+        out,
+        "Stacks that led to top-level calls (innermost first)",
+        stacks.len(),
+        top,
+    )?;
+    for r in stacks.iter().take(top) {
+        let n = r.stacks.len();
+        writeln!(
+            out,
+            "  {}: {} calls, {n} distinct {}",
+            r.function,
+            r.calls,
+            if n == 1 { "stack" } else { "stacks" }
+        )?;
+        let rows: Vec<Vec<String>> = r
+            .stacks
+            .iter()
+            .take(top)
+            .map(|(frames, calls)| vec![calls.to_string(), frames.join(" <- ")])
+            .collect();
+        table(out, &["calls", "stack"], &rows, 1)?;
+        if n > top {
+            writeln!(out, "  ({} more stacks)", n - top)?;
+        }
+    }
+    Ok(())
 }
 
 /// What was read: the source, the kind of input and the subtree kept.

@@ -26,7 +26,8 @@
   }
 
   // One call: [func, parent, args, ret, duration, error, origin, interrupt, inlined in,
-  // calls lost, interrupts' time]; every text as the text printer writes it.
+  // calls lost, interrupts' time, stack (outermost first)]; every text as the text
+  // printer writes it.
   function row(i) {
     var c = D.calls[i];
     var node = el("div", "call");
@@ -49,6 +50,12 @@
     if (origins[i] && c[1] >= 0) r.appendChild(el("span", "mark origin", "error origin"));
     if (c[9]) r.appendChild(el("span", "mark lost", c[9]));
     if (c[10]) r.appendChild(el("span", "mark irqs", "irqs " + c[10]));
+    if (c[11]) {
+      var st = el("span", "mark stack", "stack");
+      st.title = "show the stack that led to this call";
+      st.onclick = function () { stack(node, c[11]); };
+      r.appendChild(st);
+    }
     if (c[7]) {
       node.className += " irq";
       r.appendChild(el("span", "mark irq", "==> " + c[7] + " (interrupt)"));
@@ -57,6 +64,14 @@
     if (kids[i].length) tog.onclick = function () { toggle(node, i); };
     made[i] = node;
     return node;
+  }
+
+  // A top-level call's stack, below its row: shown or hidden by its mark.
+  function stack(node, frames) {
+    var old = node.querySelector(":scope > .frames");
+    if (old) { node.removeChild(old); return; }
+    var box = el("pre", "frames", frames.join("\n"));
+    node.insertBefore(box, node.children[1] || null);
   }
 
   function open(node, i) {
@@ -208,6 +223,13 @@
       }
     }
     if (params.call) reveal(parseInt(params.call, 10));
+    if (params.stack) {
+      // Open the call and its stack, as a click on its `stack` mark does.
+      var si = parseInt(params.stack, 10);
+      reveal(si);
+      var mark = made[si] && made[si].querySelector(".mark.stack");
+      if (mark) mark.click();
+    }
     if (params.view) show(params.view);
     document.body.dataset.calls = D.calls.length;
     // Ready once the flame graph laid itself out (its script does it after a turn).
