@@ -85,6 +85,7 @@ secs() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN {printf "%.1f", (a + b) / 2000}'; 
 printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s \
 	fg_on_s fg_off_s lost missed
 met=()
+declare -A per_ns
 for e in ${engines//,/ }; do
 	d=$(sec "dcg-$e")
 	rb=$(sec "raw-$e-before")
@@ -107,6 +108,7 @@ for e in ${engines//,/ }; do
 	fg_off=$(secs "$(echo "$rb" | val stop_ms)" "$(echo "$ra" | val stop_ms)")
 	printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
 		"${ratio}x" "$start" "$stop" "$fg_on" "$fg_off" "${lost:-0}" "${missed:-0}"
+	per_ns[$e]=$mine
 	# The BPF engine's stop: detaching, then decoding the records deferred while the
 	# command ran (detach_s+decode_s, under stop_s).
 	t1=$(echo "$d" | at detaching)
@@ -123,6 +125,21 @@ for e in ${engines//,/ }; do
 			(s <= on ? "met" : "NOT met"), (t <= off ? "met" : "NOT met"),
 			(r <= lim ? "met" : "NOT met"), (l + m == 0 ? "met" : "NOT met") }')")
 done
+# Issue 40: a call rejected at entry by a filter against a recorded one (both over the
+# untraced loop), and what --stack adds to each top-level call (every call is one here).
+if [ -n "${per_ns[bpf]:-}" ]; then
+	own=$((per_ns[bpf] - untraced))
+	if [ -n "${per_ns[bpf/filter]:-}" ]; then
+		rej=$((per_ns[bpf/filter] - untraced))
+		echo
+		echo "issue 40: a call rejected at entry (bpf/filter) costs $((rej / 1000)) us over the untraced loop," \
+			"$(awk -v a=$rej -v b=$own 'BEGIN {printf "%.2f", a / b}')x a recorded call's $((own / 1000)) us (bpf; goal <= 0.2x)"
+	fi
+	if [ -n "${per_ns[bpf/stack]:-}" ]; then
+		echo "issue 40: --stack (bpf/stack) adds $(((per_ns[bpf/stack] - per_ns[bpf]) / 1000)) us per top-level call," \
+			"beside the recorded call's own $((own / 1000)) us (bpf)"
+	fi
+fi
 echo
 echo "ratio: the loop's time per call under dcg over raw function_graph's (same boot, same"
 echo "graph filter, mean of the runs before and after); start_s/stop_s: dcg launched to the"

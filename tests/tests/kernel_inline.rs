@@ -400,15 +400,20 @@ fn stacks_match_the_kernels(text: &str) {
             "do_sys_openat2(",
         ],
     );
-    // The report of the saved calls counts each distinct stack (here one call, one stack).
+    // The report of saved calls counts each distinct stack: a file opened by openat(2)
+    // and by execve(2).
     must(
         section(text, "stack-report"),
         "stack-report",
         &[
+            "trace rc=0",
             "rc=0",
             "Stacks that led to top-level calls (innermost first)",
-            "do_sys_openat2: 1 calls, 1 distinct stack",
-            " (inlined) <- __x64_sys_openat+0x",
+            "do_file_open: ",
+            " distinct stacks",
+            "do_sys_openat2+0x",
+            " <- __x64_sys_openat+0x",
+            "__x64_sys_execve+0x",
             " <- entry_SYSCALL_64_after_hwframe+0x",
         ],
     );

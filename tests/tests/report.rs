@@ -613,6 +613,74 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
     }
 }
 
+/// The distinct stacks of saved calls taken with `dcg trace --stack` on the test kernel
+/// (`testkernel-stack.calls`: `do_file_open`, reached by openat(2) and by execve(2)):
+/// each stack counted once per call that it led to, in the text and JSON reports.
+#[test]
+fn distinct_stacks_of_saved_calls() {
+    let bytes = std::fs::read(capture("testkernel-stack.calls")).unwrap();
+    let loaded = dcg_report::load_saved(&bytes[..], "testkernel-stack.calls").unwrap();
+    let graph = CallGraph::new(loaded.records).unwrap();
+    let roots: Vec<&CallRecord> = graph
+        .roots
+        .iter()
+        .map(|&r| &graph.calls[r])
+        .filter(|r| r.func == "do_file_open")
+        .collect();
+    let mut want: std::collections::BTreeMap<Vec<String>, u64> = Default::default();
+    for r in &roots {
+        let frames = r
+            .stack
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|f| f.label())
+            .collect();
+        *want.entry(frames).or_default() += 1;
+    }
+    assert!(want.len() >= 2, "{want:?}");
+    let s = graph.summarize();
+    assert_eq!(s.stacks.len(), 1);
+    let got = &s.stacks[0];
+    assert_eq!(got.function, "do_file_open");
+    assert_eq!(got.calls, roots.len() as u64);
+    assert_eq!(
+        got.stacks
+            .iter()
+            .cloned()
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        want
+    );
+    // Most calls first.
+    assert!(got.stacks.windows(2).all(|w| w[0].1 >= w[1].1));
+    let input = ReportInput {
+        source: "testkernel-stack.calls".into(),
+        kind: dcg_report::InputKind::SavedCalls,
+        root: None,
+    };
+    let text = render(&graph, &input, Format::Text);
+    assert!(
+        text.contains(&format!(
+            "  do_file_open: {} calls, {} distinct stacks",
+            roots.len(),
+            want.len()
+        )),
+        "{text}"
+    );
+    for (frames, n) in &want {
+        let line = format!("{n} {}", frames.join(" <- "));
+        assert!(
+            text.lines().any(|l| l.trim_start() == line),
+            "{line} in:\n{text}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&render(&graph, &input, Format::Json)).unwrap();
+    let stacks = &json["stacks"][0];
+    assert_eq!(stacks["function"], "do_file_open");
+    assert_eq!(stacks["stacks"].as_array().unwrap().len(), want.len());
+}
+
 #[test]
 fn recursion_orphans_and_missing_durations() {
     // a(100) { b(60) { a(20) { c } } b(10) }, then an orphan d whose parent is missing,

@@ -1067,6 +1067,45 @@ fn interrupt_subtrees_are_marked() {
     screenshots(&page, "irq", "getname_flags");
 }
 
+/// Saved calls with stacks (`testkernel-stack.calls`: `dcg trace --stack` on the test
+/// kernel, a function reached by openat(2) and by execve(2)): the page marks every
+/// top-level call that has one, and `#stack=I` (a click on the mark) opens it below the
+/// call's row, its frames outermost first as `dcg trace` prints them.
+#[test]
+fn stacks_open_below_their_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = capture("testkernel-stack.calls");
+    let page = dir.path().join("stack.html");
+    report(&calls, &page);
+    let (_, recs) = read_calls(&calls);
+    let with: Vec<usize> = (0..recs.len())
+        .filter(|&i| recs[i].stack.is_some())
+        .collect();
+    assert!(with.len() >= 2, "{} calls with a stack", with.len());
+    let d = dom(&page, "");
+    let marked: Vec<usize> = rows(&d)
+        .iter()
+        .filter(|r| r.marks().contains(&"stack"))
+        .map(|r| r.i)
+        .collect();
+    assert_eq!(marked, with);
+    for &i in &with[..2] {
+        let d = dom(&page, &format!("stack={i}"));
+        let shown = d.find_all(&|e| e.tag == "pre" && e.has_class("frames"));
+        assert_eq!(shown.len(), 1, "one stack open");
+        let want: Vec<String> = recs[i]
+            .stack
+            .as_ref()
+            .unwrap()
+            .iter()
+            .rev()
+            .map(|f| f.label())
+            .collect();
+        assert_eq!(shown[0].text(), want.join("\n"));
+    }
+    screenshots(&page, "stack", "do_file_open");
+}
+
 /// The same through the code that makes BPF saved calls: a task's entries and returns
 /// with their contexts through the flat call tree (a timer interrupt inside `inner`, a
 /// softirq on the way out of `outer`); the page marks what the text printer marks, the

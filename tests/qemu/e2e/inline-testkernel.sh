@@ -35,7 +35,7 @@ end capture
 begin stack
 echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
 echo > $T/trace
-dcg trace --engine bpf --db $DB --stack --show-retvals --json --output /tmp/s.calls \
+dcg trace --engine bpf --db $DB --stack --show-retvals --json \
 	--func do_sys_openat2 -- cat /proc/version > /tmp/s.json 2> /tmp/s.err
 echo "rc=$?"
 echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
@@ -51,8 +51,12 @@ dcg trace --engine bpf --db $DB --stack --func do_sys_openat2 -- cat /proc/versi
 echo "rc=$?"
 head -40 /tmp/st.out
 end stack-text
-# The report of those saved calls: the distinct stacks of each top-level function.
+# The distinct stacks of a function reached two ways (a file opened by openat(2) and by
+# execve(2)), saved and reported.
 begin stack-report
+dcg trace --engine bpf --db $DB --stack --show-retvals --output /tmp/s.calls \
+	--func do_file_open -- sh -c 'cat /proc/version; cat /nonexistent' > /dev/null 2>&1
+echo "trace rc=$?"
 dcg report /tmp/s.calls; echo "rc=$?"
 end stack-report
 begin stack-calls

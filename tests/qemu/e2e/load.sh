@@ -9,7 +9,8 @@
 # Kernel command line: dcg.engines=bpf,fgraph (default: bpf; bpf@base: the same engine run
 # by /bin/dcg-base; bpf/user: the engine asked as a user asks, `--show-retvals --output
 # F`, the text tree on stdout into a file, instead of the benchmark's `--json
-# --trace-output F`), dcg.calls=N (default 3000).
+# --trace-output F`; bpf/stack: with --stack; bpf/filter: with a --filter no call passes,
+# each rejected at entry), dcg.calls=N (default 3000).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 ROOT=do_faccessat
@@ -68,6 +69,15 @@ for e in $ENGINES; do
 		# The loop's line and the text tree share stdout (the tree comes at the end).
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT \
 			--output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
+	*/stack*)
+		# Each top-level call's kernel stack too (issue 40).
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
+			--stack --trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
+	*/filter*)
+		# A condition on the root's arguments no call meets (the loop's mode is F_OK, 0):
+		# every call rejected at its entry, in the program (issue 40).
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
+			--filter 'mode == 12345' --trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
 	*)
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
 			--trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
