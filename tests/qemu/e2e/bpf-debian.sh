@@ -172,20 +172,7 @@ end filter-name
 
 # --stack (issue 40): each tree's kernel stack, with the kernel's own stacktrace trigger on
 # the same function at the same time (the host finds each of dcg's stacks among its).
-begin kstack
-echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
-echo > $T/trace
-dcg trace --db $DB --stack --json --func do_sys_openat2 -- cat /proc/version \
-	> /tmp/ks.json 2> /tmp/ks.err
-echo "rc=$?"
-echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
-cat /tmp/ks.err
-grep '"parent":null' /tmp/ks.json
-end kstack
-begin kstack-kernel
-cat $T/trace
-echo > $T/trace
-end kstack-kernel
+stack_vs_trigger kstack do_sys_openat2 -- cat /proc/version
 
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30

@@ -32,20 +32,7 @@ end capture
 # with the kernel's own stacktrace trigger on the same function at the same time (it
 # sees every task's calls, dcg's own included; the host looks for each of dcg's stacks
 # among them), inline frames expanded from the db.
-begin stack
-echo 'do_sys_openat2:stacktrace' > $T/set_ftrace_filter
-echo > $T/trace
-dcg trace --engine bpf --db $DB --stack --show-retvals --json \
-	--func do_sys_openat2 -- cat /proc/version > /tmp/s.json 2> /tmp/s.err
-echo "rc=$?"
-echo '!do_sys_openat2:stacktrace' >> $T/set_ftrace_filter
-cat /tmp/s.err
-grep '"parent":null' /tmp/s.json
-end stack
-begin stack-kernel
-cat $T/trace
-echo > $T/trace
-end stack-kernel
+stack_vs_trigger stack do_sys_openat2 --engine bpf --show-retvals -- cat /proc/version
 begin stack-text
 dcg trace --engine bpf --db $DB --stack --func do_sys_openat2 -- cat /proc/version > /tmp/st.out 2>&1
 echo "rc=$?"

@@ -119,3 +119,23 @@ debian_scenarios() {
 	dcg trace --show-retvals --func pidfd_create -- true; echo "rc=$?"
 	end s3-inlined
 }
+
+# stack_vs_trigger NAME FUNC DCG-ARGS...: `dcg trace --stack --json --func FUNC DCG-ARGS`
+# while the kernel's own stacktrace trigger is on FUNC (issue 40): section NAME (its rc,
+# stderr and top-level records), then NAME-kernel (the trace: the trigger's stacks).
+stack_vs_trigger() {
+	name=$1; func=$2; shift 2
+	begin $name
+	echo "$func:stacktrace" > $T/set_ftrace_filter
+	echo > $T/trace
+	dcg trace --db $DB --stack --json --func $func "$@" > /tmp/$name.json 2> /tmp/$name.err
+	echo "rc=$?"
+	echo "!$func:stacktrace" >> $T/set_ftrace_filter
+	cat /tmp/$name.err
+	grep '"parent":null' /tmp/$name.json
+	end $name
+	begin $name-kernel
+	cat $T/trace
+	echo > $T/trace
+	end $name-kernel
+}
