@@ -437,6 +437,7 @@ fn scan_small(
         // Merged after the whole file is scanned.
         merged: None,
         known_structs,
+        first_unit: None,
     };
     let cus = scan_units(path, &ctx, 0..fd.headers.len(), fd.headers.len() > 1, opts)?;
     check_units(path, &fd, &cus)?;
@@ -491,6 +492,7 @@ fn scan_big(
         elf: &elf,
         merged: Some(&merged),
         known_structs: Some(&known),
+        first_unit: Some(known.units_merged()),
     };
     let n = fd.headers.len();
     let mut any_ok = false;
@@ -557,6 +559,7 @@ fn scan_big(
                     }
                     Err(UnitError::Dwarf(_)) => state.stats.units_skipped += 1,
                 }
+                known.unit_merged();
                 want += 1;
                 let upto = if want < n {
                     fd.starts[want]

@@ -17,27 +17,94 @@ use crate::units::{Callee, CuResult, Identity, LFunc};
 pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
 
 /// The named structs and unions the merger holds the members of, by name: (kind, size,
-/// flags) of each. A unit scanned while others are merged does not read those members
+/// flags) of each, and the number of the unit that gave them (units count from 0 over
+/// every file merged). A unit scanned while others are merged does not read those members
 /// again: they are the ones a unit merged before it gave, which the db keeps (the first
-/// unit's), so what it would read could change nothing but a count of conflicts. Only
-/// units merged before the reader put entries here. The db depends on timing in one case
-/// only: a struct defined two ways whose skipped list alone reaches another struct also
-/// defined two ways (which definition of the second is kept may then change).
-pub type KnownStructs = std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags)>>>;
+/// unit's), so what it would read could change nothing but a count of conflicts — except
+/// for a struct defined two ways whose skipped list alone reaches another struct also
+/// defined two ways (which definition of the second is kept then depends on what was
+/// skipped). So that what a unit skips, and the db, do not depend on timing or on the
+/// number of threads, unit `u` of a file merged while it is scanned skips only the structs
+/// of the units before `u - KNOWN_LAG` ([`KnownStructs::before`], which waits until those
+/// are merged).
+#[derive(Default)]
+pub struct KnownStructs {
+    by_name: std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags, u64)>>>,
+    /// Units merged so far, and a wakeup for units waiting on that count.
+    merged: std::sync::Mutex<u64>,
+    more: std::sync::Condvar,
+}
 
-/// Whether `known` holds the struct or union of that kind, name, size and flags.
-pub fn is_known(
-    known: &KnownStructs,
-    kind: TypeKind,
-    name: &str,
-    size: u32,
-    flags: TypeFlags,
-) -> bool {
-    known
-        .read()
-        .ok()
-        .and_then(|k| k.get(name).map(|v| v.contains(&(kind, size, flags))))
-        .unwrap_or(false)
+/// How many units before a unit the structs it skips must come from (see
+/// [`KnownStructs`]): a constant, not the number of threads, so that the db is the same
+/// whatever `-j` is. Workers take units in order, so those are almost always merged by the
+/// time a unit is done reading its own.
+pub const KNOWN_LAG: u64 = 64;
+
+impl KnownStructs {
+    /// What unit number `unit` may skip: the structs of the units before it, less
+    /// [`KNOWN_LAG`] (none of the file's own below that: `first` is its first unit's
+    /// number). Waits until those units are merged.
+    pub fn before(&self, first: u64, unit: u64) -> KnownView<'_> {
+        let upto = first + unit.saturating_sub(KNOWN_LAG);
+        let mut m = self.merged.lock().unwrap_or_else(|e| e.into_inner());
+        while *m < upto {
+            m = self.more.wait(m).unwrap_or_else(|e| e.into_inner());
+        }
+        KnownView { known: self, upto }
+    }
+
+    /// Every struct merged so far (for units scanned while nothing is merged).
+    pub fn all(&self) -> KnownView<'_> {
+        KnownView {
+            known: self,
+            upto: u64::MAX,
+        }
+    }
+
+    /// Units merged so far.
+    pub fn units_merged(&self) -> u64 {
+        *self.merged.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One more unit is merged (or was skipped): units waiting on it may go on.
+    pub fn unit_merged(&self) {
+        *self.merged.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.more.notify_all();
+    }
+
+    fn add(&self, name: &str, key: (TypeKind, u32, TypeFlags)) {
+        let unit = self.units_merged();
+        if let Ok(mut k) = self.by_name.write() {
+            k.entry(name.to_string())
+                .or_default()
+                .push((key.0, key.1, key.2, unit));
+        }
+    }
+}
+
+/// The structs one unit may skip ([`KnownStructs::before`]).
+#[derive(Clone, Copy)]
+pub struct KnownView<'k> {
+    known: &'k KnownStructs,
+    upto: u64,
+}
+
+impl KnownView<'_> {
+    /// Whether it holds the struct or union of that kind, name, size and flags.
+    pub fn holds(&self, kind: TypeKind, name: &str, size: u32, flags: TypeFlags) -> bool {
+        self.known
+            .by_name
+            .read()
+            .ok()
+            .and_then(|k| {
+                k.get(name).map(|v| {
+                    v.iter()
+                        .any(|&(k, s, f, u)| (k, s, f) == (kind, size, flags) && u < self.upto)
+                })
+            })
+            .unwrap_or(false)
+    }
 }
 
 /// The callee of an instance while inline-only functions are still pending.
@@ -217,10 +284,7 @@ impl Merger {
                     let members = Self::member_descs(&members, &map);
                     self.builder.set_members(map[i], members);
                     let t = self.builder.type_desc(map[i]);
-                    let key = (t.kind, t.size, t.flags);
-                    if let Ok(mut k) = self.known_structs.write() {
-                        k.entry(t.name.clone()).or_default().push(key);
-                    }
+                    self.known_structs.add(&t.name, (t.kind, t.size, t.flags));
                 }
             }
         }

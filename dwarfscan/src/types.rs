@@ -354,14 +354,14 @@ impl TypeGraph {
     pub fn fill_members(
         &mut self,
         units: &mut Units<'_, '_>,
-        known: Option<&crate::merge::KnownStructs>,
+        known: Option<crate::merge::KnownView<'_>>,
     ) {
         let mut i = 0;
         while let Some(&(idx, off)) = self.pending.get(i) {
             i += 1;
             let t = self.get(idx);
             let (kind, size) = (t.kind, t.size);
-            if known.is_some_and(|k| crate::merge::is_known(k, kind, &t.name, size, t.flags)) {
+            if known.is_some_and(|k| k.holds(kind, &t.name, size, t.flags)) {
                 continue;
             }
             match self.member_list(units, off, kind, size, 0) {

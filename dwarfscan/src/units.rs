@@ -102,6 +102,10 @@ pub struct FileCtx<'a, 's> {
     /// The structs and unions whose members the merger holds already (from units merged
     /// before this file's, or before this unit): a unit does not read them again.
     pub known_structs: Option<&'a crate::merge::KnownStructs>,
+    /// The number of this file's first unit when its units are merged while others are
+    /// scanned ([`crate::merge::KnownStructs::before`]); `None`: nothing is merged while
+    /// the file is scanned (every struct known then may be skipped).
+    pub first_unit: Option<u64>,
 }
 
 /// Why a unit could not be scanned.

@@ -142,7 +142,11 @@ pub fn scan_unit(ctx: &FileCtx<'_, '_>, index: usize) -> Result<CuResult, UnitEr
     };
     b.assemble(&inlined, &raw_instances);
     b.declarations(&decls);
-    b.types.fill_members(&mut b.units, ctx.known_structs);
+    let known = ctx.known_structs.map(|k| match ctx.first_unit {
+        Some(first) => k.before(first, index as u64),
+        None => k.all(),
+    });
+    b.types.fill_members(&mut b.units, known);
     let Builder { mut res, types, .. } = b;
     res.stats.bad_type_refs += types.bad_refs;
     res.stats.members_dropped += types.members_dropped;

@@ -58,6 +58,35 @@ fn testkernel_vmlinux_and_modules() {
     assert!(a.percent() >= 99.0, "{}", a.report());
 }
 
+/// The db is the same bytes on every run and for any number of threads (a kernel build
+/// runs dwarfscan, and kernels are built reproducibly): units scanned while others are
+/// merged skip only the structs of units merged a fixed distance before them.
+#[test]
+fn testkernel_db_is_the_same_for_any_thread_count() {
+    let Some(dir) = testkernel() else { return };
+    let inputs = [
+        dwarfscan::Input::new(dir.join("vmlinux")),
+        dwarfscan::Input::new(dir.join("dbg-modules")),
+    ];
+    let scan = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut r = dwarfscan::scan(&inputs, &dwarfscan::Options::default()).expect("scan");
+            r.to_bytes().expect("serialize")
+        })
+    };
+    let one = scan(1);
+    for threads in [2, 4, 2, 8] {
+        assert!(
+            scan(threads) == one,
+            "{threads} threads: another db than 1 thread's"
+        );
+    }
+}
+
 #[test]
 fn debian_612_cloud() {
     if !common::kernel_tests_enabled() {
