@@ -29,11 +29,14 @@ pub type Merged = std::sync::RwLock<FxHashSet<Identity>>;
 /// are merged).
 #[derive(Default)]
 pub struct KnownStructs {
-    by_name: std::sync::RwLock<FxHashMap<String, Vec<(TypeKind, u32, TypeFlags, u64)>>>,
+    by_name: std::sync::RwLock<FxHashMap<String, Vec<KnownStruct>>>,
     /// Units merged so far, and a wakeup for units waiting on that count.
     merged: std::sync::Mutex<u64>,
     more: std::sync::Condvar,
 }
+
+/// A struct's kind, size and flags, and the number of the unit that gave its members.
+type KnownStruct = (TypeKind, u32, TypeFlags, u64);
 
 /// How many units before a unit the structs it skips must come from (see
 /// [`KnownStructs`]): a constant, not the number of threads, so that the db is the same
