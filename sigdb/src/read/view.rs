@@ -122,6 +122,20 @@ impl<'a> Function<'a> {
         self.db.instances_in(self.index)
     }
 
+    /// The inlined copies that hold the call made before return address `ra` (an
+    /// address in this function's code), innermost first: a stack frame at `ra` expanded.
+    /// The return address is the byte after the call, which belongs to the copy that
+    /// made it even when the call is that copy's last instruction.
+    pub fn copies_at_return(&self, ra: u64) -> Vec<crate::Instance<'a>> {
+        let call = ra.saturating_sub(1);
+        let mut copies: Vec<crate::Instance<'a>> = self
+            .inline_instances()
+            .filter(|i| !i.is_self_copy() && i.ranges().any(|(s, e)| s <= call && call < e))
+            .collect();
+        copies.sort_by_key(|i| std::cmp::Reverse(i.nesting()));
+        copies
+    }
+
     /// The inlined copies of this function in other functions' code.
     pub fn inlined_copies(&self) -> impl Iterator<Item = crate::Instance<'a>> + 'a {
         self.db.instances_of(self.index)

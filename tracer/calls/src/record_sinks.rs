@@ -153,6 +153,9 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
             json::opt_string(out, f.module.as_deref());
             out.extend_from_slice(b",\"inline\":");
             json::boolean(out, f.inline);
+            if f.cut {
+                out.extend_from_slice(b",\"cut\":true");
+            }
             out.push(b'}');
         }
         out.push(b']');
@@ -467,12 +470,14 @@ mod tests {
                 offset: None,
                 module: None,
                 inline: true,
+                cut: false,
             },
             StackFrame {
                 func: "__x64_sys_openat".into(),
                 offset: Some(0x55),
                 module: Some("m\"od".into()),
                 inline: false,
+                cut: true,
             },
         ];
         views.push(CallView {
@@ -492,7 +497,7 @@ mod tests {
             lines.push(direct);
         }
         assert!(lines.last().unwrap().ends_with(
-            r#","stack":[{"func":"do_sys_open","offset":null,"module":null,"inline":true},{"func":"__x64_sys_openat","offset":85,"module":"m\"od","inline":false}]}
+            r#","stack":[{"func":"do_sys_open","offset":null,"module":null,"inline":true},{"func":"__x64_sys_openat","offset":85,"module":"m\"od","inline":false,"cut":true}]}
 "#
         ));
         // The db's functions are named by symbol, with their module.

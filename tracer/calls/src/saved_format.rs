@@ -116,6 +116,10 @@ pub struct StackFrame {
     /// The code of `func` inlined into the frame that follows (the next one in the
     /// list, which holds the return address).
     pub inline: bool,
+    /// The stack was cut short here: it goes on above this frame, but no more of it was
+    /// copied (a user-space stack deeper than the engine copies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 impl StackFrame {
@@ -134,6 +138,9 @@ impl StackFrame {
         }
         if self.inline {
             s.push_str(" (inlined)");
+        }
+        if self.cut {
+            s.push_str(" (stack cut short)");
         }
     }
 

@@ -17,6 +17,7 @@ fn frame(func: &str, offset: Option<u64>, module: Option<&str>) -> StackFrame {
         offset,
         module: module.map(Into::into),
         inline: offset.is_none(),
+        cut: false,
     }
 }
 

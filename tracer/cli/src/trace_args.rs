@@ -90,9 +90,9 @@ pub struct TraceArgs {
     /// over names, or `PATH:PATTERN` for a user-space file's.
     #[arg(long, value_name = "[PATH:]PATTERN")]
     pub notrace: Vec<String>,
-    /// Print the kernel stack that led to each top-level call above its tree, outermost
-    /// first (`function+offset [module]`, inlined functions expanded from the db); saved
-    /// calls keep it innermost first. Kernel, BPF engine.
+    /// Print the stack that led to each top-level call above its tree, outermost first
+    /// (`function+offset [module]`, inlined functions expanded from the db); saved calls
+    /// keep it innermost first. Kernel: the BPF engine; user space: in process.
     #[arg(long)]
     pub stack: bool,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).

@@ -32,6 +32,9 @@ pub const PLAN_FOLLOW_FORKS: u32 = 1;
 /// of `clock_gettime`), which dcg converts: the machine's clock source is the TSC, constant
 /// and running in every state. A ring says what its thread used ([`RingHeader::clock`]).
 pub const PLAN_TSC: u32 = 2;
+/// Plan flag: `--stack`. A top-level call (no hooked call open in its thread) is preceded
+/// by a [`REC_STACK`] record.
+pub const PLAN_STACK: u32 = 4;
 
 /// Plan header.
 #[repr(C)]
@@ -267,6 +270,16 @@ pub const REC_NORET: u16 = 4;
 /// it): calls its thread had open in the program before (`exec`) ended. No values;
 /// `func` is 0.
 pub const REC_EXEC: u16 = 5;
+/// The stack a top-level call starts on ([`PLAN_STACK`]), written just before
+/// its [`REC_ENTRY`]: three words, the stack pointer at the function's first instruction
+/// (where its return address is), the frame pointer there and the number of bytes
+/// copied, then those bytes of the stack from the stack pointer up (at most
+/// [`STACK_COPY`], fewer where the stack's mapping ends). No hooked call is open in the
+/// thread, so the copy holds no return thunk. dcg unwinds it; nothing is unwound in the
+/// traced program.
+pub const REC_STACK: u16 = 6;
+/// Bytes of stack a [`REC_STACK`] record copies at most: a stack cut there is marked.
+pub const STACK_COPY: usize = 16384;
 
 /// Header of every record. Values follow: a word per word fetch, and per string fetch a
 /// length word (or [`STRING_FAULT`]) then the bytes, padded to 8.

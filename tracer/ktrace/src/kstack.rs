@@ -26,6 +26,7 @@ pub(crate) fn frames(root: u64, ips: &[u64], syms: &Kallsyms, set: &DbSet) -> Ve
                 offset: None,
                 module: None,
                 inline: false,
+                cut: false,
             });
             continue;
         };
@@ -37,6 +38,7 @@ pub(crate) fn frames(root: u64, ips: &[u64], syms: &Kallsyms, set: &DbSet) -> Ve
             offset: Some(offset),
             module: module.map(str::to_string),
             inline: false,
+            cut: false,
         });
     }
     out
@@ -61,14 +63,7 @@ fn inlined_at(
     else {
         return;
     };
-    // The return address is the byte after the call, which belongs to the copy that
-    // made the call even when the call is that copy's last instruction.
-    let call = (f.addr() + offset).saturating_sub(1);
-    let mut copies: Vec<sigdb::Instance<'_>> = f
-        .inline_instances()
-        .filter(|i| !i.is_self_copy() && i.ranges().any(|(s, e)| s <= call && call < e))
-        .collect();
-    copies.sort_by_key(|i| std::cmp::Reverse(i.nesting()));
+    let copies = f.copies_at_return(f.addr() + offset);
     out.extend(
         copies
             .iter()
@@ -78,6 +73,7 @@ fn inlined_at(
                 offset: None,
                 module: module.map(str::to_string),
                 inline: true,
+                cut: false,
             }),
     );
 }

@@ -88,3 +88,56 @@ pub fn read_word(st: &State, addr: u64, sp: u64) -> Option<u64> {
     let mut w = [0u8; 8];
     (read_mem(st, addr, &mut w, sp, false) == 8).then(|| u64::from_ne_bytes(w))
 }
+
+/// Copy the stack from `sp` up into `dst` (a multiple of 8 bytes), without ever
+/// faulting: the stack pointer's own page directly, the pages above it through the
+/// kernel, one page an iovec, so that the copy stops where the stack's mapping ends.
+/// Returns the bytes copied (a multiple of 8).
+#[inline(always)]
+pub fn read_stack(sp: u64, pid: i32, dst: &mut [u8]) -> usize {
+    let page_end = (sp | 4095).wrapping_add(1);
+    let first = dst.len().min((page_end - sp) as usize) & !7;
+    // SAFETY: the page of `sp` is mapped (the return address was just pushed there) and
+    // `first` bytes from `sp` stay in it; `dst` has at least `first` bytes.
+    unsafe { copy_words(sp as *const u64, dst.as_mut_ptr().cast(), first / 8) };
+    let rest = dst.len() - first;
+    if rest == 0 {
+        return first;
+    }
+    const PAGES: usize = 8;
+    let mut remote = [libc::iovec {
+        iov_base: core::ptr::null_mut(),
+        iov_len: 0,
+    }; PAGES];
+    let mut n = 0;
+    let mut at = 0;
+    while at < rest && n < PAGES {
+        let len = (rest - at).min(4096);
+        remote[n] = libc::iovec {
+            iov_base: (page_end + at as u64) as *mut libc::c_void,
+            iov_len: len,
+        };
+        at += len;
+        n += 1;
+    }
+    let local = libc::iovec {
+        iov_base: dst[first..].as_mut_ptr().cast(),
+        iov_len: at,
+    };
+    // SAFETY: the kernel writes at most `at <= rest` bytes into `dst[first..]` and reads
+    // the remote pages itself, stopping (not faulting) at the first unmapped one.
+    let got = unsafe { libc::process_vm_readv(pid, &local, 1, remote.as_ptr(), n as _, 0) };
+    first + (got.max(0) as usize & !7)
+}
+
+/// Copy `n` words without the C library's `memcpy` (see [`copy`]).
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `n` words, both 8-aligned.
+#[inline(always)]
+unsafe fn copy_words(src: *const u64, dst: *mut u64, n: usize) {
+    for i in 0..n {
+        // SAFETY: `i < n`, in both ranges (the caller's promise).
+        unsafe { core::ptr::write_volatile(dst.add(i), core::ptr::read_volatile(src.add(i))) };
+    }
+}

@@ -7,7 +7,7 @@ use core::sync::atomic::Ordering;
 
 use dcg_inproc::layout::*;
 
-use crate::memory::{read_mem, read_word};
+use crate::memory::{read_mem, read_stack, read_word};
 use crate::ring::Ring;
 use crate::state::{state, State, DISABLED};
 use crate::thread::{thread, Frame, Slot, Thread};
@@ -142,6 +142,32 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
     r.commit(at);
 }
 
+/// A [`REC_STACK`] record: the stack a top-level call of `func` starts on (its
+/// return address first), for dcg to unwind. No hooked call is open in the thread, so
+/// no return address in it is a return thunk.
+fn stack(st: &State, t: &Thread, func: u32, regs: &Regs) {
+    let Some(r) = ring(st, t) else {
+        return;
+    };
+    let head = size_of::<RecHeader>() + 24;
+    let Some(mut p) = r.reserve(head + STACK_COPY) else {
+        return;
+    };
+    let (sp, bp) = (regs.gpr[7], regs.gpr[6]);
+    let Some(dst) = p.bytes(head, STACK_COPY) else {
+        return;
+    };
+    let n = read_stack(sp, st.pid(), dst);
+    let at = size_of::<RecHeader>();
+    p.put(at, sp);
+    p.put(at + 8, bp);
+    p.put(at + 16, n as u64);
+    // SAFETY: a system call without arguments.
+    let cpu = unsafe { libc::sched_getcpu() }.max(0) as u16;
+    p.header((head + n) as u32, REC_STACK, cpu, func, now(st));
+    r.commit(head + n);
+}
+
 /// This program image starts recording: a [`REC_EXEC`] record in this thread's ring, by
 /// which dcg ends the calls the thread had open in the program it ran before an `exec`.
 pub fn image_started(st: &State) {
@@ -222,6 +248,9 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
     let hook = f.flags & fflags::NO_RET_HOOK == 0;
     if hook && t.frames.depth() >= crate::thread::MAX_FRAMES {
         return;
+    }
+    if st.stacks && t.frames.depth() == 0 {
+        stack(st, t, func, regs);
     }
     record(st, t, REC_ENTRY, func, st.ops(f.entry_op, f.entry_n), regs);
     if !hook {

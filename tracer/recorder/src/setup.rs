@@ -290,6 +290,7 @@ pub fn init() {
         follow,
         thread_key,
         tsc,
+        stacks: plan.header.flags & PLAN_STACK != 0,
     });
     if let Some(st) = crate::state::state() {
         crate::record::image_started(st);

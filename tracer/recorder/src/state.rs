@@ -37,6 +37,10 @@ pub struct State {
     /// Timestamps are `rdtsc` ticks ([`CLOCK_TSC`]): dcg asked for them and this process
     /// may read the counter.
     pub tsc: bool,
+    /// `--stack`: a top-level call of a root is preceded by its stack ([`REC_STACK`]).
+    ///
+    /// [`REC_STACK`]: dcg_inproc::layout::REC_STACK
+    pub stacks: bool,
 }
 
 /// The state, once the recorder is set up in this process.

@@ -27,10 +27,10 @@ pub enum UtraceError {
     /// a caret under the offending token).
     #[error("--filter: {0}")]
     Filter(dcg_filter::saved::SelectError),
-    /// `--stack` on user-space functions.
+    /// `--stack` with the uprobe engine, which copies no stack.
     #[error(
-        "--stack: user-space stacks are not taken yet (the kernel's BPF engine takes \
-         kernel stacks); leave out --stack"
+        "--stack: the uprobe engine takes no user-space stacks; the in-process engine does \
+         (a command dcg starts, without --engine uprobe)"
     )]
     StackNotInUserSpace,
     /// `-p PID` names no running process.

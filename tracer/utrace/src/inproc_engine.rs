@@ -184,6 +184,9 @@ pub(crate) fn run(
     // Only the recorder feeds the session: nothing to wait for before passing events on.
     pump.only_recorder = pipe.is_none();
     pump.count = plan.session.stop.count;
+    if plan.session.stack {
+        pump.stacks = Some(crate::ustack::UserStacks::new(targets));
+    }
     let mut merge = Merge::default();
     let mut sources = Sources {
         copier: &copier,
@@ -288,6 +291,9 @@ fn prepare(
     if rings::tsc_usable() {
         flags |= layout::PLAN_TSC;
     }
+    if plan.session.stack {
+        flags |= layout::PLAN_STACK;
+    }
     let clock = rings::TscClock::new();
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, funcs, flags).map_err(io)?;
     let plan_file = RemoveOnDrop(plan_path.clone());
@@ -344,6 +350,8 @@ struct Pump<'a, 'p> {
     objects_seen: u32,
     /// Load bias of each target by (process, target); (0, target): the latest.
     biases: std::collections::HashMap<(u32, usize), u64>,
+    /// `--stack`: unwinds the recorder's stack records.
+    stacks: Option<crate::ustack::UserStacks<'a>>,
     chunks: Vec<rings::Chunk>,
 }
 
@@ -370,6 +378,7 @@ impl<'a, 'p> Pump<'a, 'p> {
             lines: Vec::new(),
             objects_seen: 0,
             biases: Default::default(),
+            stacks: None,
             chunks: Vec::new(),
         }
     }
@@ -432,6 +441,9 @@ impl<'a, 'p> Pump<'a, 'p> {
                 self.biases.insert((pid, t), bias);
                 self.biases.insert((0, t), bias);
             }
+            if let Some(s) = self.stacks.as_mut() {
+                s.learn(pid, &path, bias);
+            }
             calls.learn_file(&path, bias);
         }
         if let (Some(pipe), Some(stream)) =
@@ -473,6 +485,12 @@ impl<'a, 'p> Pump<'a, 'p> {
                     .get(&(r.pid, t))
                     .or_else(|| self.biases.get(&(0, t)))
                     .map(|b| b.wrapping_add(self.probes[probe].addr));
+                if r.kind == layout::REC_STACK {
+                    if let (Some(s), Some(ip)) = (self.stacks.as_mut(), ip) {
+                        merge.stack(r, s.frames(r.pid, ip, &r.payload));
+                    }
+                    continue;
+                }
                 merge.record(r, probe, ip, &self.entry_kinds, &self.ret_kinds);
             }
         }

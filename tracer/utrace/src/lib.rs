@@ -28,6 +28,7 @@ mod session;
 pub mod symbolize;
 mod uprobe_engine;
 mod uprobe_events;
+mod ustack;
 
 use std::io::Write;
 

@@ -7,6 +7,8 @@ use std::io::Write;
 use dcg_inproc::layout;
 use dcg_inproc::rings::{self, RawValue, Record};
 
+use dcg_calls::saved_format::StackFrame;
+
 use crate::plan::Value;
 use crate::probe_feed::{Calls, EventSink, Meta};
 
@@ -20,6 +22,8 @@ enum Kind {
     CallSite,
     /// The thread's program called `exec` (its new image's recorder started).
     Exec,
+    /// The stack the thread's next top-level call starts on (`--stack`).
+    Stack,
 }
 
 /// A call event held until both sources have delivered what came before it.
@@ -34,6 +38,8 @@ struct Held {
     values: Vec<Value>,
     /// Where the function's entry is in the process (entries).
     ip: Option<u64>,
+    /// A stack's frames, innermost first.
+    stack: Vec<StackFrame>,
 }
 
 /// The events of both sources, passed on in time order.
@@ -86,6 +92,22 @@ impl Merge {
             probe,
             values,
             ip: ip.filter(|_| kind == Kind::Entry),
+            stack: Vec::new(),
+        });
+    }
+
+    /// The frames of a recorder's stack record `r`, unwound.
+    pub(crate) fn stack(&mut self, r: &Record, frames: Vec<StackFrame>) {
+        self.held.push(Held {
+            ts: r.ts,
+            tid: r.tid,
+            cpu: u32::from(r.cpu),
+            comm: r.comm.clone(),
+            kind: Kind::Stack,
+            probe: 0,
+            values: Vec::new(),
+            ip: None,
+            stack: frames,
         });
     }
 
@@ -99,6 +121,7 @@ impl Merge {
             probe,
             values: values.to_vec(),
             ip: m.ip,
+            stack: Vec::new(),
         });
     }
 
@@ -117,7 +140,7 @@ impl Merge {
         self.held.sort_by_key(|h| h.ts);
         let n = self.held.partition_point(|h| h.ts <= upto);
         let ready: Vec<Held> = self.held.drain(..n).collect();
-        for h in &ready {
+        for h in ready {
             let m = Meta {
                 comm: &h.comm,
                 tid: h.tid,
@@ -130,6 +153,7 @@ impl Merge {
                 Kind::Return => calls.ret(&m, h.probe, &h.values, out)?,
                 Kind::Unwound => calls.unwound(&m, h.probe, out)?,
                 Kind::Exec => calls.exec(&m, out)?,
+                Kind::Stack => calls.stack(h.tid, h.stack),
                 Kind::CallSite => {
                     if let Some(Value::Num(ra)) = h.values.first() {
                         calls.call_site(h.tid, h.probe, *ra);
@@ -192,6 +216,7 @@ impl EventSink for Merge {
             probe,
             values: vec![Value::Num(ra)],
             ip: None,
+            stack: Vec::new(),
         });
     }
     fn lost(&mut self, cpu: u32, n: u64, _out: &mut dyn Write) -> std::io::Result<()> {

@@ -358,6 +358,17 @@ impl<'a> Calls<'a> {
         self.flush(out)
     }
 
+    /// The stack of thread `tid`'s next top-level call (`--stack`), innermost first;
+    /// dropped when the thread is inside a traced call (its next call is not top-level).
+    pub fn stack(&mut self, tid: u32, frames: Vec<dcg_calls::saved_format::StackFrame>) {
+        let key = u64::from(tid);
+        if self.pipe.tree().depth_of(key) == 0 {
+            self.pipe
+                .tree_mut()
+                .pending_stack(key, frames.into_boxed_slice());
+        }
+    }
+
     /// File `path` is loaded at `bias` in a traced process: pointers into it are named.
     pub fn learn_file(&mut self, path: &str, bias: u64) {
         self.symbolizer

@@ -69,6 +69,24 @@ pub struct Target {
     pub symbols: SymbolMap,
 }
 
+/// The ELF symbols of the file at `path` (its `bytes`, GNU build-id `build_id`) and of
+/// its separate debug file where there is one (local functions a stripped file lacks).
+pub(crate) fn symbols_of(
+    path: &Path,
+    bytes: &[u8],
+    build_id: &[u8],
+) -> std::result::Result<SymbolMap, dcg_dbset::symbols::SymbolError> {
+    let mut symbols = SymbolMap::from_elf(bytes)?;
+    if let Some(debug) = dcg_dbresolve::binary::debug_file(path, bytes, build_id) {
+        if let Ok(dbytes) = std::fs::read(&debug) {
+            if let Ok(more) = SymbolMap::from_elf(&dbytes) {
+                symbols.merge(more);
+            }
+        }
+    }
+    Ok(symbols)
+}
+
 /// Find the file `given` names: an existing path, a file mapped by process `pid` with that
 /// name (`libc.so.6`, or `libc` as a prefix), or a command in `$PATH`.
 pub fn resolve_binary(given: &str, pid: Option<i32>) -> Result<PathBuf> {
@@ -212,14 +230,8 @@ pub fn load_target(
     let found = dcg_dbresolve::binary::resolve_binary(path, &bytes, &build_id, dbs, sources)?;
     notes.extend(found.notes.into_iter().map(Notice::Db));
     let (db, source) = (found.db, found.source);
-    let mut symbols = SymbolMap::from_elf(&bytes).map_err(|e| binary_error(path.display(), e))?;
-    if let Some(debug) = dcg_dbresolve::binary::debug_file(path, &bytes, &build_id) {
-        if let Ok(dbytes) = std::fs::read(&debug) {
-            if let Ok(more) = SymbolMap::from_elf(&dbytes) {
-                symbols.merge(more);
-            }
-        }
-    }
+    let symbols =
+        symbols_of(path, &bytes, &build_id).map_err(|e| binary_error(path.display(), e))?;
     Ok(Target {
         given: given.to_string(),
         path: path.to_path_buf(),

@@ -142,10 +142,10 @@ impl<'t> UserPlan<'t> {
         specs: &Specs,
         notes: &mut Vec<Notice>,
     ) -> Result<std::result::Result<UserPlan<'t>, Vec<Notice>>> {
-        if opts.stack {
+        let engine = UserEngineChoice::of(opts, targets)?;
+        if opts.stack && engine.engine == UserEngine::Uprobes {
             return Err(UtraceError::StackNotInUserSpace);
         }
-        let engine = UserEngineChoice::of(opts, targets)?;
         engine.note(opts, targets, notes);
         let mut session = SessionPlan::of(opts);
         let notrace = Notrace(&opts.notrace);

@@ -1,0 +1,286 @@
+//! `dcg trace --stack` in user space: `tests/inproc/stacks.c` (known call paths into
+//! `target`: two callers, one through an intermediate, recursion, a tail call, an
+//! inlined caller, a stack deeper than dcg copies, a thread) at -O2 without frame
+//! pointers where the build allows it, in every build the in-process recorder hooks. Each
+//! top-level call's stack must be exactly the path the program took, and every frame's
+//! return address must follow a `call` of the frame below it in the binary's own code
+//! (objdump, the oracle). The uprobe engine refuses `--stack`. Needs root, gcc and
+//! objdump; skipped otherwise.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dcg_calls::saved_format::{CallRecord, StackFrame};
+use dcg_tests::uprobe_skip_reason as skip_reason;
+
+macro_rules! require {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+/// The builds the recorder hooks; frame pointers are left out where gcc allows (not
+/// with `-pg`).
+const BUILDS: [&[&str]; 4] = [
+    &["-pg"],
+    &["-pg", "-mfentry"],
+    &["-fpatchable-function-entry=5", "-fomit-frame-pointer"],
+    &["-fomit-frame-pointer"],
+];
+
+fn build(dir: &Path, opts: &[&str]) -> PathBuf {
+    let out = dir.join(format!("stacks{}", opts.join("").replace('=', "")));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("inproc/stacks.c");
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-pthread"])
+        .args(opts)
+        .arg("-o")
+        .arg(&out)
+        .arg(src)
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc {opts:?} failed for stacks.c");
+    out
+}
+
+/// The top-level calls of `dcg trace --stack --json --func BIN:target -- BIN`.
+fn traced(bin: &Path) -> Vec<CallRecord> {
+    let out = Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--engine", "inproc", "--stack", "--json", "--func"])
+        .arg(format!("{}:target", bin.display()))
+        .arg("--")
+        .arg(bin)
+        .output()
+        .expect("running dcg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dcg_tests::json_records(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// From objdump: the function each `call` of the binary calls, by the address the call
+/// returns to; and each function's start.
+fn calls_of(bin: &Path) -> (HashMap<u64, String>, HashMap<String, u64>) {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(bin)
+        .output()
+        .expect("running objdump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (mut calls, mut starts) = (HashMap::new(), HashMap::new());
+    let mut pending: Option<String> = None;
+    for line in text.lines() {
+        if let Some((addr, name)) = line.split_once(" <") {
+            if let (Ok(a), Some(name)) = (
+                u64::from_str_radix(addr.trim(), 16),
+                name.strip_suffix(">:"),
+            ) {
+                starts.insert(name.to_string(), a);
+                continue;
+            }
+        }
+        let Some((addr, insn)) = line.trim_start().split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
+        if let Some(callee) = pending.take() {
+            calls.insert(addr, callee);
+        }
+        if insn.starts_with("call") {
+            pending = insn
+                .split_once('<')
+                .and_then(|(_, r)| r.strip_suffix('>'))
+                .map(|c| c.split('+').next().unwrap_or(c).to_string());
+        }
+    }
+    (calls, starts)
+}
+
+/// A frame as `func`, `func*` (inlined) or `func!` (cut short).
+fn short(f: &StackFrame) -> String {
+    format!(
+        "{}{}{}",
+        f.func,
+        if f.inline { "*" } else { "" },
+        if f.cut { "!" } else { "" }
+    )
+}
+
+#[test]
+fn user_stacks_are_the_paths_the_program_took() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    for opts in BUILDS {
+        let bin = build(dir.path(), opts);
+        let (calls, starts) = calls_of(&bin);
+        let records = traced(&bin);
+        let tops: Vec<&CallRecord> = records.iter().filter(|r| r.parent.is_none()).collect();
+        assert_eq!(tops.len(), 7, "{opts:?}: target's top-level calls");
+        let mut paths = Vec::new();
+        for r in &tops {
+            assert_eq!(r.func, "target");
+            let stack = r
+                .stack
+                .as_deref()
+                .unwrap_or_else(|| panic!("{opts:?}: no stack"));
+            // Every frame of the program: its return address follows a call of the
+            // frame below it (target itself for the innermost; `tail` jumps to target).
+            let mut below = "target";
+            for f in stack
+                .iter()
+                .filter(|f| f.module.as_deref() == Some(bin_name(&bin)))
+            {
+                if f.inline || f.func == "_start" {
+                    continue;
+                }
+                let ra = starts[&f.func] + f.offset.expect("offset of a real frame");
+                let called = calls.get(&ra).map(String::as_str);
+                let ok = called == Some(below) || (called == Some("tail") && below == "target");
+                assert!(
+                    ok,
+                    "{opts:?}: {} returns after a call of {called:?}, not {below}",
+                    f.label()
+                );
+                below = &f.func;
+            }
+            // The program's part, up to main (or the thread's function).
+            let end = stack
+                .iter()
+                .position(|f| f.func == "main" || f.func == "thread_main")
+                .map_or(stack.len(), |i| i + 1);
+            let path: Vec<String> = stack[..end].iter().map(short).collect();
+            // Above it: the C library, then `_start` (the main thread) and nothing cut.
+            let rest = &stack[end..];
+            if !path.iter().any(|f| f.starts_with("deep")) {
+                assert!(!rest.is_empty(), "{opts:?}: nothing above {path:?}");
+                assert!(rest.iter().all(|f| !f.cut), "{opts:?}: {rest:?}");
+                let last = rest.last().unwrap();
+                let libc = rest
+                    .iter()
+                    .filter(|f| f.module.as_deref() == Some("libc.so.6"));
+                assert!(libc.count() >= 1, "{opts:?}: {rest:?}");
+                if path.last().map(String::as_str) == Some("main") {
+                    assert_eq!(last.func, "_start", "{opts:?}: {rest:?}");
+                }
+            }
+            paths.push(path.join(" "));
+        }
+        // The deep recursion: dcg's copy ends first; its outermost frame says so.
+        let deep = paths
+            .iter()
+            .position(|p| p.starts_with("deep"))
+            .expect("deep");
+        let frames: Vec<&str> = paths[deep].split(' ').collect();
+        assert!(
+            (20..41).contains(&frames.len()) && frames.last().unwrap().ends_with('!'),
+            "{opts:?}: {frames:?}"
+        );
+        assert!(
+            frames.iter().all(|f| f.starts_with("deep")),
+            "{opts:?}: {frames:?}"
+        );
+        paths.remove(deep);
+        paths.sort();
+        let mut want = vec![
+            "direct main",
+            "middle via_middle main",
+            "recurse recurse recurse recurse main",
+            "main",
+            "helper* with_inline main",
+            "thread_main",
+        ];
+        want.sort();
+        assert_eq!(paths, want, "{opts:?}");
+    }
+}
+
+fn bin_name(bin: &Path) -> &str {
+    bin.file_name().unwrap().to_str().unwrap()
+}
+
+#[test]
+fn saved_stacks_reach_the_report() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), &["-fomit-frame-pointer"]);
+    let saved = dir.path().join("calls.jsonl");
+    let out = Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--stack", "--output"])
+        .arg(&saved)
+        .arg("--func")
+        .arg(format!("{}:target", bin.display()))
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .expect("running dcg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The text shows each stack above its call, outermost first.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let direct = lines
+        .iter()
+        .position(|l| l.contains("direct+0x"))
+        .expect("direct's frame in the text");
+    assert!(lines[direct - 1].contains("main+0x"), "{text}");
+    let report = Command::new(dcg_tests::dcg_bin())
+        .args(["report", "--format", "json"])
+        .arg(&saved)
+        .output()
+        .expect("running dcg report");
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
+    let stacks = &v["stacks"][0];
+    assert!(
+        stacks["function"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("target ")),
+        "{v}"
+    );
+    // Seven calls, seven different paths.
+    assert_eq!(stacks["calls"], 7, "{stacks}");
+    assert_eq!(
+        stacks["stacks"].as_array().map(Vec::len),
+        Some(7),
+        "{stacks}"
+    );
+}
+
+#[test]
+fn the_uprobe_engine_refuses_stacks() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), &["-fomit-frame-pointer"]);
+    let out = Command::new(dcg_tests::dcg_bin())
+        .args(["trace", "--engine", "uprobe", "--stack", "--func"])
+        .arg(format!("{}:target", bin.display()))
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .expect("running dcg");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--stack") && err.contains("in-process"),
+        "{err}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("sum "),
+        "the command ran"
+    );
+}
