@@ -165,6 +165,39 @@ fn filters_keep_exactly_the_matching_trees() {
     }
 }
 
+/// A filter on a top-level call's arguments is decided at its entry by the in-process
+/// recorder: outer(3) is rejected there, and inner(3) under it is not recorded either
+/// (not counted: only top-level calls are tested); outer(12) and its inner are kept. The
+/// uprobe engine records both trees and drops one when decoding: the same trees shown.
+#[test]
+fn the_recorder_rejects_at_entry() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = values(dir.path());
+    for engine in ENGINES {
+        let (outer, inner) = (func(&bin, "outer"), func(&bin, "inner"));
+        let out = trace(
+            engine,
+            &bin,
+            &[
+                "--args", "--func", &outer, "--func", &inner, "--filter", "x == 12",
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{engine}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let records = dcg_tests::json_records(&text);
+        let mut calls: Vec<String> = records
+            .iter()
+            .map(|r| format!("{}({})", r.func, dcg_tests::args_text(r)))
+            .collect();
+        calls.sort();
+        assert_eq!(calls, ["inner(x=12)", "outer(x=12)"], "{engine}");
+        let notice = "1 top-level call rejected at entry by --filter";
+        assert_eq!(err.contains(notice), engine == "inproc", "{engine}: {err}");
+    }
+}
+
 /// `--count N` with a filter counts the trees shown: the first matching tree of many.
 #[test]
 fn count_counts_the_trees_shown() {
@@ -197,13 +230,19 @@ fn count_counts_the_trees_shown() {
         // is_even(3), is_even(4), then is_even(-7) and is_even(2) under outer: the first
         // tree kept ends the session.
         assert_eq!(shown(&out), ["is_even(n=4) = -"], "{engine}");
-        // The saved calls keep every call decoded: is_even(3) too.
+        // The saved calls keep every call recorded: is_even(3) too with uprobes; the
+        // recorder rejected it at its entry (n is an int in a register).
         let text = std::fs::read_to_string(&saved).unwrap();
         let saved: Vec<String> = dcg_tests::json_records(&text)
             .iter()
             .map(|r| r.args[0].value.clone())
             .collect();
-        assert_eq!(&saved[..2], ["3", "4"], "{engine}: {text}");
+        let first: &[&str] = if engine == "inproc" {
+            &["4"]
+        } else {
+            &["3", "4"]
+        };
+        assert_eq!(&saved[..first.len()], first, "{engine}: {text}");
     }
 }
 
@@ -317,5 +356,89 @@ fn task_filters_are_the_kernels() {
             "{opt:?}: {err}"
         );
         assert!(!String::from_utf8_lossy(&out.stdout).contains("done"));
+    }
+}
+
+/// The recorder's entry tests on real programs (`tests/inproc/real.c`, `throw.cc`, plain
+/// and patchable builds): calls rejected in four threads and a forked child, a rejected
+/// call a `longjmp` crosses back into, one a C++ exception unwinds through and is caught
+/// in. The program prints what it prints untraced, the trees kept are exactly the
+/// matching ones, no call is left open, and the rejections are counted.
+#[test]
+fn rejected_calls_leave_programs_as_they_were() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("inproc");
+    for (cc, file, build) in [
+        ("gcc", "real.c", "-O2"),
+        ("gcc", "real.c", "-fpatchable-function-entry=5"),
+        ("g++", "throw.cc", "-O2"),
+    ] {
+        let bin = dir.path().join(format!("{file}{build}"));
+        let st = Command::new(cc)
+            .args([build, "-O2", "-g", "-pthread", "-o"])
+            .arg(&bin)
+            .arg(src.join(file))
+            .status()
+            .expect("running the compiler");
+        assert!(st.success(), "{cc} {file} {build}");
+        let untraced = Command::new(&bin).output().expect("running it untraced");
+        let run = |funcs: &[&str], filter: &str| {
+            let mut args = vec!["--args".to_string(), "--show-retvals".to_string()];
+            for f in funcs {
+                args.extend(["--func".to_string(), func(&bin, f)]);
+            }
+            args.extend(["--filter".to_string(), filter.to_string()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = trace("inproc", &bin, &args);
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{file} {build}: {err}");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            // The program's own lines (stdout is shared with the JSON records).
+            let program: Vec<&str> = text.lines().filter(|l| !l.starts_with('{')).collect();
+            let plain = String::from_utf8_lossy(&untraced.stdout).into_owned();
+            assert_eq!(program, plain.lines().collect::<Vec<_>>(), "{file} {build}");
+            (shown(&out), dcg_tests::json_records(&text), err)
+        };
+        if file == "real.c" {
+            let funcs = ["work", "fib", "jumper", "dive", "after_jump", "in_handler"];
+            // Three of the four threads' calls and the forked child's are rejected.
+            let (shown, _, err) = run(&funcs, "salt == 2");
+            assert_eq!(shown.len(), 500, "{build}");
+            assert!(shown.iter().all(|c| c.contains("salt=2")), "{build}");
+            assert!(
+                err.contains("1501 top-level calls rejected at entry"),
+                "{err}"
+            );
+            // jumper(5) rejected: the longjmp from dive(0) lands in it, and it returns.
+            let (shown, records, err) = run(&funcs, "depth == 3");
+            assert!(shown.is_empty(), "{build}: {shown:?}");
+            assert!(records.is_empty(), "{build}: {records:?}");
+            assert!(err.contains("1 top-level call rejected at entry"), "{err}");
+            let (shown, records, err) = run(&funcs, "depth == 5");
+            assert_eq!(shown, ["jumper(depth=5) = 7"], "{build}");
+            // dive(5) .. dive(0), closed by the longjmp, under it.
+            assert_eq!(records.len(), 7, "{build}: {records:?}");
+            assert!(!err.contains("rejected at entry"), "{err}");
+        } else {
+            let funcs = ["catcher", "rethrower", "middle", "thrower"];
+            // catcher(3): its thrower's exception is caught in the rejected call.
+            let (shown, records, err) = run(&funcs, "x != 3");
+            assert_eq!(
+                shown,
+                // Saved calls name functions by their (mangled) symbols.
+                [
+                    "_Z7catcheri(x=0) = 1",
+                    "_Z7catcheri(x=1) = 11",
+                    "_Z7catcheri(x=2) = 21",
+                    "_Z7catcheri(x=4) = -1",
+                    "_Z9rethroweri(x=7) = -",
+                    "_Z7catcheri(x=1) = 11"
+                ],
+                "{build}"
+            );
+            assert_eq!(records.len(), 18, "{build}");
+            assert!(err.contains("1 top-level call rejected at entry"), "{err}");
+        }
     }
 }

@@ -299,6 +299,10 @@ pub fn user(n: &UserNotice) -> String {
              (is {} full?)",
             dir.display()
         ),
+        UserNotice::RejectedAtEntry(n) => format!(
+            "{n} top-level call{} rejected at entry by --filter (not recorded)",
+            if *n == 1 { "" } else { "s" }
+        ),
     }
 }
 

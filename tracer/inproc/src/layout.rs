@@ -2,8 +2,8 @@
 //! the same machine). Every record is `repr(C)` with explicit padding, 8-byte aligned.
 //!
 //! **The plan** (written by dcg, mapped read-only by the recorder): a [`PlanHeader`], then
-//! `ntargets` [`TargetDesc`], `nfuncs` [`FuncDesc`], `nops` [`FetchOp`], then
-//! `strings_len` bytes of strings (target paths).
+//! `ntargets` [`TargetDesc`], `nfuncs` [`FuncDesc`], `nops` [`FetchOp`], `nconds`
+//! [`CondTest`], then `strings_len` bytes of strings (target paths).
 //!
 //! **The rings** (a file in `/dev/shm` dcg creates, mapped shared by every traced process):
 //! a [`ShmHeader`], [`OBJECT_SLOTS`] [`ObjectSlot`]s, [`UNHOOKED_SLOTS`] `u32` plan indices of
@@ -17,7 +17,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// First bytes of a plan file.
-pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN1";
+pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN2";
 /// First bytes of a ring file.
 pub const SHM_MAGIC: [u8; 8] = *b"DCGRING1";
 
@@ -52,8 +52,8 @@ pub struct PlanHeader {
     pub strings_len: u32,
     /// `PLAN_*` flags.
     pub flags: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Number of [`CondTest`].
+    pub nconds: u32,
 }
 
 /// A binary whose functions are traced: matched against the process's loaded objects by
@@ -126,6 +126,95 @@ pub struct FuncDesc {
     pub site_off: u8,
     /// `PLAIN`: bytes of whole instructions at the entry moved to the trampoline (5..=32).
     pub patch_len: u8,
+    /// First [`CondTest`] a top-level call must pass to be recorded (`--filter`).
+    pub cond_first: u32,
+    /// Number of those tests (0: every call is recorded).
+    pub cond_n: u32,
+}
+
+/// A test on one value of a function's entry record that a top-level call must pass
+/// (`--filter` on its arguments, decided at entry): a call that fails one is not recorded,
+/// nor anything it calls, and is counted ([`ShmHeader::rejected`]). The value is entry
+/// fetch `op` of the function, cut to its low `size` bytes (sign-extended with
+/// [`COND_SIGNED`]), ANDed with `mask` ([`COND_MASK`]), then compared with `value`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct CondTest {
+    /// Index of the value among the function's entry fetches (a word fetch).
+    pub op: u16,
+    /// One of the `COND_*` comparisons.
+    pub cmp: u8,
+    /// Bytes of the value: 1, 2, 4 or 8.
+    pub size: u8,
+    /// [`COND_SIGNED`], [`COND_MASK`].
+    pub flags: u8,
+    /// Zero.
+    pub reserved: [u8; 3],
+    /// The mask ([`COND_MASK`]).
+    pub mask: u64,
+    /// The operand (an unsigned one as its bits).
+    pub value: i64,
+}
+
+/// The value is nonzero.
+pub const COND_TRUTH: u8 = 0;
+/// `==`.
+pub const COND_EQ: u8 = 1;
+/// `!=`.
+pub const COND_NE: u8 = 2;
+/// `<`.
+pub const COND_LT: u8 = 3;
+/// `<=`.
+pub const COND_LE: u8 = 4;
+/// `>`.
+pub const COND_GT: u8 = 5;
+/// `>=`.
+pub const COND_GE: u8 = 6;
+/// The value is signed: sign-extended and compared as signed.
+pub const COND_SIGNED: u8 = 1;
+/// The value is ANDed with [`CondTest::mask`] first (then compared as unsigned).
+pub const COND_MASK: u8 = 2;
+
+impl CondTest {
+    /// Whether the value `v` (the fetched word) passes.
+    #[inline(always)]
+    pub fn holds(&self, v: u64) -> bool {
+        let shift = if self.size >= 8 {
+            0
+        } else {
+            64 - 8 * u32::from(self.size)
+        };
+        let mut v = v;
+        if shift > 0 {
+            v <<= shift;
+            v = if self.flags & COND_SIGNED != 0 {
+                ((v as i64) >> shift) as u64
+            } else {
+                v >> shift
+            };
+        }
+        if self.flags & COND_MASK != 0 {
+            v &= self.mask;
+        }
+        if self.cmp == COND_TRUTH {
+            return v != 0;
+        }
+        let ord = if self.flags & COND_SIGNED != 0 {
+            (v as i64).cmp(&self.value)
+        } else {
+            v.cmp(&(self.value as u64))
+        };
+        match self.cmp {
+            COND_EQ => ord.is_eq(),
+            COND_NE => ord.is_ne(),
+            COND_LT => ord.is_lt(),
+            COND_LE => ord.is_le(),
+            COND_GT => ord.is_gt(),
+            _ => ord.is_ge(),
+        }
+    }
 }
 
 /// How one value is fetched: start from register `reg` (DWARF number; [`REG_RETVAL`] is
@@ -189,8 +278,10 @@ pub struct ShmHeader {
     /// Threads that recorded nothing because the memory behind a new ring could not be
     /// had (a full `/dev/shm`): writing there would have been a `SIGBUS` in the target.
     pub no_space: u32,
+    /// Top-level calls not recorded because a [`CondTest`] rejected them at entry.
+    pub rejected: u64,
     /// Zero.
-    pub reserved: [u64; 3],
+    pub reserved: [u64; 2],
 }
 
 /// Objects (the executable, its libraries) the traced processes had loaded when their
@@ -324,7 +415,8 @@ pub const fn ring_offset(i: u32, ring_size: u32) -> usize {
 const _: () = {
     assert!(size_of::<PlanHeader>() == 32);
     assert!(size_of::<TargetDesc>() == 56);
-    assert!(size_of::<FuncDesc>() == 32);
+    assert!(size_of::<FuncDesc>() == 40);
+    assert!(size_of::<CondTest>() == 24);
     assert!(size_of::<FetchOp>() == 16);
     assert!(size_of::<ShmHeader>() == 64);
     assert!(size_of::<RingHeader>() == 80);

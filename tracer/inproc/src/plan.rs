@@ -35,6 +35,8 @@ pub struct PlanFunc {
     pub entry: Vec<FetchOp>,
     /// The return record's fetches.
     pub ret: Vec<FetchOp>,
+    /// The tests on entry fetches a top-level call must pass to be recorded.
+    pub conds: Vec<CondTest>,
 }
 
 /// A target binary of the plan.
@@ -159,8 +161,15 @@ pub fn write_plan(
         strings.extend_from_slice(t.path.as_bytes());
     }
     let mut ops = Vec::new();
+    let mut conds: Vec<CondTest> = Vec::new();
     let mut fdesc = Vec::new();
     for f in funcs {
+        let cond_first = conds.len() as u32;
+        conds.extend(f.conds.iter().filter(|c| {
+            f.entry
+                .get(usize::from(c.op))
+                .is_some_and(|o| o.kind == FETCH_WORD)
+        }));
         let entry_op = ops.len() as u32;
         ops.extend_from_slice(&f.entry);
         let ret_op = ops.len() as u32;
@@ -177,6 +186,8 @@ pub fn write_plan(
             flags: f.flags,
             site_off: f.site_off,
             patch_len: f.patch_len,
+            cond_first,
+            cond_n: conds.len() as u32 - cond_first,
         });
     }
     let header = PlanHeader {
@@ -186,7 +197,7 @@ pub fn write_plan(
         nops: ops.len() as u32,
         strings_len: strings.len() as u32,
         flags,
-        reserved: 0,
+        nconds: conds.len() as u32,
     };
     let mut f = dcg_outfile::Output::replace(path)?;
     let mut w = |b: &[u8]| f.write_all(b).map_err(|e| dcg_outfile::into_error(path, e));
@@ -194,6 +205,7 @@ pub fn write_plan(
     w(tdesc.as_bytes())?;
     w(fdesc.as_bytes())?;
     w(ops.as_bytes())?;
+    w(IntoBytes::as_bytes(&conds[..]))?;
     w(&strings)?;
     Ok(f.commit()?)
 }

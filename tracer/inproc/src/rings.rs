@@ -200,6 +200,12 @@ impl Rings {
             .load(Ordering::Acquire)
     }
 
+    /// Top-level calls the recorders' entry tests rejected (`--filter`), not recorded.
+    pub fn rejected(&self) -> u64 {
+        self.u64_at(std::mem::offset_of!(ShmHeader, rejected))
+            .load(Ordering::Acquire)
+    }
+
     /// Processes that loaded the recorder and hooked a traced binary.
     pub fn attached(&self) -> u32 {
         self.u32_at(std::mem::offset_of!(ShmHeader, attached))

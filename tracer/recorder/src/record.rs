@@ -209,8 +209,22 @@ pub fn close_dead(st: &State, t: &Thread, sp: u64, reused: bool, regs: &Regs) {
             break;
         }
         t.frames.pop();
-        record(st, t, REC_UNWIND, f.func, &[], regs);
+        if !f.rejected {
+            record(st, t, REC_UNWIND, f.func, &[], regs);
+        }
     }
+}
+
+/// Whether a top-level call of `f` passes its entry tests (`--filter`), on the values its
+/// entry record would hold.
+#[inline(always)]
+fn passes(st: &State, f: &FuncDesc, regs: &Regs) -> bool {
+    let ops = st.ops(f.entry_op, f.entry_n);
+    st.conds(f).iter().all(|c| {
+        ops.get(usize::from(c.op))
+            .and_then(|op| eval(st, op, regs))
+            .is_some_and(|v| c.holds(v))
+    })
 }
 
 /// A traced function was entered (`site`: where its hook returns to).
@@ -244,12 +258,32 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
     // the one return closes both calls, innermost first.
     let orig = slot.get();
     close_dead(st, t, slot.addr(), !is_return_thunk(orig), regs);
+    // Inside a rejected call: nothing is recorded, no return hooked.
+    if t.frames.top().is_some_and(|f| f.rejected) {
+        return;
+    }
     let f = st.func(func);
     let hook = f.flags & fflags::NO_RET_HOOK == 0;
     if hook && t.frames.depth() >= crate::thread::MAX_FRAMES {
         return;
     }
-    if st.stacks && t.frames.depth() == 0 {
+    let top_level = t.frames.depth() == 0;
+    if top_level && f.cond_n > 0 && !passes(st, f, regs) {
+        st.shm.rejected();
+        // Its return is hooked (unrecorded) to know when recording resumes.
+        if hook {
+            t.frames.push(Frame {
+                orig,
+                slot,
+                func,
+                restored: false,
+                rejected: true,
+            });
+            slot.set(return_thunk(st, func));
+        }
+        return;
+    }
+    if st.stacks && top_level {
         stack(st, t, func, regs);
     }
     record(st, t, REC_ENTRY, func, st.ops(f.entry_op, f.entry_n), regs);
@@ -262,6 +296,7 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
         slot,
         func,
         restored: false,
+        rejected: false,
     });
     slot.set(return_thunk(st, func));
 }
@@ -295,13 +330,15 @@ fn exit(st: &State, t: &Thread, regs: &Regs, slot: u64, was_busy: bool) -> u64 {
     if at > 0 {
         while t.frames.depth() > at {
             let Some(f) = t.frames.pop() else { break };
-            record(st, t, REC_UNWIND, f.func, &[], regs);
+            if !f.rejected {
+                record(st, t, REC_UNWIND, f.func, &[], regs);
+            }
         }
     }
     match t.frames.top() {
         Some(f) if f.slot.addr() == slot => {
             t.frames.pop();
-            if !was_busy && !DISABLED.load(Ordering::Relaxed) && !st.stopped() {
+            if !was_busy && !f.rejected && !DISABLED.load(Ordering::Relaxed) && !st.stopped() {
                 let d = st.func(f.func);
                 record(st, t, REC_EXIT, f.func, st.ops(d.ret_op, d.ret_n), regs);
             }

@@ -56,6 +56,24 @@ impl Shm {
             != 0
     }
 
+    /// Count a top-level call its entry tests rejected.
+    #[inline(always)]
+    pub fn rejected(&self) {
+        // SAFETY: the `u64` field of the header, in the mapping ([`Shm::new`]) for the
+        // process's life, 8-aligned (`repr(C)`, the mapping starts a page); every process
+        // reaches it atomically.
+        let w = unsafe {
+            AtomicU64::from_ptr(
+                self.base
+                    .cast::<u8>()
+                    .add(offset_of!(ShmHeader, rejected))
+                    .cast()
+                    .as_ptr(),
+            )
+        };
+        w.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Say that one more process attached.
     pub fn attached(&self) {
         self.word(offset_of!(ShmHeader, attached))

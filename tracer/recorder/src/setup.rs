@@ -157,6 +157,7 @@ pub struct Plan {
     /// Its functions.
     pub funcs: &'static [FuncDesc],
     ops: &'static [FetchOp],
+    conds: &'static [CondTest],
     strings: &'static [u8],
 }
 
@@ -173,12 +174,15 @@ impl Plan {
             <[FuncDesc]>::ref_from_prefix_with_elems(rest, header.nfuncs as usize).ok()?;
         let (ops, rest) =
             <[FetchOp]>::ref_from_prefix_with_elems(rest, header.nops as usize).ok()?;
+        let (conds, rest) =
+            <[CondTest]>::ref_from_prefix_with_elems(rest, header.nconds as usize).ok()?;
         let strings = rest.get(..header.strings_len as usize)?;
         Some(Plan {
             header,
             targets,
             funcs,
             ops,
+            conds,
             strings,
         })
     }
@@ -284,6 +288,7 @@ pub fn init() {
         shm,
         funcs: plan.funcs,
         ops: plan.ops,
+        conds: plan.conds,
         sites: hooks.sites,
         ro: readonly_mappings(),
         pid: core::sync::atomic::AtomicI32::new(pid),

@@ -24,6 +24,8 @@ pub struct State {
     pub funcs: &'static [FuncDesc],
     /// The plan's fetch ops.
     pub ops: &'static [FetchOp],
+    /// The plan's entry tests (`--filter`).
+    pub conds: &'static [CondTest],
     /// Hook sites (where the hook call returns) and their functions, by address.
     pub sites: Vec<(u64, u32)>,
     /// Read-only file mappings at start-up, by address: safe to read directly.
@@ -76,6 +78,15 @@ impl State {
     pub fn ops(&self, first: u32, n: u16) -> &[FetchOp] {
         self.ops
             .get(first as usize..first as usize + n as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The entry tests of function `f`.
+    #[inline(always)]
+    pub fn conds(&self, f: &FuncDesc) -> &[CondTest] {
+        let first = f.cond_first as usize;
+        self.conds
+            .get(first..first.saturating_add(f.cond_n as usize))
             .unwrap_or(&[])
     }
 

@@ -57,6 +57,9 @@ pub struct Frame {
     pub func: u32,
     /// The real address was put back for the unwinder ([`crate::unwind`]).
     pub restored: bool,
+    /// A top-level call its entry tests rejected (`--filter`): nothing is recorded until
+    /// it returns.
+    pub rejected: bool,
 }
 
 /// Frames a thread can have hooked at once; deeper calls are not recorded.

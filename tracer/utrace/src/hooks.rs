@@ -9,7 +9,10 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _};
 
 use crate::plan::{file_offset, Segment};
-use dcg_inproc::layout::{fflags, mode, FetchOp};
+use dcg_inproc::layout::{
+    fflags, mode, CondTest, FetchOp, COND_EQ, COND_GE, COND_GT, COND_LE, COND_LT, COND_MASK,
+    COND_NE, COND_SIGNED, COND_TRUTH,
+};
 use dcg_inproc::plan::{parse_fetch, PlanFunc};
 
 use crate::error::{Result, UtraceError};
@@ -331,6 +334,7 @@ pub fn recorder_plan<'a>(
             patch_len,
             entry: ops(&p.entry_fields)?,
             ret: ops(&p.ret_fields)?,
+            conds: Vec::new(),
         }]));
     }
     Ok(out)
@@ -390,6 +394,7 @@ fn ifunc_hooks<'a>(
         patch_len: 0,
         entry: Vec::new(),
         ret: Vec::new(),
+        conds: Vec::new(),
     }];
     // Typed by the IFUNC's declaration where a caller's DWARF has one.
     let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
@@ -411,6 +416,7 @@ fn ifunc_hooks<'a>(
                 patch_len: n,
                 entry: entry.clone(),
                 ret: ret.clone(),
+                conds: Vec::new(),
             });
         }
     }
@@ -430,4 +436,60 @@ fn ifunc_hooks<'a>(
         path: t.path.clone(),
     });
     Ok(funcs)
+}
+
+/// The recorder's entry tests of probe `p` for `tests` (`--filter` on a top-level call's
+/// parameters, [`dcg_filter::saved::TreeFilter::entry_tests`]): each on the one entry
+/// fetch that holds its parameter; a parameter fetched otherwise (two words, a string, a
+/// constant) is left to the decoded calls.
+pub fn entry_conds(p: &Probe<'_>, tests: &[dcg_filter::EntryTest]) -> Vec<CondTest> {
+    use dcg_filter::CmpOp;
+    tests
+        .iter()
+        .filter_map(|t| {
+            let (_, plan) = p.args.get(t.arg)?;
+            let crate::plan::ArgPlan::Fetched {
+                words,
+                string: None,
+            } = plan
+            else {
+                return None;
+            };
+            let [w] = words[..] else {
+                return None;
+            };
+            let (cmp, value) = match t.cmp {
+                None => (COND_TRUTH, 0),
+                Some((op, v)) => (
+                    match op {
+                        CmpOp::Eq => COND_EQ,
+                        CmpOp::Ne => COND_NE,
+                        CmpOp::Lt => COND_LT,
+                        CmpOp::Le => COND_LE,
+                        CmpOp::Gt => COND_GT,
+                        CmpOp::Ge => COND_GE,
+                        // `~` never reaches entry tests.
+                        CmpOp::Glob => return None,
+                    },
+                    v,
+                ),
+            };
+            let mut flags = 0;
+            if t.signed {
+                flags |= COND_SIGNED;
+            }
+            if t.mask.is_some() {
+                flags |= COND_MASK;
+            }
+            Some(CondTest {
+                op: u16::try_from(w).ok()?,
+                cmp,
+                size: t.size as u8,
+                flags,
+                reserved: [0; 3],
+                mask: t.mask.unwrap_or(0),
+                value,
+            })
+        })
+        .collect()
 }

@@ -542,6 +542,9 @@ fn ring_notes(
             rings: RINGS,
         });
     }
+    if rings.rejected() > 0 {
+        note(Notice::RejectedAtEntry(rings.rejected()));
+    }
     if rings.no_space() > 0 {
         note(Notice::NoRingMemory {
             threads: rings.no_space(),

@@ -213,4 +213,7 @@ pub enum Notice {
         /// Where the rings are.
         dir: PathBuf,
     },
+    /// Top-level calls the recorder rejected at their entry (`--filter` on their
+    /// arguments): neither they nor anything they called was recorded.
+    RejectedAtEntry(u64),
 }

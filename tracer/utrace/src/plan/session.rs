@@ -181,6 +181,19 @@ impl<'t> UserPlan<'t> {
                 )?;
             }
         }
+        // The recorder decides a top-level call's tests at its entry, unless uprobes
+        // trace some functions: a call that is top-level for the recorder may then be
+        // inside an uprobe-traced one.
+        if let Some(t) = trees
+            .as_deref()
+            .filter(|_| selected.hooks.iter().all(Option::is_some))
+        {
+            for (p, hooks) in selected.probes.iter().zip(selected.hooks.iter_mut()) {
+                if let Some([f]) = hooks.as_deref_mut() {
+                    f.conds = crate::hooks::entry_conds(p, &t.entry_tests(&p.symbol));
+                }
+            }
+        }
         let name = match engine.engine {
             UserEngine::InProcess => "in process",
             UserEngine::Uprobes => "uprobes",
