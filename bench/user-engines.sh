@@ -7,10 +7,19 @@
 #   uftrace (Debian's package)    -pg build, arguments and return value asked for by hand
 #   dcg --engine inproc           the -pg, patchable and plain builds (every value)
 #   dcg --engine uprobe           the plain build
+#   dcg --engine inproc, plain    with --filter 'n == -1' (every call rejected at entry),
+#                                 --filter 'n < N/100' (1 % kept) and --stack (a stack
+#                                 copied and unwound per call: each is top-level; N/4
+#                                 calls, ~460 bytes each with the stack, which the 16 MiB
+#                                 ring holds: at the loop's 4 million calls a second the
+#                                 copier does not empty it fast enough and records are
+#                                 lost, and a run that loses any does not count)
 #
 # Prints µs per call (the traced loop's), the overhead over the untraced build, and
 # dcg's ratios to uftrace. Goals (issue 25): in-process ≤ uftrace on both instrumented
-# builds, ≤ 2 µs per call on the plain build. Root only (uprobes).
+# builds, ≤ 2 µs per call on the plain build; (issue 40) a call rejected at entry ≤ 0.2x
+# the overhead of a recorded one, the 1 % filter's session ≤ 0.2x the unfiltered one's
+# overhead with exactly the matching calls kept. Root only (uprobes).
 #
 #   bench/user-engines.sh [N]       (default N = 100000)
 #
@@ -74,12 +83,24 @@ d_patch=$(inproc "$dcg" "$rec" patch)
 d_plain=$(inproc "$dcg" "$rec" plain)
 [ -z "$base" ] || b_plain=$(inproc "$base/dcg" "$base_rec" plain)
 d_up=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --func ./plain:f -- ./plain "$n")
+# Issue 40: filters decided at entry, and stacks.
+keep=$((n / 100))
+d_rej=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f --filter 'n == -1' -- ./plain "$n")
+d_one=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f --filter "n < $keep" -- ./plain "$n")
+ns=$((n / 4))
+u_plain_s=$(per_call ./plain "$ns")
+d_plain_s=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f -- ./plain "$ns")
+d_stack=$(per_call "$dcg" trace --engine inproc --show-retvals --args --stack --func ./plain:f -- ./plain "$ns")
+kept=$("$dcg" trace --engine inproc --json --args --func ./plain:f --filter "n < $keep" -- ./plain "$n" 2>/dev/null | grep -c '"func":"f"' || true)
+[ "$kept" = "$keep" ] || { echo "user-engines: the 1 % filter kept $kept calls, not $keep" >&2; exit 1; }
 # Every value present: the last traced call has its double argument and return value.
 "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f -- ./plain 3 2>/dev/null \
 	| grep -q 'f(n=2, tag="hot", scale=0.5); /\* ret=105 \*/' \
 	|| { echo "user-engines: the in-process trace lacks f's values" >&2; exit 1; }
 awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	-v dpg="$d_pg" -v dpa="$d_patch" -v dpl="$d_plain" -v dup="$d_up" \
+	-v drej="$d_rej" -v done="$d_one" -v dstack="$d_stack" -v keep="$keep" \
+	-v ns="$ns" -v upls="$u_plain_s" -v dpls="$d_plain_s" \
 	-v base="$base" -v bpg="$b_pg" -v bpa="$b_patch" -v bpl="$b_plain" 'BEGIN {
 	printf "user-space engines: %d calls of double f(long, const char *, double), us per call (best of 3)\n", n
 	printf "  %-44s %8s %10s\n", "", "us/call", "overhead"
@@ -91,8 +112,16 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	row("dcg inproc, patchable build", dpa, upa)
 	row("dcg inproc, plain build", dpl, upl)
 	row("dcg uprobe, plain build", dup, upl)
+	row("dcg inproc, plain, every call rejected", drej, upl)
+	row(sprintf("dcg inproc, plain, 1 %% kept (%d)", keep), done, upl)
+	row(sprintf("untraced, plain build, %d calls", ns), upls, upls)
+	row(sprintf("dcg inproc, plain, %d calls", ns), dpls, upls)
+	row(sprintf("dcg inproc, plain, --stack, %d calls", ns), dstack, upls)
 	printf "  dcg inproc / uftrace: -pg %.2fx, patchable %.2fx (goal <= 1)\n", dpg / uft, dpa / uft
 	printf "  dcg inproc, plain build: %.3f us/call (goal <= 2); uprobe / inproc: %.1fx\n", dpl, dup / dpl
+	printf "  issue 40, over the untraced plain build: a call rejected at entry costs %.2fx a recorded one (goal <= 0.2)\n", (drej - upl) / (dpl - upl)
+	printf "  issue 40: the 1 %% filter session costs %.2fx the unfiltered one (goal <= 0.2), %d calls kept, as many as match\n", (done - upl) / (dpl - upl), keep
+	printf "  issue 40: --stack adds %.3f us to a top-level call that costs %.3f us recorded (%d calls)\n", dstack - dpls, dpls - upls, ns
 	if (base != "") {
 		printf "baseline %s, in the same run:\n", base
 		row("baseline dcg inproc, -pg build", bpg, upg)

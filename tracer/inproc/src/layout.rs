@@ -134,7 +134,7 @@ pub struct FuncDesc {
 
 /// A test on one value of a function's entry record that a top-level call must pass
 /// (`--filter` on its arguments, decided at entry): a call that fails one is not recorded,
-/// nor anything it calls, and is counted ([`ShmHeader::rejected`]). The value is entry
+/// nor anything it calls, and is counted ([`RingHeader::rejected`]). The value is entry
 /// fetch `op` of the function, cut to its low `size` bytes (sign-extended with
 /// [`COND_SIGNED`]), ANDed with `mask` ([`COND_MASK`]), then compared with `value`.
 #[repr(C)]
@@ -278,10 +278,8 @@ pub struct ShmHeader {
     /// Threads that recorded nothing because the memory behind a new ring could not be
     /// had (a full `/dev/shm`): writing there would have been a `SIGBUS` in the target.
     pub no_space: u32,
-    /// Top-level calls not recorded because a [`CondTest`] rejected them at entry.
-    pub rejected: u64,
     /// Zero.
-    pub reserved: [u64; 2],
+    pub reserved: [u64; 3],
 }
 
 /// Objects (the executable, its libraries) the traced processes had loaded when their
@@ -331,7 +329,11 @@ pub struct RingHeader {
     /// megabyte at a time during the first lap, then stays at `ring_size`).
     pub populated: u32,
     /// Zero.
-    pub reserved: [u32; 4],
+    /// Top-level calls of its thread not recorded because a [`CondTest`] rejected them
+    /// at entry (the producer's).
+    pub rejected: u64,
+    /// Zero.
+    pub reserved: [u32; 2],
 }
 
 /// Record timestamps in `CLOCK_MONOTONIC` nanoseconds.
@@ -365,7 +367,8 @@ pub const REC_EXEC: u16 = 5;
 /// its [`REC_ENTRY`]: three words, the stack pointer at the function's first instruction
 /// (where its return address is), the frame pointer there and the number of bytes
 /// copied, then those bytes of the stack from the stack pointer up (at most
-/// [`STACK_COPY`], fewer where the stack's mapping ends). No hooked call is open in the
+/// [`STACK_COPY`], fewer where the stack's mapping ends or, on the main thread, where its
+/// stack starts: glibc's `__libc_stack_end`, above which lie no frames). No hooked call is open in the
 /// thread, so the copy holds no return thunk. dcg unwinds it; nothing is unwound in the
 /// traced program.
 pub const REC_STACK: u16 = 6;

@@ -202,8 +202,13 @@ impl Rings {
 
     /// Top-level calls the recorders' entry tests rejected (`--filter`), not recorded.
     pub fn rejected(&self) -> u64 {
-        self.u64_at(std::mem::offset_of!(ShmHeader, rejected))
-            .load(Ordering::Acquire)
+        (0..self.claimed())
+            .map(|i| {
+                let at =
+                    ring_offset(i, self.ring_size) + std::mem::offset_of!(RingHeader, rejected);
+                self.u64_at(at).load(Ordering::Relaxed)
+            })
+            .sum()
     }
 
     /// Processes that loaded the recorder and hooked a traced binary.

@@ -90,15 +90,17 @@ pub fn read_word(st: &State, addr: u64, sp: u64) -> Option<u64> {
 }
 
 /// Copy the stack from `sp` up into `dst` (a multiple of 8 bytes), without ever
-/// faulting: the stack pointer's own page directly, the pages above it through the
-/// kernel, one page an iovec, so that the copy stops where the stack's mapping ends.
-/// Returns the bytes copied (a multiple of 8).
+/// faulting: directly up to `mapped` (an address up to which the stack is known mapped,
+/// the main thread's start; else the stack pointer's own page), the pages above it
+/// through the kernel, one page an iovec, so that the copy stops where the stack's
+/// mapping ends. Returns the bytes copied (a multiple of 8).
 #[inline(always)]
-pub fn read_stack(sp: u64, pid: i32, dst: &mut [u8]) -> usize {
-    let page_end = (sp | 4095).wrapping_add(1);
+pub fn read_stack(sp: u64, mapped: u64, pid: i32, dst: &mut [u8]) -> usize {
+    let page_end = (sp | 4095).wrapping_add(1).max(mapped & !7);
     let first = dst.len().min((page_end - sp) as usize) & !7;
-    // SAFETY: the page of `sp` is mapped (the return address was just pushed there) and
-    // `first` bytes from `sp` stay in it; `dst` has at least `first` bytes.
+    // SAFETY: the page of `sp` is mapped (the return address was just pushed there), and
+    // so is the stack up to `mapped` (the caller's promise); `first` bytes from `sp` stay
+    // below both ends; `dst` has at least `first` bytes.
     unsafe { copy_words(sp as *const u64, dst.as_mut_ptr().cast(), first / 8) };
     let rest = dst.len() - first;
     if rest == 0 {

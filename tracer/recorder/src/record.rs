@@ -149,15 +149,23 @@ fn stack(st: &State, t: &Thread, func: u32, regs: &Regs) {
     let Some(r) = ring(st, t) else {
         return;
     };
-    let head = size_of::<RecHeader>() + 24;
-    let Some(mut p) = r.reserve(head + STACK_COPY) else {
-        return;
-    };
     let (sp, bp) = (regs.gpr[7], regs.gpr[6]);
-    let Some(dst) = p.bytes(head, STACK_COPY) else {
+    // On the main thread's stack, nothing above its start is a frame: a shallow stack
+    // is a small copy (the environment and auxiliary vector above are left out).
+    let (want, mapped) = match st.stack_end.checked_sub(sp) {
+        // `__libc_stack_end` points at `argc`, a word of the stack: mapped too.
+        Some(d) if sp != 0 && d < STACK_COPY as u64 => ((d as usize + 15) & !7, st.stack_end + 8),
+        _ => (STACK_COPY, 0),
+    };
+    let head = size_of::<RecHeader>() + 24;
+    let Some(mut p) = r.reserve(head + want) else {
         return;
     };
-    let n = read_stack(sp, st.pid(), dst);
+    let Some(dst) = p.bytes(head, want) else {
+        return;
+    };
+    // The main thread's stack is one mapping from `sp` to its start.
+    let n = read_stack(sp, mapped, st.pid(), dst);
     let at = size_of::<RecHeader>();
     p.put(at, sp);
     p.put(at + 8, bp);
@@ -215,6 +223,32 @@ pub fn close_dead(st: &State, t: &Thread, sp: u64, reused: bool, regs: &Regs) {
     }
 }
 
+/// Whether a traced call whose return slot is `slot` is inside this thread's rejected
+/// top-level call, which has no return hook yet: a call not deeper on the stack shows it
+/// gone (returned, or left by a `longjmp` or an exception); a deeper one is inside it
+/// while its slot still holds its return address, and then its return is hooked (an
+/// unrecorded frame), so that the calls after this one need no such test. A tail call
+/// from the rejected function (at its very slot) is recorded as a top-level call.
+#[inline(always)]
+fn inside_rejected(st: &State, t: &Thread, slot: Slot) -> bool {
+    let Some((r, ra, func)) = t.rejected.take() else {
+        return false;
+    };
+    let (at, ra_at) = (slot.addr(), r.addr());
+    if at >= ra_at || ra_at - at > SAME_STACK || r.get() != ra {
+        return false;
+    }
+    r.set(return_thunk(st, func));
+    t.frames.push(Frame {
+        orig: ra,
+        slot: r,
+        func,
+        restored: false,
+        rejected: true,
+    });
+    true
+}
+
 /// Whether a top-level call of `f` passes its entry tests (`--filter`), on the values its
 /// entry record would hold.
 #[inline(always)]
@@ -253,12 +287,15 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
     if st.stopped() || !t.frames.ensure() {
         return;
     }
+    // Inside a rejected call: nothing is recorded, no return hooked.
+    if inside_rejected(st, t, slot) {
+        return;
+    }
     // A tail call from a hooked function (or a jump back to its own entry) finds the
     // return thunk in the slot: the new frame's "real" return address is the thunk, so
     // the one return closes both calls, innermost first.
     let orig = slot.get();
     close_dead(st, t, slot.addr(), !is_return_thunk(orig), regs);
-    // Inside a rejected call: nothing is recorded, no return hooked.
     if t.frames.top().is_some_and(|f| f.rejected) {
         return;
     }
@@ -269,17 +306,10 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
     }
     let top_level = t.frames.depth() == 0;
     if top_level && f.cond_n > 0 && !passes(st, f, regs) {
-        st.shm.rejected();
-        // Its return is hooked (unrecorded) to know when recording resumes.
-        if hook {
-            t.frames.push(Frame {
-                orig,
-                slot,
-                func,
-                restored: false,
-                rejected: true,
-            });
-            slot.set(return_thunk(st, func));
+        // No return hook until a traced call is made inside it ([`inside_rejected`]).
+        t.rejected.set(Some((slot, orig, func)));
+        if let Some(r) = ring(st, t) {
+            r.rejected();
         }
         return;
     }

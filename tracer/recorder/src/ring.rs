@@ -56,24 +56,6 @@ impl Shm {
             != 0
     }
 
-    /// Count a top-level call its entry tests rejected.
-    #[inline(always)]
-    pub fn rejected(&self) {
-        // SAFETY: the `u64` field of the header, in the mapping ([`Shm::new`]) for the
-        // process's life, 8-aligned (`repr(C)`, the mapping starts a page); every process
-        // reaches it atomically.
-        let w = unsafe {
-            AtomicU64::from_ptr(
-                self.base
-                    .cast::<u8>()
-                    .add(offset_of!(ShmHeader, rejected))
-                    .cast()
-                    .as_ptr(),
-            )
-        };
-        w.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Say that one more process attached.
     pub fn attached(&self) {
         self.word(offset_of!(ShmHeader, attached))
@@ -239,6 +221,14 @@ impl Ring {
         self.word(offset_of!(RingHeader, state))
             .compare_exchange(RING_FREE, RING_OWNED, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Count a top-level call its entry tests rejected (a counter only this thread
+    /// writes: no locked instruction).
+    #[inline(always)]
+    pub fn rejected(&self) {
+        let w = self.word64(offset_of!(RingHeader, rejected));
+        w.store(w.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// Give the ring back: its thread ends (dcg frees it once drained).

@@ -122,6 +122,18 @@ fn map(path: &CStr, write: bool) -> Option<&'static mut [u8]> {
 }
 
 /// Read-only file mappings of the process now.
+/// Where the main thread's stack starts (the C library's `__libc_stack_end`: the stack
+/// pointer `_start` was given; nothing above it is a frame); 0 when unknown.
+fn main_stack_end() -> u64 {
+    // SAFETY: a NUL-terminated name; the answer is the variable's address or null.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__libc_stack_end".as_ptr()) };
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: glibc's `void *__libc_stack_end`, set before any constructor runs.
+    unsafe { p.cast::<u64>().read() }
+}
+
 fn readonly_mappings() -> Vec<(u64, u64)> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return Vec::new();
@@ -296,6 +308,7 @@ pub fn init() {
         thread_key,
         tsc,
         stacks: plan.header.flags & PLAN_STACK != 0,
+        stack_end: main_stack_end(),
     });
     if let Some(st) = crate::state::state() {
         crate::record::image_started(st);

@@ -43,6 +43,9 @@ pub struct State {
     ///
     /// [`REC_STACK`]: dcg_inproc::layout::REC_STACK
     pub stacks: bool,
+    /// Where the main thread's stack starts (`__libc_stack_end`; 0: unknown): a stack
+    /// copy stops there.
+    pub stack_end: u64,
 }
 
 /// The state, once the recorder is set up in this process.

@@ -57,8 +57,8 @@ pub struct Frame {
     pub func: u32,
     /// The real address was put back for the unwinder ([`crate::unwind`]).
     pub restored: bool,
-    /// A top-level call its entry tests rejected (`--filter`): nothing is recorded until
-    /// it returns.
+    /// A top-level call its entry tests rejected (`--filter`), hooked once a traced call
+    /// was made inside it: nothing is recorded until it returns.
     pub rejected: bool,
 }
 
@@ -183,6 +183,10 @@ pub struct Thread {
     pub ring: Cell<Option<Ring>>,
     /// Its hooked calls.
     pub frames: ShadowStack,
+    /// A top-level call its entry tests rejected (`--filter`), not hooked: its return
+    /// slot, the return address it held and its function, until a traced call shows
+    /// whether it is still running ([`crate::record`]).
+    pub rejected: Cell<Option<(Slot, u64, u32)>>,
 }
 
 thread_local! {
@@ -192,6 +196,7 @@ thread_local! {
             no_ring: Cell::new(false),
             ring: Cell::new(None),
             frames: ShadowStack::new(),
+            rejected: Cell::new(None),
         }
     };
 }
