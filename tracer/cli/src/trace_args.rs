@@ -92,7 +92,8 @@ pub struct TraceArgs {
     pub notrace: Vec<String>,
     /// Print the stack that led to each top-level call above its tree, outermost first
     /// (`function+offset [module]`, inlined functions expanded from the db); saved calls
-    /// keep it innermost first. Kernel: the BPF engine; user space: in process.
+    /// keep it innermost first. Kernel: the BPF engine; user space: both engines (the
+    /// stack's top copied, unwound by dcg).
     #[arg(long)]
     pub stack: bool,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).

@@ -134,6 +134,7 @@ pub(crate) fn run(
                 probes,
                 fallback.iter().copied(),
                 plan.follow_children,
+                false,
             )?;
             (Some(session), Some(events))
         }
@@ -487,7 +488,10 @@ impl<'a, 'p> Pump<'a, 'p> {
                     .map(|b| b.wrapping_add(self.probes[probe].addr));
                 if r.kind == layout::REC_STACK {
                     if let (Some(s), Some(ip)) = (self.stacks.as_mut(), ip) {
-                        merge.stack(r, s.frames(r.pid, ip, &r.payload));
+                        let frames = s.frames(r.pid, ip, &r.payload, layout::STACK_COPY);
+                        if !frames.is_empty() {
+                            merge.stack(r, frames);
+                        }
                     }
                     continue;
                 }

@@ -32,6 +32,8 @@ pub struct Options {
     /// Inlined copies shown as frames: calls made from their code are placed under them
     /// by their return addresses.
     pub inline_frames: bool,
+    /// `--stack`: entry events carry the stack's top ([`EventSink::user_stack`]).
+    pub stacks: bool,
 }
 
 impl Options {
@@ -111,6 +113,8 @@ pub struct Calls<'a> {
     lost: u64,
     args: ArgList,
     symbolizer: Symbolizer<'a>,
+    /// `--stack`: unwinds the stacks entry events carry.
+    stacks: Option<crate::ustack::UserStacks<'a>>,
 }
 
 impl<'a> Calls<'a> {
@@ -173,6 +177,7 @@ impl<'a> Calls<'a> {
             lost: 0,
             args: ArgList::default(),
             symbolizer: Symbolizer::new(targets),
+            stacks: opts.stacks.then(|| crate::ustack::UserStacks::new(targets)),
         }
     }
 
@@ -417,12 +422,41 @@ pub trait EventSink {
     /// Thread `m.tid` called `exec`: its open calls end, what it runs next is another
     /// program's.
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()>;
+    /// The stack's top at the entry event that follows (`--stack`): the stack and frame
+    /// pointers at `m.ip`, then the words from the stack pointer up.
+    fn user_stack(&mut self, _m: &Meta<'_>, _words: &[u64]) {}
     /// Trees shown so far (what `--count` counts): completed top-level calls, or those a
     /// filter kept.
     fn top_level(&self) -> u64;
 }
 
 impl EventSink for Calls<'_> {
+    fn user_stack(&mut self, m: &Meta<'_>, words: &[u64]) {
+        let (Some(stacks), Some(ip), [sp, bp, rest @ ..]) = (self.stacks.as_mut(), m.ip, words)
+        else {
+            return;
+        };
+        let key = u64::from(m.tid);
+        if self.pipe.tree().depth_of(key) != 0 {
+            return;
+        }
+        // The thread's process's objects, read once (a thread's id names its process's
+        // maps too).
+        stacks.learn_process(m.tid);
+        let mut payload = Vec::with_capacity(24 + rest.len() * 8);
+        for w in [*sp, *bp, rest.len() as u64 * 8].iter().chain(rest) {
+            payload.extend_from_slice(&w.to_ne_bytes());
+        }
+        let frames = stacks.frames(m.tid, ip, &payload, crate::uprobe_events::STACK_COPY);
+        // Nothing known of the process (gone before its maps were read): no stack.
+        if frames.is_empty() {
+            return;
+        }
+        self.pipe
+            .tree_mut()
+            .pending_stack(key, frames.into_boxed_slice());
+    }
+
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()> {
         let comm = self.comm(m).to_string();
         self.pipe.exec(task_of(m, &comm), Some(m.ts))?;

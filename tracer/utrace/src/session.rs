@@ -102,6 +102,8 @@ pub(crate) fn calls_for<'a>(
         max_depth: session.depth,
         errno: plan.errno,
         inline_frames: session.inline_frames,
+        // The uprobe engine's entry events carry stacks; the recorder's come as records.
+        stacks: session.stack && plan.engine.engine == crate::plan::UserEngine::Uprobes,
     };
     let mut calls = Calls::new(
         no_db,

@@ -53,6 +53,35 @@ pub(crate) enum Event {
 /// The tracepoint that says a process runs another program.
 pub(crate) const EXEC_EVENT: &str = "sched_process_exec";
 
+/// Bytes of stack an entry event copies with `--stack`: four arrays of 64 words (the
+/// longest array a probe's fetch takes), within the page a uprobe's fetched values share.
+pub(crate) const STACK_COPY: usize = 2048;
+
+/// The fetches an entry event adds with `--stack`, after all others: the stack and frame
+/// pointers, then [`STACK_COPY`] bytes from the stack pointer up.
+fn stack_fetches() -> String {
+    let mut s = String::from(" ssp=%sp:x64 sbp=%bp:x64");
+    for k in 0..STACK_COPY / 512 {
+        s.push_str(&format!(" sk{k}=+{}(%sp):x64[64]", k * 512));
+    }
+    s
+}
+
+/// The stack an entry event's fields end with (`--stack`): the fields before it and its
+/// words (the stack and frame pointers, then the copied words).
+fn split_stack(raw: &str) -> Option<(&str, Vec<u64>)> {
+    let at = raw.rfind(" ssp=")?;
+    let mut words = Vec::with_capacity(2 + STACK_COPY / 8);
+    for field in raw[at..].split_whitespace() {
+        let (_, value) = field.split_once('=')?;
+        let value = value.trim_start_matches('{').trim_end_matches('}');
+        for w in value.split(',') {
+            words.push(dcg_fgraph::parse_number(w)?);
+        }
+    }
+    Some((&raw[..at], words))
+}
+
 /// A private tracefs instance with the entry and return uprobes of `probes[which]`
 /// (event-fork on: threads and children of a filtered pid follow; without `children`
 /// each event names its process, `record-tgid`, for [`Stream::only_process`]), tracing
@@ -63,6 +92,7 @@ pub(crate) fn probe_session(
     probes: &[Probe<'_>],
     which: impl Iterator<Item = usize>,
     children: bool,
+    stacks: bool,
 ) -> Result<(Session, HashMap<String, Event>)> {
     let mut session = Session::create(root)?;
     let group = session.group().to_string();
@@ -81,7 +111,13 @@ pub(crate) fn probe_session(
             .add_event(
                 EventFile::Uprobe,
                 &p.entry_event,
-                &p.entry_def(&group, path),
+                &(p.entry_def(&group, path)
+                    + if stacks {
+                        stack_fetches()
+                    } else {
+                        String::new()
+                    }
+                    .as_str()),
             )
             .map_err(|error| UtraceError::Probe {
                 what: format!("{} in {}", p.symbol, path.display()),
@@ -128,6 +164,8 @@ pub(crate) struct Stream<'e, 'p> {
     done: bool,
     /// `--no-children`: only this process's threads (by the events' `record-tgid`).
     only: Option<u32>,
+    /// `--stack`: entry events end with the stack's top ([`stack_fetches`]).
+    stacks: bool,
 }
 
 impl<'e, 'p> Stream<'e, 'p> {
@@ -145,7 +183,13 @@ impl<'e, 'p> Stream<'e, 'p> {
             unparsed: 0,
             done: false,
             only: None,
+            stacks: false,
         }
+    }
+
+    /// Entry events end with the stack's top (the session was made with stacks).
+    pub(crate) fn with_stacks(&mut self) {
+        self.stacks = true;
     }
 
     /// Pass on only the events of process `pid`'s threads (`--no-children`: event-fork
@@ -203,7 +247,7 @@ impl<'e, 'p> Stream<'e, 'p> {
 
     /// Whether a (possibly joined) entry line with string fields has all of them.
     fn entry_complete(&self, line: &str) -> bool {
-        line.ends_with('"') || line.ends_with("(fault)")
+        line.ends_with('"') || line.ends_with("(fault)") || (self.stacks && line.ends_with('}'))
     }
 
     fn line(
@@ -293,7 +337,11 @@ impl<'e, 'p> Stream<'e, 'p> {
             self.carry = Some(line.to_string());
             return Ok(());
         }
-        let values: Vec<Value> = match plan::parse_fields(pe.fields_raw, fields) {
+        let (raw, stack) = match (self.stacks && !is_return, split_stack(pe.fields_raw)) {
+            (true, Some((raw, words))) => (raw, Some(words)),
+            _ => (pe.fields_raw, None),
+        };
+        let values: Vec<Value> = match plan::parse_fields(raw, fields) {
             Some(v) => v,
             None => {
                 self.unparsed += 1;
@@ -318,6 +366,9 @@ impl<'e, 'p> Stream<'e, 'p> {
         if is_return {
             calls.ret(&m, probe, &values, out)
         } else {
+            if let Some(words) = stack {
+                calls.user_stack(&m, &words);
+            }
             calls.entry(&m, probe, &values, out)
         }
     }

@@ -1,6 +1,6 @@
 //! A root call's user-space stack (`--stack`), unwound in dcg: the recorder copies the
 //! top of the stack and the stack and frame pointers at the root's entry
-//! ([`layout::REC_STACK`]); here framehop unwinds that copy with the `.eh_frame` of the
+//! ([`dcg_inproc::layout::REC_STACK`]); here framehop unwinds that copy with the `.eh_frame` of the
 //! objects the process has loaded (where the recorder said they are), and each return
 //! address is named by the file's symbols, with the code the traced binary's db says
 //! was inlined there expanded. Nothing is unwound in the traced program.
@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use dcg_calls::saved_format::StackFrame;
 use dcg_dbset::symbols::SymbolMap;
-use dcg_inproc::layout;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection, ObjectSegment};
@@ -140,6 +139,8 @@ pub(crate) struct UserStacks<'a> {
     targets: &'a [Target],
     files: HashMap<PathBuf, Option<Arc<File>>>,
     procs: HashMap<u32, Process>,
+    /// Processes whose `/proc/PID/maps` was read.
+    maps_read: std::collections::HashSet<u32>,
     /// The process whose files were published last: a forked child's stand-in (it
     /// publishes none; it has its parent's).
     latest: Option<u32>,
@@ -152,6 +153,7 @@ impl<'a> UserStacks<'a> {
             targets,
             files: HashMap::new(),
             procs: HashMap::new(),
+            maps_read: Default::default(),
             latest: None,
             cache: CacheX86_64::new(),
         }
@@ -173,9 +175,60 @@ impl<'a> UserStacks<'a> {
         self.latest = Some(pid);
     }
 
+    /// The files process `pid` has mapped, from `/proc/PID/maps` (read once): each file
+    /// mapped from its start, loaded where that mapping puts its first segment's page.
+    pub(crate) fn learn_process(&mut self, pid: u32) {
+        if !self.maps_read.insert(pid) {
+            return;
+        }
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        for line in maps.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(range), Some(_perms), Some(offset)) = (it.next(), it.next(), it.next())
+            else {
+                continue;
+            };
+            let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
+                continue;
+            };
+            let start = range
+                .split('-')
+                .next()
+                .and_then(|s| u64::from_str_radix(s, 16).ok());
+            let (Some(start), true) = (start, offset.trim_start_matches('0').is_empty()) else {
+                continue;
+            };
+            let targets = self.targets;
+            let file = self
+                .files
+                .entry(PathBuf::from(path))
+                .or_insert_with_key(|p| File::open(p, targets).map(Arc::new))
+                .clone();
+            if let Some(f) = file {
+                let bias = start.wrapping_sub(f.span.start & !0xfff);
+                if !self
+                    .procs
+                    .get(&pid)
+                    .is_some_and(|p| p.loaded.iter().any(|(g, _)| Arc::ptr_eq(g, &f)))
+                {
+                    self.learn(pid, path, bias);
+                }
+            }
+        }
+    }
+
     /// The frames above a root entered at `ip` by a thread of process `pid`, from a
-    /// [`layout::REC_STACK`] record's `payload`: innermost first, its caller first.
-    pub(crate) fn frames(&mut self, pid: u32, ip: u64, payload: &[u8]) -> Vec<StackFrame> {
+    /// [`dcg_inproc::layout::REC_STACK`] record's `payload`: innermost first, its caller first. A copy
+    /// of `limit` bytes whose unwinding reads past its end was cut short.
+    pub(crate) fn frames(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        payload: &[u8],
+        limit: usize,
+    ) -> Vec<StackFrame> {
         let word = |i: usize| {
             payload
                 .get(i * 8..i * 8 + 8)
@@ -233,7 +286,7 @@ impl<'a> UserStacks<'a> {
             name_frame(loaded, self.targets, ra, &mut out);
         }
         // Unwinding that stopped where the copy ends: the stack goes on above.
-        if !ended && beyond && n >= layout::STACK_COPY {
+        if !ended && beyond && n >= limit {
             if let Some(last) = out.last_mut() {
                 last.cut = true;
             }

@@ -143,9 +143,6 @@ impl<'t> UserPlan<'t> {
         notes: &mut Vec<Notice>,
     ) -> Result<std::result::Result<UserPlan<'t>, Vec<Notice>>> {
         let engine = UserEngineChoice::of(opts, targets)?;
-        if opts.stack && engine.engine == UserEngine::Uprobes {
-            return Err(UtraceError::StackNotInUserSpace);
-        }
         engine.note(opts, targets, notes);
         let mut session = SessionPlan::of(opts);
         let notrace = Notrace(&opts.notrace);
