@@ -14,6 +14,8 @@
 #                                 ring holds: at the loop's 4 million calls a second the
 #                                 copier does not empty it fast enough and records are
 #                                 lost, and a run that loses any does not count)
+#   dcg --engine uprobe, plain    N/100 calls, without and with --stack (2 KiB of stack
+#                                 in each entry event)
 #
 # Prints µs per call (the traced loop's), the overhead over the untraced build, and
 # dcg's ratios to uftrace. Goals (issue 25): in-process ≤ uftrace on both instrumented
@@ -91,6 +93,9 @@ ns=$((n / 4))
 u_plain_s=$(per_call ./plain "$ns")
 d_plain_s=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:f -- ./plain "$ns")
 d_stack=$(per_call "$dcg" trace --engine inproc --show-retvals --args --stack --func ./plain:f -- ./plain "$ns")
+nu=$((n / 100))
+d_up_s0=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --func ./plain:f -- ./plain "$nu")
+d_up_s=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --stack --func ./plain:f -- ./plain "$nu")
 kept=$("$dcg" trace --engine inproc --json --args --func ./plain:f --filter "n < $keep" -- ./plain "$n" 2>/dev/null | grep -c '"func":"f"' || true)
 [ "$kept" = "$keep" ] || { echo "user-engines: the 1 % filter kept $kept calls, not $keep" >&2; exit 1; }
 # Every value present: the last traced call has its double argument and return value.
@@ -101,6 +106,7 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	-v dpg="$d_pg" -v dpa="$d_patch" -v dpl="$d_plain" -v dup="$d_up" \
 	-v drej="$d_rej" -v done="$d_one" -v dstack="$d_stack" -v keep="$keep" \
 	-v ns="$ns" -v upls="$u_plain_s" -v dpls="$d_plain_s" \
+	-v nu="$nu" -v dups0="$d_up_s0" -v dups="$d_up_s" \
 	-v base="$base" -v bpg="$b_pg" -v bpa="$b_patch" -v bpl="$b_plain" 'BEGIN {
 	printf "user-space engines: %d calls of double f(long, const char *, double), us per call (best of 3)\n", n
 	printf "  %-44s %8s %10s\n", "", "us/call", "overhead"
@@ -122,6 +128,7 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	printf "  issue 40, over the untraced plain build: a call rejected at entry costs %.2fx a recorded one (goal <= 0.2)\n", (drej - upl) / (dpl - upl)
 	printf "  issue 40: the 1 %% filter session costs %.2fx the unfiltered one (goal <= 0.2), %d calls kept, as many as match\n", (done - upl) / (dpl - upl), keep
 	printf "  issue 40: --stack adds %.3f us to a top-level call that costs %.3f us recorded (%d calls)\n", dstack - dpls, dpls - upls, ns
+	printf "  issue 40, uprobes (%d calls): --stack adds %.3f us to a call that costs %.3f us\n", nu, dups - dups0, dups0 - upl
 	if (base != "") {
 		printf "baseline %s, in the same run:\n", base
 		row("baseline dcg inproc, -pg build", bpg, upg)

@@ -57,6 +57,9 @@ pub(crate) const EXEC_EVENT: &str = "sched_process_exec";
 /// longest array a probe's fetch takes), within the page a uprobe's fetched values share.
 pub(crate) const STACK_COPY: usize = 2048;
 
+/// The instance's buffer per CPU with `--stack` (KiB).
+const STACK_BUFFER_KB: &str = "8192";
+
 /// The fetches an entry event adds with `--stack`, after all others: the stack and frame
 /// pointers, then [`STACK_COPY`] bytes from the stack pointer up.
 fn stack_fetches() -> String {
@@ -97,6 +100,11 @@ pub(crate) fn probe_session(
     let mut session = Session::create(root)?;
     let group = session.group().to_string();
     let _ = session.write("tracing_on", "0");
+    if stacks {
+        // Each entry event carries STACK_COPY bytes: room for a few thousand per CPU
+        // (the default holds some six hundred).
+        session.write("buffer_size_kb", STACK_BUFFER_KB)?;
+    }
     if session.has("options/event-fork") {
         session.write("options/event-fork", "1")?;
     }
