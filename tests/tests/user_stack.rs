@@ -47,20 +47,31 @@ fn build(dir: &Path, opts: &[&str]) -> PathBuf {
     out
 }
 
-/// The calls of `dcg trace --engine ENGINE --stack --json --func BIN:target -- BIN`.
-fn traced(engine: &str, bin: &Path) -> Vec<CallRecord> {
+/// `dcg ARGS`, which must succeed.
+fn dcg(args: &[&str]) -> std::process::Output {
     let out = Command::new(dcg_tests::dcg_bin())
-        .args(["trace", "--engine", engine, "--stack", "--json", "--func"])
-        .arg(format!("{}:target", bin.display()))
-        .arg("--")
-        .arg(bin)
+        .args(args)
         .output()
         .expect("running dcg");
     assert!(
         out.status.success(),
-        "{}",
+        "dcg {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// The calls of `dcg trace --engine ENGINE --stack --json --func BIN:target -- BIN`.
+fn traced(engine: &str, bin: &Path) -> Vec<CallRecord> {
+    let target = format!("{}:target", bin.display());
+    let args = [
+        "trace", "--engine", engine, "--stack", "--json", "--func", &target, "--",
+    ];
+    let out = dcg(&[&args[..], &[path(bin)]].concat());
     dcg_tests::json_records(&String::from_utf8_lossy(&out.stdout))
 }
 
@@ -219,20 +230,17 @@ fn saved_stacks_reach_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let bin = build(dir.path(), &["-fomit-frame-pointer"]);
     let saved = dir.path().join("calls.jsonl");
-    let out = Command::new(dcg_tests::dcg_bin())
-        .args(["trace", "--stack", "--output"])
-        .arg(&saved)
-        .arg("--func")
-        .arg(format!("{}:target", bin.display()))
-        .arg("--")
-        .arg(&bin)
-        .output()
-        .expect("running dcg");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let target = format!("{}:target", bin.display());
+    let args = [
+        "trace",
+        "--stack",
+        "--output",
+        path(&saved),
+        "--func",
+        &target,
+        "--",
+    ];
+    let out = dcg(&[&args[..], &[path(&bin)]].concat());
     // The text shows each stack above its call, outermost first.
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
@@ -241,16 +249,7 @@ fn saved_stacks_reach_the_report() {
         .position(|l| l.contains("direct+0x"))
         .expect("direct's frame in the text");
     assert!(lines[direct - 1].contains("main+0x"), "{text}");
-    let report = Command::new(dcg_tests::dcg_bin())
-        .args(["report", "--format", "json"])
-        .arg(&saved)
-        .output()
-        .expect("running dcg report");
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
+    let report = dcg(&["report", "--format", "json", path(&saved)]);
     let v: serde_json::Value = serde_json::from_slice(&report.stdout).expect("report JSON");
     let stacks = &v["stacks"][0];
     assert!(

@@ -56,29 +56,8 @@ impl<'a> Symbolizer<'a> {
         if !self.pids_seen.insert(pid) {
             return;
         }
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-            return;
-        };
-        for line in maps.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(range), Some(_perms), Some(offset)) = (it.next(), it.next(), it.next())
-            else {
-                continue;
-            };
-            let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
-                continue;
-            };
-            if !offset.trim_start_matches('0').is_empty() {
-                continue;
-            }
-            let Some(start) = range
-                .split('-')
-                .next()
-                .and_then(|s| u64::from_str_radix(s, 16).ok())
-            else {
-                continue;
-            };
-            self.learn_file(PathBuf::from(path), Placed::MappedAt(start));
+        for (path, start) in mapped_files(pid) {
+            self.learn_file(path, Placed::MappedAt(start));
         }
     }
 
@@ -128,6 +107,35 @@ impl<'a> Symbolizer<'a> {
         }
         None
     }
+}
+
+/// The files process `pid` maps from their first byte (`/proc/PID/maps`), and where that
+/// mapping starts; none when the process is gone.
+pub(crate) fn mapped_files(pid: u32) -> Vec<(PathBuf, u64)> {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(range), Some(_perms), Some(offset)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
+            continue;
+        };
+        if !offset.trim_start_matches('0').is_empty() {
+            continue;
+        }
+        if let Some(start) = range
+            .split('-')
+            .next()
+            .and_then(|s| u64::from_str_radix(s, 16).ok())
+        {
+            out.push((PathBuf::from(path), start));
+        }
+    }
+    out
 }
 
 /// A mapped file of a traced process, mapped read-only when it is a regular ELF file

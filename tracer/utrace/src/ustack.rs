@@ -159,14 +159,18 @@ impl<'a> UserStacks<'a> {
         }
     }
 
+    /// The file at `path`, opened once (`None`: not an ELF file dcg can read).
+    fn file(&mut self, path: PathBuf) -> Option<Arc<File>> {
+        let targets = self.targets;
+        self.files
+            .entry(path)
+            .or_insert_with_key(|p| File::open(p, targets).map(Arc::new))
+            .clone()
+    }
+
     /// Process `pid` has the file at `path` loaded at `bias`.
     pub(crate) fn learn(&mut self, pid: u32, path: &str, bias: u64) {
-        let targets = self.targets;
-        let file = self
-            .files
-            .entry(PathBuf::from(path))
-            .or_insert_with_key(|p| File::open(p, targets).map(Arc::new))
-            .clone();
+        let file = self.file(PathBuf::from(path));
         let p = self.procs.entry(pid).or_default();
         if let Some(f) = file {
             p.loaded.push((f, bias));
@@ -181,42 +185,18 @@ impl<'a> UserStacks<'a> {
         if !self.maps_read.insert(pid) {
             return;
         }
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-            return;
-        };
-        for line in maps.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(range), Some(_perms), Some(offset)) = (it.next(), it.next(), it.next())
-            else {
+        for (path, start) in crate::symbolize::mapped_files(pid) {
+            let Some(f) = self.file(path) else {
                 continue;
             };
-            let Some(path) = it.nth(2).filter(|p| p.starts_with('/')) else {
-                continue;
-            };
-            let start = range
-                .split('-')
-                .next()
-                .and_then(|s| u64::from_str_radix(s, 16).ok());
-            let (Some(start), true) = (start, offset.trim_start_matches('0').is_empty()) else {
-                continue;
-            };
-            let targets = self.targets;
-            let file = self
-                .files
-                .entry(PathBuf::from(path))
-                .or_insert_with_key(|p| File::open(p, targets).map(Arc::new))
-                .clone();
-            if let Some(f) = file {
-                let bias = start.wrapping_sub(f.span.start & !0xfff);
-                if !self
-                    .procs
-                    .get(&pid)
-                    .is_some_and(|p| p.loaded.iter().any(|(g, _)| Arc::ptr_eq(g, &f)))
-                {
-                    self.learn(pid, path, bias);
-                }
+            let bias = start.wrapping_sub(f.span.start & !0xfff);
+            let p = self.procs.entry(pid).or_default();
+            if !p.loaded.iter().any(|(g, _)| Arc::ptr_eq(g, &f)) {
+                p.loaded.push((f, bias));
+                p.unwinder = None;
             }
         }
+        self.latest = Some(pid);
     }
 
     /// The frames above a root entered at `ip` by a thread of process `pid`, from a
