@@ -231,9 +231,10 @@ pub fn close_dead(st: &State, t: &Thread, sp: u64, reused: bool, regs: &Regs) {
 /// from the rejected function (at its very slot) is recorded as a top-level call.
 #[inline(always)]
 fn inside_rejected(st: &State, t: &Thread, slot: Slot) -> bool {
-    let Some((r, ra, func)) = t.rejected.take() else {
+    let Some((r, ra, func)) = t.rejected.get() else {
         return false;
     };
+    t.rejected.set(None);
     let (at, ra_at) = (slot.addr(), r.addr());
     if at >= ra_at || ra_at - at > SAME_STACK || r.get() != ra {
         return false;
