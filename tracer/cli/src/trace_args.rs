@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use dcg_live::options::{Engine, OutputRequest, StopAt, Target, TraceOptions};
+use dcg_live::options::{DerefRequest, Engine, OutputRequest, StopAt, Target, TraceOptions};
 
 use crate::ColorChoice;
 
@@ -96,6 +96,13 @@ pub struct TraceArgs {
     /// stack's top copied, unwound by dcg).
     #[arg(long)]
     pub stack: bool,
+    /// Show members of the structs a parameter points to at the call's entry, with the
+    /// arguments: `[PATH:]FUNC:` then comma-separated paths from a parameter through
+    /// `->` and `.` (`./prog:apply:c->port,c->next->name,c->in.a`; without FUNC, every
+    /// traced function with such a parameter). At most 3 pointers followed; scalars,
+    /// enums, pointers and bit-fields. User space.
+    #[arg(long, value_name = "[[PATH:]FUNC:]MEMBERS")]
+    pub fields: Vec<String>,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
     #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
@@ -255,7 +262,7 @@ impl TraceArgs {
             comm: self.comm,
             cgroup: self.cgroup,
             stack: self.stack,
-            derefs: Vec::new(),
+            derefs: self.fields.into_iter().map(DerefRequest::Fields).collect(),
         }
     }
 }

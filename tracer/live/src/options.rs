@@ -57,8 +57,7 @@ pub struct TraceOptions {
     pub notrace: Vec<String>,
     /// `--stack`: each top-level call carries the stack that led to it.
     pub stack: bool,
-    /// Requests to follow pointers and show what they point to (none can be asked for
-    /// yet).
+    /// Requests to follow pointers and show what they point to (`--fields`).
     pub derefs: Vec<DerefRequest>,
 }
 
@@ -129,9 +128,13 @@ pub struct OutputRequest {
     pub shown_at_end: bool,
 }
 
-/// A request to dereference a pointer. A slot for what comes: none exists yet.
+/// A request to dereference a pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DerefRequest {}
+pub enum DerefRequest {
+    /// `--fields [[PATH:]FUNC:]MEMBER-PATH,...`, as given: members read at the entry and
+    /// shown with the arguments (`c->next->port`).
+    Fields(String),
+}
 
 /// How kernel calls are captured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

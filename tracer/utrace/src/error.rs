@@ -27,12 +27,9 @@ pub enum UtraceError {
     /// a caret under the offending token).
     #[error("--filter: {0}")]
     Filter(dcg_filter::saved::SelectError),
-    /// `--stack` with the uprobe engine, which copies no stack.
-    #[error(
-        "--stack: the uprobe engine takes no user-space stacks; the in-process engine does \
-         (a command dcg starts, without --engine uprobe)"
-    )]
-    StackNotInUserSpace,
+    /// A `--fields` path refused before tracing.
+    #[error("--fields: {0}")]
+    Fields(String),
     /// `-p PID` names no running process.
     #[error("process {0}: no such process")]
     NoProcess(i32),

@@ -509,6 +509,31 @@ impl EventSink for Calls<'_> {
                 // The variadic arguments: their number and types are the callee's secret.
                 self.args.push("", dcg_calls::sink::VARIADIC);
             }
+            for f in &p.fields {
+                let symbols = &self.symbolizer;
+                let null = f
+                    .through
+                    .iter()
+                    .any(|&i| !matches!(values.get(i), Some(&Value::Num(a)) if a != 0));
+                self.args
+                    .push_with(&f.name, |out| match values.get(f.word) {
+                        Some(&Value::Num(w)) if !null => {
+                            let bytes = w.to_le_bytes();
+                            let n = (f.size as usize).min(8);
+                            dcg_deref::render_value(
+                                out,
+                                f.ty,
+                                &bytes[..n],
+                                f.size,
+                                f.bits,
+                                symbols,
+                                role,
+                            );
+                        }
+                        // Not read (through a NULL pointer): as a member not captured.
+                        _ => out.push('?'),
+                    });
+            }
         }
         self.landed(m)?;
         self.comment.clear();

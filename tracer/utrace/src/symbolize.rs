@@ -109,6 +109,12 @@ impl<'a> Symbolizer<'a> {
     }
 }
 
+impl dcg_deref::Symbols for Symbolizer<'_> {
+    fn pointer_text(&self, addr: u64, _to_func: bool) -> Option<String> {
+        Symbolizer::pointer_text(self, addr)
+    }
+}
+
 /// The files process `pid` maps from their first byte (`/proc/PID/maps`), and where that
 /// mapping starts; none when the process is gone.
 pub(crate) fn mapped_files(pid: u32) -> Vec<(PathBuf, u64)> {

@@ -5,6 +5,7 @@
 
 mod binary;
 mod fetch;
+mod fields;
 mod inline;
 mod jumps;
 mod probe;
@@ -14,6 +15,7 @@ mod values;
 
 pub use binary::*;
 pub use fetch::*;
+pub use fields::*;
 pub use inline::*;
 pub use jumps::*;
 pub use probe::*;

@@ -124,6 +124,8 @@ pub struct Probe<'a> {
     /// never has its return hooked (a hooked return would send the second one back to
     /// the first's caller); its call is a leaf, with the value a direct `setjmp` returns.
     pub jump: Jump,
+    /// `--fields`: members read at the entry, shown after the arguments.
+    pub fields: Vec<super::FieldRead<'a>>,
 }
 
 impl Probe<'_> {
@@ -323,6 +325,7 @@ pub fn plan_probes<'a>(
             ra_event,
             inlines: Vec::new(),
             jump,
+            fields: Vec::new(),
         });
     }
     probes

@@ -145,6 +145,8 @@ impl<'t> UserPlan<'t> {
         let engine = UserEngineChoice::of(opts, targets)?;
         engine.note(opts, targets, notes);
         let mut session = SessionPlan::of(opts);
+        // The parameters `--fields` reads members through are fetched (and shown).
+        session.values.args |= !session.derefs.is_empty();
         let notrace = Notrace(&opts.notrace);
         let mut selected = select_functions(
             targets,
@@ -178,6 +180,8 @@ impl<'t> UserPlan<'t> {
                 )?;
             }
         }
+        super::plan_fields(&session.derefs, &mut selected.probes)?;
+        crate::hooks::refresh_entry_ops(targets, &selected.probes, &mut selected.hooks)?;
         // The recorder decides a top-level call's tests at its entry, unless uprobes
         // trace some functions: a call that is top-level for the recorder may then be
         // inside an uprobe-traced one.

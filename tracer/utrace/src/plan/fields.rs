@@ -1,0 +1,166 @@
+//! `--fields`: members of the structs a parameter points to, read at the call's entry by
+//! both engines as more entry fields (the same fetch expressions: `+8(+16(%di)):x64`) and
+//! shown after the arguments under their paths (`c->next->port=8080`).
+
+use dcg_deref::{parse_fields_arg, resolve};
+use dcg_live::options::DerefRequest;
+
+use super::{ArgPlan, Field, Probe, COMM_FIELD};
+use crate::UtraceError;
+
+/// Most pointers a path follows: the in-process recorder reads at most three words
+/// in a row.
+const MAX_HOPS: usize = 3;
+
+/// A member an entry event reads.
+#[derive(Debug, Clone)]
+pub struct FieldRead<'a> {
+    /// Its path, as given (`c->next->port`): the name it is shown under.
+    pub name: String,
+    /// The entry field holding it (a word read at the member's address).
+    pub word: usize,
+    /// The entry fields of the pointers it is read through (the parameter, then each
+    /// one followed): when one is `NULL` nothing was read (a fetch that faults reads 0).
+    pub through: Vec<usize>,
+    /// Bytes of the value (the low ones of the word).
+    pub size: u32,
+    /// A bit-field: (first bit, width).
+    pub bits: Option<(u32, u32)>,
+    /// Its type.
+    pub ty: sigdb::Type<'a>,
+}
+
+fn refuse(what: String) -> UtraceError {
+    UtraceError::Fields(what)
+}
+
+/// Add the entry fields of `requests` to `probes`: each path to the probes of the
+/// function it names (every probe whose function has the path's parameter when it names
+/// none). Refused: a path that does not resolve in a function it names, one that names a
+/// function not traced, or resolves nowhere, one through a parameter not in a register
+/// or stack word at the entry, and one that follows more than [`MAX_HOPS`] pointers.
+pub fn plan_fields<'a>(
+    requests: &[DerefRequest],
+    probes: &mut [Probe<'a>],
+) -> Result<(), UtraceError> {
+    for DerefRequest::Fields(spec) in requests {
+        let (func, paths) = parse_fields_arg(spec).map_err(|e| refuse(e.to_string()))?;
+        // `PATH:FUNC` or `FUNC`: the function's name is after the last colon.
+        let name = func.map(|f| f.rsplit(':').next().unwrap_or(f));
+        for path in &paths {
+            let mut placed = false;
+            // Without FUNC: why the path failed in a function that has its parameter.
+            let mut why = None;
+            for p in probes.iter_mut() {
+                let Some(f) = p.func else { continue };
+                if name.is_some_and(|n| n != p.symbol && n != f.name()) {
+                    continue;
+                }
+                let plan = match resolve(&f, path) {
+                    Ok(plan) => plan,
+                    Err(e) if name.is_none() => {
+                        if f.params().any(|q| q.name() == path.root) {
+                            why.get_or_insert(e.to_string());
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(refuse(e.to_string())),
+                };
+                add_field(p, &path.text, &path.root, plan)?;
+                placed = true;
+            }
+            if !placed {
+                return Err(refuse(match (name, why) {
+                    (Some(n), _) => format!("{}: {n} is not among the traced functions", path.text),
+                    (None, Some(why)) => why,
+                    (None, None) => format!(
+                        "{}: no traced function has a parameter {}",
+                        path.text, path.root
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entry field reading `plan` from parameter `root` of `p`.
+fn add_field<'a>(
+    p: &mut Probe<'a>,
+    text: &str,
+    root: &str,
+    plan: dcg_deref::FieldPlan<'a>,
+) -> Result<(), UtraceError> {
+    let word = match p.args.iter().find(|(n, _)| n == root).map(|(_, a)| a) {
+        Some(ArgPlan::Fetched { words, .. }) if words.len() == 1 => words[0],
+        _ => {
+            return Err(refuse(format!(
+                "{text}: {root} is not in a register or stack word at the entry of {}",
+                p.symbol
+            )))
+        }
+    };
+    let hops = plan.hops();
+    if hops.len() > MAX_HOPS {
+        return Err(refuse(format!(
+            "{text}: follows {} pointers (at most {MAX_HOPS})",
+            hops.len()
+        )));
+    }
+    let mut t = plan.ty;
+    for _ in 0..16 {
+        match (t.kind(), t.target()) {
+            (sigdb::TypeKind::Typedef | sigdb::TypeKind::Qualified, Some(inner)) => t = inner,
+            _ => break,
+        }
+    }
+    let aggregate = matches!(
+        t.kind(),
+        sigdb::TypeKind::Struct | sigdb::TypeKind::Union | sigdb::TypeKind::Array
+    );
+    if aggregate || plan.size > 8 {
+        return Err(refuse(format!(
+            "{text}: {} bytes of {}, not a scalar (name one of its members)",
+            plan.size,
+            match t.kind() {
+                sigdb::TypeKind::Array => "an array",
+                sigdb::TypeKind::Union => "a union",
+                _ => "a struct",
+            }
+        )));
+    }
+    let mut through = Vec::new();
+    let mut at = word;
+    let base = &p.entry_fields[word].fetch;
+    let mut e = base
+        .rsplit_once(':')
+        .map_or(base.as_str(), |(e, _)| e)
+        .to_string();
+    for (i, o) in hops.iter().enumerate() {
+        through.push(at);
+        e = format!("+{o}({e})");
+        // Before the task's name, the last field.
+        at = p
+            .entry_fields
+            .iter()
+            .position(|f| f.name == COMM_FIELD)
+            .unwrap_or(p.entry_fields.len());
+        p.entry_fields.insert(
+            at,
+            Field {
+                name: format!("m{}_{i}", p.fields.len()),
+                fetch: format!("{e}:x64"),
+                string: false,
+            },
+        );
+    }
+    p.fields.push(FieldRead {
+        name: text.to_string(),
+        word: at,
+        through,
+        size: plan.size,
+        bits: plan.bits,
+        ty: plan.ty,
+    });
+    Ok(())
+}
