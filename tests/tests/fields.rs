@@ -120,3 +120,26 @@ fn refused_fields_say_why() {
         );
     }
 }
+
+/// Kernel functions refuse `--fields`, before anything is looked up or traced.
+#[test]
+fn kernel_functions_refuse_fields() {
+    let out = Command::new(dcg_tests::dcg_bin())
+        .args([
+            "trace",
+            "--fields",
+            "how->flags",
+            "--func",
+            "do_sys_openat2",
+            "--",
+            "true",
+        ])
+        .output()
+        .expect("running dcg");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(
+        err.trim_end(),
+        "dcg: --fields: kernel functions' members are not read yet (user-space functions' are)"
+    );
+}

@@ -51,6 +51,9 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         (true, _) if opts.comm.is_some() || opts.cgroup.is_some() => anyhow::bail!(
             "--comm and --cgroup select kernel tasks; user space traces the command or -p PID"
         ),
+        (false, _) if !opts.derefs.is_empty() => anyhow::bail!(
+            "--fields: kernel functions' members are not read yet (user-space functions' are)"
+        ),
         (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
             "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
              takes fgraph or bpf"

@@ -48,9 +48,6 @@ pub enum KtraceError {
          leave out --engine fgraph"
     )]
     StackNeedsBpf,
-    /// `--fields` on kernel functions.
-    #[error("--fields: kernel functions' members are not read yet (user-space functions' are)")]
-    FieldsNotInKernel,
     /// A `--comm` the kernel cannot hold.
     #[error("--comm {0:?}: a task name is 1 to 15 bytes")]
     Comm(String),

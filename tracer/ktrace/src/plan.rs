@@ -187,9 +187,6 @@ impl<'db> KernelPlan<'db> {
         if engine.engine == Engine::Fgraph && session.stack {
             return Err(KtraceError::StackNeedsBpf);
         }
-        if !session.derefs.is_empty() {
-            return Err(KtraceError::FieldsNotInKernel);
-        }
         Ok(Some(KernelPlan {
             dbs,
             tracefs,
