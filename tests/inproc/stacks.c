@@ -13,6 +13,8 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #define NOIPA __attribute__((noipa))
 
@@ -82,8 +84,15 @@ NOIPA void *thread_main(void *arg)
 	return (void *)(long)(r + 1);
 }
 
-int main(void)
+/* `hold`: wait until stdin closes first (a tracer attaches meanwhile); `linger`: stay
+ * a second after the calls (a tracer reading the process's maps late finds them). */
+int main(int argc, char **argv)
 {
+	int hold = argc > 1 && strcmp(argv[1], "hold") == 0;
+	int linger = hold || (argc > 1 && strcmp(argv[1], "linger") == 0);
+	if (hold)
+		while (getchar() != EOF)
+			;
 	int sum = direct(1);
 	sum += via_middle(2);
 	sum += recurse(3);
@@ -97,5 +106,7 @@ int main(void)
 	pthread_join(t, &ret);
 	sum += (int)(long)ret;
 	printf("sum %d\n", sum);
+	if (linger)
+		sleep(1);
 	return 0;
 }

@@ -266,3 +266,62 @@ fn saved_stacks_reach_the_report() {
         "{stacks}"
     );
 }
+
+/// The call catcher: `-p PID` attaches to a running program (the uprobe engine) and
+/// `--stack --count 2` prints the stacks of its next two calls of `target` (started
+/// with `hold` so that it waits on stdin until dcg has attached).
+#[test]
+fn stacks_of_a_running_process() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(dir.path(), &["-fomit-frame-pointer"]);
+    let mut prog = Command::new(&bin)
+        .arg("hold")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("starting the program");
+    let target = format!("{}:target", bin.display());
+    let pid = prog.id().to_string();
+    let mut dcg = Command::new(dcg_tests::dcg_bin())
+        .args([
+            "trace", "--stack", "--json", "--count", "2", "-p", &pid, "--func", &target,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running dcg");
+    // Let dcg attach, then let the program run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut attached = false;
+    while !attached && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let events = std::fs::read_to_string("/sys/kernel/tracing/uprobe_events")
+            .or_else(|_| std::fs::read_to_string("/sys/kernel/debug/tracing/uprobe_events"))
+            .unwrap_or_default();
+        attached = events.contains(path(&bin));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(prog.stdin.take());
+    let out = dcg.wait_with_output().expect("waiting for dcg");
+    let _ = prog.wait();
+    assert!(attached, "dcg never placed its probes");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = dcg_tests::json_records(&String::from_utf8_lossy(&out.stdout));
+    let stacks: Vec<Vec<String>> = records
+        .iter()
+        .filter(|r| r.parent.is_none())
+        .map(|r| r.stack.iter().flatten().map(|f| f.func.clone()).collect())
+        .collect();
+    assert_eq!(stacks.len(), 2, "{stacks:?}");
+    assert_eq!(stacks[0][..2], ["direct", "main"], "{stacks:?}");
+    assert_eq!(
+        stacks[1][..3],
+        ["middle", "via_middle", "main"],
+        "{stacks:?}"
+    );
+}

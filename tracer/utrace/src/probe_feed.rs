@@ -424,14 +424,14 @@ pub trait EventSink {
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()>;
     /// The stack's top at the entry event that follows (`--stack`): the stack and frame
     /// pointers at `m.ip`, then the words from the stack pointer up.
-    fn user_stack(&mut self, _m: &Meta<'_>, _words: &[u64]) {}
+    fn user_stack(&mut self, _m: &Meta<'_>, _probe: usize, _words: &[u64]) {}
     /// Trees shown so far (what `--count` counts): completed top-level calls, or those a
     /// filter kept.
     fn top_level(&self) -> u64;
 }
 
 impl EventSink for Calls<'_> {
-    fn user_stack(&mut self, m: &Meta<'_>, words: &[u64]) {
+    fn user_stack(&mut self, m: &Meta<'_>, probe: usize, words: &[u64]) {
         let (Some(stacks), Some(ip), [sp, bp, rest @ ..]) = (self.stacks.as_mut(), m.ip, words)
         else {
             return;
@@ -440,14 +440,18 @@ impl EventSink for Calls<'_> {
         if self.pipe.tree().depth_of(key) != 0 {
             return;
         }
-        // The thread's process's objects, read once (a thread's id names its process's
-        // maps too).
-        stacks.learn_process(m.tid);
+        // The thread's process's objects (a thread's id names its process's maps too).
+        let p = &self.probes[probe];
+        stacks.place(
+            m.tid,
+            p.target,
+            ip.wrapping_sub(p.addr.wrapping_add(p.body)),
+        );
         let mut payload = Vec::with_capacity(24 + rest.len() * 8);
         for w in [*sp, *bp, rest.len() as u64 * 8].iter().chain(rest) {
             payload.extend_from_slice(&w.to_ne_bytes());
         }
-        let frames = stacks.frames(m.tid, ip, &payload, crate::uprobe_events::STACK_COPY);
+        let frames = stacks.frames(m.tid, ip, &payload);
         // Nothing known of the process (gone before its maps were read): no stack.
         if frames.is_empty() {
             return;

@@ -375,7 +375,7 @@ impl<'e, 'p> Stream<'e, 'p> {
             calls.ret(&m, probe, &values, out)
         } else {
             if let Some(words) = stack {
-                calls.user_stack(&m, &words);
+                calls.user_stack(&m, probe, &words);
             }
             calls.entry(&m, probe, &values, out)
         }

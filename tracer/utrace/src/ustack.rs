@@ -179,6 +179,36 @@ impl<'a> UserStacks<'a> {
         self.latest = Some(pid);
     }
 
+    /// Where process (or thread) `pid`'s files are, for a stack taken where its traced
+    /// binary `target` is loaded at `bias` (where a probe hit): its maps, read once; for
+    /// a thread or process gone before they were read, those of the latest process with
+    /// the binary at the same place (a thread of it, or a child it forked, has the same
+    /// objects), else the binary alone.
+    pub(crate) fn place(&mut self, pid: u32, target: usize, bias: u64) {
+        self.learn_process(pid);
+        if self.procs.get(&pid).is_some_and(|p| !p.loaded.is_empty()) {
+            return;
+        }
+        let Some(path) = self.targets.get(target).map(|t| t.path.clone()) else {
+            return;
+        };
+        let Some(file) = self.file(path.clone()) else {
+            return;
+        };
+        let same = self
+            .latest
+            .and_then(|l| self.procs.get(&l))
+            .filter(|p| {
+                p.loaded
+                    .iter()
+                    .any(|(f, b)| Arc::ptr_eq(f, &file) && *b == bias)
+            })
+            .map(|p| p.loaded.clone());
+        let p = self.procs.entry(pid).or_default();
+        p.loaded = same.unwrap_or_else(|| vec![(file, bias)]);
+        p.unwinder = None;
+    }
+
     /// The files process `pid` has mapped, from `/proc/PID/maps` (read once): each file
     /// mapped from its start, loaded where that mapping puts its first segment's page.
     pub(crate) fn learn_process(&mut self, pid: u32) {
@@ -195,20 +225,15 @@ impl<'a> UserStacks<'a> {
                 p.loaded.push((f, bias));
                 p.unwinder = None;
             }
+            self.latest = Some(pid);
         }
-        self.latest = Some(pid);
     }
 
     /// The frames above a root entered at `ip` by a thread of process `pid`, from a
-    /// [`dcg_inproc::layout::REC_STACK`] record's `payload`: innermost first, its caller first. A copy
-    /// of `limit` bytes whose unwinding reads past its end was cut short.
-    pub(crate) fn frames(
-        &mut self,
-        pid: u32,
-        ip: u64,
-        payload: &[u8],
-        limit: usize,
-    ) -> Vec<StackFrame> {
+    /// [`dcg_inproc::layout::REC_STACK`] record's `payload`: innermost first, its caller
+    /// first. Unwinding that does not reach the stack's end (the copy ends first, or a
+    /// return address no known object holds) marks its last frame cut.
+    pub(crate) fn frames(&mut self, pid: u32, ip: u64, payload: &[u8]) -> Vec<StackFrame> {
         let word = |i: usize| {
             payload
                 .get(i * 8..i * 8 + 8)
@@ -237,11 +262,9 @@ impl<'a> UserStacks<'a> {
             }
             u
         });
-        let mut beyond = false;
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = addr.wrapping_sub(sp) as usize;
             if addr < sp || off + 8 > n {
-                beyond |= addr >= sp;
                 return Err(());
             }
             let b: [u8; 8] = copied[off..off + 8].try_into().map_err(|_| ())?;
@@ -265,8 +288,9 @@ impl<'a> UserStacks<'a> {
         for &ra in &ras {
             name_frame(loaded, self.targets, ra, &mut out);
         }
-        // Unwinding that stopped where the copy ends: the stack goes on above.
-        if !ended && beyond && n >= limit {
+        // Unwinding that stopped before the stack's end (where the copy ends, or at code
+        // no known object holds): the stack goes on above.
+        if !ended {
             if let Some(last) = out.last_mut() {
                 last.cut = true;
             }
