@@ -283,7 +283,7 @@ fn stacks_of_a_running_process() {
         .expect("starting the program");
     let target = format!("{}:target", bin.display());
     let pid = prog.id().to_string();
-    let mut dcg = Command::new(dcg_tests::dcg_bin())
+    let dcg = Command::new(dcg_tests::dcg_bin())
         .args([
             "trace", "--stack", "--json", "--count", "2", "-p", &pid, "--func", &target,
         ])
