@@ -223,6 +223,21 @@ pub fn kernel_notes_with(build_id: &[u8]) -> Vec<u8> {
     n
 }
 
+/// The C program `tests/REL` built by gcc with `opts` and `-g` into `dir` as `name`.
+pub fn gcc(dir: &Path, rel: &str, name: &str, opts: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let src = repo_root().join("tests").join(rel);
+    let st = std::process::Command::new("gcc")
+        .args(opts)
+        .args(["-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("running gcc");
+    assert!(st.success(), "gcc {opts:?} failed for {}", src.display());
+    out
+}
+
 /// `tests/qemu/progs/NAME.c` built static (for guests without a libc), once per process
 /// and name.
 pub fn guest_prog(name: &str) -> PathBuf {

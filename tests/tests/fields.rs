@@ -20,16 +20,7 @@ macro_rules! require {
 }
 
 fn build(dir: &Path) -> PathBuf {
-    let out = dir.join("fields");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("uprobe/fields.c");
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&out)
-        .arg(src)
-        .status()
-        .expect("running gcc");
-    assert!(st.success(), "gcc failed for fields.c");
-    out
+    dcg_tests::gcc(dir, "uprobe/fields.c", "fields", &["-O2"])
 }
 
 fn trace(engine: &str, bin: &Path, fields: &str) -> Output {

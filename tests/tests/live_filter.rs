@@ -20,16 +20,7 @@ macro_rules! require {
 
 /// `tests/uprobe/values.c` built at -O2 with -g into `dir`.
 fn values(dir: &Path) -> PathBuf {
-    let out = dir.join("values");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("uprobe/values.c");
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&out)
-        .arg(src)
-        .status()
-        .expect("running gcc");
-    assert!(st.success(), "gcc failed for values.c");
-    out
+    dcg_tests::gcc(dir, "uprobe/values.c", "values", &["-O2"])
 }
 
 const ENGINES: [&str; 2] = ["uprobe", "inproc"];
