@@ -23,6 +23,14 @@ macro_rules! require {
     };
 }
 
+/// One test at a time: the uprobe runs read a process's maps when dcg decodes its first
+/// event, and a test tracing thousands of calls beside another delays that past the end
+/// of the other's short program.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The builds the recorder hooks; frame pointers are left out where gcc allows (not
 /// with `-pg`).
 const BUILDS: [&[&str]; 4] = [
@@ -128,6 +136,7 @@ fn short(f: &StackFrame) -> String {
 #[test]
 fn user_stacks_are_the_paths_the_program_took() {
     require!();
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let runs = BUILDS
         .iter()
@@ -227,6 +236,7 @@ fn bin_name(bin: &Path) -> &str {
 #[test]
 fn saved_stacks_reach_the_report() {
     require!();
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let bin = build(dir.path(), &["-fomit-frame-pointer"]);
     let saved = dir.path().join("calls.jsonl");
@@ -273,6 +283,7 @@ fn saved_stacks_reach_the_report() {
 #[test]
 fn stacks_of_a_running_process() {
     require!();
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let bin = build(dir.path(), &["-fomit-frame-pointer"]);
     let mut prog = Command::new(&bin)
@@ -324,4 +335,73 @@ fn stacks_of_a_running_process() {
         ["middle", "via_middle", "main"],
         "{stacks:?}"
     );
+}
+
+/// `--stack` changes nothing the traced programs compute: `tests/inproc/real.c`
+/// (threads, recursion, `longjmp` through traced frames, a signal handler calling traced
+/// code, `fork` and `exec`) and `throw.cc` (C++ exceptions through traced frames) print
+/// what they print untraced, in process (and `real.c` with uprobes), every top-level
+/// call with its stack.
+#[test]
+fn stacks_leave_programs_as_they_were() {
+    require!();
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let real = dcg_tests::gcc(dir.path(), "inproc/real.c", "real", &["-O2", "-pthread"]);
+    let throw = dir.path().join("throw");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("inproc/throw.cc");
+    let st = Command::new("g++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&throw)
+        .arg(src)
+        .status()
+        .expect("running g++");
+    assert!(st.success(), "g++ failed for throw.cc");
+    let runs: [(&Path, &str, &[&str]); 3] = [
+        (
+            &real,
+            "inproc",
+            &["work", "fib", "jumper", "dive", "after_jump", "in_handler"],
+        ),
+        (
+            &throw,
+            "inproc",
+            &["catcher", "rethrower", "middle", "thrower"],
+        ),
+        // Uprobes: not throw.cc, whose exceptions cannot unwind through the kernel's
+        // uretprobe trampolines, with or without --stack.
+        (
+            &real,
+            "uprobe",
+            &["work", "fib", "jumper", "dive", "after_jump", "in_handler"],
+        ),
+    ];
+    for (bin, engine, funcs) in runs {
+        let untraced = Command::new(bin).output().expect("running it untraced");
+        let mut args = vec!["trace", "--engine", engine, "--stack", "--json"];
+        let specs: Vec<String> = funcs.iter().map(|f| format!("{}:{f}", path(bin))).collect();
+        for s in &specs {
+            args.extend(["--func", s.as_str()]);
+        }
+        args.extend(["--", path(bin)]);
+        let out = dcg(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let program: Vec<&str> = text.lines().filter(|l| !l.starts_with('{')).collect();
+        let plain = String::from_utf8_lossy(&untraced.stdout);
+        assert_eq!(
+            program,
+            plain.lines().collect::<Vec<_>>(),
+            "{bin:?} {engine}"
+        );
+        let tops: Vec<CallRecord> = dcg_tests::json_records(&text)
+            .into_iter()
+            .filter(|r| r.parent.is_none())
+            .collect();
+        assert!(!tops.is_empty(), "{bin:?} {engine}");
+        assert!(
+            tops.iter()
+                .all(|r| r.stack.as_ref().is_some_and(|s| !s.is_empty())),
+            "{bin:?} {engine}: a top-level call without its stack"
+        );
+    }
 }

@@ -8,7 +8,7 @@ use core::sync::atomic::Ordering;
 use dcg_inproc::layout::*;
 
 use crate::memory::{read_mem, read_stack, read_word};
-use crate::ring::Ring;
+use crate::ring::{Ring, Space};
 use crate::state::{state, State, DISABLED};
 use crate::thread::{thread, Frame, Slot, Thread};
 use crate::thunks::{dcg_return_thunk, dcg_return_thunk_x87, Regs};
@@ -136,10 +136,16 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
         p.put(w, len as u64);
         at += len.div_ceil(8) * 8;
     }
+    seal(st, r, p, at, kind, func);
+}
+
+/// Write the header of a record of `len` bytes at `p` and publish it.
+#[inline(always)]
+fn seal(st: &State, r: Ring, mut p: Space, len: usize, kind: u16, func: u32) {
     // SAFETY: a system call without arguments.
     let cpu = unsafe { libc::sched_getcpu() }.max(0) as u16;
-    p.header(at as u32, kind, cpu, func, now(st));
-    r.commit(at);
+    p.header(len as u32, kind, cpu, func, now(st));
+    r.commit(len);
 }
 
 /// A [`REC_STACK`] record: the stack a top-level call of `func` starts on (its
@@ -170,10 +176,7 @@ fn stack(st: &State, t: &Thread, func: u32, regs: &Regs) {
     p.put(at, sp);
     p.put(at + 8, bp);
     p.put(at + 16, n as u64);
-    // SAFETY: a system call without arguments.
-    let cpu = unsafe { libc::sched_getcpu() }.max(0) as u16;
-    p.header((head + n) as u32, REC_STACK, cpu, func, now(st));
-    r.commit(head + n);
+    seal(st, r, p, head + n, REC_STACK, func);
 }
 
 /// This program image starts recording: a [`REC_EXEC`] record in this thread's ring, by

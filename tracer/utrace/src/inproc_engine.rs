@@ -488,10 +488,7 @@ impl<'a, 'p> Pump<'a, 'p> {
                     .map(|b| b.wrapping_add(self.probes[probe].addr));
                 if r.kind == layout::REC_STACK {
                     if let (Some(s), Some(ip)) = (self.stacks.as_mut(), ip) {
-                        let frames = s.frames(r.pid, ip, &r.payload);
-                        if !frames.is_empty() {
-                            merge.stack(r, frames);
-                        }
+                        merge.stack(r, s.frames(r.pid, ip, &r.payload));
                     }
                     continue;
                 }

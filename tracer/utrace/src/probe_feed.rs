@@ -364,10 +364,11 @@ impl<'a> Calls<'a> {
     }
 
     /// The stack of thread `tid`'s next top-level call (`--stack`), innermost first;
-    /// dropped when the thread is inside a traced call (its next call is not top-level).
+    /// dropped when the thread is inside a traced call (its next call is not top-level),
+    /// or empty (nothing known of the process: no stack).
     pub fn stack(&mut self, tid: u32, frames: Vec<dcg_calls::saved_format::StackFrame>) {
         let key = u64::from(tid);
-        if self.pipe.tree().depth_of(key) == 0 {
+        if !frames.is_empty() && self.pipe.tree().depth_of(key) == 0 {
             self.pipe
                 .tree_mut()
                 .pending_stack(key, frames.into_boxed_slice());
@@ -452,13 +453,7 @@ impl EventSink for Calls<'_> {
             payload.extend_from_slice(&w.to_ne_bytes());
         }
         let frames = stacks.frames(m.tid, ip, &payload);
-        // Nothing known of the process (gone before its maps were read): no stack.
-        if frames.is_empty() {
-            return;
-        }
-        self.pipe
-            .tree_mut()
-            .pending_stack(key, frames.into_boxed_slice());
+        self.stack(m.tid, frames);
     }
 
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()> {

@@ -180,29 +180,39 @@ impl<'a> UserStacks<'a> {
     }
 
     /// Where process (or thread) `pid`'s files are, for a stack taken where its traced
-    /// binary `target` is loaded at `bias` (where a probe hit): its maps, read once; for
-    /// a thread or process gone before they were read, those of the latest process with
-    /// the binary at the same place (a thread of it, or a child it forked, has the same
+    /// binary `target` is loaded at `bias` (where a probe hit): its maps, read once per
+    /// program image (a process whose binary moved has `exec`'d: read again); for a
+    /// thread or process gone before they were read, those of the latest process with the
+    /// binary at the same place (a thread of it, or a child it forked, has the same
     /// objects), else the binary alone.
     pub(crate) fn place(&mut self, pid: u32, target: usize, bias: u64) {
-        self.learn_process(pid);
-        if self.procs.get(&pid).is_some_and(|p| !p.loaded.is_empty()) {
-            return;
-        }
         let Some(path) = self.targets.get(target).map(|t| t.path.clone()) else {
             return;
         };
-        let Some(file) = self.file(path.clone()) else {
+        let Some(file) = self.file(path) else {
             return;
         };
+        let holds = |p: &Process| {
+            p.loaded
+                .iter()
+                .any(|(f, b)| Arc::ptr_eq(f, &file) && *b == bias)
+        };
+        match self.procs.get(&pid) {
+            Some(p) if holds(p) => return,
+            Some(_) => {
+                self.procs.remove(&pid);
+                self.maps_read.remove(&pid);
+            }
+            None => {}
+        }
+        self.learn_process(pid);
+        if self.procs.get(&pid).is_some_and(holds) {
+            return;
+        }
         let same = self
             .latest
             .and_then(|l| self.procs.get(&l))
-            .filter(|p| {
-                p.loaded
-                    .iter()
-                    .any(|(f, b)| Arc::ptr_eq(f, &file) && *b == bias)
-            })
+            .filter(|p| holds(p))
             .map(|p| p.loaded.clone());
         let p = self.procs.entry(pid).or_default();
         p.loaded = same.unwrap_or_else(|| vec![(file, bias)]);
