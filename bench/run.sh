@@ -52,7 +52,7 @@ goal() {
 	members) echo "each vmlinux db, members included, <= its .BTF section; a struct's members from a cold block <= 2 us; open + validate <= 5 ms (issue 41)" ;;
 	decode) echo ">= 2 M lines/s on one core" ;;
 	uprobe) echo "dcg's probe cost <= 1.2x that of the same uprobes placed by hand" ;;
-	userengines) echo "in process <= uftrace on both instrumented builds, <= 2 us a call on a plain build (issue 25); in process, a call rejected at entry by --filter <= 0.2x a recorded one, a filter keeping 1 % of the calls <= 0.2x the unfiltered session's overhead with exactly the matching calls kept, --stack's cost stated beside a call's own (issue 40)" ;;
+	userengines) echo "in process <= uftrace on both instrumented builds, <= 2 us a call on a plain build (issue 25); in process, a call rejected at entry by --filter <= 0.2x a recorded one, a filter keeping 1 % of the calls <= 0.2x the unfiltered session's overhead with exactly the matching calls kept, --stack's cost stated beside a call's own (issue 40); a call with --deref <= 1.5x the same call with --args, both engines (issue 41)" ;;
 	engines72) echo "a call <= 1.0x raw function_graph, no record lost; start and stop within function_graph's own switch on and off (issue 26); the user's invocation (ENGINE/user) <= 1.1x on one CPU and two (issue 39)" ;;
 	engines612 | enginestk) echo "as for Debian 7.2" ;;
 	esac

@@ -16,12 +16,16 @@
 #                                 lost, and a run that loses any does not count)
 #   dcg --engine uprobe, plain    N/100 calls, without and with --stack (2 KiB of stack
 #                                 in each entry event)
+#   --deref (issue 41)            `long g(struct conf *, long)` (hot.c's `struct` loop),
+#                                 both engines, with --args, --deref and --deref=2 (the
+#                                 struct, then the string and the list's next struct)
 #
 # Prints µs per call (the traced loop's), the overhead over the untraced build, and
 # dcg's ratios to uftrace. Goals (issue 25): in-process ≤ uftrace on both instrumented
 # builds, ≤ 2 µs per call on the plain build; (issue 40) a call rejected at entry ≤ 0.2x
 # the overhead of a recorded one, the 1 % filter's session ≤ 0.2x the unfiltered one's
-# overhead with exactly the matching calls kept. Root only (uprobes).
+# overhead with exactly the matching calls kept; (issue 41) a call with --deref <= 1.5x
+# the same call with --args, overheads over the untraced loop. Root only (uprobes).
 #
 #   bench/user-engines.sh [N]       (default N = 100000)
 #
@@ -96,6 +100,19 @@ d_stack=$(per_call "$dcg" trace --engine inproc --show-retvals --args --stack --
 nu=$((n / 100))
 d_up_s0=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --func ./plain:f -- ./plain "$nu")
 d_up_s=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --stack --func ./plain:f -- ./plain "$nu")
+# Issue 41: --deref.
+u_g=$(per_call ./plain "$n" struct)
+d_g_args=$(per_call "$dcg" trace --engine inproc --show-retvals --args --func ./plain:g -- ./plain "$n" struct)
+d_g_d1=$(per_call "$dcg" trace --engine inproc --show-retvals --deref --func ./plain:g -- ./plain "$n" struct)
+d_g_d2=$(per_call "$dcg" trace --engine inproc --show-retvals --deref=2 --func ./plain:g -- ./plain "$n" struct)
+u_g_up=$(per_call "$dcg" trace --engine uprobe --show-retvals --args --func ./plain:g -- ./plain "$nu" struct)
+d_g_up1=$(per_call "$dcg" trace --engine uprobe --show-retvals --deref --func ./plain:g -- ./plain "$nu" struct)
+d_g_up2=$(per_call "$dcg" trace --engine uprobe --show-retvals --deref=2 --func ./plain:g -- ./plain "$nu" struct)
+for engine in inproc uprobe; do
+	"$dcg" trace --engine $engine --deref=2 --func ./plain:g -- ./plain 3 struct 2>/dev/null \
+		| grep -q 'g(c=&head{port=8080, name="head", mode=3, in={a=1, tag="hot"}, next=&tail{port=7070, name=0x[0-9a-f]*, mode=1, in={a=2, tag="end"}, next=NULL}}, n=2)' \
+		|| { echo "user-engines: --deref=2 with $engine does not show g's structs" >&2; exit 1; }
+done
 kept=$("$dcg" trace --engine inproc --json --args --func ./plain:f --filter "n < $keep" -- ./plain "$n" 2>/dev/null | grep -c '"func":"f"' || true)
 [ "$kept" = "$keep" ] || { echo "user-engines: the 1 % filter kept $kept calls, not $keep" >&2; exit 1; }
 # Every value present: the last traced call has its double argument and return value.
@@ -107,6 +124,8 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	-v drej="$d_rej" -v done="$d_one" -v dstack="$d_stack" -v keep="$keep" \
 	-v ns="$ns" -v upls="$u_plain_s" -v dpls="$d_plain_s" \
 	-v nu="$nu" -v dups0="$d_up_s0" -v dups="$d_up_s" \
+	-v ug="$u_g" -v dga="$d_g_args" -v dg1="$d_g_d1" -v dg2="$d_g_d2" \
+	-v dgu="$u_g_up" -v dgu1="$d_g_up1" -v dgu2="$d_g_up2" \
 	-v base="$base" -v bpg="$b_pg" -v bpa="$b_patch" -v bpl="$b_plain" 'BEGIN {
 	printf "user-space engines: %d calls of double f(long, const char *, double), us per call (best of 3)\n", n
 	printf "  %-44s %8s %10s\n", "", "us/call", "overhead"
@@ -129,6 +148,14 @@ awk -v n="$n" -v upg="$u_pg" -v upa="$u_patch" -v upl="$u_plain" -v uft="$uft" \
 	printf "  issue 40: the 1 %% filter session costs %.2fx the unfiltered one (goal <= 0.2), %d calls kept, as many as match\n", (done - upl) / (dpl - upl), keep
 	printf "  issue 40: --stack adds %.3f us to a top-level call that costs %.3f us recorded (%d calls)\n", dstack - dpls, dpls - upls, ns
 	printf "  issue 40, uprobes (%d calls): --stack adds %.3f us to a call that costs %.3f us\n", nu, dups - dups0, dups0 - upl
+	row("untraced, plain, g(struct conf *, long)", ug, ug)
+	row("dcg inproc, plain, g, --args", dga, ug)
+	row("dcg inproc, plain, g, --deref", dg1, ug)
+	row("dcg inproc, plain, g, --deref=2", dg2, ug)
+	row(sprintf("dcg uprobe, plain, g, --args, %d calls", nu), dgu, ug)
+	row(sprintf("dcg uprobe, plain, g, --deref, %d calls", nu), dgu1, ug)
+	row(sprintf("dcg uprobe, plain, g, --deref=2, %d calls", nu), dgu2, ug)
+	printf "  issue 41, overhead over the untraced loop: --deref %.2fx --args in process, %.2fx with uprobes (goal <= 1.5); --deref=2 %.2fx, %.2fx\n", (dg1 - ug) / (dga - ug), (dgu1 - ug) / (dgu - ug), (dg2 - ug) / (dga - ug), (dgu2 - ug) / (dgu - ug)
 	if (base != "") {
 		printf "baseline %s, in the same run:\n", base
 		row("baseline dcg inproc, -pg build", bpg, upg)

@@ -227,3 +227,67 @@ pub fn interrupt_calls_have_their_context(
         }
     }
 }
+
+/// `--fields` in the BPF engine (bpf-debian.sh's "fields" sections): do_sys_openat2's
+/// `how->flags` and `how->mode` are what the program passed to openat (the kernel adds
+/// O_LARGEFILE to the flags), its file name the one it passed; every vfs_read below
+/// ksys_read has its `file->f_flags`, a read-only open's (O_LARGEFILE); a refused path
+/// and the function_graph engine fail with one line each.
+pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
+    const O_LARGEFILE: u64 = 0o100000;
+    let f = section(text, "fields");
+    must(
+        f,
+        "fields",
+        &[
+            "rc=0",
+            "read rc=0",
+            "dcg: --fields: how->nope: struct open_how has no member nope (it has: flags, \
+             mode, resolve)",
+            "refused rc=1",
+            "dcg: --fields needs the BPF engine",
+            "fgraph rc=1",
+        ],
+    );
+    let opened = section(text, "fields-json");
+    let said = opened
+        .lines()
+        .find_map(|l| l.strip_prefix("open flags="))
+        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{opened}"));
+    let number = |s: &str| -> u64 { s.split(' ').next().unwrap().parse().unwrap() };
+    let flags = number(said);
+    let mode = number(said.split_once("mode=").unwrap().1);
+    let calls = crate::json_records(opened);
+    let open = calls
+        .iter()
+        .find(|c| c.func == "do_sys_openat2" && c.depth == 0)
+        .unwrap_or_else(|| panic!("{kernel}: no do_sys_openat2:\n{opened}"));
+    let arg = |name: &str| {
+        open.args
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value.clone())
+            .unwrap_or_else(|| panic!("{kernel}: no {name} in {:?}", open.args))
+    };
+    assert_eq!(arg("filename"), "\"/tmp/dcg-fields\"", "{kernel}");
+    assert_eq!(
+        arg("how->flags"),
+        (flags | O_LARGEFILE).to_string(),
+        "{kernel}"
+    );
+    assert_eq!(arg("how->mode"), mode.to_string(), "{kernel}");
+    let reads: Vec<_> = crate::json_records(section(text, "fields-read"))
+        .into_iter()
+        .filter(|c| c.func == "vfs_read")
+        .collect();
+    assert!(!reads.is_empty(), "{kernel}: no vfs_read under ksys_read");
+    for r in &reads {
+        let v = r.args.iter().find(|a| a.name == "file->f_flags");
+        assert_eq!(
+            v.map(|a| a.value.as_str()),
+            Some(O_LARGEFILE.to_string().as_str()),
+            "{kernel}: {:?}",
+            r.args
+        );
+    }
+}

@@ -116,6 +116,28 @@ echo "name rc=$?"
 dcg trace --db $DB --func do_sys_openat2 --filter 'dfd == -100 && nmae == 1' -- true
 echo "refused rc=$?"
 end filter
+begin fields
+# --fields (issue 41): members read by the BPF program at the entry. do_sys_openat2's
+# how->flags and how->mode for an openat the program makes (it prints what it passed; the
+# kernel adds O_LARGEFILE), with the file name the program passed read from user memory;
+# vfs_read's file->f_flags below ksys_read; a refused path, and the function_graph engine.
+dcg trace --db $DB --json --func do_sys_openat2 --fields 'how->flags,how->mode' \
+	-- /dcg/syscall-loop open /tmp/dcg-fields 0x241 0640 > /tmp/fl.json
+echo "rc=$?"
+dcg trace --db $DB --json --func ksys_read --fields 'vfs_read:file->f_flags' \
+	-- sh -c 'head -c 8 /proc/version > /dev/null' > /tmp/fl2.json
+echo "read rc=$?"
+dcg trace --db $DB --func do_sys_openat2 --fields 'how->nope' -- true
+echo "refused rc=$?"
+dcg trace --db $DB --engine fgraph --func do_sys_openat2 --fields 'how->flags' -- true
+echo "fgraph rc=$?"
+end fields
+begin fields-json
+cat /tmp/fl.json
+end fields-json
+begin fields-read
+cat /tmp/fl2.json
+end fields-read
 begin notrace
 # --notrace (issue 40): getname, getname_flags (and 7.2's do_getname) not attached; what
 # they call shows under do_sys_openat2. A --func root cannot be excluded.

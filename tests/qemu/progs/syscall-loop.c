@@ -5,13 +5,19 @@
  *   syscall-loop now        print CLOCK_MONOTONIC in ns (the guest script's clock)
  *   syscall-loop mmap       one anonymous mmap(2) of 8 KiB, its address printed (do_mmap
  *                           has parameters passed on the stack)
+ *   syscall-loop open PATH FLAGS MODE
+ *                           one openat(AT_FDCWD, PATH, FLAGS, MODE) (numbers as C reads
+ *                           them: 0x241, 0640), printing "open flags=F mode=M fd=FD" in
+ *                           decimal (--fields' oracle)
  *   syscall-loop N [PATH]   call access(PATH, F_OK) N times (PATH defaults to a file that
  *                           does not exist, so every call fails with ENOENT) and print
  *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X"
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,12 +37,19 @@ int main(int argc, char **argv)
 	long long start, end;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s now | mmap | N [PATH]\n", argv[0]);
+		fprintf(stderr, "usage: %s now | mmap | open PATH FLAGS MODE | N [PATH]\n", argv[0]);
 		return 2;
 	}
 	if (argv[1][0] == 'n') {
 		printf("%lld\n", now_ns());
 		return 0;
+	}
+	if (strcmp(argv[1], "open") == 0 && argc == 5) {
+		int flags = (int)strtol(argv[3], NULL, 0), mode = (int)strtol(argv[4], NULL, 0);
+		int fd = openat(AT_FDCWD, argv[2], flags, mode);
+
+		printf("open flags=%d mode=%d fd=%d\n", flags, mode, fd);
+		return fd < 0;
 	}
 	if (argv[1][0] == 'm') {
 		void *p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

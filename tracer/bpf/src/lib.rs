@@ -36,7 +36,7 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, RingBuffer, RingBufferBuil
 
 pub use footprint::Footprint;
 pub use peek::KernelPeek;
-pub use records::{ctx, Record, CALLERS_MAX, INLINE_STACK, STACK_WORDS, STR_MAX};
+pub use records::{ctx, Record, CALLERS_MAX, FIELDS_MAX, INLINE_STACK, STACK_WORDS, STR_MAX};
 
 use skel::capture::{CaptureSkel, CaptureSkelBuilder};
 
@@ -49,6 +49,8 @@ const SPOOL_CHUNK: usize = 4 << 20;
 const PLAN_ROOT: u32 = 1 << 8;
 /// Plan bit: some parameters are passed on the stack (a stack record follows entries).
 const PLAN_STACK: u32 = 1 << 9;
+/// Plan bit: members are read at entry (`--fields`: a fields record follows entries).
+const PLAN_FIELDS: u32 = 1 << 10;
 /// Length of `endbr64`: a function's entry address as the program sees it is its start
 /// where IBT left the instruction live, its ftrace site after it where IBT sealed it.
 pub const ENDBR_LEN: u64 = 4;
@@ -64,6 +66,8 @@ pub struct Target {
     pub strings: u8,
     /// Some parameters are on the stack: its words are read at entry.
     pub stack: bool,
+    /// Members are read at entry ([`Tasks::fields`] says which).
+    pub fields: bool,
 }
 
 impl Target {
@@ -71,6 +75,7 @@ impl Target {
         u32::from(self.strings & 0x3f)
             | if self.root { PLAN_ROOT } else { 0 }
             | if self.stack { PLAN_STACK } else { 0 }
+            | if self.fields { PLAN_FIELDS } else { 0 }
     }
 }
 
@@ -167,6 +172,55 @@ pub struct Tasks<'a> {
     pub conds: &'a [RootCond],
     /// Each tree begins with the kernel stack of its root's callers (`--stack`).
     pub stacks: bool,
+    /// The members read at functions' entries (`--fields`); their targets say
+    /// [`Target::fields`].
+    pub fields: &'a [FuncFields],
+}
+
+/// Most pointers a member's path follows (the program's `FIELD_HOPS`).
+pub const FIELD_HOPS: usize = 4;
+
+/// The members read at a function's entry, each a fields record value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FuncFields {
+    /// The function's address (`available_filter_functions_addrs`).
+    pub addr: u64,
+    /// The members, at most [`FIELDS_MAX`].
+    pub fetches: Vec<FieldFetch>,
+}
+
+/// How a member is read: from argument register `reg` (System V order), through the
+/// pointer at each offset but the last, then `size` bytes at the last; the register
+/// itself without offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldFetch {
+    /// The argument register.
+    pub reg: u8,
+    /// Byte offsets, one per `->` (at most [`FIELD_HOPS`]).
+    pub offsets: Vec<i32>,
+    /// Bytes of the value (1-8).
+    pub size: u8,
+}
+
+impl FuncFields {
+    /// The program's `struct field_fetches`: n (u32), pad (u32), then per member reg,
+    /// hops, size, pad (u8 each) and FIELD_HOPS offsets (i32); native byte order.
+    fn bytes(&self) -> [u8; 8 + 20 * FIELDS_MAX] {
+        let mut v = [0u8; 8 + 20 * FIELDS_MAX];
+        let fetches = &self.fetches[..self.fetches.len().min(FIELDS_MAX)];
+        v[0..4].copy_from_slice(&(fetches.len() as u32).to_ne_bytes());
+        for (i, f) in fetches.iter().enumerate() {
+            let at = 8 + 20 * i;
+            let offsets = &f.offsets[..f.offsets.len().min(FIELD_HOPS)];
+            v[at] = f.reg;
+            v[at + 1] = offsets.len() as u8;
+            v[at + 2] = f.size.clamp(1, 8);
+            for (k, o) in offsets.iter().enumerate() {
+                v[at + 4 + 4 * k..at + 8 + 4 * k].copy_from_slice(&o.to_ne_bytes());
+            }
+        }
+        v
+    }
 }
 
 /// Most tests of one root's condition (the program's `COND_TESTS`).
@@ -403,6 +457,14 @@ impl Loaded {
                     .conds
                     .update(&addr.to_ne_bytes(), &c.bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the root conditions"))?;
+            }
+        }
+        for f in tasks.fields {
+            for addr in [f.addr, f.addr - ENDBR_LEN] {
+                skel.maps
+                    .fields
+                    .update(&addr.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
+                    .map_err(libbpf("filling the members to read"))?;
             }
         }
         if let Some(procs) = procs {

@@ -14,6 +14,9 @@ const REC_COMM: u32 = 5;
 const REC_INLINE: u32 = 6;
 const REC_LOSS: u32 = 7;
 const REC_CALLERS: u32 = 8;
+const REC_FIELDS: u32 = 9;
+/// Most members one function's fields record carries (`--fields`).
+pub const FIELDS_MAX: usize = 8;
 /// A record's first word carries its length in the upper half.
 const LEN_SHIFT: u32 = 16;
 /// The context code of entry and return records (the kind's second byte).
@@ -71,6 +74,16 @@ struct StackRec {
     kind: u32,
     tid: u32,
     words: [u64; STACK_WORDS],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct FieldsRec {
+    kind: u32,
+    tid: u32,
+    ok: u32,
+    n: u32,
+    v: [u64; FIELDS_MAX],
 }
 
 #[derive(FromBytes, KnownLayout, Immutable)]
@@ -224,6 +237,17 @@ pub enum Record<'a> {
         /// The words.
         words: [u64; STACK_WORDS],
     },
+    /// The members `--fields` read at the task's latest entry, in the function's order.
+    Fields {
+        /// Thread id.
+        tid: u32,
+        /// How many.
+        n: usize,
+        /// Bit i: value i was read (no read on its way failed).
+        ok: u32,
+        /// The values, zero-extended.
+        values: [u64; FIELDS_MAX],
+    },
 }
 
 /// The records of one ring-buffer entry (a batch): each begins with a word whose upper
@@ -301,6 +325,15 @@ impl<'a> Record<'a> {
                 Some(Record::Stack {
                     tid: r.tid,
                     words: r.words,
+                })
+            }
+            REC_FIELDS => {
+                let (r, _) = FieldsRec::read_from_prefix(data).ok()?;
+                Some(Record::Fields {
+                    tid: r.tid,
+                    n: (r.n as usize).min(FIELDS_MAX),
+                    ok: r.ok,
+                    values: r.v,
                 })
             }
             REC_CALLERS => {
@@ -427,6 +460,20 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert_eq!(Record::parse(&n[..200]), None, "truncated inline record");
+        // A fields record: kind 9, tid, ok bits, n, eight values.
+        let mut f = vec![0u8; 16 + 8 * FIELDS_MAX];
+        f[0..4].copy_from_slice(&9u32.to_ne_bytes());
+        f[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        f[8..12].copy_from_slice(&0b01u32.to_ne_bytes());
+        f[12..16].copy_from_slice(&2u32.to_ne_bytes());
+        f[16..24].copy_from_slice(&0x8241u64.to_ne_bytes());
+        match Record::parse(&f) {
+            Some(Record::Fields { tid, n, ok, values }) => {
+                assert_eq!((tid, n, ok, values[0], values[1]), (42, 2, 1, 0x8241, 0))
+            }
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(Record::parse(&f[..40]), None, "truncated fields record");
         let mut s = vec![0u8; 16 + STR_MAX];
         s[0..4].copy_from_slice(&3u32.to_ne_bytes());
         s[8..12].copy_from_slice(&1u32.to_ne_bytes());

@@ -446,6 +446,11 @@ impl<'a> FuncTable<'a> {
         self.names = Some(names);
     }
 
+    /// The names pointers are given ([`FuncTable::set_pointer_names`]), if any.
+    pub fn pointer_names(&self) -> Option<&'a SymbolMap> {
+        self.names
+    }
+
     /// The function of `id`.
     #[inline]
     pub fn get(&self, id: FuncId) -> &FuncInfo<'a> {

@@ -70,6 +70,9 @@ pub enum ArgsIn<'e> {
         strings: &'e [(usize, Option<String>)],
         /// Stack words from the CFA up (empty when not read).
         stack: &'e [u64],
+        /// Values shown after the parameters, already rendered: (name, text), the
+        /// members `--fields` read.
+        members: &'e [(String, String)],
     },
 }
 

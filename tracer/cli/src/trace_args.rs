@@ -99,10 +99,28 @@ pub struct TraceArgs {
     /// Show members of the structs a parameter points to at the call's entry, with the
     /// arguments: `[PATH:]FUNC:` then comma-separated paths from a parameter through
     /// `->` and `.` (`./prog:apply:c->port,c->next->name,c->in.a`; without FUNC, every
-    /// traced function with such a parameter). At most 3 pointers followed; scalars,
-    /// enums, pointers and bit-fields. User space.
+    /// traced function with such a parameter; for the kernel, every --func root). At
+    /// most 3 pointers followed; scalars, enums, pointers and bit-fields. Kernel
+    /// functions: the BPF engine, 8 members a function at most
+    /// (`do_sys_openat2:how->flags,how->mode`).
     #[arg(long, value_name = "[[PATH:]FUNC:]MEMBERS")]
     pub fields: Vec<String>,
+    /// Show pointer arguments to structs and unions with their members, C initializer
+    /// style (`c=&conf{port=8080, name="dcg", in={a=7}}`), N levels of pointers deep (1 by
+    /// default, at most 3; `=` required: `--deref=2`). Implies --args. User space.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "1",
+        value_parser = clap::value_parser!(u32).range(1..=3)
+    )]
+    pub deref: Option<u32>,
+    /// Bytes --deref reads per argument at most; `…` shows where it cut.
+    #[arg(long, value_name = "BYTES", default_value_t = dcg_deref::DEFAULT_CAP,
+          value_parser = clap::value_parser!(u32).range(8..=4096))]
+    pub deref_bytes: u32,
     /// Stop after SECS seconds (fractions allowed; more than 0, at most a year).
     #[arg(long, value_name = "SECS", value_parser = crate::args::duration_secs)]
     pub duration: Option<f64>,
@@ -228,7 +246,7 @@ impl TraceArgs {
             },
             func: self.func,
             show_retvals: self.show_retvals,
-            args: self.args,
+            args: self.args || self.deref.is_some(),
             depth: self.depth,
             stop: StopAt {
                 count: self.count,
@@ -262,7 +280,15 @@ impl TraceArgs {
             comm: self.comm,
             cgroup: self.cgroup,
             stack: self.stack,
-            derefs: self.fields.into_iter().map(DerefRequest::Fields).collect(),
+            derefs: self
+                .fields
+                .into_iter()
+                .map(DerefRequest::Fields)
+                .chain(self.deref.map(|depth| DerefRequest::Members {
+                    depth,
+                    cap: self.deref_bytes,
+                }))
+                .collect(),
         }
     }
 }

@@ -50,7 +50,10 @@ impl DbSet {
     }
 
     /// Every function named `name` (source or symbol name), in db order.
-    pub fn by_name<'a>(&'a self, name: &'a str) -> impl Iterator<Item = Function<'a>> + 'a {
+    pub fn by_name<'a, 'n>(
+        &'a self,
+        name: &'n str,
+    ) -> impl Iterator<Item = Function<'a>> + use<'a, 'n> {
         self.dbs.iter().flat_map(move |db| db.by_name(name))
     }
 

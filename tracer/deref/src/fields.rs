@@ -151,6 +151,24 @@ impl FieldPlan<'_> {
     pub fn hops(&self) -> &[u32] {
         &self.hops[..self.hop_count]
     }
+
+    /// Why the value is not one an engine reads as a word (a struct, union or array, or
+    /// more than 8 bytes): `"24 bytes of a struct, not a scalar (name one of its
+    /// members)"`; `None` for a scalar, enum, pointer or bit-field.
+    pub fn not_a_scalar(&self) -> Option<String> {
+        let t = self.ty.resolve();
+        let what = match t.kind() {
+            TypeKind::Array => "an array",
+            TypeKind::Union => "a union",
+            TypeKind::Struct => "a struct",
+            _ if self.size > 8 => "a value",
+            _ => return None,
+        };
+        Some(format!(
+            "{} bytes of {what}, not a scalar (name one of its members)",
+            self.size
+        ))
+    }
 }
 
 /// Resolve `path` against `func`'s parameters.

@@ -56,6 +56,8 @@ pub struct ReadPlan {
     pub reads: Vec<Read>,
     /// Whether the cap left out reads the depth asked for.
     pub capped: bool,
+    /// The levels of pointers asked for.
+    pub depth: u32,
 }
 
 impl ReadPlan {
@@ -94,7 +96,10 @@ pub fn follow(ptr: Type<'_>) -> Option<(u32, ReadKind)> {
 /// (1: the argument's struct only), at most `cap` bytes in all. Empty unless `ptr` is a
 /// pointer to a struct or union.
 pub fn plan(ptr: Type<'_>, depth: u32, cap: u32) -> ReadPlan {
-    let mut plan = ReadPlan::default();
+    let mut plan = ReadPlan {
+        depth,
+        ..ReadPlan::default()
+    };
     let Some((size, ReadKind::Struct)) = follow(ptr) else {
         return plan;
     };

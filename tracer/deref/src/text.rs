@@ -315,6 +315,17 @@ impl Renderer<'_> {
         Flow::Go
     }
 
+    /// Whether pointer `v` of type `ty` in read `read` would have been followed but for
+    /// the byte cap: `…` after it says so.
+    fn cut_before(&self, read: usize, ty: Type<'_>, v: u64) -> bool {
+        let level = self.plan.reads.get(read).map_or(u32::MAX, |r| r.level);
+        self.plan.capped
+            && level < self.plan.depth
+            && follow(ty).is_some()
+            && v != 0
+            && v < (-4095i64) as u64
+    }
+
     /// A value of type `ty` at byte `off` of the read.
     fn value(&self, out: &mut String, ty: Type<'_>, bytes: &Bytes, off: u32, nest: u32) -> Flow {
         let r = ty.resolve();
@@ -328,7 +339,12 @@ impl Renderer<'_> {
                     let v = le(d);
                     match self.plan.child(bytes.read, off) {
                         Some(i) if follow(ty).is_some() => self.pointee(out, ty, v, i),
-                        _ => self.plain_pointer(out, ty, v),
+                        _ => {
+                            self.plain_pointer(out, ty, v);
+                            if self.cut_before(bytes.read, ty, v) {
+                                out.push('…');
+                            }
+                        }
                     }
                     Flow::Go
                 }

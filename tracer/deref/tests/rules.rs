@@ -137,6 +137,10 @@ fn the_cap_cuts() {
     assert!(text(&db, 0x1000, 2, 100, &memory()).contains(
         "next=(struct conf *)0x2000{port=1, name=\"two\", m=MODE_FAST, in={a=2, …}}, cb=handler"
     ));
+    // A pointer the cap left unfollowed (the depth asked for it) is marked cut too.
+    let t = text(&db, 0x1000, 2, 80, &memory());
+    assert!(t.contains(", next=0x2000…, cb=handler"), "{t}");
+    assert!(!text(&db, 0x1000, 1, 80, &memory()).contains("0x2000…"));
 }
 
 #[test]

@@ -17,7 +17,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// First bytes of a plan file.
-pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN2";
+pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN3";
 /// First bytes of a ring file.
 pub const SHM_MAGIC: [u8; 8] = *b"DCGRING1";
 
@@ -219,7 +219,8 @@ impl CondTest {
 
 /// How one value is fetched: start from register `reg` (DWARF number; [`REG_RETVAL`] is
 /// rax at the return), then read a word at `+off[i]` `nderef` times; a [`FETCH_STRING`]
-/// reads the NUL-terminated string at the address the last step gives instead of a word.
+/// reads the NUL-terminated string at the address the last step gives instead of a word,
+/// a [`FETCH_BLOCK`] `words` words there (`--deref`).
 /// [`FETCH_XMM`] takes xmm register `reg` (0..8) (its low 8 bytes, `off[0] == 1` for the
 /// high 8), [`FETCH_ST0`] the low (`off[0] == 0`) or high word of the x87 `st0`.
 #[repr(C)]
@@ -233,8 +234,8 @@ pub struct FetchOp {
     pub reg: u8,
     /// Number of memory reads (0..=3).
     pub nderef: u8,
-    /// Zero.
-    pub reserved: u8,
+    /// [`FETCH_BLOCK`]: words copied (1..=[`MAX_BLOCK_WORDS`]); zero otherwise.
+    pub words: u8,
     /// Offsets of the reads.
     pub off: [i32; 3],
 }
@@ -247,6 +248,11 @@ pub const FETCH_STRING: u8 = 2;
 pub const FETCH_XMM: u8 = 3;
 /// A word of `st0`.
 pub const FETCH_ST0: u8 = 4;
+/// A block of memory: as a string's, a length word (the bytes copied, fewer than asked
+/// where readable memory ended; [`STRING_FAULT`]: none) then the bytes, padded to 8.
+pub const FETCH_BLOCK: u8 = 5;
+/// Most words a [`FETCH_BLOCK`] copies (as a uprobe's longest array).
+pub const MAX_BLOCK_WORDS: usize = 64;
 /// DWARF register number of rax: the return value register.
 pub const REG_RETVAL: u8 = 0;
 /// Longest string a record carries; longer ones are cut.

@@ -75,7 +75,17 @@ pub fn parse_fetch(expr: &str) -> Result<FetchOp, InprocError> {
         Some((b, t)) => (b, t),
         None => (expr, "x64"),
     };
+    // `x64[N]`: a block of N words at the address (`--deref`).
+    let block = ty
+        .strip_prefix("x64[")
+        .and_then(|n| n.strip_suffix(']'))
+        .map(|n| n.parse::<u8>().map_err(|_| bad()))
+        .transpose()?;
+    if block.is_some_and(|n| n == 0 || usize::from(n) > MAX_BLOCK_WORDS) {
+        return Err(bad());
+    }
     let string = match ty {
+        _ if block.is_some() => true,
         "x64" | "u64" | "s64" => false,
         "ustring" | "string" => true,
         _ => return Err(bad()),
@@ -94,7 +104,12 @@ pub fn parse_fetch(expr: &str) -> Result<FetchOp, InprocError> {
         return Err(bad());
     }
     let mut op = FetchOp {
-        kind: if string { FETCH_STRING } else { FETCH_WORD },
+        kind: match (block, string) {
+            (Some(_), _) => FETCH_BLOCK,
+            (None, true) => FETCH_STRING,
+            (None, false) => FETCH_WORD,
+        },
+        words: block.unwrap_or(0),
         ..FetchOp::default()
     };
     if rest == "$retval" {
@@ -233,5 +248,13 @@ mod tests {
         assert!(parse_fetch("$comm").is_err());
         assert!(parse_fetch("%xmm9").is_err());
         assert!(parse_fetch("%di:ustring").is_err());
+        let op = parse_fetch("+0(+16(%di)):x64[8]").unwrap();
+        assert_eq!(
+            (op.kind, op.nderef, op.words, op.off[0]),
+            (FETCH_BLOCK, 2, 8, 16)
+        );
+        assert!(parse_fetch("+0(%di):x64[65]").is_err());
+        assert!(parse_fetch("+0(%di):x64[0]").is_err());
+        assert!(parse_fetch("%di:x64[4]").is_err());
     }
 }

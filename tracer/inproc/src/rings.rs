@@ -40,12 +40,14 @@ pub enum RawValue {
     Word(u64),
     /// A string's bytes.
     Str(Vec<u8>),
-    /// A string that could not be read.
+    /// A string or block that could not be read.
     Fault,
+    /// A block's bytes ([`FETCH_BLOCK`]): those copied.
+    Bytes(Vec<u8>),
 }
 
-/// Decode a record's payload by the kinds of its fetch ops (`true`: a string).
-pub fn values(payload: &[u8], strings: impl Iterator<Item = bool>) -> Option<Vec<RawValue>> {
+/// Decode a record's payload by the kinds of its fetch ops (`FETCH_*`).
+pub fn values(payload: &[u8], kinds: impl Iterator<Item = u8>) -> Option<Vec<RawValue>> {
     let mut at = 0usize;
     let mut out = Vec::new();
     let word = |at: usize| -> Option<u64> {
@@ -53,16 +55,21 @@ pub fn values(payload: &[u8], strings: impl Iterator<Item = bool>) -> Option<Vec
             payload.get(at..at + 8)?.try_into().ok()?,
         ))
     };
-    for is_string in strings {
+    for kind in kinds {
         let w = word(at)?;
         at += 8;
-        if !is_string {
+        if kind != FETCH_STRING && kind != FETCH_BLOCK {
             out.push(RawValue::Word(w));
         } else if w == STRING_FAULT {
             out.push(RawValue::Fault);
         } else {
             let n = usize::try_from(w).ok()?;
-            out.push(RawValue::Str(payload.get(at..at.checked_add(n)?)?.to_vec()));
+            let bytes = payload.get(at..at.checked_add(n)?)?.to_vec();
+            out.push(if kind == FETCH_BLOCK {
+                RawValue::Bytes(bytes)
+            } else {
+                RawValue::Str(bytes)
+            });
             at += n.div_ceil(8) * 8;
         }
     }
@@ -540,15 +547,19 @@ mod tests {
         p.extend_from_slice(&3u64.to_ne_bytes());
         p.extend_from_slice(b"abc\0\0\0\0\0");
         p.extend_from_slice(&STRING_FAULT.to_ne_bytes());
-        let v = values(&p, [false, true, true].into_iter()).unwrap();
+        p.extend_from_slice(&9u64.to_ne_bytes());
+        p.extend_from_slice(b"\0\x01\0\0\0\0\0\0\x02\0\0\0\0\0\0\0");
+        let kinds = [FETCH_WORD, FETCH_STRING, FETCH_STRING, FETCH_BLOCK];
+        let v = values(&p, kinds.into_iter()).unwrap();
         assert_eq!(
             v,
             vec![
                 RawValue::Word(7),
                 RawValue::Str(b"abc".to_vec()),
-                RawValue::Fault
+                RawValue::Fault,
+                RawValue::Bytes(b"\0\x01\0\0\0\0\0\0\x02".to_vec()),
             ]
         );
-        assert!(values(&p[..12], [false, true].into_iter()).is_none());
+        assert!(values(&p[..12], [FETCH_WORD, FETCH_STRING].into_iter()).is_none());
     }
 }

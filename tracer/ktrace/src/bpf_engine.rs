@@ -26,6 +26,7 @@ use dcg_live::tracefs;
 
 use crate::bpf_feed::{site_index, Feed};
 use crate::error::{KtraceError, Result};
+use crate::fields::KernelFields;
 use crate::funcs::Site;
 use crate::plan::KernelPlan;
 use crate::{debug, Notice, Progress, Summary};
@@ -104,11 +105,11 @@ fn fetch_plan(set: &DbSet, name: &str) -> (u8, bool) {
 }
 
 /// The targets: every site but those `notrace` globs name, roots marked; strings and
-/// stack words asked for when arguments are shown.
+/// stack words asked for when arguments are shown, members where `fields` reads some.
 fn targets(
     sites: &[Site],
     roots: &[String],
-    set: &DbSet,
+    (set, fields): (&DbSet, &KernelFields<'_>),
     args: bool,
     notrace: &[String],
 ) -> Vec<Target> {
@@ -133,7 +134,22 @@ fn targets(
                 root: roots.contains(&s.name),
                 strings,
                 stack,
+                fields: fields.by_func.contains_key(&s.name),
             }
+        })
+        .collect()
+}
+
+/// What the program reads at each site of the functions `fields` names (`--fields`).
+fn site_fields(sites: &[Site], fields: &KernelFields<'_>) -> Vec<dcg_bpf::FuncFields> {
+    sites
+        .iter()
+        .filter_map(|s| {
+            let reads = fields.by_func.get(&s.name)?;
+            Some(dcg_bpf::FuncFields {
+                addr: s.addr,
+                fetches: reads.iter().map(|r| r.fetch.clone()).collect(),
+            })
         })
         .collect()
 }
@@ -320,7 +336,7 @@ pub(crate) fn attach<'p>(
     let mut targets = targets(
         sites,
         &plan.roots,
-        plan.dbs,
+        (plan.dbs, &plan.fields),
         plan.session.values.args,
         &plan.notrace,
     );
@@ -413,7 +429,13 @@ pub(crate) fn run(
     let mut tree = CallTree::new(funcs, Shape::Flat, session.depth);
     tree.show_inline_frames(session.inline_frames && set.has_inline_instances());
     let pipe = Pipeline::new(tree, outputs);
-    let mut feed = Feed::new(pipe, probed, (sites, site_at), kallsyms, session.values);
+    let mut feed = Feed::new(
+        pipe,
+        probed,
+        (sites, site_at),
+        kallsyms,
+        (session.values, &plan.fields),
+    );
     notify(Notice::Tracing {
         functions: plan.roots.len(),
         target: session.traced(child.as_ref().map(|c| c.pid())),
@@ -534,12 +556,14 @@ fn load_and_attach<'i>(
                 probe_addrs.len()
             ));
             let conds = root_conds(plan, sites);
+            let fields = site_fields(sites, &plan.fields);
             let tasks = dcg_bpf::Tasks {
                 procs,
                 comm: plan.tasks.comm.as_deref(),
                 cgroup: plan.tasks.cgroup,
                 conds: &conds,
                 stacks: plan.session.stack,
+                fields: &fields,
             };
             loaded.attach(targets, &probe_addrs, &tasks)
         });
@@ -783,7 +807,14 @@ mod decode_speed {
         // What a session computes before the command starts (natively; emulated CPUs
         // take 25-35 times as long).
         let t = Instant::now();
-        let plans = targets(&sites, &["do_faccessat".to_string()], &set, true, &[]);
+        let none = KernelFields::default();
+        let plans = targets(
+            &sites,
+            &["do_faccessat".to_string()],
+            (&set, &none),
+            true,
+            &[],
+        );
         let t_targets = t.elapsed();
         let t = Instant::now();
         let parsed = Kallsyms::parse(&text);
@@ -836,7 +867,14 @@ mod decode_speed {
             args: std::env::var_os("DCG_DECODE_ARGS").is_some_and(|v| v == "1"),
         };
         let pipe = Pipeline::new(tree, Outputs::open(spec).unwrap());
-        let mut feed = Feed::new(pipe, Vec::new(), (&sites, site_at), kallsyms, values);
+        let none = KernelFields::default();
+        let mut feed = Feed::new(
+            pipe,
+            Vec::new(),
+            (&sites, site_at),
+            kallsyms,
+            (values, &none),
+        );
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),
         );

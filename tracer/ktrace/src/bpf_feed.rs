@@ -16,6 +16,7 @@ use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
 use dcg_live::plan::Values;
 
+use crate::fields::KernelFields;
 use crate::funcs::Site;
 
 /// The sites by the addresses the program reports functions at (indices in `sites`).
@@ -57,7 +58,18 @@ struct Pending {
     args: [u64; 6],
     strings: Vec<(usize, Option<String>)>,
     stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
+    /// The members `--fields` read, rendered: (path, text).
+    members: Vec<(String, String)>,
     ctx: u8,
+}
+
+/// Kernel pointers named by kallsyms, for `dcg-deref`.
+struct KernelSymbols<'s>(Option<&'s dcg_dbset::symbols::SymbolMap>);
+
+impl dcg_deref::Symbols for KernelSymbols<'_> {
+    fn pointer_text(&self, addr: u64, to_func: bool) -> Option<String> {
+        self.0?.pointer_text_as(addr, Some(to_func))
+    }
 }
 
 /// A record's context code as the call tree's context.
@@ -102,6 +114,8 @@ pub(crate) struct Feed<'a> {
     callsites: FxHashMap<u64, Callsite>,
     args: bool,
     retvals: bool,
+    /// `--fields`: what each function's fields records hold.
+    fields: &'a KernelFields<'a>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
     pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
@@ -115,7 +129,7 @@ impl<'a> Feed<'a> {
         inlines: Vec<sigdb::Instance<'a>>,
         (sites, site_at): (&'a [Site], FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
-        values: Values,
+        (values, fields): (Values, &'a KernelFields<'a>),
     ) -> Self {
         Feed {
             inline_frames: pipe.tree().inline_frames(),
@@ -128,6 +142,7 @@ impl<'a> Feed<'a> {
             pending: FxHashMap::default(),
             comms: FxHashMap::default(),
             callsites: FxHashMap::default(),
+            fields,
             args: values.args,
             retvals: values.retvals,
             lost_at: FxHashMap::default(),
@@ -245,6 +260,7 @@ impl<'a> Feed<'a> {
                     p.stack = Some(words);
                 }
             }
+            Record::Fields { tid, n, ok, values } => self.members(tid, &values[..n], ok),
             Record::Entry {
                 tid,
                 cpu,
@@ -258,6 +274,7 @@ impl<'a> Feed<'a> {
                 self.flush_pending(tid)?;
                 let p = self.pending.entry(tid).or_default();
                 p.strings.clear();
+                p.members.clear();
                 *p = Pending {
                     open: true,
                     tid,
@@ -268,6 +285,7 @@ impl<'a> Feed<'a> {
                     args,
                     strings: std::mem::take(&mut p.strings),
                     stack: None,
+                    members: std::mem::take(&mut p.members),
                     ctx,
                 };
             }
@@ -298,6 +316,43 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
+    /// The members read at `tid`'s entry waiting (its fields record's `values`, bit i of
+    /// `ok` set when value i was read), rendered by their types.
+    fn members(&mut self, tid: u32, values: &[u64], ok: u32) {
+        let Some(ip) = self.pending.get(&tid).filter(|p| p.open).map(|p| p.ip) else {
+            return;
+        };
+        let name = self.func(ip).1;
+        let Some(reads) = self.fields.by_func.get(&*name) else {
+            return;
+        };
+        let symbols = KernelSymbols(self.pipe.tree().funcs.pointer_names());
+        let mut members = Vec::with_capacity(reads.len());
+        for (i, (r, v)) in reads.iter().zip(values).enumerate() {
+            let mut text = String::new();
+            if ok & (1 << i) != 0 {
+                let bytes = v.to_le_bytes();
+                let n = (r.size as usize).min(8);
+                dcg_deref::render_value(
+                    &mut text,
+                    r.ty,
+                    &bytes[..n],
+                    r.size,
+                    r.bits,
+                    &symbols,
+                    dcg_render::Role::Arg,
+                );
+            } else {
+                // A read on the way failed (a NULL pointer): not captured.
+                text.push('?');
+            }
+            members.push((r.name.clone(), text));
+        }
+        if let Some(p) = self.pending.get_mut(&tid) {
+            p.members = members;
+        }
+    }
+
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
         let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
             return Ok(());
@@ -324,6 +379,7 @@ impl<'a> Feed<'a> {
                 words: &p.args,
                 strings: &p.strings,
                 stack: p.stack.as_ref().map_or(&[], |w| &w[..]),
+                members: &p.members,
             }
         } else {
             ArgsIn::None

@@ -48,6 +48,15 @@ pub enum KtraceError {
          leave out --engine fgraph"
     )]
     StackNeedsBpf,
+    /// `--fields` with the function_graph engine.
+    #[error(
+        "--fields needs the BPF engine (the function_graph engine does not read members \
+         yet): leave out --engine fgraph"
+    )]
+    FieldsNeedBpf,
+    /// A `--fields` path refused.
+    #[error("--fields: {0}")]
+    Fields(String),
     /// A `--comm` the kernel cannot hold.
     #[error("--comm {0:?}: a task name is 1 to 15 bytes")]
     Comm(String),

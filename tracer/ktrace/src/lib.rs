@@ -17,6 +17,7 @@ pub mod callees;
 mod error;
 mod features;
 pub mod fgraph_engine;
+pub mod fields;
 pub mod funcs;
 mod kstack;
 mod outcome;
@@ -103,7 +104,10 @@ pub fn run(
             Err(KtraceError::BpfUnavailable(e))
                 if !matches!(
                     plan.engine.reason,
-                    EngineReason::Asked | EngineReason::TaskFilter | EngineReason::Stack
+                    EngineReason::Asked
+                        | EngineReason::TaskFilter
+                        | EngineReason::Stack
+                        | EngineReason::Fields
                 ) =>
             {
                 notify(Notice::BpfFallback(e.to_string()));

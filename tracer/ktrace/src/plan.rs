@@ -55,6 +55,8 @@ pub enum EngineReason {
     TaskFilter,
     /// `--stack`: only the BPF program takes the kernel stack at a root's entry.
     Stack,
+    /// `--fields`: only the BPF program reads members at a call's entry.
+    Fields,
 }
 
 /// The kernel engine chosen, and why.
@@ -67,18 +69,19 @@ pub struct EngineChoice {
 }
 
 impl EngineChoice {
-    /// The engine `asked` for with `values` shown, `tasks` selected and `stack`s taken
-    /// (`inlined`: the patterns name inlined copies), on the kernel whose tracefs is at
-    /// `root`. The file test ignores `--fgraph-probes` on purpose.
+    /// The engine `asked` for with `values` shown, `tasks` selected, `stack`s taken and
+    /// `fields` read (`inlined`: the patterns name inlined copies), on the kernel whose
+    /// tracefs is at `root`. The file test ignores `--fgraph-probes` on purpose.
     pub fn of(
         asked: Engine,
-        (values, tasks, stack): (bool, bool, bool),
+        (values, tasks, stack, fields): (bool, bool, bool, bool),
         inlined: bool,
         root: &Path,
     ) -> EngineChoice {
         let (engine, reason) = match asked {
             Engine::Auto if tasks => (Engine::Bpf, EngineReason::TaskFilter),
             Engine::Auto if stack => (Engine::Bpf, EngineReason::Stack),
+            Engine::Auto if fields => (Engine::Bpf, EngineReason::Fields),
             Engine::Auto if inlined => (Engine::Bpf, EngineReason::InlinedCopies),
             Engine::Auto if values && !root.join("options/funcgraph-retval").exists() => {
                 (Engine::Bpf, EngineReason::ValuesWithoutRetval)
@@ -112,6 +115,8 @@ pub struct KernelPlan<'db> {
     /// `--filter` and `--min-duration`, bound to the roots' (and `FUNC:`'s) signatures:
     /// the trees shown.
     pub select: Option<Rc<TreeFilter>>,
+    /// `--fields`: the members the BPF program reads at functions' entries.
+    pub fields: crate::fields::KernelFields<'db>,
     /// `--notrace` globs: functions never attached (no root among them).
     pub notrace: Vec<String>,
     /// `--comm`, `--cgroup`: the tasks that start trees (BPF engine).
@@ -175,9 +180,19 @@ impl<'db> KernelPlan<'db> {
             session.values.retvals |= ret;
         }
         let tasks = TaskFilter::of(opts)?;
+        let traceable = |name: &str| avail.contains(name);
+        let fields =
+            crate::fields::KernelFields::plan(&session.derefs, dbs, &resolved.roots, &traceable)?;
+        // The members are shown with the arguments.
+        session.values.args |= !fields.is_empty();
         let engine = EngineChoice::of(
             opts.engine,
-            (session.values.any(), tasks.any(), session.stack),
+            (
+                session.values.any(),
+                tasks.any(),
+                session.stack,
+                !fields.is_empty(),
+            ),
             inlined,
             &tracefs,
         );
@@ -186,6 +201,9 @@ impl<'db> KernelPlan<'db> {
         }
         if engine.engine == Engine::Fgraph && session.stack {
             return Err(KtraceError::StackNeedsBpf);
+        }
+        if engine.engine == Engine::Fgraph && !fields.is_empty() {
+            return Err(KtraceError::FieldsNeedBpf);
         }
         Ok(Some(KernelPlan {
             dbs,
@@ -200,6 +218,7 @@ impl<'db> KernelPlan<'db> {
             select,
             notrace: opts.notrace.clone(),
             tasks,
+            fields,
         }))
     }
 }

@@ -134,6 +134,15 @@ pub enum DerefRequest {
     /// `--fields [[PATH:]FUNC:]MEMBER-PATH,...`, as given: members read at the entry and
     /// shown with the arguments (`c->next->port`).
     Fields(String),
+    /// `--deref[=N]` (`--deref-bytes CAP`): every pointer argument to a struct or union
+    /// shown with its members, `depth` levels of pointers followed, at most `cap` bytes
+    /// read per argument.
+    Members {
+        /// Levels of pointers followed (1: the argument's own struct).
+        depth: u32,
+        /// Bytes read per argument at most.
+        cap: u32,
+    },
 }
 
 /// How kernel calls are captured.

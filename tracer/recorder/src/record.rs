@@ -59,18 +59,22 @@ fn eval(st: &State, op: &FetchOp, regs: &Regs) -> Option<u64> {
     };
     let sp = regs.gpr[7];
     let n = (op.nderef as usize).min(3);
-    let reads = if op.kind == FETCH_STRING {
-        n.saturating_sub(1)
-    } else {
-        n
-    };
+    // A string's or block's last step gives the address read from, not a word.
+    let at_address = op.kind == FETCH_STRING || op.kind == FETCH_BLOCK;
+    let reads = if at_address { n.saturating_sub(1) } else { n };
     for k in 0..reads {
         v = read_word(st, v.wrapping_add(op.off[k] as i64 as u64), sp)?;
     }
-    if op.kind == FETCH_STRING && n > 0 {
+    if at_address && n > 0 {
         v = v.wrapping_add(op.off[n - 1] as i64 as u64);
     }
     Some(v)
+}
+
+/// Bytes a [`FETCH_BLOCK`] copies.
+#[inline(always)]
+fn block_len(op: &FetchOp) -> usize {
+    (op.words as usize).min(MAX_BLOCK_WORDS) * 8
 }
 
 /// Bytes a record with `ops` can take at most.
@@ -78,12 +82,10 @@ fn max_len(ops: &[FetchOp]) -> usize {
     size_of::<RecHeader>()
         + ops
             .iter()
-            .map(|o| {
-                if o.kind == FETCH_STRING {
-                    8 + MAX_STRING
-                } else {
-                    8
-                }
+            .map(|o| match o.kind {
+                FETCH_STRING => 8 + MAX_STRING,
+                FETCH_BLOCK => 8 + block_len(o),
+                _ => 8,
             })
             .sum::<usize>()
 }
@@ -112,7 +114,8 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
     for op in ops {
         let w = at;
         at += 8;
-        if op.kind != FETCH_STRING {
+        let string = op.kind == FETCH_STRING;
+        if !string && op.kind != FETCH_BLOCK {
             p.put(w, eval(st, op, regs).unwrap_or(0));
             continue;
         }
@@ -120,19 +123,23 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
             p.put(w, STRING_FAULT);
             continue;
         };
-        let Some(dst) = p.bytes(at, MAX_STRING) else {
+        let want = if string { MAX_STRING } else { block_len(op) };
+        let Some(dst) = p.bytes(at, want) else {
             p.put(w, STRING_FAULT);
             continue;
         };
-        let got = read_mem(st, addr, dst, sp, true);
+        let got = read_mem(st, addr, dst, sp, string);
         if got == 0 {
             p.put(w, STRING_FAULT);
             continue;
         }
-        let len = p
-            .bytes(at, got)
-            .and_then(|b| b.iter().position(|&c| c == 0))
-            .unwrap_or(got);
+        let len = if string {
+            p.bytes(at, got)
+                .and_then(|b| b.iter().position(|&c| c == 0))
+                .unwrap_or(got)
+        } else {
+            got
+        };
         p.put(w, len as u64);
         at += len.div_ceil(8) * 8;
     }

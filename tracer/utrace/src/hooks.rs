@@ -495,14 +495,15 @@ pub fn entry_conds(p: &Probe<'_>, tests: &[dcg_filter::EntryTest]) -> Vec<CondTe
 }
 
 /// The recorder's entry fetches of each hooked probe again, from its entry fields (after
-/// `--fields` added some). An IFUNC's implementations (no DWARF, no fields) are left.
+/// `--fields` or `--deref` added some). An IFUNC's implementations (no DWARF, no fields) are left.
 pub fn refresh_entry_ops(
     targets: &[Target],
     probes: &[Probe<'_>],
     hooks: &mut [Option<Vec<PlanFunc>>],
 ) -> Result<()> {
     for (p, h) in probes.iter().zip(hooks.iter_mut()) {
-        if let (Some([f]), false) = (h.as_deref_mut(), p.fields.is_empty()) {
+        let more = !p.fields.is_empty() || !p.derefs.is_empty();
+        if let (Some([f]), true) = (h.as_deref_mut(), more) {
             f.entry = fetch_ops(&targets[p.target], &p.entry_fields)?;
         }
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use dcg_calls::outputs::Outputs;
-use dcg_inproc::layout::{self, FetchOp, FETCH_STRING};
+use dcg_inproc::layout::{self, FetchOp};
 use dcg_inproc::plan::{PlanFunc, PlanTarget};
 use dcg_inproc::rings::{self, Copier, Record, Rings};
 use dcg_live::options::TraceOptions;
@@ -340,8 +340,8 @@ struct Pump<'a, 'p> {
     probes: &'a [Probe<'p>],
     probe_of: &'a [usize],
     /// Which fetches of each plan function are strings.
-    entry_kinds: Vec<Vec<bool>>,
-    ret_kinds: Vec<Vec<bool>>,
+    entry_kinds: Vec<Vec<u8>>,
+    ret_kinds: Vec<Vec<u8>>,
     clock: rings::TscClock,
     /// Only the recorder feeds the session: nothing to wait for before passing events on.
     only_recorder: bool,
@@ -364,8 +364,7 @@ impl<'a, 'p> Pump<'a, 'p> {
         funcs: &[PlanFunc],
         clock: rings::TscClock,
     ) -> Self {
-        let kinds =
-            |ops: &[FetchOp]| -> Vec<bool> { ops.iter().map(|o| o.kind == FETCH_STRING).collect() };
+        let kinds = |ops: &[FetchOp]| -> Vec<u8> { ops.iter().map(|o| o.kind).collect() };
         Pump {
             targets,
             probes,

@@ -17,6 +17,7 @@
 //! the functions selected and their probes, the engine and why, the outputs); this root
 //! opens the outputs and runs the engine.
 
+mod entry_args;
 mod error;
 pub mod hooks;
 pub mod inproc_engine;

@@ -56,11 +56,11 @@ impl Merge {
         r: &Record,
         probe: usize,
         ip: Option<u64>,
-        entry_kinds: &[Vec<bool>],
-        ret_kinds: &[Vec<bool>],
+        entry_kinds: &[Vec<u8>],
+        ret_kinds: &[Vec<u8>],
     ) {
         let f = r.func as usize;
-        let decode = |kinds: &[bool]| -> Vec<Value> {
+        let decode = |kinds: &[u8]| -> Vec<Value> {
             rings::values(&r.payload, kinds.iter().copied())
                 .unwrap_or_default()
                 .into_iter()
@@ -68,6 +68,7 @@ impl Merge {
                     RawValue::Word(w) => Value::Num(w),
                     RawValue::Str(s) => Value::Str(String::from_utf8_lossy(&s).into_owned()),
                     RawValue::Fault => Value::Fault,
+                    RawValue::Bytes(b) => Value::Bytes(b),
                 })
                 .collect()
         };

@@ -14,7 +14,7 @@ use dcg_calls::tree::{ArgsIn, CallTree, CodeSite, Entry, Exit, RetIn, Shape};
 use dcg_dbset::DbSet;
 use dcg_render::Role;
 
-use super::plan::{render_arg, setjmp_returns, ArgPlan, InlineSite, Jump, Probe, Target, Value};
+use super::plan::{setjmp_returns, ArgPlan, InlineSite, Jump, Probe, Target, Value};
 use super::symbolize::Symbolizer;
 
 /// What the source reads and shows (the outputs are opened [`Outputs`]).
@@ -496,43 +496,7 @@ impl EventSink for Calls<'_> {
                     .learn_bias(p.target, ip.wrapping_sub(p.addr + p.body));
             }
             self.symbolizer.learn_process(m.tid);
-            let params = p.func.into_iter().flat_map(|f| f.params());
-            let sym = |v: u64| self.symbolizer.pointer_text(v);
-            for ((name, plan), param) in p.args.iter().zip(params) {
-                self.args
-                    .push(name, &render_arg(param.ty(), plan, values, role, &sym));
-            }
-            if p.func
-                .is_some_and(|f| f.flags().contains(sigdb::FuncFlags::VARIADIC))
-            {
-                // The variadic arguments: their number and types are the callee's secret.
-                self.args.push("", dcg_calls::sink::VARIADIC);
-            }
-            for f in &p.fields {
-                let symbols = &self.symbolizer;
-                let null = f
-                    .through
-                    .iter()
-                    .any(|&i| !matches!(values.get(i), Some(&Value::Num(a)) if a != 0));
-                self.args
-                    .push_with(&f.name, |out| match values.get(f.word) {
-                        Some(&Value::Num(w)) if !null => {
-                            let bytes = w.to_le_bytes();
-                            let n = (f.size as usize).min(8);
-                            dcg_deref::render_value(
-                                out,
-                                f.ty,
-                                &bytes[..n],
-                                f.size,
-                                f.bits,
-                                symbols,
-                                role,
-                            );
-                        }
-                        // Not read (through a NULL pointer): as a member not captured.
-                        _ => out.push('?'),
-                    });
-            }
+            crate::entry_args::push(&mut self.args, p, values, role, &self.symbolizer);
         }
         self.landed(m)?;
         self.comment.clear();

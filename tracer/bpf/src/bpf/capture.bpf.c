@@ -70,6 +70,7 @@ struct bpf_kprobe_multi_run_ctx {
 #define REC_INLINE 6
 #define REC_LOSS 7
 #define REC_CALLERS 8
+#define REC_FIELDS 9
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
@@ -83,6 +84,8 @@ struct bpf_kprobe_multi_run_ctx {
 #define PLAN_ROOT (1U << 8)
 /* Some parameters are on the stack: a stack record follows the entry. */
 #define PLAN_STACK (1U << 9)
+/* Members are read behind some parameters (`--fields`): a fields record follows. */
+#define PLAN_FIELDS (1U << 10)
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
@@ -153,6 +156,18 @@ struct callers_rec {
 	__u32 pad;
 	__u64 ip;	/* the root's address (bpf_get_func_ip) */
 	__u64 ips[CALLERS_MAX];
+};
+
+/* The members `--fields` reads at a function's entry (its `fields` entry): value i and,
+ * bit i of `ok`, whether every read on its way succeeded (a NULL pointer's did not).
+ * Follows the entry record. */
+#define FIELDS_MAX 8
+struct fields_rec {
+	__u32 kind;
+	__u32 tid;
+	__u32 ok;
+	__u32 n;
+	__u64 v[FIELDS_MAX];
 };
 
 struct str_rec {
@@ -276,6 +291,31 @@ struct {
 	__type(key, __u64);
 	__type(value, struct cond);
 } conds SEC(".maps");
+
+/* `--fields`: by a function's entry address (both, as `plans`), the members to read at
+ * its entry. Each starts from argument register `reg`; with `hops` > 0 it reads the
+ * pointer at that address + off[h] for each hop but the last, then `size` bytes (1-8) at
+ * address + off[hops - 1]; with none it is the register itself. A read below USER_TOP
+ * is a user one. */
+#define FIELD_HOPS 4
+struct field_fetch {
+	__u8 reg;
+	__u8 hops;
+	__u8 size;
+	__u8 pad;
+	__s32 off[FIELD_HOPS];
+};
+struct field_fetches {
+	__u32 n;
+	__u32 pad;
+	struct field_fetch f[FIELDS_MAX];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct field_fetches);
+} fields SEC(".maps");
 
 /* `active` of a task inside a root call its condition rejected: nothing is recorded until
  * it returns, the roots nested in it (low bits) counted so that none starts a tree. */
@@ -726,6 +766,63 @@ static __always_inline bool test_holds(const struct args6 *a, const struct cond_
 	}
 }
 
+/* `size` (1-8) bytes at `addr`, kernel or user, into `*v` (zero-extended); 0 or an error. */
+static __always_inline long read_at(__u64 *v, __u32 size, __u64 addr)
+{
+	*v = 0;
+	if (size > 8)
+		size = 8;
+	if (addr < USER_TOP)
+		return bpf_probe_read_user(v, size, (void *)addr);
+	return bpf_probe_read_kernel(v, size, (void *)addr);
+}
+
+/* The fields record of the function at `ctx` (`--fields`). */
+static __always_inline void emit_fields(struct batch *b, __u32 tid, struct pt_regs *ctx)
+{
+	__u64 ip = bpf_get_func_ip(ctx);
+	struct field_fetches *f = bpf_map_lookup_elem(&fields, &ip);
+	struct fields_rec *r;
+	struct args6 a;
+
+	if (!f)
+		return;
+	r = reserve(b, sizeof(*r), REC_FIELDS);
+	if (!r)
+		return;
+	r->tid = tid;
+	r->ok = 0;
+	r->n = f->n;
+	a = read_args(ctx);
+	for (int i = 0; i < FIELDS_MAX; i++) {
+		const struct field_fetch *x = &f->f[i];
+		__u64 v;
+		bool good = true;
+
+		r->v[i] = 0;
+		if (i >= f->n)
+			continue;
+		v = arg_reg(&a, x->reg);
+		for (int h = 0; h + 1 < FIELD_HOPS; h++) {
+			if (h + 1 >= x->hops)
+				break;
+			if (!v || read_at(&v, 8, v + x->off[h])) {
+				good = false;
+				break;
+			}
+		}
+		if (good && x->hops) {
+			__u64 w;
+
+			good = v && !read_at(&w, x->size, v + x->off[(x->hops - 1) & (FIELD_HOPS - 1)]);
+			v = w;
+		}
+		r->v[i] = good ? v : 0;
+		if (good)
+			r->ok |= 1U << i;
+	}
+}
+
 /* Whether the root call at `ctx` meets its condition (a root without one does). */
 static __always_inline bool cond_holds(struct pt_regs *ctx)
 {
@@ -863,6 +960,8 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		if (plan & 32)
 			emit_string(b, tid, 5, ctx->r9);
 	}
+	if (plan & PLAN_FIELDS)
+		emit_fields(b, tid, ctx);
 	check_skipped(ctx, b, true, tid, before);
 	ran(b, tid);
 	return 0;

@@ -88,12 +88,16 @@ impl CallTree<'_> {
                 words,
                 strings,
                 stack,
+                members,
             } => {
                 let info = self.funcs.get(id);
                 let args = &mut self.args;
                 info.reg_args(words, strings, stack, |name, value| {
                     args.push_with(name, |s| value(s))
                 });
+                for (name, text) in members {
+                    args.push(name, text);
+                }
             }
             _ => {
                 if let Some(p) = pending {

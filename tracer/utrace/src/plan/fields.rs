@@ -43,7 +43,10 @@ pub fn plan_fields<'a>(
     requests: &[DerefRequest],
     probes: &mut [Probe<'a>],
 ) -> Result<(), UtraceError> {
-    for DerefRequest::Fields(spec) in requests {
+    for spec in requests.iter().filter_map(|r| match r {
+        DerefRequest::Fields(spec) => Some(spec),
+        DerefRequest::Members { .. } => None,
+    }) {
         let (func, paths) = parse_fields_arg(spec).map_err(|e| refuse(e.to_string()))?;
         // `PATH:FUNC` or `FUNC`: the function's name is after the last colon.
         let name = func.map(|f| f.rsplit(':').next().unwrap_or(f));
@@ -107,27 +110,8 @@ fn add_field<'a>(
             hops.len()
         )));
     }
-    let mut t = plan.ty;
-    for _ in 0..16 {
-        match (t.kind(), t.target()) {
-            (sigdb::TypeKind::Typedef | sigdb::TypeKind::Qualified, Some(inner)) => t = inner,
-            _ => break,
-        }
-    }
-    let aggregate = matches!(
-        t.kind(),
-        sigdb::TypeKind::Struct | sigdb::TypeKind::Union | sigdb::TypeKind::Array
-    );
-    if aggregate || plan.size > 8 {
-        return Err(refuse(format!(
-            "{text}: {} bytes of {}, not a scalar (name one of its members)",
-            plan.size,
-            match t.kind() {
-                sigdb::TypeKind::Array => "an array",
-                sigdb::TypeKind::Union => "a union",
-                _ => "a struct",
-            }
-        )));
+    if let Some(why) = plan.not_a_scalar() {
+        return Err(refuse(format!("{text}: {why}")));
     }
     let mut through = Vec::new();
     let mut at = word;

@@ -4,6 +4,7 @@
 //! and return value from their DWARF locations.
 
 mod binary;
+mod deref;
 mod fetch;
 mod fields;
 mod inline;
@@ -14,6 +15,7 @@ mod session;
 mod values;
 
 pub use binary::*;
+pub use deref::*;
 pub use fetch::*;
 pub use fields::*;
 pub use inline::*;
@@ -167,5 +169,11 @@ mod tests {
         assert_eq!(v[3], Value::Str("he said \"hi\" ".into()));
         assert_eq!(parse_fields("a0=0x1", &fs), None);
         assert_eq!(parse_fields("", &[]), Some(vec![]));
+        // A word array (--deref's blocks), the low byte first.
+        let fs = [f("d0", false), f("a1", false)];
+        let v = parse_fields("d0={0x201,0xff} a1=0x3", &fs).unwrap();
+        let mut bytes = vec![1, 2, 0, 0, 0, 0, 0, 0, 0xff];
+        bytes.resize(16, 0);
+        assert_eq!(v, vec![Value::Bytes(bytes), Value::Num(3)]);
     }
 }

@@ -126,6 +126,8 @@ pub struct Probe<'a> {
     pub jump: Jump,
     /// `--fields`: members read at the entry, shown after the arguments.
     pub fields: Vec<super::FieldRead<'a>>,
+    /// `--deref`: pointer arguments shown with the data behind them.
+    pub derefs: Vec<super::DerefArg<'a>>,
 }
 
 impl Probe<'_> {
@@ -326,6 +328,7 @@ pub fn plan_probes<'a>(
             inlines: Vec::new(),
             jump,
             fields: Vec::new(),
+            derefs: Vec::new(),
         });
     }
     probes

@@ -181,6 +181,12 @@ impl<'t> UserPlan<'t> {
             }
         }
         super::plan_fields(&session.derefs, &mut selected.probes)?;
+        let recorder = engine.engine == UserEngine::InProcess;
+        super::plan_derefs(
+            &session.derefs,
+            &mut selected.probes,
+            (session.stack, recorder),
+        );
         crate::hooks::refresh_entry_ops(targets, &selected.probes, &mut selected.hooks)?;
         // The recorder decides a top-level call's tests at its entry, unless uprobes
         // trace some functions: a call that is top-level for the recorder may then be

@@ -13,8 +13,11 @@ pub enum Value {
     Num(u64),
     /// A string, unquoted.
     Str(String),
-    /// The string could not be read (`(fault)`).
+    /// The string could not be read (`(fault)`), or the block (`--deref`).
     Fault,
+    /// A block of memory (`--deref`): an array of words a uprobe fetched (`x64[N]`), or
+    /// the bytes the recorder copied (fewer than asked where its readable memory ended).
+    Bytes(Vec<u8>),
 }
 
 /// Parse the fields of an event body (the text after `(location)`), knowing their names
@@ -38,6 +41,15 @@ pub fn parse_fields(raw: &str, fields: &[Field]) -> Option<Vec<Value>> {
                 None => body.rfind('"')?,
             };
             out.push(Value::Str(body[..end].to_string()));
+            rest = &body[end + 1..];
+        } else if let Some(body) = rest.strip_prefix('{') {
+            // An array of words (`{0x1,0x2}`), the low byte first as in memory.
+            let end = body.find('}')?;
+            let mut bytes = Vec::new();
+            for w in body[..end].split(',') {
+                bytes.extend_from_slice(&dcg_fgraph::parse_number(w)?.to_le_bytes());
+            }
+            out.push(Value::Bytes(bytes));
             rest = &body[end + 1..];
         } else {
             let end = rest.find(' ').unwrap_or(rest.len());

@@ -1,0 +1,53 @@
+//! An entry event's arguments as shown: each parameter by its type (`--args`), a pointer
+//! to a struct with the data behind it (`--deref`), then the members `--fields` read.
+
+use dcg_calls::sink::ArgList;
+use dcg_render::Role;
+
+use crate::plan::{render_arg, Probe, Value};
+use crate::symbolize::Symbolizer;
+
+/// Push the arguments of probe `p`'s entry event with field `values` to `args`.
+pub(crate) fn push(
+    args: &mut ArgList,
+    p: &Probe<'_>,
+    values: &[Value],
+    role: Role,
+    symbols: &Symbolizer<'_>,
+) {
+    let params = p.func.into_iter().flat_map(|f| f.params());
+    let sym = |v: u64| symbols.pointer_text(v);
+    for (i, ((name, plan), param)) in p.args.iter().zip(params).enumerate() {
+        let deref = p.derefs.iter().find(|d| d.arg == i);
+        match (deref, deref.and_then(|d| values.get(d.word))) {
+            (Some(d), Some(&Value::Num(value))) => {
+                let memory = d.memory(values);
+                args.push_with(name, |out| {
+                    dcg_deref::render_deref(out, d.ty, value, &d.plan, &memory, symbols, role)
+                });
+            }
+            _ => args.push(name, &render_arg(param.ty(), plan, values, role, &sym)),
+        }
+    }
+    if p.func
+        .is_some_and(|f| f.flags().contains(sigdb::FuncFlags::VARIADIC))
+    {
+        // The variadic arguments: their number and types are the callee's secret.
+        args.push("", dcg_calls::sink::VARIADIC);
+    }
+    for f in &p.fields {
+        let null = f
+            .through
+            .iter()
+            .any(|&i| !matches!(values.get(i), Some(&Value::Num(a)) if a != 0));
+        args.push_with(&f.name, |out| match values.get(f.word) {
+            Some(&Value::Num(w)) if !null => {
+                let bytes = w.to_le_bytes();
+                let n = (f.size as usize).min(8);
+                dcg_deref::render_value(out, f.ty, &bytes[..n], f.size, f.bits, symbols, role);
+            }
+            // Not read (through a NULL pointer): as a member not captured.
+            _ => out.push('?'),
+        });
+    }
+}
