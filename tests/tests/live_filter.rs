@@ -433,3 +433,60 @@ fn rejected_calls_leave_programs_as_they_were() {
         }
     }
 }
+
+/// `pid` is the process, `tid` the thread: both engines save each call's process
+/// (`tgid`), the two threads of `tests/uprobe/threads.c` share it, and `--filter` on the
+/// saved calls (`dcg report`) reads `pid` as the process and `tid` as the thread.
+#[test]
+fn pid_is_the_process_tid_the_thread() {
+    require!();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dcg_tests::gcc(dir.path(), "uprobe/threads.c", "threads", &["-O2"]);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for engine in ENGINES {
+        let saved = dir.path().join(format!("{engine}.calls"));
+        let out = trace(
+            engine,
+            &bin,
+            &[
+                "--func",
+                &func(&bin, "work"),
+                "--output",
+                saved.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{engine}: {}", text(&out.stderr));
+        let tops = top_level(&out);
+        assert_eq!(tops.len(), 2, "{engine}");
+        let tids: Vec<u32> = tops.iter().map(|r| r.pid.unwrap()).collect();
+        // The recorder's rings name their process. A uprobe event names it once the
+        // kernel saved the thread's (at a context switch after the thread's first event),
+        // else dcg reads /proc while the thread lives: a short thread on a loaded machine
+        // may have ended by then.
+        let known: Vec<u32> = tops.iter().filter_map(|r| r.tgid).collect();
+        let want = if engine == "inproc" { 2 } else { 1 };
+        assert!(known.len() >= want, "{engine}: {tops:?}");
+        let process = known[0];
+        assert!(known.iter().all(|&p| p == process), "{engine}: {known:?}");
+        assert!(
+            tids[0] != tids[1] && !tids.contains(&process),
+            "{engine}: {tids:?}"
+        );
+        let kept = |filter: &str| -> usize {
+            let out = Command::new(dcg_tests::dcg_bin())
+                .args(["report", "--format", "folded", "--filter", filter])
+                .arg(&saved)
+                .output()
+                .expect("running dcg report");
+            assert!(out.status.success(), "{filter}: {}", text(&out.stderr));
+            text(&out.stdout)
+                .lines()
+                .filter(|l| l.split(' ').next().is_some_and(|s| s.ends_with("work")))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<usize>().unwrap())
+                .sum()
+        };
+        assert_eq!(kept(&format!("pid == {process}")), known.len(), "{engine}");
+        assert_eq!(kept(&format!("pid == {}", tids[0])), 0, "{engine}");
+        assert_eq!(kept(&format!("tid == {}", tids[0])), 1, "{engine}");
+    }
+}

@@ -595,6 +595,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         cpu: Some(0),
         comm: None,
         pid: None,
+        tgid: None,
         depth: 0,
         time_ns: None,
         duration_ns: dur,

@@ -1143,6 +1143,7 @@ fn interrupt_subtrees_from_the_call_tree() {
             pid: Some(9),
             comm: Some("cat"),
             cpu: Some(1),
+            process: None,
         };
         flat::drive(&mut tree, &mut sinks, t, &events)
     };
@@ -1309,6 +1310,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 cpu: Some(0),
                 comm: None,
                 pid: None,
+                tgid: None,
                 depth,
                 time_ns: Some(start),
                 duration_ns: Some(t - start),

@@ -151,15 +151,19 @@ begin tasks
 # --comm and --cgroup (issue 40), all tasks traced: the BPF program starts trees only for
 # the tasks named so, or in that cgroup; function_graph refuses them.
 cat > /tmp/opens.sh << 'X'
-# FILE: cat it every 0.2 s for 9 s
+# FILE: cat it every 0.2 s until /tmp/opens.stop exists (a minute at most): dcg's
+# --duration counts from the end of its attach, which takes 10-15 s under emulation.
 i=0
-while [ $i -lt 45 ]; do cat "$1" > /dev/null 2>&1; head -c 1 /proc/version > /dev/null; i=$((i+1)); sleep 0.2; done
+while [ ! -e /tmp/opens.stop ] && [ $i -lt 300 ]; do cat "$1" > /dev/null 2>&1; head -c 1 /proc/version > /dev/null; i=$((i+1)); sleep 0.2; done
 X
+rm -f /tmp/opens.stop
 sh /tmp/opens.sh /nonexistent &
 L=$!
 dcg trace --db $DB --json --args --func do_sys_openat2 --comm cat --duration 6 > /tmp/tc.json 2> /tmp/tc.err
 echo "comm rc=$?"
+touch /tmp/opens.stop
 wait $L
+rm -f /tmp/opens.stop
 mkdir -p /sys/fs/cgroup
 mount -t cgroup2 none /sys/fs/cgroup 2> /dev/null
 mkdir -p /sys/fs/cgroup/dcgtest
@@ -169,7 +173,9 @@ sh -c 'echo $$ > /sys/fs/cgroup/dcgtest/cgroup.procs; exec sh /tmp/opens.sh /pro
 C=$!
 dcg trace --db $DB --json --args --func do_sys_openat2 --cgroup dcgtest --duration 6 > /tmp/tg.json 2> /tmp/tg.err
 echo "cgroup rc=$?"
+touch /tmp/opens.stop
 wait $L $C
+rm -f /tmp/opens.stop
 cat /tmp/tc.err /tmp/tg.err
 dcg trace --db $DB --engine fgraph --comm cat --func do_sys_openat2 -- true
 echo "fgraph rc=$?"

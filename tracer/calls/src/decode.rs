@@ -375,6 +375,7 @@ impl<'a> Decoder<'a> {
             pid: p.pid,
             comm: p.comm,
             cpu: p.cpu,
+            process: None,
         }
     }
 

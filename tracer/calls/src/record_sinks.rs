@@ -24,6 +24,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         cpu: c.entry_cpu.or(c.task.cpu),
         comm: c.task.comm.map(str::to_string),
         pid: c.task.pid,
+        tgid: c.task.process,
         depth: c.depth,
         time_ns: c.time_ns,
         duration_ns: c.duration_ns,
@@ -82,6 +83,11 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     json::opt_string(out, c.task.comm);
     out.extend_from_slice(b",\"pid\":");
     json::opt_number(out, c.task.pid);
+    // Left out when absent (`skip_serializing_if`).
+    if let Some(p) = c.task.process {
+        out.extend_from_slice(b",\"tgid\":");
+        json::number(out, p);
+    }
     out.extend_from_slice(b",\"depth\":");
     json::number(out, c.depth);
     out.extend_from_slice(b",\"time_ns\":");
@@ -411,6 +417,7 @@ mod tests {
             pid: Some(42),
             comm: Some("a\"b"),
             cpu: Some(3),
+            process: Some(40),
         };
         let base = |func| CallView {
             id: 7,
@@ -446,6 +453,7 @@ mod tests {
                 pid: None,
                 comm: None,
                 cpu: None,
+                process: None,
             },
             inlined: Some(Inlined {
                 container: "outer",

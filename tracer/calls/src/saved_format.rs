@@ -55,6 +55,10 @@ pub struct CallRecord {
     pub comm: Option<String>,
     /// Task id, when the trace shows it.
     pub pid: Option<u32>,
+    /// The task's process (thread group) id, when the source knows it (live traces);
+    /// absent otherwise and in files written before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tgid: Option<u32>,
     /// Call depth (0: a traced top-level call).
     pub depth: u32,
     /// Entry timestamp in ns, when the trace shows it.

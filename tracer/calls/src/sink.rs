@@ -19,6 +19,8 @@ pub struct Task<'a> {
     pub comm: Option<&'a str>,
     /// CPU of the event.
     pub cpu: Option<u32>,
+    /// The task's process (thread group) id, when the source knows it.
+    pub process: Option<u32>,
 }
 
 /// How a text source printed a line, for printers that keep its layout byte for byte.

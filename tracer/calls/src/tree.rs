@@ -231,6 +231,8 @@ struct TaskState {
     held: Option<Held>,
     /// Flat sources: the task's latest command name (calls closed at the end name it).
     comm: String,
+    /// Flat sources: the task's process, when an event said it.
+    process: Option<u32>,
     /// (function, raw value) from an exit probe event, for the next return of it.
     pending_ret: Option<(FuncId, u64)>,
     /// (function, rendered fields) from an entry probe event, for the next entry of it.
@@ -667,6 +669,7 @@ mod tests {
             pid: Some(key as u32),
             comm: Some("t"),
             cpu: Some(0),
+            process: None,
         }
     }
 

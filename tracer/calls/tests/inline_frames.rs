@@ -109,6 +109,7 @@ fn task() -> Task<'static> {
         pid: Some(7),
         comm: Some("t"),
         cpu: Some(0),
+        process: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn task() -> Task<'static> {
         pid: Some(9),
         comm: Some("cat"),
         cpu: Some(1),
+        process: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn task() -> Task<'static> {
         pid: Some(3),
         comm: Some("sh"),
         cpu: Some(1),
+        process: None,
     }
 }
 

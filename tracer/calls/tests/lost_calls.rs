@@ -17,6 +17,7 @@ fn task() -> Task<'static> {
         pid: Some(7),
         comm: Some("cat"),
         cpu: Some(0),
+        process: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn trace(json: bool) -> (String, Vec<StackFrame>) {
         pid: Some(7),
         comm: Some("cat"),
         cpu: Some(0),
+        process: None,
     };
     let events = [
         Stack(&stack),

@@ -56,7 +56,7 @@ impl CallValues for RecordValues<'_> {
     }
 
     fn pid(&self) -> Option<u64> {
-        None
+        self.0.tgid.map(u64::from)
     }
 
     fn tid(&self) -> Option<u64> {

@@ -109,6 +109,8 @@ pub(crate) struct Feed<'a> {
     kallsyms: Kallsyms,
     pending: FxHashMap<u32, Pending>,
     comms: FxHashMap<u32, Rc<str>>,
+    /// Each task's process, from its entry records.
+    tgids: FxHashMap<u32, u32>,
     /// Call sites as `func+0xoff/0xsize`, and where they are (the function's start and
     /// the offset), by address: a loop calls from the same few sites.
     callsites: FxHashMap<u64, Callsite>,
@@ -141,6 +143,7 @@ impl<'a> Feed<'a> {
             kallsyms,
             pending: FxHashMap::default(),
             comms: FxHashMap::default(),
+            tgids: FxHashMap::default(),
             callsites: FxHashMap::default(),
             fields,
             args: values.args,
@@ -237,8 +240,8 @@ impl<'a> Feed<'a> {
                 };
                 let comm = self.comm(tid);
                 let values = (self.args || self.retvals).then_some((&regs[..], &stack[..]));
-                self.pipe
-                    .enter_inline(task(tid, cpu, &comm), instance, values, Some(ts))?;
+                let task = task(tid, cpu, &comm, self.tgids.get(&tid).copied());
+                self.pipe.enter_inline(task, instance, values, Some(ts))?;
             }
             Record::Callers {
                 tid, ip, ips, n, ..
@@ -263,15 +266,16 @@ impl<'a> Feed<'a> {
             Record::Fields { tid, n, ok, values } => self.members(tid, &values[..n], ok),
             Record::Entry {
                 tid,
+                tgid,
                 cpu,
                 ts,
                 ip,
                 callsite,
                 args,
                 ctx,
-                ..
             } => {
                 self.flush_pending(tid)?;
+                self.tgids.insert(tid, tgid);
                 let p = self.pending.entry(tid).or_default();
                 p.strings.clear();
                 p.members.clear();
@@ -302,7 +306,7 @@ impl<'a> Feed<'a> {
                 let (id, _, _) = self.func(ip);
                 let comm = self.comm(tid);
                 let exit = Exit {
-                    task: task(tid, cpu, &comm),
+                    task: task(tid, cpu, &comm, self.tgids.get(&tid).copied()),
                     depth: 0,
                     func: Some(id),
                     ret: self.retvals.then_some(RetIn::Regs { rax, rdx }),
@@ -385,7 +389,7 @@ impl<'a> Feed<'a> {
             ArgsIn::None
         };
         let entry = Entry {
-            task: task(p.tid, p.cpu, &comm),
+            task: task(p.tid, p.cpu, &comm, self.tgids.get(&tid).copied()),
             depth: 0,
             func: id,
             name: &name,
@@ -417,11 +421,12 @@ impl<'a> Feed<'a> {
     }
 }
 
-fn task(tid: u32, cpu: u32, comm: &str) -> Task<'_> {
+fn task(tid: u32, cpu: u32, comm: &str, process: Option<u32>) -> Task<'_> {
     Task {
         key: u64::from(tid),
         pid: Some(tid),
         comm: Some(comm),
         cpu: Some(cpu),
+        process,
     }
 }

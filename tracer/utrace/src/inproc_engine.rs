@@ -128,14 +128,8 @@ pub(crate) fn run(
             for r in tracefs::remove_stale(root) {
                 note(Notice::RemovedStale(r));
             }
-            let (session, events) = probe_session(
-                root,
-                targets,
-                probes,
-                fallback.iter().copied(),
-                plan.follow_children,
-                false,
-            )?;
+            let (session, events) =
+                probe_session(root, targets, probes, fallback.iter().copied(), false)?;
             (Some(session), Some(events))
         }
         None => (None, None),

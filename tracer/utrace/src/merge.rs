@@ -31,6 +31,8 @@ enum Kind {
 struct Held {
     ts: u64,
     tid: u32,
+    /// The thread's process, when the source said it.
+    pid: Option<u32>,
     cpu: u32,
     comm: String,
     kind: Kind,
@@ -82,6 +84,7 @@ impl Merge {
         self.held.push(Held {
             ts: r.ts,
             tid: r.tid,
+            pid: Some(r.pid),
             cpu: u32::from(r.cpu),
             // The calls an exec ends keep the old program's name.
             comm: if kind == Kind::Exec {
@@ -102,6 +105,7 @@ impl Merge {
         self.held.push(Held {
             ts: r.ts,
             tid: r.tid,
+            pid: Some(r.pid),
             cpu: u32::from(r.cpu),
             comm: r.comm.clone(),
             kind: Kind::Stack,
@@ -116,6 +120,7 @@ impl Merge {
         self.held.push(Held {
             ts: m.ts,
             tid: m.tid,
+            pid: m.pid,
             cpu: m.cpu,
             comm: m.comm.to_string(),
             kind,
@@ -145,6 +150,7 @@ impl Merge {
             let m = Meta {
                 comm: &h.comm,
                 tid: h.tid,
+                pid: h.pid,
                 cpu: h.cpu,
                 ts: h.ts,
                 ip: h.ip,
@@ -211,6 +217,7 @@ impl EventSink for Merge {
         self.held.push(Held {
             ts,
             tid,
+            pid: None,
             cpu: 0,
             comm: String::new(),
             kind: Kind::CallSite,

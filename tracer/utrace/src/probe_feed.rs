@@ -53,6 +53,9 @@ pub struct Meta<'e> {
     pub comm: &'e str,
     /// Thread id.
     pub tid: u32,
+    /// Its process, when the event says (the recorder's ring, a uprobe event's
+    /// `record-tgid`).
+    pub pid: Option<u32>,
     /// CPU.
     pub cpu: u32,
     /// Timestamp in ns.
@@ -109,6 +112,8 @@ pub struct Calls<'a> {
     ids: Vec<FuncId>,
     opts: Options,
     comms: HashMap<u32, String>,
+    /// Each thread's process: as its events said, else from /proc while it lives.
+    processes: HashMap<u32, Option<u32>>,
     default_comm: Option<String>,
     lost: u64,
     args: ArgList,
@@ -173,6 +178,7 @@ impl<'a> Calls<'a> {
             ids,
             opts,
             comms: HashMap::new(),
+            processes: HashMap::new(),
             default_comm: None,
             lost: 0,
             args: ArgList::default(),
@@ -217,6 +223,16 @@ impl<'a> Calls<'a> {
     /// The task's name: as the event gives it, else (the kernel's pid→comm cache lost it)
     /// from /proc, else the traced program's.
     fn comm(&mut self, m: &Meta<'_>) -> &str {
+        match (m.pid, self.processes.get(&m.tid)) {
+            (Some(p), _) => {
+                self.processes.insert(m.tid, Some(p));
+            }
+            (None, None) => {
+                self.processes
+                    .insert(m.tid, dcg_live::process::tgid_of(m.tid));
+            }
+            (None, Some(_)) => {}
+        }
         let known = self.comms.entry(m.tid).or_default();
         if m.comm != UNKNOWN_COMM {
             if known != m.comm {
@@ -278,7 +294,7 @@ impl<'a> Calls<'a> {
         };
         for &instance in &s.copies {
             self.pipe.enter_inline(
-                task_of(m, &comm),
+                task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
                 instance,
                 read.as_ref().map(|(regs, stack)| (&regs[..], &stack[..])),
                 Some(m.ts),
@@ -338,7 +354,11 @@ impl<'a> Calls<'a> {
             return Ok(());
         };
         let comm = self.comm(m).to_string();
-        self.pipe.unwind_to(task_of(m, &comm), depth, Some(m.ts))
+        self.pipe.unwind_to(
+            task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
+            depth,
+            Some(m.ts),
+        )
     }
 
     /// The frame of a call of probe `probe` was left without a return (`longjmp`, an
@@ -351,7 +371,7 @@ impl<'a> Calls<'a> {
     ) -> std::io::Result<()> {
         let comm = self.comm(m).to_string();
         let exit = Exit {
-            task: task_of(m, &comm),
+            task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
             depth: 0,
             func: Some(self.ids[probe]),
             ret: None,
@@ -458,7 +478,10 @@ impl EventSink for Calls<'_> {
 
     fn exec(&mut self, m: &Meta<'_>, out: &mut dyn Write) -> std::io::Result<()> {
         let comm = self.comm(m).to_string();
-        self.pipe.exec(task_of(m, &comm), Some(m.ts))?;
+        self.pipe.exec(
+            task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
+            Some(m.ts),
+        )?;
         self.flush(out)
     }
 
@@ -503,7 +526,7 @@ impl EventSink for Calls<'_> {
         self.jump(m, p, probe, values, false);
         let comm = self.comm(m).to_string();
         let entry = Entry {
-            task: task_of(m, &comm),
+            task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
             depth: 0,
             func: self.ids[probe],
             name: &p.symbol,
@@ -524,7 +547,7 @@ impl EventSink for Calls<'_> {
             // Never hooked: a leaf, with what a direct setjmp returns.
             let value = ret_value(p, values, self.opts.role(true), &|_| None);
             let exit = Exit {
-                task: task_of(m, &comm),
+                task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
                 depth: 0,
                 func: Some(self.ids[probe]),
                 ret: value.as_ref().map(|(text, error, raw)| RetIn::Rendered {
@@ -562,7 +585,7 @@ impl EventSink for Calls<'_> {
         let value = ret_value(p, values, self.opts.role(true), &sym);
         let comm = self.comm(m).to_string();
         let exit = Exit {
-            task: task_of(m, &comm),
+            task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
             depth: 0,
             func: Some(self.ids[probe]),
             ret: value.as_ref().map(|(text, error, raw)| RetIn::Rendered {
@@ -615,12 +638,13 @@ impl EventSink for Calls<'_> {
 }
 
 /// The task of an event.
-fn task_of<'c>(m: &Meta<'_>, comm: &'c str) -> Task<'c> {
+fn task_of<'c>(m: &Meta<'_>, comm: &'c str, process: Option<u32>) -> Task<'c> {
     Task {
         key: m.tid as u64,
         pid: Some(m.tid),
         comm: Some(comm),
         cpu: Some(m.cpu),
+        process,
     }
 }
 

@@ -68,14 +68,8 @@ impl Tracer {
     ) -> Result<Tracer> {
         let (targets, probes) = (plan.targets, plan.probes.as_slice());
         let target = &plan.session.target;
-        let (mut session, mut events) = probe_session(
-            root,
-            targets,
-            probes,
-            0..probes.len(),
-            plan.follow_children,
-            plan.session.stack,
-        )?;
+        let (mut session, mut events) =
+            probe_session(root, targets, probes, 0..probes.len(), plan.session.stack)?;
         let group = session.group().to_string();
         for (i, s) in plan.inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))

@@ -86,15 +86,13 @@ fn split_stack(raw: &str) -> Option<(&str, Vec<u64>)> {
 }
 
 /// A private tracefs instance with the entry and return uprobes of `probes[which]`
-/// (event-fork on: threads and children of a filtered pid follow; without `children`
-/// each event names its process, `record-tgid`, for [`Stream::only_process`]), tracing
-/// off; their events.
+/// (event-fork on: threads and children of a filtered pid follow; each event names its
+/// process, `record-tgid`), tracing off; their events.
 pub(crate) fn probe_session(
     root: &std::path::Path,
     targets: &[Target],
     probes: &[Probe<'_>],
     which: impl Iterator<Item = usize>,
-    children: bool,
     stacks: bool,
 ) -> Result<(Session, HashMap<String, Event>)> {
     let mut session = Session::create(root)?;
@@ -108,9 +106,9 @@ pub(crate) fn probe_session(
     if session.has("options/event-fork") {
         session.write("options/event-fork", "1")?;
     }
-    if !children {
-        session.write("options/record-tgid", "1")?;
-    }
+    // Each event names its process: the saved calls' `tgid` (`--filter pid`), and
+    // without `children` what [`Stream::only_process`] keeps.
+    session.write("options/record-tgid", "1")?;
     let mut events = HashMap::new();
     for i in which {
         let p = &probes[i];
@@ -297,6 +295,7 @@ impl<'e, 'p> Stream<'e, 'p> {
                 let m = Meta {
                     comm: probe_feed::UNKNOWN_COMM,
                     tid,
+                    pid: ev.tgid,
                     cpu: ev.cpu,
                     ts,
                     ip: None,
@@ -320,6 +319,7 @@ impl<'e, 'p> Stream<'e, 'p> {
                 let m = Meta {
                     comm: ev.comm,
                     tid: ev.pid,
+                    pid: ev.tgid,
                     cpu: ev.cpu,
                     ts: ev.timestamp_ns().unwrap_or(0),
                     ip: pe.func.and_then(dcg_fgraph::parse_number),
@@ -365,6 +365,7 @@ impl<'e, 'p> Stream<'e, 'p> {
         let m = Meta {
             comm,
             tid: ev.pid,
+            pid: ev.tgid,
             cpu: ev.cpu,
             ts: ev.timestamp_ns().unwrap_or(0),
             ip: (!is_return)

@@ -812,7 +812,7 @@ static __always_inline void emit_fields(struct batch *b, __u32 tid, struct pt_re
 			}
 		}
 		if (good && x->hops) {
-			__u64 w;
+			__u64 w = 0;
 
 			good = v && !read_at(&w, x->size, v + x->off[(x->hops - 1) & (FIELD_HOPS - 1)]);
 			v = w;

@@ -30,6 +30,7 @@ impl Decoder<'_> {
             pid: Some(pid),
             comm: comms.get(&pid).map(String::as_str),
             cpu: Some(cpu),
+            process: None,
         };
         // A function kallsyms does not know is named by its address; of the symbols at
         // its start, the one the dbs know.

@@ -18,7 +18,7 @@ impl CallTree<'_> {
         sink: &mut dyn Sink,
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
-        remember_comm(&mut self.tasks[ti], e.task.comm);
+        remember_comm(&mut self.tasks[ti], e.task);
         self.push_flat(ti, id, e.func, e.task, e.time_ns, None, sink, out)?;
         if let Some(c) = e.comment {
             let f = self.tasks[ti].stack.last_mut().expect("pushed");
@@ -98,7 +98,7 @@ impl CallTree<'_> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let ti = self.task(x.task.key);
-        remember_comm(&mut self.tasks[ti], x.task.comm);
+        remember_comm(&mut self.tasks[ti], x.task);
         let Some(func) = x.func else {
             return Ok(());
         };
@@ -293,6 +293,7 @@ impl CallTree<'_> {
                 pid: u32::try_from(k).ok(),
                 comm: Some(&comm),
                 cpu: None,
+                process: self.tasks[ti].process,
             };
             while !self.tasks[ti].stack.is_empty() {
                 self.unfinished(ti, task, sink, out)?;
@@ -311,8 +312,12 @@ pub(super) fn close_kind(f: &Frame) -> Kind {
     }
 }
 
-fn remember_comm(t: &mut TaskState, comm: Option<&str>) {
-    if let Some(c) = comm {
+/// The task's command name and process, as its latest event said them.
+fn remember_comm(t: &mut TaskState, task: Task<'_>) {
+    if task.process.is_some() {
+        t.process = task.process;
+    }
+    if let Some(c) = task.comm {
         if t.comm != c {
             t.comm.clear();
             t.comm.push_str(c);

@@ -38,6 +38,7 @@ impl Held {
             pid: self.pid,
             comm: self.comm.as_deref(),
             cpu: self.cpu,
+            process: None,
         }
     }
 }
