@@ -73,13 +73,18 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// The calls of `dcg trace --engine ENGINE --stack --json --func BIN:target -- BIN`.
+/// The calls of `dcg trace --engine ENGINE --stack --json --func BIN:target -- BIN`. With
+/// uprobes the program lingers a second: dcg reads a process's objects from its maps when
+/// it decodes its first event, up to a pipe read later (100 ms), and this program is
+/// gone by then; a stack then unwinds through the binary alone, cut where it leaves it
+/// (`stacks_leave_programs_as_they_were` runs programs that do not wait).
 fn traced(engine: &str, bin: &Path) -> Vec<CallRecord> {
     let target = format!("{}:target", bin.display());
     let args = [
         "trace", "--engine", engine, "--stack", "--json", "--func", &target, "--",
     ];
-    let out = dcg(&[&args[..], &[path(bin)]].concat());
+    let linger: &[&str] = if engine == "uprobe" { &["linger"] } else { &[] };
+    let out = dcg(&[&args[..], &[path(bin)], linger].concat());
     dcg_tests::json_records(&String::from_utf8_lossy(&out.stdout))
 }
 

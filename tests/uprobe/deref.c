@@ -3,9 +3,11 @@
  * deep (`deref2 &top{port=8080, name="dcg", …}`), the oracle: ints, a string member,
  * an enum, a nested struct with a char array, a union, a bool, bit-fields signed and
  * unsigned, a linked list (next) ending in NULL, a function pointer; global structs
- * (named by their symbols), one on the stack (by its address), and NULL. */
+ * (named by their symbols), one on the stack and one on the heap (by their addresses),
+ * and NULL. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -108,5 +110,11 @@ int main(void)
 	call(&mid, 2);
 	call(NULL, 3);
 	call(&local, 4);
+	struct conf *heap = malloc(sizeof(*heap));
+	if (!heap)
+		return 1;
+	*heap = mid;
+	call(heap, 5);
+	free(heap);
 	return 0;
 }

@@ -134,30 +134,48 @@ fn main_stack_end() -> u64 {
     unsafe { p.cast::<u64>().read() }
 }
 
-fn readonly_mappings() -> Vec<(u64, u64)> {
+/// The mappings of the objects loaded at start-up, which stay until a `dlclose`: every
+/// readable private file mapping (code, constants, data) and the anonymous one right
+/// after an object's data (its `.bss`); adjacent ones merged. Not the heap, stacks or
+/// other anonymous memory, which the program may unmap at any time.
+fn startup_mappings() -> Vec<(u64, u64)> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return Vec::new();
     };
-    let mut out: Vec<(u64, u64)> = maps
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let range = f.next()?;
-            let perms = f.next()?;
-            let path = f.nth(3)?;
-            if !perms.starts_with('r') || perms.as_bytes().get(1) == Some(&b'w') {
-                return None;
-            }
-            if !path.starts_with('/') {
-                return None;
-            }
-            let (a, b) = range.split_once('-')?;
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    // The end of the last private writable file mapping (an object's data).
+    let mut data_end = None;
+    for l in maps.lines() {
+        let mut f = l.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let path = f.nth(3);
+        let Some((a, b)) = range.split_once('-').and_then(|(a, b)| {
             Some((
                 u64::from_str_radix(a, 16).ok()?,
                 u64::from_str_radix(b, 16).ok()?,
             ))
-        })
-        .collect();
+        }) else {
+            continue;
+        };
+        let p = perms.as_bytes();
+        let (readable, writable, private) = (
+            p.first() == Some(&b'r'),
+            p.get(1) == Some(&b'w'),
+            p.get(3) == Some(&b'p'),
+        );
+        let file = path.is_some_and(|p| p.starts_with('/'));
+        let bss = path.is_none() && writable && data_end == Some(a);
+        data_end = (file && writable).then_some(b);
+        if !(readable && private && (file || bss)) {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.1 == a => last.1 = b,
+            _ => out.push((a, b)),
+        }
+    }
     out.sort_unstable();
     out
 }
@@ -302,7 +320,7 @@ pub fn init() {
         ops: plan.ops,
         conds: plan.conds,
         sites: hooks.sites,
-        ro: readonly_mappings(),
+        ro: startup_mappings(),
         pid: core::sync::atomic::AtomicI32::new(pid),
         follow,
         thread_key,

@@ -10,7 +10,7 @@ use crate::ring::Shm;
 /// Set in a forked child that is not traced: nothing more is recorded there.
 pub static DISABLED: AtomicBool = AtomicBool::new(false);
 
-/// Set once the program called `dlclose`: the read-only mappings of start-up may be gone,
+/// Set once the program called `dlclose`: the object mappings of start-up may be gone,
 /// so every read of the target's memory goes through the kernel from then on.
 pub static RO_STALE: AtomicBool = AtomicBool::new(false);
 
@@ -28,7 +28,8 @@ pub struct State {
     pub conds: &'static [CondTest],
     /// Hook sites (where the hook call returns) and their functions, by address.
     pub sites: Vec<(u64, u32)>,
-    /// Read-only file mappings at start-up, by address: safe to read directly.
+    /// The loaded objects' mappings at start-up (code, constants, data, `.bss`), by
+    /// address: safe to read directly until a `dlclose`.
     pub ro: Vec<(u64, u64)>,
     /// This process.
     pub pid: AtomicI32,
@@ -93,8 +94,8 @@ impl State {
             .unwrap_or(&[])
     }
 
-    /// Bytes from `addr` to the end of the read-only file mapping of start-up it lies in
-    /// (0 when none, or once a `dlclose` may have unmapped one: [`RO_STALE`]).
+    /// Bytes from `addr` to the end of the start-up object mapping it lies in (0 when
+    /// none, or once a `dlclose` may have unmapped one: [`RO_STALE`]).
     #[inline(always)]
     pub fn readable_len(&self, addr: u64) -> u64 {
         if RO_STALE.load(Ordering::Relaxed) {
