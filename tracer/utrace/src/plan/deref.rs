@@ -6,7 +6,7 @@
 use dcg_deref::{From, ReadPlan};
 use dcg_live::options::DerefRequest;
 
-use super::{ArgPlan, Field, Probe, Value, COMM_FIELD};
+use super::{ArgPlan, Probe, Value};
 
 /// Most words one entry field copies: a uprobe's longest array.
 const BLOCK_WORDS: u32 = 64;
@@ -122,11 +122,7 @@ pub fn plan_derefs(
             .collect();
         let mut left = room;
         for (arg, word, ty) in pointers {
-            let fetch = &p.entry_fields[word].fetch;
-            let base = fetch
-                .rsplit_once(':')
-                .map_or(fetch.as_str(), |(e, _)| e)
-                .to_string();
+            let base = p.entry_expr(word);
             let depth = match recorder {
                 true => depth.min(RECORDER_DEREFS.saturating_sub(base.matches('(').count() as u32)),
                 false => depth,
@@ -158,21 +154,10 @@ pub fn plan_derefs(
                 let n = words(read.len);
                 for k in 0..n.div_ceil(BLOCK_WORDS) {
                     let len = (n - k * BLOCK_WORDS).min(BLOCK_WORDS);
-                    // Before the task's name, the last field.
-                    let at = p
-                        .entry_fields
-                        .iter()
-                        .position(|f| f.name == COMM_FIELD)
-                        .unwrap_or(p.entry_fields.len());
-                    p.entry_fields.insert(
-                        at,
-                        Field {
-                            name: format!("d{arg}_{r}_{k}"),
-                            fetch: format!("+{}({addr}):x64[{len}]", k * BLOCK_WORDS * 8),
-                            string: false,
-                        },
-                    );
-                    fields.push(at);
+                    fields.push(p.add_entry_field(
+                        format!("d{arg}_{r}_{k}"),
+                        format!("+{}({addr}):x64[{len}]", k * BLOCK_WORDS * 8),
+                    ));
                 }
                 left = left.saturating_sub(n * 8);
                 addrs.push(addr);

@@ -5,7 +5,7 @@
 use dcg_deref::{parse_fields_arg, resolve};
 use dcg_live::options::DerefRequest;
 
-use super::{ArgPlan, Field, Probe, COMM_FIELD};
+use super::{ArgPlan, Probe};
 use crate::UtraceError;
 
 /// Most pointers a path follows: the in-process recorder reads at most three words
@@ -115,28 +115,11 @@ fn add_field<'a>(
     }
     let mut through = Vec::new();
     let mut at = word;
-    let base = &p.entry_fields[word].fetch;
-    let mut e = base
-        .rsplit_once(':')
-        .map_or(base.as_str(), |(e, _)| e)
-        .to_string();
+    let mut e = p.entry_expr(word);
     for (i, o) in hops.iter().enumerate() {
         through.push(at);
         e = format!("+{o}({e})");
-        // Before the task's name, the last field.
-        at = p
-            .entry_fields
-            .iter()
-            .position(|f| f.name == COMM_FIELD)
-            .unwrap_or(p.entry_fields.len());
-        p.entry_fields.insert(
-            at,
-            Field {
-                name: format!("m{}_{i}", p.fields.len()),
-                fetch: format!("{e}:x64"),
-                string: false,
-            },
-        );
+        at = p.add_entry_field(format!("m{}_{i}", p.fields.len()), format!("{e}:x64"));
     }
     p.fields.push(FieldRead {
         name: text.to_string(),

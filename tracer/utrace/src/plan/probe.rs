@@ -131,6 +131,35 @@ pub struct Probe<'a> {
 }
 
 impl Probe<'_> {
+    /// Add an entry field fetching `fetch` (`--fields`, `--deref`), before the task's
+    /// name, the last field; its index.
+    pub fn add_entry_field(&mut self, name: String, fetch: String) -> usize {
+        let at = self
+            .entry_fields
+            .iter()
+            .position(|f| f.name == super::COMM_FIELD)
+            .unwrap_or(self.entry_fields.len());
+        self.entry_fields.insert(
+            at,
+            Field {
+                name,
+                fetch,
+                string: false,
+            },
+        );
+        at
+    }
+
+    /// The fetch expression of entry field `word` without its type (`+8(%sp)`): the
+    /// address a member path or a block is read from starts there.
+    pub fn entry_expr(&self, word: usize) -> String {
+        let fetch = &self.entry_fields[word].fetch;
+        fetch
+            .rsplit_once(':')
+            .map_or(fetch.as_str(), |(e, _)| e)
+            .to_string()
+    }
+
     /// The `uprobe_events` line of the entry probe.
     pub fn entry_def(&self, group: &str, path: &Path) -> String {
         def(
