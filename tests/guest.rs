@@ -231,8 +231,10 @@ pub fn interrupt_calls_have_their_context(
 /// `--fields` in the BPF engine (bpf-debian.sh's "fields" sections): do_sys_openat2's
 /// `how->flags` and `how->mode` are what the program passed to openat (the kernel adds
 /// O_LARGEFILE to the flags), its file name the one it passed; every vfs_read below
-/// ksys_read has its `file->f_flags`, a read-only open's (O_LARGEFILE); a refused path
-/// and the function_graph engine fail with one line each.
+/// ksys_read has its `file->f_flags`, a read-only open's (O_LARGEFILE); the `gfp_t`
+/// `gfpflags` of kmem_cache_alloc_noprof, as a field, is named as the kernel's
+/// kmem_cache_alloc event named the same process's allocations; a refused path and the
+/// function_graph engine fail with one line each.
 pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
     const O_LARGEFILE: u64 = 0o100000;
     let f = section(text, "fields");
@@ -276,6 +278,26 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
         "{kernel}"
     );
     assert_eq!(arg("how->mode"), mode.to_string(), "{kernel}");
+    // The field comes after the parameter of the same name.
+    let named: std::collections::BTreeSet<String> = calls
+        .iter()
+        .filter(|c| c.func == "kmem_cache_alloc_noprof")
+        .filter_map(|c| c.args.iter().rev().find(|a| a.name == "gfpflags"))
+        .map(|a| a.value.clone())
+        .collect();
+    let by_kernel: std::collections::BTreeSet<String> = f
+        .lines()
+        .filter_map(|l| l.strip_prefix("kernel gfp_flags="))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        !named.is_empty() && named.iter().all(|n| n.starts_with("GFP_")),
+        "{kernel}: {named:?}"
+    );
+    assert!(
+        named.is_subset(&by_kernel),
+        "{kernel}: dcg {named:?}, the kernel's event {by_kernel:?}"
+    );
     let reads: Vec<_> = crate::json_records(section(text, "fields-read"))
         .into_iter()
         .filter(|c| c.func == "vfs_read")

@@ -121,9 +121,17 @@ begin fields
 # how->flags and how->mode for an openat the program makes (it prints what it passed; the
 # kernel adds O_LARGEFILE), with the file name the program passed read from user memory;
 # vfs_read's file->f_flags below ksys_read; a refused path, and the function_graph engine.
+# kmem_cache_alloc_noprof's gfp_t parameter as a field: named by the kernel's own flag
+# tables, as its kmem_cache_alloc event names the same allocations (on meanwhile).
+echo 1 > $T/events/kmem/kmem_cache_alloc/enable
+echo > $T/trace
 dcg trace --db $DB --json --func do_sys_openat2 --fields 'how->flags,how->mode' \
+	--fields 'kmem_cache_alloc_noprof:gfpflags' \
 	-- /dcg/syscall-loop open /tmp/dcg-fields 0x241 0640 > /tmp/fl.json
 echo "rc=$?"
+echo 0 > $T/events/kmem/kmem_cache_alloc/enable
+grep syscall-loop $T/trace | grep -o 'gfp_flags=[^ ]*' | sort -u | sed 's/^/kernel /'
+echo > $T/trace
 dcg trace --db $DB --json --func ksys_read --fields 'vfs_read:file->f_flags' \
 	-- sh -c 'head -c 8 /proc/version > /dev/null' > /tmp/fl2.json
 echo "read rc=$?"

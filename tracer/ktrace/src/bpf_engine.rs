@@ -436,6 +436,13 @@ pub(crate) fn run(
         kallsyms,
         (session.values, &plan.fields),
     );
+    if !plan.fields.is_empty() {
+        // Members of the typedefs the kernel's events print by name (`gfp_t`), so named.
+        match dcg_kflags::FlagTables::read_events(&plan.tracefs.join("events")) {
+            Ok(t) => feed.name_flags(t),
+            Err(e) => debug(format_args!("no flag tables: {e}")),
+        }
+    }
     notify(Notice::Tracing {
         functions: plan.roots.len(),
         target: session.traced(child.as_ref().map(|c| c.pid())),

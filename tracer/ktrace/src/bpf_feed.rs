@@ -63,12 +63,20 @@ struct Pending {
     ctx: u8,
 }
 
-/// Kernel pointers named by kallsyms, for `dcg-deref`.
-struct KernelSymbols<'s>(Option<&'s dcg_dbset::symbols::SymbolMap>);
+/// Kernel pointers named by kallsyms, and flags by the tables of the kernel's events,
+/// for `dcg-deref`.
+struct KernelSymbols<'s> {
+    names: Option<&'s dcg_dbset::symbols::SymbolMap>,
+    flags: Option<&'s dcg_kflags::FlagTables>,
+}
 
 impl dcg_deref::Symbols for KernelSymbols<'_> {
     fn pointer_text(&self, addr: u64, to_func: bool) -> Option<String> {
-        self.0?.pointer_text_as(addr, Some(to_func))
+        self.names?.pointer_text_as(addr, Some(to_func))
+    }
+
+    fn typedef_text(&self, names: &[&str], value: u64) -> Option<String> {
+        self.flags?.render(names.iter().copied(), value)
     }
 }
 
@@ -118,6 +126,9 @@ pub(crate) struct Feed<'a> {
     retvals: bool,
     /// `--fields`: what each function's fields records hold.
     fields: &'a KernelFields<'a>,
+    /// `--fields`: the kernel's flag tables, which name members of typedefs its events
+    /// print by name (`gfp_t`).
+    flags: Option<dcg_kflags::FlagTables>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
     pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
@@ -146,6 +157,7 @@ impl<'a> Feed<'a> {
             tgids: FxHashMap::default(),
             callsites: FxHashMap::default(),
             fields,
+            flags: None,
             args: values.args,
             retvals: values.retvals,
             lost_at: FxHashMap::default(),
@@ -320,6 +332,11 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
+    /// Name the members of the typedefs `tables` has (`gfp_t`: `GFP_KERNEL`).
+    pub(crate) fn name_flags(&mut self, tables: dcg_kflags::FlagTables) {
+        self.flags = Some(tables);
+    }
+
     /// The members read at `tid`'s entry waiting (its fields record's `values`, bit i of
     /// `ok` set when value i was read), rendered by their types.
     fn members(&mut self, tid: u32, values: &[u64], ok: u32) {
@@ -330,7 +347,10 @@ impl<'a> Feed<'a> {
         let Some(reads) = self.fields.by_func.get(&*name) else {
             return;
         };
-        let symbols = KernelSymbols(self.pipe.tree().funcs.pointer_names());
+        let symbols = KernelSymbols {
+            names: self.pipe.tree().funcs.pointer_names(),
+            flags: self.flags.as_ref(),
+        };
         let mut members = Vec::with_capacity(reads.len());
         for (i, (r, v)) in reads.iter().zip(values).enumerate() {
             let mut text = String::new();
