@@ -3,6 +3,10 @@
 
 use sigdb::{Function, Type, TypeKind};
 
+/// Most pointers a field's path follows: the in-process recorder reads at most three
+/// words in a row, and the BPF program as many.
+pub const MAX_FIELD_HOPS: usize = 3;
+
 /// How a step reaches its member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -150,6 +154,18 @@ impl FieldPlan<'_> {
     /// The hop offsets.
     pub fn hops(&self) -> &[u32] {
         &self.hops[..self.hop_count]
+    }
+
+    /// Why an engine does not read this field (more than [`MAX_FIELD_HOPS`] pointers, or
+    /// a value that is not a word: [`FieldPlan::not_a_scalar`]); `None` when it does.
+    pub fn unreadable(&self) -> Option<String> {
+        if self.hop_count > MAX_FIELD_HOPS {
+            return Some(format!(
+                "follows {} pointers (at most {MAX_FIELD_HOPS})",
+                self.hop_count
+            ));
+        }
+        self.not_a_scalar()
     }
 
     /// Why the value is not one an engine reads as a word (a struct, union or array, or

@@ -11,7 +11,9 @@ mod fields;
 mod plan;
 mod text;
 
-pub use fields::{parse_fields_arg, parse_path, resolve, Access, FieldError, FieldPath, FieldPlan};
+pub use fields::{
+    parse_fields_arg, parse_path, resolve, Access, FieldError, FieldPath, FieldPlan, MAX_FIELD_HOPS,
+};
 pub use plan::{follow, plan, From, Read, ReadKind, ReadPlan, STRING_BYTES};
 pub use text::{render_deref, render_value};
 

@@ -319,11 +319,7 @@ impl Renderer<'_> {
     /// the byte cap: `…` after it says so.
     fn cut_before(&self, read: usize, ty: Type<'_>, v: u64) -> bool {
         let level = self.plan.reads.get(read).map_or(u32::MAX, |r| r.level);
-        self.plan.capped
-            && level < self.plan.depth
-            && follow(ty).is_some()
-            && v != 0
-            && v < (-4095i64) as u64
+        self.plan.capped && level < self.plan.depth && follow(ty).is_some() && pointer_is_hex(v)
     }
 
     /// A value of type `ty` at byte `off` of the read.

@@ -12,9 +12,6 @@ use dcg_live::options::DerefRequest;
 
 use crate::error::{KtraceError, Result};
 
-/// Most pointers a path follows (as in user space).
-const MAX_HOPS: usize = 3;
-
 /// A member read at a function's entry.
 #[derive(Debug, Clone)]
 pub struct MemberRead<'db> {
@@ -51,8 +48,8 @@ impl<'db> KernelFields<'db> {
     /// sends those elsewhere) for functions `traceable` says are, bound to their
     /// signatures in `dbs`; without `FUNC:` a path applies to the `roots` that have its
     /// parameter. Refused: a path that does not resolve, a function not traceable, a
-    /// parameter not in an argument register at the entry, more than [`MAX_HOPS`]
-    /// pointers, a value that is not a scalar, more than [`FIELDS_MAX`] a function.
+    /// parameter not in an argument register at the entry, one
+    /// [`dcg_deref::FieldPlan::unreadable`] refuses, more than [`FIELDS_MAX`] a function.
     pub fn plan(
         requests: &[DerefRequest],
         dbs: &'db DbSet,
@@ -112,16 +109,10 @@ impl<'db> KernelFields<'db> {
             Err(e) => return Err(refuse(e.to_string())),
         };
         let text = &path.text;
-        if let Some(why) = plan.not_a_scalar() {
+        if let Some(why) = plan.unreadable() {
             return Err(refuse(format!("{text}: {why}")));
         }
         let hops = plan.hops();
-        if hops.len() > MAX_HOPS {
-            return Err(refuse(format!(
-                "{text}: follows {} pointers (at most {MAX_HOPS})",
-                hops.len()
-            )));
-        }
         let reg = f
             .params()
             .find(|p| p.name() == path.root)

@@ -59,7 +59,7 @@ impl DerefArg<'_> {
                     Some(u64::from_le_bytes(word.try_into().ok()?))
                 }),
             }
-            .filter(|&a| a != 0 && a < ERR_PTR_MIN);
+            .filter(|&a| dcg_render::pointer_is_hex(a));
             let mut bytes = Vec::new();
             if addr.is_some() {
                 for &f in fields {
@@ -80,9 +80,6 @@ impl DerefArg<'_> {
         )
     }
 }
-
-/// The lowest pointer value that is an error (`ERR_PTR(-4095)`): never followed.
-const ERR_PTR_MIN: u64 = (-4095i64) as u64;
 
 /// Add the entry fields of `--deref` (among `requests`) to `probes`: every parameter
 /// that points to a struct or union and is read from one register or stack word at the

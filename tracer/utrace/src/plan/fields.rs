@@ -8,10 +8,6 @@ use dcg_live::options::DerefRequest;
 use super::{ArgPlan, Probe};
 use crate::UtraceError;
 
-/// Most pointers a path follows: the in-process recorder reads at most three words
-/// in a row.
-const MAX_HOPS: usize = 3;
-
 /// A member an entry event reads.
 #[derive(Debug, Clone)]
 pub struct FieldRead<'a> {
@@ -38,7 +34,7 @@ fn refuse(what: String) -> UtraceError {
 /// function it names (every probe whose function has the path's parameter when it names
 /// none). Refused: a path that does not resolve in a function it names, one that names a
 /// function not traced, or resolves nowhere, one through a parameter not in a register
-/// or stack word at the entry, and one that follows more than [`MAX_HOPS`] pointers.
+/// or stack word at the entry, and one [`dcg_deref::FieldPlan::unreadable`] refuses.
 pub fn plan_fields<'a>(
     requests: &[DerefRequest],
     probes: &mut [Probe<'a>],
@@ -103,16 +99,10 @@ fn add_field<'a>(
             )))
         }
     };
-    let hops = plan.hops();
-    if hops.len() > MAX_HOPS {
-        return Err(refuse(format!(
-            "{text}: follows {} pointers (at most {MAX_HOPS})",
-            hops.len()
-        )));
-    }
-    if let Some(why) = plan.not_a_scalar() {
+    if let Some(why) = plan.unreadable() {
         return Err(refuse(format!("{text}: {why}")));
     }
+    let hops = plan.hops();
     let mut through = Vec::new();
     let mut at = word;
     let mut e = p.entry_expr(word);
