@@ -15,7 +15,13 @@
 # DCG_BENCH_SMP=1 boots one vCPU (default 2).
 #
 # Engines: bpf and fgraph on every kernel (fgraph on the Debian kernels adds probe events
-# for values, on the test kernel it reads funcgraph-retval).
+# for values, on the test kernel it reads funcgraph-retval). Issue 40's rows
+# (DCG_BENCH_ENGINES=...): bpf/filter (every call rejected at entry by --filter),
+# bpf/filter1 (a loop of 100,000 calls, a filter keeping 1 %), bpf/stack, bpf/stackret
+# (--stack and a return filter every call meets), and the peer, retsnoop/stack and
+# retsnoop/T (its stack mode and -T on the same root and the functions function_graph
+# shows under it): DCG_BENCH_RETSNOOP=FILE, else ~/.cache/dcg-retsnoop/retsnoop, which
+# bench/build-retsnoop.sh builds (from GitHub, or from the git directories it is given).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${1:-7.2-cloud}
@@ -56,16 +62,22 @@ fi
 # kernel's text pokes) is not counted. Without it, wall time on a quiet host.
 qextra=()
 [ "${DCG_BENCH_ICOUNT:-0}" = 0 ] || qextra=(-- -icount shift=0,sleep=off)
+peer=()
+if [[ ",$engines," == *,retsnoop/* ]]; then
+	rs=${DCG_BENCH_RETSNOOP:-$HOME/.cache/dcg-retsnoop/retsnoop}
+	[ -x "$rs" ] || rs=$(bash "$here/bench/build-retsnoop.sh")
+	peer=(--add "$rs:/bin/retsnoop")
+fi
 "$CARGO_TARGET_DIR/release/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k.sigdb"
 gcc -O2 -static -o "$tmp/syscall-loop" "$here/tests/qemu/progs/syscall-loop.c"
 bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
 	--add "$CARGO_TARGET_DIR/release/dcg:/bin/dcg" \
 	--add "$here/tests/qemu/e2e/lib.sh:/dcg/lib.sh" \
 	--add "$tmp/k.sigdb:/dcg/k.sigdb" \
-	--add "$tmp/syscall-loop:/dcg/syscall-loop" "${base[@]}" \
-	--init "$here/tests/qemu/e2e/load.sh" --timeout 1500 >/dev/null
+	--add "$tmp/syscall-loop:/dcg/syscall-loop" "${base[@]}" "${peer[@]}" \
+	--init "$here/tests/qemu/e2e/load.sh" --timeout 2400 >/dev/null
 bash "$here/tests/qemu/run-guest.sh" --kernel "$kdir/vmlinuz" --initrd "$tmp/g.cpio.gz" \
-	--smp "${DCG_BENCH_SMP:-2}" --timeout 1560 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
+	--smp "${DCG_BENCH_SMP:-2}" --timeout 2460 --append "dcg.printk=1 dcg.engines=$engines dcg.calls=$n" \
 	"${qextra[@]}" >"$tmp/console.txt"
 # DCG_BENCH_CONSOLE=FILE keeps the guest's whole output.
 [ -z "${DCG_BENCH_CONSOLE:-}" ] || cp "$tmp/console.txt" "$DCG_BENCH_CONSOLE"
@@ -85,7 +97,7 @@ secs() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN {printf "%.1f", (a + b) / 2000}'; 
 printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' engine "us/call" "raw fg" ratio start_s stop_s \
 	fg_on_s fg_off_s lost missed
 met=()
-declare -A per_ns
+declare -A per_ns ratio_of
 for e in ${engines//,/ }; do
 	d=$(sec "dcg-$e")
 	rb=$(sec "raw-$e-before")
@@ -109,6 +121,7 @@ for e in ${engines//,/ }; do
 	printf '%-11s %7s %10s %9s %9s %9s %9s %9s %8s %8s\n' "$e" "$((mine / 1000))" "$((raw / 1000))" \
 		"${ratio}x" "$start" "$stop" "$fg_on" "$fg_off" "${lost:-0}" "${missed:-0}"
 	per_ns[$e]=$mine
+	ratio_of[$e]=$ratio
 	# The BPF engine's stop: detaching, then decoding the records deferred while the
 	# command ran (detach_s+decode_s, under stop_s).
 	t1=$(echo "$d" | at detaching)
@@ -135,10 +148,25 @@ if [ -n "${per_ns[bpf]:-}" ]; then
 		echo "issue 40: a call rejected at entry (bpf/filter) costs $((rej / 1000)) us over the untraced loop," \
 			"$(awk -v a=$rej -v b=$own 'BEGIN {printf "%.2f", a / b}')x a recorded call's $((own / 1000)) us (bpf; goal <= 0.2x)"
 	fi
+	if [ -n "${per_ns[bpf/filter1]:-}" ]; then
+		one=$((per_ns[bpf/filter1] - untraced))
+		d=$(sec dcg-bpf/filter1)
+		echo "issue 40: a filter keeping 1 % (bpf/filter1) costs $((one / 1000)) us a call over the untraced loop," \
+			"$(awk -v a=$one -v b=$own 'BEGIN {printf "%.2f", a / b}')x the unfiltered session's (bpf; goal <= 0.2x);" \
+			"trees kept: $(echo "$d" | sed -n 's/^roots: //p'), $(echo "$d" | sed -n 's/^kept: //p')"
+	fi
 	if [ -n "${per_ns[bpf/stack]:-}" ]; then
 		echo "issue 40: --stack (bpf/stack) adds $(((per_ns[bpf/stack] - per_ns[bpf]) / 1000)) us per top-level call," \
 			"beside the recorded call's own $((own / 1000)) us (bpf)"
 	fi
+fi
+# Issue 40 against the peer: dcg with --stack and a return filter, every matching tree
+# recorded, at or below retsnoop's stack mode.
+if [ -n "${ratio_of[bpf/stackret]:-}" ] && [ -n "${ratio_of[retsnoop/stack]:-}" ]; then
+	echo "issue 40: dcg --stack --filter 'ret == -ENOENT' (bpf/stackret) ${ratio_of[bpf/stackret]}x raw function_graph," \
+		"$(sec dcg-bpf/stackret | sed -n 's/^roots: //p') of $n trees; retsnoop's stack mode ${ratio_of[retsnoop/stack]}x," \
+		"$(sec dcg-retsnoop/stack | sed -n 's/^sessions: //p') sessions${ratio_of[retsnoop/T]:+; retsnoop -T ${ratio_of[retsnoop/T]}x, $(sec dcg-retsnoop/T | sed -n 's/^sessions: //p') sessions}" \
+		"(goal: dcg <= retsnoop's stack mode, every tree)"
 fi
 echo
 echo "ratio: the loop's time per call under dcg over raw function_graph's (same boot, same"

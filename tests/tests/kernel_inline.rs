@@ -370,7 +370,8 @@ fn testkernel_inline_frames_live_and_decoded() {
 
 /// `--stack` (BPF engine) on the test kernel: each top-level call's stack is one the
 /// kernel's stacktrace trigger printed (`dcg_tests::stacks_match_trigger`), with the db's
-/// inline frames; the text prints it; the function_graph engine refuses it.
+/// inline frames; the text prints it; the function_graph engine's, from its stacktrace
+/// probe, too.
 fn stacks_match_the_kernels(text: &str) {
     let sec = section(text, "stack");
     must(sec, "stack", &["rc=0"]);
@@ -387,6 +388,7 @@ fn stacks_match_the_kernels(text: &str) {
         &dcg_tests::json_records(sec),
         "do_sys_openat2",
         section(text, "stack-kernel"),
+        dcg_tests::Stacks::Exact,
     );
     assert!(inlined > 0, "no inline frame in the stacks:\n{sec}");
     let t = section(text, "stack-text");
@@ -417,9 +419,24 @@ fn stacks_match_the_kernels(text: &str) {
             " <- entry_SYSCALL_64_after_hwframe+0x",
         ],
     );
+    // The function_graph engine: the same stacks from its stacktrace probe, refused
+    // where it reads text.
+    let fg = section(text, "stack-fgraph");
+    must(fg, "stack-fgraph", &["rc=0"]);
+    let inlined = dcg_tests::stacks_match_trigger(
+        &dcg_tests::json_records(fg),
+        "do_sys_openat2",
+        section(text, "stack-fgraph-kernel"),
+        // The test kernel's unwinder guesses (see `Stacks::Tail`).
+        dcg_tests::Stacks::Tail,
+    );
+    assert!(inlined > 0, "no inline frame in the stacks:\n{fg}");
     must(
         section(text, "stack-refused"),
         "stack-refused",
-        &["--stack needs the BPF engine", "rc=1"],
+        &[
+            "--stack with the function_graph engine needs its binary records",
+            "rc=1",
+        ],
     );
 }

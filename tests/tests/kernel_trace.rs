@@ -776,14 +776,17 @@ fn bpf_on_debian(kernel_name: &str) {
         // (This db has no inline instances: inline frames are checked by kernel_inline.)
         guest::interrupt_calls_have_their_context(&calls, name, false);
     }
-    // --stack: each tree's kernel stack is one the kernel's stacktrace trigger printed.
-    let ks = section(&text, "kstack");
-    must(ks, "kstack", &["rc=0"]);
-    dcg_tests::stacks_match_trigger(
-        &dcg_tests::json_records(ks),
-        "do_sys_openat2",
-        section(&text, "kstack-kernel"),
-    );
+    // --stack: each tree's kernel stack is one the kernel's stacktrace trigger printed,
+    // with either engine.
+    for ks in ["kstack", "kstack-fgraph"] {
+        must(section(&text, ks), ks, &["rc=0"]);
+        dcg_tests::stacks_match_trigger(
+            &dcg_tests::json_records(section(&text, ks)),
+            "do_sys_openat2",
+            section(&text, &format!("{ks}-kernel")),
+            dcg_tests::Stacks::Exact,
+        );
+    }
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
 }
 

@@ -207,8 +207,10 @@ cat /tmp/f-name.json
 end filter-name
 
 # --stack (issue 40): each tree's kernel stack, with the kernel's own stacktrace trigger on
-# the same function at the same time (the host finds each of dcg's stacks among its).
+# the same function at the same time (the host finds each of dcg's stacks among its);
+# then the function_graph engine's (a stacktrace probe in its instance, binary records).
 stack_vs_trigger kstack do_sys_openat2 -- cat /proc/version
+stack_vs_trigger kstack-fgraph do_sys_openat2 --engine fgraph -- cat /proc/version
 
 begin dmesg
 dmesg | grep -E -A20 'WARNING:|BUG:' | head -30

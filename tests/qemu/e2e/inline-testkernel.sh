@@ -2,7 +2,7 @@
 # Inline frames on the test kernel (issue 16): the live function_graph engine (binary
 # records with funcgraph-retaddr) and a raw function_graph capture of the same workload
 # with retaddr, for the host to decode; both must show the same inline frames. Then
-# --stack against the stacktrace trigger.
+# --stack against the stacktrace trigger, with both engines.
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
@@ -49,8 +49,11 @@ end stack-report
 begin stack-calls
 cat /tmp/s.calls
 end stack-calls
+# The function_graph engine's stacks (a stacktrace probe in its instance; binary records,
+# funcgraph-retval giving the values), and its refusal where it reads text.
+stack_vs_trigger stack-fgraph do_sys_openat2 --engine fgraph --show-retvals -- cat /proc/version
 begin stack-refused
-dcg trace --engine fgraph --db $DB --stack --func do_sys_openat2 -- true; echo "rc=$?"
+dcg trace --engine fgraph --db $DB --stack --fgraph-text --func do_sys_openat2 -- true; echo "rc=$?"
 end stack-refused
 
 begin dmesg

@@ -10,16 +10,23 @@
 # by /bin/dcg-base; bpf/user: the engine asked as a user asks, `--show-retvals --output
 # F`, the text tree on stdout into a file, instead of the benchmark's `--json
 # --trace-output F`; bpf/stack: with --stack; bpf/filter: with a --filter no call passes,
-# each rejected at entry), dcg.calls=N (default 3000).
+# each rejected at entry; bpf/filter1: a loop of dcg.calls1=N1 calls (default 100000)
+# where every 100th asks R_OK, --filter 'mode == 4' keeping those, 1 %),
+# bpf/stackret: --stack with --filter 'ret == -ENOENT', which every call meets;
+# retsnoop/stack and retsnoop/T: the peer, /bin/retsnoop, on the same root and the
+# functions function_graph shows under it, in its default stack mode and with -T),
+# dcg.calls=N (default 3000).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 ROOT=do_faccessat
 N=3000
+N1=100000
 ENGINES=bpf
 for a in $(cat /proc/cmdline); do
 	case $a in
 	dcg.engines=*) ENGINES=$(echo "${a#dcg.engines=}" | tr , ' ') ;;
 	dcg.calls=*) N=${a#dcg.calls=} ;;
+	dcg.calls1=*) N1=${a#dcg.calls1=} ;;
 	esac
 done
 LOOP=/dcg/syscall-loop
@@ -52,6 +59,24 @@ raw_fgraph() {
 	end "raw-$1"
 }
 
+# The functions function_graph shows under the root (a few calls of the loop), one a
+# line in /tmp/callees: what retsnoop is told to attach (-a) beside its entry (-e).
+callees_of_root() {
+	[ -s /tmp/callees ] && return
+	echo $ROOT > $T/set_graph_function
+	echo function_graph > $T/current_tracer
+	$LOOP 20 > /dev/null
+	# Read before switching back: a tracer change empties the buffer.
+	echo 0 > $T/tracing_on
+	cat $T/trace > /tmp/fg-callees.txt
+	echo nop > $T/current_tracer
+	echo 1 > $T/tracing_on
+	echo > $T/set_graph_function
+	sed -n 's/.*| *\([A-Za-z0-9_.]*\)() {$/\1/p; s/.*| *\([A-Za-z0-9_.]*\)();$/\1/p' \
+		/tmp/fg-callees.txt | grep -vx "$ROOT" | sort -u > /tmp/callees
+	echo "callees of $ROOT for retsnoop: $(wc -l < /tmp/callees)"
+}
+
 for e in $ENGINES; do
 	# ENGINE@base: the same engine run by /bin/dcg-base, an older build (the benchmark's
 	# before/after in one boot).
@@ -65,6 +90,26 @@ for e in $ENGINES; do
 	begin "dcg-$e"
 	t0=$(now)
 	case $e in
+	retsnoop/*)
+		# The peer: attached before the loop starts (it says when), limited to the loop's
+		# name, stopped with SIGINT after the loop ends and a moment to read its ring.
+		callees_of_root > /tmp/$f.err
+		mode=
+		[ "$e" = retsnoop/T ] && mode=-T
+		retsnoop -e $ROOT $(sed 's/^/-a /' /tmp/callees) -n syscall-loop -sn $mode \
+			> /tmp/$f.rs 2>&1 &
+		rs=$!
+		wait_for /tmp/$f.rs "Receiving data" 600 >> /tmp/$f.err
+		$LOOP $N > /tmp/$f.loop
+		sleep 2
+		kill -INT $rs
+		wait $rs ;;
+	*/stackret*)
+		# --stack, and a condition on the return value every call meets: every tree
+		# recorded with its stack (issue 40's comparison with retsnoop's stack mode).
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
+			--stack --filter 'ret == -ENOENT' --trace-output /tmp/$f.json -- $LOOP $N \
+			> /tmp/$f.loop 2> /tmp/$f.err ;;
 	*/user*)
 		# The loop's line and the text tree share stdout (the tree comes at the end).
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT \
@@ -73,6 +118,12 @@ for e in $ENGINES; do
 		# Each top-level call's kernel stack too (issue 40).
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
 			--stack --trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
+	*/filter1*)
+		# 1 % of the calls pass a condition on the root's arguments (issue 40): the
+		# loop's every 100th call asks R_OK (4), the rest F_OK (0).
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --args --func $ROOT \
+			--json --filter 'mode == 4' --trace-output /tmp/$f.json -- $LOOP $N1 - 100 \
+			> /tmp/$f.loop 2> /tmp/$f.err ;;
 	*/filter*)
 		# A condition on the root's arguments no call meets (the loop's mode is F_OK, 0):
 		# every call rejected at its entry, in the program (issue 40).
@@ -84,6 +135,15 @@ for e in $ENGINES; do
 	esac
 	echo "rc=$?"
 	t3=$(now)
+	case $e in
+	retsnoop/*)
+		: > /tmp/$f.json
+		tail -4 /tmp/$f.rs >> /tmp/$f.err
+		echo "sessions: $(grep -c 'TID/PID' /tmp/$f.rs)" ;;
+	*/filter1*)
+		echo "kept: $(grep "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$f.json |
+			grep -c '"name":"mode","value":"4"') with mode 4 of $N1 calls" ;;
+	esac
 	grep 'per_call_ns=' /tmp/$f.loop
 	echo "text lines: $(wc -l < /tmp/$f.loop)"
 	start=$(field start /tmp/$f.loop)

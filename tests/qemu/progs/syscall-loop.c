@@ -9,9 +9,13 @@
  *                           one openat(AT_FDCWD, PATH, FLAGS, MODE) (numbers as C reads
  *                           them: 0x241, 0640), printing "open flags=F mode=M fd=FD" in
  *                           decimal (--fields' oracle)
- *   syscall-loop N [PATH]   call access(PATH, F_OK) N times (PATH defaults to a file that
- *                           does not exist, so every call fails with ENOENT) and print
- *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X"
+ *   syscall-loop N [PATH [EVERY]]
+ *                           call access(PATH, F_OK) N times (PATH defaults to a file that
+ *                           does not exist, so every call fails with ENOENT; "-" names
+ *                           that default) and print
+ *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X";
+ *                           with EVERY, every EVERY-th call asks R_OK instead (a filter
+ *                           on the mode keeps 1 in EVERY)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +36,8 @@ static long long now_ns(void)
 
 int main(int argc, char **argv)
 {
-	const char *path = argc > 2 ? argv[2] : "/dcg-load-nonexistent";
+	const char *path = argc > 2 && strcmp(argv[2], "-") ? argv[2] : "/dcg-load-nonexistent";
+	long every = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
 	long n, i, failed = 0;
 	long long start, end;
 
@@ -64,7 +69,7 @@ int main(int argc, char **argv)
 	}
 	start = now_ns();
 	for (i = 0; i < n; i++)
-		if (access(path, F_OK) != 0 && errno == ENOENT)
+		if (access(path, every > 0 && i % every == 0 ? R_OK : F_OK) != 0 && errno == ENOENT)
 			failed++;
 	end = now_ns();
 	printf("loop start=%lld end=%lld calls=%ld failed=%ld per_call_ns=%lld\n", start, end, n,

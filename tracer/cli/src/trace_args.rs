@@ -92,8 +92,9 @@ pub struct TraceArgs {
     pub notrace: Vec<String>,
     /// Print the stack that led to each top-level call above its tree, outermost first
     /// (`function+offset [module]`, inlined functions expanded from the db); saved calls
-    /// keep it innermost first. Kernel: the BPF engine; user space: both engines (the
-    /// stack's top copied, unwound by dcg).
+    /// keep it innermost first. Kernel: the kernel's unwinder (BPF: bpf_get_stack;
+    /// function_graph: a stacktrace probe, with binary records); user space: both engines
+    /// (the stack's top copied, unwound by dcg).
     #[arg(long)]
     pub stack: bool,
     /// Show members of the structs a parameter points to at the call's entry, with the

@@ -36,18 +36,22 @@ pub enum KtraceError {
     /// The kernel refused a `--notrace` pattern (function_graph: `set_ftrace_notrace`).
     #[error("--notrace {0}: {1}")]
     Notrace(String, dcg_live::tracefs::TraceFsError),
+    /// The kernel refused a root's `stacktrace` probe (`--stack`, function_graph).
+    #[error("--stack: the stacktrace probe on {0}: {1}")]
+    StackProbe(String, dcg_live::tracefs::TraceFsError),
     /// `--comm` or `--cgroup` with the function_graph engine, which cannot select tasks so.
     #[error(
         "--comm and --cgroup need the BPF engine (function_graph cannot select tasks by \
          name or cgroup): leave out --engine fgraph"
     )]
     TaskFilterNeedsBpf,
-    /// `--stack` with the function_graph engine.
+    /// `--stack` with the function_graph engine where it reads text (its values need
+    /// probe events, or the binary pages are unusable): the stacks are taken in binary.
     #[error(
-        "--stack needs the BPF engine (the function_graph engine does not take stacks yet): \
-         leave out --engine fgraph"
+        "--stack with the function_graph engine needs its binary records, and {0}: \
+         use --engine bpf"
     )]
-    StackNeedsBpf,
+    StackNeedsBinary(&'static str),
     /// `--fields` with the function_graph engine.
     #[error(
         "--fields needs the BPF engine (the function_graph engine does not read members \

@@ -149,6 +149,13 @@ impl<'s> Setup<'s> {
         let probes_needed = (plan.session.values.retvals && !feat.retval)
             || (plan.session.values.args && !feat.args);
         let raw = !probes_needed && !plan.tuning.fgraph_text;
+        if plan.session.stack && !raw {
+            return Err(KtraceError::StackNeedsBinary(if probes_needed {
+                "the values asked for need probe events here (their text has no stacks)"
+            } else {
+                "--fgraph-text reads text"
+            }));
+        }
         // Interrupts in the traced tasks' trees (`--irqs show`): the kernel records the
         // hardirqs' calls with funcgraph-irqs (softirqs always), each record with the
         // context it ran in, read from the binary records. With `--irqs hide` the kernel
@@ -297,8 +304,15 @@ impl<'s> Setup<'s> {
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
                 Ok(raw) => {
                     debug(format_args!("reading trace_pipe_raw"));
+                    if self.plan.session.stack {
+                        self.stack_probes(&raw)?;
+                    }
                     self.raw = Some(raw);
                     return Ok(());
+                }
+                Err(e) if self.plan.session.stack => {
+                    debug(format_args!("trace_pipe_raw unusable: {e}"));
+                    return Err(KtraceError::StackNeedsBinary("they are unusable here"));
                 }
                 Err(e) => {
                     debug(format_args!("trace_pipe_raw unusable ({e}): reading text"));
@@ -307,6 +321,28 @@ impl<'s> Setup<'s> {
             }
         }
         self.pipe = Some(self.sess.open_pipe()?);
+        Ok(())
+    }
+
+    /// `--stack`: a `stacktrace` function probe on each root, in the instance (its
+    /// records go to the instance's buffer; the instance's removal takes the probes with
+    /// it). Registered after function_graph started, the probe runs before function_graph's
+    /// entry hook: a root's stack comes just before its entry record. The kernel's own
+    /// unwinder takes it at the root's entry, where only the root's own return on the stack
+    /// goes through function_graph's return trampoline.
+    fn stack_probes(&mut self, raw: &rawtree::RawSource) -> Result<()> {
+        if !raw.reads_stacks() {
+            return Err(KtraceError::StackNeedsBinary(
+                "this kernel has no kernel_stack event",
+            ));
+        }
+        for r in self.roots {
+            tracefs::append(
+                &self.sess.file("set_ftrace_filter"),
+                &format!("{r}:stacktrace"),
+            )
+            .map_err(|e| KtraceError::StackProbe(r.clone(), e))?;
+        }
         Ok(())
     }
 

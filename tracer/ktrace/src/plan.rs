@@ -53,7 +53,8 @@ pub enum EngineReason {
     Fgraph,
     /// `--comm` or `--cgroup`: only the BPF program selects tasks so.
     TaskFilter,
-    /// `--stack`: only the BPF program takes the kernel stack at a root's entry.
+    /// `--stack`: the BPF program takes the kernel stack at a root's entry, one helper
+    /// call (function_graph adds a function probe and its records).
     Stack,
     /// `--fields`: only the BPF program reads members at a call's entry.
     Fields,
@@ -198,9 +199,6 @@ impl<'db> KernelPlan<'db> {
         );
         if engine.engine == Engine::Fgraph && tasks.any() {
             return Err(KtraceError::TaskFilterNeedsBpf);
-        }
-        if engine.engine == Engine::Fgraph && session.stack {
-            return Err(KtraceError::StackNeedsBpf);
         }
         if engine.engine == Engine::Fgraph && !fields.is_empty() {
             return Err(KtraceError::FieldsNeedBpf);

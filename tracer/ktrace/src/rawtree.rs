@@ -28,6 +28,9 @@ pub struct RawTreeFilter {
     tracefs: Option<std::path::PathBuf>,
     /// Tasks whose name was looked up (found or not): once per task.
     named: HashSet<u32>,
+    /// `--stack`: per task, the stack a root's `stacktrace` probe took, until the task's
+    /// next record (the root's entry, which takes it).
+    stacks: HashMap<u32, Vec<u64>>,
     /// Roots entered, and trees given up (a new root began before the old one's exit).
     pub started: u64,
     pub abandoned: u64,
@@ -42,6 +45,7 @@ impl RawTreeFilter {
             depth,
             tracefs: None,
             named: HashSet::new(),
+            stacks: HashMap::new(),
             tasks: HashMap::new(),
             started: 0,
             abandoned: 0,
@@ -70,6 +74,7 @@ impl RawTreeFilter {
             GraphRecord::Entry {
                 pid, depth, func, ..
             } => {
+                let stack = self.stacks.remove(pid);
                 let open = self.tasks.get(pid).copied();
                 // A tree that ended without its exit (lost records) is given up.
                 let kept = open.filter(|r| depth > r);
@@ -81,6 +86,10 @@ impl RawTreeFilter {
                     None => {
                         let starts = self.root_at(*func, syms);
                         self.started += u64::from(starts);
+                        if let Some(ips) = stack.filter(|_| starts) {
+                            let frames = crate::kstack::frames(*func, &ips, syms, dec.dbs());
+                            dec.stack_of_next_root(*pid, frames.into_boxed_slice());
+                        }
                         starts.then_some(*depth)
                     }
                 };
@@ -107,6 +116,7 @@ impl RawTreeFilter {
                 Ok(false)
             }
             GraphRecord::Exit { pid, depth, .. } => {
+                self.stacks.remove(pid);
                 let Some(&root) = self.tasks.get(pid) else {
                     return Ok(false);
                 };
@@ -123,6 +133,15 @@ impl RawTreeFilter {
             GraphRecord::Print { pid, .. } => {
                 if let Some(&root) = self.tasks.get(pid) {
                     dec.feed_record(rec, cpu, root, syms, out)?;
+                }
+                Ok(false)
+            }
+            // The probe runs before function_graph's entry hook (it is registered after
+            // function_graph started, and ftrace calls the newest first): the task's next
+            // record is the root's entry. In an open tree it is a nested call of a root.
+            GraphRecord::Stack { pid, ips, .. } => {
+                if !self.tasks.contains_key(pid) {
+                    self.stacks.insert(*pid, ips.clone());
                 }
                 Ok(false)
             }
@@ -171,10 +190,11 @@ impl RawSource {
             "funcgraph_exit",
             "fgraph_retaddr_entry",
             "print",
+            "kernel_stack",
         ] {
             let path = tracefs.join("events/ftrace").join(ev).join("format");
             let Ok(text) = std::fs::read_to_string(&path) else {
-                continue; // fgraph_retaddr_entry and print are optional
+                continue; // fgraph_retaddr_entry, print and kernel_stack are optional
             };
             formats.push(Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
         }
@@ -201,6 +221,11 @@ impl RawSource {
             .read_available(PAGES_PER_ROUND, &mut self.pages)
             .map_err(std::io::Error::other)?;
         Ok(self.pages.len() - before)
+    }
+
+    /// Whether stack records (`kernel_stack`) can be read.
+    pub fn reads_stacks(&self) -> bool {
+        self.formats.has_stacks()
     }
 
     /// Bytes of pages drained and not decoded yet.

@@ -1,7 +1,8 @@
 //! function_graph records in ring-buffer pages: `funcgraph_entry` (with `args[]` under
 //! `funcgraph-args`), `fgraph_retaddr_entry` (under `funcgraph-retaddr`), `funcgraph_exit`
-//! (with `retval` on kernels with `CONFIG_FUNCTION_GRAPH_RETVAL`), and `print` (trace
-//! markers). Layouts come from the event formats.
+//! (with `retval` on kernels with `CONFIG_FUNCTION_GRAPH_RETVAL`), `print` (trace
+//! markers) and `kernel_stack` (a `FUNC:stacktrace` probe's stack). Layouts come from the
+//! event formats.
 
 use crate::format::{read_uint, Format};
 use crate::page::Record;
@@ -90,6 +91,16 @@ pub enum GraphRecord<'a> {
         /// Its text.
         text: &'a str,
     },
+    /// A kernel stack (`kernel_stack`, written by a `FUNC:stacktrace` function probe):
+    /// return addresses, innermost first, the kernel's trampoline marks left out.
+    Stack {
+        /// Task id.
+        pid: u32,
+        /// Time stamp (ns).
+        ts: u64,
+        /// The addresses.
+        ips: Vec<u64>,
+    },
     /// Any other event.
     Other {
         /// Event type id.
@@ -123,6 +134,8 @@ pub struct GraphFormats {
     retaddr_entry: Option<Entry>,
     exit: Exit,
     print: Option<(u16, usize)>,
+    /// `kernel_stack`: its id, the offsets of `size` (entries) and `caller[]`.
+    stack: Option<(u16, usize, usize)>,
     pid: usize,
     flags: usize,
 }
@@ -161,10 +174,17 @@ impl GraphFormats {
             retaddr_entry: find("fgraph_retaddr_entry").map(entry_of).transpose()?,
             exit,
             print: find("print").and_then(|f| Some((f.id, f.field("buf")?.offset))),
+            stack: find("kernel_stack")
+                .and_then(|f| Some((f.id, f.field("size")?.offset, f.field("caller")?.offset))),
             pid: entry_format.require("common_pid")?.offset,
             // After the type (2 bytes) in every kernel's common header.
             flags: entry_format.field("common_flags").map_or(2, |f| f.offset),
         })
+    }
+
+    /// Whether the kernel's `kernel_stack` layout was given (stacks are decoded).
+    pub fn has_stacks(&self) -> bool {
+        self.stack.is_some()
     }
 
     /// The function_graph record of `rec`, or `None` when it is too short for its event
@@ -224,11 +244,107 @@ impl GraphFormats {
                 text: text.trim_end_matches('\n'),
             });
         }
+        if let Some((_, size, caller)) = self.stack.filter(|(i, _, _)| *i == id) {
+            return Some(GraphRecord::Stack {
+                pid,
+                ts: rec.ts,
+                ips: stack_ips(d, size, caller)?,
+            });
+        }
         Some(GraphRecord::Other { id })
     }
+}
+
+/// The kernel's mark of an address in an ftrace trampoline (`FTRACE_TRAMPOLINE_MARKER`,
+/// `INT_MAX`), and the end mark older kernels filled the array with (`ULONG_MAX`).
+const TRAMPOLINE_MARK: u64 = i32::MAX as u64;
+
+/// The addresses of a `kernel_stack` record `d`: `size` entries (the format declares
+/// eight; the kernel writes as many as it took, fewer or more) from `caller`, no further than
+/// the record goes; trampoline marks left out, an end mark ends them.
+fn stack_ips(d: &[u8], size: usize, caller: usize) -> Option<Vec<u64>> {
+    let n = read_uint(d, size, 4)? as usize;
+    let words = d.get(caller..)?.chunks_exact(8).take(n);
+    Some(
+        words
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .take_while(|&a| a != u64::MAX)
+            .filter(|&a| a != TRAMPOLINE_MARK)
+            .collect(),
+    )
 }
 
 /// A record's depth, `None` when no kernel could have recorded it.
 fn depth_of(raw: u64) -> Option<u32> {
     u32::try_from(raw).ok().filter(|&d| d < MAX_DEPTH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format(name: &str, id: u16, fields: &[(&str, usize, usize)]) -> Format {
+        let mut text = format!(
+            "name: {name}\nID: {id}\nformat:\n\tfield:unsigned short common_type;\toffset:0;\t\
+             size:2;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+        );
+        for (decl, offset, size) in fields {
+            text += &format!("\tfield:{decl};\toffset:{offset};\tsize:{size};\tsigned:0;\n");
+        }
+        Format::parse(&text).unwrap()
+    }
+
+    /// A `kernel_stack` record as the kernel writes it: `size` entries of the declared
+    /// eight, a trampoline mark among them.
+    #[test]
+    fn stack_records_hold_what_the_kernel_took() {
+        let formats = [
+            format(
+                "funcgraph_entry",
+                11,
+                &[("unsigned long func", 8, 8), ("int depth", 16, 4)],
+            ),
+            format(
+                "funcgraph_exit",
+                10,
+                &[
+                    ("unsigned long func", 8, 8),
+                    ("int depth", 16, 4),
+                    ("unsigned long long calltime", 24, 8),
+                    ("unsigned long long rettime", 32, 8),
+                ],
+            ),
+            format(
+                "kernel_stack",
+                4,
+                &[("int size", 8, 4), ("unsigned long caller[8]", 16, 64)],
+            ),
+        ];
+        let g = GraphFormats::new(&formats).unwrap();
+        let mut d = vec![0u8; 16];
+        d[0] = 4;
+        d[4..8].copy_from_slice(&77u32.to_le_bytes());
+        d[8..12].copy_from_slice(&3u32.to_le_bytes());
+        for a in [
+            0xffff_ffff_8100_0010u64,
+            TRAMPOLINE_MARK,
+            0xffff_ffff_8100_0020,
+            9,
+        ] {
+            d.extend_from_slice(&a.to_le_bytes());
+        }
+        let rec = Record { ts: 5, data: &d };
+        let want = GraphRecord::Stack {
+            pid: 77,
+            ts: 5,
+            ips: vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020],
+        };
+        assert_eq!(g.decode(&rec), Some(want));
+        // A record shorter than its size says: what it holds.
+        let short = Record {
+            ts: 5,
+            data: &d[..24],
+        };
+        assert!(matches!(g.decode(&short), Some(GraphRecord::Stack { ips, .. }) if ips.len() == 1));
+    }
 }

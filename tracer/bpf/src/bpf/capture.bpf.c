@@ -318,7 +318,8 @@ struct {
 } fields SEC(".maps");
 
 /* `active` of a task inside a root call its condition rejected: nothing is recorded until
- * it returns, the roots nested in it (low bits) counted so that none starts a tree. */
+ * it returns; without a session link, the roots nested in it (low bits) are counted so
+ * that its return is told from theirs. */
 #define REJECTED 0x80000000u
 
 /* Calls of a root a condition rejected at entry (nothing recorded for them). */
@@ -653,8 +654,12 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 	if (!depth || !*depth)
 		return;
 	if (*depth & REJECTED) {
-		/* The rejected root (or one nested in it) returns. */
-		if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == (REJECTED | 1))
+		/* A session runs no other return inside a rejected root (see on_entry): the root
+		 * returns. Without one, the root or one nested in it. */
+		if (entry)
+			*depth = 0;
+		else if ((plan_of(ctx) & PLAN_ROOT) &&
+			 __sync_fetch_and_add(depth, -1) == (REJECTED | 1))
 			*depth = 0;
 		return;
 	}
@@ -850,7 +855,8 @@ static __always_inline bool cond_holds(struct pt_regs *ctx)
 }
 
 /* An entry: 1 when the task is not recorded (no return wanted), else its records and 0. */
-static __always_inline int on_entry(struct pt_regs *ctx)
+/* `session`: the kprobe.session link, where an entry returning 1 gets no return run. */
+static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
@@ -863,8 +869,12 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	if (!depth)
 		return 1;	/* a tid beyond pid_max: not recorded */
 	if (*depth & REJECTED) {
-		/* Inside a rejected root call: nothing recorded, nested roots counted. */
-		if (!(plan_of(ctx) & PLAN_ROOT))
+		/* Inside a rejected root call: nothing recorded. With a session link nothing
+		 * here gets a return run, so the root's own is the only one that comes: no
+		 * test of the function (most of a rejected call's cost is these early returns).
+		 * Without, the return program runs for every function: the roots nested in it
+		 * are counted, so that its return is told from theirs. */
+		if (session || !(plan_of(ctx) & PLAN_ROOT))
 			return 1;
 		__sync_fetch_and_add(depth, 1);
 		return 0;
@@ -976,14 +986,14 @@ int dcg_call(struct pt_regs *ctx)
 		on_exit(ctx, true);
 		return 0;
 	}
-	return on_entry(ctx);
+	return on_entry(ctx, true);
 }
 
 /* Without the JIT: an entry link and a return link. */
 SEC("kprobe.multi")
 int dcg_entry(struct pt_regs *ctx)
 {
-	on_entry(ctx);
+	on_entry(ctx, false);
 	return 0;
 }
 

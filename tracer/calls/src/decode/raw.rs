@@ -8,11 +8,11 @@ use dcg_dbset::kallsyms::Kallsyms;
 use dcg_ringbuf::graph::{context_of, GraphRecord, RecordContext};
 
 use super::Decoder;
-use crate::saved_format::Context;
+use crate::saved_format::{Context, StackFrame};
 use crate::sink::{Note, Task};
 use crate::tree::{ArgsIn, CodeSite, Entry, Exit, RetIn};
 
-impl Decoder<'_> {
+impl<'a> Decoder<'a> {
     /// Feed one record of CPU `cpu`'s buffer, its depth less `shift` (a live session's
     /// root depth); functions are named by `syms`.
     pub fn feed_record(
@@ -119,9 +119,21 @@ impl Decoder<'_> {
                 };
                 self.pipe.note(&note)?;
             }
-            GraphRecord::Other { .. } => {}
+            // A live session hands stacks to the tree itself ([`Decoder::stack_of_next_root`]).
+            GraphRecord::Stack { .. } | GraphRecord::Other { .. } => {}
         }
         self.flush_out(out)
+    }
+
+    /// `--stack`: the stack that led to task `pid`'s next top-level call, innermost first,
+    /// delivered before that call's entry record.
+    pub fn stack_of_next_root(&mut self, pid: u32, frames: Box<[StackFrame]>) {
+        self.pipe.tree_mut().pending_stack(u64::from(pid), frames);
+    }
+
+    /// The dbs calls are decoded with.
+    pub fn dbs(&self) -> &'a dcg_dbset::DbSet {
+        self.pipe.tree().funcs.set()
     }
 }
 

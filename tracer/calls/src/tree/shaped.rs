@@ -130,7 +130,11 @@ impl CallTree<'_> {
                 lost_here: 0,
                 lost: 0,
                 comment: None,
-                stack: None,
+                // `--stack` (function_graph's binary records): delivered before the entry.
+                stack: match e.depth {
+                    0 => t.pending_stack.take(),
+                    _ => None,
+                },
             });
             if hold {
                 let held = self.hold_entry(e);
@@ -261,6 +265,7 @@ impl CallTree<'_> {
             view.ctx = f.ctx;
             view.irq_entry = f.irq_entry;
             view.irq_ns = (f.irq_ns > 0).then_some(f.irq_ns);
+            view.stack = f.stack.as_deref();
         }
         sink.call(&view, out)?;
         Ok(true)

@@ -113,7 +113,7 @@ complete -c dcg -n "__fish_dcg_using_subcommand trace" -l bpf-mode -d 'Kernel, B
 entry-return\t'An entry link and a return link'"
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l show-retvals -d 'Show return values, decoded by their types'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l args -d 'Show arguments, decoded by their types'
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -l stack -d 'Print the stack that led to each top-level call above its tree, outermost first (`function+offset [module]`, inlined functions expanded from the db); saved calls keep it innermost first. Kernel: the BPF engine; user space: both engines (the stack\'s top copied, unwound by dcg)'
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -l stack -d 'Print the stack that led to each top-level call above its tree, outermost first (`function+offset [module]`, inlined functions expanded from the db); saved calls keep it innermost first. Kernel: the kernel\'s unwinder (BPF: bpf_get_stack; function_graph: a stacktrace probe, with binary records); user space: both engines (the stack\'s top copied, unwound by dcg)'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l json -d 'One JSON object (a saved-calls record) per completed call instead of text'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l errors-only -d 'Only call paths that contain an error return'
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l errno -d 'User space: read returns in -4095..-1 as -errno (`-ENOENT`, `ERR_PTR(-ENOMEM)`) and count them as errors, as for the kernel, whose functions follow that convention (always on there). Off by default: user-space code mostly returns -1, -2 as numbers'
