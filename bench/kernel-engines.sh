@@ -166,6 +166,7 @@ if [ -n "${ratio_of[bpf/stackret]:-}" ] && [ -n "${ratio_of[retsnoop/stack]:-}" 
 	echo "issue 40: dcg --stack --filter 'ret == -ENOENT' (bpf/stackret) ${ratio_of[bpf/stackret]}x raw function_graph," \
 		"$(sec dcg-bpf/stackret | sed -n 's/^roots: //p') of $n trees; retsnoop's stack mode ${ratio_of[retsnoop/stack]}x," \
 		"$(sec dcg-retsnoop/stack | sed -n 's/^sessions: //p') sessions${ratio_of[retsnoop/T]:+; retsnoop -T ${ratio_of[retsnoop/T]}x, $(sec dcg-retsnoop/T | sed -n 's/^sessions: //p') sessions}" \
+		"(retsnoop given the root and the $(sec dcg-retsnoop/stack | sed -n 's/^callees of .* for retsnoop: //p' | head -1) functions function_graph showed under it)" \
 		"(goal: dcg <= retsnoop's stack mode, every tree)"
 fi
 echo

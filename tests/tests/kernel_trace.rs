@@ -820,9 +820,9 @@ fn debian72_bpf_sessions_and_cleanup() {
             (&bpftool, "/bin/bpftool"),
         ],
         "bpf-sessions.sh",
-        900,
+        1200,
     );
-    let text = guest::boot(&kernel, &initrd, 960, "", "bpf-sessions-7.2");
+    let text = guest::boot(&kernel, &initrd, 1260, "", "bpf-sessions-7.2");
     let c = section(&text, "concurrent");
     must(
         c,
@@ -868,8 +868,8 @@ fn debian72_bpf_sessions_and_cleanup() {
             "dcg: tracing 1 function (command pid ",
         ],
     );
-    // One decoding policy: records past the memory bound wait in a file and come out
-    // whole; --count is decided without decoding.
+    // One decoding policy: records (BPF) and pages (function_graph) past the memory
+    // bound wait in a file and come out whole; --count is decided without decoding.
     let p = section(&text, "policy");
     must(
         p,
@@ -883,9 +883,13 @@ fn debian72_bpf_sessions_and_cleanup() {
             "count text roots: 7",
             "count loop finished: 0",
             "stopped (7 calls)",
+            "fgraph spool rc=0",
+            "fgraph spool roots: 500",
+            "fgraph spool stopped: 500 calls",
         ],
     );
     assert!(count_line(p, "spooled: ") > 65536, "{p}");
+    assert!(count_line(p, "fgraph spooled: ") > 65536, "{p}");
     must(
         section(&text, "rerun"),
         "rerun",

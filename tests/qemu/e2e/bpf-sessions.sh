@@ -83,6 +83,15 @@ echo "spool rc=$?"
 sed -n 's/.*kept in the temporary directory while the command ran: \([0-9]*\) bytes.*/spooled: \1/p' /tmp/sp.err
 echo "spool roots: $(grep -c '"parent":null,"func":"do_faccessat"' /tmp/sp.calls)"
 echo "spool text roots: $(grep -c '} /\* do_faccessat ret=-ENOENT' /tmp/sp.txt)"
+# The function_graph engine's binary pages the same way (no values asked: nothing but
+# its records).
+DCG_KTRACE_DEBUG=1 dcg trace --engine fgraph --db $DB --func do_faccessat \
+	--records-in-memory 65536 --output /tmp/fsp.calls -- /dcg/syscall-loop 500 \
+	> /tmp/fsp.txt 2> /tmp/fsp.err
+echo "fgraph spool rc=$?"
+sed -n 's/.*pages kept in the temporary directory while the command ran: \([0-9]*\) bytes.*/fgraph spooled: \1/p' /tmp/fsp.err
+echo "fgraph spool roots: $(grep -c '"parent":null,"func":"do_faccessat"' /tmp/fsp.calls)"
+echo "fgraph spool stopped: $(sed -n 's/^dcg: stopped ([^)]*), \([0-9]* calls\).*/\1/p' /tmp/fsp.err)"
 # --count decided while nothing is decoded (the program counts whole trees): exactly that
 # many trees, the loop cut short.
 dcg trace --engine bpf --db $DB --show-retvals --func do_faccessat --count 7 \

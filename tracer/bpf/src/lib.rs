@@ -14,7 +14,6 @@ mod footprint;
 mod peek;
 mod records;
 mod settings;
-mod spool;
 // The libbpf skeletons `build.rs` generates: generated code, exempt from the lints.
 #[allow(
     clippy::all,
@@ -92,7 +91,7 @@ pub struct Capture {
     // Field order is drop order: the ring buffer and the links go before the skeleton.
     ring: RingBuffer<'static>,
     /// The records copied out of the ring and not yet consumed.
-    kept: Rc<RefCell<spool::Kept>>,
+    kept: Rc<RefCell<dcg_spool::Kept>>,
     /// The batch being handed out (kept to reuse its allocation).
     batch: Vec<u8>,
     /// The records left in the programs' per-CPU batches were read (after detaching).
@@ -333,7 +332,7 @@ impl Loaded {
         }
         // Records are copied into one growing buffer (each after its u32 length), taken
         // out in a batch by `consume`: no allocation per record.
-        let kept: Rc<RefCell<spool::Kept>> = Rc::default();
+        let kept: Rc<RefCell<dcg_spool::Kept>> = Rc::default();
         let q = Rc::clone(&kept);
         let mut rb = RingBufferBuilder::new();
         // SAFETY: the reference is used only until `build` below, before `skel` moves
@@ -455,7 +454,7 @@ impl Capture {
             .map_err(|source| BpfError::Spool { source })?;
         self.batch.clear();
         std::mem::swap(&mut self.batch, &mut self.kept.borrow_mut().queue);
-        spool::entries(&self.batch, |raw| {
+        dcg_spool::entries(&self.batch, |raw| {
             records::batch(raw)
                 .filter_map(Record::parse)
                 .for_each(&mut f)

@@ -101,7 +101,6 @@ fn saved_calls_say(json: &str) {
 /// The same calls from function_graph's binary records (`trace_pipe_raw`): each record's
 /// `common_flags` (hardirq 0x08, softirq 0x10) gives the context, depths the nesting.
 fn fgraph_trace(json: bool) -> String {
-    use dcg_calls::decode::{Decoder, Options};
     use dcg_dbset::kallsyms::Kallsyms;
     use dcg_ringbuf::graph::GraphRecord;
 
@@ -116,17 +115,7 @@ fn fgraph_trace(json: bool) -> String {
     let addr = |f: &str| {
         0xffff_ffff_8100_0000u64 + 0x1000 * names.iter().position(|n| *n == f).unwrap() as u64
     };
-    let mut dec = Decoder::new(
-        &set,
-        Options {
-            json,
-            errors_only: false,
-            color: false,
-            hide_probe_events: true,
-            collapse_empty: true,
-            inline_frames: false,
-        },
-    );
+    let mut dec = common::raw_decoder(&set, json);
     dec.mark_contexts();
     let (task_flags, irq, softirq) = (0x01u8, 0x09u8, 0x10u8);
     let enter = |f: &str, ts: u64, depth: u32, flags: u8| GraphRecord::Entry {

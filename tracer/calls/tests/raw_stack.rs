@@ -2,7 +2,8 @@
 //! call's entry record is that call's, in the text (outermost first, above the call) and
 //! in saved calls (innermost first); a nested call of the same function gets none.
 
-use dcg_calls::decode::{Decoder, Options};
+mod common;
+
 use dcg_calls::saved_format::StackFrame;
 use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
@@ -22,17 +23,7 @@ fn trace(json: bool) -> String {
     let set = DbSet::new(Vec::new());
     let base = 0xffff_ffff_8100_0000u64;
     let syms = Kallsyms::parse(&format!("{base:x} T open\n{:x} T lookup\n", base + 0x1000));
-    let mut dec = Decoder::new(
-        &set,
-        Options {
-            json,
-            errors_only: false,
-            color: false,
-            hide_probe_events: true,
-            collapse_empty: true,
-            inline_frames: false,
-        },
-    );
+    let mut dec = common::raw_decoder(&set, json);
     let entry = |func: u64, ts: u64, depth: u32| GraphRecord::Entry {
         pid: 7,
         ts,

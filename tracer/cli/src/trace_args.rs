@@ -206,8 +206,8 @@ pub struct TraceArgs {
     /// Kernel, function_graph: read the stream as text, never as binary pages (tests).
     #[arg(long, hide = true)]
     pub fgraph_text: bool,
-    /// Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file
-    /// in the temporary directory (tests; default 64 MiB).
+    /// Kernel: records (BPF) or pages (function_graph) waiting undecoded beyond this many
+    /// bytes go to a file in the temporary directory (tests; default 64 MiB).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub records_in_memory: Option<usize>,
     /// Kernel, BPF engine: attach by one kprobe.session link or by entry and return links

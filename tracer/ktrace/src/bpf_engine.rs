@@ -76,8 +76,6 @@ const POLL: Duration = Duration::from_millis(50);
 const DECODE_SHOWN: u64 = 1 << 20;
 /// The count of records decoded at the end goes up by this many at a time.
 const DECODE_STEP: u64 = 1 << 14;
-/// Records waiting undecoded beyond this many bytes (about 800,000 calls) go to a file.
-const KEEP_IN_MEMORY: usize = 64 << 20;
 
 /// What the program reads at `name`'s entry besides the argument registers, by the db:
 /// which registers hold C strings (bit i: register i), and whether some parameter is on
@@ -615,7 +613,10 @@ fn record(
         // copied out of the ring (decoding them competes with the traced load for the
         // CPU), past a bound into a file; they are decoded once it ends or the count is
         // reached (or as they come where that file cannot take them).
-        let in_memory = plan.tuning.records_in_memory.unwrap_or(KEEP_IN_MEMORY);
+        let in_memory = plan
+            .tuning
+            .records_in_memory
+            .unwrap_or(dcg_spool::IN_MEMORY);
         // Trees a filter selects under a count are counted as they are decoded.
         let count_by_decoding = selecting && session.stop.count.is_some();
         if session.shown_at_end

@@ -34,7 +34,9 @@ use crate::{callees, debug, rawtree, PROBE_CAP};
 const STATIC_DEPTH: u32 = 2;
 /// Most functions given lazy probes per read of the pipe.
 const LAZY_PER_ROUND: usize = 8;
-/// At most this many bytes of binary pages wait undecoded.
+/// At most this many bytes of binary pages wait undecoded in memory (past the spool's
+/// bound they go to its file; where it cannot take them, they are decoded as they come
+/// from this size on).
 const DEFER_MAX: usize = 256 << 20;
 /// Longest the session keeps recording after the command exited (children it forked may
 /// still run); what was recorded is then read whole.
@@ -302,8 +304,10 @@ impl<'s> Setup<'s> {
             let filter =
                 rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.plan.session.depth);
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
-                Ok(raw) => {
+                Ok(mut raw) => {
                     debug(format_args!("reading trace_pipe_raw"));
+                    let bound = self.plan.tuning.records_in_memory;
+                    raw.keep_in_memory(bound.unwrap_or(dcg_spool::IN_MEMORY));
                     if self.plan.session.stack {
                         self.stack_probes(&raw)?;
                     }
@@ -368,6 +372,12 @@ impl<'s> Setup<'s> {
         debug(format_args!("loop ended: {stop_reason}"));
         let _ = self.sess.write("tracing_on", "0");
         self.read_rest(&mut reader, &mut dec, out, &mut summary)?;
+        if let Some(raw) = reader.raw.as_ref() {
+            debug(format_args!(
+                "pages kept in the temporary directory while the command ran: {} bytes",
+                raw.spooled()
+            ));
+        }
         dec.finish(out)?;
         out.flush()?;
         if let Some(c) = self.child.as_mut() {
@@ -486,6 +496,11 @@ impl<'s> Setup<'s> {
                 }
             }
             let (got, fb, done) = self.read_round(reader, dec, out, summary.completed, true)?;
+            // What this round decoded counts whether or not the session ends here.
+            dec.flush_out(out)?;
+            summary.completed += fb.completed;
+            out.flush()?;
+            count_lost(summary, fb.lost);
             if got == 0 {
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -497,10 +512,6 @@ impl<'s> Setup<'s> {
                     drain_until = Some(Instant::now() + Duration::from_millis(400));
                 }
             }
-            dec.flush_out(out)?;
-            summary.completed += fb.completed;
-            out.flush()?;
-            count_lost(summary, fb.lost);
             self.lazy_probes(fb.seen);
             if done {
                 break format!("{} calls", shown(dec, summary));

@@ -158,6 +158,28 @@ pub struct RawSource {
     syms: Kallsyms,
     filter: RawTreeFilter,
     pages: Vec<(u32, Vec<u8>)>,
+    /// Pages drained past the memory bound, each batch one entry (its pages one after
+    /// the other: CPU and length as `u32` LE, then the page), oldest first.
+    kept: dcg_spool::Kept,
+    /// Bytes of pages kept in memory before they go to the spool file.
+    bound: usize,
+    /// The spool file could not take them: they stay in memory.
+    spool_failed: bool,
+}
+
+/// Bytes of the spool file read back at a time.
+const SPOOL_CHUNK: usize = 4 << 20;
+
+/// The pages of a spooled batch.
+fn batch_pages(batch: &[u8]) -> impl Iterator<Item = (u32, &[u8])> {
+    let mut rest = batch;
+    std::iter::from_fn(move || {
+        let (cpu, tail) = rest.split_first_chunk::<4>()?;
+        let (len, tail) = tail.split_first_chunk::<4>()?;
+        let (page, next) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+        rest = next;
+        Some((u32::from_le_bytes(*cpu), page))
+    })
 }
 
 /// What one read gave.
@@ -210,17 +232,46 @@ impl RawSource {
             syms,
             filter,
             pages: Vec::new(),
+            kept: dcg_spool::Kept::default(),
+            bound: dcg_spool::IN_MEMORY,
+            spool_failed: false,
         })
+    }
+
+    /// Pages drained beyond `bytes` go to a file in the temporary directory.
+    pub fn keep_in_memory(&mut self, bytes: usize) {
+        self.bound = bytes;
+    }
+
+    /// Bytes of pages ever moved to the spool file.
+    pub fn spooled(&self) -> u64 {
+        self.kept.spooled_in_all()
     }
 
     /// Copy every page there is now out of the kernel's buffers without decoding it (the
     /// next [`RawSource::read`] decodes it); returns how many pages.
+    /// Past the memory bound, the pages drained so far go to the spool file as one batch
+    /// (where it cannot take them, they stay in memory and [`RawSource::pending`] grows).
     pub fn drain(&mut self) -> std::io::Result<usize> {
         let before = self.pages.len();
         self.pipes
             .read_available(PAGES_PER_ROUND, &mut self.pages)
             .map_err(std::io::Error::other)?;
-        Ok(self.pages.len() - before)
+        let read = self.pages.len() - before;
+        if !self.spool_failed && self.pending() > self.bound {
+            let mut batch = Vec::with_capacity(self.pending() + 8 * self.pages.len());
+            for (cpu, page) in self.pages.drain(..) {
+                batch.extend_from_slice(&cpu.to_le_bytes());
+                batch.extend_from_slice(&(page.len() as u32).to_le_bytes());
+                batch.extend_from_slice(&page);
+            }
+            self.kept.push(&batch);
+            if let Err(e) = self.kept.spool() {
+                crate::debug(format_args!("spooling pages: {e}; kept in memory"));
+                self.spool_failed = true;
+            }
+        }
+        Ok(read)
     }
 
     /// Whether stack records (`kernel_stack`) can be read.
@@ -228,14 +279,14 @@ impl RawSource {
         self.formats.has_stacks()
     }
 
-    /// Bytes of pages drained and not decoded yet.
+    /// Bytes of pages drained and not decoded yet, in memory.
     pub fn pending(&self) -> usize {
-        self.pages.len() * self.pipes.page_size()
+        self.pages.len() * self.pipes.page_size() + self.kept.in_memory()
     }
 
-    /// Read every page there is now (after those drained), merge the CPUs' records by
-    /// time, and feed this session's trees to `dec`; stop feeding once `limit` roots
-    /// completed.
+    /// Read every page there is now (after those drained, the spooled ones first), merge
+    /// each batch's records across CPUs by time, and feed this session's trees to `dec`;
+    /// stop feeding once `limit` roots completed.
     pub fn read(
         &mut self,
         dec: &mut Decoder<'_>,
@@ -246,18 +297,61 @@ impl RawSource {
             pages: self.drain()?,
             ..RawRead::default()
         };
+        let mut kept = std::mem::take(&mut self.kept);
+        let mut failed = None;
+        let mut feed = |this: &mut Self, batch: &[u8]| {
+            if failed.is_none() {
+                failed = this
+                    .feed(batch_pages(batch), dec, out, limit, &mut got)
+                    .err();
+            }
+        };
+        let spooled = kept.take_spooled(SPOOL_CHUNK, |b| feed(self, b));
+        dcg_spool::entries(&kept.queue, |b| feed(self, b));
+        kept.queue.clear();
+        self.kept = kept;
+        spooled?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let pages = std::mem::take(&mut self.pages);
+        self.feed(
+            pages.iter().map(|(c, p)| (*c, &p[..])),
+            dec,
+            out,
+            limit,
+            &mut got,
+        )?;
+        crate::debug(format_args!(
+            "raw read: {} pages, {} roots completed; in all {} roots started, {} given up; \
+             lost {:?}",
+            pages.len(),
+            got.completed,
+            self.filter.started,
+            self.filter.abandoned,
+            got.lost
+        ));
+        Ok(got)
+    }
+
+    /// Feed one batch of pages: their records merged across CPUs by time.
+    fn feed<'p>(
+        &mut self,
+        pages: impl Iterator<Item = (u32, &'p [u8])>,
+        dec: &mut Decoder<'_>,
+        out: &mut dyn Write,
+        limit: Option<u64>,
+        got: &mut RawRead,
+    ) -> std::io::Result<()> {
         let mut recs = Vec::new();
-        for (cpu, bytes) in &self.pages {
-            let page = match parse_page(bytes, 0) {
-                Ok(p) => p,
-                Err(e) => return Err(std::io::Error::other(e.to_string())),
-            };
+        for (cpu, bytes) in pages {
+            let page = parse_page(bytes, 0).map_err(|e| std::io::Error::other(e.to_string()))?;
             if let Some(n) = page.missed {
                 got.lost.push(n);
             }
             for r in &page.records {
                 if let Some(g) = self.formats.decode(r) {
-                    recs.push((r.ts, *cpu, g));
+                    recs.push((r.ts, cpu, g));
                 }
             }
         }
@@ -271,19 +365,26 @@ impl RawSource {
                 got.completed += 1;
             }
         }
-        let recs_len = recs.len();
-        drop(recs);
-        crate::debug(format_args!(
-            "raw read: {} pages, {} records, {} roots completed; in all {} roots started, \
-             {} given up; lost {:?}",
-            self.pages.len(),
-            recs_len,
-            got.completed,
-            self.filter.started,
-            self.filter.abandoned,
-            got.lost
-        ));
-        self.pages.clear();
-        Ok(got)
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_pages;
+
+    /// A spooled batch gives back its pages with their CPUs, in order; a cut one only
+    /// its whole pages.
+    #[test]
+    fn batches_hold_their_pages() {
+        let mut batch = Vec::new();
+        for (cpu, page) in [(1u32, vec![7u8; 16]), (0, vec![9u8; 4])] {
+            batch.extend_from_slice(&cpu.to_le_bytes());
+            batch.extend_from_slice(&(page.len() as u32).to_le_bytes());
+            batch.extend_from_slice(&page);
+        }
+        let got: Vec<(u32, Vec<u8>)> = batch_pages(&batch).map(|(c, p)| (c, p.to_vec())).collect();
+        assert_eq!(got, vec![(1, vec![7; 16]), (0, vec![9; 4])]);
+        assert_eq!(batch_pages(&batch[..batch.len() - 1]).count(), 1);
     }
 }

@@ -81,3 +81,19 @@ pub fn drive(
     tree.finish(sinks, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
+
+/// The decoder a live function_graph session reading binary records uses: text (or
+/// `--json`) out, empty calls collapsed, no inline frames.
+pub fn raw_decoder(set: &dcg_dbset::DbSet, json: bool) -> dcg_calls::decode::Decoder<'_> {
+    dcg_calls::decode::Decoder::new(
+        set,
+        dcg_calls::decode::Options {
+            json,
+            errors_only: false,
+            color: false,
+            hide_probe_events: true,
+            collapse_empty: true,
+            inline_frames: false,
+        },
+    )
+}

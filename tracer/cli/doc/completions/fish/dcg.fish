@@ -108,7 +108,7 @@ uprobe\t'User space: uprobes'"
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l irqs -d 'Kernel: calls made in interrupt context (hardirq, softirq, NMI) while a traced task ran: `show` keeps them in its tree, between `==========> irq` and `<==========` marks (as function_graph\'s funcgraph-irqs), with the time they took said at the calls they interrupted; `hide` leaves them out' -r -f -a "show\t'Keep them, marked'
 hide\t'Leave them out'"
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -s p -l pid -d 'Trace a running process (and its threads) instead of starting a command' -r
-complete -c dcg -n "__fish_dcg_using_subcommand trace" -l records-in-memory -d 'Kernel, BPF engine: records waiting undecoded beyond this many bytes go to a file in the temporary directory (tests; default 64 MiB)' -r
+complete -c dcg -n "__fish_dcg_using_subcommand trace" -l records-in-memory -d 'Kernel: records (BPF) or pages (function_graph) waiting undecoded beyond this many bytes go to a file in the temporary directory (tests; default 64 MiB)' -r
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l bpf-mode -d 'Kernel, BPF engine: attach by one kprobe.session link or by entry and return links (tests; default: session where the BPF JIT is on)' -r -f -a "session\t'One kprobe.session link'
 entry-return\t'An entry link and a return link'"
 complete -c dcg -n "__fish_dcg_using_subcommand trace" -l show-retvals -d 'Show return values, decoded by their types'

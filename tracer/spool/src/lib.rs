@@ -1,15 +1,19 @@
 //! The records kept undecoded while a traced command runs: a queue in memory, and past a
 //! bound, an unnamed file in the temporary directory (gone with its descriptor, whatever
-//! way dcg ends). Each ring buffer entry is kept as it came, after its `u32` length.
+//! way dcg ends). Each entry is kept as it came, after its `u32` length (native order).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
+/// Bytes kept in memory before the rest goes to the file, unless the engine is told
+/// otherwise (about 800,000 BPF records, or 16,000 pages of function_graph's).
+pub const IN_MEMORY: usize = 64 << 20;
+
 /// Records in memory, and those moved out to the spool file, oldest first.
-#[derive(Default)]
-pub(crate) struct Kept {
+#[derive(Default, Debug)]
+pub struct Kept {
     /// The newest entries (each after its length).
-    pub(crate) queue: Vec<u8>,
+    pub queue: Vec<u8>,
     /// The older ones, once the queue passed its bound.
     file: Option<File>,
     /// Bytes in `file`.
@@ -19,23 +23,35 @@ pub(crate) struct Kept {
 }
 
 impl Kept {
+    /// Add `entry` after the others, in memory.
+    pub fn push(&mut self, entry: &[u8]) {
+        let len = u32::try_from(entry.len()).expect("an entry under 4 GiB");
+        self.queue.extend_from_slice(&len.to_ne_bytes());
+        self.queue.extend_from_slice(entry);
+    }
+
     /// Bytes kept, in memory and in the spool file.
-    pub(crate) fn len(&self) -> u64 {
+    pub fn len(&self) -> u64 {
         self.queue.len() as u64 + self.spooled
     }
 
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Bytes ever moved to the spool file.
-    pub(crate) fn spooled_in_all(&self) -> u64 {
+    pub fn spooled_in_all(&self) -> u64 {
         self.spooled_in_all
     }
 
     /// Bytes kept in memory.
-    pub(crate) fn in_memory(&self) -> usize {
+    pub fn in_memory(&self) -> usize {
         self.queue.len()
     }
 
     /// Move the queue to the spool file (made on first use).
-    pub(crate) fn spool(&mut self) -> io::Result<()> {
+    pub fn spool(&mut self) -> io::Result<()> {
         if self.queue.is_empty() {
             return Ok(());
         }
@@ -52,11 +68,7 @@ impl Kept {
 
     /// Hand every spooled entry to `f`, oldest first, reading the file `chunk` bytes at
     /// a time, then empty it (the queue in memory is the caller's, after these).
-    pub(crate) fn take_spooled(
-        &mut self,
-        chunk: usize,
-        mut f: impl FnMut(&[u8]),
-    ) -> io::Result<()> {
+    pub fn take_spooled(&mut self, chunk: usize, mut f: impl FnMut(&[u8])) -> io::Result<()> {
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -100,7 +112,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Hand each whole entry at the start of `buf` to `f`; the bytes used.
-pub(crate) fn entries(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
+pub fn entries(buf: &[u8], mut f: impl FnMut(&[u8])) -> usize {
     let mut rest = buf;
     while let Some((len, tail)) = rest.split_first_chunk::<4>() {
         let len = u32::from_ne_bytes(*len) as usize;
@@ -135,7 +147,7 @@ mod tests {
             }
         }
         assert_eq!(k.in_memory(), 0);
-        assert!(k.len() > 0);
+        assert!(!k.is_empty());
         let mut got = Vec::new();
         // A chunk smaller than most entries: each is carried over chunk ends.
         k.take_spooled(64, |e| got.push(e.to_vec())).unwrap();
