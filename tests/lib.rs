@@ -280,7 +280,7 @@ pub fn json_records(text: &str) -> Vec<dcg_calls::saved_format::CallRecord> {
 /// The ids of the calls a context switch made inside a traced tree, with what they called.
 /// `__schedule` is notrace, so the calls it makes sit right under the call the task was
 /// switched out in: a run of siblings from `rcu_note_context_switch` to
-/// `finish_task_switch`. They are the switch's, not that call's (and function_graph
+/// `finish_task_switch` (or to the first inline frame). They are the switch's, not that call's (and function_graph
 /// records them only sometimes).
 pub fn context_switch_calls(
     calls: &[dcg_calls::saved_format::CallRecord],
@@ -297,6 +297,9 @@ pub fn context_switch_calls(
         kids.sort_by_key(|c| c.id);
         let mut in_switch = false;
         for c in kids.iter() {
+            // An inline frame is the switched-out call's own code: the task is back (the
+            // switch's `finish_task_switch` can go unrecorded, as a missed call).
+            in_switch &= c.inline.is_none();
             in_switch |= c.func == "rcu_note_context_switch";
             if in_switch {
                 todo.push(c.id);
