@@ -228,6 +228,90 @@ pub fn interrupt_calls_have_their_context(
     }
 }
 
+/// `--deref` in the BPF engine (bpf-debian.sh's "deref" sections): do_sys_openat2's
+/// `how` shows the struct open_how the program's openat made (the kernel adds O_LARGEFILE
+/// to the flags); every vfs_read below ksys_read shows its struct file with a read-only
+/// open's `f_flags` (O_LARGEFILE) and, two levels deep, the structs its members point to;
+/// the function_graph engine refuses. And the flag names of `--args`: a `gfp_t`
+/// parameter is named as the member `--fields` read from the same register (the
+/// "fields" section's kmem_cache_alloc_noprof calls).
+pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
+    const O_LARGEFILE: u64 = 0o100000;
+    must(
+        section(text, "deref"),
+        "deref",
+        &[
+            "rc=0",
+            "read rc=0",
+            "dcg: --deref needs the BPF engine",
+            "fgraph rc=1",
+        ],
+    );
+    let opened = section(text, "deref-json");
+    let said = opened
+        .lines()
+        .find_map(|l| l.strip_prefix("open flags="))
+        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{opened}"));
+    let number = |s: &str| -> u64 { s.split(' ').next().unwrap().parse().unwrap() };
+    let (flags, mode) = (number(said), number(said.split_once("mode=").unwrap().1));
+    let calls = crate::json_records(opened);
+    let open = calls
+        .iter()
+        .find(|c| c.func == "do_sys_openat2" && c.depth == 0)
+        .unwrap_or_else(|| panic!("{kernel}: no do_sys_openat2:\n{opened}"));
+    let how = open
+        .args
+        .iter()
+        .find(|a| a.name == "how")
+        .map(|a| a.value.as_str())
+        .unwrap_or_else(|| panic!("{kernel}: no how in {:?}", open.args));
+    let want = format!("{{flags={}, mode={mode}, resolve=0}}", flags | O_LARGEFILE);
+    assert!(
+        how.starts_with("(struct open_how *)0xff") && how.ends_with(&want),
+        "{kernel}: how={how}, want (struct open_how *)0x…{want}"
+    );
+    let reads: Vec<_> = crate::json_records(section(text, "deref-read"))
+        .into_iter()
+        .filter(|c| c.func == "vfs_read")
+        .collect();
+    assert!(!reads.is_empty(), "{kernel}: no vfs_read under ksys_read");
+    for r in &reads {
+        let file = r
+            .args
+            .iter()
+            .find(|a| a.name == "file")
+            .map(|a| a.value.as_str());
+        let file = file.unwrap_or_else(|| panic!("{kernel}: no file in {:?}", r.args));
+        assert!(
+            file.starts_with("(struct file *)0xff")
+                && file.contains(&format!(", f_flags={O_LARGEFILE},"))
+                // The second level: f_mapping's struct, in full; the pointers after it
+                // left unfollowed by the 512-byte cap (`…`).
+                && file.contains("f_mapping=(struct address_space *)0xff")
+                && file.contains("…"),
+            "{kernel}: file={file}"
+        );
+    }
+    // A gfp_t parameter, named by the kernel's tables, as the field of the same name is.
+    let allocs: Vec<_> = crate::json_records(section(text, "fields-json"))
+        .into_iter()
+        .filter(|c| c.func == "kmem_cache_alloc_noprof")
+        .collect();
+    assert!(!allocs.is_empty(), "{kernel}: no kmem_cache_alloc_noprof");
+    for c in &allocs {
+        let gfp: Vec<&str> = c
+            .args
+            .iter()
+            .filter(|a| a.name == "gfpflags")
+            .map(|a| a.value.as_str())
+            .collect();
+        assert!(
+            gfp.len() == 2 && gfp[0] == gfp[1] && gfp[0].starts_with("GFP_"),
+            "{kernel}: the parameter and the field: {gfp:?}"
+        );
+    }
+}
+
 /// `--fields` in the BPF engine (bpf-debian.sh's "fields" sections): do_sys_openat2's
 /// `how->flags` and `how->mode` are what the program passed to openat (the kernel adds
 /// O_LARGEFILE to the flags), its file name the one it passed; every vfs_read below

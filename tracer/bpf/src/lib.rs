@@ -38,7 +38,8 @@ pub use footprint::Footprint;
 pub use peek::KernelPeek;
 pub use records::{ctx, Record, CALLERS_MAX, FIELDS_MAX, INLINE_STACK, STACK_WORDS, STR_MAX};
 pub use settings::{
-    CondOp, CondTest, FieldFetch, FuncFields, RootCond, Target, Tasks, COND_TESTS, FIELD_HOPS,
+    CondOp, CondTest, DerefRead, FieldFetch, FuncDerefs, FuncFields, RootCond, Target, Tasks,
+    COND_TESTS, DEREF_BYTES, DEREF_HOPS, DEREF_ITEMS, FIELD_HOPS,
 };
 
 use skel::capture::{CaptureSkel, CaptureSkelBuilder};
@@ -189,6 +190,12 @@ fn load(mode: Mode, targets: &[Target], inlines: bool) -> Result<CaptureSkel<'st
         .plans
         .set_max_entries((2 * planned).max(16))
         .map_err(libbpf("sizing the plan map"))?;
+    // Reads for both entry addresses of each function whose structs are read.
+    let derefs = targets.iter().filter(|t| t.derefs).count() as u32;
+    open.maps
+        .derefs
+        .set_max_entries((2 * derefs).max(16))
+        .map_err(libbpf("sizing the deref map"))?;
     // Task state is an array indexed by thread id.
     open.maps
         .active
@@ -288,6 +295,14 @@ impl Loaded {
                     .fields
                     .update(&addr.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the members to read"))?;
+            }
+        }
+        for f in tasks.derefs {
+            for addr in [f.addr, f.addr - ENDBR_LEN] {
+                skel.maps
+                    .derefs
+                    .update(&addr.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
+                    .map_err(libbpf("filling the structs to read"))?;
             }
         }
         if let Some(procs) = procs {

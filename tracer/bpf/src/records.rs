@@ -15,6 +15,9 @@ const REC_INLINE: u32 = 6;
 const REC_LOSS: u32 = 7;
 const REC_CALLERS: u32 = 8;
 const REC_FIELDS: u32 = 9;
+const REC_DEREF: u32 = 10;
+/// Bytes before a deref record's data.
+const DEREF_HEAD: usize = 24;
 /// Most members one function's fields record carries (`--fields`).
 pub const FIELDS_MAX: usize = 8;
 /// A record's first word carries its length in the upper half.
@@ -84,6 +87,16 @@ struct FieldsRec {
     ok: u32,
     n: u32,
     v: [u64; FIELDS_MAX],
+}
+
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct DerefHead {
+    kind: u32,
+    tid: u32,
+    item: u32,
+    len: i32,
+    addr: u64,
 }
 
 #[derive(FromBytes, KnownLayout, Immutable)]
@@ -248,6 +261,18 @@ pub enum Record<'a> {
         /// The values, zero-extended.
         values: [u64; FIELDS_MAX],
     },
+    /// One read `--deref` made at the task's latest entry: item `item` of the function's
+    /// reads, made at `addr`.
+    Deref {
+        /// Thread id.
+        tid: u32,
+        /// Which of the function's reads.
+        item: u32,
+        /// Where it was read.
+        addr: u64,
+        /// The bytes; None when the read faulted.
+        bytes: Option<&'a [u8]>,
+    },
 }
 
 /// The records of one ring-buffer entry (a batch): each begins with a word whose upper
@@ -334,6 +359,19 @@ impl<'a> Record<'a> {
                     n: (r.n as usize).min(FIELDS_MAX),
                     ok: r.ok,
                     values: r.v,
+                })
+            }
+            REC_DEREF => {
+                let (r, _) = DerefHead::read_from_prefix(data).ok()?;
+                let bytes = match usize::try_from(r.len) {
+                    Ok(n) => Some(data.get(DEREF_HEAD..DEREF_HEAD.checked_add(n)?)?),
+                    Err(_) => None,
+                };
+                Some(Record::Deref {
+                    tid: r.tid,
+                    item: r.item,
+                    addr: r.addr,
+                    bytes,
                 })
             }
             REC_CALLERS => {
@@ -474,6 +512,30 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert_eq!(Record::parse(&f[..40]), None, "truncated fields record");
+        // A deref record: kind 10, tid, item, len, addr, then len bytes (the record
+        // padded to 8).
+        let mut d = vec![0u8; 24 + 16];
+        d[0..4].copy_from_slice(&10u32.to_ne_bytes());
+        d[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        d[8..12].copy_from_slice(&3u32.to_ne_bytes());
+        d[12..16].copy_from_slice(&12i32.to_ne_bytes());
+        d[16..24].copy_from_slice(&0xffff_8880_0000_1000u64.to_ne_bytes());
+        d[24..36].copy_from_slice(b"hello, world");
+        assert_eq!(
+            Record::parse(&d),
+            Some(Record::Deref {
+                tid: 42,
+                item: 3,
+                addr: 0xffff_8880_0000_1000,
+                bytes: Some(b"hello, world")
+            })
+        );
+        assert_eq!(Record::parse(&d[..30]), None, "bytes past the record");
+        d[12..16].copy_from_slice(&(-14i32).to_ne_bytes());
+        assert!(matches!(
+            Record::parse(&d),
+            Some(Record::Deref { bytes: None, .. })
+        ));
         let mut s = vec![0u8; 16 + STR_MAX];
         s[0..4].copy_from_slice(&3u32.to_ne_bytes());
         s[8..12].copy_from_slice(&1u32.to_ne_bytes());

@@ -11,6 +11,9 @@ const PLAN_ROOT: u32 = 1 << 8;
 const PLAN_STACK: u32 = 1 << 9;
 /// Plan bit: members are read at entry (`--fields`: a fields record follows entries).
 const PLAN_FIELDS: u32 = 1 << 10;
+/// Plan bit: structs are read behind pointer parameters (`--deref`: deref records follow
+/// entries).
+const PLAN_DEREF: u32 = 1 << 11;
 /// A function to attach to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -24,6 +27,8 @@ pub struct Target {
     pub stack: bool,
     /// Members are read at entry ([`Tasks::fields`] says which).
     pub fields: bool,
+    /// Structs are read at entry ([`Tasks::derefs`] says which).
+    pub derefs: bool,
 }
 
 impl Target {
@@ -32,6 +37,7 @@ impl Target {
             | if self.root { PLAN_ROOT } else { 0 }
             | if self.stack { PLAN_STACK } else { 0 }
             | if self.fields { PLAN_FIELDS } else { 0 }
+            | if self.derefs { PLAN_DEREF } else { 0 }
     }
 }
 
@@ -52,6 +58,9 @@ pub struct Tasks<'a> {
     /// The members read at functions' entries (`--fields`); their targets say
     /// [`Target::fields`].
     pub fields: &'a [FuncFields],
+    /// The structs read at functions' entries (`--deref`); their targets say
+    /// [`Target::derefs`].
+    pub derefs: &'a [FuncDerefs],
 }
 
 /// Most pointers a member's path follows (the program's `FIELD_HOPS`).
@@ -95,6 +104,63 @@ impl FuncFields {
             for (k, o) in offsets.iter().enumerate() {
                 v[at + 4 + 4 * k..at + 8 + 4 * k].copy_from_slice(&o.to_ne_bytes());
             }
+        }
+        v
+    }
+}
+
+/// Most reads of one function's structs (the program's `DEREF_ITEMS`).
+pub const DEREF_ITEMS: usize = 8;
+/// Most bytes one read copies (the program's `DEREF_BYTES`): a longer struct takes
+/// several reads, each at the address of the one before plus this.
+pub const DEREF_BYTES: u32 = 480;
+
+/// Most pointers one read follows from its register (the program's `DEREF_HOPS`).
+pub const DEREF_HOPS: usize = 3;
+
+/// The structs read behind a function's pointer parameters at its entry, each read a
+/// deref record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FuncDerefs {
+    /// The function's address (`available_filter_functions_addrs`).
+    pub addr: u64,
+    /// The reads, at most [`DEREF_ITEMS`], in order.
+    pub reads: Vec<DerefRead>,
+}
+
+/// One read: from argument register `reg` (System V order), through the pointer stored
+/// at each of `hops` offsets in turn (a NULL or error pointer, or a faulting read, reads
+/// nothing), `len` bytes at the address reached plus `add`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DerefRead {
+    /// The argument register.
+    pub reg: u8,
+    /// Byte offsets of the pointers followed (at most [`DEREF_HOPS`]).
+    pub hops: Vec<i32>,
+    /// Added to the address reached.
+    pub add: i32,
+    /// Bytes to copy (at most [`DEREF_BYTES`]).
+    pub len: u32,
+}
+
+impl FuncDerefs {
+    /// The program's `struct deref_items`: n (u32), pad (u32), then per read reg, hops
+    /// (u8 each), pad (u16), DEREF_HOPS offsets (i32), add (i32), len (u32); native byte
+    /// order.
+    pub(crate) fn bytes(&self) -> [u8; 8 + 24 * DEREF_ITEMS] {
+        let mut v = [0u8; 8 + 24 * DEREF_ITEMS];
+        let reads = &self.reads[..self.reads.len().min(DEREF_ITEMS)];
+        v[0..4].copy_from_slice(&(reads.len() as u32).to_ne_bytes());
+        for (i, r) in reads.iter().enumerate() {
+            let at = 8 + 24 * i;
+            let hops = &r.hops[..r.hops.len().min(DEREF_HOPS)];
+            v[at] = r.reg;
+            v[at + 1] = hops.len() as u8;
+            for (k, o) in hops.iter().enumerate() {
+                v[at + 4 + 4 * k..at + 8 + 4 * k].copy_from_slice(&o.to_ne_bytes());
+            }
+            v[at + 16..at + 20].copy_from_slice(&r.add.to_ne_bytes());
+            v[at + 20..at + 24].copy_from_slice(&r.len.min(DEREF_BYTES).to_ne_bytes());
         }
         v
     }

@@ -265,6 +265,11 @@ impl<'a> Decoder<'a> {
         self.pipe.tree_mut().funcs.set_pointer_names(names);
     }
 
+    /// Name the values of the integer typedefs `tables` has (`gfp_t`: `GFP_KERNEL`).
+    pub fn set_flag_tables(&mut self, tables: std::rc::Rc<crate::funcs::FlagTables>) {
+        self.pipe.tree_mut().funcs.set_flag_tables(tables);
+    }
+
     /// Give every call from binary records ([`Decoder::feed_record`]) the context it ran
     /// in (task, irq, softirq, NMI: its records' flags), and mark where an interrupt
     /// subtree begins and ends inside a task's tree.

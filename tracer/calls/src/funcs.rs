@@ -3,6 +3,8 @@
 //! and how its return value and each parameter are rendered (`Render`). A small
 //! direct-mapped cache of recent names spares most text lines even the hash lookup.
 
+use std::rc::Rc;
+
 use sigdb::{Function, Type, TypeKind};
 
 use dcg_dbset::symbols::SymbolMap;
@@ -81,12 +83,34 @@ struct Render<'a> {
     /// Whether a pointer of this type points to a function (`None`: not known from the
     /// type, e.g. `void *`): decides `name` against `&name`.
     to_func: Option<bool>,
+    /// An integer typedef the kernel's flag tables name values of (`gfp_t`): the tables,
+    /// the typedef chain, and the integer type.
+    flags: Option<(Rc<FlagTables>, Vec<&'a str>, Type<'a>)>,
+}
+
+/// The kernel's flag tables (`dcg-kflags`), which name some typedefs' values.
+pub use dcg_kflags::FlagTables;
+
+/// What values are named by besides their types: pointers by the symbols they land on,
+/// integer typedefs' values by the kernel's flag tables.
+#[derive(Clone, Default)]
+struct Namers<'a> {
+    names: Option<&'a SymbolMap>,
+    flags: Option<Rc<FlagTables>>,
 }
 
 impl<'a> Render<'a> {
-    fn new(ty: Type<'a>, names: Option<&'a SymbolMap>) -> Render<'a> {
+    fn new(ty: Type<'a>, namers: &Namers<'a>) -> Render<'a> {
         let resolved = ty.resolve();
+        let names = namers.names;
+        let flags = namers.flags.as_ref().and_then(|tables| {
+            let (chain, int) = dcg_render::typedefs::int_typedef_chain(ty)?;
+            tables
+                .knows(&chain)
+                .then(|| (Rc::clone(tables), chain, int))
+        });
         Render {
+            flags,
             ty,
             resolved,
             pointer: matches!(
@@ -130,6 +154,13 @@ impl<'a> Render<'a> {
     // `push_arg` / `ret_into`, a call per rendered value (about 1% more instructions).
     #[inline(always)]
     fn push(&self, out: &mut String, text: &str, raw: u64, role: Role) -> bool {
+        if let Some((tables, chain, int)) = &self.flags {
+            let v = dcg_render::truncate(raw, int.size(), int.is_signed());
+            if let Some(named) = tables.render(chain.iter().copied(), v) {
+                out.push_str(&named);
+                return true;
+            }
+        }
         if let (true, Some(names)) = (self.pointer && pointer_is_hex(raw), self.names) {
             if let Some(name) = names.pointer_text_as(raw, self.to_func) {
                 out.push_str(&name);
@@ -152,7 +183,7 @@ impl<'a> Render<'a> {
 }
 
 impl<'a> FuncInfo<'a> {
-    fn new(name: String, func: Option<Function<'a>>, names: Option<&'a SymbolMap>) -> FuncInfo<'a> {
+    fn new(name: String, func: Option<Function<'a>>, names: &Namers<'a>) -> FuncInfo<'a> {
         let ret = func.map(|f| Render::new(f.ret(), names));
         let mut params: Vec<ParamInfo<'a>> = Vec::new();
         for p in func.iter().flat_map(|f| f.params()) {
@@ -420,7 +451,7 @@ pub struct FuncTable<'a> {
     /// A direct-mapped cache of `ids` for names without a module (checked by name).
     recent: Box<[FuncId; RECENT]>,
     funcs: Vec<FuncInfo<'a>>,
-    names: Option<&'a SymbolMap>,
+    namers: Namers<'a>,
 }
 
 impl<'a> FuncTable<'a> {
@@ -436,19 +467,26 @@ impl<'a> FuncTable<'a> {
             ids: FxHashMap::default(),
             recent: Box::new([FuncId::MAX; RECENT]),
             funcs: Vec::new(),
-            names: None,
+            namers: Namers::default(),
         }
     }
 
     /// Name pointers that land on a symbol of `names` (kallsyms: `&init_user_ns`,
     /// `__d_free`) in the functions interned from now on.
     pub fn set_pointer_names(&mut self, names: &'a SymbolMap) {
-        self.names = Some(names);
+        self.namers.names = Some(names);
     }
 
     /// The names pointers are given ([`FuncTable::set_pointer_names`]), if any.
     pub fn pointer_names(&self) -> Option<&'a SymbolMap> {
-        self.names
+        self.namers.names
+    }
+
+    /// Name the values of the integer typedefs `tables` has (the kernel's `gfp_t`:
+    /// `GFP_KERNEL|__GFP_ZERO`), as the kernel's trace events print them, in the
+    /// functions' parameters and return values interned from now on.
+    pub fn set_flag_tables(&mut self, tables: Rc<FlagTables>) {
+        self.namers.flags = Some(tables);
     }
 
     /// The function of `id`.
@@ -465,7 +503,7 @@ impl<'a> FuncTable<'a> {
             return id;
         }
         let id = self.funcs.len() as FuncId;
-        let mut info = FuncInfo::new(key.to_string(), Some(func), self.names);
+        let mut info = FuncInfo::new(key.to_string(), Some(func), &self.namers);
         info.module_label = module.map(str::to_string);
         self.funcs.push(info);
         self.ids.insert(key.to_string(), id);
@@ -502,7 +540,7 @@ impl<'a> FuncTable<'a> {
         let id = self.funcs.len() as u32;
         let func = self.set.find(name, module);
         self.funcs
-            .push(FuncInfo::new(key.to_string(), func, self.names));
+            .push(FuncInfo::new(key.to_string(), func, &self.namers));
         self.ids.insert(key.to_string(), id);
         id
     }

@@ -73,6 +73,9 @@ pub enum ArgsIn<'e> {
         /// Values shown after the parameters, already rendered: (name, text), the
         /// members `--fields` read.
         members: &'e [(String, String)],
+        /// Parameters shown with the data behind them, already rendered: (name, text),
+        /// in place of the pointer (`--deref`).
+        derefs: &'e [(String, String)],
     },
 }
 

@@ -51,17 +51,6 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         (true, _) if opts.comm.is_some() || opts.cgroup.is_some() => anyhow::bail!(
             "--comm and --cgroup select kernel tasks; user space traces the command or -p PID"
         ),
-        (false, _)
-            if opts
-                .derefs
-                .iter()
-                .any(|d| matches!(d, dcg_live::options::DerefRequest::Members { .. })) =>
-        {
-            anyhow::bail!(
-                "--deref: kernel functions' structs are not read yet (user-space functions' \
-                 are; --fields reads a kernel function's members)"
-            )
-        }
         (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
             "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
              takes fgraph or bpf"

@@ -108,7 +108,9 @@ pub struct TraceArgs {
     pub fields: Vec<String>,
     /// Show pointer arguments to structs and unions with their members, C initializer
     /// style (`c=&conf{port=8080, name="dcg", in={a=7}}`), N levels of pointers deep (1 by
-    /// default, at most 3; `=` required: `--deref=2`). Implies --args. User space.
+    /// default, at most 3; `=` required: `--deref=2`). Implies --args. Kernel functions:
+    /// the BPF engine, each pointer parameter in an argument register, at most 8 reads of
+    /// 480 bytes a function.
     #[arg(
         long,
         value_name = "N",

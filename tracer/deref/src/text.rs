@@ -133,17 +133,7 @@ impl Renderer<'_> {
 
     /// The engine's text for an integer of a typedef (kernel flags), `ty` unresolved.
     fn typedef_text(&self, ty: Type<'_>, raw: u64) -> Option<String> {
-        let mut names = Vec::new();
-        let mut t = ty;
-        while matches!(t.kind(), TypeKind::Typedef | TypeKind::Qualified) && names.len() < 16 {
-            if t.kind() == TypeKind::Typedef {
-                names.push(t.name());
-            }
-            t = t.target()?;
-        }
-        if names.is_empty() || !matches!(t.kind(), TypeKind::Int | TypeKind::Char) {
-            return None;
-        }
+        let (names, t) = dcg_render::typedefs::int_typedef_chain(ty)?;
         let v = dcg_render::truncate(raw, t.size(), t.is_signed());
         self.syms.typedef_text(&names, v)
     }

@@ -238,6 +238,14 @@ impl FlagTables {
         octal.then(|| format!("0{value:o}"))
     }
 
+    /// Whether [`FlagTables::render`] names values of a type whose typedef chain is
+    /// `names` (a table, or the `umode_t` rule).
+    pub fn knows(&self, names: &[&str]) -> bool {
+        names
+            .iter()
+            .any(|n| *n == "umode_t" || self.by_type.contains_key(*n))
+    }
+
     /// The typedefs that have a table, sorted.
     pub fn types(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.by_type.keys().map(String::as_str).collect();

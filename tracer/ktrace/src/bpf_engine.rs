@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use dcg_live::process::Child;
 use dcg_live::tracefs;
 
 use crate::bpf_feed::{site_index, Feed};
+use crate::derefs::KernelDerefs;
 use crate::error::{KtraceError, Result};
 use crate::fields::KernelFields;
 use crate::funcs::Site;
@@ -103,11 +105,12 @@ fn fetch_plan(set: &DbSet, name: &str) -> (u8, bool) {
 }
 
 /// The targets: every site but those `notrace` globs name, roots marked; strings and
-/// stack words asked for when arguments are shown, members where `fields` reads some.
+/// stack words asked for when arguments are shown, members where `fields` reads some,
+/// structs where `derefs` does.
 fn targets(
     sites: &[Site],
     roots: &[String],
-    (set, fields): (&DbSet, &KernelFields<'_>),
+    (set, fields, derefs): (&DbSet, &KernelFields<'_>, &KernelDerefs<'_>),
     args: bool,
     notrace: &[String],
 ) -> Vec<Target> {
@@ -133,6 +136,7 @@ fn targets(
                 strings,
                 stack,
                 fields: fields.by_func.contains_key(&s.name),
+                derefs: derefs.by_func.contains_key(&s.name),
             }
         })
         .collect()
@@ -147,6 +151,20 @@ fn site_fields(sites: &[Site], fields: &KernelFields<'_>) -> Vec<dcg_bpf::FuncFi
             Some(dcg_bpf::FuncFields {
                 addr: s.addr,
                 fetches: reads.iter().map(|r| r.fetch.clone()).collect(),
+            })
+        })
+        .collect()
+}
+
+/// What the program reads at each site of the functions `derefs` names (`--deref`).
+fn site_derefs(sites: &[Site], derefs: &KernelDerefs<'_>) -> Vec<dcg_bpf::FuncDerefs> {
+    sites
+        .iter()
+        .filter_map(|s| {
+            let fd = derefs.by_func.get(&s.name)?;
+            Some(dcg_bpf::FuncDerefs {
+                addr: s.addr,
+                reads: fd.reads.clone(),
             })
         })
         .collect()
@@ -334,7 +352,7 @@ pub(crate) fn attach<'p>(
     let mut targets = targets(
         sites,
         &plan.roots,
-        (plan.dbs, &plan.fields),
+        (plan.dbs, &plan.fields, &plan.derefs),
         plan.session.values.args,
         &plan.notrace,
     );
@@ -423,6 +441,11 @@ pub(crate) fn run(
     let set = plan.dbs;
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
+    // Values of the typedefs the kernel's events print by name (`gfp_t`), so named.
+    let flags = plan.flag_tables();
+    if let Some(t) = &flags {
+        funcs.set_flag_tables(Rc::clone(t));
+    }
     let session = &plan.session;
     let mut tree = CallTree::new(funcs, Shape::Flat, session.depth);
     tree.show_inline_frames(session.inline_frames && set.has_inline_instances());
@@ -432,14 +455,10 @@ pub(crate) fn run(
         probed,
         (sites, site_at),
         kallsyms,
-        (session.values, &plan.fields),
+        (session.values, &plan.fields, &plan.derefs),
     );
-    if !plan.fields.is_empty() {
-        // Members of the typedefs the kernel's events print by name (`gfp_t`), so named.
-        match dcg_kflags::FlagTables::read_events(&plan.tracefs.join("events")) {
-            Ok(t) => feed.name_flags(t),
-            Err(e) => debug(format_args!("no flag tables: {e}")),
-        }
+    if let Some(t) = flags {
+        feed.name_flags(t);
     }
     notify(Notice::Tracing {
         functions: plan.roots.len(),
@@ -562,6 +581,7 @@ fn load_and_attach<'i>(
             ));
             let conds = root_conds(plan, sites);
             let fields = site_fields(sites, &plan.fields);
+            let derefs = site_derefs(sites, &plan.derefs);
             let tasks = dcg_bpf::Tasks {
                 procs,
                 comm: plan.tasks.comm.as_deref(),
@@ -569,6 +589,7 @@ fn load_and_attach<'i>(
                 conds: &conds,
                 stacks: plan.session.stack,
                 fields: &fields,
+                derefs: &derefs,
             };
             loaded.attach(targets, &probe_addrs, &tasks)
         });
@@ -816,10 +837,11 @@ mod decode_speed {
         // take 25-35 times as long).
         let t = Instant::now();
         let none = KernelFields::default();
+        let no_derefs = KernelDerefs::default();
         let plans = targets(
             &sites,
             &["do_faccessat".to_string()],
-            (&set, &none),
+            (&set, &none, &no_derefs),
             true,
             &[],
         );
@@ -876,12 +898,13 @@ mod decode_speed {
         };
         let pipe = Pipeline::new(tree, Outputs::open(spec).unwrap());
         let none = KernelFields::default();
+        let no_derefs = KernelDerefs::default();
         let mut feed = Feed::new(
             pipe,
             Vec::new(),
             (&sites, site_at),
             kallsyms,
-            (values, &none),
+            (values, &none, &no_derefs),
         );
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(path(if text_output { ".txt" } else { ".json" })).unwrap(),

@@ -16,6 +16,7 @@ use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
 use dcg_live::plan::Values;
 
+use crate::derefs::KernelDerefs;
 use crate::fields::KernelFields;
 use crate::funcs::Site;
 
@@ -60,6 +61,9 @@ struct Pending {
     stack: Option<[u64; dcg_bpf::STACK_WORDS]>,
     /// The members `--fields` read, rendered: (path, text).
     members: Vec<(String, String)>,
+    /// The reads `--deref` made: (item, address, range in `deref_bytes`).
+    deref_reads: Vec<(u32, u64, std::ops::Range<usize>)>,
+    deref_bytes: Vec<u8>,
     ctx: u8,
 }
 
@@ -126,9 +130,13 @@ pub(crate) struct Feed<'a> {
     retvals: bool,
     /// `--fields`: what each function's fields records hold.
     fields: &'a KernelFields<'a>,
+    /// `--deref`: what each function's deref records hold.
+    derefs: &'a KernelDerefs<'a>,
+    /// `--deref`: the parameters rendered with their data, for the entry being flushed.
+    derefs_shown: Vec<(String, String)>,
     /// `--fields`: the kernel's flag tables, which name members of typedefs its events
     /// print by name (`gfp_t`).
-    flags: Option<dcg_kflags::FlagTables>,
+    flags: Option<Rc<dcg_kflags::FlagTables>>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
     pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
@@ -142,7 +150,7 @@ impl<'a> Feed<'a> {
         inlines: Vec<sigdb::Instance<'a>>,
         (sites, site_at): (&'a [Site], FxHashMap<u64, u32>),
         kallsyms: Kallsyms,
-        (values, fields): (Values, &'a KernelFields<'a>),
+        (values, fields, derefs): (Values, &'a KernelFields<'a>, &'a KernelDerefs<'a>),
     ) -> Self {
         Feed {
             inline_frames: pipe.tree().inline_frames(),
@@ -157,6 +165,8 @@ impl<'a> Feed<'a> {
             tgids: FxHashMap::default(),
             callsites: FxHashMap::default(),
             fields,
+            derefs,
+            derefs_shown: Vec::new(),
             flags: None,
             args: values.args,
             retvals: values.retvals,
@@ -276,6 +286,18 @@ impl<'a> Feed<'a> {
                 }
             }
             Record::Fields { tid, n, ok, values } => self.members(tid, &values[..n], ok),
+            Record::Deref {
+                tid,
+                item,
+                addr,
+                bytes,
+            } => {
+                if let (Some(p), Some(b)) = (self.pending.get_mut(&tid).filter(|p| p.open), bytes) {
+                    let at = p.deref_bytes.len();
+                    p.deref_bytes.extend_from_slice(b);
+                    p.deref_reads.push((item, addr, at..p.deref_bytes.len()));
+                }
+            }
             Record::Entry {
                 tid,
                 tgid,
@@ -291,6 +313,8 @@ impl<'a> Feed<'a> {
                 let p = self.pending.entry(tid).or_default();
                 p.strings.clear();
                 p.members.clear();
+                p.deref_reads.clear();
+                p.deref_bytes.clear();
                 *p = Pending {
                     open: true,
                     tid,
@@ -302,6 +326,8 @@ impl<'a> Feed<'a> {
                     strings: std::mem::take(&mut p.strings),
                     stack: None,
                     members: std::mem::take(&mut p.members),
+                    deref_reads: std::mem::take(&mut p.deref_reads),
+                    deref_bytes: std::mem::take(&mut p.deref_bytes),
                     ctx,
                 };
             }
@@ -333,7 +359,7 @@ impl<'a> Feed<'a> {
     }
 
     /// Name the members of the typedefs `tables` has (`gfp_t`: `GFP_KERNEL`).
-    pub(crate) fn name_flags(&mut self, tables: dcg_kflags::FlagTables) {
+    pub(crate) fn name_flags(&mut self, tables: Rc<dcg_kflags::FlagTables>) {
         self.flags = Some(tables);
     }
 
@@ -349,7 +375,7 @@ impl<'a> Feed<'a> {
         };
         let symbols = KernelSymbols {
             names: self.pipe.tree().funcs.pointer_names(),
-            flags: self.flags.as_ref(),
+            flags: self.flags.as_deref(),
         };
         let mut members = Vec::with_capacity(reads.len());
         for (i, (r, v)) in reads.iter().zip(values).enumerate() {
@@ -377,6 +403,46 @@ impl<'a> Feed<'a> {
         }
     }
 
+    /// The parameters of `tid`'s entry waiting that `--deref` read behind, rendered with
+    /// their data into `derefs_shown`.
+    fn render_derefs(&mut self, tid: u32, name: &str) {
+        self.derefs_shown.clear();
+        let (Some(p), Some(fd)) = (self.pending.get(&tid), self.derefs.by_func.get(name)) else {
+            return;
+        };
+        let symbols = KernelSymbols {
+            names: self.pipe.tree().funcs.pointer_names(),
+            flags: self.flags.as_deref(),
+        };
+        for (i, param) in fd.params.iter().enumerate() {
+            // This parameter's reads, one block per run of contiguous bytes.
+            let mut memory = dcg_deref::Blocks::default();
+            for (item, addr, range) in &p.deref_reads {
+                if fd.owner.get(*item as usize) != Some(&i) {
+                    continue;
+                }
+                let bytes = &p.deref_bytes[range.clone()];
+                match memory.0.last_mut() {
+                    Some((a, b)) if a.wrapping_add(b.len() as u64) == *addr => {
+                        b.extend_from_slice(bytes)
+                    }
+                    _ => memory.0.push((*addr, bytes.to_vec())),
+                }
+            }
+            let mut text = String::new();
+            dcg_deref::render_deref(
+                &mut text,
+                param.ty,
+                p.args[param.reg],
+                &param.plan,
+                &memory,
+                &symbols,
+                dcg_render::Role::Arg,
+            );
+            self.derefs_shown.push((param.name.clone(), text));
+        }
+    }
+
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {
         let Some(p) = self.pending.get_mut(&tid).filter(|p| p.open) else {
             return Ok(());
@@ -384,6 +450,9 @@ impl<'a> Feed<'a> {
         p.open = false;
         let (ip, callsite) = (p.ip, p.callsite);
         let (id, name, module) = self.func(ip);
+        if self.args && !self.derefs.is_empty() {
+            self.render_derefs(tid, &name);
+        }
         let comm = self.comm(tid);
         let (described, located) = self.callsite(callsite);
         let callsite = if self.retvals { described } else { None };
@@ -404,6 +473,7 @@ impl<'a> Feed<'a> {
                 strings: &p.strings,
                 stack: p.stack.as_ref().map_or(&[], |w| &w[..]),
                 members: &p.members,
+                derefs: &self.derefs_shown,
             }
         } else {
             ArgsIn::None

@@ -52,12 +52,12 @@ pub enum KtraceError {
          use --engine bpf"
     )]
     StackNeedsBinary(&'static str),
-    /// `--fields` with the function_graph engine.
+    /// `--fields` or `--deref` (the option named) with the function_graph engine.
     #[error(
-        "--fields needs the BPF engine (the function_graph engine does not read members \
-         yet): leave out --engine fgraph"
+        "{0} needs the BPF engine (the function_graph engine does not read members yet): \
+         leave out --engine fgraph"
     )]
-    FieldsNeedBpf,
+    FieldsNeedBpf(&'static str),
     /// A `--fields` path refused.
     #[error("--fields: {0}")]
     Fields(String),

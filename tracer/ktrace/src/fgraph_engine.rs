@@ -418,6 +418,9 @@ impl<'s> Setup<'s> {
         };
         let mut dec = Decoder::with_outputs(self.set, opts, outputs);
         dec.set_pointer_names(pointer_names);
+        if let Some(t) = plan.flag_tables() {
+            dec.set_flag_tables(t);
+        }
         dec.mark_contexts();
         Ok(dec)
     }

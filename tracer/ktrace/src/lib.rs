@@ -14,6 +14,7 @@
 pub mod bpf_engine;
 mod bpf_feed;
 pub mod callees;
+pub mod derefs;
 mod error;
 mod features;
 pub mod fgraph_engine;

@@ -56,7 +56,7 @@ pub enum EngineReason {
     /// `--stack`: the BPF program takes the kernel stack at a root's entry, one helper
     /// call (function_graph adds a function probe and its records).
     Stack,
-    /// `--fields`: only the BPF program reads members at a call's entry.
+    /// `--fields` or `--deref`: only the BPF program reads members at a call's entry.
     Fields,
 }
 
@@ -118,6 +118,8 @@ pub struct KernelPlan<'db> {
     pub select: Option<Rc<TreeFilter>>,
     /// `--fields`: the members the BPF program reads at functions' entries.
     pub fields: crate::fields::KernelFields<'db>,
+    /// `--deref`: the structs the BPF program reads at functions' entries.
+    pub derefs: crate::derefs::KernelDerefs<'db>,
     /// `--notrace` globs: functions never attached (no root among them).
     pub notrace: Vec<String>,
     /// `--comm`, `--cgroup`: the tasks that start trees (BPF engine).
@@ -184,15 +186,24 @@ impl<'db> KernelPlan<'db> {
         let traceable = |name: &str| avail.contains(name);
         let fields =
             crate::fields::KernelFields::plan(&session.derefs, dbs, &resolved.roots, &traceable)?;
+        let derefs = crate::derefs::KernelDerefs::plan(
+            &session.derefs,
+            dbs,
+            avail
+                .sites()
+                .unwrap_or_default()
+                .iter()
+                .map(|s| s.name.as_str()),
+        );
         // The members are shown with the arguments.
-        session.values.args |= !fields.is_empty();
+        session.values.args |= !fields.is_empty() || !derefs.is_empty();
         let engine = EngineChoice::of(
             opts.engine,
             (
                 session.values.any(),
                 tasks.any(),
                 session.stack,
-                !fields.is_empty(),
+                !fields.is_empty() || !derefs.is_empty(),
             ),
             inlined,
             &tracefs,
@@ -201,7 +212,10 @@ impl<'db> KernelPlan<'db> {
             return Err(KtraceError::TaskFilterNeedsBpf);
         }
         if engine.engine == Engine::Fgraph && !fields.is_empty() {
-            return Err(KtraceError::FieldsNeedBpf);
+            return Err(KtraceError::FieldsNeedBpf("--fields"));
+        }
+        if engine.engine == Engine::Fgraph && !derefs.is_empty() {
+            return Err(KtraceError::FieldsNeedBpf("--deref"));
         }
         Ok(Some(KernelPlan {
             dbs,
@@ -217,7 +231,26 @@ impl<'db> KernelPlan<'db> {
             notrace: opts.notrace.clone(),
             tasks,
             fields,
+            derefs,
         }))
+    }
+}
+
+impl KernelPlan<'_> {
+    /// The running kernel's flag tables (`dcg-kflags`: what its trace events print by
+    /// name, `gfp_t` as `GFP_KERNEL`), read from tracefs when values are shown; `None`
+    /// when none are, or when the events cannot be read (values stay numbers).
+    pub fn flag_tables(&self) -> Option<Rc<dcg_kflags::FlagTables>> {
+        if !self.session.values.any() {
+            return None;
+        }
+        match dcg_kflags::FlagTables::read_events(&self.tracefs.join("events")) {
+            Ok(t) => Some(Rc::new(t)),
+            Err(e) => {
+                crate::debug(format_args!("no flag tables: {e}"));
+                None
+            }
+        }
     }
 }
 

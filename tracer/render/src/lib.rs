@@ -10,6 +10,7 @@
 
 pub mod describe;
 pub mod names;
+pub mod typedefs;
 pub mod x87;
 
 use sigdb::{Type, TypeKind};

@@ -71,6 +71,7 @@ struct bpf_kprobe_multi_run_ctx {
 #define REC_LOSS 7
 #define REC_CALLERS 8
 #define REC_FIELDS 9
+#define REC_DEREF 10
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
@@ -86,6 +87,8 @@ struct bpf_kprobe_multi_run_ctx {
 #define PLAN_STACK (1U << 9)
 /* Members are read behind some parameters (`--fields`): a fields record follows. */
 #define PLAN_FIELDS (1U << 10)
+/* Structs are read behind some pointer parameters (`--deref`): deref records follow. */
+#define PLAN_DEREF (1U << 11)
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
@@ -168,6 +171,19 @@ struct fields_rec {
 	__u32 ok;
 	__u32 n;
 	__u64 v[FIELDS_MAX];
+};
+
+/* `--deref`: the bytes of one of a function's reads (its `derefs` entry's item `item`),
+ * `len` of them read at `addr` (or the read's error). Follows the entry record. */
+#define DEREF_ITEMS 8
+#define DEREF_BYTES 480
+struct deref_rec {
+	__u32 kind;
+	__u32 tid;
+	__u32 item;
+	__s32 len;
+	__u64 addr;
+	__u8 data[DEREF_BYTES];
 };
 
 struct str_rec {
@@ -316,6 +332,33 @@ struct {
 	__type(key, __u64);
 	__type(value, struct field_fetches);
 } fields SEC(".maps");
+
+/* `--deref`: by a function's entry address (both, as `plans`), the reads of the structs
+ * behind its pointer parameters, in order. Item i starts from argument register `reg`,
+ * replaces it by the pointer stored at it + off[h] for each of its `hops` (a NULL or error
+ * pointer, or a read that faults, ends the item: nothing read), then copies `len` bytes
+ * (at most DEREF_BYTES) at it + `add`. Each item is read on its own: no state is carried
+ * from one to the next, which keeps the verifier's walk of the loop short. */
+#define DEREF_HOPS 3
+struct deref_item {
+	__u8 reg;
+	__u8 hops;
+	__u16 pad;
+	__s32 off[DEREF_HOPS];
+	__s32 add;
+	__u32 len;
+};
+struct deref_items {
+	__u32 n;
+	__u32 pad;
+	struct deref_item d[DEREF_ITEMS];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);	/* resized by dcg before loading */
+	__type(key, __u64);
+	__type(value, struct deref_items);
+} derefs SEC(".maps");
 
 /* `active` of a task inside a root call its condition rejected: nothing is recorded until
  * it returns; without a session link, the roots nested in it (low bits) are counted so
@@ -828,6 +871,70 @@ static __always_inline void emit_fields(struct batch *b, __u32 tid, struct pt_re
 	}
 }
 
+/* Whether `p` points somewhere: not NULL, not an error value (-4095..-1). */
+static __always_inline bool points(__u64 p)
+{
+	return p && p < (__u64)-4095;
+}
+
+/* Item `i` (`x`) of a function's reads from its register's value `v`: its deref record,
+ * or none where a pointer on its way is NULL or an error, or a read faults. A function of
+ * its own, verified once rather than in each turn of the items' loop (the branches of
+ * the pointer walk and of the batch multiply there); 0, or -1 when the batch took no
+ * record. */
+__noinline int emit_deref(struct batch *b, __u32 tid, __u32 i, const struct deref_item *x,
+			  __u64 v)
+{
+	struct deref_rec *r;
+	__u32 len;
+
+	if (!b || !x)
+		return -1;
+	for (int h = 0; h < DEREF_HOPS; h++) {
+		if (h >= x->hops)
+			break;
+		if (!points(v) || read_at(&v, 8, v + x->off[h]))
+			return 0;
+	}
+	if (!points(v))
+		return 0;
+	v += x->add;
+	len = x->len;
+	if (len > DEREF_BYTES)
+		len = DEREF_BYTES;
+	r = reserve(b, (sizeof(*r) - DEREF_BYTES + len + 7) & ~7U, REC_DEREF);
+	if (!r)
+		return -1;
+	r->tid = tid;
+	r->item = i;
+	r->addr = v;
+	if (v < USER_TOP)
+		r->len = bpf_probe_read_user(r->data, len, (void *)v);
+	else
+		r->len = bpf_probe_read_kernel(r->data, len, (void *)v);
+	if (!r->len)
+		r->len = len;
+	return 0;
+}
+
+/* The deref records of the function at `ctx` (`--deref`). */
+static __always_inline void emit_derefs(struct batch *b, __u32 tid, struct pt_regs *ctx)
+{
+	__u64 ip = bpf_get_func_ip(ctx);
+	struct deref_items *f = bpf_map_lookup_elem(&derefs, &ip);
+	struct args6 a;
+
+	if (!f)
+		return;
+	a = read_args(ctx);
+	for (int i = 0; i < DEREF_ITEMS; i++) {
+		if (i >= f->n)
+			break;
+		if (emit_deref(b, tid, i, &f->d[i], arg_reg(&a, f->d[i].reg)))
+			return;
+	}
+}
+
 /* Whether the root call at `ctx` meets its condition (a root without one does). */
 static __always_inline bool cond_holds(struct pt_regs *ctx)
 {
@@ -972,6 +1079,8 @@ static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 	}
 	if (plan & PLAN_FIELDS)
 		emit_fields(b, tid, ctx);
+	if (plan & PLAN_DEREF)
+		emit_derefs(b, tid, ctx);
 	check_skipped(ctx, b, true, tid, before);
 	ran(b, tid);
 	return 0;

@@ -89,11 +89,15 @@ impl CallTree<'_> {
                 strings,
                 stack,
                 members,
+                derefs,
             } => {
                 let info = self.funcs.get(id);
                 let args = &mut self.args;
                 info.reg_args(words, strings, stack, |name, value| {
-                    args.push_with(name, |s| value(s))
+                    match derefs.iter().find(|(n, _)| n == name) {
+                        Some((_, text)) => args.push(name, text),
+                        None => args.push_with(name, |s| value(s)),
+                    }
                 });
                 for (name, text) in members {
                     args.push(name, text);

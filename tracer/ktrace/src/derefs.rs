@@ -1,0 +1,231 @@
+//! `--deref[=N]` on kernel functions (BPF engine): the structs behind every pointer
+//! parameter passed in an argument register, planned by `dcg-deref` (the same read plan
+//! as user space: the argument's struct, then what its members point to, N levels, at
+//! most `--deref-bytes` an argument), copied by the BPF program at the call's entry (one
+//! deref record a read of at most [`dcg_bpf::DEREF_BYTES`]) and shown in place of the
+//! pointer: `how=(struct open_how *)0xffa0…{flags=33345, mode=416, resolve=0}`.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use dcg_bpf::{DerefRead, DEREF_BYTES, DEREF_HOPS, DEREF_ITEMS};
+use dcg_dbset::DbSet;
+use dcg_deref::{From, ReadPlan};
+use dcg_live::options::DerefRequest;
+
+/// One pointer parameter whose struct is read.
+#[derive(Debug, Clone)]
+pub struct DerefParam<'db> {
+    /// The parameter's name (the argument it is shown as).
+    pub name: String,
+    /// Its argument register (System V order).
+    pub reg: usize,
+    /// Its type: a pointer to a struct or union.
+    pub ty: sigdb::Type<'db>,
+    /// What is read, as `dcg-deref` planned it.
+    pub plan: Rc<ReadPlan>,
+}
+
+/// What the program reads at one function's entry.
+#[derive(Debug, Clone, Default)]
+pub struct FuncDerefs<'db> {
+    /// The parameters read behind.
+    pub params: Vec<DerefParam<'db>>,
+    /// The program's reads, in order (at most [`DEREF_ITEMS`]).
+    pub reads: Vec<DerefRead>,
+    /// For each of `reads`: the parameter (index in `params`) whose data it copies.
+    pub owner: Vec<usize>,
+}
+
+/// `--deref`'s reads, by function name (as `--fields`' are; the program's records name
+/// the function by address, the feed by the name shown).
+#[derive(Debug, Clone, Default)]
+pub struct KernelDerefs<'db> {
+    /// By function name.
+    pub by_func: HashMap<String, Rc<FuncDerefs<'db>>>,
+}
+
+impl<'db> KernelDerefs<'db> {
+    /// Nothing is read.
+    pub fn is_empty(&self) -> bool {
+        self.by_func.is_empty()
+    }
+
+    /// The reads `--deref[=N]` (among `requests`) asks for at the entries of `names`
+    /// (the traced functions, each once), bound to their signatures in `dbs`; empty
+    /// without `--deref`.
+    pub fn plan<'n>(
+        requests: &[DerefRequest],
+        dbs: &'db DbSet,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> KernelDerefs<'db> {
+        let mut out = KernelDerefs::default();
+        let Some((depth, cap)) = requests.iter().find_map(|r| match r {
+            DerefRequest::Members { depth, cap } => Some((*depth, *cap)),
+            DerefRequest::Fields(_) => None,
+        }) else {
+            return out;
+        };
+        // Plans by pointer type: many functions take the same (a `struct file *`).
+        let mut plans: HashMap<(u32, u32, String), Rc<ReadPlan>> = HashMap::new();
+        for name in names {
+            if out.by_func.contains_key(name) {
+                continue;
+            }
+            let Some(f) = dbs.by_name(name).next() else {
+                continue;
+            };
+            let mut fd = FuncDerefs::default();
+            for p in f.params() {
+                let sigdb::Location::Reg(r) = p.loc() else {
+                    continue;
+                };
+                let Some(reg) = sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6) else {
+                    continue;
+                };
+                let ty = p.ty();
+                if dcg_deref::follow(ty).is_none_or(|(_, k)| k != dcg_deref::ReadKind::Struct) {
+                    continue;
+                }
+                let key = (ty.resolve().index(), ty.size(), type_name(ty));
+                let plan = Rc::clone(
+                    plans
+                        .entry(key)
+                        .or_insert_with(|| Rc::new(dcg_deref::plan(ty, depth, cap))),
+                );
+                if plan.reads.is_empty() || !fd.add(fd.params.len(), reg, &plan) {
+                    continue;
+                }
+                fd.params.push(DerefParam {
+                    name: p.name().to_string(),
+                    reg,
+                    ty,
+                    plan,
+                });
+            }
+            if !fd.params.is_empty() {
+                out.by_func.insert(name.to_string(), Rc::new(fd));
+            }
+        }
+        out
+    }
+}
+
+/// A pointer type's name as C writes it (`struct file *`), to tell apart the types of
+/// different dbs that share an index.
+fn type_name(ty: sigdb::Type<'_>) -> String {
+    ty.resolve()
+        .target()
+        .map(|t| t.resolve().name().to_string())
+        .unwrap_or_default()
+}
+
+impl FuncDerefs<'_> {
+    /// Add the program's reads for `plan` of parameter `owner` (in register `reg`);
+    /// false (nothing added) when they do not fit in [`DEREF_ITEMS`] or a read is more
+    /// than [`DEREF_HOPS`] pointers away.
+    fn add(&mut self, owner: usize, reg: usize, plan: &ReadPlan) -> bool {
+        let mut reads = Vec::new();
+        // The pointers each of the plan's reads is reached through, from the register.
+        let mut paths: Vec<Vec<i32>> = Vec::with_capacity(plan.reads.len());
+        for read in &plan.reads {
+            let hops = match read.from {
+                From::Arg => Vec::new(),
+                From::Pointer { read, offset } => {
+                    let Some(p) = paths.get(read as usize) else {
+                        return false;
+                    };
+                    let mut p = p.clone();
+                    p.push(offset as i32);
+                    p
+                }
+            };
+            if hops.len() > DEREF_HOPS {
+                return false;
+            }
+            // A long struct in several reads, each DEREF_BYTES further on.
+            for k in 0..read.len.div_ceil(DEREF_BYTES).max(1) {
+                reads.push(DerefRead {
+                    reg: reg as u8,
+                    hops: hops.clone(),
+                    add: (k * DEREF_BYTES) as i32,
+                    len: (read.len - k * DEREF_BYTES).min(DEREF_BYTES),
+                });
+            }
+            paths.push(hops);
+        }
+        if self.reads.len() + reads.len() > DEREF_ITEMS {
+            return false;
+        }
+        self.owner.extend(std::iter::repeat_n(owner, reads.len()));
+        self.reads.extend(reads);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dcg_deref::{Read, ReadKind};
+
+    fn plan(reads: Vec<Read>) -> ReadPlan {
+        ReadPlan {
+            reads,
+            capped: false,
+            depth: 2,
+        }
+    }
+
+    #[test]
+    fn reads_follow_the_plan_and_split_long_structs() {
+        // A 1,000-byte struct whose pointer at 16 leads to a 40-byte one.
+        let p = plan(vec![
+            Read {
+                from: From::Arg,
+                len: 1000,
+                kind: ReadKind::Struct,
+                level: 1,
+            },
+            Read {
+                from: From::Pointer {
+                    read: 0,
+                    offset: 16,
+                },
+                len: 40,
+                kind: ReadKind::Struct,
+                level: 2,
+            },
+        ]);
+        let mut fd = FuncDerefs::default();
+        assert!(fd.add(0, 2, &p));
+        let r = |reg, hops: &[i32], add, len| DerefRead {
+            reg,
+            hops: hops.to_vec(),
+            add,
+            len,
+        };
+        assert_eq!(
+            fd.reads,
+            vec![
+                r(2, &[], 0, 480),
+                r(2, &[], 480, 480),
+                r(2, &[], 960, 40),
+                r(2, &[16], 0, 40),
+            ]
+        );
+        assert_eq!(fd.owner, vec![0; 4]);
+        // A second parameter's reads start after the first's.
+        let small = plan(vec![Read {
+            from: From::Arg,
+            len: 8,
+            kind: ReadKind::Struct,
+            level: 1,
+        }]);
+        assert!(fd.add(1, 0, &small));
+        assert_eq!(fd.reads[4], r(0, &[], 0, 8));
+        assert_eq!(fd.owner, vec![0, 0, 0, 0, 1]);
+        // One that does not fit in the program's items is left out whole: 5 + 4 > 8.
+        assert!(!fd.add(2, 1, &p));
+        assert_eq!(fd.reads.len(), 5);
+    }
+}
