@@ -318,7 +318,9 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
 /// ksys_read has its `file->f_flags`, a read-only open's (O_LARGEFILE); the `gfp_t`
 /// `gfpflags` of kmem_cache_alloc_noprof, as a field, is named as the kernel's
 /// kmem_cache_alloc event named the same process's allocations; a refused path and the
-/// function_graph engine fail with one line each.
+/// function_graph engine fail with one line each. `--filter 'how->flags & 0x40'` over two
+/// opens of one file, with O_CREAT and without: only the first's tree is shown, with the
+/// member as an argument; the saved calls keep both.
 pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
     const O_LARGEFILE: u64 = 0o100000;
     let f = section(text, "fields");
@@ -333,8 +335,10 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
             "refused rc=1",
             "dcg: --fields needs the BPF engine",
             "fgraph rc=1",
+            "filter rc=0",
         ],
     );
+    member_filter_keeps_the_creating_open(text, kernel);
     let opened = section(text, "fields-json");
     let said = opened
         .lines()
@@ -396,4 +400,44 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
             r.args
         );
     }
+}
+
+/// The `fields-filter` sessions of [`fields_are_what_the_program_passed`]: of
+/// `syscall-loop open /tmp/dcg-ff 0x241 0640` then `... 0 0`, the tree of the first open
+/// alone is shown (its `how->flags` has O_CREAT: 0x241 with O_LARGEFILE), and both opens
+/// are among the saved calls' top-level calls.
+fn member_filter_keeps_the_creating_open(text: &str, kernel: &str) {
+    const CREATED: &str = "33345"; // 0x241 | O_LARGEFILE
+    const OPENED: &str = "32768"; // 0 | O_LARGEFILE
+    let shown = section(text, "fields-filter-json");
+    for said in ["open flags=577 mode=416 fd=", "open flags=0 mode=0 fd="] {
+        assert!(
+            shown.contains(said),
+            "{kernel}: the program did not say {said}:\n{shown}"
+        );
+    }
+    let arg = |c: &dcg_calls::saved_format::CallRecord, name: &str| {
+        c.args
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value.clone())
+            .unwrap_or_else(|| panic!("{kernel}: no {name} in {:?}", c.args))
+    };
+    let tops: Vec<(String, String)> = crate::json_records(shown)
+        .iter()
+        .filter(|c| c.func == "do_sys_openat2" && c.depth == 0)
+        .map(|c| (arg(c, "filename"), arg(c, "how->flags")))
+        .collect();
+    assert_eq!(
+        tops,
+        [("\"/tmp/dcg-ff\"".to_string(), CREATED.to_string())],
+        "{kernel}: the trees shown"
+    );
+    let mut saved: Vec<String> = crate::json_records(section(text, "fields-filter-saved"))
+        .iter()
+        .filter(|c| c.func == "do_sys_openat2" && arg(c, "filename") == "\"/tmp/dcg-ff\"")
+        .map(|c| arg(c, "how->flags"))
+        .collect();
+    saved.sort();
+    assert_eq!(saved, [OPENED, CREATED], "{kernel}: the saved calls");
 }

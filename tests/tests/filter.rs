@@ -407,7 +407,7 @@ fn binding_to_a_db_dwarfscan_built() {
     let dir = tempfile::tempdir().unwrap();
     let db = c_db(dir.path());
     let f = db.by_name("do_open").next().unwrap();
-    let sig = Signature::of(&f);
+    let sig = Signature::of(&f, &[]);
     let types: Vec<(&str, &ValueType)> = sig
         .params
         .iter()

@@ -139,10 +139,26 @@ dcg trace --db $DB --func do_sys_openat2 --fields 'how->nope' -- true
 echo "refused rc=$?"
 dcg trace --db $DB --engine fgraph --func do_sys_openat2 --fields 'how->flags' -- true
 echo "fgraph rc=$?"
+# --filter on a member: how->flags read as --fields reads it, the test decided on the
+# decoded calls (the program's entry tests take parameters only). Two opens of one file,
+# the first with O_CREAT (0x40), the second without: only the first's tree is shown; the
+# saved calls keep both.
+rm -f /tmp/dcg-ff
+dcg trace --db $DB --json --args --func do_sys_openat2 --filter 'how->flags & 0x40' \
+	--output /tmp/ff.calls \
+	-- sh -c '/dcg/syscall-loop open /tmp/dcg-ff 0x241 0640; /dcg/syscall-loop open /tmp/dcg-ff 0 0' \
+	> /tmp/ff.json
+echo "filter rc=$?"
 end fields
 begin fields-json
 cat /tmp/fl.json
 end fields-json
+begin fields-filter-json
+cat /tmp/ff.json
+end fields-filter-json
+begin fields-filter-saved
+grep '"parent":null' /tmp/ff.calls
+end fields-filter-saved
 begin fields-read
 cat /tmp/fl2.json
 end fields-read

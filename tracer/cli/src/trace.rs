@@ -43,6 +43,7 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         anyhow::anyhow!(e.error.caret_message("--filter", &texts[e.filter]))
     };
     use dcg_live::options::Engine;
+    let member = opts.filters.iter().flat_map(|f| f.paths()).next();
     match (opts.is_user_space(), opts.engine) {
         (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(
             "--engine fgraph and bpf trace kernel functions; user space (PATH:PATTERN) takes \
@@ -51,6 +52,19 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         (true, _) if opts.comm.is_some() || opts.cgroup.is_some() => anyhow::bail!(
             "--comm and --cgroup select kernel tasks; user space traces the command or -p PID"
         ),
+        // Refused before any db is looked up (the kernel plan refuses them too).
+        (false, Engine::Fgraph) if member.is_some() => {
+            let path = member.unwrap_or_default().to_string();
+            return Err(dcg_ktrace::KtraceError::FilterMembersNeedBpf(path).into());
+        }
+        (false, Engine::Fgraph)
+            if opts
+                .derefs
+                .iter()
+                .any(|d| matches!(d, dcg_live::options::DerefRequest::Members { .. })) =>
+        {
+            return Err(dcg_ktrace::KtraceError::FieldsNeedBpf("--deref").into());
+        }
         (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
             "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
              takes fgraph or bpf"

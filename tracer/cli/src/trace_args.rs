@@ -65,11 +65,12 @@ pub struct TraceArgs {
     #[arg(long, value_name = "N", value_parser = crate::args::positive_count)]
     pub count: Option<u64>,
     /// Only the trees whose top-level call passes EXPR (repeat: all must hold), as `dcg
-    /// report --filter` takes it: parameters by name, `ret`, `duration`, `comm`, `pid`,
-    /// `tid`, `cpu` (`ret == -ENOENT`, `name ~ "*.conf"`); `FUNC: EXPR` keeps the trees
-    /// where some call of FUNC passes it. Checked against the functions' signatures before
-    /// tracing; what it reads is captured and shown (as --args, --show-retvals). The saved
-    /// calls (--output) keep every call.
+    /// report --filter` takes it: parameters by name, member paths (`how->flags & 0x40`,
+    /// `c->in.tag == "x"`), `ret`, `duration`, `comm`, `pid`, `tid`, `cpu` (`ret ==
+    /// -ENOENT`, `name ~ "*.conf"`); `FUNC: EXPR` keeps the trees where some call of FUNC
+    /// passes it. Checked against the functions' signatures before tracing; what it reads
+    /// is captured and shown (as --args, --show-retvals, a member as --fields FUNC:PATH;
+    /// kernel members need the BPF engine). The saved calls (--output) keep every call.
     #[arg(long = "filter", value_name = "EXPR")]
     pub filter: Vec<String>,
     /// Only the calls at least D long (`10us`, `1.5ms`, `2s`) and the calls leading to

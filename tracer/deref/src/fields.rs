@@ -170,10 +170,12 @@ impl FieldPlan<'_> {
 
     /// Why the value is not one an engine reads as a word (a struct, union or array, or
     /// more than 8 bytes): `"24 bytes of a struct, not a scalar (name one of its
-    /// members)"`; `None` for a scalar, enum, pointer or bit-field.
+    /// members)"`; `None` for a scalar, enum, pointer, bit-field or a `char` array of
+    /// at most 8 bytes ([`FieldPlan::is_string`]).
     pub fn not_a_scalar(&self) -> Option<String> {
         let t = self.ty.resolve();
         let what = match t.kind() {
+            TypeKind::Array if self.is_string() => return None,
             TypeKind::Array => "an array",
             TypeKind::Union => "a union",
             TypeKind::Struct => "a struct",
@@ -184,6 +186,17 @@ impl FieldPlan<'_> {
             "{} bytes of {what}, not a scalar (name one of its members)",
             self.size
         ))
+    }
+
+    /// Whether the value is a `char` array of 1 to 8 bytes: read as one word like a
+    /// scalar, shown as its string (`"hello"`).
+    pub fn is_string(&self) -> bool {
+        let t = self.ty.resolve();
+        t.kind() == TypeKind::Array
+            && (1..=8).contains(&self.size)
+            && t.target()
+                .map(|e| e.resolve())
+                .is_some_and(|e| e.kind() == TypeKind::Char && e.size() == 1 && e.name() == "char")
     }
 }
 

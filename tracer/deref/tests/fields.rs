@@ -56,6 +56,24 @@ fn resolved() {
 }
 
 #[test]
+fn short_char_arrays_are_read_as_words() {
+    let db = db();
+    let p = field(&db, "c->in.tag").unwrap();
+    assert!(p.is_string());
+    assert_eq!(p.unreadable(), None);
+    // A struct, a flexible array, a string behind a pointer are not.
+    let p = field(&db, "c->in").unwrap();
+    assert!(!p.is_string());
+    assert_eq!(
+        p.unreadable().as_deref(),
+        Some("12 bytes of a struct, not a scalar (name one of its members)")
+    );
+    assert!(!field(&db, "c->data").unwrap().is_string());
+    assert!(field(&db, "c->data").unwrap().unreadable().is_some());
+    assert!(!field(&db, "c->label").unwrap().is_string());
+}
+
+#[test]
 fn errors() {
     let db = db();
     let e = field(&db, "c->nope").unwrap_err();

@@ -2,17 +2,30 @@
 //! parameter index or a built-in value, its type, each literal turned into the value it
 //! is compared with — or a typed error at the offending token.
 
+use std::cell::RefCell;
+
 use dcg_dbset::glob::Glob;
 
 use crate::error::{ErrorKind, FilterError, Span};
-use crate::parse::{CmpOp, Expr, Filter, Operand, OperandKind};
-use crate::sig::{Signature, ValueType};
+use crate::parse::{is_path, CmpOp, Expr, Filter, Operand, OperandKind};
+use crate::sig::{Member, Signature, ValueType};
 
 /// A filter bound to a signature: what the engines and the saved-calls reader evaluate.
 #[derive(Debug, Clone)]
 pub struct Program {
     pub(crate) func: Option<String>,
     pub(crate) root: Node,
+    /// The member paths it reads ([`Field::Member`] indexes them).
+    pub(crate) members: Vec<MemberRead>,
+}
+
+/// A member path a program reads.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberRead {
+    /// As written (`c->port`).
+    pub path: Box<str>,
+    /// Read as a whole word (not a bit-field): [`crate::sig::Member::word`].
+    pub word: bool,
 }
 
 impl Program {
@@ -25,6 +38,12 @@ impl Program {
     /// `comm`, `pid`, `tid`, `cpu`): then it can decide at entry.
     pub fn entry_only(&self) -> bool {
         self.root.entry_only()
+    }
+
+    /// The member paths the program reads (`c->port`): each is read as `--fields PATH`
+    /// reads it, and its value is the argument of that name.
+    pub fn members(&self) -> impl Iterator<Item = &str> {
+        self.members.iter().map(|m| &*m.path)
     }
 
     /// The values the program reads, each once, in the order it reads them first: what
@@ -71,6 +90,8 @@ impl Node {
 pub enum Field {
     /// Parameter by index.
     Arg(usize),
+    /// A member path, by index into [`Program::members`]: the value `--fields` reads.
+    Member(usize),
     /// The return value.
     Ret,
     /// The call's duration, ns.
@@ -89,7 +110,7 @@ pub enum Field {
 #[derive(Debug, Clone)]
 pub(crate) struct Test {
     pub field: Field,
-    /// The parameter's name, for [`Field::Arg`].
+    /// The parameter's name, for [`Field::Arg`]; the path, for [`Field::Member`].
     pub name: Box<str>,
     pub ty: ValueType,
     pub mask: Option<u64>,
@@ -113,14 +134,22 @@ const BUILTINS: [&str; 6] = ["ret", "duration", "comm", "pid", "tid", "cpu"];
 
 /// Bind `filter` to `sig`: the program to evaluate, or the first refused token.
 pub fn bind(filter: &Filter, sig: &Signature) -> Result<Program, FilterError> {
+    let binder = Binder {
+        sig,
+        members: RefCell::default(),
+    };
+    let root = binder.expr(&filter.expr)?;
     Ok(Program {
         func: filter.func.as_ref().map(|(f, _)| f.clone()),
-        root: Binder { sig }.expr(&filter.expr)?,
+        root,
+        members: binder.members.into_inner(),
     })
 }
 
 struct Binder<'a> {
     sig: &'a Signature,
+    /// The member paths bound so far.
+    members: RefCell<Vec<MemberRead>>,
 }
 
 impl Binder<'_> {
@@ -148,6 +177,9 @@ impl Binder<'_> {
         else {
             return None;
         };
+        if is_path(name) {
+            return self.member(o, name).ok();
+        }
         // Parameters first: a parameter named `pid` is the parameter.
         if let Some(i) = self.sig.param(name) {
             return Some((Field::Arg(i), self.sig.params[i].ty.clone()));
@@ -167,9 +199,47 @@ impl Binder<'_> {
         })
     }
 
+    /// Member `path` (operand `o`) as the signature resolved it: by a db function's
+    /// types (refused as `--fields` refuses it), or, untyped, when its parameter or the
+    /// path itself is among the names.
+    fn member(&self, o: &Operand, path: &str) -> Result<(Field, ValueType), FilterError> {
+        let (ty, word) = if self.sig.is_untyped() {
+            let root = path.split(['-', '.']).next().unwrap_or(path);
+            if self.sig.param(root).is_none() && self.sig.param(path).is_none() {
+                return Err(self.unknown_name(o));
+            }
+            (ValueType::Untyped, false)
+        } else {
+            let refuse = |msg: String| FilterError {
+                kind: ErrorKind::Member(msg),
+                span: o.span.clone(),
+            };
+            match self.sig.members.iter().find(|m| m.path == path) {
+                Some(Member {
+                    ty: Ok(ty), word, ..
+                }) => (ty.clone(), *word),
+                Some(Member { ty: Err(why), .. }) => return Err(refuse(why.clone())),
+                None => return Err(refuse(format!("{path}: not resolved against the function"))),
+            }
+        };
+        let mut members = self.members.borrow_mut();
+        let i = match members.iter().position(|m| &*m.path == path) {
+            Some(i) => i,
+            None => {
+                members.push(MemberRead {
+                    path: path.into(),
+                    word,
+                });
+                members.len() - 1
+            }
+        };
+        Ok((Field::Member(i), ty))
+    }
+
     fn param_name(&self, field: Field) -> Box<str> {
         match field {
             Field::Arg(i) => self.sig.params[i].name.as_str().into(),
+            Field::Member(i) => self.members.borrow()[i].path.clone(),
             _ => "".into(),
         }
     }
@@ -206,6 +276,16 @@ impl Binder<'_> {
             }
             let m = self.mask(&field, &ty, value, mask)?;
             return Ok((field, ty, Some(m)));
+        }
+        if let OperandKind::Name {
+            name,
+            negated: false,
+        } = &o.kind
+        {
+            if is_path(name) {
+                let (f, ty) = self.member(o, name)?;
+                return Ok((f, ty, None));
+            }
         }
         match self.field(o) {
             Some((f, ty)) => Ok((f, ty, None)),
@@ -281,7 +361,10 @@ impl Binder<'_> {
         // A literal on the left (`0 < len`) is turned around.
         let (lhs, op, rhs) = if self.field(lhs).is_none()
             && !matches!(lhs.kind, OperandKind::Mask(..))
-            && (self.field(rhs).is_some() || matches!(rhs.kind, OperandKind::Mask(..)))
+            && !is_path_operand(lhs)
+            && (self.field(rhs).is_some()
+                || matches!(rhs.kind, OperandKind::Mask(..))
+                || is_path_operand(rhs))
         {
             (rhs, mirror(op), lhs)
         } else {
@@ -513,6 +596,10 @@ fn mirror(op: CmpOp) -> CmpOp {
         CmpOp::Ge => CmpOp::Le,
         op => op,
     }
+}
+
+fn is_path_operand(o: &Operand) -> bool {
+    matches!(&o.kind, OperandKind::Name { name, negated: false } if is_path(name))
 }
 
 fn is_plain_name(o: &Operand) -> bool {

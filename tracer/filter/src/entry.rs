@@ -1,17 +1,28 @@
 //! What of a bound program an engine can decide at a call's entry, on the raw argument
-//! registers, before recording anything: the tests a call must pass, exact for what they
-//! say (a call they reject cannot pass the program); the rest is decided on the decoded
-//! calls.
+//! registers (and, for an engine that reads them there, the words of member paths),
+//! before recording anything: the tests a call must pass, exact for what they say (a
+//! call they reject cannot pass the program); the rest is decided on the decoded calls.
 
-use crate::bind::{Field, Node, Op, Program, Test};
+use crate::bind::{Field, MemberRead, Node, Op, Program, Test};
 use crate::parse::CmpOp;
 use crate::sig::ValueType;
 
-/// A test on a parameter's raw value at entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The value an entry test reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryValue {
+    /// The parameter of this index.
+    Arg(usize),
+    /// The word `--fields PATH` reads (a member, not a bit-field; a pointer followed on
+    /// the way that is `NULL` makes the program's test false, so the word read then
+    /// decides nothing the program would keep).
+    Member(String),
+}
+
+/// A test on a parameter's (or a member's) raw value at entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryTest {
-    /// The parameter's index.
-    pub arg: usize,
+    /// What it reads.
+    pub value: EntryValue,
     /// Bytes of the value (the register's low bytes).
     pub size: u32,
     /// Sign-extended and compared as signed.
@@ -26,32 +37,41 @@ pub struct EntryTest {
 impl Program {
     /// The tests on integer, enum and pointer parameters the program needs to hold: the
     /// conjuncts of its top-level `&&` chain that compare a parameter with a number, an
-    /// enumerator or `NULL` (or test it for nonzero). Empty for a `FUNC: EXPR` program
-    /// (it applies inside the tree), an `||` or a `!` at the top.
-    pub fn entry_tests(&self) -> Vec<EntryTest> {
+    /// enumerator or `NULL` (or test it for nonzero); with `members` (an engine that
+    /// reads the members' words at the entry), such tests on member paths too. Empty for
+    /// a `FUNC: EXPR` program (it applies inside the tree), an `||` or a `!` at the top.
+    pub fn entry_tests(&self, members: bool) -> Vec<EntryTest> {
         let mut out = Vec::new();
         if self.func.is_none() {
-            conjuncts(&self.root, &mut out);
+            let members = if members { &self.members[..] } else { &[] };
+            conjuncts(&self.root, members, &mut out);
         }
         out
     }
 }
 
-fn conjuncts(n: &Node, out: &mut Vec<EntryTest>) {
+fn conjuncts(n: &Node, members: &[MemberRead], out: &mut Vec<EntryTest>) {
     match n {
         Node::And(a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
+            conjuncts(a, members, out);
+            conjuncts(b, members, out);
         }
-        Node::Test(t) => out.extend(entry_test(t)),
+        Node::Test(t) => out.extend(entry_test(t, members)),
         Node::Or(..) | Node::Not(_) => {}
     }
 }
 
-/// `t` as an entry test, when a register decides it exactly as the program would.
-fn entry_test(t: &Test) -> Option<EntryTest> {
-    let Field::Arg(arg) = t.field else {
-        return None;
+/// `t` as an entry test, when a register (or a member's word, for the `members` given)
+/// decides it exactly as the program would.
+fn entry_test(t: &Test, members: &[MemberRead]) -> Option<EntryTest> {
+    let value = match t.field {
+        Field::Arg(arg) => EntryValue::Arg(arg),
+        // A `char` array's word is its bytes, not an address.
+        Field::Member(i) if t.ty != ValueType::CString => {
+            let m = members.get(i).filter(|m| m.word)?;
+            EntryValue::Member(m.path.to_string())
+        }
+        _ => return None,
     };
     let (size, signed, pointer) = match &t.ty {
         ValueType::Int { size, signed } => (*size, *signed, false),
@@ -71,7 +91,7 @@ fn entry_test(t: &Test) -> Option<EntryTest> {
         _ => return None,
     };
     Some(EntryTest {
-        arg,
+        value,
         size,
         signed,
         mask: t.mask,
@@ -123,11 +143,14 @@ mod tests {
                 size: 8,
                 signed: true,
             },
+            members: Vec::new(),
         }
     }
 
     fn tests(expr: &str) -> Vec<EntryTest> {
-        bind(&parse(expr).unwrap(), &sig()).unwrap().entry_tests()
+        bind(&parse(expr).unwrap(), &sig())
+            .unwrap()
+            .entry_tests(true)
     }
 
     #[test]
@@ -137,21 +160,21 @@ mod tests {
             t,
             [
                 EntryTest {
-                    arg: 0,
+                    value: EntryValue::Arg(0),
                     size: 4,
                     signed: true,
                     mask: None,
                     cmp: Some((CmpOp::Lt, 0)),
                 },
                 EntryTest {
-                    arg: 1,
+                    value: EntryValue::Arg(1),
                     size: 4,
                     signed: false,
                     mask: Some(0x40),
                     cmp: None,
                 },
                 EntryTest {
-                    arg: 2,
+                    value: EntryValue::Arg(2),
                     size: 8,
                     signed: false,
                     mask: None,

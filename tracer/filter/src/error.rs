@@ -30,6 +30,10 @@ pub enum ErrorKind {
         /// The function's parameter names.
         params: Vec<String>,
     },
+    /// A member path that does not resolve, or that `--fields` would not read:
+    /// `dcg-deref`'s message (`c->prot: struct conf has no member prot (it has: …)`).
+    #[error("{0}")]
+    Member(String),
     /// An enumerator name not in the enum of the value it is compared with.
     #[error("'{name}' is not an enumerator of {enum_name} ({})", list_or_none(.known))]
     UnknownEnumerator {

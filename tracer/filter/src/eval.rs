@@ -34,6 +34,12 @@ pub trait CallValues {
         let _ = name;
         self.arg(index)
     }
+    /// Member `path` (`c->port`) as `--fields` read it: saved calls carry it as the
+    /// argument named by its path. Missing unless the source has it.
+    fn member(&self, path: &str) -> Value<'_> {
+        let _ = path;
+        Value::Missing
+    }
     /// The return value.
     fn ret(&self) -> Value<'_>;
     /// The duration in ns.
@@ -67,6 +73,7 @@ fn node(n: &Node, v: &dyn CallValues) -> bool {
 fn test(t: &Test, v: &dyn CallValues) -> bool {
     let value = match t.field {
         Field::Arg(i) => v.arg_named(i, &t.name),
+        Field::Member(_) => v.member(&t.name),
         Field::Ret => v.ret(),
         Field::Duration => num(v.duration_ns()),
         Field::Comm => v.comm().map_or(Value::Missing, Value::Str),

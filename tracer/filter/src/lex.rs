@@ -5,7 +5,8 @@ use crate::error::{FilterError, Span};
 /// A token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tok {
-    /// A name: a parameter, a built-in name, an enumerator, an errno, `NULL`, `true`.
+    /// A name: a parameter, a built-in name, an enumerator, an errno, `NULL`, `true`,
+    /// or a member path rooted at a parameter (`c->next->port`, `c->in.tag`).
     Ident(String),
     /// An unsigned integer literal (a `-` before it is its own token).
     Int(u64),
@@ -92,11 +93,8 @@ pub fn tokens(text: &str, base: usize) -> Result<Vec<Token>, FilterError> {
                 (Tok::Str(s), len)
             }
             (b'0'..=b'9', _) => number(&text[i..], base + i)?,
-            (c, _) if c == b'_' || c.is_ascii_alphabetic() => {
-                let len = b[i..]
-                    .iter()
-                    .position(|&c| !(c == b'_' || c.is_ascii_alphanumeric()))
-                    .unwrap_or(b.len() - i);
+            (c, _) if is_name_start(c) => {
+                let len = name_len(&b[i..]);
                 (Tok::Ident(text[i..i + len].to_string()), len)
             }
             _ => {
@@ -114,6 +112,29 @@ pub fn tokens(text: &str, base: usize) -> Result<Vec<Token>, FilterError> {
         });
     }
     Ok(out)
+}
+
+fn is_name_start(c: u8) -> bool {
+    c == b'_' || c.is_ascii_alphabetic()
+}
+
+/// The length of the name at the start of `b`: a C identifier, and a member path's
+/// steps written against it (`c->next->name`, `c->in.tag`; no spaces inside).
+fn name_len(b: &[u8]) -> usize {
+    let word = |b: &[u8]| {
+        b.iter()
+            .position(|&c| !(c == b'_' || c.is_ascii_alphanumeric()))
+            .unwrap_or(b.len())
+    };
+    let mut len = word(b);
+    loop {
+        let step = match &b[len..] {
+            [b'-', b'>', c, ..] if is_name_start(*c) => 2,
+            [b'.', c, ..] if is_name_start(*c) => 1,
+            _ => return len,
+        };
+        len += step + word(&b[len + step..]);
+    }
 }
 
 /// A string literal at the start of `s` (which begins with `"`): its text and length.

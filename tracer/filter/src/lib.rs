@@ -16,11 +16,11 @@ pub mod sig;
 mod text;
 
 pub use bind::{bind, Field, Program};
-pub use entry::EntryTest;
+pub use entry::{EntryTest, EntryValue};
 pub use error::{caret_message, ErrorKind, FilterError, Span};
 pub use eval::{CallValues, Value};
 pub use parse::{parse, CmpOp, Expr, Filter, Operand, OperandKind};
-pub use sig::{EnumType, Param, Signature, ValueType};
+pub use sig::{EnumType, Member, Param, Signature, ValueType};
 
 /// A duration as `--min-duration` takes it (`10us`, `1.5ms`, `2s`, `300ns`), in ns.
 pub fn parse_duration(text: &str) -> Result<u64, FilterError> {

@@ -6,7 +6,8 @@
 //! and     := unary ('&&' unary)*
 //! unary   := '!' unary | '(' expr ')' [cmp operand] | operand [cmp operand]
 //! operand := atom ('&' atom)*          -- '&' binds tighter than the comparisons
-//! atom    := NAME | INT | DURATION | STRING | '-' INT | '-' NAME
+//! atom    := NAME | PATH | INT | DURATION | STRING | '-' INT | '-' NAME
+//! PATH    := NAME ('->' NAME | '.' NAME)+   -- a member path, one token, no spaces
 //! cmp     := '==' | '!=' | '<' | '<=' | '>' | '>=' | '~'
 //! ```
 
@@ -21,6 +22,50 @@ pub struct Filter {
     pub func: Option<(String, Span)>,
     /// The expression.
     pub expr: Expr,
+}
+
+impl Filter {
+    /// The member paths the expression names (`c->port`), in the order written.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.expr.paths(&mut out);
+        out
+    }
+}
+
+/// Whether a name is a member path (`c->port`, `c->in.tag`) rather than a plain name.
+pub fn is_path(name: &str) -> bool {
+    name.contains("->") || name.contains('.')
+}
+
+impl Expr {
+    fn paths<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Expr::Or(a, b) | Expr::And(a, b) => {
+                a.paths(out);
+                b.paths(out);
+            }
+            Expr::Not(a) => a.paths(out),
+            Expr::Cmp { lhs, rhs, .. } => {
+                lhs.paths(out);
+                rhs.paths(out);
+            }
+            Expr::Truth(o) => o.paths(out),
+        }
+    }
+}
+
+impl Operand {
+    fn paths<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match &self.kind {
+            OperandKind::Name { name, .. } if is_path(name) => out.push(name),
+            OperandKind::Mask(a, b) => {
+                a.paths(out);
+                b.paths(out);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A boolean expression.
@@ -93,8 +138,9 @@ pub struct Operand {
 /// The operands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OperandKind {
-    /// A name: a parameter, a built-in name, or (as a literal) an enumerator, an errno
-    /// name, `NULL`, `true`/`false`; `negated` when written `-NAME` (`-ENOENT`).
+    /// A name: a parameter, a member path (`c->port`, [`is_path`]), a built-in name, or
+    /// (as a literal) an enumerator, an errno name, `NULL`, `true`/`false`; `negated`
+    /// when written `-NAME` (`-ENOENT`).
     Name {
         /// The name.
         name: String,

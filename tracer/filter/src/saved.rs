@@ -39,6 +39,15 @@ impl CallValues for RecordValues<'_> {
             .map_or(Value::Missing, |a| Value::Text(&a.value))
     }
 
+    /// The argument named by the path (`--fields` shows a member so).
+    fn member(&self, path: &str) -> Value<'_> {
+        self.0
+            .args
+            .iter()
+            .find(|a| a.name == path)
+            .map_or(Value::Missing, |a| Value::Text(&a.value))
+    }
+
     fn ret(&self) -> Value<'_> {
         match (&self.0.ret, &self.0.ret_raw) {
             (Some(r), Some(raw)) if r.ends_with(" (raw)") => Value::Text(raw),
@@ -179,8 +188,9 @@ impl TreeFilter {
 
     /// The tests a top-level call of `root` must pass at its entry for some filter
     /// combination to keep its tree ([`Program::entry_tests`] of every filter without
-    /// `FUNC:`, as bound to `root`); empty when a filter is not bound to it.
-    pub fn entry_tests(&self, root: &str) -> Vec<crate::EntryTest> {
+    /// `FUNC:`, as bound to `root`; tests on members only when the engine reads
+    /// `members` at the entry); empty when a filter is not bound to it.
+    pub fn entry_tests(&self, root: &str, members: bool) -> Vec<crate::EntryTest> {
         let programs = self.programs.borrow();
         let mut out = Vec::new();
         for (i, f) in self.filters.iter().enumerate() {
@@ -188,24 +198,50 @@ impl TreeFilter {
                 continue;
             }
             match programs.get(&(i, root.to_string())) {
-                Some(Some(p)) => out.extend(p.entry_tests()),
+                Some(Some(p)) => out.extend(p.entry_tests(members)),
                 _ => return Vec::new(),
             }
         }
         out
     }
 
-    /// Whether the programs bound so far read parameters, and the return value: what an
-    /// engine must capture for them (`--args`, `--show-retvals`).
+    /// Whether the programs bound so far read parameters (or members through them), and
+    /// the return value: what an engine must capture for them (`--args`,
+    /// `--show-retvals`).
     pub fn reads(&self) -> (bool, bool) {
         let (mut args, mut ret) = (false, false);
         for p in self.programs.borrow().values().flatten() {
             for f in p.fields() {
-                args |= matches!(f, crate::bind::Field::Arg(_));
+                args |= matches!(
+                    f,
+                    crate::bind::Field::Arg(_) | crate::bind::Field::Member(_)
+                );
                 ret |= f == crate::bind::Field::Ret;
             }
         }
         (args, ret)
+    }
+
+    /// The member paths the programs bound so far read, as `--fields FUNC:PATH` would
+    /// ask for them: (the function as the programs were bound to it, the path), each
+    /// once, by function, then in the order the filters name them. An engine reads them
+    /// as it reads `--fields` and shows them so.
+    pub fn members(&self) -> Vec<(String, String)> {
+        let programs = self.programs.borrow();
+        let mut found: Vec<(&str, usize, usize, &str)> = Vec::new();
+        for ((i, func), p) in programs.iter() {
+            for (j, path) in p.iter().flat_map(|p| p.members()).enumerate() {
+                found.push((func, *i, j, path));
+            }
+        }
+        found.sort_unstable();
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (func, _, _, path) in found {
+            if !out.iter().any(|(f, p)| f == func && p == path) {
+                out.push((func.to_string(), path.to_string()));
+            }
+        }
+        out
     }
 }
 
@@ -215,7 +251,11 @@ impl dcg_calls::selected::TreeSelect for TreeFilter {
         let mut bound = |i: usize, f: &Filter, r: &CallRecord| {
             cache
                 .entry((i, r.func.clone()))
-                .or_insert_with(|| bind(f, &signature(r, Some(dbs))).ok().map(Rc::new))
+                .or_insert_with(|| {
+                    bind(f, &signature(r, Some(dbs), &self.filters))
+                        .ok()
+                        .map(Rc::new)
+                })
                 .clone()
         };
         keep_with(
@@ -234,7 +274,8 @@ pub fn check_functions(filters: &[Filter], dbs: &DbSet) -> Result<(), SelectErro
     for (i, f) in filters.iter().enumerate() {
         let Some((name, _)) = &f.func else { continue };
         if let Some(func) = dbs.find(name, None) {
-            bind(f, &Signature::of(&func)).map_err(|error| SelectError { filter: i, error })?;
+            bind(f, &Signature::of(&func, filters))
+                .map_err(|error| SelectError { filter: i, error })?;
         }
     }
     Ok(())
@@ -255,7 +296,7 @@ pub fn keep(
     dbs: Option<&DbSet>,
 ) -> Result<Vec<bool>, SelectError> {
     let roots = roots(records);
-    let sigs = signatures(records, dbs);
+    let sigs = signatures(records, dbs, filters);
     let mut programs = Vec::with_capacity(filters.len());
     for (i, f) in filters.iter().enumerate() {
         programs.push(
@@ -344,7 +385,11 @@ fn bind_each<'r>(
 }
 
 /// Each function's signature ([`signature`]), from its record with the most arguments.
-fn signatures<'r>(records: &'r [CallRecord], dbs: Option<&DbSet>) -> HashMap<&'r str, Signature> {
+fn signatures<'r>(
+    records: &'r [CallRecord],
+    dbs: Option<&DbSet>,
+    filters: &[Filter],
+) -> HashMap<&'r str, Signature> {
     let mut best: HashMap<&str, &CallRecord> = HashMap::new();
     for r in records {
         let e = best.entry(r.func.as_str()).or_insert(r);
@@ -353,14 +398,15 @@ fn signatures<'r>(records: &'r [CallRecord], dbs: Option<&DbSet>) -> HashMap<&'r
         }
     }
     best.into_iter()
-        .map(|(f, r)| (f, signature(r, dbs)))
+        .map(|(f, r)| (f, signature(r, dbs, filters)))
         .collect()
 }
 
-/// The signature of `r`'s function: the db's, else the parameter names `r` gives.
-fn signature(r: &CallRecord, dbs: Option<&DbSet>) -> Signature {
+/// The signature of `r`'s function: the db's (with the paths `filters` name), else the
+/// parameter names `r` gives.
+fn signature(r: &CallRecord, dbs: Option<&DbSet>, filters: &[Filter]) -> Signature {
     dbs.and_then(|s| s.find(&r.func, r.module.as_deref()))
-        .map(|func| Signature::of(&func))
+        .map(|func| Signature::of(&func, filters))
         .unwrap_or_else(|| Signature::untyped(r.args.iter().map(|a| a.name.clone())))
 }
 

@@ -1,8 +1,11 @@
 //! What binding needs of a function: its parameters' names and the kinds of their
 //! values, from the db (typedefs and qualifiers resolved) or, for saved calls read
-//! without a db, the names alone.
+//! without a db, the names alone; and the member paths the filters name, resolved by
+//! `dcg-deref` as `--fields` resolves them.
 
 use sigdb::{Function, Type, TypeKind};
+
+use crate::parse::Filter;
 
 /// How a value of a type is compared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +63,18 @@ pub struct Param {
     pub ty: ValueType,
 }
 
+/// A member path resolved against a function (`c->next->port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The path as written: the name `--fields` shows its value under.
+    pub path: String,
+    /// How its value compares, or why `--fields` would not read it (`dcg-deref`'s
+    /// message: `c->prot: struct conf has no member prot (it has: port, …)`).
+    pub ty: Result<ValueType, String>,
+    /// Read as a whole word (not a bit-field): a raw entry test can take it.
+    pub word: bool,
+}
+
 /// The signature a filter binds to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {
@@ -67,11 +82,20 @@ pub struct Signature {
     pub params: Vec<Param>,
     /// The return value's type.
     pub ret: ValueType,
+    /// The member paths the filters given to [`Signature::of`] name.
+    pub members: Vec<Member>,
 }
 
 impl Signature {
-    /// The signature of a db function.
-    pub fn of(f: &Function<'_>) -> Signature {
+    /// The signature of a db function, with the member paths `filters` name resolved
+    /// against it.
+    pub fn of(f: &Function<'_>, filters: &[Filter]) -> Signature {
+        let mut members: Vec<Member> = Vec::new();
+        for path in filters.iter().flat_map(Filter::paths) {
+            if !members.iter().any(|m| m.path == path) {
+                members.push(member(f, path));
+            }
+        }
         Signature {
             params: f
                 .params()
@@ -81,6 +105,7 @@ impl Signature {
                 })
                 .collect(),
             ret: value_type(f.ret()),
+            members,
         }
     }
 
@@ -96,12 +121,40 @@ impl Signature {
                 })
                 .collect(),
             ret: ValueType::Untyped,
+            members: Vec::new(),
         }
+    }
+
+    /// Whether the values are read back from their text as what it is (saved calls
+    /// read without a db): [`Signature::untyped`].
+    pub fn is_untyped(&self) -> bool {
+        self.ret == ValueType::Untyped && self.params.iter().all(|p| p.ty == ValueType::Untyped)
     }
 
     /// The index of parameter `name`.
     pub fn param(&self, name: &str) -> Option<usize> {
         self.params.iter().position(|p| p.name == name)
+    }
+}
+
+/// Member `path` of `f` as `--fields` reads it: a `char` array as its string, a
+/// `char *` as the pointer (`--fields` shows the pointer, not the string).
+fn member(f: &Function<'_>, path: &str) -> Member {
+    let plan = dcg_deref::parse_path(path)
+        .and_then(|p| dcg_deref::resolve(f, &p))
+        .map_err(|e| e.to_string())
+        .and_then(|plan| match plan.unreadable() {
+            Some(why) => Err(format!("{path}: {why}")),
+            None => Ok(plan),
+        });
+    Member {
+        path: path.to_string(),
+        word: plan.as_ref().is_ok_and(|p| p.bits.is_none()),
+        ty: plan.map(|plan| match value_type(plan.ty) {
+            _ if plan.is_string() => ValueType::CString,
+            ValueType::CString => ValueType::Pointer,
+            ty => ty,
+        }),
     }
 }
 

@@ -188,10 +188,15 @@ fn root_conds(plan: &KernelPlan<'_>, sites: &[Site]) -> Vec<dcg_bpf::RootCond> {
         };
         let params: Vec<sigdb::Param<'_>> = func.params().collect();
         let tests: Vec<dcg_bpf::CondTest> = select
-            .entry_tests(root)
+            .entry_tests(root, false)
             .iter()
             .filter_map(|t| {
-                let sigdb::Location::Reg(r) = params.get(t.arg)?.loc() else {
+                // Members are not read by the program's entry tests: left to the decoded
+                // calls.
+                let dcg_filter::EntryValue::Arg(arg) = t.value else {
+                    return None;
+                };
+                let sigdb::Location::Reg(r) = params.get(arg)?.loc() else {
                     return None;
                 };
                 let reg = sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6)?;

@@ -58,6 +58,12 @@ pub enum KtraceError {
          leave out --engine fgraph"
     )]
     FieldsNeedBpf(&'static str),
+    /// `--filter` on a member path (the first named) with the function_graph engine.
+    #[error(
+        "--filter: {0} is a member: members are read by the BPF engine only (the \
+         function_graph engine does not read them yet): leave out --engine fgraph"
+    )]
+    FilterMembersNeedBpf(String),
     /// A `--fields` path refused.
     #[error("--fields: {0}")]
     Fields(String),

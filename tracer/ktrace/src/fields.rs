@@ -91,8 +91,8 @@ impl<'db> KernelFields<'db> {
         Ok(out)
     }
 
-    /// Add `path` to `func`'s reads; `named`: the user named the function, so a path
-    /// that does not resolve in it is refused (else it is left out: false).
+    /// Add `path` to `func`'s reads (once); `named`: the user named the function, so a
+    /// path that does not resolve in it is refused (else it is left out: false).
     fn add(&mut self, dbs: &'db DbSet, func: &str, path: &FieldPath, named: bool) -> Result<bool> {
         let Some(f) = dbs.by_name(func).next() else {
             return match named {
@@ -128,6 +128,10 @@ impl<'db> KernelFields<'db> {
                 ))
             })?;
         let reads = self.by_func.entry(func.to_string()).or_default();
+        // Asked for again (by --fields and a --filter): read and shown once.
+        if reads.iter().any(|r| r.name == *text) {
+            return Ok(true);
+        }
         if reads.len() >= FIELDS_MAX {
             return Err(refuse(format!(
                 "{text}: {func} already has {FIELDS_MAX} members read (at most {FIELDS_MAX})"

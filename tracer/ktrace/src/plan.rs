@@ -176,12 +176,12 @@ impl<'db> KernelPlan<'db> {
             });
         }
         let mut session = SessionPlan::of(opts);
-        // What the filters read is captured (and shown), as --args and --show-retvals.
-        if let Some(s) = &select {
-            let (args, ret) = s.reads();
-            session.values.args |= args;
-            session.values.retvals |= ret;
-        }
+        // What the filters read is captured (and shown), as --args, --show-retvals and
+        // --fields.
+        let filter_member = select.as_ref().and_then(|s| {
+            session.read_for(s);
+            s.members().into_iter().next().map(|(_, path)| path)
+        });
         let tasks = TaskFilter::of(opts)?;
         let traceable = |name: &str| avail.contains(name);
         let fields =
@@ -210,6 +210,9 @@ impl<'db> KernelPlan<'db> {
         );
         if engine.engine == Engine::Fgraph && tasks.any() {
             return Err(KtraceError::TaskFilterNeedsBpf);
+        }
+        if let Some(path) = filter_member.filter(|_| engine.engine == Engine::Fgraph) {
+            return Err(KtraceError::FilterMembersNeedBpf(path));
         }
         if engine.engine == Engine::Fgraph && !fields.is_empty() {
             return Err(KtraceError::FieldsNeedBpf("--fields"));
@@ -262,9 +265,12 @@ fn select(opts: &TraceOptions, dbs: &DbSet, roots: &[String]) -> Result<Option<R
     }
     let sigs: Vec<(String, Signature)> = roots
         .iter()
-        .filter_map(|r| Some((r.clone(), Signature::of(&dbs.find(r, None)?))))
+        .filter_map(|r| Some((r.clone(), Signature::of(&dbs.find(r, None)?, &opts.filters))))
         .collect();
-    let find = |name: &str| Some((name.to_string(), Signature::of(&dbs.find(name, None)?)));
+    let find = |name: &str| {
+        let f = dbs.find(name, None)?;
+        Some((name.to_string(), Signature::of(&f, &opts.filters)))
+    };
     TreeFilter::bound(
         opts.filters.clone(),
         opts.min_duration,

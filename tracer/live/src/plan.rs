@@ -71,6 +71,22 @@ impl SessionPlan {
         }
     }
 
+    /// What the bound filters `select` read is captured (and shown): parameters as
+    /// `--args`, the return value as `--show-retvals`, each member path as `--fields
+    /// FUNC:PATH` on the function it was bound to (shown as an argument named by its
+    /// path, like `--fields`). Whether it added member paths.
+    pub fn read_for(&mut self, select: &dcg_filter::saved::TreeFilter) -> bool {
+        let (args, ret) = select.reads();
+        self.values.args |= args;
+        self.values.retvals |= ret;
+        let members = select.members();
+        for (func, path) in &members {
+            self.derefs
+                .push(DerefRequest::Fields(format!("{func}:{path}")));
+        }
+        !members.is_empty()
+    }
+
     /// What is traced once the session runs, given the pid of the command dcg started.
     pub fn traced(&self, command_pid: Option<i32>) -> Traced {
         match (command_pid, self.target.pid()) {

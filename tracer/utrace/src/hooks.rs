@@ -439,24 +439,29 @@ fn ifunc_hooks<'a>(
 }
 
 /// The recorder's entry tests of probe `p` for `tests` (`--filter` on a top-level call's
-/// parameters, [`dcg_filter::saved::TreeFilter::entry_tests`]): each on the one entry
-/// fetch that holds its parameter; a parameter fetched otherwise (two words, a string, a
-/// constant) is left to the decoded calls.
+/// parameters and members, [`dcg_filter::saved::TreeFilter::entry_tests`]): each on the
+/// one entry fetch that holds its value (a member: the word `--fields` reads); a
+/// parameter fetched otherwise (two words, a string, a constant) is left to the decoded
+/// calls.
 pub fn entry_conds(p: &Probe<'_>, tests: &[dcg_filter::EntryTest]) -> Vec<CondTest> {
-    use dcg_filter::CmpOp;
+    use dcg_filter::{CmpOp, EntryValue};
     tests
         .iter()
         .filter_map(|t| {
-            let (_, plan) = p.args.get(t.arg)?;
-            let crate::plan::ArgPlan::Fetched {
-                words,
-                string: None,
-            } = plan
-            else {
-                return None;
-            };
-            let [w] = words[..] else {
-                return None;
+            let w = match &t.value {
+                EntryValue::Arg(i) => match &p.args.get(*i)?.1 {
+                    crate::plan::ArgPlan::Fetched {
+                        words,
+                        string: None,
+                    } if words.len() == 1 => words[0],
+                    _ => return None,
+                },
+                EntryValue::Member(path) => {
+                    p.fields
+                        .iter()
+                        .find(|f| f.name == *path && f.bits.is_none())?
+                        .word
+                }
             };
             let (cmp, value) = match t.cmp {
                 None => (COND_TRUTH, 0),

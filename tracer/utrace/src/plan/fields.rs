@@ -83,13 +83,17 @@ pub fn plan_fields<'a>(
     Ok(())
 }
 
-/// The entry field reading `plan` from parameter `root` of `p`.
+/// The entry field reading `plan` from parameter `root` of `p` (once: a path asked for
+/// again, by `--fields` and a `--filter`, is read and shown once).
 fn add_field<'a>(
     p: &mut Probe<'a>,
     text: &str,
     root: &str,
     plan: dcg_deref::FieldPlan<'a>,
 ) -> Result<(), UtraceError> {
+    if p.fields.iter().any(|f| f.name == text) {
+        return Ok(());
+    }
     let word = match p.args.iter().find(|(n, _)| n == root).map(|(_, a)| a) {
         Some(ArgPlan::Fetched { words, .. }) if words.len() == 1 => words[0],
         _ => {

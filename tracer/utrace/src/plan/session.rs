@@ -163,13 +163,12 @@ impl<'t> UserPlan<'t> {
             return Ok(Err(vec![Notice::NothingToProbe]));
         }
         let trees = select_trees(opts, &selected.probes)?;
-        // What the filters read is captured (and shown), as --args and --show-retvals:
-        // the probes planned again to fetch it.
+        // What the filters read is captured (and shown), as --args, --show-retvals and
+        // --fields: the probes planned again to fetch it.
         if let Some(s) = &trees {
-            let (args, ret) = s.reads();
-            if (args && !session.values.args) || (ret && !session.values.retvals) {
-                session.values.args |= args;
-                session.values.retvals |= ret;
+            let values = session.values;
+            session.read_for(s);
+            if session.values != values {
                 selected = select_functions(
                     targets,
                     prototypes,
@@ -188,16 +187,17 @@ impl<'t> UserPlan<'t> {
             (session.stack, recorder),
         );
         crate::hooks::refresh_entry_ops(targets, &selected.probes, &mut selected.hooks)?;
-        // The recorder decides a top-level call's tests at its entry, unless uprobes
-        // trace some functions: a call that is top-level for the recorder may then be
-        // inside an uprobe-traced one.
+        // The recorder decides a top-level call's tests at its entry (on parameters and
+        // on the member words it reads for --fields), unless uprobes trace some
+        // functions: a call that is top-level for the recorder may then be inside an
+        // uprobe-traced one.
         if let Some(t) = trees
             .as_deref()
             .filter(|_| selected.hooks.iter().all(Option::is_some))
         {
             for (p, hooks) in selected.probes.iter().zip(selected.hooks.iter_mut()) {
                 if let Some([f]) = hooks.as_deref_mut() {
-                    f.conds = crate::hooks::entry_conds(p, &t.entry_tests(&p.symbol));
+                    f.conds = crate::hooks::entry_conds(p, &t.entry_tests(&p.symbol, true));
                 }
             }
         }
@@ -229,12 +229,13 @@ fn select_trees(opts: &TraceOptions, probes: &[Probe<'_>]) -> Result<Option<Rc<T
     }
     let sigs: Vec<(String, Signature)> = probes
         .iter()
-        .filter_map(|p| Some((p.symbol.clone(), Signature::of(&p.func?))))
+        .filter_map(|p| Some((p.symbol.clone(), Signature::of(&p.func?, &opts.filters))))
         .collect();
     let find = |name: &str| {
         probes.iter().find_map(|p| {
             let f = p.func?;
-            (p.symbol == name || f.name() == name).then(|| (p.symbol.clone(), Signature::of(&f)))
+            (p.symbol == name || f.name() == name)
+                .then(|| (p.symbol.clone(), Signature::of(&f, &opts.filters)))
         })
     };
     TreeFilter::bound(
