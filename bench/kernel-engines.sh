@@ -18,7 +18,8 @@
 # for values, on the test kernel it reads funcgraph-retval). Issue 40's rows
 # (DCG_BENCH_ENGINES=...): bpf/filter (every call rejected at entry by --filter),
 # bpf/filter1 (a loop of 100,000 calls, a filter keeping 1 %), bpf/stack, bpf/stackret
-# (--stack and a return filter every call meets), and the peer, retsnoop/stack and
+# (--stack and a return filter every call meets), issue 41's bpf/args and bpf/deref
+# (--args, and --deref: the structs behind every pointer parameter), and the peer, retsnoop/stack and
 # retsnoop/T (its stack mode and -T on the same root and the functions function_graph
 # shows under it): DCG_BENCH_RETSNOOP=FILE, else ~/.cache/dcg-retsnoop/retsnoop, which
 # bench/build-retsnoop.sh builds (from GitHub, or from the git directories it is given).
@@ -159,6 +160,15 @@ if [ -n "${per_ns[bpf]:-}" ]; then
 		echo "issue 40: --stack (bpf/stack) adds $(((per_ns[bpf/stack] - per_ns[bpf]) / 1000)) us per top-level call," \
 			"beside the recorded call's own $((own / 1000)) us (bpf)"
 	fi
+fi
+# Issue 41: --deref against --args, both over the untraced loop.
+if [ -n "${per_ns[bpf/args]:-}" ] && [ -n "${per_ns[bpf/deref]:-}" ]; then
+	a=$((per_ns[bpf/args] - untraced))
+	d=$((per_ns[bpf/deref] - untraced))
+	echo
+	echo "issue 41: --deref (bpf/deref) costs $((d / 1000)) us a call over the untraced loop," \
+		"$(awk -v a=$d -v b=$a 'BEGIN {printf "%.2f", a / b}')x the same call with --args (bpf/args, $((a / 1000)) us; goal <= 1.5x);" \
+		"deref records: $(sec dcg-bpf/deref | sed -n 's/^deref records: //p')"
 fi
 # Issue 40 against the peer: dcg with --stack and a return filter, every matching tree
 # recorded, at or below retsnoop's stack mode.

@@ -13,6 +13,8 @@
 # each rejected at entry; bpf/filter1: a loop of dcg.calls1=N1 calls (default 100000)
 # where every 100th asks R_OK, --filter 'mode == 4' keeping those, 1 %),
 # bpf/stackret: --stack with --filter 'ret == -ENOENT', which every call meets;
+# bpf/args and bpf/deref: --args, and --deref (every struct behind a pointer parameter
+# of every call read at its entry, issue 41), each with --show-retvals;
 # retsnoop/stack and retsnoop/T: the peer, /bin/retsnoop, on the same root and the
 # functions function_graph shows under it, in its default stack mode and with -T),
 # dcg.calls=N (default 3000).
@@ -110,6 +112,12 @@ for e in $ENGINES; do
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT --json \
 			--stack --filter 'ret == -ENOENT' --trace-output /tmp/$f.json -- $LOOP $N \
 			> /tmp/$f.loop 2> /tmp/$f.err ;;
+	*/args* | */deref*)
+		# Every argument, or every argument and the structs behind the pointers (issue 41).
+		what=--args
+		case $e in */deref*) what=--deref ;; esac
+		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals $what --func $ROOT \
+			--json --trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
 	*/user*)
 		# The loop's line and the text tree share stdout (the tree comes at the end).
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals --func $ROOT \
@@ -140,6 +148,8 @@ for e in $ENGINES; do
 		: > /tmp/$f.json
 		tail -4 /tmp/$f.rs >> /tmp/$f.err
 		echo "sessions: $(grep -c 'TID/PID' /tmp/$f.rs)" ;;
+	*/deref*)
+		echo "deref records: $(grep -c '\*)0x[0-9a-f]*{' /tmp/$f.json) calls with a struct shown of $(grep -c '^{"id"' /tmp/$f.json)" ;;
 	*/filter1*)
 		echo "kept: $(grep "\"func\":\"$ROOT\".*\"depth\":0," /tmp/$f.json |
 			grep -c '"name":"mode","value":"4"') with mode 4 of $N1 calls" ;;
