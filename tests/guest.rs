@@ -228,6 +228,17 @@ pub fn interrupt_calls_have_their_context(
     }
 }
 
+/// The flags and mode `syscall-loop open` said it passed to openat (`open flags=577
+/// mode=416 fd=3`), in a section's text.
+fn opened_with(sec: &str, kernel: &str) -> (u64, u64) {
+    let said = sec
+        .lines()
+        .find_map(|l| l.strip_prefix("open flags="))
+        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{sec}"));
+    let number = |s: &str| -> u64 { s.split(' ').next().unwrap().parse().unwrap() };
+    (number(said), number(said.split_once("mode=").unwrap().1))
+}
+
 /// `--deref` in the BPF engine (bpf-debian.sh's "deref" sections): do_sys_openat2's
 /// `how` shows the struct open_how the program's openat made (the kernel adds O_LARGEFILE
 /// to the flags); every vfs_read below ksys_read shows its struct file with a read-only
@@ -248,12 +259,7 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
         ],
     );
     let opened = section(text, "deref-json");
-    let said = opened
-        .lines()
-        .find_map(|l| l.strip_prefix("open flags="))
-        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{opened}"));
-    let number = |s: &str| -> u64 { s.split(' ').next().unwrap().parse().unwrap() };
-    let (flags, mode) = (number(said), number(said.split_once("mode=").unwrap().1));
+    let (flags, mode) = opened_with(opened, kernel);
     let calls = crate::json_records(opened);
     let open = calls
         .iter()
@@ -340,13 +346,7 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
     );
     member_filter_keeps_the_creating_open(text, kernel);
     let opened = section(text, "fields-json");
-    let said = opened
-        .lines()
-        .find_map(|l| l.strip_prefix("open flags="))
-        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{opened}"));
-    let number = |s: &str| -> u64 { s.split(' ').next().unwrap().parse().unwrap() };
-    let flags = number(said);
-    let mode = number(said.split_once("mode=").unwrap().1);
+    let (flags, mode) = opened_with(opened, kernel);
     let calls = crate::json_records(opened);
     let open = calls
         .iter()

@@ -236,7 +236,15 @@ fn refused_at_once(args: &[&str], said: &str) {
 #[test]
 fn the_function_graph_engine_refuses_deref() {
     refused_at_once(
-        &["--engine", "fgraph", "--deref", "--func", "do_sys_openat2", "--", "true"],
+        &[
+            "--engine",
+            "fgraph",
+            "--deref",
+            "--func",
+            "do_sys_openat2",
+            "--",
+            "true",
+        ],
         "dcg: --deref needs the BPF engine (the function_graph engine does not read members \
          yet): leave out --engine fgraph",
     );
