@@ -334,6 +334,8 @@ pub(crate) struct Attached<'p> {
     site_at: FxHashMap<u64, u32>,
     /// The inlined copies probed.
     probed: Vec<sigdb::Instance<'p>>,
+    /// The kernel's flag tables, read meanwhile.
+    flags: crate::plan::FlagTablesRead,
 }
 
 /// Load the programs and attach them for `plan` (its command started stopped), or say
@@ -342,6 +344,7 @@ pub(crate) fn attach<'p>(
     plan: &'p KernelPlan<'_>,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Attached<'p>> {
+    let flags = plan.flag_tables();
     let sites = plan.avail.sites().ok_or_else(|| {
         KtraceError::Available(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -422,6 +425,7 @@ pub(crate) fn attach<'p>(
         pointer_names,
         site_at,
         probed,
+        flags,
     })
 }
 
@@ -441,13 +445,14 @@ pub(crate) fn run(
         pointer_names,
         site_at,
         probed,
+        flags,
     } = attached;
     let sites = plan.avail.sites().unwrap_or_default();
     let set = plan.dbs;
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
     // Values of the typedefs the kernel's events print by name (`gfp_t`), so named.
-    let flags = plan.flag_tables();
+    let flags = flags.join();
     if let Some(t) = &flags {
         funcs.set_flag_tables(Rc::clone(t));
     }

@@ -114,12 +114,15 @@ struct Setup<'s> {
     /// `/proc/kallsyms`, read and parsed once (names of functions in binary records, of
     /// pointers; the kernel text the probes' callees are found in).
     kallsyms: Kallsyms,
+    /// The kernel's flag tables, read while the session is set up (taken by the decoder).
+    flags: Option<crate::plan::FlagTablesRead>,
 }
 
 impl<'s> Setup<'s> {
     /// The instance: output columns, values the kernel can print itself, pid filter.
     fn new(plan: &'s KernelPlan<'s>) -> Result<Setup<'s>> {
         let (root, roots) = (plan.tracefs.as_path(), plan.roots.as_slice());
+        let flags = plan.flag_tables();
         let mut sess = Session::create(root)?;
         let feat = Features::detect(&sess, plan.tuning.fgraph_probes);
         if plan.session.values.retvals && !feat.retval && feat.fprobe_on_fgraph {
@@ -219,6 +222,7 @@ impl<'s> Setup<'s> {
             kallsyms: Kallsyms::parse(
                 &std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
             ),
+            flags: Some(flags),
         })
     }
 
@@ -360,7 +364,8 @@ impl<'s> Setup<'s> {
     ) -> Result<Summary> {
         // Pointers that land on a kernel symbol are named (`idmap=&nop_mnt_idmap`).
         let pointer_names = self.kallsyms.symbol_map();
-        let mut dec = self.decoder(&pointer_names, outputs)?;
+        let flags = self.flags.take().and_then(|f| f.join());
+        let mut dec = self.decoder(&pointer_names, outputs, flags)?;
         self.announce(notify)?;
         let mut summary = Summary::default();
         let mut reader = Reader {
@@ -403,7 +408,12 @@ impl<'s> Setup<'s> {
 
     /// The decoder with the session's outputs (the saved-calls file, when `--output` asks
     /// for one, committed once the trace ends: [`Decoder::close`]).
-    fn decoder<'d>(&self, pointer_names: &'d SymbolMap, outputs: Outputs) -> Result<Decoder<'d>>
+    fn decoder<'d>(
+        &self,
+        pointer_names: &'d SymbolMap,
+        outputs: Outputs,
+        flags: Option<std::rc::Rc<dcg_kflags::FlagTables>>,
+    ) -> Result<Decoder<'d>>
     where
         's: 'd,
     {
@@ -418,7 +428,7 @@ impl<'s> Setup<'s> {
         };
         let mut dec = Decoder::with_outputs(self.set, opts, outputs);
         dec.set_pointer_names(pointer_names);
-        if let Some(t) = plan.flag_tables() {
+        if let Some(t) = flags {
             dec.set_flag_tables(t);
         }
         dec.mark_contexts();

@@ -240,19 +240,37 @@ impl<'db> KernelPlan<'db> {
 }
 
 impl KernelPlan<'_> {
-    /// The running kernel's flag tables (`dcg-kflags`: what its trace events print by
-    /// name, `gfp_t` as `GFP_KERNEL`), read from tracefs when values are shown; `None`
-    /// when none are, or when the events cannot be read (values stay numbers).
-    pub fn flag_tables(&self) -> Option<Rc<dcg_kflags::FlagTables>> {
+    /// Start reading the running kernel's flag tables (`dcg-kflags`: what its trace events
+    /// print by name, `gfp_t` as `GFP_KERNEL`) from tracefs in a thread, when values are
+    /// shown: a couple of thousand format files, seconds on an emulated CPU, read while
+    /// the engine sets up.
+    pub fn flag_tables(&self) -> FlagTablesRead {
         if !self.session.values.any() {
-            return None;
+            return FlagTablesRead(None);
         }
-        match dcg_kflags::FlagTables::read_events(&self.tracefs.join("events")) {
-            Ok(t) => Some(Rc::new(t)),
-            Err(e) => {
+        let events = self.tracefs.join("events");
+        FlagTablesRead(Some(std::thread::spawn(move || {
+            dcg_kflags::FlagTables::read_events(&events)
+        })))
+    }
+}
+
+/// The flag tables being read ([`KernelPlan::flag_tables`]).
+pub struct FlagTablesRead(
+    Option<std::thread::JoinHandle<std::result::Result<dcg_kflags::FlagTables, dcg_kflags::Error>>>,
+);
+
+impl FlagTablesRead {
+    /// The tables; `None` when values are not shown or the events cannot be read (values
+    /// stay numbers).
+    pub fn join(self) -> Option<Rc<dcg_kflags::FlagTables>> {
+        match self.0?.join() {
+            Ok(Ok(t)) => Some(Rc::new(t)),
+            Ok(Err(e)) => {
                 crate::debug(format_args!("no flag tables: {e}"));
                 None
             }
+            Err(p) => std::panic::resume_unwind(p),
         }
     }
 }
