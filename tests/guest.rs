@@ -228,6 +228,21 @@ pub fn interrupt_calls_have_their_context(
     }
 }
 
+/// The saved-calls records of `func` in section `sec` of a guest's output: at least one.
+fn calls_of(
+    text: &str,
+    sec: &str,
+    func: &str,
+    kernel: &str,
+) -> Vec<dcg_calls::saved_format::CallRecord> {
+    let calls: Vec<_> = crate::json_records(section(text, sec))
+        .into_iter()
+        .filter(|c| c.func == func)
+        .collect();
+    assert!(!calls.is_empty(), "{kernel}: no {func} in section {sec}");
+    calls
+}
+
 /// The flags and mode `syscall-loop open` said it passed to openat (`open flags=577
 /// mode=416 fd=3`), in a section's text.
 fn opened_with(sec: &str, kernel: &str) -> (u64, u64) {
@@ -276,11 +291,7 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
         how.starts_with("(struct open_how *)0xff") && how.ends_with(&want),
         "{kernel}: how={how}, want (struct open_how *)0x…{want}"
     );
-    let reads: Vec<_> = crate::json_records(section(text, "deref-read"))
-        .into_iter()
-        .filter(|c| c.func == "vfs_read")
-        .collect();
-    assert!(!reads.is_empty(), "{kernel}: no vfs_read under ksys_read");
+    let reads = calls_of(text, "deref-read", "vfs_read", kernel);
     for r in &reads {
         let file = r
             .args
@@ -299,11 +310,7 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
         );
     }
     // A gfp_t parameter, named by the kernel's tables, as the field of the same name is.
-    let allocs: Vec<_> = crate::json_records(section(text, "fields-json"))
-        .into_iter()
-        .filter(|c| c.func == "kmem_cache_alloc_noprof")
-        .collect();
-    assert!(!allocs.is_empty(), "{kernel}: no kmem_cache_alloc_noprof");
+    let allocs = calls_of(text, "fields-json", "kmem_cache_alloc_noprof", kernel);
     for c in &allocs {
         let gfp: Vec<&str> = c
             .args
@@ -386,11 +393,7 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
         named.is_subset(&by_kernel),
         "{kernel}: dcg {named:?}, the kernel's event {by_kernel:?}"
     );
-    let reads: Vec<_> = crate::json_records(section(text, "fields-read"))
-        .into_iter()
-        .filter(|c| c.func == "vfs_read")
-        .collect();
-    assert!(!reads.is_empty(), "{kernel}: no vfs_read under ksys_read");
+    let reads = calls_of(text, "fields-read", "vfs_read", kernel);
     for r in &reads {
         let v = r.args.iter().find(|a| a.name == "file->f_flags");
         assert_eq!(
