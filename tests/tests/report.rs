@@ -602,6 +602,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         args: Vec::new(),
         ret: None,
         ret_raw: None,
+        out: Vec::new(),
         error: false,
         origin: None,
         decoded: true,

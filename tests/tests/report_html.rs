@@ -1320,6 +1320,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 }],
                 ret: Some(if error { "-ENOENT" } else { "0" }.into()),
                 ret_raw: Some(if error { "-2" } else { "0" }.into()),
+                out: Vec::new(),
                 error,
                 origin: None,
                 decoded: true,

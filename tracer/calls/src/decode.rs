@@ -447,6 +447,7 @@ impl<'a> Decoder<'a> {
             .map(|n| self.pipe.tree_mut().funcs.intern(n, e.module));
         let task = Self::task(&e.prefix);
         let exit = Exit {
+            outs: None,
             task,
             depth: e.prefix.depth,
             func,

@@ -38,6 +38,15 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
             .collect(),
         ret: c.ret.map(str::to_string),
         ret_raw: c.ret_raw.map(str::to_string),
+        out: c
+            .outs
+            .into_iter()
+            .flat_map(|o| o.iter())
+            .map(|(n, v)| ArgValue {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
         error: c.error,
         origin: c.origin.map(|o| o.id),
         decoded: info.func.is_some(),
@@ -94,21 +103,17 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     json::opt_number(out, c.time_ns);
     out.extend_from_slice(b",\"duration_ns\":");
     json::opt_number(out, c.duration_ns);
-    out.extend_from_slice(b",\"args\":[");
-    for (i, (name, value)) in c.args.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"name\":");
-        json::string(out, name);
-        out.extend_from_slice(b",\"value\":");
-        json::string(out, value);
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"],\"ret\":");
+    out.extend_from_slice(b",\"args\":");
+    push_values(out, c.args);
+    out.extend_from_slice(b",\"ret\":");
     json::opt_string(out, c.ret);
     out.extend_from_slice(b",\"ret_raw\":");
     json::opt_string(out, c.ret_raw);
+    // Left out when empty (`skip_serializing_if`).
+    if let Some(outs) = c.outs.filter(|o| !o.is_empty()) {
+        out.extend_from_slice(b",\"out\":");
+        push_values(out, outs);
+    }
     out.extend_from_slice(b",\"error\":");
     json::boolean(out, c.error);
     out.extend_from_slice(b",\"origin\":");
@@ -168,6 +173,22 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
     }
     out.extend_from_slice(b"}\n");
     true
+}
+
+/// `[{"name":…,"value":…},…]`: arguments, output parameters.
+fn push_values(out: &mut Vec<u8>, values: &crate::sink::ArgList) {
+    out.push(b'[');
+    for (i, (name, value)) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"name\":");
+        json::string(out, name);
+        out.extend_from_slice(b",\"value\":");
+        json::string(out, value);
+        out.push(b'}');
+    }
+    out.push(b']');
 }
 
 /// JSON values written as `serde_json` writes them (compact).
@@ -488,6 +509,16 @@ mod tests {
                 cut: true,
             },
         ];
+        // Output parameters, and an empty list (left out).
+        let mut outs = ArgList::default();
+        outs.push("out", "8087");
+        outs.push("p", "{x=\"a\", y=?}");
+        for o in [&outs, &empty] {
+            views.push(CallView {
+                outs: Some(o),
+                ..base(f)
+            });
+        }
         views.push(CallView {
             parent: None,
             depth: 0,
@@ -513,6 +544,11 @@ mod tests {
         assert!(lines[1].contains(r#""func":"g","module":"ext4","#));
         assert!(lines[2].contains(r#""decoded":false"#));
         assert!(lines[3].contains(r#""func":"f.isra.0","module":"mod","#));
+        let n = lines.len();
+        assert!(lines[n - 3].contains(
+            r#""ret_raw":"0xfffffffffffffffe","out":[{"name":"out","value":"8087"},{"name":"p","value":"{x=\"a\", y=?}"}],"error""#
+        ));
+        assert!(!lines[n - 2].contains(r#""out""#));
         // Neither an open call nor a return without its entry is a record.
         for v in [
             CallView {

@@ -71,6 +71,12 @@ pub struct CallRecord {
     pub ret: Option<String>,
     /// Return value as the trace printed it.
     pub ret_raw: Option<String>,
+    /// Output parameters (`--deref`, `--fields`): what each non-const pointer parameter
+    /// pointed to when the call returned, by the parameter's name; `?` where the engine
+    /// could not read it. Absent when there are none, and in files written before this
+    /// field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out: Vec<ArgValue>,
     /// The return value is an error code or `ERR_PTR`.
     pub error: bool,
     /// A top-level call that returned an error: id of the call where the error first

@@ -124,6 +124,10 @@ pub struct CallView<'v> {
     pub ret: Option<&'v str>,
     /// The return value as the source printed it.
     pub ret_raw: Option<&'v str>,
+    /// Close and leaf: output parameters, what their pointers held when the call returned
+    /// (`--deref`, `--fields`), each named `*NAME`'s `NAME`; `?` where the engine could
+    /// not read it.
+    pub outs: Option<&'v ArgList>,
     /// The return value is an error (`-E...`, `ERR_PTR(...)`).
     pub error: bool,
     /// A top-level call that returned an error (close and leaf): the call where that
@@ -200,6 +204,7 @@ impl<'v> CallView<'v> {
             args,
             ret: None,
             ret_raw: None,
+            outs: None,
             error: false,
             origin: None,
             time_ns: None,

@@ -181,7 +181,8 @@ impl TextPrinter {
 
     /// ` /* <-callsite ret=VALUE */` (or the line's other comment).
     fn comment_tail(&self, s: &mut String, c: &CallView<'_>) {
-        if c.callsite.is_none() && c.ret.is_none() {
+        let outs = c.outs.is_some_and(|o| !o.is_empty());
+        if c.callsite.is_none() && c.ret.is_none() && !outs {
             if let Some(o) = c.comment {
                 s.push_str(" /* ");
                 s.push_str(o);
@@ -202,6 +203,7 @@ impl TextPrinter {
             dcg_render::push_value(s, v, c.error && self.opts.color);
             push_origin(s, c);
         }
+        push_outs(s, c, c.callsite.is_some() || c.ret.is_some());
         s.push_str(" */");
     }
 
@@ -211,6 +213,7 @@ impl TextPrinter {
             dcg_render::push_value(s, v, c.error && self.opts.color);
             push_origin(s, c);
         }
+        push_outs(s, c, true);
     }
 
     /// A call of a source without text: columns laid out here.
@@ -594,5 +597,19 @@ mod tests {
         s.clear();
         push_proc(&mut s, "values_threads", 4242);
         assert_eq!(s, " values_-4242 ");
+    }
+}
+
+/// `*NAME=VALUE` for each output parameter read at the return, space-separated (a space
+/// before the first too with `after`).
+fn push_outs(s: &mut String, c: &CallView<'_>, after: bool) {
+    for (i, (name, value)) in c.outs.into_iter().flat_map(|o| o.iter()).enumerate() {
+        if after || i > 0 {
+            s.push(' ');
+        }
+        s.push('*');
+        s.push_str(name);
+        s.push('=');
+        s.push_str(value);
     }
 }

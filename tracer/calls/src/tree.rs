@@ -157,6 +157,9 @@ pub struct Exit<'e> {
     pub func: Option<FuncId>,
     /// Its return value.
     pub ret: Option<RetIn<'e>>,
+    /// Output parameters read at the return, rendered (flat sources; `--deref`,
+    /// `--fields`).
+    pub outs: Option<&'e ArgList>,
     /// Return time in ns (flat sources derive durations from it).
     pub time_ns: Option<u64>,
     /// Duration in ns, as printed (shaped sources).
@@ -698,6 +701,7 @@ mod tests {
 
     fn exit(func: FuncId, key: u64, ret: Option<&'static str>) -> Exit<'static> {
         Exit {
+            outs: None,
             task: task(key),
             depth: 0,
             func: Some(func),
@@ -747,6 +751,7 @@ mod tests {
 
     fn failing(func: FuncId, key: u64, ret: &'static str) -> Exit<'static> {
         Exit {
+            outs: None,
             ret: Some(RetIn::Rendered {
                 text: ret,
                 raw: None,
@@ -818,6 +823,7 @@ mod tests {
             ..entry(t, 1, name, leaf)
         };
         let close = |depth, ret| Exit {
+            outs: None,
             depth,
             func: None,
             ..failing(0, 1, ret)
@@ -898,6 +904,7 @@ mod tests {
         // inner's exit-probe event, then its `}`.
         t.pending_ret(1, inner.func, 5, &mut Log, &mut out).unwrap();
         let close = |depth| Exit {
+            outs: None,
             depth,
             func: None,
             ret: None,

@@ -145,6 +145,7 @@ impl<'a> Run<'a> {
         self.t += 10;
         let func = self.tree.funcs.intern(name, None);
         let x = Exit {
+            outs: None,
             task: task(),
             depth: 0,
             func: Some(func),

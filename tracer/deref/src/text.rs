@@ -35,6 +35,27 @@ pub fn render_deref(
     }
 }
 
+/// Render what pointer `value` of type `ptr` points to, as [`render_deref`] shows it
+/// without the pointer (`{a=1, …}`: an output parameter at a call's return); the pointer
+/// alone when nothing was captured.
+pub fn render_pointee(
+    out: &mut String,
+    ptr: Type<'_>,
+    value: u64,
+    plan: &ReadPlan,
+    mem: &dyn Memory,
+    syms: &dyn Symbols,
+    role: Role,
+) {
+    let mut text = String::new();
+    render_deref(&mut text, ptr, value, plan, mem, syms, role);
+    // The pointer's text (`(struct conf *)0x…`, `&sym`) has no brace.
+    match text.find('{') {
+        Some(at) if text.ends_with('}') => out.push_str(&text[at..]),
+        _ => out.push_str(&text),
+    }
+}
+
 /// Render a value of type `ty` from `captured`, the first bytes of the `len` planned (a
 /// `--fields` value: [`crate::FieldPlan`]'s `size`, `bits` and `ty`): as a member is
 /// rendered in [`render_deref`], with `?` for what was not captured; pointers in it are

@@ -17,7 +17,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// First bytes of a plan file.
-pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN3";
+pub const PLAN_MAGIC: [u8; 8] = *b"DCGPLAN4";
 /// First bytes of a ring file.
 pub const SHM_MAGIC: [u8; 8] = *b"DCGRING1";
 
@@ -130,7 +130,14 @@ pub struct FuncDesc {
     pub cond_first: u32,
     /// Number of those tests (0: every call is recorded).
     pub cond_n: u32,
+    /// Entry fetches whose values the return's fetches start from ([`REG_SAVED`]): index
+    /// + 1 of each among the entry fetches (0: none). Output parameters: the pointer
+    /// passed, read again when the call returns.
+    pub saved: [u16; SAVED_WORDS],
 }
+
+/// Entry values a hooked call keeps until it returns ([`FuncDesc::saved`]).
+pub const SAVED_WORDS: usize = 4;
 
 /// A test on one value of a function's entry record that a top-level call must pass
 /// (`--filter` on its arguments, decided at entry): a call that fails one is not recorded,
@@ -255,6 +262,9 @@ pub const FETCH_BLOCK: u8 = 5;
 pub const MAX_BLOCK_WORDS: usize = 64;
 /// DWARF register number of rax: the return value register.
 pub const REG_RETVAL: u8 = 0;
+/// A return fetch's start: saved entry value `reg - REG_SAVED` ([`FuncDesc::saved`];
+/// fetch syntax `%saved0`).
+pub const REG_SAVED: u8 = 32;
 /// Longest string a record carries; longer ones are cut.
 pub const MAX_STRING: usize = 256;
 /// String length word of a string that could not be read.
@@ -424,7 +434,7 @@ pub const fn ring_offset(i: u32, ring_size: u32) -> usize {
 const _: () = {
     assert!(size_of::<PlanHeader>() == 32);
     assert!(size_of::<TargetDesc>() == 56);
-    assert!(size_of::<FuncDesc>() == 40);
+    assert!(size_of::<FuncDesc>() == 48);
     assert!(size_of::<CondTest>() == 24);
     assert!(size_of::<FetchOp>() == 16);
     assert!(size_of::<ShmHeader>() == 64);

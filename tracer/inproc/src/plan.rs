@@ -3,7 +3,8 @@
 //! Values are planned as fetch expressions in the syntax of uprobe events (`%di:x64`,
 //! `+8(%sp):x64`, `+0(%si):ustring`, `$retval:x64`, `+8($retval):x64`) so that both
 //! user-space engines read a parameter from the same plan; the in-process recorder also
-//! reads `%xmmN` (`%xmmN_hi` for the upper half) and `%st0` / `%st0_hi`. [`parse_fetch`]
+//! reads `%xmmN` (`%xmmN_hi` for the upper half), `%st0` / `%st0_hi`, and at a return
+//! `%savedK`, the value of an entry fetch the call kept ([`FuncDesc::saved`]). [`parse_fetch`]
 //! turns one into a [`FetchOp`].
 
 use std::io::Write;
@@ -37,6 +38,8 @@ pub struct PlanFunc {
     pub ret: Vec<FetchOp>,
     /// The tests on entry fetches a top-level call must pass to be recorded.
     pub conds: Vec<CondTest>,
+    /// Entry fetches (indices) whose values the return's `%savedK` fetches start from.
+    pub saved: Vec<u16>,
 }
 
 /// A target binary of the plan.
@@ -134,6 +137,12 @@ pub fn parse_fetch(expr: &str) -> Result<FetchOp, InprocError> {
         op.kind = FETCH_ST0;
         op.off[0] = i32::from(rest.ends_with("_hi"));
         return Ok(op);
+    } else if let Some(k) = rest.strip_prefix("%saved") {
+        let k: u8 = k.parse().map_err(|_| bad())?;
+        if usize::from(k) >= SAVED_WORDS {
+            return Err(bad());
+        }
+        op.reg = REG_SAVED + k;
     } else if let Some(r) = rest.strip_prefix('%') {
         op.reg = GPRS
             .iter()
@@ -203,6 +212,7 @@ pub fn write_plan(
             patch_len: f.patch_len,
             cond_first,
             cond_n: conds.len() as u32 - cond_first,
+            saved: std::array::from_fn(|k| f.saved.get(k).map_or(0, |&i| i + 1)),
         });
     }
     let header = PlanHeader {

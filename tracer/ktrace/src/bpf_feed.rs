@@ -344,6 +344,7 @@ impl<'a> Feed<'a> {
                 let (id, _, _) = self.func(ip);
                 let comm = self.comm(tid);
                 let exit = Exit {
+                    outs: None,
                     task: task(tid, cpu, &comm, self.tgids.get(&tid).copied()),
                     depth: 0,
                     func: Some(id),

@@ -49,12 +49,14 @@ pub extern "C" fn thread_exit(_: *mut libc::c_void) {
     t.busy.set(false);
 }
 
-/// Evaluate `op` on `regs`: the address a string is read at, or the word.
+/// Evaluate `op` on `regs` (and at a return, the call's `saved` entry values): the
+/// address a string is read at, or the word.
 #[inline(always)]
-fn eval(st: &State, op: &FetchOp, regs: &Regs) -> Option<u64> {
+fn eval(st: &State, op: &FetchOp, regs: &Regs, saved: &Saved) -> Option<u64> {
     let mut v = match op.kind {
         FETCH_XMM => return Some(regs.xmm[(op.reg & 7) as usize][(op.off[0] & 1) as usize]),
         FETCH_ST0 => return Some(regs.st0[(op.off[0] & 1) as usize]),
+        _ if op.reg >= REG_SAVED => *saved.get(usize::from(op.reg - REG_SAVED))?,
         _ => regs.gpr[(op.reg & 15) as usize],
     };
     let sp = regs.gpr[7];
@@ -101,8 +103,21 @@ fn now(st: &State) -> u64 {
     }
 }
 
+/// A hooked call's saved entry values ([`Frame::saved`]).
+type Saved = [u64; SAVED_WORDS];
+
+/// No saved values (entry records; fetches from them fail).
+const NONE_SAVED: &Saved = &[0; SAVED_WORDS];
+
 /// Write a record of `kind` for function `func` with the values of `ops`.
-fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &Regs) {
+fn record(
+    st: &State,
+    t: &Thread,
+    (kind, func): (u16, u32),
+    ops: &[FetchOp],
+    regs: &Regs,
+    saved: &Saved,
+) {
     let Some(r) = ring(st, t) else {
         return;
     };
@@ -116,10 +131,10 @@ fn record(st: &State, t: &Thread, kind: u16, func: u32, ops: &[FetchOp], regs: &
         at += 8;
         let string = op.kind == FETCH_STRING;
         if !string && op.kind != FETCH_BLOCK {
-            p.put(w, eval(st, op, regs).unwrap_or(0));
+            p.put(w, eval(st, op, regs, saved).unwrap_or(0));
             continue;
         }
-        let Some(addr) = eval(st, op, regs).filter(|&a| a != 0) else {
+        let Some(addr) = eval(st, op, regs, saved).filter(|&a| a != 0) else {
             p.put(w, STRING_FAULT);
             continue;
         };
@@ -189,7 +204,7 @@ fn stack(st: &State, t: &Thread, func: u32, regs: &Regs) {
 /// This program image starts recording: a [`REC_EXEC`] record in this thread's ring, by
 /// which dcg ends the calls the thread had open in the program it ran before an `exec`.
 pub fn image_started(st: &State) {
-    record(st, thread(), REC_EXEC, 0, &[], &Regs::ZERO);
+    record(st, thread(), (REC_EXEC, 0), &[], &Regs::ZERO, NONE_SAVED);
 }
 
 /// How far below live code a frame's return slot may be for the frame to count as left
@@ -228,7 +243,7 @@ pub fn close_dead(st: &State, t: &Thread, sp: u64, reused: bool, regs: &Regs) {
         }
         t.frames.pop();
         if !f.rejected {
-            record(st, t, REC_UNWIND, f.func, &[], regs);
+            record(st, t, (REC_UNWIND, f.func), &[], regs, NONE_SAVED);
         }
     }
 }
@@ -256,6 +271,7 @@ fn inside_rejected(st: &State, t: &Thread, slot: Slot) -> bool {
         func,
         restored: false,
         rejected: true,
+        saved: [0; SAVED_WORDS],
     });
     true
 }
@@ -267,7 +283,7 @@ fn passes(st: &State, f: &FuncDesc, regs: &Regs) -> bool {
     let ops = st.ops(f.entry_op, f.entry_n);
     st.conds(f).iter().all(|c| {
         ops.get(usize::from(c.op))
-            .and_then(|op| eval(st, op, regs))
+            .and_then(|op| eval(st, op, regs, NONE_SAVED))
             .is_some_and(|v| c.holds(v))
     })
 }
@@ -327,9 +343,10 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
     if st.stacks && top_level {
         stack(st, t, func, regs);
     }
-    record(st, t, REC_ENTRY, func, st.ops(f.entry_op, f.entry_n), regs);
+    let entry_ops = st.ops(f.entry_op, f.entry_n);
+    record(st, t, (REC_ENTRY, func), entry_ops, regs, NONE_SAVED);
     if !hook {
-        record(st, t, REC_NORET, func, &[], regs);
+        record(st, t, (REC_NORET, func), &[], regs, NONE_SAVED);
         return;
     }
     t.frames.push(Frame {
@@ -338,8 +355,22 @@ fn entry(st: &State, t: &Thread, regs: &Regs, slot: Slot, func: u32) {
         func,
         restored: false,
         rejected: false,
+        saved: saved_values(st, f, entry_ops, regs),
     });
     slot.set(return_thunk(st, func));
+}
+
+/// The entry values `f`'s return fetches start from ([`FuncDesc::saved`]): the words of
+/// those entry fetches, 0 where one is not set or not read.
+#[inline(always)]
+fn saved_values(st: &State, f: &FuncDesc, ops: &[FetchOp], regs: &Regs) -> Saved {
+    let mut saved = [0; SAVED_WORDS];
+    for (v, &i) in saved.iter_mut().zip(&f.saved) {
+        if let Some(op) = usize::from(i).checked_sub(1).and_then(|i| ops.get(i)) {
+            *v = eval(st, op, regs, NONE_SAVED).unwrap_or(0);
+        }
+    }
+    saved
 }
 
 /// A hooked function returned; `slot` is where its return address was. Returns the
@@ -372,7 +403,7 @@ fn exit(st: &State, t: &Thread, regs: &Regs, slot: u64, was_busy: bool) -> u64 {
         while t.frames.depth() > at {
             let Some(f) = t.frames.pop() else { break };
             if !f.rejected {
-                record(st, t, REC_UNWIND, f.func, &[], regs);
+                record(st, t, (REC_UNWIND, f.func), &[], regs, NONE_SAVED);
             }
         }
     }
@@ -381,7 +412,14 @@ fn exit(st: &State, t: &Thread, regs: &Regs, slot: u64, was_busy: bool) -> u64 {
             t.frames.pop();
             if !was_busy && !f.rejected && !DISABLED.load(Ordering::Relaxed) && !st.stopped() {
                 let d = st.func(f.func);
-                record(st, t, REC_EXIT, f.func, st.ops(d.ret_op, d.ret_n), regs);
+                record(
+                    st,
+                    t,
+                    (REC_EXIT, f.func),
+                    st.ops(d.ret_op, d.ret_n),
+                    regs,
+                    &f.saved,
+                );
             }
             f.orig
         }

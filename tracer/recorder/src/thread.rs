@@ -60,6 +60,8 @@ pub struct Frame {
     /// A top-level call its entry tests rejected (`--filter`), hooked once a traced call
     /// was made inside it: nothing is recorded until it returns.
     pub rejected: bool,
+    /// The entry values its return's fetches start from (`FuncDesc::saved`).
+    pub saved: [u64; dcg_inproc::layout::SAVED_WORDS],
 }
 
 /// Frames a thread can have hooked at once; deeper calls are not recorded.

@@ -151,6 +151,9 @@ pub fn write(out: &mut dyn Write, input: &ReportInput, graph: &CallGraph) -> std
         if let Some(r) = &c.ret {
             args.insert("ret".into(), r.clone());
         }
+        for o in &c.out {
+            args.insert(format!("*{}", o.name), o.value.clone());
+        }
         let error = error_of(c).is_some();
         let slice = Slice {
             name: &graph.names[graph.func[i] as usize],

@@ -335,6 +335,7 @@ pub fn recorder_plan<'a>(
             entry: ops(&p.entry_fields)?,
             ret: ops(&p.ret_fields)?,
             conds: Vec::new(),
+            saved: Vec::new(),
         }]));
     }
     Ok(out)
@@ -395,6 +396,7 @@ fn ifunc_hooks<'a>(
         entry: Vec::new(),
         ret: Vec::new(),
         conds: Vec::new(),
+        saved: Vec::new(),
     }];
     // Typed by the IFUNC's declaration where a caller's DWARF has one.
     let decl = crate::plan::prototype(targets, prototypes, p.target, name, p.addr);
@@ -417,6 +419,7 @@ fn ifunc_hooks<'a>(
                 entry: entry.clone(),
                 ret: ret.clone(),
                 conds: Vec::new(),
+                saved: Vec::new(),
             });
         }
     }
@@ -500,7 +503,7 @@ pub fn entry_conds(p: &Probe<'_>, tests: &[dcg_filter::EntryTest]) -> Vec<CondTe
 }
 
 /// The recorder's entry fetches of each hooked probe again, from its entry fields (after
-/// `--fields` or `--deref` added some). An IFUNC's implementations (no DWARF, no fields) are left.
+/// `--fields` or `--deref` added some), and the return fetches of its output parameters. An IFUNC's implementations (no DWARF, no fields) are left.
 pub fn refresh_entry_ops(
     targets: &[Target],
     probes: &[Probe<'_>],
@@ -510,6 +513,11 @@ pub fn refresh_entry_ops(
         let more = !p.fields.is_empty() || !p.derefs.is_empty();
         if let (Some([f]), true) = (h.as_deref_mut(), more) {
             f.entry = fetch_ops(&targets[p.target], &p.entry_fields)?;
+        }
+        // Output parameters: the return reads through the pointers the call kept.
+        if let (Some([f]), false) = (h.as_deref_mut(), p.out_fields.is_empty()) {
+            f.ret.extend(fetch_ops(&targets[p.target], &p.out_fields)?);
+            f.saved = p.saved.clone();
         }
     }
     Ok(())

@@ -117,6 +117,8 @@ pub struct Calls<'a> {
     default_comm: Option<String>,
     lost: u64,
     args: ArgList,
+    /// A return's output parameters.
+    outs: ArgList,
     symbolizer: Symbolizer<'a>,
     /// `--stack`: unwinds the stacks entry events carry.
     stacks: Option<crate::ustack::UserStacks<'a>>,
@@ -182,6 +184,7 @@ impl<'a> Calls<'a> {
             default_comm: None,
             lost: 0,
             args: ArgList::default(),
+            outs: ArgList::default(),
             symbolizer: Symbolizer::new(targets),
             stacks: opts.stacks.then(|| crate::ustack::UserStacks::new(targets)),
         }
@@ -371,6 +374,7 @@ impl<'a> Calls<'a> {
     ) -> std::io::Result<()> {
         let comm = self.comm(m).to_string();
         let exit = Exit {
+            outs: None,
             task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
             depth: 0,
             func: Some(self.ids[probe]),
@@ -547,6 +551,7 @@ impl EventSink for Calls<'_> {
             // Never hooked: a leaf, with what a direct setjmp returns.
             let value = ret_value(p, values, self.opts.role(true), &|_| None);
             let exit = Exit {
+                outs: None,
                 task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
                 depth: 0,
                 func: Some(self.ids[probe]),
@@ -582,9 +587,17 @@ impl EventSink for Calls<'_> {
         self.landed(m)?;
         let p = &self.probes[probe];
         let sym = |v: u64| self.symbolizer.pointer_text(v);
-        let value = ret_value(p, values, self.opts.role(true), &sym);
+        // The return value's fields, then the output parameters'.
+        let (own, _) = values.split_at(p.ret_fields.len().min(values.len()));
+        let value = ret_value(p, own, self.opts.role(true), &sym);
+        self.outs.clear();
+        if !p.outs.is_empty() {
+            let role = self.opts.role(false);
+            crate::entry_args::push_outs(&mut self.outs, p, values, role, &self.symbolizer);
+        }
         let comm = self.comm(m).to_string();
         let exit = Exit {
+            outs: Some(&self.outs),
             task: task_of(m, &comm, self.processes.get(&m.tid).copied().flatten()),
             depth: 0,
             func: Some(self.ids[probe]),

@@ -97,6 +97,7 @@ impl<'a> Decoder<'a> {
                 let id = self.pipe.tree_mut().funcs.intern(&name, module.as_deref());
                 let raw = retval.map(|v| format!("{v:#x}"));
                 let exit = Exit {
+                    outs: None,
                     task: task(*pid),
                     depth: depth.saturating_sub(shift),
                     func: Some(id),

@@ -113,6 +113,7 @@ impl CallTree<'_> {
             let view = crate::sink::CallView {
                 ret,
                 ret_raw,
+                outs: x.outs,
                 error,
                 open_after: self.tasks[ti].stack.len(),
                 entry_missing: true,
@@ -152,6 +153,7 @@ impl CallTree<'_> {
         let view = crate::sink::CallView {
             ret,
             ret_raw,
+            outs: x.outs,
             error,
             origin: self.origin_view(origin),
             duration_ns,
@@ -203,6 +205,7 @@ impl CallTree<'_> {
                 continue;
             }
             let exit = Exit {
+                outs: None,
                 task,
                 depth: 0,
                 func: Some(f.func),

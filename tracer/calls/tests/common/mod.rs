@@ -66,6 +66,7 @@ pub fn drive(
             Ev::Exit(name, t) => {
                 let func = tree.funcs.intern(name, None);
                 let x = Exit {
+                    outs: None,
                     task,
                     depth: 0,
                     func: Some(func),

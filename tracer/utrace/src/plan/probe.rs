@@ -128,6 +128,14 @@ pub struct Probe<'a> {
     pub fields: Vec<super::FieldRead<'a>>,
     /// `--deref`: pointer arguments shown with the data behind them.
     pub derefs: Vec<super::DerefArg<'a>>,
+    /// Output parameters, read at the return ([`super::plan_outputs`]).
+    pub outs: Vec<super::OutArg<'a>>,
+    /// The return fields reading them, after [`Probe::ret_fields`] (the in-process
+    /// recorder's `%savedK` fetches).
+    pub out_fields: Vec<Field>,
+    /// The entry fields whose values the call keeps for them: `%savedK` is entry field
+    /// `saved[K]`.
+    pub saved: Vec<u16>,
 }
 
 impl Probe<'_> {
@@ -358,6 +366,9 @@ pub fn plan_probes<'a>(
             jump,
             fields: Vec::new(),
             derefs: Vec::new(),
+            outs: Vec::new(),
+            out_fields: Vec::new(),
+            saved: Vec::new(),
         });
     }
     probes

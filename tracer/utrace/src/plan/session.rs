@@ -186,6 +186,7 @@ impl<'t> UserPlan<'t> {
             &mut selected.probes,
             (session.stack, recorder),
         );
+        super::plan_outputs(&session.derefs, &mut selected.probes, recorder);
         crate::hooks::refresh_entry_ops(targets, &selected.probes, &mut selected.hooks)?;
         // The recorder decides a top-level call's tests at its entry (on parameters and
         // on the member words it reads for --fields), unless uprobes trace some
