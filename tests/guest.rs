@@ -325,6 +325,53 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
     }
 }
 
+/// Output parameters in the BPF engine (bpf-debian.sh's "outputs" sections, and the
+/// "deref-read" one): do_pipe2's `*fildes` at its return is the read end the program
+/// printed (`pipe fds=3,4`); each vfs_read below ksys_read that read something has its
+/// `*pos` moved by what it returned (ksys_read passes the file's position; a first read
+/// starts at 0 when its struct file shows `f_pos=0`).
+pub fn outputs_are_what_the_kernel_wrote(text: &str, kernel: &str) {
+    must(section(text, "outputs"), "outputs", &["rc=0"]);
+    let sec = section(text, "outputs-json");
+    let fds = sec
+        .lines()
+        .find_map(|l| l.strip_prefix("pipe fds="))
+        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{sec}"));
+    let read_end = fds.split(',').next().unwrap();
+    let pipe = calls_of(text, "outputs-json", "do_pipe2", kernel);
+    assert_eq!(pipe.len(), 1, "{kernel}");
+    let out: Vec<(&str, &str)> = pipe[0]
+        .out
+        .iter()
+        .map(|o| (o.name.as_str(), o.value.as_str()))
+        .collect();
+    assert_eq!(out, [("fildes", read_end)], "{kernel}: {:?}", pipe[0]);
+    let mut moved = 0;
+    for r in calls_of(text, "deref-read", "vfs_read", kernel) {
+        let Some(ret) = r.ret.as_deref().and_then(|v| v.parse::<i64>().ok()) else {
+            continue;
+        };
+        // A stream (a pipe) has no position: NULL, no output.
+        if r.args.iter().any(|a| a.name == "pos" && a.value == "NULL") {
+            assert!(r.out.is_empty(), "{kernel}: {r:?}");
+            continue;
+        }
+        let pos = r.out.iter().find(|o| o.name == "pos");
+        let pos = pos.unwrap_or_else(|| panic!("{kernel}: no *pos in {r:?}"));
+        let pos: i64 = pos
+            .value
+            .parse()
+            .unwrap_or_else(|_| panic!("{kernel}: {r:?}"));
+        let file = &r.args.iter().find(|a| a.name == "file").unwrap().value;
+        if ret > 0 && file.contains(", f_pos=0,") {
+            assert_eq!(pos, ret, "{kernel}: a first read's *pos: {r:?}");
+            moved += 1;
+        }
+        assert!(pos >= ret, "{kernel}: {r:?}");
+    }
+    assert!(moved > 0, "{kernel}: no first read with its f_pos shown");
+}
+
 /// `--fields` in the BPF engine (bpf-debian.sh's "fields" sections): do_sys_openat2's
 /// `how->flags` and `how->mode` are what the program passed to openat (the kernel adds
 /// O_LARGEFILE to the flags), its file name the one it passed; every vfs_read below

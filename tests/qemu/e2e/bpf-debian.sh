@@ -165,12 +165,12 @@ end fields-read
 begin deref
 # --deref (issue 41): the structs behind pointer parameters, copied by the BPF program at
 # the entry: do_sys_openat2's struct open_how for the openat the program makes (it prints
-# what it passed); every struct file vfs_read gets below ksys_read, two levels deep; the
-# function_graph engine refuses.
+# what it passed); every struct file vfs_read gets below ksys_read, two levels deep, and
+# the position it moved (an output parameter); the function_graph engine refuses.
 dcg trace --db $DB --json --deref --func do_sys_openat2 \
 	-- /dcg/syscall-loop open /tmp/dcg-deref 0x242 0600 > /tmp/dr.json
 echo "rc=$?"
-dcg trace --db $DB --json --deref=2 --func ksys_read \
+dcg trace --db $DB --json --show-retvals --deref=2 --func ksys_read \
 	-- sh -c 'head -c 8 /proc/version > /dev/null' > /tmp/dr2.json
 echo "read rc=$?"
 dcg trace --db $DB --engine fgraph --deref --func do_sys_openat2 -- true
@@ -182,6 +182,16 @@ end deref-json
 begin deref-read
 cat /tmp/dr2.json
 end deref-read
+begin outputs
+# Output parameters (issue 41): a pointer to a scalar read again at the return, through
+# the pointer the entry kept in the session's cookie: do_pipe2's fildes holds the pipe's
+# read end, which the program prints.
+dcg trace --db $DB --json --deref --func do_pipe2 -- /dcg/syscall-loop pipe > /tmp/out.json
+echo "rc=$?"
+end outputs
+begin outputs-json
+cat /tmp/out.json
+end outputs-json
 begin notrace
 # --notrace (issue 40): getname, getname_flags (and 7.2's do_getname) not attached; what
 # they call shows under do_sys_openat2. A --func root cannot be excluded.

@@ -9,6 +9,8 @@
  *                           one openat(AT_FDCWD, PATH, FLAGS, MODE) (numbers as C reads
  *                           them: 0x241, 0640), printing "open flags=F mode=M fd=FD" in
  *                           decimal (--fields' oracle)
+ *   syscall-loop pipe       one pipe2(2), printing "pipe fds=R,W" (an output parameter's
+ *                           oracle: do_pipe2 writes the two numbers through fildes)
  *   syscall-loop N [PATH [EVERY]]
  *                           call access(PATH, F_OK) N times (PATH defaults to a file that
  *                           does not exist, so every call fails with ENOENT; "-" names
@@ -17,6 +19,7 @@
  *                           with EVERY, every EVERY-th call asks R_OK instead (a filter
  *                           on the mode keeps 1 in EVERY)
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,7 +45,7 @@ int main(int argc, char **argv)
 	long long start, end;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s now | mmap | open PATH FLAGS MODE | N [PATH]\n", argv[0]);
+		fprintf(stderr, "usage: %s now | mmap | pipe | open PATH FLAGS MODE | N [PATH]\n", argv[0]);
 		return 2;
 	}
 	if (argv[1][0] == 'n') {
@@ -55,6 +58,13 @@ int main(int argc, char **argv)
 
 		printf("open flags=%d mode=%d fd=%d\n", flags, mode, fd);
 		return fd < 0;
+	}
+	if (strcmp(argv[1], "pipe") == 0) {
+		int fds[2] = { -1, -1 };
+		int r = pipe2(fds, O_CLOEXEC);
+
+		printf("pipe fds=%d,%d\n", fds[0], fds[1]);
+		return r != 0;
 	}
 	if (argv[1][0] == 'm') {
 		void *p = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -16,6 +16,7 @@ const REC_LOSS: u32 = 7;
 const REC_CALLERS: u32 = 8;
 const REC_FIELDS: u32 = 9;
 const REC_DEREF: u32 = 10;
+const REC_OUT: u32 = 11;
 /// Bytes before a deref record's data.
 const DEREF_HEAD: usize = 24;
 /// Most members one function's fields record carries (`--fields`).
@@ -141,6 +142,18 @@ struct StrRec {
     s: [u8; STR_MAX],
 }
 
+/// `struct out_rec`.
+#[derive(FromBytes, KnownLayout, Immutable)]
+#[repr(C)]
+struct OutRec {
+    kind: u32,
+    tid: u32,
+    ptr: u64,
+    value: u64,
+    len: i32,
+    pad: u32,
+}
+
 /// One record of the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Record<'a> {
@@ -179,6 +192,16 @@ pub enum Record<'a> {
         rdx: u64,
         /// What the CPU was running ([`ctx`]).
         ctx: u8,
+    },
+    /// The output parameter of the task's call about to return (its return record
+    /// follows): the pointer its entry was passed and what it points to now.
+    Out {
+        /// Thread id.
+        tid: u32,
+        /// The pointer (0: `NULL`, nothing read).
+        ptr: u64,
+        /// The bytes read there (zero-extended), or None when the read faulted.
+        value: Option<u64>,
     },
     /// A string argument of the task's latest entry.
     Str {
@@ -372,6 +395,14 @@ impl<'a> Record<'a> {
                     item: r.item,
                     addr: r.addr,
                     bytes,
+                })
+            }
+            REC_OUT => {
+                let (r, _) = OutRec::read_from_prefix(data).ok()?;
+                Some(Record::Out {
+                    tid: r.tid,
+                    ptr: r.ptr,
+                    value: (r.len > 0).then_some(r.value),
                 })
             }
             REC_CALLERS => {

@@ -14,6 +14,10 @@ const PLAN_FIELDS: u32 = 1 << 10;
 /// Plan bit: structs are read behind pointer parameters (`--deref`: deref records follow
 /// entries).
 const PLAN_DEREF: u32 = 1 << 11;
+/// Plan field: an output parameter's argument register + 1 (bits 12-14) and the bytes it
+/// points to (bits 16-19), read at the return through the session's cookie.
+const PLAN_OUT_SHIFT: u32 = 12;
+const PLAN_OUT_SIZE_SHIFT: u32 = 16;
 /// A function to attach to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -29,6 +33,9 @@ pub struct Target {
     pub fields: bool,
     /// Structs are read at entry ([`Tasks::derefs`] says which).
     pub derefs: bool,
+    /// An output parameter read at the return (session links only): its argument
+    /// register (0-5) and the bytes it points to (1-8).
+    pub out: Option<(u8, u8)>,
 }
 
 impl Target {
@@ -38,6 +45,12 @@ impl Target {
             | if self.stack { PLAN_STACK } else { 0 }
             | if self.fields { PLAN_FIELDS } else { 0 }
             | if self.derefs { PLAN_DEREF } else { 0 }
+            | self
+                .out
+                .filter(|&(reg, size)| reg < 6 && (1..=8).contains(&size))
+                .map_or(0, |(reg, size)| {
+                    (u32::from(reg) + 1) << PLAN_OUT_SHIFT | u32::from(size) << PLAN_OUT_SIZE_SHIFT
+                })
     }
 }
 

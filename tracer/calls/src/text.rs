@@ -554,6 +554,20 @@ pub fn push_duration_plain(s: &mut String, ns: u64) {
     let _ = write!(s, "{}.{:03} us", ns / 1000, ns % 1000);
 }
 
+/// `*NAME=VALUE` for each output parameter read at the return, space-separated (a space
+/// before the first too with `after`).
+fn push_outs(s: &mut String, c: &CallView<'_>, after: bool) {
+    for (i, (name, value)) in c.outs.into_iter().flat_map(|o| o.iter()).enumerate() {
+        if after || i > 0 {
+            s.push(' ');
+        }
+        s.push('*');
+        s.push_str(name);
+        s.push('=');
+        s.push_str(value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,19 +611,5 @@ mod tests {
         s.clear();
         push_proc(&mut s, "values_threads", 4242);
         assert_eq!(s, " values_-4242 ");
-    }
-}
-
-/// `*NAME=VALUE` for each output parameter read at the return, space-separated (a space
-/// before the first too with `after`).
-fn push_outs(s: &mut String, c: &CallView<'_>, after: bool) {
-    for (i, (name, value)) in c.outs.into_iter().flat_map(|o| o.iter()).enumerate() {
-        if after || i > 0 {
-            s.push(' ');
-        }
-        s.push('*');
-        s.push_str(name);
-        s.push('=');
-        s.push_str(value);
     }
 }

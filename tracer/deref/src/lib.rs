@@ -14,7 +14,7 @@ mod text;
 pub use fields::{
     parse_fields_arg, parse_path, resolve, Access, FieldError, FieldPath, FieldPlan, MAX_FIELD_HOPS,
 };
-pub use plan::{follow, plan, From, Read, ReadKind, ReadPlan, STRING_BYTES};
+pub use plan::{follow, output, plan, From, Output, Read, ReadKind, ReadPlan, STRING_BYTES};
 pub use text::{render_deref, render_pointee, render_value};
 
 /// The default byte cap per argument (`--deref-bytes`).

@@ -1,7 +1,7 @@
 //! The read plan: what an engine copies at the call so that a pointer argument can be
 //! shown with the data behind it.
 
-use sigdb::{Type, TypeKind};
+use sigdb::{Qualifiers, Type, TypeKind};
 
 /// How many bytes a `char *` member is read for (a string, up to its NUL).
 pub const STRING_BYTES: u32 = 64;
@@ -191,5 +191,52 @@ fn pointer_slots<'a>(t: Type<'a>, base: u32, len: u32, nest: u32, out: &mut Vec<
         }
         TypeKind::Pointer if base.saturating_add(r.size()) <= len => out.push((base, t)),
         _ => {}
+    }
+}
+
+/// What an output parameter points to ([`output`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A scalar of 1 to 8 bytes: an integer, bool, enum, float or pointer.
+    Scalar,
+    /// A struct or union.
+    Struct,
+}
+
+/// Whether a parameter of type `ptr` is an output parameter, one the call may write
+/// through (its value is read again at the return): a pointer to a non-const scalar or
+/// struct. Not `void *`, a `char` buffer, a function or a const pointee.
+pub fn output(ptr: Type<'_>) -> Option<Output> {
+    let p = ptr.resolve();
+    if p.kind() != TypeKind::Pointer || points_to_const(p) {
+        return None;
+    }
+    let t = p.target()?.resolve();
+    match t.kind() {
+        TypeKind::Struct | TypeKind::Union if t.size() > 0 => Some(Output::Struct),
+        TypeKind::Bool | TypeKind::Int | TypeKind::Enum | TypeKind::Float | TypeKind::Pointer
+            if (1..=8).contains(&t.size()) =>
+        {
+            Some(Output::Scalar)
+        }
+        _ => None,
+    }
+}
+
+/// Whether pointer `p` points to a const-qualified type (through typedefs).
+fn points_to_const(p: Type<'_>) -> bool {
+    let mut t = match p.target() {
+        Some(t) => t,
+        None => return true,
+    };
+    loop {
+        match t.kind() {
+            TypeKind::Qualified if t.qualifiers().contains(Qualifiers::CONST) => return true,
+            TypeKind::Qualified | TypeKind::Typedef => match t.target() {
+                Some(n) => t = n,
+                None => return true,
+            },
+            _ => return false,
+        }
     }
 }

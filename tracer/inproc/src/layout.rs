@@ -130,9 +130,9 @@ pub struct FuncDesc {
     pub cond_first: u32,
     /// Number of those tests (0: every call is recorded).
     pub cond_n: u32,
-    /// Entry fetches whose values the return's fetches start from ([`REG_SAVED`]): index
-    /// + 1 of each among the entry fetches (0: none). Output parameters: the pointer
-    /// passed, read again when the call returns.
+    /// Entry fetches whose values the return's fetches start from ([`REG_SAVED`]): each
+    /// one's index among the entry fetches plus one (0: none). Output parameters: the
+    /// pointer passed, read again when the call returns.
     pub saved: [u16; SAVED_WORDS],
 }
 

@@ -137,6 +137,7 @@ fn targets(
                 stack,
                 fields: fields.by_func.contains_key(&s.name),
                 derefs: derefs.by_func.contains_key(&s.name),
+                out: derefs.out_read(&s.name),
             }
         })
         .collect()

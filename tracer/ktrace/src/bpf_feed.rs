@@ -134,6 +134,11 @@ pub(crate) struct Feed<'a> {
     derefs: &'a KernelDerefs<'a>,
     /// `--deref`: the parameters rendered with their data, for the entry being flushed.
     derefs_shown: Vec<(String, String)>,
+    /// Each task's output parameter record, waiting for its return record: the pointer
+    /// and the value read through it.
+    out_read: FxHashMap<u32, (u64, Option<u64>)>,
+    /// The output parameters of the return being passed on.
+    outs: dcg_calls::sink::ArgList,
     /// `--fields`: the kernel's flag tables, which name members of typedefs its events
     /// print by name (`gfp_t`).
     flags: Option<Rc<dcg_kflags::FlagTables>>,
@@ -167,6 +172,8 @@ impl<'a> Feed<'a> {
             fields,
             derefs,
             derefs_shown: Vec::new(),
+            out_read: FxHashMap::default(),
+            outs: Default::default(),
             flags: None,
             args: values.args,
             retvals: values.retvals,
@@ -331,6 +338,9 @@ impl<'a> Feed<'a> {
                     ctx,
                 };
             }
+            Record::Out { tid, ptr, value } => {
+                self.out_read.insert(tid, (ptr, value));
+            }
             Record::Exit {
                 tid,
                 cpu,
@@ -341,10 +351,12 @@ impl<'a> Feed<'a> {
                 ..
             } => {
                 self.flush_pending(tid)?;
-                let (id, _, _) = self.func(ip);
+                let (id, name, _) = self.func(ip);
+                let read = self.out_read.remove(&tid);
+                self.render_outs(&name, read);
                 let comm = self.comm(tid);
                 let exit = Exit {
-                    outs: None,
+                    outs: Some(&self.outs),
                     task: task(tid, cpu, &comm, self.tgids.get(&tid).copied()),
                     depth: 0,
                     func: Some(id),
@@ -401,6 +413,41 @@ impl<'a> Feed<'a> {
         }
         if let Some(p) = self.pending.get_mut(&tid) {
             p.members = members;
+        }
+    }
+
+    /// The output parameters of function `name` returning, into `outs`: the one the
+    /// program read (`read`: its pointer and value; none for a `NULL` pointer), `?` for
+    /// the others and where no read came (no session link).
+    fn render_outs(&mut self, name: &str, read: Option<(u64, Option<u64>)>) {
+        self.outs.clear();
+        let Some(params) = self.derefs.outs.get(name).filter(|_| self.args) else {
+            return;
+        };
+        let symbols = KernelSymbols {
+            names: self.pipe.tree().funcs.pointer_names(),
+            flags: self.flags.as_deref(),
+        };
+        for o in params.iter() {
+            match read.filter(|_| o.read) {
+                Some((0, _)) => {}
+                Some((_, Some(v))) => {
+                    let size = o.pointee.resolve().size();
+                    let bytes = v.to_le_bytes();
+                    self.outs.push_with(&o.name, |out| {
+                        dcg_deref::render_value(
+                            out,
+                            o.pointee,
+                            &bytes[..(size as usize).min(8)],
+                            size,
+                            None,
+                            &symbols,
+                            dcg_render::Role::Arg,
+                        )
+                    });
+                }
+                _ => self.outs.push(&o.name, "?"),
+            }
         }
     }
 

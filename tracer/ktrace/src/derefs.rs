@@ -37,18 +37,44 @@ pub struct FuncDerefs<'db> {
     pub owner: Vec<usize>,
 }
 
+/// An output parameter of a kernel function (`--deref`, `--fields`): a pointer to a
+/// non-const scalar, read again when the call returns (`/* ret=0 *fildes=3 */`).
+#[derive(Debug, Clone)]
+pub struct OutParam<'db> {
+    /// The parameter's name.
+    pub name: String,
+    /// The type it points to.
+    pub pointee: sigdb::Type<'db>,
+    /// Its argument register (System V index), when it is passed in one.
+    pub reg: Option<usize>,
+    /// The program reads it: the first such parameter of its function in an argument
+    /// register, through a session link's cookie (one word a call). The others show `?`.
+    pub read: bool,
+}
+
 /// `--deref`'s reads, by function name (as `--fields`' are; the program's records name
-/// the function by address, the feed by the name shown).
+/// the function by address, the feed by the name shown), and the output parameters.
 #[derive(Debug, Clone, Default)]
 pub struct KernelDerefs<'db> {
     /// By function name.
     pub by_func: HashMap<String, Rc<FuncDerefs<'db>>>,
+    /// Output parameters by function name. Struct pointers are not outputs here: a
+    /// kernel function's non-const struct pointers are mostly the objects it works on,
+    /// which `--deref` shows at the entry.
+    pub outs: HashMap<String, Rc<[OutParam<'db>]>>,
 }
 
 impl<'db> KernelDerefs<'db> {
     /// Nothing is read.
     pub fn is_empty(&self) -> bool {
-        self.by_func.is_empty()
+        self.by_func.is_empty() && self.outs.is_empty()
+    }
+
+    /// The argument register and pointee size of the output parameter the program reads
+    /// at `name`'s return, if any.
+    pub fn out_read(&self, name: &str) -> Option<(u8, u8)> {
+        let read = self.outs.get(name)?.iter().find(|o| o.read)?;
+        Some((read.reg? as u8, read.pointee.resolve().size() as u8))
     }
 
     /// The reads `--deref[=N]` (among `requests`) asks for at the entries of `names`
@@ -60,12 +86,13 @@ impl<'db> KernelDerefs<'db> {
         names: impl IntoIterator<Item = &'n str>,
     ) -> KernelDerefs<'db> {
         let mut out = KernelDerefs::default();
-        let Some((depth, cap)) = requests.iter().find_map(|r| match r {
+        if requests.is_empty() {
+            return out;
+        }
+        let members = requests.iter().find_map(|r| match r {
             DerefRequest::Members { depth, cap } => Some((*depth, *cap)),
             DerefRequest::Fields(_) => None,
-        }) else {
-            return out;
-        };
+        });
         // Plans by pointer type: many functions take the same (a `struct file *`).
         let mut plans: HashMap<(u32, u32, String), Rc<ReadPlan>> = HashMap::new();
         for name in names {
@@ -75,12 +102,16 @@ impl<'db> KernelDerefs<'db> {
             let Some(f) = dbs.by_name(name).next() else {
                 continue;
             };
+            let outs = outputs(&f);
+            if !outs.is_empty() {
+                out.outs.insert(name.to_string(), outs.into());
+            }
+            let Some((depth, cap)) = members else {
+                continue;
+            };
             let mut fd = FuncDerefs::default();
             for p in f.params() {
-                let sigdb::Location::Reg(r) = p.loc() else {
-                    continue;
-                };
-                let Some(reg) = sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6) else {
+                let Some(reg) = arg_register(p) else {
                     continue;
                 };
                 let ty = p.ty();
@@ -109,6 +140,36 @@ impl<'db> KernelDerefs<'db> {
         }
         out
     }
+}
+
+/// The argument register (System V index, 0-5) parameter `p` is passed in, if any.
+fn arg_register(p: sigdb::Param<'_>) -> Option<usize> {
+    let sigdb::Location::Reg(r) = p.loc() else {
+        return None;
+    };
+    sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6)
+}
+
+/// The output parameters of `f` ([`OutParam`]): the first in a register is read.
+fn outputs<'db>(f: &sigdb::Function<'db>) -> Vec<OutParam<'db>> {
+    let mut outs: Vec<OutParam<'db>> = Vec::new();
+    for p in f.params() {
+        if dcg_deref::output(p.ty()) != Some(dcg_deref::Output::Scalar) {
+            continue;
+        }
+        let Some(pointee) = p.ty().resolve().target() else {
+            continue;
+        };
+        let reg = arg_register(p);
+        let read = !outs.iter().any(|o| o.read) && reg.is_some();
+        outs.push(OutParam {
+            name: p.name().to_string(),
+            pointee,
+            reg,
+            read,
+        });
+    }
+    outs
 }
 
 /// A pointer type's name as C writes it (`struct file *`), to tell apart the types of

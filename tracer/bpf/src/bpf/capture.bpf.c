@@ -72,6 +72,7 @@ struct bpf_kprobe_multi_run_ctx {
 #define REC_CALLERS 8
 #define REC_FIELDS 9
 #define REC_DEREF 10
+#define REC_OUT 11
 #define STR_MAX 256
 /* Words read above the return address for parameters passed on the stack. */
 #define STACK_WORDS 8
@@ -89,6 +90,10 @@ struct bpf_kprobe_multi_run_ctx {
 #define PLAN_FIELDS (1U << 10)
 /* Structs are read behind some pointer parameters (`--deref`): deref records follow. */
 #define PLAN_DEREF (1U << 11)
+/* An output parameter is read at the return (`--deref`, `--fields`; a session link
+ * only): bits 12-14 its argument register + 1, bits 16-19 the bytes it points to. */
+#define PLAN_OUT_SHIFT 12
+#define PLAN_OUT_SIZE_SHIFT 16
 /* Addresses below this are user space (x86-64, 4- and 5-level paging alike). */
 #define USER_TOP 0x0100000000000000ULL
 
@@ -184,6 +189,18 @@ struct deref_rec {
 	__s32 len;
 	__u64 addr;
 	__u8 data[DEREF_BYTES];
+};
+
+/* An output parameter at a return (the pointer the entry kept in the session's cookie)
+ * and the `len` bytes it points to then, or the read's error. Precedes the return
+ * record. */
+struct out_rec {
+	__u32 kind;
+	__u32 tid;
+	__u64 ptr;
+	__u64 value;
+	__s32 len;
+	__u32 pad;
 };
 
 struct str_rec {
@@ -494,6 +511,17 @@ static __always_inline bool is_return(void *ctx)
 	return bpf_session_is_return___void();
 }
 
+/* bpf_session_cookie too: the call's word, kept from its entry to its return. */
+extern __u64 *bpf_session_cookie___ctx(void *ctx) __ksym __weak;
+extern __u64 *bpf_session_cookie___void(void) __ksym __weak;
+
+static __always_inline __u64 *cookie(void *ctx)
+{
+	if (bpf_ksym_exists(bpf_session_cookie___ctx))
+		return bpf_session_cookie___ctx(ctx);
+	return bpf_session_cookie___void();
+}
+
 /* The preempt count: its own per-CPU variable since 6.15, a field of pcpu_hot before
  * (x86). Whichever this kernel has; the other is a weak ksym left unresolved. */
 extern const int __preempt_count __ksym __weak;
@@ -683,6 +711,41 @@ static __always_inline void emit_string(struct batch *b, __u32 tid, __u32 arg, _
 		s->len = bpf_probe_read_kernel_str(s->s, STR_MAX, (void *)p);
 }
 
+/* `size` (1-8) bytes at `addr`, kernel or user, into `*v` (zero-extended); 0 or an error. */
+static __always_inline long read_at(__u64 *v, __u32 size, __u64 addr)
+{
+	*v = 0;
+	if (size > 8)
+		size = 8;
+	if (addr < USER_TOP)
+		return bpf_probe_read_user(v, size, (void *)addr);
+	return bpf_probe_read_kernel(v, size, (void *)addr);
+}
+
+/* The output parameter of the call returning at `ctx` (its plan's), through the pointer
+ * its entry kept in the session's cookie. */
+static __always_inline void emit_out(struct batch *b, __u32 tid, void *ctx, __u32 plan)
+{
+	__u64 *c = cookie(ctx);
+	__u32 size = (plan >> PLAN_OUT_SIZE_SHIFT) & 15;
+	struct out_rec *r = reserve(b, sizeof(*r), REC_OUT);
+
+	if (!r)
+		return;
+	r->tid = tid;
+	r->ptr = c ? *c : 0;
+	r->value = 0;
+	r->len = 0;
+	r->pad = 0;
+	if (r->ptr && size) {
+		if (size > 8)
+			size = 8;
+		r->len = read_at(&r->value, size, r->ptr);
+		if (!r->len)
+			r->len = size;
+	}
+}
+
 /* A return of a recorded call: its record; the task's root nesting when a root returns,
  * and the batch into the ring when the last one does (the tree is whole). */
 static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
@@ -693,6 +756,7 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 	struct batch *b;
 	struct call_rec *r;
 	__u64 before;
+	__u32 plan;
 
 	if (!depth || !*depth)
 		return;
@@ -710,6 +774,10 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 	if (!b)
 		return;
 	before = skipped_here(entry);
+	plan = plan_of(ctx);
+	/* `entry`: a session, whose cookie kept the output parameter's pointer. */
+	if (entry && ((plan >> PLAN_OUT_SHIFT) & 7))
+		emit_out(b, tid, ctx, plan);
 	r = reserve(b, EXIT_SIZE, REC_EXIT | context() << CTX_SHIFT);
 	if (r) {
 		r->tid = tid;
@@ -721,7 +789,7 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		r->b = ctx->dx;
 	}
 	check_skipped(ctx, b, entry, tid, before);
-	if ((plan_of(ctx) & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1) {
+	if ((plan & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1) {
 		__u32 k = 0;
 		__u64 *n = bpf_map_lookup_elem(&trees, &k);
 
@@ -812,17 +880,6 @@ static __always_inline bool test_holds(const struct args6 *a, const struct cond_
 	case COND_GT: return v > (__u64)t->value;
 	default: return v >= (__u64)t->value;
 	}
-}
-
-/* `size` (1-8) bytes at `addr`, kernel or user, into `*v` (zero-extended); 0 or an error. */
-static __always_inline long read_at(__u64 *v, __u32 size, __u64 addr)
-{
-	*v = 0;
-	if (size > 8)
-		size = 8;
-	if (addr < USER_TOP)
-		return bpf_probe_read_user(v, size, (void *)addr);
-	return bpf_probe_read_kernel(v, size, (void *)addr);
 }
 
 /* The fields record of the function at `ctx` (`--fields`). */
@@ -1031,6 +1088,14 @@ static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 		plan = plan_of(ctx);
 		if (plan & PLAN_ROOT)
 			__sync_fetch_and_add(depth, 1);
+	}
+	if (session && ((plan >> PLAN_OUT_SHIFT) & 7)) {
+		/* The output parameter's pointer, for the return (emit_out). */
+		__u64 *c = cookie(ctx);
+		struct args6 a = read_args(ctx);
+
+		if (c)
+			*c = arg_reg(&a, ((plan >> PLAN_OUT_SHIFT) & 7) - 1);
 	}
 	before = skipped_here(true);
 

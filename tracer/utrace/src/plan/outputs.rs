@@ -12,7 +12,8 @@ use dcg_inproc::layout::SAVED_WORDS;
 use dcg_live::options::DerefRequest;
 
 use super::{ArgPlan, DerefArg, Field, Probe};
-use sigdb::{Qualifiers, Type, TypeKind};
+use dcg_deref::Output;
+use sigdb::Type;
 
 /// Most words one return field copies (a struct output's block).
 const BLOCK_WORDS: u32 = 64;
@@ -49,43 +50,6 @@ pub enum OutRead<'a> {
     Struct(DerefArg<'a>),
 }
 
-/// Whether `ptr` is a pointer to a const-qualified type.
-fn points_to_const(ptr: Type<'_>) -> bool {
-    let mut t = match ptr.resolve().target() {
-        Some(t) => t,
-        None => return true,
-    };
-    loop {
-        match t.kind() {
-            TypeKind::Qualified if t.qualifiers().contains(Qualifiers::CONST) => return true,
-            TypeKind::Qualified | TypeKind::Typedef => match t.target() {
-                Some(n) => t = n,
-                None => return true,
-            },
-            _ => return false,
-        }
-    }
-}
-
-/// What kind of output parameter `ptr` is: `Some(true)` a struct or union, `Some(false)`
-/// a scalar, `None` not one (not a pointer, const, `void *`, a byte buffer, a function).
-fn output_kind(ptr: Type<'_>) -> Option<bool> {
-    let p = ptr.resolve();
-    if p.kind() != TypeKind::Pointer || points_to_const(ptr) {
-        return None;
-    }
-    let t = p.target()?.resolve();
-    match t.kind() {
-        TypeKind::Struct | TypeKind::Union if t.size() > 0 => Some(true),
-        TypeKind::Bool | TypeKind::Int | TypeKind::Enum | TypeKind::Float | TypeKind::Pointer
-            if (1..=8).contains(&t.size()) =>
-        {
-            Some(false)
-        }
-        _ => None,
-    }
-}
-
 /// Plan the output parameters of `probes` when `requests` has `--deref` or `--fields`
 /// (struct outputs with `--deref` only); `recorder`: the in-process recorder reads them.
 pub fn plan_outputs(requests: &[DerefRequest], probes: &mut [Probe<'_>], recorder: bool) {
@@ -104,7 +68,7 @@ pub fn plan_outputs(requests: &[DerefRequest], probes: &mut [Probe<'_>], recorde
             .iter()
             .zip(f.params())
             .filter_map(|((name, a), q)| {
-                let is_struct = output_kind(q.ty())?;
+                let is_struct = dcg_deref::output(q.ty())? == Output::Struct;
                 if is_struct && members.is_none() {
                     return None;
                 }
