@@ -325,6 +325,31 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
     }
 }
 
+/// `--fields` with the function_graph engine (section `sec`: the JSON of a session over
+/// `syscall-loop open`): do_sys_openat2's `how->flags` and `how->mode`, read by a probe
+/// event at its entry, are what the program passed to openat (the kernel adds
+/// O_LARGEFILE), shown after the parameters.
+pub fn fgraph_fields_are_what_the_program_passed(text: &str, sec: &str, kernel: &str) {
+    const O_LARGEFILE: u64 = 0o100000;
+    let opened = section(text, sec);
+    let (flags, mode) = opened_with(opened, kernel);
+    let open = calls_of(text, sec, "do_sys_openat2", kernel)
+        .into_iter()
+        .find(|c| c.depth == 0)
+        .unwrap_or_else(|| panic!("{kernel}: no top-level do_sys_openat2 in {sec}"));
+    let args: Vec<(&str, &str)> = open
+        .args
+        .iter()
+        .map(|a| (a.name.as_str(), a.value.as_str()))
+        .collect();
+    let (flags, mode) = ((flags | O_LARGEFILE).to_string(), mode.to_string());
+    assert_eq!(
+        args[args.len() - 2..],
+        [("how->flags", flags.as_str()), ("how->mode", mode.as_str())],
+        "{kernel}: {sec}: {args:?}"
+    );
+}
+
 /// Output parameters in the BPF engine (bpf-debian.sh's "outputs" sections, and the
 /// "deref-read" one): do_pipe2's `*fildes` at its return is the read end the program
 /// printed (`pipe fds=3,4`); each vfs_read below ksys_read that read something has its
@@ -393,12 +418,12 @@ pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
             "dcg: --fields: how->nope: struct open_how has no member nope (it has: flags, \
              mode, resolve)",
             "refused rc=1",
-            "dcg: --fields needs the BPF engine",
-            "fgraph rc=1",
+            "fgraph rc=0",
             "filter rc=0",
         ],
     );
     member_filter_keeps_the_creating_open(text, kernel);
+    fgraph_fields_are_what_the_program_passed(text, "fields-fgraph", kernel);
     let opened = section(text, "fields-json");
     let (flags, mode) = opened_with(opened, kernel);
     let calls = crate::json_records(opened);

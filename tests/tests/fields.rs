@@ -245,8 +245,8 @@ fn the_function_graph_engine_refuses_deref() {
             "--",
             "true",
         ],
-        "dcg: --deref needs the BPF engine (the function_graph engine does not read members \
-         yet): leave out --engine fgraph",
+        "dcg: --deref needs the BPF engine (the function_graph engine reads the members \
+         --fields names, not whole structs): leave out --engine fgraph",
     );
 }
 
@@ -483,7 +483,8 @@ fn kernel_member_filters_need_bpf() {
             "--",
             "true",
         ],
-        "dcg: --filter: how->flags is a member: members are read by the BPF engine only (the \
-         function_graph engine does not read them yet): leave out --engine fgraph",
+        "dcg: --filter: how->flags is a member: filters on members are decided by the BPF \
+         engine only (the function_graph engine shows them with --fields): leave out --engine \
+         fgraph",
     );
 }

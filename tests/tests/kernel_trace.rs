@@ -21,7 +21,13 @@ use dcg_tests::guest::{self, enabled, initramfs, must, section};
 fn boot(kernel: &Path, db: &Path, script: &str, timeout: u32, append: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let initrd = dir.path().join("guest.cpio.gz");
-    initramfs(&initrd, &[(db, "/dcg/k.sigdb")], script, timeout);
+    let lp = dcg_tests::syscall_loop();
+    initramfs(
+        &initrd,
+        &[(db, "/dcg/k.sigdb"), (lp.as_path(), "/dcg/syscall-loop")],
+        script,
+        timeout,
+    );
     guest::boot(
         kernel,
         &initrd,
@@ -117,8 +123,17 @@ fn testkernel_scenarios() {
     assert_eq!(count_line(s4, "b sees do_sys_openat2: "), 0, "{s4}");
     assert!(count_line(s4, "a sees do_sys_openat2: ") > 0, "{s4}");
     assert!(count_line(s4, "b sees vfs_read: ") > 0, "{s4}");
+    // --fields with the function_graph engine.
+    must(section(&text, "fields-fgraph"), "fields-fgraph", &["rc=0"]);
+    guest::fgraph_fields_are_what_the_program_passed(&text, "fields-fgraph", "test kernel");
     // 5: nothing left after SIGINT / SIGTERM (the latter with probes).
-    for name in ["s5-sigint", "s5-sigterm-probes", "s4-concurrent", "after"] {
+    for name in [
+        "s5-sigint",
+        "s5-sigterm-probes",
+        "s4-concurrent",
+        "fields-fgraph",
+        "after",
+    ] {
         let s = section(&text, name);
         must(s, name, &["dcg instances: 0", "dcg events: 0"]);
         assert!(

@@ -120,7 +120,7 @@ begin fields
 # --fields (issue 41): members read by the BPF program at the entry. do_sys_openat2's
 # how->flags and how->mode for an openat the program makes (it prints what it passed; the
 # kernel adds O_LARGEFILE), with the file name the program passed read from user memory;
-# vfs_read's file->f_flags below ksys_read; a refused path, and the function_graph engine.
+# vfs_read's file->f_flags below ksys_read; a refused path; the function_graph engine.
 # kmem_cache_alloc_noprof's gfp_t parameter as a field: named by the kernel's own flag
 # tables, as its kmem_cache_alloc event names the same allocations (on meanwhile).
 echo 1 > $T/events/kmem/kmem_cache_alloc/enable
@@ -137,7 +137,9 @@ dcg trace --db $DB --json --func ksys_read --fields 'vfs_read:file->f_flags' \
 echo "read rc=$?"
 dcg trace --db $DB --func do_sys_openat2 --fields 'how->nope' -- true
 echo "refused rc=$?"
-dcg trace --db $DB --engine fgraph --func do_sys_openat2 --fields 'how->flags' -- true
+# The function_graph engine reads them with a probe event at the entry.
+dcg trace --db $DB --engine fgraph --json --func do_sys_openat2 --fields 'how->flags,how->mode' \
+	-- /dcg/syscall-loop open /tmp/dcg-fgraph 0x241 0640 > /tmp/flfg.json
 echo "fgraph rc=$?"
 # --filter on a member: how->flags read as --fields reads it, the test decided on the
 # decoded calls (the program's entry tests take parameters only). Two opens of one file,
@@ -150,6 +152,9 @@ dcg trace --db $DB --json --args --func do_sys_openat2 --filter 'how->flags & 0x
 	> /tmp/ff.json
 echo "filter rc=$?"
 end fields
+begin fields-fgraph
+cat /tmp/flfg.json
+end fields-fgraph
 begin fields-json
 cat /tmp/fl.json
 end fields-json

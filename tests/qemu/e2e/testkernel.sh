@@ -86,6 +86,15 @@ LIMIT=60 run_trace s1p --fgraph-probes --db $DB --show-retvals --args --func do_
 leftovers
 end probes-retvals-args
 
+begin fields-fgraph
+# --fields with the function_graph engine (issue 41): a probe event reads the members at
+# the entry; the program prints the flags and mode it passed (the kernel adds O_LARGEFILE).
+dcg trace --db $DB --engine fgraph --json --func do_sys_openat2 --fields 'how->flags,how->mode' \
+	-- /dcg/syscall-loop open /tmp/dcg-fgraph 0x241 0640
+echo "rc=$?"
+leftovers
+end fields-fgraph
+
 begin s5-sigint
 kill_mid_trace s5i INT --db $DB --show-retvals --func do_sys_openat2 -- \
 	sh -c 'while :; do cat /nonexistent 2>/dev/null; sleep 0.05; done'

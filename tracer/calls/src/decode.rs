@@ -217,6 +217,8 @@ pub struct Decoder<'a> {
     contexts: bool,
     /// Task names for binary records, which carry only the thread id ([`Decoder::name_task`]).
     comms: std::collections::HashMap<u32, String>,
+    /// The probe events that read members (`--fields`), by event name, and what they read.
+    member_events: std::collections::HashMap<String, Vec<crate::members::MemberField<'a>>>,
 }
 
 impl<'a> Decoder<'a> {
@@ -256,7 +258,14 @@ impl<'a> Decoder<'a> {
             fields: ArgList::default(),
             contexts: false,
             comms: std::collections::HashMap::new(),
+            member_events: std::collections::HashMap::new(),
         }
+    }
+
+    /// Probe event `event` reads `members` at its function's entry (`--fields`): they are
+    /// shown after the call's arguments, rendered by their types.
+    pub fn read_members(&mut self, event: &str, members: Vec<crate::members::MemberField<'a>>) {
+        self.member_events.insert(event.to_string(), members);
     }
 
     /// Name pointers that land on a symbol of `names` (kallsyms, `System.map`):
@@ -475,6 +484,16 @@ impl<'a> Decoder<'a> {
         };
         let id = self.pipe.tree_mut().funcs.intern(func, None);
         let mut fields = std::mem::take(&mut self.fields);
+        if let Some(members) = self.member_events.get(c.event.unwrap_or(p.event)) {
+            fields.clear();
+            {
+                let symbols = self.pipe.tree().funcs.symbols();
+                crate::members::render_members(members, p.fields(), &symbols, &mut fields);
+            }
+            let r = self.pipe.pending_members(key, id, &fields);
+            self.fields = fields;
+            return r;
+        }
         let error = self
             .pipe
             .tree_mut()

@@ -99,6 +99,16 @@ struct Namers<'a> {
     flags: Option<Rc<FlagTables>>,
 }
 
+impl dcg_deref::Symbols for &Namers<'_> {
+    fn pointer_text(&self, addr: u64, to_func: bool) -> Option<String> {
+        self.names?.pointer_text_as(addr, Some(to_func))
+    }
+
+    fn typedef_text(&self, names: &[&str], value: u64) -> Option<String> {
+        self.flags.as_ref()?.render(names.iter().copied(), value)
+    }
+}
+
 impl<'a> Render<'a> {
     fn new(ty: Type<'a>, namers: &Namers<'a>) -> Render<'a> {
         let resolved = ty.resolve();
@@ -487,6 +497,12 @@ impl<'a> FuncTable<'a> {
     /// functions' parameters and return values interned from now on.
     pub fn set_flag_tables(&mut self, tables: Rc<FlagTables>) {
         self.namers.flags = Some(tables);
+    }
+
+    /// The names this table gives values (pointers by symbol, integer typedefs by the
+    /// kernel's flag tables), for `dcg-deref`'s members.
+    pub fn symbols(&self) -> impl dcg_deref::Symbols + '_ {
+        &self.namers
     }
 
     /// The function of `id`.

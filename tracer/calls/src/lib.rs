@@ -12,6 +12,7 @@ pub mod decode;
 pub mod errors;
 pub mod funcs;
 pub mod lines;
+pub mod members;
 pub mod origin;
 pub mod outputs;
 pub mod pipeline;

@@ -205,6 +205,12 @@ impl<'a> Pipeline<'a> {
             .pending_args(key, func, args, &mut self.sinks, &mut self.obuf)
     }
 
+    /// Members read apart from their entry ([`CallTree::pending_members`]).
+    pub fn pending_members(&mut self, key: u64, func: FuncId, members: &ArgList) -> io::Result<()> {
+        self.tree
+            .pending_members(key, func, members, &mut self.sinks, &mut self.obuf)
+    }
+
     /// A line that is not a call ([`CallTree::note`]).
     #[inline]
     pub fn note(&mut self, n: &Note<'_>) -> io::Result<()> {

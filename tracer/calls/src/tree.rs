@@ -243,6 +243,8 @@ struct TaskState {
     pending_ret: Option<(FuncId, u64)>,
     /// (function, rendered fields) from an entry probe event, for the next entry of it.
     pending_args: Option<(FuncId, ArgList)>,
+    /// Members of the next entry of a function, read by a probe event before it.
+    pending_members: Option<(FuncId, ArgList)>,
     /// The depth at which the task's latest call closed, when it began an interrupt
     /// subtree and nothing entered since ([`CallTree::call_context`]).
     interrupt_closed: Option<u32>,
@@ -479,8 +481,15 @@ impl<'a> CallTree<'a> {
             Some((f, _)) if *f == e.func => t.pending_args.take().map(|(_, a)| a),
             _ => None,
         };
+        let members = match &t.pending_members {
+            Some((f, _)) if *f == e.func => t.pending_members.take().map(|(_, m)| m),
+            _ => None,
+        };
         self.args_from_event = pending.is_some();
         self.render_args(e.func, e.args, pending);
+        for (name, value) in members.iter().flat_map(ArgList::iter) {
+            self.args.push(name, value);
+        }
         let id = self.next_id;
         self.next_id += 1;
         match self.shape {
@@ -545,6 +554,29 @@ impl<'a> CallTree<'a> {
             _ => self.release(ti, sink, out)?,
         }
         self.tasks[ti].pending_args = Some((func, args));
+        Ok(())
+    }
+
+    /// Members of a call of `func` in task `key` read by a probe event at its entry
+    /// (`--fields` with function_graph): appended to the arguments of the held entry of
+    /// `func` (the event came after its line), else kept for its next entry.
+    pub fn pending_members(
+        &mut self,
+        key: u64,
+        func: FuncId,
+        members: &ArgList,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(key);
+        if let Some(h) = self.tasks[ti].held.as_mut().filter(|h| h.func == func) {
+            for (name, value) in members.iter() {
+                h.args.push(name, value);
+            }
+            return Ok(());
+        }
+        self.release(ti, sink, out)?;
+        self.tasks[ti].pending_members = Some((func, members.clone()));
         Ok(())
     }
 

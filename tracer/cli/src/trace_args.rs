@@ -103,15 +103,17 @@ pub struct TraceArgs {
     /// `->` and `.` (`./prog:apply:c->port,c->next->name,c->in.a`; without FUNC, every
     /// traced function with such a parameter; for the kernel, every --func root). At
     /// most 3 pointers followed; scalars, enums, pointers and bit-fields. Kernel
-    /// functions: the BPF engine, 8 members a function at most
-    /// (`do_sys_openat2:how->flags,how->mode`).
+    /// functions: 8 members a function at most (`do_sys_openat2:how->flags,how->mode`),
+    /// read by the BPF program or, with function_graph, by a probe event. Output
+    /// parameters (pointers to non-const scalars) are read again at the return.
     #[arg(long, value_name = "[[PATH:]FUNC:]MEMBERS")]
     pub fields: Vec<String>,
     /// Show pointer arguments to structs and unions with their members, C initializer
     /// style (`c=&conf{port=8080, name="dcg", in={a=7}}`), N levels of pointers deep (1 by
     /// default, at most 3; `=` required: `--deref=2`). Implies --args. Kernel functions:
     /// the BPF engine, each pointer parameter in an argument register, at most 8 reads of
-    /// 480 bytes a function.
+    /// 480 bytes a function. Output parameters (pointers to non-const scalars, in user
+    /// space structs too) are read again at the return: `/* ret=1 *out=8087 */`.
     #[arg(
         long,
         value_name = "N",

@@ -7,7 +7,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -453,9 +452,8 @@ pub(crate) fn run(
     let mut funcs = FuncTable::new(set);
     funcs.set_pointer_names(&pointer_names);
     // Values of the typedefs the kernel's events print by name (`gfp_t`), so named.
-    let flags = flags.join();
-    if let Some(t) = &flags {
-        funcs.set_flag_tables(Rc::clone(t));
+    if let Some(t) = flags.join() {
+        funcs.set_flag_tables(t);
     }
     let session = &plan.session;
     let mut tree = CallTree::new(funcs, Shape::Flat, session.depth);
@@ -468,9 +466,6 @@ pub(crate) fn run(
         kallsyms,
         (session.values, &plan.fields, &plan.derefs),
     );
-    if let Some(t) = flags {
-        feed.name_flags(t);
-    }
     notify(Notice::Tracing {
         functions: plan.roots.len(),
         target: session.traced(child.as_ref().map(|c| c.pid())),

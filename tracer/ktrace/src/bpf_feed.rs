@@ -67,23 +67,6 @@ struct Pending {
     ctx: u8,
 }
 
-/// Kernel pointers named by kallsyms, and flags by the tables of the kernel's events,
-/// for `dcg-deref`.
-struct KernelSymbols<'s> {
-    names: Option<&'s dcg_dbset::symbols::SymbolMap>,
-    flags: Option<&'s dcg_kflags::FlagTables>,
-}
-
-impl dcg_deref::Symbols for KernelSymbols<'_> {
-    fn pointer_text(&self, addr: u64, to_func: bool) -> Option<String> {
-        self.names?.pointer_text_as(addr, Some(to_func))
-    }
-
-    fn typedef_text(&self, names: &[&str], value: u64) -> Option<String> {
-        self.flags?.render(names.iter().copied(), value)
-    }
-}
-
 /// A record's context code as the call tree's context.
 fn context(code: u8) -> dcg_calls::saved_format::Context {
     use dcg_bpf::ctx;
@@ -139,9 +122,6 @@ pub(crate) struct Feed<'a> {
     out_read: FxHashMap<u32, (u64, Option<u64>)>,
     /// The output parameters of the return being passed on.
     outs: dcg_calls::sink::ArgList,
-    /// `--fields`: the kernel's flag tables, which name members of typedefs its events
-    /// print by name (`gfp_t`).
-    flags: Option<Rc<dcg_kflags::FlagTables>>,
     /// Calls lost (runs the kernel skipped while a traced task's call was recorded), by
     /// the function being recorded.
     pub(crate) lost_at: FxHashMap<Rc<str>, u64>,
@@ -174,7 +154,6 @@ impl<'a> Feed<'a> {
             derefs_shown: Vec::new(),
             out_read: FxHashMap::default(),
             outs: Default::default(),
-            flags: None,
             args: values.args,
             retvals: values.retvals,
             lost_at: FxHashMap::default(),
@@ -371,11 +350,6 @@ impl<'a> Feed<'a> {
         Ok(())
     }
 
-    /// Name the members of the typedefs `tables` has (`gfp_t`: `GFP_KERNEL`).
-    pub(crate) fn name_flags(&mut self, tables: Rc<dcg_kflags::FlagTables>) {
-        self.flags = Some(tables);
-    }
-
     /// The members read at `tid`'s entry waiting (its fields record's `values`, bit i of
     /// `ok` set when value i was read), rendered by their types.
     fn members(&mut self, tid: u32, values: &[u64], ok: u32) {
@@ -386,10 +360,7 @@ impl<'a> Feed<'a> {
         let Some(reads) = self.fields.by_func.get(&*name) else {
             return;
         };
-        let symbols = KernelSymbols {
-            names: self.pipe.tree().funcs.pointer_names(),
-            flags: self.flags.as_deref(),
-        };
+        let symbols = self.pipe.tree().funcs.symbols();
         let mut members = Vec::with_capacity(reads.len());
         for (i, (r, v)) in reads.iter().zip(values).enumerate() {
             let mut text = String::new();
@@ -424,10 +395,7 @@ impl<'a> Feed<'a> {
         let Some(params) = self.derefs.outs.get(name).filter(|_| self.args) else {
             return;
         };
-        let symbols = KernelSymbols {
-            names: self.pipe.tree().funcs.pointer_names(),
-            flags: self.flags.as_deref(),
-        };
+        let symbols = self.pipe.tree().funcs.symbols();
         for o in params.iter() {
             match read.filter(|_| o.read) {
                 Some((0, _)) => {}
@@ -458,10 +426,7 @@ impl<'a> Feed<'a> {
         let (Some(p), Some(fd)) = (self.pending.get(&tid), self.derefs.by_func.get(name)) else {
             return;
         };
-        let symbols = KernelSymbols {
-            names: self.pipe.tree().funcs.pointer_names(),
-            flags: self.flags.as_deref(),
-        };
+        let symbols = self.pipe.tree().funcs.symbols();
         for (i, param) in fd.params.iter().enumerate() {
             // This parameter's reads, one block per run of contiguous bytes.
             let mut memory = dcg_deref::Blocks::default();

@@ -52,16 +52,16 @@ pub enum KtraceError {
          use --engine bpf"
     )]
     StackNeedsBinary(&'static str),
-    /// `--fields` or `--deref` (the option named) with the function_graph engine.
+    /// `--deref` (the option named) with the function_graph engine.
     #[error(
-        "{0} needs the BPF engine (the function_graph engine does not read members yet): \
-         leave out --engine fgraph"
+        "{0} needs the BPF engine (the function_graph engine reads the members --fields \
+         names, not whole structs): leave out --engine fgraph"
     )]
     FieldsNeedBpf(&'static str),
     /// `--filter` on a member path (the first named) with the function_graph engine.
     #[error(
-        "--filter: {0} is a member: members are read by the BPF engine only (the \
-         function_graph engine does not read them yet): leave out --engine fgraph"
+        "--filter: {0} is a member: filters on members are decided by the BPF engine only \
+         (the function_graph engine shows them with --fields): leave out --engine fgraph"
     )]
     FilterMembersNeedBpf(String),
     /// A `--fields` path refused.

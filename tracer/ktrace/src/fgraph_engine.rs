@@ -42,6 +42,13 @@ const DEFER_MAX: usize = 256 << 20;
 /// still run); what was recorded is then read whole.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
+/// What a probe event's dereferences call in the kernel (mm/maccess.c): not traced in a
+/// session with `--fields` probes.
+const FETCH_HELPERS: [&str; 2] = [
+    "copy_from_kernel_nofault",
+    "copy_from_kernel_nofault_allowed",
+];
+
 /// Where the session's records are read from: the binary pages, or the text pipe (and the
 /// lines read from it).
 struct Reader {
@@ -116,6 +123,8 @@ struct Setup<'s> {
     kallsyms: Kallsyms,
     /// The kernel's flag tables, read while the session is set up (taken by the decoder).
     flags: Option<crate::plan::FlagTablesRead>,
+    /// The probe events reading `--fields` members: (event, function).
+    member_events: Vec<(String, String)>,
 }
 
 impl<'s> Setup<'s> {
@@ -152,7 +161,8 @@ impl<'s> Setup<'s> {
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
         let probes_needed = (plan.session.values.retvals && !feat.retval)
-            || (plan.session.values.args && !feat.args);
+            || (plan.session.values.args && !feat.args)
+            || !plan.fields.is_empty();
         let raw = !probes_needed && !plan.tuning.fgraph_text;
         if plan.session.stack && !raw {
             return Err(KtraceError::StackNeedsBinary(if probes_needed {
@@ -189,6 +199,14 @@ impl<'s> Setup<'s> {
             tracefs::append(&sess.file("set_ftrace_notrace"), p)
                 .map_err(|e| KtraceError::Notrace(p.clone(), e))?;
         }
+        // `--fields`: the probe events' reads of kernel memory call these below the traced
+        // function, before the event is written: left out, so that the event follows its
+        // call's line (and a traced function's own calls of them are not shown).
+        if !plan.fields.is_empty() {
+            for f in FETCH_HELPERS {
+                let _ = tracefs::append(&sess.file("set_ftrace_notrace"), f);
+            }
+        }
         // Never dcg itself (reading the pipe would trace itself).
         let me = std::process::id().to_string();
         if sess.has("set_ftrace_notrace_pid") {
@@ -223,12 +241,31 @@ impl<'s> Setup<'s> {
                 &std::fs::read_to_string("/proc/kallsyms").unwrap_or_default(),
             ),
             flags: Some(flags),
+            member_events: Vec::new(),
         })
     }
 
     /// Probe events for the values the kernel does not print: the roots and their callees
     /// found in the kernel text.
     fn probe(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
+        // `--fields`: a probe event reads the members at each function's entry.
+        let mut fields: Vec<_> = self.plan.fields.by_func.iter().collect();
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        for (func, reads) in fields {
+            match self.probes.add_members(&mut self.sess, func, reads) {
+                Some(ev) => {
+                    self.filter.add_event(&ev);
+                    self.member_events.push((ev, func.clone()));
+                }
+                None => {
+                    let why = self.probes.failed.iter().rev().find(|(f, _)| f == func);
+                    return Err(KtraceError::Fields(format!(
+                        "{func}: its members' probe event could not be created: {}",
+                        why.map_or("unknown reason", |(_, e)| e.as_str())
+                    )));
+                }
+            }
+        }
         if !(self.want_exit || self.want_entry) {
             return Ok(());
         }
@@ -304,7 +341,8 @@ impl<'s> Setup<'s> {
         self.sess.write("tracing_on", "1")?;
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
-        if !(self.want_exit || self.want_entry || self.plan.tuning.fgraph_text) {
+        let events = self.want_exit || self.want_entry || !self.member_events.is_empty();
+        if !(events || self.plan.tuning.fgraph_text) {
             let filter =
                 rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.plan.session.depth);
             match rawtree::RawSource::open(&self.sess, self.root, &self.kallsyms, filter) {
@@ -430,6 +468,11 @@ impl<'s> Setup<'s> {
         dec.set_pointer_names(pointer_names);
         if let Some(t) = flags {
             dec.set_flag_tables(t);
+        }
+        for (ev, func) in &self.member_events {
+            if let Some(reads) = plan.fields.by_func.get(func) {
+                dec.read_members(ev, crate::probes::member_fields(reads));
+            }
         }
         dec.mark_contexts();
         Ok(dec)

@@ -167,6 +167,34 @@ impl Probes {
         Some(ev)
     }
 
+    /// Create and enable an entry probe reading the members `--fields` asks for at
+    /// `func`'s entry (`reads`): member i in field `f{i}`, the pointers read on its way in
+    /// `p{i}_{k}`. Returns the new event's name. Not counted against the cap: `--fields`
+    /// names its functions.
+    pub fn add_members(
+        &mut self,
+        sess: &mut Session,
+        func: &str,
+        reads: &[crate::fields::MemberRead<'_>],
+    ) -> Option<String> {
+        if reads.is_empty() || !self.tried.insert(format!("m {func}")) {
+            return None;
+        }
+        let fetch = |fprobe: bool| -> Vec<String> {
+            reads
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| member_fetches(i, &r.fetch, fprobe))
+                .collect()
+        };
+        let ev = self.unique_name("m_", func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func} {}", fetch(true).join(" "));
+        let kdef = format!("p:{group}/{ev} {func} {}", fetch(false).join(" "));
+        self.create(sess, &ev, func, &fdef, &kdef)?;
+        Some(ev)
+    }
+
     fn create(
         &mut self,
         sess: &mut Session,
@@ -265,6 +293,56 @@ pub fn fetch_arg(loc: Location, fprobe: bool) -> Option<String> {
     }
 }
 
+/// The fetch arguments of member `i` read as `fetch` says: `f{i}` the value (`:u8` to
+/// `:u64` by its size), `p{i}_{k}` each pointer read on its way, the parameter first.
+pub fn member_fetches(i: usize, fetch: &dcg_bpf::FieldFetch, fprobe: bool) -> Vec<String> {
+    const REGS: [&str; 6] = ["%di", "%si", "%dx", "%cx", "%r8", "%r9"];
+    let reg = usize::from(fetch.reg).min(5);
+    let mut expr = if fprobe {
+        format!("$arg{}", reg + 1)
+    } else {
+        REGS[reg].to_string()
+    };
+    let mut out = Vec::new();
+    let bits = match fetch.size {
+        1 => 8,
+        2 => 16,
+        3 | 4 => 32,
+        _ => 64,
+    };
+    let Some((last, hops)) = fetch.offsets.split_last() else {
+        out.push(format!("f{i}={expr}:u{bits}"));
+        return out;
+    };
+    out.push(format!("p{i}_0={expr}:x64"));
+    for (k, off) in hops.iter().enumerate() {
+        expr = format!("{off:+}({expr})");
+        out.push(format!("p{i}_{}={expr}:x64", k + 1));
+    }
+    out.push(format!("f{i}={last:+}({expr}):u{bits}"));
+    out
+}
+
+/// What the decoder shows of the members a [`Probes::add_members`] event reads.
+pub fn member_fields<'db>(
+    reads: &[crate::fields::MemberRead<'db>],
+) -> Vec<dcg_calls::members::MemberField<'db>> {
+    reads
+        .iter()
+        .enumerate()
+        .map(|(i, r)| dcg_calls::members::MemberField {
+            name: r.name.clone(),
+            ty: r.ty,
+            size: r.size,
+            bits: r.bits,
+            field: format!("f{i}"),
+            through: (0..r.fetch.offsets.len())
+                .map(|k| format!("p{i}_{k}"))
+                .collect(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +363,35 @@ mod tests {
         );
         assert_eq!(fetch_arg(Location::OptimizedOut, true), None);
         assert_eq!(sanitize("getname_flags.part.0"), "getname_flags_part_0");
+    }
+
+    #[test]
+    fn member_fetch_args() {
+        let f = |reg, offsets: &[i32], size| dcg_bpf::FieldFetch {
+            reg,
+            offsets: offsets.to_vec(),
+            size,
+        };
+        // how->flags: the u64 at how + 0.
+        assert_eq!(
+            member_fetches(0, &f(2, &[0], 8), false),
+            ["p0_0=%dx:x64", "f0=+0(%dx):u64"]
+        );
+        // c->next->port: the pointer at c + 40, then the u32 at it + 4.
+        assert_eq!(
+            member_fetches(1, &f(0, &[40, 4], 4), true),
+            [
+                "p1_0=$arg1:x64",
+                "p1_1=+40($arg1):x64",
+                "f1=+4(+40($arg1)):u32"
+            ]
+        );
+        // A parameter itself.
+        assert_eq!(member_fetches(2, &f(1, &[], 4), false), ["f2=%si:u32"]);
+        // A negative offset (container_of).
+        assert_eq!(
+            member_fetches(0, &f(0, &[-8], 2), false),
+            ["p0_0=%di:x64", "f0=-8(%di):u16"]
+        );
     }
 }
