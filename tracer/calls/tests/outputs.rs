@@ -4,9 +4,10 @@
 
 mod common;
 
+use common::Ev::{Enter, Return};
 use dcg_calls::funcs::FuncTable;
 use dcg_calls::sink::{ArgList, Task};
-use dcg_calls::tree::{ArgsIn, CallTree, Entry, Exit, RetIn, Shape};
+use dcg_calls::tree::{CallTree, Shape};
 use dcg_dbset::DbSet;
 
 fn run(json: bool) -> String {
@@ -20,85 +21,20 @@ fn run(json: bool) -> String {
         cpu: Some(0),
         process: None,
     };
-    let mut out = Vec::new();
-    let enter = |tree: &mut CallTree<'_>,
-                 sinks: &mut dyn dcg_calls::sink::Sink,
-                 name: &str,
-                 t: u64,
-                 out: &mut Vec<u8>| {
-        let func = tree.funcs.intern(name, None);
-        let e = Entry {
-            task,
-            depth: 0,
-            func,
-            name,
-            module: None,
-            args: ArgsIn::None,
-            ret: None,
-            leaf: false,
-            time_ns: Some(t),
-            duration_ns: None,
-            callsite: None,
-            site: None,
-            comment: None,
-            layout: None,
-            ctx: None,
-        };
-        tree.enter(&e, sinks, out).unwrap();
-    };
-    let exit = |tree: &mut CallTree<'_>,
-                sinks: &mut dyn dcg_calls::sink::Sink,
-                name: &str,
-                t: u64,
-                ret: Option<&str>,
-                outs: &ArgList,
-                out: &mut Vec<u8>| {
-        let func = tree.funcs.intern(name, None);
-        let x = Exit {
-            outs: Some(outs),
-            task,
-            depth: 0,
-            func: Some(func),
-            ret: ret.map(|r| RetIn::Rendered {
-                text: r,
-                raw: None,
-                error: false,
-            }),
-            time_ns: Some(t),
-            duration_ns: None,
-            layout: None,
-        };
-        tree.exit(&x, sinks, out).unwrap();
-    };
     let mut scalar = ArgList::default();
     scalar.push("out", "8087");
     let mut record = ArgList::default();
     record.push("p", "{x=1, y=?}");
     record.push("n", "?");
-    enter(&mut tree, &mut sinks, "outer", 0, &mut out);
-    enter(&mut tree, &mut sinks, "parse", 10, &mut out);
-    exit(
-        &mut tree,
-        &mut sinks,
-        "parse",
-        20,
-        Some("1"),
-        &scalar,
-        &mut out,
-    );
-    enter(&mut tree, &mut sinks, "fill", 30, &mut out);
-    exit(&mut tree, &mut sinks, "fill", 40, None, &record, &mut out);
-    exit(
-        &mut tree,
-        &mut sinks,
-        "outer",
-        50,
-        Some("0"),
-        &record,
-        &mut out,
-    );
-    tree.finish(&mut sinks, &mut out).unwrap();
-    String::from_utf8(out).unwrap()
+    let events = [
+        Enter("outer", 0, None),
+        Enter("parse", 10, None),
+        Return("parse", 20, Some("1"), &scalar),
+        Enter("fill", 30, None),
+        Return("fill", 40, None, &record),
+        Return("outer", 50, Some("0"), &record),
+    ];
+    common::drive(&mut tree, &mut sinks, task, &events)
 }
 
 #[test]

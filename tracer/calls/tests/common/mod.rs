@@ -24,6 +24,8 @@ pub enum Ev<'a> {
     Enter(&'a str, u64, Option<Context>),
     /// Return of a function.
     Exit(&'a str, u64),
+    /// Return of a function with a rendered value and output parameters.
+    Return(&'a str, u64, Option<&'a str>, &'a dcg_calls::sink::ArgList),
     /// The source lost calls while recording the innermost open call.
     Lost(u64),
     /// The stack of the task's next top-level call, innermost first.
@@ -63,24 +65,47 @@ pub fn drive(
                 };
                 tree.enter(&e, sinks, &mut out).unwrap();
             }
-            Ev::Exit(name, t) => {
-                let func = tree.funcs.intern(name, None);
-                let x = Exit {
-                    outs: None,
-                    task,
-                    depth: 0,
-                    func: Some(func),
-                    ret: None,
-                    time_ns: Some(t),
-                    duration_ns: None,
-                    layout: None,
-                };
-                tree.exit(&x, sinks, &mut out).unwrap();
+            Ev::Exit(name, t) => exit(tree, sinks, task, (name, t, None, None), &mut out),
+            Ev::Return(name, t, ret, outs) => {
+                exit(tree, sinks, task, (name, t, ret, Some(outs)), &mut out)
             }
         }
     }
     tree.finish(sinks, &mut out).unwrap();
     String::from_utf8(out).unwrap()
+}
+
+/// A return: function, time, rendered value, output parameters.
+type Ret<'a> = (
+    &'a str,
+    u64,
+    Option<&'a str>,
+    Option<&'a dcg_calls::sink::ArgList>,
+);
+
+fn exit(
+    tree: &mut CallTree<'_>,
+    sinks: &mut dyn Sink,
+    task: Task<'_>,
+    (name, t, ret, outs): Ret<'_>,
+    out: &mut Vec<u8>,
+) {
+    let func = tree.funcs.intern(name, None);
+    let x = Exit {
+        outs,
+        task,
+        depth: 0,
+        func: Some(func),
+        ret: ret.map(|text| dcg_calls::tree::RetIn::Rendered {
+            text,
+            raw: None,
+            error: false,
+        }),
+        time_ns: Some(t),
+        duration_ns: None,
+        layout: None,
+    };
+    tree.exit(&x, sinks, out).unwrap();
 }
 
 /// The decoder a live function_graph session reading binary records uses: text (or
