@@ -965,6 +965,59 @@ fn call_graph_without_graphviz() {
     );
 }
 
+/// Output parameters (`dcg trace --deref`, in process, over `tests/uprobe/outputs.c`):
+/// each row shows them after the return value as the text does (`*out=8087`); a call
+/// without outputs has none. Needs what user-space tracing needs; skipped otherwise.
+#[test]
+fn output_parameters_in_a_browser() {
+    if let Some(why) = dcg_tests::uprobe_skip_reason() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dcg_tests::gcc(dir.path(), "uprobe/outputs.c", "outputs", &["-O2"]);
+    let calls = dir.path().join("outputs.calls");
+    let st = Command::new(dcg_bin())
+        .args([
+            "trace",
+            "--engine",
+            "inproc",
+            "--deref",
+            "--show-retvals",
+            "--output",
+        ])
+        .arg(&calls)
+        .arg("--func")
+        .arg(format!("{}:parse", bin.display()))
+        .arg("--func")
+        .arg(format!("{}:move", bin.display()))
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let page = dir.path().join("outputs.html");
+    report(&calls, &page);
+    let d = dom(&page, "");
+    let shown: Vec<(String, Option<String>)> = rows(&d)
+        .iter()
+        .map(|r| (r.name().to_string(), r.get("outs").map(str::to_string)))
+        .collect();
+    let want = |f: &str, o: Option<&str>| (f.to_string(), o.map(str::to_string));
+    assert_eq!(
+        shown,
+        [
+            want("parse [outputs]", Some(" *out=8087")),
+            want("parse [outputs]", None),
+            want("move [outputs]", Some(" *p={x=17, y=26, m=MODE_FAST}")),
+        ]
+    );
+}
+
 /// The other captures: no return values (a0), arguments (c), module functions (h).
 #[test]
 fn more_captures_in_a_browser() {

@@ -140,6 +140,14 @@ fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
                 c.stack
                     .as_ref()
                     .map(|s| s.iter().rev().map(|f| f.label()).collect::<Vec<_>>()),
+                // Output parameters, as the text printer writes them after the value.
+                (!c.out.is_empty()).then(|| {
+                    c.out
+                        .iter()
+                        .map(|o| format!("*{}={}", o.name, o.value))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }),
             ])
         })
         .collect();

@@ -26,8 +26,8 @@
   }
 
   // One call: [func, parent, args, ret, duration, error, origin, interrupt, inlined in,
-  // calls lost, interrupts' time, stack (outermost first)]; every text as the text
-  // printer writes it.
+  // calls lost, interrupts' time, stack (outermost first), output parameters]; every
+  // text as the text printer writes it.
   function row(i) {
     var c = D.calls[i];
     var node = el("div", "call");
@@ -39,6 +39,7 @@
     r.appendChild(el("span", "args", "(" + c[2] + ")"));
     if (c[8]) r.appendChild(el("span", "mark inline", "inlined in " + c[8]));
     if (c[3] !== null) r.appendChild(el("span", "ret" + (c[5] ? " err" : ""), " = " + c[3]));
+    if (c[12]) r.appendChild(el("span", "outs", " " + c[12]));
     if (c[4] !== null) r.appendChild(el("span", "dur", c[4]));
     if (c[6] >= 0 && c[6] !== i) {
       var o = c[6];
