@@ -43,17 +43,8 @@ pub fn render_members<'f>(
         let through = m.through.iter().all(|p| value(p).is_some_and(|a| a != 0));
         match value(&m.field).filter(|_| through) {
             Some(v) => out.push_with(&m.name, |s| {
-                let bytes = v.to_le_bytes();
-                let n = (m.size as usize).min(8);
-                dcg_deref::render_value(
-                    s,
-                    m.ty,
-                    &bytes[..n],
-                    m.size,
-                    m.bits,
-                    symbols,
-                    dcg_render::Role::Arg,
-                )
+                let role = dcg_render::Role::Arg;
+                dcg_deref::render_word(s, m.ty, v, m.size, m.bits, symbols, role)
             }),
             None => out.push(&m.name, "?"),
         }

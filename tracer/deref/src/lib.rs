@@ -15,7 +15,7 @@ pub use fields::{
     parse_fields_arg, parse_path, resolve, Access, FieldError, FieldPath, FieldPlan, MAX_FIELD_HOPS,
 };
 pub use plan::{follow, output, plan, From, Output, Read, ReadKind, ReadPlan, STRING_BYTES};
-pub use text::{render_deref, render_pointee, render_value};
+pub use text::{render_deref, render_pointee, render_value, render_word};
 
 /// The default byte cap per argument (`--deref-bytes`).
 pub const DEFAULT_CAP: u32 = 512;

@@ -90,6 +90,22 @@ pub fn render_value(
     };
 }
 
+/// [`render_value`] of a value read as one word `v` (a fetch of 1 to 8 bytes: a
+/// `--fields` member, an output parameter), its low `len` bytes the value's.
+pub fn render_word(
+    out: &mut String,
+    ty: Type<'_>,
+    v: u64,
+    len: u32,
+    bits: Option<(u32, u32)>,
+    syms: &dyn Symbols,
+    role: Role,
+) {
+    let bytes = v.to_le_bytes();
+    let n = (len as usize).min(8);
+    render_value(out, ty, &bytes[..n], len, bits, syms, role);
+}
+
 struct Renderer<'p> {
     plan: &'p ReadPlan,
     mem: &'p dyn Memory,

@@ -365,17 +365,8 @@ impl<'a> Feed<'a> {
         for (i, (r, v)) in reads.iter().zip(values).enumerate() {
             let mut text = String::new();
             if ok & (1 << i) != 0 {
-                let bytes = v.to_le_bytes();
-                let n = (r.size as usize).min(8);
-                dcg_deref::render_value(
-                    &mut text,
-                    r.ty,
-                    &bytes[..n],
-                    r.size,
-                    r.bits,
-                    &symbols,
-                    dcg_render::Role::Arg,
-                );
+                let role = dcg_render::Role::Arg;
+                dcg_deref::render_word(&mut text, r.ty, *v, r.size, r.bits, &symbols, role);
             } else {
                 // A read on the way failed (a NULL pointer): not captured.
                 text.push('?');
@@ -396,22 +387,15 @@ impl<'a> Feed<'a> {
             return;
         };
         let symbols = self.pipe.tree().funcs.symbols();
-        for o in params.iter() {
-            match read.filter(|_| o.read) {
+        let read_here = crate::derefs::read_output(params);
+        for (i, o) in params.iter().enumerate() {
+            match read.filter(|_| read_here == Some(i)) {
                 Some((0, _)) => {}
                 Some((_, Some(v))) => {
-                    let size = o.pointee.resolve().size();
-                    let bytes = v.to_le_bytes();
+                    let (ty, size) = (o.pointee, o.pointee.resolve().size());
+                    let role = dcg_render::Role::Arg;
                     self.outs.push_with(&o.name, |out| {
-                        dcg_deref::render_value(
-                            out,
-                            o.pointee,
-                            &bytes[..(size as usize).min(8)],
-                            size,
-                            None,
-                            &symbols,
-                            dcg_render::Role::Arg,
-                        )
+                        dcg_deref::render_word(out, ty, v, size, None, &symbols, role)
                     });
                 }
                 _ => self.outs.push(&o.name, "?"),

@@ -47,9 +47,13 @@ pub struct OutParam<'db> {
     pub pointee: sigdb::Type<'db>,
     /// Its argument register (System V index), when it is passed in one.
     pub reg: Option<usize>,
-    /// The program reads it: the first such parameter of its function in an argument
-    /// register, through a session link's cookie (one word a call). The others show `?`.
-    pub read: bool,
+}
+
+/// Which of a function's output parameters the program reads: the first passed in an
+/// argument register, through a session link's cookie (one word a call). The others
+/// show `?`.
+pub fn read_output(outs: &[OutParam<'_>]) -> Option<usize> {
+    outs.iter().position(|o| o.reg.is_some())
 }
 
 /// `--deref`'s reads, by function name (as `--fields`' are; the program's records name
@@ -73,7 +77,8 @@ impl<'db> KernelDerefs<'db> {
     /// The argument register and pointee size of the output parameter the program reads
     /// at `name`'s return, if any.
     pub fn out_read(&self, name: &str) -> Option<(u8, u8)> {
-        let read = self.outs.get(name)?.iter().find(|o| o.read)?;
+        let outs = self.outs.get(name)?;
+        let read = &outs[read_output(outs)?];
         Some((read.reg? as u8, read.pointee.resolve().size() as u8))
     }
 
@@ -150,7 +155,7 @@ fn arg_register(p: sigdb::Param<'_>) -> Option<usize> {
     sigdb::regs::sysv_arg_index(r).filter(|&i| i < 6)
 }
 
-/// The output parameters of `f` ([`OutParam`]): the first in a register is read.
+/// The output parameters of `f` ([`OutParam`]).
 fn outputs<'db>(f: &sigdb::Function<'db>) -> Vec<OutParam<'db>> {
     let mut outs: Vec<OutParam<'db>> = Vec::new();
     for p in f.params() {
@@ -160,13 +165,10 @@ fn outputs<'db>(f: &sigdb::Function<'db>) -> Vec<OutParam<'db>> {
         let Some(pointee) = p.ty().resolve().target() else {
             continue;
         };
-        let reg = arg_register(p);
-        let read = !outs.iter().any(|o| o.read) && reg.is_some();
         outs.push(OutParam {
             name: p.name().to_string(),
             pointee,
-            reg,
-            read,
+            reg: arg_register(p),
         });
     }
     outs

@@ -43,9 +43,7 @@ pub(crate) fn push(
             .any(|&i| !matches!(values.get(i), Some(&Value::Num(a)) if a != 0));
         args.push_with(&f.name, |out| match values.get(f.word) {
             Some(&Value::Num(w)) if !null => {
-                let bytes = w.to_le_bytes();
-                let n = (f.size as usize).min(8);
-                dcg_deref::render_value(out, f.ty, &bytes[..n], f.size, f.bits, symbols, role);
+                dcg_deref::render_word(out, f.ty, w, f.size, f.bits, symbols, role)
             }
             // Not read (through a NULL pointer): as a member not captured.
             _ => out.push('?'),
@@ -63,10 +61,6 @@ pub(crate) fn push_outs(
     role: Role,
     symbols: &Symbolizer<'_>,
 ) {
-    let role = match role {
-        Role::Plain => Role::Plain,
-        _ => Role::Arg,
-    };
     for o in &p.outs {
         match &o.read {
             OutRead::Unreadable => outs.push(&o.name, "?"),

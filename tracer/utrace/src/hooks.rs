@@ -503,7 +503,8 @@ pub fn entry_conds(p: &Probe<'_>, tests: &[dcg_filter::EntryTest]) -> Vec<CondTe
 }
 
 /// The recorder's entry fetches of each hooked probe again, from its entry fields (after
-/// `--fields` or `--deref` added some), and the return fetches of its output parameters. An IFUNC's implementations (no DWARF, no fields) are left.
+/// `--fields` or `--deref` added some), and the return fetches of its output parameters.
+/// An IFUNC's implementations (no DWARF, no fields) are left.
 pub fn refresh_entry_ops(
     targets: &[Target],
     probes: &[Probe<'_>],
