@@ -4,8 +4,9 @@
 #   bench/scan-vs-pahole.sh [VMLINUX] [-j N]
 #
 # Default VMLINUX: Debian's 6.12 cloud kernel (fetched by tests/kernels/fetch-debian-kernel.sh).
-# Runs `dwarfscan -j N` and `pahole -J -jN --btf_encode_detached` once each, after one
-# warm-up read of the file (so both see a warm page cache), and prints a table.
+# Runs `dwarfscan -j N` and `pahole -J -jN --btf_encode_detached` three times each
+# (DCG_SCAN_RUNS), after one warm-up read of the file (so both see a warm page cache), and
+# prints a table.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 vmlinux=${1:-}
@@ -23,18 +24,28 @@ scan=$CARGO_TARGET_DIR/release/dwarfscan
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat "$vmlinux" > /dev/null
 
-measure() { # OUTFILE CMD... -> "wall_s rss_kb"
+# Each side runs RUNS times, alternating (the machine's load drifts): the median wall
+# time and the largest peak RSS.
+runs=${DCG_SCAN_RUNS:-3}
+measure() { # OUTFILE CMD... -> "wall_s rss_kb" of one run
   local out=$1; shift
   /usr/bin/time -f '%e %M' -o "$out" "$@" >/dev/null 2>"$out.err" || { cat "$out.err" >&2; exit 1; }
   cat "$out"
 }
-read -r sw sr < <(measure "$tmp/scan.time" "$scan" -q -j "$jobs" "$vmlinux" -o "$tmp/vmlinux.sigdb")
-read -r pw pr < <(measure "$tmp/pahole.time" pahole -J -j"$jobs" --btf_encode_detached="$tmp/vmlinux.btf" "$vmlinux")
+summarize() { # FILE of "wall rss" lines -> "median_wall max_rss"
+  sort -n "$1" | awk '{w[NR]=$1; if ($2>r) r=$2} END {print w[int((NR+1)/2)], r}'
+}
+for _ in $(seq "$runs"); do
+  measure "$tmp/scan.time" "$scan" -q -j "$jobs" "$vmlinux" -o "$tmp/vmlinux.sigdb" >> "$tmp/scan.all"
+  measure "$tmp/pahole.time" pahole -J -j"$jobs" --btf_encode_detached="$tmp/vmlinux.btf" "$vmlinux" >> "$tmp/pahole.all"
+done
+read -r sw sr < <(summarize "$tmp/scan.all")
+read -r pw pr < <(summarize "$tmp/pahole.all")
 dbsize=$(stat -c %s "$tmp/vmlinux.sigdb")
 btfsize=$(stat -c %s "$tmp/vmlinux.btf")
 secbtf=$(readelf -SW "$vmlinux" | awk '$2==".BTF"{print $6}' | head -1); secbtf=$(( ${secbtf:+0x$secbtf} + 0 ))
-awk -v sw="$sw" -v sr="$sr" -v pw="$pw" -v pr="$pr" -v db="$dbsize" -v btf="$btfsize" -v sec="${secbtf:-0}" -v j="$jobs" -v f="$vmlinux" 'BEGIN {
-  printf "input: %s (-j %d, %s)\n", f, j, "pahole " "'"$(pahole --version)"'"
+awk -v sw="$sw" -v sr="$sr" -v pw="$pw" -v pr="$pr" -v db="$dbsize" -v btf="$btfsize" -v sec="${secbtf:-0}" -v j="$jobs" -v n="$runs" -v f="$vmlinux" 'BEGIN {
+  printf "input: %s (-j %d, %s; median wall and largest RSS of %d runs each)\n", f, j, "pahole " "'"$(pahole --version)"'", n
   printf "%-12s %10s %12s %12s\n", "", "wall s", "peak RSS MB", "output MB"
   printf "%-12s %10.2f %12.1f %12.2f\n", "dwarfscan", sw, sr/1024, db/1048576
   printf "%-12s %10.2f %12.1f %12.2f\n", "pahole -J", pw, pr/1024, btf/1048576

@@ -13,6 +13,9 @@ pub type R<'s> = gimli::EndianSlice<'s, gimli::LittleEndian>;
 /// A parsed unit.
 pub type Unit<'s> = gimli::Unit<R<'s>>;
 
+/// How much of a mapped `.debug_info` the header walk reads before returning its pages.
+const RELEASE_STEP: usize = 4 << 20;
+
 /// The DWARF of one file, ready to be walked unit by unit in parallel.
 pub struct FileDwarf<'s> {
     /// gimli's view of the sections.
@@ -24,18 +27,32 @@ pub struct FileDwarf<'s> {
 }
 
 impl<'s> FileDwarf<'s> {
-    /// Load the sections of `elf` and list the units.
-    pub fn new(elf: &'s ElfInfo<'_>) -> Result<FileDwarf<'s>, gimli::Error> {
+    /// Load the sections of `elf` and list the units. When `mapped` (the sections are a
+    /// file mapping), the pages of `.debug_info` the walk over the headers touched are
+    /// returned to the kernel as it goes: the page cache may hold the file in large
+    /// folios, each mapped whole on a fault, which would put all of `.debug_info` in the
+    /// resident set before a unit is scanned.
+    pub fn new(elf: &'s ElfInfo<'_>, mapped: bool) -> Result<FileDwarf<'s>, gimli::Error> {
         let dwarf = gimli::Dwarf::load(|id| -> Result<R<'s>, gimli::Error> {
             Ok(gimli::EndianSlice::new(
                 elf.section(id),
                 gimli::LittleEndian,
             ))
         })?;
+        let info = elf.section(gimli::SectionId::DebugInfo);
+        let mut released = 0usize;
         let mut headers = Vec::new();
         let mut iter = dwarf.units();
         while let Some(h) = iter.next()? {
+            let at = h.offset().as_debug_info_offset().map_or(0, |o| o.0);
+            if mapped && at >= released + RELEASE_STEP {
+                crate::release_pages(info.get(released..at).unwrap_or_default());
+                released = at;
+            }
             headers.push(h);
+        }
+        if mapped {
+            crate::release_pages(info.get(released..).unwrap_or_default());
         }
         let starts = headers
             .iter()

@@ -348,7 +348,7 @@ fn prepare<'a>(path: &Path, bytes: &'a [u8], mapped: bool) -> Result<ElfInfo<'a>
 
 /// Return the whole pages inside `part`, a slice of a private read-only file mapping, to
 /// the kernel (`MADV_DONTNEED`: they are read from the file again if touched).
-fn release_pages(part: &[u8]) {
+pub(crate) fn release_pages(part: &[u8]) {
     let page = 4096;
     let from = (part.as_ptr() as usize).div_ceil(page) * page;
     let to = (part.as_ptr() as usize + part.len()) / page * page;
@@ -425,7 +425,8 @@ fn scan_small(
     known_structs: Option<&crate::merge::KnownStructs>,
 ) -> Result<SmallFile, ScanError> {
     let elf = prepare(path, bytes, mapped)?;
-    let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
+    // A small file is read whole right away: nothing to gain from returning its pages.
+    let fd = FileDwarf::new(&elf, false).map_err(|e| ScanError::dwarf(path, e))?;
     opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
     let ctx = FileCtx {
         dwarf: &fd,
@@ -468,7 +469,7 @@ fn scan_big(
 ) -> Result<(), ScanError> {
     let t = Instant::now();
     let elf = prepare(path, bytes, mapped)?;
-    let fd = FileDwarf::new(&elf).map_err(|e| ScanError::dwarf(path, e))?;
+    let fd = FileDwarf::new(&elf, mapped).map_err(|e| ScanError::dwarf(path, e))?;
     state.stats.t_load += t.elapsed();
     opts.report(Progress::UnitsQueued(fd.headers.len() as u64));
     let name = match (name, elf.kind) {
