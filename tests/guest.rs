@@ -254,43 +254,49 @@ fn opened_with(sec: &str, kernel: &str) -> (u64, u64) {
     (number(said), number(said.split_once("mode=").unwrap().1))
 }
 
-/// `--deref` in the BPF engine (bpf-debian.sh's "deref" sections): do_sys_openat2's
-/// `how` shows the struct open_how the program's openat made (the kernel adds O_LARGEFILE
-/// to the flags); every vfs_read below ksys_read shows its struct file with a read-only
-/// open's `f_flags` (O_LARGEFILE) and, two levels deep, the structs its members point to;
-/// the function_graph engine refuses. And the flag names of `--args`: a `gfp_t`
-/// parameter is named as the member `--fields` read from the same register (the
-/// "fields" section's kmem_cache_alloc_noprof calls).
-pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
-    const O_LARGEFILE: u64 = 0o100000;
-    must(
-        section(text, "deref"),
-        "deref",
-        &[
-            "rc=0",
-            "read rc=0",
-            "dcg: --deref needs the BPF engine",
-            "fgraph rc=1",
-        ],
-    );
-    let opened = section(text, "deref-json");
+/// The flag the kernel adds to every open's flags on x86-64 (`force_o_largefile`).
+const O_LARGEFILE: u64 = 0o100000;
+
+/// `--deref` (section `sec`: the JSON of a session over `syscall-loop open`):
+/// do_sys_openat2's `how` shows the struct open_how the program's openat made (the kernel
+/// adds O_LARGEFILE to the flags) in place of the pointer.
+pub fn open_how_is_what_the_program_passed(text: &str, sec: &str, kernel: &str) {
+    let opened = section(text, sec);
     let (flags, mode) = opened_with(opened, kernel);
     let calls = crate::json_records(opened);
     let open = calls
         .iter()
         .find(|c| c.func == "do_sys_openat2" && c.depth == 0)
-        .unwrap_or_else(|| panic!("{kernel}: no do_sys_openat2:\n{opened}"));
+        .unwrap_or_else(|| panic!("{kernel}: {sec}: no do_sys_openat2:\n{opened}"));
     let how = open
         .args
         .iter()
         .find(|a| a.name == "how")
         .map(|a| a.value.as_str())
-        .unwrap_or_else(|| panic!("{kernel}: no how in {:?}", open.args));
+        .unwrap_or_else(|| panic!("{kernel}: {sec}: no how in {:?}", open.args));
     let want = format!("{{flags={}, mode={mode}, resolve=0}}", flags | O_LARGEFILE);
     assert!(
         how.starts_with("(struct open_how *)0xff") && how.ends_with(&want),
-        "{kernel}: how={how}, want (struct open_how *)0x…{want}"
+        "{kernel}: {sec}: how={how}, want (struct open_how *)0x…{want}"
     );
+}
+
+/// `--deref` in the BPF engine (bpf-debian.sh's "deref" sections): do_sys_openat2's
+/// `how` shows the struct open_how the program's openat made (the kernel adds O_LARGEFILE
+/// to the flags); every vfs_read below ksys_read shows its struct file with a read-only
+/// open's `f_flags` (O_LARGEFILE) and, two levels deep, the structs its members point to;
+/// the function_graph engine's session shows its open_how too. And the flag names of
+/// `--args`: a `gfp_t`
+/// parameter is named as the member `--fields` read from the same register (the
+/// "fields" section's kmem_cache_alloc_noprof calls).
+pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
+    must(
+        section(text, "deref"),
+        "deref",
+        &["rc=0", "read rc=0", "fgraph rc=0"],
+    );
+    open_how_is_what_the_program_passed(text, "deref-json", kernel);
+    open_how_is_what_the_program_passed(text, "deref-fgraph", kernel);
     let reads = calls_of(text, "deref-read", "vfs_read", kernel);
     for r in &reads {
         let file = r
@@ -330,7 +336,6 @@ pub fn derefs_are_what_the_program_passed(text: &str, kernel: &str) {
 /// event at its entry, are what the program passed to openat (the kernel adds
 /// O_LARGEFILE), shown after the parameters.
 pub fn fgraph_fields_are_what_the_program_passed(text: &str, sec: &str, kernel: &str) {
-    const O_LARGEFILE: u64 = 0o100000;
     let opened = section(text, sec);
     let (flags, mode) = opened_with(opened, kernel);
     let open = calls_of(text, sec, "do_sys_openat2", kernel)
@@ -407,7 +412,6 @@ pub fn outputs_are_what_the_kernel_wrote(text: &str, kernel: &str) {
 /// opens of one file, with O_CREAT and without: only the first's tree is shown, with the
 /// member as an argument; the saved calls keep both.
 pub fn fields_are_what_the_program_passed(text: &str, kernel: &str) {
-    const O_LARGEFILE: u64 = 0o100000;
     let f = section(text, "fields");
     must(
         f,

@@ -231,25 +231,6 @@ fn refused_at_once(args: &[&str], said: &str) {
     assert_eq!(err.trim_end(), said, "{args:?}");
 }
 
-/// The function_graph engine refuses `--deref` on kernel functions (the BPF engine reads
-/// them: `tests/qemu/e2e/bpf-debian.sh`), before anything is looked up or traced.
-#[test]
-fn the_function_graph_engine_refuses_deref() {
-    refused_at_once(
-        &[
-            "--engine",
-            "fgraph",
-            "--deref",
-            "--func",
-            "do_sys_openat2",
-            "--",
-            "true",
-        ],
-        "dcg: --deref needs the BPF engine (the function_graph engine reads the members \
-         --fields names, not whole structs): leave out --engine fgraph",
-    );
-}
-
 /// One call of `tests/uprobe/members.c` as it printed it: `serve k=0 port=8080
 /// tag=hello mode=MODE_FAST`, by member.
 struct Served {

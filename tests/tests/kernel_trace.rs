@@ -126,12 +126,16 @@ fn testkernel_scenarios() {
     // --fields with the function_graph engine.
     must(section(&text, "fields-fgraph"), "fields-fgraph", &["rc=0"]);
     guest::fgraph_fields_are_what_the_program_passed(&text, "fields-fgraph", "test kernel");
+    // --deref with the function_graph engine.
+    must(section(&text, "deref-fgraph"), "deref-fgraph", &["rc=0"]);
+    guest::open_how_is_what_the_program_passed(&text, "deref-fgraph", "test kernel");
     // 5: nothing left after SIGINT / SIGTERM (the latter with probes).
     for name in [
         "s5-sigint",
         "s5-sigterm-probes",
         "s4-concurrent",
         "fields-fgraph",
+        "deref-fgraph",
         "after",
     ] {
         let s = section(&text, name);

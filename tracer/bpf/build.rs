@@ -1,4 +1,5 @@
-//! Compile the BPF programs (`src/bpf/capture.bpf.c`, `src/bpf/peek.bpf.c`) with clang
+//! Compile the BPF programs (`src/bpf/capture.bpf.c` with its headers in
+//! `src/bpf/capture/`, `src/bpf/peek.bpf.c`) with clang
 //! (Debian's, `.ci/install-deps.sh`) and generate their libbpf skeletons into OUT_DIR.
 
 use std::path::PathBuf;
@@ -26,4 +27,9 @@ fn skeleton(name: &str) {
             panic!("{src}: {e:#} (needs clang and libelf-dev: .ci/install-deps.sh)")
         });
     println!("cargo:rerun-if-changed={src}");
+    // The headers a program includes, in the directory of its name.
+    let headers = format!("src/bpf/{name}");
+    if std::path::Path::new(&headers).is_dir() {
+        println!("cargo:rerun-if-changed={headers}");
+    }
 }

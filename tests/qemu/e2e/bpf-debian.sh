@@ -171,19 +171,24 @@ begin deref
 # --deref (issue 41): the structs behind pointer parameters, copied by the BPF program at
 # the entry: do_sys_openat2's struct open_how for the openat the program makes (it prints
 # what it passed); every struct file vfs_read gets below ksys_read, two levels deep, and
-# the position it moved (an output parameter); the function_graph engine refuses.
+# the position it moved (an output parameter). The function_graph engine copies the
+# structs with a probe event at each entry: the same open_how.
 dcg trace --db $DB --json --deref --func do_sys_openat2 \
 	-- /dcg/syscall-loop open /tmp/dcg-deref 0x242 0600 > /tmp/dr.json
 echo "rc=$?"
 dcg trace --db $DB --json --show-retvals --deref=2 --func ksys_read \
 	-- sh -c 'head -c 8 /proc/version > /dev/null' > /tmp/dr2.json
 echo "read rc=$?"
-dcg trace --db $DB --engine fgraph --deref --func do_sys_openat2 -- true
+dcg trace --db $DB --engine fgraph --json --deref --func do_sys_openat2 \
+	-- /dcg/syscall-loop open /tmp/dcg-deref-fg 0x241 0640 > /tmp/drf.json
 echo "fgraph rc=$?"
 end deref
 begin deref-json
 cat /tmp/dr.json
 end deref-json
+begin deref-fgraph
+cat /tmp/drf.json
+end deref-fgraph
 begin deref-read
 cat /tmp/dr2.json
 end deref-read

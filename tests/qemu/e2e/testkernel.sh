@@ -95,6 +95,15 @@ echo "rc=$?"
 leftovers
 end fields-fgraph
 
+begin deref-fgraph
+# --deref with the function_graph engine (issue 41): a probe event copies the structs
+# behind the pointer parameters at each traced function's entry.
+dcg trace --db $DB --engine fgraph --json --deref --func do_sys_openat2 \
+	-- /dcg/syscall-loop open /tmp/dcg-deref-fg 0x242 0600
+echo "rc=$?"
+leftovers
+end deref-fgraph
+
 begin s5-sigint
 kill_mid_trace s5i INT --db $DB --show-retvals --func do_sys_openat2 -- \
 	sh -c 'while :; do cat /nonexistent 2>/dev/null; sleep 0.05; done'

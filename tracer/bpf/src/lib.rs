@@ -170,6 +170,17 @@ fn pid_max() -> u32 {
         .clamp(1024, 1 << 22)
 }
 
+/// The slot in the `fields` and `derefs` maps of each function that reads members or
+/// structs at its entry, by address: in target order, from 0. Its plan's high word.
+fn read_slots(targets: &[Target]) -> std::collections::HashMap<u64, u32> {
+    targets
+        .iter()
+        .filter(|t| t.fields || t.derefs)
+        .enumerate()
+        .map(|(i, t)| (t.addr, i as u32))
+        .collect()
+}
+
 /// Open and load the skeleton with the programs of `mode`.
 fn load(mode: Mode, targets: &[Target], inlines: bool) -> Result<CaptureSkel<'static>, BpfError> {
     // The skeleton borrows its object storage for its whole life; one per load.
@@ -190,11 +201,15 @@ fn load(mode: Mode, targets: &[Target], inlines: bool) -> Result<CaptureSkel<'st
         .plans
         .set_max_entries((2 * planned).max(16))
         .map_err(libbpf("sizing the plan map"))?;
-    // Reads for both entry addresses of each function whose structs are read.
-    let derefs = targets.iter().filter(|t| t.derefs).count() as u32;
+    // A slot of members and of structs to read for each function that reads either.
+    let slots = read_slots(targets).len().max(1) as u32;
+    open.maps
+        .fields
+        .set_max_entries(slots)
+        .map_err(libbpf("sizing the member map"))?;
     open.maps
         .derefs
-        .set_max_entries((2 * derefs).max(16))
+        .set_max_entries(slots)
         .map_err(libbpf("sizing the deref map"))?;
     // Task state is an array indexed by thread id.
     open.maps
@@ -260,12 +275,15 @@ impl Loaded {
             return Err(BpfError::NoTargets);
         }
         let Loaded { skel, mode } = self;
+        let slots = read_slots(targets);
         let mut planned: std::collections::BTreeMap<u32, u32> = Default::default();
         for t in targets.iter().filter(|t| t.plan() != 0) {
+            let slot = slots.get(&t.addr).copied().unwrap_or(0);
+            let value = u64::from(t.plan()) | u64::from(slot) << 32;
             for addr in [t.addr, t.addr - ENDBR_LEN] {
                 skel.maps
                     .plans
-                    .update(&addr.to_ne_bytes(), &t.plan().to_ne_bytes(), MapFlags::ANY)
+                    .update(&addr.to_ne_bytes(), &value.to_ne_bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the plan map"))?;
                 let (word, bit) = plan_slot(addr);
                 *planned.entry(word).or_default() |= bit;
@@ -289,19 +307,20 @@ impl Loaded {
                     .map_err(libbpf("filling the root conditions"))?;
             }
         }
+        // A function's reads go in its slot; one no target reads with has none.
         for f in tasks.fields {
-            for addr in [f.addr, f.addr - ENDBR_LEN] {
+            if let Some(slot) = slots.get(&f.addr) {
                 skel.maps
                     .fields
-                    .update(&addr.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
+                    .update(&slot.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the members to read"))?;
             }
         }
         for f in tasks.derefs {
-            for addr in [f.addr, f.addr - ENDBR_LEN] {
+            if let Some(slot) = slots.get(&f.addr) {
                 skel.maps
                     .derefs
-                    .update(&addr.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
+                    .update(&slot.to_ne_bytes(), &f.bytes(), MapFlags::ANY)
                     .map_err(libbpf("filling the structs to read"))?;
             }
         }

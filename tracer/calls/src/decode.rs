@@ -217,8 +217,9 @@ pub struct Decoder<'a> {
     contexts: bool,
     /// Task names for binary records, which carry only the thread id ([`Decoder::name_task`]).
     comms: std::collections::HashMap<u32, String>,
-    /// The probe events that read members (`--fields`), by event name, and what they read.
-    member_events: std::collections::HashMap<String, Vec<crate::members::MemberField<'a>>>,
+    /// The probe events that read at their function's entry (`--fields`, `--deref`), by event
+    /// name, and what their fields give.
+    member_events: std::collections::HashMap<String, Box<dyn crate::members::EntryReads + 'a>>,
 }
 
 impl<'a> Decoder<'a> {
@@ -265,7 +266,13 @@ impl<'a> Decoder<'a> {
     /// Probe event `event` reads `members` at its function's entry (`--fields`): they are
     /// shown after the call's arguments, rendered by their types.
     pub fn read_members(&mut self, event: &str, members: Vec<crate::members::MemberField<'a>>) {
-        self.member_events.insert(event.to_string(), members);
+        self.read_at_entry(event, Box::new(members));
+    }
+
+    /// Probe event `event` reads data at its function's entry, which `reads` turns into
+    /// arguments of the call (merged: [`crate::sink::ArgList::merge`]).
+    pub fn read_at_entry(&mut self, event: &str, reads: Box<dyn crate::members::EntryReads + 'a>) {
+        self.member_events.insert(event.to_string(), reads);
     }
 
     /// Name pointers that land on a symbol of `names` (kallsyms, `System.map`):
@@ -484,11 +491,12 @@ impl<'a> Decoder<'a> {
         };
         let id = self.pipe.tree_mut().funcs.intern(func, None);
         let mut fields = std::mem::take(&mut self.fields);
-        if let Some(members) = self.member_events.get(c.event.unwrap_or(p.event)) {
+        if let Some(reads) = self.member_events.get(c.event.unwrap_or(p.event)) {
             fields.clear();
             {
                 let symbols = self.pipe.tree().funcs.symbols();
-                crate::members::render_members(members, p.fields(), &symbols, &mut fields);
+                let values: Vec<(&str, &str)> = p.fields().collect();
+                reads.render(&values, &symbols, &mut fields);
             }
             let r = self.pipe.pending_members(key, id, &fields);
             self.fields = fields;

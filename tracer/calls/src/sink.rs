@@ -87,6 +87,33 @@ impl ArgList {
         self.push_with(name, |s| s.push_str(value));
     }
 
+    /// Set the arguments of `other`: each replaces the value of the argument of the same
+    /// name, or is appended when there is none (a probe event's reads joining the
+    /// arguments of their call: `--deref`'s structs replace their pointers, `--fields`'
+    /// members come after the parameters).
+    pub fn merge(&mut self, other: &ArgList) {
+        if other.iter().all(|(n, _)| self.iter().all(|(m, _)| m != n)) {
+            for (name, value) in other.iter() {
+                self.push(name, value);
+            }
+            return;
+        }
+        let mut merged = ArgList::default();
+        for (name, value) in self.iter() {
+            let value = other
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(value, |(_, v)| v);
+            merged.push(name, value);
+        }
+        for (name, value) in other.iter() {
+            if self.iter().all(|(m, _)| m != name) {
+                merged.push(name, value);
+            }
+        }
+        *self = merged;
+    }
+
     /// The arguments as `(name, value)`.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
         let mut start = 0usize;

@@ -57,14 +57,6 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
             let path = member.unwrap_or_default().to_string();
             return Err(dcg_ktrace::KtraceError::FilterMembersNeedBpf(path).into());
         }
-        (false, Engine::Fgraph)
-            if opts
-                .derefs
-                .iter()
-                .any(|d| matches!(d, dcg_live::options::DerefRequest::Members { .. })) =>
-        {
-            return Err(dcg_ktrace::KtraceError::FieldsNeedBpf("--deref").into());
-        }
         (false, Engine::Inproc | Engine::Uprobe) => anyhow::bail!(
             "--engine inproc and uprobe trace user-space functions (PATH:PATTERN); the kernel \
              takes fgraph or bpf"

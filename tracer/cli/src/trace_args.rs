@@ -111,8 +111,8 @@ pub struct TraceArgs {
     /// Show pointer arguments to structs and unions with their members, C initializer
     /// style (`c=&conf{port=8080, name="dcg", in={a=7}}`), N levels of pointers deep (1 by
     /// default, at most 3; `=` required: `--deref=2`). Implies --args. Kernel functions:
-    /// the BPF engine, each pointer parameter in an argument register, at most 8 reads of
-    /// 480 bytes a function. Output parameters (pointers to non-const scalars, in user
+    /// each pointer parameter in an argument register, at most 8 reads of 480 bytes a
+    /// function, copied by the BPF program or, with function_graph, by a probe event. Output parameters (pointers to non-const scalars, in user
     /// space structs too) are read again at the return: `/* ret=1 *out=8087 */`.
     #[arg(
         long,

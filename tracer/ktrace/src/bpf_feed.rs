@@ -411,33 +411,11 @@ impl<'a> Feed<'a> {
             return;
         };
         let symbols = self.pipe.tree().funcs.symbols();
-        for (i, param) in fd.params.iter().enumerate() {
-            // This parameter's reads, one block per run of contiguous bytes.
-            let mut memory = dcg_deref::Blocks::default();
-            for (item, addr, range) in &p.deref_reads {
-                if fd.owner.get(*item as usize) != Some(&i) {
-                    continue;
-                }
-                let bytes = &p.deref_bytes[range.clone()];
-                match memory.0.last_mut() {
-                    Some((a, b)) if a.wrapping_add(b.len() as u64) == *addr => {
-                        b.extend_from_slice(bytes)
-                    }
-                    _ => memory.0.push((*addr, bytes.to_vec())),
-                }
-            }
-            let mut text = String::new();
-            dcg_deref::render_deref(
-                &mut text,
-                param.ty,
-                p.args[param.reg],
-                &param.plan,
-                &memory,
-                &symbols,
-                dcg_render::Role::Arg,
-            );
-            self.derefs_shown.push((param.name.clone(), text));
-        }
+        let reads = p
+            .deref_reads
+            .iter()
+            .map(|(item, addr, range)| (*item, *addr, &p.deref_bytes[range.clone()]));
+        fd.render(&p.args, reads, &symbols, &mut self.derefs_shown);
     }
 
     fn flush_pending(&mut self, tid: u32) -> std::io::Result<()> {

@@ -184,6 +184,44 @@ fn type_name(ty: sigdb::Type<'_>) -> String {
 }
 
 impl FuncDerefs<'_> {
+    /// Each parameter read behind, rendered with what was read (`reads`: item, address,
+    /// bytes; an item not there read nothing), into `out` as (name, text). `args`: the
+    /// values of the argument registers.
+    pub fn render<'b>(
+        &self,
+        args: &[u64; 6],
+        reads: impl Iterator<Item = (u32, u64, &'b [u8])> + Clone,
+        symbols: &dyn dcg_deref::Symbols,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (i, param) in self.params.iter().enumerate() {
+            // This parameter's reads, one block per run of contiguous bytes.
+            let mut memory = dcg_deref::Blocks::default();
+            for (item, addr, bytes) in reads.clone() {
+                if self.owner.get(item as usize) != Some(&i) {
+                    continue;
+                }
+                match memory.0.last_mut() {
+                    Some((a, b)) if a.wrapping_add(b.len() as u64) == addr => {
+                        b.extend_from_slice(bytes)
+                    }
+                    _ => memory.0.push((addr, bytes.to_vec())),
+                }
+            }
+            let mut text = String::new();
+            dcg_deref::render_deref(
+                &mut text,
+                param.ty,
+                args[param.reg.min(5)],
+                &param.plan,
+                &memory,
+                symbols,
+                dcg_render::Role::Arg,
+            );
+            out.push((param.name.clone(), text));
+        }
+    }
+
     /// Add the program's reads for `plan` of parameter `owner` (in register `reg`);
     /// false (nothing added) when they do not fit in [`DEREF_ITEMS`] or a read is more
     /// than [`DEREF_HOPS`] pointers away.

@@ -52,12 +52,6 @@ pub enum KtraceError {
          use --engine bpf"
     )]
     StackNeedsBinary(&'static str),
-    /// `--deref` (the option named) with the function_graph engine.
-    #[error(
-        "{0} needs the BPF engine (the function_graph engine reads the members --fields \
-         names, not whole structs): leave out --engine fgraph"
-    )]
-    FieldsNeedBpf(&'static str),
     /// `--filter` on a member path (the first named) with the function_graph engine.
     #[error(
         "--filter: {0} is a member: filters on members are decided by the BPF engine only \

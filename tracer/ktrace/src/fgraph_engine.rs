@@ -42,11 +42,20 @@ const DEFER_MAX: usize = 256 << 20;
 /// still run); what was recorded is then read whole.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 
-/// What a probe event's dereferences call in the kernel (mm/maccess.c): not traced in a
-/// session with `--fields` probes.
-const FETCH_HELPERS: [&str; 2] = [
+/// What a probe event's dereferences call in the kernel (mm/maccess.c), and what a read
+/// through a `NULL` pointer (an address below the user-space top: a user read) runs when
+/// it faults and the kernel fixes it up: not traced in a session with `--fields` or
+/// `--deref` probes (globs of the instance's `set_ftrace_notrace`).
+const FETCH_HELPERS: [&str; 9] = [
     "copy_from_kernel_nofault",
     "copy_from_kernel_nofault_allowed",
+    "copy_from_user_nofault",
+    "nmi_uaccess_okay",
+    "bad_area_nosemaphore",
+    "__bad_area_nosemaphore",
+    "kernelmode_fixup_or_oops*",
+    "fixup_exception",
+    "search_exception_tables",
 ];
 
 /// Where the session's records are read from: the binary pages, or the text pipe (and the
@@ -125,6 +134,12 @@ struct Setup<'s> {
     flags: Option<crate::plan::FlagTablesRead>,
     /// The probe events reading `--fields` members: (event, function).
     member_events: Vec<(String, String)>,
+    /// `--deref`: each traced function's entry gets a probe event copying its structs.
+    want_derefs: bool,
+    /// The probe events copying `--deref`'s structs: (event, function); those from
+    /// `derefs_told` on are not yet known to the decoder (created lazily).
+    deref_events: Vec<(String, String)>,
+    derefs_told: usize,
 }
 
 impl<'s> Setup<'s> {
@@ -160,9 +175,11 @@ impl<'s> Setup<'s> {
         // Binary reading (no probe events: see `start`) copies pages out faster than the
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
+        let want_derefs = !plan.derefs.by_func.is_empty();
         let probes_needed = (plan.session.values.retvals && !feat.retval)
             || (plan.session.values.args && !feat.args)
-            || !plan.fields.is_empty();
+            || !plan.fields.is_empty()
+            || want_derefs;
         let raw = !probes_needed && !plan.tuning.fgraph_text;
         if plan.session.stack && !raw {
             return Err(KtraceError::StackNeedsBinary(if probes_needed {
@@ -199,10 +216,11 @@ impl<'s> Setup<'s> {
             tracefs::append(&sess.file("set_ftrace_notrace"), p)
                 .map_err(|e| KtraceError::Notrace(p.clone(), e))?;
         }
-        // `--fields`: the probe events' reads of kernel memory call these below the traced
-        // function, before the event is written: left out, so that the event follows its
-        // call's line (and a traced function's own calls of them are not shown).
-        if !plan.fields.is_empty() {
+        // `--fields`, `--deref`: the probe events' reads of kernel memory call these below
+        // the traced function, before the event is written: left out, so that the event
+        // follows its call's line (and a traced function's own calls of them are not
+        // shown).
+        if !plan.fields.is_empty() || want_derefs {
             for f in FETCH_HELPERS {
                 let _ = tracefs::append(&sess.file("set_ftrace_notrace"), f);
             }
@@ -242,6 +260,9 @@ impl<'s> Setup<'s> {
             ),
             flags: Some(flags),
             member_events: Vec::new(),
+            want_derefs,
+            deref_events: Vec::new(),
+            derefs_told: 0,
         })
     }
 
@@ -266,7 +287,7 @@ impl<'s> Setup<'s> {
                 }
             }
         }
-        if !(self.want_exit || self.want_entry) {
+        if !(self.want_exit || self.want_entry || self.want_derefs) {
             return Ok(());
         }
         let (set, avail) = (self.set, self.avail);
@@ -274,7 +295,7 @@ impl<'s> Setup<'s> {
         if self.lazy_depth > 0 {
             if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
                 // Void callees only matter for their arguments.
-                let want_entry = self.want_entry;
+                let want_entry = self.want_entry || self.want_derefs;
                 let keep =
                     |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
                 funcs.extend(kt.closure(self.roots, self.lazy_depth, PROBE_CAP, &keep));
@@ -320,6 +341,14 @@ impl<'s> Setup<'s> {
                 self.filter.add_event(&ev);
             }
         }
+        let derefs = self.plan.derefs.by_func.get(f).filter(|_| self.want_derefs);
+        if let Some(fd) = derefs.filter(|_| self.avail.contains(f)) {
+            let fetches = |fprobe| crate::deref_events::deref_fetches(fd, fprobe).0;
+            if let Some(ev) = self.probes.add_derefs(&mut self.sess, f, fetches) {
+                self.filter.add_event(&ev);
+                self.deref_events.push((ev, f.to_string()));
+            }
+        }
         self.probes.len() > before
     }
 
@@ -341,7 +370,10 @@ impl<'s> Setup<'s> {
         self.sess.write("tracing_on", "1")?;
         // Binary pages where no probe events are needed (probe events are decoded from
         // their text); the text pipe otherwise, or when the binary layout is unusable.
-        let events = self.want_exit || self.want_entry || !self.member_events.is_empty();
+        let events = self.want_exit
+            || self.want_entry
+            || !self.member_events.is_empty()
+            || !self.deref_events.is_empty();
         if !(events || self.plan.tuning.fgraph_text) {
             let filter =
                 rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.plan.session.depth);
@@ -404,6 +436,7 @@ impl<'s> Setup<'s> {
         let pointer_names = self.kallsyms.symbol_map();
         let flags = self.flags.take().and_then(|f| f.join());
         let mut dec = self.decoder(&pointer_names, outputs, flags)?;
+        self.tell_derefs(&mut dec);
         self.announce(notify)?;
         let mut summary = Summary::default();
         let mut reader = Reader {
@@ -478,6 +511,22 @@ impl<'s> Setup<'s> {
         Ok(dec)
     }
 
+    /// Tell the decoder what the `--deref` events created since it was last told copy.
+    fn tell_derefs<'d>(&mut self, dec: &mut Decoder<'d>)
+    where
+        's: 'd,
+    {
+        for (ev, func) in &self.deref_events[self.derefs_told..] {
+            if let Some(fd) = self.plan.derefs.by_func.get(func) {
+                let items = crate::deref_events::deref_fetches(fd, false).1;
+                let reads = std::rc::Rc::clone(fd);
+                let event = crate::deref_events::DerefEvent { reads, items };
+                dec.read_at_entry(ev, Box::new(event));
+            }
+        }
+        self.derefs_told = self.deref_events.len();
+    }
+
     /// Say what is traced, and let the command run.
     fn announce(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
         notify(Notice::Tracing {
@@ -495,13 +544,16 @@ impl<'s> Setup<'s> {
     }
 
     /// Read and decode until a stop condition; the reason it stopped.
-    fn record(
+    fn record<'d>(
         &mut self,
         reader: &mut Reader,
-        dec: &mut Decoder<'_>,
+        dec: &mut Decoder<'d>,
         out: &mut dyn Write,
         summary: &mut Summary,
-    ) -> Result<String> {
+    ) -> Result<String>
+    where
+        's: 'd,
+    {
         let plan = self.plan;
         let start = Instant::now();
         let deadline = plan.session.stop.deadline(start);
@@ -569,6 +621,7 @@ impl<'s> Setup<'s> {
                 }
             }
             self.lazy_probes(fb.seen);
+            self.tell_derefs(dec);
             if done {
                 break format!("{} calls", shown(dec, summary));
             }
@@ -656,7 +709,7 @@ impl<'s> Setup<'s> {
     /// per round: each registration takes ~0.1 s under TCG, and the pipe must keep being
     /// read.
     fn lazy_probes(&mut self, seen: Vec<(String, u32)>) {
-        if !(self.want_exit || self.want_entry) {
+        if !(self.want_exit || self.want_entry || self.want_derefs) {
             return;
         }
         let mut budget = LAZY_PER_ROUND;

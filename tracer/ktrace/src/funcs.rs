@@ -348,4 +348,17 @@ mod tests {
         assert_eq!(sites[2].module.as_deref(), Some("m"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn sites_with_modules() {
+        let s = parse_sites(
+            "ffffffff81001000 do_one_initcall\nffffffffc0001010 bm_status_write [binfmt_misc]\nbad\n",
+        );
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (s[0].addr, s[0].name.as_str()),
+            (0xffffffff81001000, "do_one_initcall")
+        );
+        assert_eq!(s[1].module.as_deref(), Some("binfmt_misc"));
+    }
 }

@@ -13,7 +13,9 @@
 
 pub mod bpf_engine;
 mod bpf_feed;
+mod bpf_targets;
 pub mod callees;
+pub mod deref_events;
 pub mod derefs;
 mod error;
 mod features;

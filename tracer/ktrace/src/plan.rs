@@ -12,7 +12,7 @@ use dcg_dbset::glob::glob_match;
 use dcg_dbset::DbSet;
 use dcg_filter::saved::TreeFilter;
 use dcg_filter::Signature;
-use dcg_live::options::{DerefRequest, Engine, TraceOptions};
+use dcg_live::options::{Engine, TraceOptions};
 use dcg_live::plan::SessionPlan;
 
 use crate::error::{KtraceError, Result};
@@ -213,14 +213,6 @@ impl<'db> KernelPlan<'db> {
         }
         if let Some(path) = filter_member.filter(|_| engine.engine == Engine::Fgraph) {
             return Err(KtraceError::FilterMembersNeedBpf(path));
-        }
-        // function_graph reads `--fields` with probe events; whole structs it does not.
-        let members = session
-            .derefs
-            .iter()
-            .any(|r| matches!(r, DerefRequest::Members { .. }));
-        if engine.engine == Engine::Fgraph && members {
-            return Err(KtraceError::FieldsNeedBpf("--deref"));
         }
         Ok(Some(KernelPlan {
             dbs,

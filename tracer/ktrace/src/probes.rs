@@ -32,6 +32,8 @@ pub struct Probes {
     exits: HashMap<String, String>,
     /// function → entry event name.
     entries: HashMap<String, String>,
+    /// function → `--deref` event name.
+    derefs: HashMap<String, String>,
     names: HashSet<String>,
     /// Functions whose probe could not be created (with the reason).
     pub failed: Vec<(String, String)>,
@@ -61,6 +63,7 @@ impl Probes {
             cap,
             exits: HashMap::new(),
             entries: HashMap::new(),
+            derefs: HashMap::new(),
             names: HashSet::new(),
             failed: Vec::new(),
             capped: 0,
@@ -75,7 +78,7 @@ impl Probes {
 
     /// How many probes exist.
     pub fn len(&self) -> usize {
-        self.exits.len() + self.entries.len()
+        self.exits.len() + self.entries.len() + self.derefs.len()
     }
 
     /// Whether no probe exists.
@@ -195,6 +198,36 @@ impl Probes {
         Some(ev)
     }
 
+    /// Create and enable an entry probe copying the structs behind `func`'s pointer
+    /// parameters (`--deref`), with the fetch arguments `fetches` gives for the flavour
+    /// (fprobe: true) unless it has one or the cap is reached. Returns the new event's
+    /// name.
+    pub fn add_derefs(
+        &mut self,
+        sess: &mut Session,
+        func: &str,
+        fetches: impl Fn(bool) -> Vec<String>,
+    ) -> Option<String> {
+        if self.derefs.contains_key(func) || !self.tried.insert(format!("d {func}")) {
+            return None;
+        }
+        let (ff, kf) = (fetches(true), fetches(false));
+        if ff.is_empty() {
+            return None;
+        }
+        if self.len() >= self.cap {
+            self.capped += 1;
+            return None;
+        }
+        let ev = self.unique_name("d_", func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func} {}", ff.join(" "));
+        let kdef = format!("p:{group}/{ev} {func} {}", kf.join(" "));
+        self.create(sess, &ev, func, &fdef, &kdef)?;
+        self.derefs.insert(func.to_string(), ev.clone());
+        Some(ev)
+    }
+
     fn create(
         &mut self,
         sess: &mut Session,
@@ -293,16 +326,22 @@ pub fn fetch_arg(loc: Location, fprobe: bool) -> Option<String> {
     }
 }
 
-/// The fetch arguments of member `i` read as `fetch` says: `f{i}` the value (`:u8` to
-/// `:u64` by its size), `p{i}_{k}` each pointer read on its way, the parameter first.
-pub fn member_fetches(i: usize, fetch: &dcg_bpf::FieldFetch, fprobe: bool) -> Vec<String> {
+/// The fetch argument of argument register `reg` (System V order, 0-5) at an entry:
+/// `$argN` for an fprobe, the register for a kprobe.
+pub fn reg_expr(reg: u8, fprobe: bool) -> String {
     const REGS: [&str; 6] = ["%di", "%si", "%dx", "%cx", "%r8", "%r9"];
-    let reg = usize::from(fetch.reg).min(5);
-    let mut expr = if fprobe {
+    let reg = usize::from(reg).min(5);
+    if fprobe {
         format!("$arg{}", reg + 1)
     } else {
         REGS[reg].to_string()
-    };
+    }
+}
+
+/// The fetch arguments of member `i` read as `fetch` says: `f{i}` the value (`:u8` to
+/// `:u64` by its size), `p{i}_{k}` each pointer read on its way, the parameter first.
+pub fn member_fetches(i: usize, fetch: &dcg_bpf::FieldFetch, fprobe: bool) -> Vec<String> {
+    let mut expr = reg_expr(fetch.reg, fprobe);
     let mut out = Vec::new();
     let bits = match fetch.size {
         1 => 8,
