@@ -161,11 +161,7 @@ impl Probes {
             self.capped += 1;
             return None;
         }
-        let ev = self.unique_name("a_", func);
-        let group = sess.group().to_string();
-        let fdef = format!("f:{group}/{ev} {func} {}", ff.join(" "));
-        let kdef = format!("p:{group}/{ev} {func} {}", kf.join(" "));
-        self.create(sess, &ev, func, &fdef, &kdef)?;
+        let ev = self.create_entry(sess, "a_", func, (&ff, &kf))?;
         self.entries.insert(func.to_string(), ev.clone());
         Some(ev)
     }
@@ -190,12 +186,7 @@ impl Probes {
                 .flat_map(|(i, r)| member_fetches(i, &r.fetch, fprobe))
                 .collect()
         };
-        let ev = self.unique_name("m_", func);
-        let group = sess.group().to_string();
-        let fdef = format!("f:{group}/{ev} {func} {}", fetch(true).join(" "));
-        let kdef = format!("p:{group}/{ev} {func} {}", fetch(false).join(" "));
-        self.create(sess, &ev, func, &fdef, &kdef)?;
-        Some(ev)
+        self.create_entry(sess, "m_", func, (&fetch(true), &fetch(false)))
     }
 
     /// Create and enable an entry probe copying the structs behind `func`'s pointer
@@ -219,12 +210,25 @@ impl Probes {
             self.capped += 1;
             return None;
         }
-        let ev = self.unique_name("d_", func);
-        let group = sess.group().to_string();
-        let fdef = format!("f:{group}/{ev} {func} {}", ff.join(" "));
-        let kdef = format!("p:{group}/{ev} {func} {}", kf.join(" "));
-        self.create(sess, &ev, func, &fdef, &kdef)?;
+        let ev = self.create_entry(sess, "d_", func, (&ff, &kf))?;
         self.derefs.insert(func.to_string(), ev.clone());
+        Some(ev)
+    }
+
+    /// Create and enable an entry probe on `func` named `prefix` + the function, with the
+    /// fetch arguments of each flavour (fprobe, kprobe). Returns its name.
+    fn create_entry(
+        &mut self,
+        sess: &mut Session,
+        prefix: &str,
+        func: &str,
+        (fprobe, kprobe): (&[String], &[String]),
+    ) -> Option<String> {
+        let ev = self.unique_name(prefix, func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func} {}", fprobe.join(" "));
+        let kdef = format!("p:{group}/{ev} {func} {}", kprobe.join(" "));
+        self.create(sess, &ev, func, &fdef, &kdef)?;
         Some(ev)
     }
 
