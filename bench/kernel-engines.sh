@@ -169,6 +169,11 @@ if [ -n "${per_ns[bpf/args]:-}" ] && [ -n "${per_ns[bpf/deref]:-}" ]; then
 	echo "issue 41: --deref (bpf/deref) costs $((d / 1000)) us a call over the untraced loop," \
 		"$(awk -v a=$d -v b=$a 'BEGIN {printf "%.2f", a / b}')x the same call with --args (bpf/args, $((a / 1000)) us; goal <= 1.5x);" \
 		"deref records: $(sec dcg-bpf/deref | sed -n 's/^deref records: //p')"
+	if [ -n "${per_ns[bpf/deref64]:-}" ]; then
+		d64=$((per_ns[bpf/deref64] - untraced))
+		echo "issue 41: --deref cut at 64 bytes an argument (bpf/deref64) costs $((d64 / 1000)) us," \
+			"$(awk -v a=$d64 -v b=$a 'BEGIN {printf "%.2f", a / b}')x --args: the same reads and records, fewer bytes"
+	fi
 fi
 # Issue 40 against the peer: dcg with --stack and a return filter, every matching tree
 # recorded, at or below retsnoop's stack mode.

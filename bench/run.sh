@@ -75,7 +75,7 @@ command_of() {
 	engines612) echo "DCG_BENCH_ICOUNT=1 bench/kernel-engines.sh 6.12-cloud" ;;
 	enginestk) echo "DCG_BENCH_ICOUNT=1 bench/kernel-engines.sh testkernel" ;;
 	filters72) echo "DCG_BENCH_SMP=1 DCG_BENCH_ICOUNT=1 DCG_BENCH_ENGINES=bpf,bpf/filter,bpf/filter1,bpf/stack,bpf/stackret,retsnoop/stack,retsnoop/T bench/kernel-engines.sh 7.2-cloud" ;;
-	deref72) echo "DCG_BENCH_SMP=1 DCG_BENCH_ICOUNT=1 DCG_BENCH_ENGINES=bpf/args,bpf/deref bench/kernel-engines.sh 7.2-cloud" ;;
+	deref72) echo "DCG_BENCH_SMP=1 DCG_BENCH_ICOUNT=1 DCG_BENCH_ENGINES=bpf/args,bpf/deref,bpf/deref64 bench/kernel-engines.sh 7.2-cloud" ;;
 	esac
 }
 

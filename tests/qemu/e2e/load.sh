@@ -14,7 +14,8 @@
 # where every 100th asks R_OK, --filter 'mode == 4' keeping those, 1 %),
 # bpf/stackret: --stack with --filter 'ret == -ENOENT', which every call meets;
 # bpf/args and bpf/deref: --args, and --deref (every struct behind a pointer parameter
-# of every call read at its entry, issue 41), each with --show-retvals;
+# of every call read at its entry, issue 41), each with --show-retvals; bpf/deref64: the
+# same reads cut at 64 bytes an argument (--deref-bytes 64: what the cost owes to bytes);
 # retsnoop/stack and retsnoop/T: the peer, /bin/retsnoop, on the same root and the
 # functions function_graph shows under it, in its default stack mode and with -T),
 # dcg.calls=N (default 3000).
@@ -115,7 +116,10 @@ for e in $ENGINES; do
 	*/args* | */deref*)
 		# Every argument, or every argument and the structs behind the pointers (issue 41).
 		what=--args
-		case $e in */deref*) what=--deref ;; esac
+		case $e in
+		*/deref64*) what="--deref --deref-bytes 64" ;;
+		*/deref*) what=--deref ;;
+		esac
 		DCG_KTRACE_DEBUG=1 $bin trace --engine $eng --db $db --show-retvals $what --func $ROOT \
 			--json --trace-output /tmp/$f.json -- $LOOP $N > /tmp/$f.loop 2> /tmp/$f.err ;;
 	*/user*)

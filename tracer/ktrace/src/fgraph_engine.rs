@@ -28,7 +28,9 @@ use crate::outcome::{Notice, Summary};
 use crate::plan::KernelPlan;
 use crate::probes::Probes;
 use crate::stream_filter::{Feedback, TreeFilter};
-use crate::{callees, debug, rawtree, PROBE_CAP};
+use crate::{debug, rawtree, PROBE_CAP};
+
+mod probing;
 
 /// Levels of static callee discovery below the roots when `--depth` is not given.
 const STATIC_DEPTH: u32 = 2;
@@ -266,92 +268,6 @@ impl<'s> Setup<'s> {
         })
     }
 
-    /// Probe events for the values the kernel does not print: the roots and their callees
-    /// found in the kernel text.
-    fn probe(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
-        // `--fields`: a probe event reads the members at each function's entry.
-        let mut fields: Vec<_> = self.plan.fields.by_func.iter().collect();
-        fields.sort_by(|a, b| a.0.cmp(b.0));
-        for (func, reads) in fields {
-            match self.probes.add_members(&mut self.sess, func, reads) {
-                Some(ev) => {
-                    self.filter.add_event(&ev);
-                    self.member_events.push((ev, func.clone()));
-                }
-                None => {
-                    let why = self.probes.failed.iter().rev().find(|(f, _)| f == func);
-                    return Err(KtraceError::Fields(format!(
-                        "{func}: its members' probe event could not be created: {}",
-                        why.map_or("unknown reason", |(_, e)| e.as_str())
-                    )));
-                }
-            }
-        }
-        if !(self.want_exit || self.want_entry || self.want_derefs) {
-            return Ok(());
-        }
-        let (set, avail) = (self.set, self.avail);
-        let mut funcs: Vec<String> = self.roots.to_vec();
-        if self.lazy_depth > 0 {
-            if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
-                // Void callees only matter for their arguments.
-                let want_entry = self.want_entry || self.want_derefs;
-                let keep =
-                    |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
-                funcs.extend(kt.closure(self.roots, self.lazy_depth, PROBE_CAP, &keep));
-            }
-        }
-        debug(format_args!("{} functions to probe", funcs.len()));
-        for f in &funcs {
-            self.add_probes(f);
-        }
-        for r in self.roots {
-            if self.want_exit && !self.probes.has_exit(r) && !funcs::returns_void(set, r) {
-                let why = self
-                    .probes
-                    .failed
-                    .iter()
-                    .find(|(f, _)| f == r)
-                    .map_or("unknown reason".to_string(), |(_, e)| e.clone());
-                notify(Notice::NoExitProbe {
-                    func: r.to_string(),
-                    why,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// Exit and entry probes for `f` as wanted; whether any was created.
-    fn add_probes(&mut self, f: &str) -> bool {
-        let before = self.probes.len();
-        if self.want_exit {
-            if let Some(ev) = self
-                .probes
-                .add_exit(&mut self.sess, self.set, self.avail, f)
-            {
-                self.filter.add_event(&ev);
-            }
-        }
-        if self.want_entry {
-            if let Some(ev) = self
-                .probes
-                .add_entry(&mut self.sess, self.set, self.avail, f)
-            {
-                self.filter.add_event(&ev);
-            }
-        }
-        let derefs = self.plan.derefs.by_func.get(f).filter(|_| self.want_derefs);
-        if let Some(fd) = derefs.filter(|_| self.avail.contains(f)) {
-            let fetches = |fprobe| crate::deref_events::deref_fetches(fd, fprobe).0;
-            if let Some(ev) = self.probes.add_derefs(&mut self.sess, f, fetches) {
-                self.filter.add_event(&ev);
-                self.deref_events.push((ev, f.to_string()));
-            }
-        }
-        self.probes.len() > before
-    }
-
     /// Register the roots in the graph filter, switch to function_graph.
     fn start(&mut self, notify: &mut dyn FnMut(Notice)) -> Result<()> {
         let registration = Registry::system(self.root)
@@ -509,22 +425,6 @@ impl<'s> Setup<'s> {
         }
         dec.mark_contexts();
         Ok(dec)
-    }
-
-    /// Tell the decoder what the `--deref` events created since it was last told copy.
-    fn tell_derefs<'d>(&mut self, dec: &mut Decoder<'d>)
-    where
-        's: 'd,
-    {
-        for (ev, func) in &self.deref_events[self.derefs_told..] {
-            if let Some(fd) = self.plan.derefs.by_func.get(func) {
-                let items = crate::deref_events::deref_fetches(fd, false).1;
-                let reads = std::rc::Rc::clone(fd);
-                let event = crate::deref_events::DerefEvent { reads, items };
-                dec.read_at_entry(ev, Box::new(event));
-            }
-        }
-        self.derefs_told = self.deref_events.len();
     }
 
     /// Say what is traced, and let the command run.
@@ -703,24 +603,6 @@ impl<'s> Setup<'s> {
         };
         let done = done || shown_count.is_some_and(|n| dec.trees_shown() >= n);
         Ok((got, fb, done))
-    }
-
-    /// Lazy probes for callees seen in the stream, as deep as static discovery goes, a few
-    /// per round: each registration takes ~0.1 s under TCG, and the pipe must keep being
-    /// read.
-    fn lazy_probes(&mut self, seen: Vec<(String, u32)>) {
-        if !(self.want_exit || self.want_entry || self.want_derefs) {
-            return;
-        }
-        let mut budget = LAZY_PER_ROUND;
-        for (f, rel) in seen {
-            if rel > self.lazy_depth || budget == 0 {
-                continue;
-            }
-            if self.add_probes(&f) {
-                budget -= 1;
-            }
-        }
     }
 
     /// Cleanup: the instance and the probes, then the graph functions.
