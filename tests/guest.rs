@@ -355,27 +355,43 @@ pub fn fgraph_fields_are_what_the_program_passed(text: &str, sec: &str, kernel: 
     );
 }
 
-/// Output parameters in the BPF engine (bpf-debian.sh's "outputs" sections, and the
-/// "deref-read" one): do_pipe2's `*fildes` at its return is the read end the program
-/// printed (`pipe fds=3,4`); each vfs_read below ksys_read that read something has its
-/// `*pos` moved by what it returned (ksys_read passes the file's position; a first read
-/// starts at 0 when its struct file shows `f_pos=0`).
-pub fn outputs_are_what_the_kernel_wrote(text: &str, kernel: &str) {
-    must(section(text, "outputs"), "outputs", &["rc=0"]);
-    let sec = section(text, "outputs-json");
-    let fds = sec
+/// do_pipe2's `*fildes` at its return (section `sec`: the JSON of a session over
+/// `syscall-loop pipe`) is the read end the program printed (`pipe fds=3,4`).
+pub fn pipe_output_is_the_read_end(text: &str, sec: &str, kernel: &str) {
+    let said = section(text, sec);
+    let fds = said
         .lines()
         .find_map(|l| l.strip_prefix("pipe fds="))
-        .unwrap_or_else(|| panic!("{kernel}: the program said nothing:\n{sec}"));
+        .unwrap_or_else(|| panic!("{kernel}: {sec}: the program said nothing:\n{said}"));
     let read_end = fds.split(',').next().unwrap();
-    let pipe = calls_of(text, "outputs-json", "do_pipe2", kernel);
-    assert_eq!(pipe.len(), 1, "{kernel}");
+    let pipe = calls_of(text, sec, "do_pipe2", kernel);
+    assert_eq!(pipe.len(), 1, "{kernel}: {sec}");
     let out: Vec<(&str, &str)> = pipe[0]
         .out
         .iter()
         .map(|o| (o.name.as_str(), o.value.as_str()))
         .collect();
-    assert_eq!(out, [("fildes", read_end)], "{kernel}: {:?}", pipe[0]);
+    assert_eq!(
+        out,
+        [("fildes", read_end)],
+        "{kernel}: {sec}: {:?}",
+        pipe[0]
+    );
+}
+
+/// Output parameters (bpf-debian.sh's "outputs" sections, and the "deref-read" one):
+/// do_pipe2's `*fildes` at its return is the read end the program printed (`pipe
+/// fds=3,4`), in the BPF engine and the function_graph engine; in the BPF engine, each vfs_read below ksys_read that read something has its
+/// `*pos` moved by what it returned (ksys_read passes the file's position; a first read
+/// starts at 0 when its struct file shows `f_pos=0`).
+pub fn outputs_are_what_the_kernel_wrote(text: &str, kernel: &str) {
+    must(
+        section(text, "outputs"),
+        "outputs",
+        &["rc=0", "fgraph rc=0"],
+    );
+    pipe_output_is_the_read_end(text, "outputs-json", kernel);
+    pipe_output_is_the_read_end(text, "outputs-fgraph", kernel);
     let mut moved = 0;
     for r in calls_of(text, "deref-read", "vfs_read", kernel) {
         let Some(ret) = r.ret.as_deref().and_then(|v| v.parse::<i64>().ok()) else {

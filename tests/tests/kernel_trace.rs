@@ -129,6 +129,13 @@ fn testkernel_scenarios() {
     // --deref with the function_graph engine.
     must(section(&text, "deref-fgraph"), "deref-fgraph", &["rc=0"]);
     guest::open_how_is_what_the_program_passed(&text, "deref-fgraph", "test kernel");
+    // Output parameters with the function_graph engine.
+    must(
+        section(&text, "outputs-fgraph"),
+        "outputs-fgraph",
+        &["rc=0"],
+    );
+    guest::pipe_output_is_the_read_end(&text, "outputs-fgraph", "test kernel");
     // 5: nothing left after SIGINT / SIGTERM (the latter with probes).
     for name in [
         "s5-sigint",
@@ -136,6 +143,7 @@ fn testkernel_scenarios() {
         "s4-concurrent",
         "fields-fgraph",
         "deref-fgraph",
+        "outputs-fgraph",
         "after",
     ] {
         let s = section(&text, name);

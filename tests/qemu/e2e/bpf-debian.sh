@@ -195,13 +195,20 @@ end deref-read
 begin outputs
 # Output parameters (issue 41): a pointer to a scalar read again at the return, through
 # the pointer the entry kept in the session's cookie: do_pipe2's fildes holds the pipe's
-# read end, which the program prints.
+# read end, which the program prints. The function_graph engine reads it with an exit
+# probe event through the entry's argument, which the kernel keeps for it.
 dcg trace --db $DB --json --deref --func do_pipe2 -- /dcg/syscall-loop pipe > /tmp/out.json
 echo "rc=$?"
+dcg trace --db $DB --engine fgraph --json --deref --func do_pipe2 -- /dcg/syscall-loop pipe \
+	> /tmp/outf.json
+echo "fgraph rc=$?"
 end outputs
 begin outputs-json
 cat /tmp/out.json
 end outputs-json
+begin outputs-fgraph
+cat /tmp/outf.json
+end outputs-fgraph
 begin notrace
 # --notrace (issue 40): getname, getname_flags (and 7.2's do_getname) not attached; what
 # they call shows under do_sys_openat2. A --func root cannot be excluded.

@@ -104,6 +104,14 @@ echo "rc=$?"
 leftovers
 end deref-fgraph
 
+begin outputs-fgraph
+# Output parameters with the function_graph engine (issue 41): an exit probe event reads
+# do_pipe2's fildes through the entry's argument; the program prints the read end.
+dcg trace --db $DB --engine fgraph --json --deref --func do_pipe2 -- /dcg/syscall-loop pipe
+echo "rc=$?"
+leftovers
+end outputs-fgraph
+
 begin s5-sigint
 kill_mid_trace s5i INT --db $DB --show-retvals --func do_sys_openat2 -- \
 	sh -c 'while :; do cat /nonexistent 2>/dev/null; sleep 0.05; done'

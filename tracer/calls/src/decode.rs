@@ -217,9 +217,9 @@ pub struct Decoder<'a> {
     contexts: bool,
     /// Task names for binary records, which carry only the thread id ([`Decoder::name_task`]).
     comms: std::collections::HashMap<u32, String>,
-    /// The probe events that read at their function's entry (`--fields`, `--deref`), by event
-    /// name, and what their fields give.
-    member_events: std::collections::HashMap<String, Box<dyn crate::members::EntryReads + 'a>>,
+    /// The probe events that read at their function's entry (`--fields`, `--deref`) or
+    /// return (output parameters), by event name, and what their fields give.
+    read_events: std::collections::HashMap<String, Box<dyn crate::members::EventReads + 'a>>,
 }
 
 impl<'a> Decoder<'a> {
@@ -259,20 +259,21 @@ impl<'a> Decoder<'a> {
             fields: ArgList::default(),
             contexts: false,
             comms: std::collections::HashMap::new(),
-            member_events: std::collections::HashMap::new(),
+            read_events: std::collections::HashMap::new(),
         }
     }
 
     /// Probe event `event` reads `members` at its function's entry (`--fields`): they are
     /// shown after the call's arguments, rendered by their types.
     pub fn read_members(&mut self, event: &str, members: Vec<crate::members::MemberField<'a>>) {
-        self.read_at_entry(event, Box::new(members));
+        self.read_event(event, Box::new(members));
     }
 
     /// Probe event `event` reads data at its function's entry, which `reads` turns into
-    /// arguments of the call (merged: [`crate::sink::ArgList::merge`]).
-    pub fn read_at_entry(&mut self, event: &str, reads: Box<dyn crate::members::EntryReads + 'a>) {
-        self.member_events.insert(event.to_string(), reads);
+    /// arguments of the call (merged: [`crate::sink::ArgList::merge`]), or at its return
+    /// (a return event), into the call's output parameters.
+    pub fn read_event(&mut self, event: &str, reads: Box<dyn crate::members::EventReads + 'a>) {
+        self.read_events.insert(event.to_string(), reads);
     }
 
     /// Name pointers that land on a symbol of `names` (kallsyms, `System.map`):
@@ -491,14 +492,18 @@ impl<'a> Decoder<'a> {
         };
         let id = self.pipe.tree_mut().funcs.intern(func, None);
         let mut fields = std::mem::take(&mut self.fields);
-        if let Some(reads) = self.member_events.get(c.event.unwrap_or(p.event)) {
+        if let Some(reads) = self.read_events.get(c.event.unwrap_or(p.event)) {
             fields.clear();
             {
                 let symbols = self.pipe.tree().funcs.symbols();
                 let values: Vec<(&str, &str)> = p.fields().collect();
                 reads.render(&values, &symbols, &mut fields);
             }
-            let r = self.pipe.pending_members(key, id, &fields);
+            let r = if p.is_return {
+                self.pipe.pending_outs(key, id, &fields)
+            } else {
+                self.pipe.pending_members(key, id, &fields)
+            };
             self.fields = fields;
             return r;
         }

@@ -1,21 +1,22 @@
-//! What a probe event read at a function's entry, as arguments of the call
-//! ([`EntryReads`]): with the function_graph engine, `--fields`' members (read with
+//! What a probe event read at a function's entry or return, as values of the call
+//! ([`EventReads`]): with the function_graph engine, `--fields`' members (read with
 //! probe-event dereferences, `+8(+24(%di)):u32`), shown after the call's arguments under
 //! their paths as the BPF engine shows its fields (`how->flags=33345`), rendered by the
-//! member's type; `--deref`'s structs (dcg-ktrace's) in place of their pointers.
+//! member's type; `--deref`'s structs (dcg-ktrace's) in place of their pointers; output
+//! parameters read at the return (dcg-ktrace's), in the return comment.
 
 use sigdb::Type;
 
 use crate::sink::ArgList;
 
-/// Turns the fields of a probe event read at a function's entry into arguments of the
-/// call.
-pub trait EntryReads {
-    /// Append to `out` the arguments the event's `fields` (name, value text) give.
+/// Turns the fields of a probe event that reads at a function's entry into arguments of
+/// the call, or at its return into its output parameters.
+pub trait EventReads {
+    /// Append to `out` the values the event's `fields` (name, value text) give.
     fn render(&self, fields: &[(&str, &str)], symbols: &dyn dcg_deref::Symbols, out: &mut ArgList);
 }
 
-impl EntryReads for Vec<MemberField<'_>> {
+impl EventReads for Vec<MemberField<'_>> {
     fn render(&self, fields: &[(&str, &str)], symbols: &dyn dcg_deref::Symbols, out: &mut ArgList) {
         render_members(self, fields.iter().copied(), symbols, out);
     }

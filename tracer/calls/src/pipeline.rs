@@ -211,6 +211,12 @@ impl<'a> Pipeline<'a> {
             .pending_members(key, func, members, &mut self.sinks, &mut self.obuf)
     }
 
+    /// Output parameters read apart from their return ([`CallTree::pending_outs`]).
+    pub fn pending_outs(&mut self, key: u64, func: FuncId, outs: &ArgList) -> io::Result<()> {
+        self.tree
+            .pending_outs(key, func, outs, &mut self.sinks, &mut self.obuf)
+    }
+
     /// A line that is not a call ([`CallTree::note`]).
     #[inline]
     pub fn note(&mut self, n: &Note<'_>) -> io::Result<()> {

@@ -245,6 +245,9 @@ struct TaskState {
     pending_args: Option<(FuncId, ArgList)>,
     /// Members of the next entry of a function, read by a probe event before it.
     pending_members: Option<(FuncId, ArgList)>,
+    /// Output parameters of the next return of a function, read by an exit probe event
+    /// before it.
+    pending_outs: Option<(FuncId, ArgList)>,
     /// The depth at which the task's latest call closed, when it began an interrupt
     /// subtree and nothing entered since ([`CallTree::call_context`]).
     interrupt_closed: Option<u32>,
@@ -576,6 +579,26 @@ impl<'a> CallTree<'a> {
         }
         self.release(ti, sink, out)?;
         self.tasks[ti].pending_members = Some((func, members.clone()));
+        Ok(())
+    }
+
+    /// Output parameters of the next return of `func` in task `key`, read by an exit probe
+    /// event (`--deref`, `--fields` with function_graph): shown in its return comment. An
+    /// exit event inside a held entry of `func` leaves it held (its return comes next);
+    /// anything else releases it first.
+    pub fn pending_outs(
+        &mut self,
+        key: u64,
+        func: FuncId,
+        outs: &ArgList,
+        sink: &mut dyn Sink,
+        out: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        let ti = self.task(key);
+        if self.tasks[ti].held.as_ref().is_none_or(|h| h.func != func) {
+            self.release(ti, sink, out)?;
+        }
+        self.tasks[ti].pending_outs = Some((func, outs.clone()));
         Ok(())
     }
 

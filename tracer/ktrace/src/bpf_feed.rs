@@ -388,19 +388,8 @@ impl<'a> Feed<'a> {
         };
         let symbols = self.pipe.tree().funcs.symbols();
         let read_here = crate::derefs::read_output(params);
-        for (i, o) in params.iter().enumerate() {
-            match read.filter(|_| read_here == Some(i)) {
-                Some((0, _)) => {}
-                Some((_, Some(v))) => {
-                    let (ty, size) = (o.pointee, o.pointee.resolve().size());
-                    let role = dcg_render::Role::Arg;
-                    self.outs.push_with(&o.name, |out| {
-                        dcg_deref::render_word(out, ty, v, size, None, &symbols, role)
-                    });
-                }
-                _ => self.outs.push(&o.name, "?"),
-            }
-        }
+        let read = |i| read.filter(|_| read_here == Some(i));
+        crate::derefs::render_outs(params, read, &symbols, &mut self.outs);
     }
 
     /// The parameters of `tid`'s entry waiting that `--deref` read behind, rendered with

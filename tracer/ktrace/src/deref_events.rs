@@ -3,14 +3,17 @@
 //! ([`FuncDerefs`]). Read `i` fetches the pointers on its way, `q{i}_0` (the register)
 //! then one per hop, and its bytes `d{i}` as an array of words (`+0(+16(%di)):x64[8]`);
 //! the decoder shows the structs in place of the pointers ([`DerefEvent`]), rendered as
-//! the BPF engine renders them.
+//! the BPF engine renders them. The output parameters (`--deref`, `--fields`) are read by
+//! an exit event through the entry's arguments, which the kernel keeps for it
+//! (`o0=+0($arg3):u32` in a `%return` event), and shown in the return comment
+//! ([`OutEvent`]).
 
 use std::rc::Rc;
 
-use dcg_calls::members::EntryReads;
+use dcg_calls::members::EventReads;
 use dcg_calls::sink::ArgList;
 
-use crate::derefs::FuncDerefs;
+use crate::derefs::{FuncDerefs, OutParam};
 
 /// Bytes of struct data one event copies at most: a probe event's values share one
 /// ring-buffer page (4 KiB), with its header and the pointers fetched beside them. A read
@@ -64,7 +67,7 @@ fn parse_words(v: &str) -> Option<Vec<u64>> {
     body.split(',').map(dcg_fgraph::parse_number).collect()
 }
 
-impl EntryReads for DerefEvent<'_> {
+impl EventReads for DerefEvent<'_> {
     fn render(&self, fields: &[(&str, &str)], symbols: &dyn dcg_deref::Symbols, out: &mut ArgList) {
         let value = |name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
         let mut args = [0u64; 6];
@@ -98,6 +101,49 @@ impl EntryReads for DerefEvent<'_> {
                 out.push(name, text);
             }
         }
+    }
+}
+
+/// The fetch arguments of an exit event reading `outs` at the return: for output `k`
+/// passed in a register, the pointer the entry got (`q{k}=$arg3:x64`) and the value it
+/// points to now (`o{k}=+0($arg3):u32`). Empty when none is in a register.
+pub fn out_fetches(outs: &[OutParam<'_>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, o) in outs.iter().enumerate() {
+        let Some(reg) = o.reg else { continue };
+        let arg = format!("$arg{}", reg.min(5) + 1);
+        let bits = match o.pointee.resolve().size() {
+            1 => 8,
+            2 => 16,
+            3 | 4 => 32,
+            _ => 64,
+        };
+        out.push(format!("q{k}={arg}:x64"));
+        out.push(format!("o{k}=+0({arg}):u{bits}"));
+    }
+    out
+}
+
+/// What an output event's fields give: the function's output parameters, as the BPF
+/// engine shows them (`*fildes=3`; `?` for one not in a register).
+pub struct OutEvent<'db> {
+    /// The function's output parameters.
+    pub outs: Rc<[OutParam<'db>]>,
+}
+
+impl EventReads for OutEvent<'_> {
+    fn render(&self, fields: &[(&str, &str)], symbols: &dyn dcg_deref::Symbols, out: &mut ArgList) {
+        let value = |name: String| {
+            fields
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, v)| dcg_fgraph::parse_number(v))
+        };
+        let read = |k: usize| {
+            let p = value(format!("q{k}"))?;
+            Some((p, value(format!("o{k}")).filter(|_| points(p))))
+        };
+        crate::derefs::render_outs(&self.outs, read, symbols, out);
     }
 }
 

@@ -56,6 +56,30 @@ pub fn read_output(outs: &[OutParam<'_>]) -> Option<usize> {
     outs.iter().position(|o| o.reg.is_some())
 }
 
+/// The output parameters `outs` of a returning call into `out`, each with the value
+/// `read(i)` gives for output `i`: (its pointer, the value read through it; none where
+/// the read failed). A `NULL` pointer shows nothing; an output not read shows `?`.
+pub fn render_outs(
+    outs: &[OutParam<'_>],
+    read: impl Fn(usize) -> Option<(u64, Option<u64>)>,
+    symbols: &dyn dcg_deref::Symbols,
+    out: &mut dcg_calls::sink::ArgList,
+) {
+    for (i, o) in outs.iter().enumerate() {
+        match read(i) {
+            Some((0, _)) => {}
+            Some((_, Some(v))) => {
+                let (ty, size) = (o.pointee, o.pointee.resolve().size());
+                let role = dcg_render::Role::Arg;
+                out.push_with(&o.name, |s| {
+                    dcg_deref::render_word(s, ty, v, size, None, symbols, role)
+                });
+            }
+            _ => out.push(&o.name, "?"),
+        }
+    }
+}
+
 /// `--deref`'s reads, by function name (as `--fields`' are; the program's records name
 /// the function by address, the feed by the name shown), and the output parameters.
 #[derive(Debug, Clone, Default)]

@@ -136,12 +136,13 @@ struct Setup<'s> {
     flags: Option<crate::plan::FlagTablesRead>,
     /// The probe events reading `--fields` members: (event, function).
     member_events: Vec<(String, String)>,
-    /// `--deref`: each traced function's entry gets a probe event copying its structs.
-    want_derefs: bool,
-    /// The probe events copying `--deref`'s structs: (event, function); those from
-    /// `derefs_told` on are not yet known to the decoder (created lazily).
-    deref_events: Vec<(String, String)>,
-    derefs_told: usize,
+    /// `--deref`, `--fields`: each traced function gets probe events copying its structs
+    /// at the entry (`--deref`) and reading its output parameters at the return.
+    want_reads: bool,
+    /// Those probe events: (event, function, what it reads); those from `reads_told` on
+    /// are not yet known to the decoder (created lazily).
+    read_events: Vec<(String, String, probing::Reads)>,
+    reads_told: usize,
 }
 
 impl<'s> Setup<'s> {
@@ -177,11 +178,11 @@ impl<'s> Setup<'s> {
         // Binary reading (no probe events: see `start`) copies pages out faster than the
         // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
         // traced loop under TCG: give it 16 MiB.
-        let want_derefs = !plan.derefs.by_func.is_empty();
+        let want_reads = !plan.derefs.by_func.is_empty() || !plan.derefs.outs.is_empty();
         let probes_needed = (plan.session.values.retvals && !feat.retval)
             || (plan.session.values.args && !feat.args)
             || !plan.fields.is_empty()
-            || want_derefs;
+            || want_reads;
         let raw = !probes_needed && !plan.tuning.fgraph_text;
         if plan.session.stack && !raw {
             return Err(KtraceError::StackNeedsBinary(if probes_needed {
@@ -222,7 +223,7 @@ impl<'s> Setup<'s> {
         // the traced function, before the event is written: left out, so that the event
         // follows its call's line (and a traced function's own calls of them are not
         // shown).
-        if !plan.fields.is_empty() || want_derefs {
+        if !plan.fields.is_empty() || want_reads {
             for f in FETCH_HELPERS {
                 let _ = tracefs::append(&sess.file("set_ftrace_notrace"), f);
             }
@@ -262,9 +263,9 @@ impl<'s> Setup<'s> {
             ),
             flags: Some(flags),
             member_events: Vec::new(),
-            want_derefs,
-            deref_events: Vec::new(),
-            derefs_told: 0,
+            want_reads,
+            read_events: Vec::new(),
+            reads_told: 0,
         })
     }
 
@@ -289,7 +290,7 @@ impl<'s> Setup<'s> {
         let events = self.want_exit
             || self.want_entry
             || !self.member_events.is_empty()
-            || !self.deref_events.is_empty();
+            || !self.read_events.is_empty();
         if !(events || self.plan.tuning.fgraph_text) {
             let filter =
                 rawtree::RawTreeFilter::new(self.roots.iter().cloned(), self.plan.session.depth);
@@ -352,7 +353,7 @@ impl<'s> Setup<'s> {
         let pointer_names = self.kallsyms.symbol_map();
         let flags = self.flags.take().and_then(|f| f.join());
         let mut dec = self.decoder(&pointer_names, outputs, flags)?;
-        self.tell_derefs(&mut dec);
+        self.tell_reads(&mut dec);
         self.announce(notify)?;
         let mut summary = Summary::default();
         let mut reader = Reader {
@@ -521,7 +522,7 @@ impl<'s> Setup<'s> {
                 }
             }
             self.lazy_probes(fb.seen);
-            self.tell_derefs(dec);
+            self.tell_reads(dec);
             if done {
                 break format!("{} calls", shown(dec, summary));
             }

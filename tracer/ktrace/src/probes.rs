@@ -34,6 +34,8 @@ pub struct Probes {
     entries: HashMap<String, String>,
     /// function → `--deref` event name.
     derefs: HashMap<String, String>,
+    /// function → output parameters' exit event name.
+    outs: HashMap<String, String>,
     names: HashSet<String>,
     /// Functions whose probe could not be created (with the reason).
     pub failed: Vec<(String, String)>,
@@ -64,6 +66,7 @@ impl Probes {
             exits: HashMap::new(),
             entries: HashMap::new(),
             derefs: HashMap::new(),
+            outs: HashMap::new(),
             names: HashSet::new(),
             failed: Vec::new(),
             capped: 0,
@@ -78,7 +81,7 @@ impl Probes {
 
     /// How many probes exist.
     pub fn len(&self) -> usize {
-        self.exits.len() + self.entries.len() + self.derefs.len()
+        self.exits.len() + self.entries.len() + self.derefs.len() + self.outs.len()
     }
 
     /// Whether no probe exists.
@@ -212,6 +215,34 @@ impl Probes {
         }
         let ev = self.create_entry(sess, "d_", func, (&ff, &kf))?;
         self.derefs.insert(func.to_string(), ev.clone());
+        Some(ev)
+    }
+
+    /// Create and enable an exit probe reading `func`'s output parameters through its
+    /// entry's arguments (`fetches`, the same for both flavours) unless it has one or the
+    /// cap is reached. Returns the new event's name.
+    pub fn add_outputs(
+        &mut self,
+        sess: &mut Session,
+        func: &str,
+        fetches: &[String],
+    ) -> Option<String> {
+        if fetches.is_empty()
+            || self.outs.contains_key(func)
+            || !self.tried.insert(format!("o {func}"))
+        {
+            return None;
+        }
+        if self.len() >= self.cap {
+            self.capped += 1;
+            return None;
+        }
+        let ev = self.unique_name("o_", func);
+        let group = sess.group().to_string();
+        let fdef = format!("f:{group}/{ev} {func}%return {}", fetches.join(" "));
+        let kdef = format!("r:{group}/{ev} {func} {}", fetches.join(" "));
+        self.create(sess, &ev, func, &fdef, &kdef)?;
+        self.outs.insert(func.to_string(), ev.clone());
         Some(ev)
     }
 

@@ -1,13 +1,14 @@
 //! `--deref` with the function_graph engine: the probe event's fetches for a function's
 //! struct pointer, and its line (`/* d_do_sys_openat2: (…) q0_0=… d0={…} */`) shown as
 //! the struct in place of the pointer, whichever side of the call's line it comes; a
-//! `NULL` pointer shows as the parameter alone does.
+//! `NULL` pointer shows as the parameter alone does. Output parameters: the exit event's
+//! fetches through the entry's arguments, and its line shown in the return comment.
 
 use std::rc::Rc;
 
 use dcg_calls::decode::{Decoder, Options};
 use dcg_dbset::DbSet;
-use dcg_ktrace::deref_events::{deref_fetches, DerefEvent};
+use dcg_ktrace::deref_events::{deref_fetches, out_fetches, DerefEvent, OutEvent};
 use dcg_ktrace::derefs::KernelDerefs;
 use dcg_live::options::DerefRequest;
 use sigdb::{
@@ -40,6 +41,7 @@ fn db() -> Db {
         .collect();
     b.set_members(how, members);
     let how_ptr = b.add_type(TypeDesc::pointer(how, 8));
+    let int_ptr = b.add_type(TypeDesc::pointer(int, 8));
     let p = |name: &str, ty, r| ParamDesc {
         name: name.into(),
         ty,
@@ -56,15 +58,28 @@ fn db() -> Db {
         params: vec![p("dfd", int, 5), p("how", how_ptr, 4)],
         flags: FuncFlags::empty(),
     });
+    // int do_pipe2(int *fildes, int flags), and one whose output is on the stack.
+    b.add_function(FunctionDesc {
+        module: m,
+        addr: 0xffffffff81310000,
+        size: 0x80,
+        name: "do_pipe2".into(),
+        symbol: None,
+        ret: int,
+        params: vec![p("fildes", int_ptr, 5), p("flags", int, 4)],
+        flags: FuncFlags::empty(),
+    });
     Db::from_bytes(b.finish().unwrap()).unwrap()
 }
 
 fn decode(set: &DbSet, lines: &str) -> String {
     let request = [DerefRequest::Members { depth: 1, cap: 512 }];
-    let plan = KernelDerefs::plan(&request, set, ["do_sys_openat2"]);
+    let plan = KernelDerefs::plan(&request, set, ["do_sys_openat2", "do_pipe2"]);
     let fd = Rc::clone(&plan.by_func["do_sys_openat2"]);
     let (fetches, items) = deref_fetches(&fd, false);
     assert_eq!(fetches, ["q0_0=%si:x64", "d0=+0(%si):x64[3]"]);
+    let outs = Rc::clone(&plan.outs["do_pipe2"]);
+    assert_eq!(out_fetches(&outs), ["q0=$arg1:x64", "o0=+0($arg1):u32"]);
     let mut dec = Decoder::new(
         set,
         Options {
@@ -74,7 +89,8 @@ fn decode(set: &DbSet, lines: &str) -> String {
         },
     );
     let event = DerefEvent { reads: fd, items };
-    dec.read_at_entry("d_do_sys_openat2", Box::new(event));
+    dec.read_event("d_do_sys_openat2", Box::new(event));
+    dec.read_event("o_do_pipe2", Box::new(OutEvent { outs }));
     let mut out = Vec::new();
     for l in lines.lines() {
         dec.decode_line(l, &mut out).unwrap();
@@ -111,4 +127,27 @@ fn the_struct_replaces_its_pointer() {
         text.contains("do_sys_openat2(dfd=-100, how=NULL) {"),
         "{text}"
     );
+}
+
+#[test]
+fn outputs_are_read_at_the_return() {
+    let set = DbSet::new(vec![db()]);
+    let call = " 0)               |  do_pipe2(fildes=0x7ffc00001000, flags=0) {\n";
+    let inner = " 0)   1.000 us    |    create_pipe_files();\n";
+    let event = " 0)               |    /* o_do_pipe2: (__x64_sys_pipe2+0x1a/0x30 <- do_pipe2) \
+                 q0=0x7ffc00001000 o0=0x3 */\n";
+    let close = " 0)  20.000 us    |  } /* do_pipe2 ret=0 */\n";
+    let text = decode(&set, &format!("{call}{inner}{event}{close}"));
+    assert!(text.contains("} /* do_pipe2 ret=0 *fildes=3 */"), "{text}");
+    // A leaf: the event before its one line.
+    let leaf = " 0)  20.000 us    |  do_pipe2(fildes=0x7ffc00001000, flags=0); /* ret=0 */\n";
+    let text = decode(&set, &format!("{event}{leaf}"));
+    assert!(
+        text.contains("do_pipe2(fildes=0x7ffc00001000, flags=0); /* ret=0 *fildes=3 */"),
+        "{text}"
+    );
+    // A NULL pointer: no output shown.
+    let null = event.replace("q0=0x7ffc00001000 o0=0x3", "q0=0x0 o0=0x0");
+    let text = decode(&set, &format!("{call}{inner}{null}{close}"));
+    assert!(text.contains("} /* do_pipe2 ret=0 */"), "{text}");
 }

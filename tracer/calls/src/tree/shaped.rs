@@ -67,6 +67,10 @@ impl CallTree<'_> {
             }
             _ => None,
         };
+        let outs = match e.leaf {
+            true => self.take_pending_outs(ti, e.func),
+            false => None,
+        };
         let (shown, error, raw_given) = if e.leaf {
             self.render_ret(e.func, e.ret, probe)
         } else {
@@ -167,6 +171,7 @@ impl CallTree<'_> {
             open_after: self.tasks[ti].stack.len(),
             ctx,
             irq_entry,
+            outs: outs.as_ref(),
             ..self.view(if e.leaf { Kind::Leaf } else { Kind::Open }, e.func, e.task)
         };
         sink.call(&view, out)
@@ -234,6 +239,7 @@ impl CallTree<'_> {
             self.count_irq_time(ti, f, x.duration_ns);
         }
         let probe = self.take_pending_ret(ti, func);
+        let outs = self.take_pending_outs(ti, func);
         let (shown, error, raw_given) = self.render_ret(func, x.ret, probe);
         self.count_return(func, frame.is_some(), shown, error);
         let origin = frame.as_ref().and_then(|f| {
@@ -254,7 +260,8 @@ impl CallTree<'_> {
             open_after: self.tasks[ti].stack.len(),
             entry_missing: frame.is_none(),
             // The `}` names its function when the source printed one or there is a value.
-            named: x.func.is_some() || shown,
+            named: x.func.is_some() || shown || outs.is_some(),
+            outs: outs.as_ref(),
             ..self.view(Kind::Close, func, x.task)
         };
         if let Some(f) = &frame {
@@ -269,6 +276,16 @@ impl CallTree<'_> {
         }
         sink.call(&view, out)?;
         Ok(true)
+    }
+
+    /// The output parameters an exit probe read for the next return of `func` in task
+    /// `ti`.
+    fn take_pending_outs(&mut self, ti: usize, func: FuncId) -> Option<ArgList> {
+        let t = &mut self.tasks[ti];
+        match &t.pending_outs {
+            Some((f, _)) if *f == func => t.pending_outs.take().map(|(_, o)| o),
+            _ => None,
+        }
     }
 
     /// The value an exit probe delivered for the next return of `func` in task `ti`.
@@ -358,6 +375,7 @@ impl CallTree<'_> {
         let f = self.tasks[ti].stack.pop().expect("held frame");
         self.count_irq_time(ti, &f, x.duration_ns);
         let probe = self.take_pending_ret(ti, h.func);
+        let outs = self.take_pending_outs(ti, h.func);
         let (shown, error, raw_given) = self.render_ret(h.func, x.ret, probe);
         self.count_return(h.func, true, shown, error);
         let origin = self.settle_origin(ti, (f.id, h.func), f.parent, &f.origins, (shown, error));
@@ -379,6 +397,7 @@ impl CallTree<'_> {
             layout: super::inline::laid_out(&shifted, x.layout),
             open_after: self.tasks[ti].stack.len(),
             irq_ns: (f.irq_ns > 0).then_some(f.irq_ns),
+            outs: outs.as_ref(),
             ..self.frame_view(Kind::Leaf, &f, x.task)
         };
         sink.call(&view, out)

@@ -3,6 +3,8 @@
 //! created before the trace for the roots and the callees found in the kernel text, and
 //! lazily for the callees seen in the stream; the decoder is told what each reads.
 
+use std::rc::Rc;
+
 use dcg_calls::decode::Decoder;
 
 use super::{Setup, LAZY_PER_ROUND};
@@ -10,6 +12,14 @@ use crate::error::{KtraceError, Result};
 use crate::funcs;
 use crate::outcome::Notice;
 use crate::{callees, debug, PROBE_CAP};
+
+/// What a probe event of `--deref` or of the output parameters reads.
+pub(super) enum Reads {
+    /// The structs behind the pointer parameters, at the entry.
+    Structs,
+    /// The output parameters, at the return.
+    Outputs,
+}
 
 impl<'s> Setup<'s> {
     /// Probe events for the values the kernel does not print: the roots and their callees
@@ -33,7 +43,7 @@ impl<'s> Setup<'s> {
                 }
             }
         }
-        if !(self.want_exit || self.want_entry || self.want_derefs) {
+        if !(self.want_exit || self.want_entry || self.want_reads) {
             return Ok(());
         }
         let (set, avail) = (self.set, self.avail);
@@ -41,7 +51,7 @@ impl<'s> Setup<'s> {
         if self.lazy_depth > 0 {
             if let Some(kt) = callees::KernelText::new(&self.kallsyms) {
                 // Void callees only matter for their arguments.
-                let want_entry = self.want_entry || self.want_derefs;
+                let want_entry = self.want_entry || self.want_reads;
                 let keep =
                     |n: &str| avail.contains(n) && (want_entry || !funcs::returns_void(set, n));
                 funcs.extend(kt.closure(self.roots, self.lazy_depth, PROBE_CAP, &keep));
@@ -87,38 +97,67 @@ impl<'s> Setup<'s> {
                 self.filter.add_event(&ev);
             }
         }
-        let derefs = self.plan.derefs.by_func.get(f).filter(|_| self.want_derefs);
-        if let Some(fd) = derefs.filter(|_| self.avail.contains(f)) {
-            let fetches = |fprobe| crate::deref_events::deref_fetches(fd, fprobe).0;
-            if let Some(ev) = self.probes.add_derefs(&mut self.sess, f, fetches) {
-                self.filter.add_event(&ev);
-                self.deref_events.push((ev, f.to_string()));
-            }
+        if self.want_reads && self.avail.contains(f) {
+            self.add_reads(f);
         }
         self.probes.len() > before
     }
 
-    /// Tell the decoder what the `--deref` events created since it was last told copy.
-    pub(super) fn tell_derefs<'d>(&mut self, dec: &mut Decoder<'d>)
+    /// The probes reading `f`'s structs at its entry (`--deref`) and its output
+    /// parameters at its return (`--deref`, `--fields`), as the plan has them.
+    fn add_reads(&mut self, f: &str) {
+        let derefs = &self.plan.derefs;
+        if let Some(fd) = derefs.by_func.get(f) {
+            let fetches = |fprobe| crate::deref_events::deref_fetches(fd, fprobe).0;
+            if let Some(ev) = self.probes.add_derefs(&mut self.sess, f, fetches) {
+                self.filter.add_event(&ev);
+                self.read_events.push((ev, f.to_string(), Reads::Structs));
+            }
+        }
+        if let Some(outs) = derefs.outs.get(f) {
+            let fetches = crate::deref_events::out_fetches(outs);
+            if let Some(ev) = self.probes.add_outputs(&mut self.sess, f, &fetches) {
+                self.filter.add_event(&ev);
+                self.read_events.push((ev, f.to_string(), Reads::Outputs));
+            }
+        }
+    }
+
+    /// Tell the decoder what the `--deref` and output events created since it was last
+    /// told read.
+    pub(super) fn tell_reads<'d>(&mut self, dec: &mut Decoder<'d>)
     where
         's: 'd,
     {
-        for (ev, func) in &self.deref_events[self.derefs_told..] {
-            if let Some(fd) = self.plan.derefs.by_func.get(func) {
-                let items = crate::deref_events::deref_fetches(fd, false).1;
-                let reads = std::rc::Rc::clone(fd);
-                let event = crate::deref_events::DerefEvent { reads, items };
-                dec.read_at_entry(ev, Box::new(event));
+        let derefs = &self.plan.derefs;
+        for (ev, func, what) in &self.read_events[self.reads_told..] {
+            match what {
+                Reads::Structs => {
+                    if let Some(fd) = derefs.by_func.get(func) {
+                        let items = crate::deref_events::deref_fetches(fd, false).1;
+                        let reads = Rc::clone(fd);
+                        let event = crate::deref_events::DerefEvent { reads, items };
+                        dec.read_event(ev, Box::new(event));
+                    }
+                }
+                Reads::Outputs => {
+                    if let Some(outs) = derefs.outs.get(func) {
+                        let event = crate::deref_events::OutEvent {
+                            outs: Rc::clone(outs),
+                        };
+                        dec.read_event(ev, Box::new(event));
+                    }
+                }
             }
         }
-        self.derefs_told = self.deref_events.len();
+        self.reads_told = self.read_events.len();
     }
 
     /// Lazy probes for callees seen in the stream, as deep as static discovery goes, a few
     /// per round: each registration takes ~0.1 s under TCG, and the pipe must keep being
     /// read.
     pub(super) fn lazy_probes(&mut self, seen: Vec<(String, u32)>) {
-        if !(self.want_exit || self.want_entry || self.want_derefs) {
+        if !(self.want_exit || self.want_entry || self.want_reads) {
             return;
         }
         let mut budget = LAZY_PER_ROUND;
