@@ -551,6 +551,10 @@ impl<'a> CallTree<'a> {
         match self.tasks[ti].held.as_mut() {
             Some(h) if h.func == func && !h.args_event => {
                 h.args_event = true;
+                // What a read event gave it already (`--deref`'s structs, `--fields`'
+                // members, when theirs came first) stays over the plain values.
+                let mut args = args;
+                args.merge(&h.args);
                 h.args = args;
                 return Ok(());
             }

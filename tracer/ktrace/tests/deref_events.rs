@@ -116,6 +116,13 @@ fn the_struct_replaces_its_pointer() {
         assert!(text.contains(want), "{text}");
         assert!(!text.contains("d_do_sys_openat2"), "{text}");
     }
+    // A kernel whose function_graph prints no arguments: they come from an entry probe
+    // event, after the struct's (its probe was created after the entry probe).
+    let bare = " 0)               |  do_sys_openat2() {\n";
+    let args = " 0)               |  /* a_do_sys_openat2: (do_sys_openat2+0x4/0xe0) \
+                dfd=0xffffff9c how=0xff11000000001000 */\n";
+    let text = decode(&set, &format!("{bare}{event}{args}{rest}"));
+    assert!(text.contains(want), "{text}");
     // A NULL pointer: nothing read, shown as the argument alone.
     let null = event.replace(
         "q0_0=0xff11000000001000 d0={0x8241,0x1a0,0x0}",
