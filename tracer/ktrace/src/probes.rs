@@ -89,6 +89,13 @@ impl Probes {
         self.len() == 0
     }
 
+    /// Whether the cap is reached (the probe not created is counted).
+    fn full(&mut self) -> bool {
+        let full = self.len() >= self.cap;
+        self.capped += u64::from(full);
+        full
+    }
+
     /// Whether `func` has an exit probe.
     pub fn has_exit(&self, func: &str) -> bool {
         self.exits.contains_key(func)
@@ -120,8 +127,7 @@ impl Probes {
         if !avail.contains(func) || returns_void(set, func) {
             return None;
         }
-        if self.len() >= self.cap {
-            self.capped += 1;
+        if self.full() {
             return None;
         }
         let ev = self.unique_name("r_", func);
@@ -160,8 +166,7 @@ impl Probes {
         if ff.is_empty() && kf.is_empty() {
             return None;
         }
-        if self.len() >= self.cap {
-            self.capped += 1;
+        if self.full() {
             return None;
         }
         let ev = self.create_entry(sess, "a_", func, (&ff, &kf))?;
@@ -209,8 +214,7 @@ impl Probes {
         if ff.is_empty() {
             return None;
         }
-        if self.len() >= self.cap {
-            self.capped += 1;
+        if self.full() {
             return None;
         }
         let ev = self.create_entry(sess, "d_", func, (&ff, &kf))?;
@@ -233,8 +237,7 @@ impl Probes {
         {
             return None;
         }
-        if self.len() >= self.cap {
-            self.capped += 1;
+        if self.full() {
             return None;
         }
         let ev = self.unique_name("o_", func);

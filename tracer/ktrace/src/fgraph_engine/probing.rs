@@ -15,8 +15,9 @@ use crate::{callees, debug, PROBE_CAP};
 
 /// What a probe event of `--deref` or of the output parameters reads.
 pub(super) enum Reads {
-    /// The structs behind the pointer parameters, at the entry.
-    Structs,
+    /// The structs behind the pointer parameters, at the entry: the first `items` of the
+    /// function's reads (those that fit in the event).
+    Structs { items: usize },
     /// The output parameters, at the return.
     Outputs,
 }
@@ -111,7 +112,9 @@ impl<'s> Setup<'s> {
             let fetches = |fprobe| crate::deref_events::deref_fetches(fd, fprobe).0;
             if let Some(ev) = self.probes.add_derefs(&mut self.sess, f, fetches) {
                 self.filter.add_event(&ev);
-                self.read_events.push((ev, f.to_string(), Reads::Structs));
+                let items = crate::deref_events::deref_fetches(fd, false).1;
+                self.read_events
+                    .push((ev, f.to_string(), Reads::Structs { items }));
             }
         }
         if let Some(outs) = derefs.outs.get(f) {
@@ -132,9 +135,8 @@ impl<'s> Setup<'s> {
         let derefs = &self.plan.derefs;
         for (ev, func, what) in &self.read_events[self.reads_told..] {
             match what {
-                Reads::Structs => {
+                &Reads::Structs { items } => {
                     if let Some(fd) = derefs.by_func.get(func) {
-                        let items = crate::deref_events::deref_fetches(fd, false).1;
                         let reads = Rc::clone(fd);
                         let event = crate::deref_events::DerefEvent { reads, items };
                         dec.read_event(ev, Box::new(event));
