@@ -612,6 +612,7 @@ fn call(id: u64, parent: Option<u64>, func: &str, dur: Option<u64>) -> CallRecor
         lost: None,
         ended: None,
         stack: None,
+        space: None,
     }
 }
 

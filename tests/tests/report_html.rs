@@ -1383,6 +1383,7 @@ fn deep_calls(n: u64) -> Vec<CallRecord> {
                 lost: None,
                 ended: None,
                 stack: None,
+                space: None,
             });
             t
         }

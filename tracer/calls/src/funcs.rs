@@ -67,6 +67,9 @@ pub struct FuncInfo<'a> {
     demangled: Option<dcg_render::names::Demangled>,
     /// What the kernel's interrupt entry code makes of it (kernel functions only).
     entry_role: Option<crate::tree::EntryRole>,
+    /// Where it runs, in a session tracing user and kernel functions together (issue
+    /// 42); `None` in a session of one side.
+    pub space: Option<crate::saved_format::Space>,
 }
 
 /// How a value of one type is rendered, worked out once per parameter or return type.
@@ -216,6 +219,7 @@ impl<'a> FuncInfo<'a> {
             .flatten();
         FuncInfo {
             entry_role,
+            space: None,
             name,
             func,
             demangled,
@@ -462,6 +466,9 @@ pub struct FuncTable<'a> {
     recent: Box<[FuncId; RECENT]>,
     funcs: Vec<FuncInfo<'a>>,
     namers: Namers<'a>,
+    /// A session tracing both sides (issue 42): the dbs of the kernel functions
+    /// ([`FuncTable::intern_kernel`]); the functions of `set` are the user side's.
+    kernel: Option<&'a DbSet>,
 }
 
 impl<'a> FuncTable<'a> {
@@ -478,7 +485,49 @@ impl<'a> FuncTable<'a> {
             recent: Box::new([FuncId::MAX; RECENT]),
             funcs: Vec::new(),
             namers: Namers::default(),
+            kernel: None,
         }
+    }
+
+    /// Make this the table of a session tracing both sides (issue 42): the functions of
+    /// `set` are the user side's, the kernel's are interned from `kernel` with
+    /// [`FuncTable::intern_kernel`], and every function says which side it is on.
+    pub fn set_kernel_set(&mut self, kernel: &'a DbSet) {
+        self.kernel = Some(kernel);
+        for f in &mut self.funcs {
+            f.space.get_or_insert(crate::saved_format::Space::User);
+        }
+    }
+
+    /// Intern kernel function `name` (of kernel module `module`; `None`: vmlinux), in a
+    /// table made for both sides ([`FuncTable::set_kernel_set`]; without it, as
+    /// [`FuncTable::intern`]). Kept apart from a user function of the same name.
+    pub fn intern_kernel(&mut self, name: &str, module: Option<&str>) -> FuncId {
+        let Some(kernel) = self.kernel else {
+            return self.intern(name, module);
+        };
+        let key = match module {
+            None => format!("{name}\u{1}kernel"),
+            Some(m) => format!("{name} [{m}]\u{1}kernel"),
+        };
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = self.funcs.len() as FuncId;
+        let shown = match module {
+            None => name.to_string(),
+            Some(m) => format!("{name} [{m}]"),
+        };
+        let mut info = FuncInfo::new(shown, kernel.find(name, module), &self.namers);
+        info.space = Some(crate::saved_format::Space::Kernel);
+        self.funcs.push(info);
+        self.ids.insert(key, id);
+        id
+    }
+
+    /// The side a user function of this table is on (`None` unless it is made for both).
+    fn user_space(&self) -> Option<crate::saved_format::Space> {
+        self.kernel.map(|_| crate::saved_format::Space::User)
     }
 
     /// Name pointers that land on a symbol of `names` (kallsyms: `&init_user_ns`,
@@ -521,6 +570,7 @@ impl<'a> FuncTable<'a> {
         let id = self.funcs.len() as FuncId;
         let mut info = FuncInfo::new(key.to_string(), Some(func), &self.namers);
         info.module_label = module.map(str::to_string);
+        info.space = self.user_space();
         self.funcs.push(info);
         self.ids.insert(key.to_string(), id);
         id
@@ -555,8 +605,9 @@ impl<'a> FuncTable<'a> {
         }
         let id = self.funcs.len() as u32;
         let func = self.set.find(name, module);
-        self.funcs
-            .push(FuncInfo::new(key.to_string(), func, &self.namers));
+        let mut info = FuncInfo::new(key.to_string(), func, &self.namers);
+        info.space = self.user_space();
+        self.funcs.push(info);
         self.ids.insert(key.to_string(), id);
         id
     }

@@ -11,6 +11,7 @@
 pub mod decode;
 pub mod errors;
 pub mod funcs;
+pub mod joint;
 pub mod lines;
 pub mod members;
 pub mod origin;

@@ -60,6 +60,7 @@ pub fn record_of(c: &CallView<'_>) -> Option<CallRecord> {
         lost: c.lost,
         ended: c.exec.then_some(CallEnd::Exec),
         stack: c.stack.map(<[_]>::to_vec),
+        space: info.space,
     })
 }
 
@@ -170,6 +171,10 @@ pub fn write_record_line(out: &mut Vec<u8>, c: &CallView<'_>) -> bool {
             out.push(b'}');
         }
         out.push(b']');
+    }
+    if let Some(space) = c.func.space {
+        out.extend_from_slice(b",\"space\":");
+        json::string(out, space.name());
     }
     out.extend_from_slice(b"}\n");
     true
@@ -465,7 +470,11 @@ mod tests {
             ret: None,
             ret_raw: None,
             error: false,
-            origin: Some(Origin { id: 9, func: f }),
+            origin: Some(Origin {
+                id: 9,
+                func: f,
+                errno: None,
+            }),
             time_ns: None,
             duration_ns: None,
             entry_cpu: Some(1),

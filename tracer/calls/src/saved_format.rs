@@ -112,6 +112,10 @@ pub struct CallRecord {
     /// not the call itself. Absent without `--stack` and on calls below the top.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Vec<StackFrame>>,
+    /// Where the call ran, in a session that traced user and kernel functions together;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space: Option<Space>,
 }
 
 /// A frame of a top-level call's stack.
@@ -175,6 +179,27 @@ impl CallEnd {
     pub fn name(self) -> &'static str {
         match self {
             CallEnd::Exec => "exec",
+        }
+    }
+}
+
+/// Where a call ran in a session that traces both sides (issue 42): `"user"` or
+/// `"kernel"`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Space {
+    /// A function of the traced program or its libraries.
+    User,
+    /// A kernel function the program's thread ran (a system call, an interrupt).
+    Kernel,
+}
+
+impl Space {
+    /// Its name in saved calls: `user`, `kernel`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::User => "user",
+            Space::Kernel => "kernel",
         }
     }
 }

@@ -204,6 +204,9 @@ pub struct CallView<'v> {
     pub lost_here: bool,
     /// A top-level call's stack (`--stack`), innermost first (its caller first).
     pub stack: Option<&'v [crate::saved_format::StackFrame]>,
+    /// The first call of another space below its caller: a kernel call below a user
+    /// call (a session tracing both, issue 42).
+    pub space_entry: bool,
 }
 
 impl<'v> CallView<'v> {
@@ -254,6 +257,7 @@ impl<'v> CallView<'v> {
             lost: None,
             lost_here: false,
             stack: None,
+            space_entry: false,
         }
     }
 }
@@ -277,6 +281,10 @@ pub struct Origin<'v> {
     pub id: u64,
     /// Its function.
     pub func: &'v FuncInfo<'v>,
+    /// A user call that failed because a system call below it did (a session tracing
+    /// both sides): that call's error value (`-ENOENT`), which the user call's `errno`
+    /// holds.
+    pub errno: Option<&'v str>,
 }
 
 /// A line of the stream that is not a call.

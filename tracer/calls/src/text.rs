@@ -179,18 +179,26 @@ impl TextPrinter {
         }
     }
 
-    /// ` /* <-callsite ret=VALUE */` (or the line's other comment).
+    /// ` /* <-callsite ret=VALUE */` (or the line's other comment); `kernel` first where
+    /// a kernel call begins below a user call.
     fn comment_tail(&self, s: &mut String, c: &CallView<'_>) {
         let outs = c.outs.is_some_and(|o| !o.is_empty());
         if c.callsite.is_none() && c.ret.is_none() && !outs {
-            if let Some(o) = c.comment {
-                s.push_str(" /* ");
-                s.push_str(o);
-                s.push_str(" */");
+            match (c.space_entry, c.comment) {
+                (true, _) => s.push_str(" /* kernel */"),
+                (false, Some(o)) => {
+                    s.push_str(" /* ");
+                    s.push_str(o);
+                    s.push_str(" */");
+                }
+                (false, None) => {}
             }
             return;
         }
         s.push_str(" /* ");
+        if c.space_entry {
+            s.push_str("kernel ");
+        }
         if let Some(ra) = c.callsite {
             s.push_str("<-");
             s.push_str(ra);
@@ -404,6 +412,10 @@ fn push_inlined(s: &mut String, c: &CallView<'_>) {
 
 /// ` from FUNC`: where a top-level call's error first appeared, when not in the call itself.
 fn push_origin(s: &mut String, c: &CallView<'_>) {
+    if let Some(e) = c.origin.and_then(|o| o.errno) {
+        s.push_str(" errno=");
+        s.push_str(e.trim_start_matches('-'));
+    }
     if let Some(o) = c.origin.filter(|o| o.id != c.id) {
         s.push_str(" from ");
         s.push_str(o.func.shown());

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 mod context;
 mod flat;
 mod inline;
+mod joint;
 mod shaped;
 mod values;
 
@@ -228,7 +229,15 @@ struct Frame {
     comment: Option<Box<str>>,
     /// A top-level call's stack (`--stack`), innermost first.
     stack: Option<Box<[crate::saved_format::StackFrame]>>,
+    /// A kernel call whose caller is not one (a session tracing both sides).
+    space_entry: bool,
+    /// A user call (a session tracing both sides): the error value of the last system
+    /// call below it that failed, and that error's origin.
+    kernel_error: Option<Box<KernelError>>,
 }
+
+/// A failed system call's error value (`-ENOENT`) and where it first appeared.
+type KernelError = (Box<str>, (u64, FuncId));
 
 #[derive(Debug, Default)]
 struct TaskState {
@@ -389,6 +398,7 @@ impl<'a> CallTree<'a> {
             ctx: f.ctx,
             irq_entry: f.irq_entry,
             stack: f.stack.as_deref(),
+            space_entry: f.space_entry,
             ..self.view(kind, f.func, task)
         }
     }
@@ -451,6 +461,7 @@ impl<'a> CallTree<'a> {
         o.map(|(id, f)| Origin {
             id,
             func: self.funcs.get(f),
+            errno: None,
         })
     }
 

@@ -19,6 +19,7 @@ mod progress;
 mod report;
 mod trace;
 mod trace_args;
+mod trace_joint;
 mod trace_notices;
 
 use args::{ColorChoice, DecodeArgs, ReportArgs};

@@ -45,6 +45,7 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
     use dcg_live::options::Engine;
     let member = opts.filters.iter().flat_map(|f| f.paths()).next();
     match (opts.is_user_space(), opts.engine) {
+        _ if opts.is_joint() => {}
         (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(
             "--engine fgraph and bpf trace kernel functions; user space (PATH:PATTERN) takes \
              inproc or uprobe"
@@ -64,7 +65,14 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
         _ => {}
     }
     let sources = crate::db_sources(offline);
-    let (code, calls) = if opts.is_user_space() {
+    let (code, calls) = if opts.is_joint() {
+        crate::trace_joint::run(&opts, tuning, &sources, out).map_err(|e| {
+            match e.downcast_ref::<dcg_utrace::UtraceError>() {
+                Some(dcg_utrace::UtraceError::Filter(s)) => refused(s),
+                _ => e,
+            }
+        })?
+    } else if opts.is_user_space() {
         let f = dcg_utrace::run(&opts, &sources, out, &mut |n| {
             eprintln!("dcg: {}", notices::user(&n))
         })

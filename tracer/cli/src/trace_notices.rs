@@ -274,6 +274,9 @@ pub fn user(n: &UserNotice) -> String {
         UserNotice::NoUprobesForUnhooked(e) => {
             format!("{e}; the functions without entry hooks are not traced")
         }
+        UserNotice::NoKernelSide(why) => {
+            format!("no kernel calls in this session: {why}; the user functions are traced alone")
+        }
         UserNotice::LostUprobeEvents(n) => {
             format!("LOST {n} uprobe events (ring buffer overrun): some calls are missing")
         }

@@ -22,6 +22,7 @@ mod features;
 pub mod fgraph_engine;
 pub mod fields;
 pub mod funcs;
+pub mod joint;
 mod kstack;
 mod outcome;
 pub mod plan;

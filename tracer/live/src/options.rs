@@ -168,6 +168,17 @@ impl TraceOptions {
     pub fn is_user_space(&self) -> bool {
         !self.func.is_empty() && self.func.iter().all(|f| split_user_func(f).is_some())
     }
+
+    /// Whether the patterns name user-space and kernel functions both (a session tracing
+    /// both sides, issue 42).
+    pub fn is_joint(&self) -> bool {
+        let user = self
+            .func
+            .iter()
+            .filter(|f| split_user_func(f).is_some())
+            .count();
+        user > 0 && user < self.func.len()
+    }
 }
 
 /// Split a `PATH:PATTERN` function spec into the path and the pattern, or `None` for a

@@ -259,8 +259,9 @@ impl Ring {
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE) };
         // SAFETY: this thread's errno.
         let errno = unsafe { *libc::__errno_location() };
-        // Kernels before 5.14 know no such advice: nothing to check there.
-        if got == 0 || errno == libc::EINVAL {
+        // Kernels before 5.14 know no such advice, and kernels built without
+        // CONFIG_ADVISE_SYSCALLS no madvise at all: nothing to check there.
+        if got == 0 || errno == libc::EINVAL || errno == libc::ENOSYS {
             self.set_populated(to as u32);
             true
         } else {

@@ -81,10 +81,15 @@ pub(crate) fn trace(
     outputs: Outputs,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
+    joint: Option<crate::Joint<'_>>,
 ) -> Result<Finished> {
     let no_db = dcg_dbset::DbSet::new(Vec::new());
     let mut calls = calls_for(&no_db, plan, outputs)?;
-    let finished = run(plan, &mut calls, out, note)?;
+    let kernel = joint.map(|j| {
+        calls.set_kernel_set(j.dbs);
+        j.side
+    });
+    let finished = run(plan, &mut calls, out, note, kernel)?;
     calls.close()?;
     Ok(finished)
 }
@@ -97,6 +102,7 @@ pub(crate) fn run(
     calls: &mut Calls<'_>,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
+    mut kernel: Option<&mut dyn crate::KernelSide>,
 ) -> Result<Finished> {
     let (targets, probes) = (plan.targets, plan.probes.as_slice());
     let (probe_of, funcs, fallback) = split_hooked(&plan.hooks);
@@ -145,6 +151,13 @@ pub(crate) fn run(
         plan.session.target.command(),
         &env,
     )?);
+    // The kernel half, attached while the command waits at its exec.
+    if let (Some(k), Some(c)) = (kernel.as_deref_mut(), child.as_ref()) {
+        if let Err(why) = k.attach(c.pid()) {
+            note(Notice::NoKernelSide(why));
+            kernel = None;
+        }
+    }
     let mut pipe = match session.as_mut() {
         Some(session) => {
             let pid = child.as_ref().map_or(0, Child::pid);
@@ -178,6 +191,9 @@ pub(crate) fn run(
     let mut pump = Pump::new(targets, probes, &probe_of, &funcs, clock);
     // Only the recorder feeds the session: nothing to wait for before passing events on.
     pump.only_recorder = pipe.is_none();
+    // The kernel's calls come when the command has ended: every user event waits for
+    // them, to be passed on in time order with them.
+    pump.hold_all = kernel.is_some();
     pump.count = plan.session.stop.count;
     if plan.session.stack {
         pump.stacks = Some(crate::ustack::UserStacks::new(targets));
@@ -195,6 +211,12 @@ pub(crate) fn run(
     copier.stop();
     if let Some(session) = session.as_mut() {
         let _ = session.write("tracing_on", "0");
+    }
+    if let Some(k) = kernel {
+        match k.finish() {
+            Ok(records) => merge.kernel_calls(records),
+            Err(why) => note(Notice::NoKernelSide(why)),
+        }
     }
     if !matches!(stop, Stop::Count | Stop::OutputClosed) {
         let mut sources = Sources {
@@ -339,6 +361,8 @@ struct Pump<'a, 'p> {
     clock: rings::TscClock,
     /// Only the recorder feeds the session: nothing to wait for before passing events on.
     only_recorder: bool,
+    /// A session tracing both sides: nothing is passed on before the last step.
+    hold_all: bool,
     count: Option<u64>,
     batch: Vec<Record>,
     lines: Vec<String>,
@@ -367,6 +391,7 @@ impl<'a, 'p> Pump<'a, 'p> {
             ret_kinds: funcs.iter().map(|f| kinds(&f.ret)).collect(),
             clock,
             only_recorder: false,
+            hold_all: false,
             count: None,
             batch: Vec::new(),
             lines: Vec::new(),
@@ -489,7 +514,11 @@ impl<'a, 'p> Pump<'a, 'p> {
             }
         }
         // Uprobe events reach the pipe a little later than the recorder's records.
-        let upto = if last || self.only_recorder {
+        let upto = if last {
+            u64::MAX
+        } else if self.hold_all {
+            0
+        } else if self.only_recorder {
             u64::MAX
         } else {
             rings::mono_ns().saturating_sub(100_000_000)

@@ -45,6 +45,26 @@ pub use error::UtraceError;
 pub use notice::Notice;
 pub use plan::{NotInProcess, UserEngine, UserEngineChoice, UserEngineReason, UserPlan};
 
+/// The kernel half of a session tracing user and kernel functions together (issue 42):
+/// dcg's binary makes it from the kernel tracer, the user engine drives it around the
+/// command it starts.
+pub trait KernelSide {
+    /// Trace the kernel functions for process `pid` (and its children), which is stopped
+    /// at its `exec` and runs once this returns; or say in one line why not.
+    fn attach(&mut self, pid: i32) -> std::result::Result<(), String>;
+    /// The command ended: stop tracing and hand over the completed calls recorded (any
+    /// order), or say in one line why there are none.
+    fn finish(&mut self) -> std::result::Result<Vec<dcg_calls::saved_format::CallRecord>, String>;
+}
+
+/// A session's kernel half and the dbs of its functions.
+pub struct Joint<'k> {
+    /// The kernel's dbs.
+    pub dbs: &'k dcg_dbset::DbSet,
+    /// The kernel half.
+    pub side: &'k mut dyn KernelSide,
+}
+
 /// Exit code when a pattern matches nothing.
 pub const EXIT_NO_MATCH: u8 = 2;
 
@@ -65,6 +85,19 @@ pub fn run(
     sources: &dcg_dbresolve::DbSources,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
+) -> Result<Finished> {
+    run_joint(opts, sources, out, note, None)
+}
+
+/// [`run`], with the kernel half of a session tracing both sides (issue 42): the kernel
+/// calls the command's threads make are joined into their user trees. The command is
+/// traced in process.
+pub fn run_joint(
+    opts: &TraceOptions,
+    sources: &dcg_dbresolve::DbSources,
+    out: &mut dyn Write,
+    note: &mut dyn FnMut(Notice),
+    joint: Option<Joint<'_>>,
 ) -> Result<Finished> {
     // A stop signal before tracefs is touched ends dcg at once (see tracefs).
     tracefs::install_stop_handlers();
@@ -92,8 +125,9 @@ pub fn run(
     };
     let select = plan.select.clone().map(|s| s as Rc<dyn TreeSelect>);
     let outputs = Outputs::open(plan.outputs.clone())?.selecting(select, plan.session.stop.count);
-    match plan.engine.engine {
-        UserEngine::InProcess => inproc_engine::trace(&plan, outputs, out, note),
-        UserEngine::Uprobes => uprobe_engine::run(&plan, outputs, out, note),
+    match (plan.engine.engine, joint) {
+        (UserEngine::InProcess, joint) => inproc_engine::trace(&plan, outputs, out, note, joint),
+        (UserEngine::Uprobes, None) => uprobe_engine::run(&plan, outputs, out, note),
+        (UserEngine::Uprobes, Some(_)) => Err(UtraceError::JointNeedsInProcess),
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use dcg_inproc::layout;
 use dcg_inproc::rings::{self, RawValue, Record};
 
-use dcg_calls::saved_format::StackFrame;
+use dcg_calls::saved_format::{CallRecord, StackFrame};
 
 use crate::plan::Value;
 use crate::probe_feed::{Calls, EventSink, Meta};
@@ -24,6 +24,9 @@ enum Kind {
     Exec,
     /// The stack the thread's next top-level call starts on (`--stack`).
     Stack,
+    /// A tree of kernel calls the thread made (a session tracing both sides): `probe`
+    /// is its index in [`Merge::kernel`].
+    Kernel,
 }
 
 /// A call event held until both sources have delivered what came before it.
@@ -49,6 +52,8 @@ struct Held {
 pub(crate) struct Merge {
     held: Vec<Held>,
     lost: Vec<(u32, u64)>,
+    /// The kernel's trees of calls (a session tracing both sides), each in entry order.
+    kernel: Vec<Vec<CallRecord>>,
 }
 
 impl Merge {
@@ -116,6 +121,41 @@ impl Merge {
         });
     }
 
+    /// The calls a kernel session recorded for the command (a session tracing both
+    /// sides), in any order: each top-level call's tree is held at its entry's time, to
+    /// be passed on between the user events of its thread around it.
+    pub(crate) fn kernel_calls(&mut self, mut records: Vec<CallRecord>) {
+        // Ids are given in entry order: a call after its parent.
+        records.sort_by_key(|r| r.id);
+        let mut tree_of: std::collections::HashMap<u64, usize> = Default::default();
+        for r in records {
+            let (Some(tid), Some(ts)) = (r.pid, r.time_ns) else {
+                continue;
+            };
+            let tree = match r.parent.and_then(|p| tree_of.get(&p).copied()) {
+                Some(t) => t,
+                None => {
+                    self.held.push(Held {
+                        ts,
+                        tid,
+                        pid: r.tgid,
+                        cpu: r.cpu.unwrap_or(0),
+                        comm: r.comm.clone().unwrap_or_default(),
+                        kind: Kind::Kernel,
+                        probe: self.kernel.len(),
+                        values: Vec::new(),
+                        ip: None,
+                        stack: Vec::new(),
+                    });
+                    self.kernel.push(Vec::new());
+                    self.kernel.len() - 1
+                }
+            };
+            tree_of.insert(r.id, tree);
+            self.kernel[tree].push(r);
+        }
+    }
+
     fn hold(&mut self, m: &Meta<'_>, kind: Kind, probe: usize, values: &[Value]) {
         self.held.push(Held {
             ts: m.ts,
@@ -161,6 +201,10 @@ impl Merge {
                 Kind::Unwound => calls.unwound(&m, h.probe, out)?,
                 Kind::Exec => calls.exec(&m, out)?,
                 Kind::Stack => calls.stack(h.tid, h.stack),
+                Kind::Kernel => {
+                    let tree = std::mem::take(&mut self.kernel[h.probe]);
+                    calls.kernel_calls(&m, &tree, out)?;
+                }
                 Kind::CallSite => {
                     if let Some(Value::Num(ra)) = h.values.first() {
                         calls.call_site(h.tid, h.probe, *ra);

@@ -183,6 +183,9 @@ pub enum Notice {
     },
     /// In process, no uprobes for the functions without entry hooks (the error).
     NoUprobesForUnhooked(String),
+    /// A session tracing both sides: the kernel side could not start (why); the user
+    /// side is traced alone.
+    NoKernelSide(String),
     /// In process, uprobe events lost in the ring buffer.
     LostUprobeEvents(u64),
     /// The recorder hooked nothing.

@@ -400,6 +400,29 @@ impl<'a> Calls<'a> {
     }
 
     /// File `path` is loaded at `bias` in a traced process: pointers into it are named.
+    /// Make this a session tracing both sides (issue 42): the kernel functions are
+    /// looked up in `kernel`, and every call says its side.
+    pub fn set_kernel_set(&mut self, kernel: &'a dcg_dbset::DbSet) {
+        self.pipe.tree_mut().funcs.set_kernel_set(kernel);
+    }
+
+    /// Kernel calls thread `m.tid` made (a kernel session's saved calls, in entry order,
+    /// every call after its parent), below its innermost open call.
+    pub fn kernel_calls(
+        &mut self,
+        m: &Meta<'_>,
+        records: &[dcg_calls::saved_format::CallRecord],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let comm = self.comm(m).to_string();
+        let process = m
+            .pid
+            .or_else(|| self.processes.get(&m.tid).copied().flatten());
+        self.pipe
+            .replay_kernel(task_of(m, &comm, process), records)?;
+        self.flush(out)
+    }
+
     pub fn learn_file(&mut self, path: &str, bias: u64) {
         self.symbolizer
             .learn_file(path.into(), super::symbolize::Placed::Bias(bias));

@@ -7,6 +7,7 @@ use std::io;
 use super::{CallTree, Entry, Exit, Frame, TaskState};
 use crate::funcs::FuncId;
 use crate::origin::Origins;
+use crate::saved_format::Space;
 use crate::sink::{Kind, Sink, Task};
 
 impl CallTree<'_> {
@@ -69,6 +70,9 @@ impl CallTree<'_> {
             0 => self.tasks[ti].pending_stack.take(),
             _ => None,
         };
+        let kernel = |f: FuncId| self.funcs.get(f).space == Some(Space::Kernel);
+        let space_entry =
+            kernel(func) && self.tasks[ti].stack.last().is_none_or(|p| !kernel(p.func));
         self.tasks[ti].stack.push(Frame {
             depth,
             func,
@@ -87,6 +91,8 @@ impl CallTree<'_> {
             lost: 0,
             comment: None,
             stack,
+            space_entry,
+            kernel_error: None,
         });
         Ok(())
     }
@@ -148,14 +154,23 @@ impl CallTree<'_> {
             self.counts.top_level += 1;
         }
         let origin = self.settle_origin(ti, (f.id, func), f.parent, &f.origins, (shown, error));
+        // A user call failed by a system call below it (a session tracing both sides).
+        let by_kernel = self.settle_kernel_error(ti, &f, func, (shown, error));
         let (ret, ret_raw) = self.ret_view(shown, raw_given);
+        let origin = match (by_kernel, f.kernel_error.as_deref()) {
+            (true, Some((errno, at))) => Some(crate::sink::Origin {
+                errno: Some(errno),
+                ..self.origin_view(Some(*at)).expect("an origin")
+            }),
+            _ => self.origin_view(origin),
+        };
         // Not an inline frame (found by `f.inline.is_none()`): no inlined copy.
         let view = crate::sink::CallView {
             ret,
             ret_raw,
             outs: x.outs,
-            error,
-            origin: self.origin_view(origin),
+            error: error || by_kernel,
+            origin,
             duration_ns,
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),

@@ -476,6 +476,8 @@ impl CallTree<'_> {
                 lost: 0,
                 comment: None,
                 stack: None,
+                space_entry: false,
+                kernel_error: None,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);
             // Its arguments are empty, its interrupt mark off: as the plain view's.

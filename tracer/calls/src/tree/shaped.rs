@@ -139,6 +139,8 @@ impl CallTree<'_> {
                     0 => t.pending_stack.take(),
                     _ => None,
                 },
+                space_entry: false,
+                kernel_error: None,
             });
             if hold {
                 let held = self.hold_entry(e);

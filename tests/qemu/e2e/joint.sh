@@ -1,0 +1,55 @@
+#!/bin/sh
+# User and kernel functions traced in one session (issue 42), on a dynamically linked
+# program (/dcg/joint, glibc and the recorder copied into the guest): its own functions in
+# process, do_sys_openat2 and ksys_read with the BPF engine, joined into one tree per
+# thread; then the same program traced kernel-only with the same engine, whose calls the
+# joint tree must hold.
+. /dcg/lib.sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export DCG_RECORDER=/dcg/libdcg_recorder.so
+USER_FUNCS="--func /dcg/joint:load_config --func /dcg/joint:read_all --func /dcg/joint:worker"
+KERNEL_FUNCS="--func do_sys_openat2 --func ksys_read"
+
+# dcg's BPF objects and in-process files the session may leave: programs named dcg_*,
+# links, the recorder's plan and rings.
+left() {
+	leftovers
+	echo "dcg programs: $(bpftool prog show 2>/dev/null | grep -c ' name dcg_')"
+	echo "links: $(bpftool link show 2>/dev/null | grep -c '^[0-9]*:')"
+	echo "recorder files: $(ls /dev/shm /tmp 2>/dev/null | grep -c '^dcg-inproc-')"
+}
+
+section_before
+
+begin joint-json
+dcg trace --db $DB --show-retvals --args --json $USER_FUNCS $KERNEL_FUNCS \
+	-- /dcg/joint /dcg/lib.sh > /tmp/jj.out 2> /tmp/jj.err
+echo "rc=$?"
+cat /tmp/jj.out
+echo "--- stderr"
+cat /tmp/jj.err
+end joint-json
+
+begin joint-text
+dcg trace --db $DB --show-retvals --args $USER_FUNCS $KERNEL_FUNCS \
+	-- /dcg/joint /dcg/lib.sh > /tmp/jt.out 2> /tmp/jt.err
+echo "rc=$?"
+# The user calls' lines and the kernel calls right below them.
+grep -E 'load_config|read_all|worker|/\* kernel' /tmp/jt.out | grep -v ksys_read
+echo "kernel entries: $(grep -c '/\* kernel' /tmp/jt.out)"
+end joint-text
+
+begin kernel-only
+dcg trace --engine bpf --db $DB --show-retvals --args --json $KERNEL_FUNCS \
+	-- /dcg/joint /dcg/lib.sh > /tmp/k.out 2> /tmp/k.err
+echo "rc=$?"
+cat /tmp/k.out
+echo "--- stderr"
+cat /tmp/k.err
+end kernel-only
+
+begin left
+left
+end left
+
+section_after

@@ -1,0 +1,281 @@
+//! User and kernel functions in one session (issue 42), in qemu (`e2e/joint.sh`): a
+//! dynamically linked program, glibc and the recorder copied into the guest, its own
+//! functions traced in process and `do_sys_openat2`/`ksys_read` with the BPF engine. Every
+//! kernel call sits under the user call of the right thread that made it, the failed
+//! open's -1 carries `errno=ENOENT` with its kernel origin, the system calls equal a
+//! kernel-only session's of the same program, nothing is left attached or preloaded, and
+//! the kernel logs no warning. On Debian 7.2 and the test kernel.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use dcg_calls::saved_format::{CallRecord, Space};
+use dcg_tests::guest::{self, enabled, initramfs, must, section};
+
+fn which(name: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
+}
+
+/// Boot `kernel` with `db` and the joint session's guest script; its console.
+fn run(kernel: &Path, db: &Path, log: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dcg_tests::gcc(
+        dir.path(),
+        "qemu/progs/joint.c",
+        "joint",
+        &["-O2", "-pthread"],
+    );
+    let recorder = dcg_tests::dcg_bin().with_file_name("libdcg_recorder.so");
+    let bpftool = which("bpftool");
+    let initrd = dir.path().join("guest.cpio.gz");
+    initramfs(
+        &initrd,
+        &[
+            (db, "/dcg/k.sigdb"),
+            (&prog, "/dcg/joint"),
+            (&recorder, "/dcg/libdcg_recorder.so"),
+            (&bpftool, "/bin/bpftool"),
+        ],
+        "joint.sh",
+        900,
+    );
+    guest::boot(kernel, &initrd, 960, "", log)
+}
+
+/// What the program printed: its main thread's and its worker's ids, and the bytes each
+/// `read_all` read.
+struct Printed {
+    main_tid: u32,
+    worker_tid: u32,
+    bytes: i64,
+}
+
+fn printed(sec: &str) -> Printed {
+    let field = |line: &str, key: &str| -> i64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.split(',').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+    };
+    let line = |prefix: &str| {
+        sec.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{sec}"))
+    };
+    let (m, w) = (line("main tid="), line("worker tid="));
+    assert!(
+        m.contains("load_config=0,-1 errno=ENOENT"),
+        "the program's opens: {m}"
+    );
+    let bytes = field(line("main read_all="), "read_all=");
+    assert_eq!(field(w, "read_all="), bytes, "{sec}");
+    Printed {
+        main_tid: field(m, "tid=") as u32,
+        worker_tid: field(w, "tid=") as u32,
+        bytes,
+    }
+}
+
+fn arg<'c>(c: &'c CallRecord, name: &str) -> &'c str {
+    c.args
+        .iter()
+        .find(|a| a.name == name)
+        .map_or("", |a| a.value.as_str())
+}
+
+/// The program's own system calls: the opens of its files and the reads of its 256-byte
+/// buffer, as (function, file or count, return value), in order.
+fn own_syscalls<'c>(calls: impl Iterator<Item = &'c CallRecord>) -> Vec<(String, String, String)> {
+    calls
+        .filter(|c| {
+            (c.func == "do_sys_openat2"
+                && ["\"/dcg/lib.sh\"", "\"/dcg/missing.conf\""].contains(&arg(c, "filename")))
+                || (c.func == "ksys_read" && arg(c, "count") == "256")
+        })
+        .map(|c| {
+            let what = match c.func.as_str() {
+                "ksys_read" => arg(c, "count"),
+                _ => arg(c, "filename"),
+            };
+            (
+                c.func.clone(),
+                what.to_string(),
+                c.ret.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn check(text: &str, name: &str) {
+    let joint = section(text, "joint-json");
+    must(joint, "joint-json", &["rc=0"]);
+    let p = printed(joint);
+    let calls = dcg_tests::json_records(joint);
+    let by_id: HashMap<u64, &CallRecord> = calls.iter().map(|c| (c.id, c)).collect();
+    let user: Vec<&CallRecord> = calls
+        .iter()
+        .filter(|c| c.space == Some(Space::User))
+        .collect();
+    let names: Vec<&str> = user.iter().map(|c| c.func.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "load_config",
+            "load_config",
+            "read_all",
+            "worker",
+            "read_all"
+        ],
+        "{name}: the user calls"
+    );
+    assert!(
+        calls.iter().all(|c| c.space.is_some()),
+        "{name}: every call says its side"
+    );
+    // Each kernel call below a user call ran in that call's thread, and its whole tree is
+    // kernel calls.
+    for c in calls.iter().filter(|c| c.space == Some(Space::Kernel)) {
+        let Some(parent) = c.parent.and_then(|p| by_id.get(&p)) else {
+            continue;
+        };
+        assert_eq!(c.pid, parent.pid, "{name}: {c:?} under {parent:?}");
+        // One clock: the kernel call lies within the user call around it.
+        if parent.space == Some(Space::User) {
+            let (Some(t), Some(d), Some(pt), Some(pd)) =
+                (c.time_ns, c.duration_ns, parent.time_ns, parent.duration_ns)
+            else {
+                panic!("{name}: times of {c:?} under {parent:?}");
+            };
+            assert!(
+                pt <= t && t + d <= pt + pd,
+                "{name}: {c:?} outside {parent:?}"
+            );
+        }
+    }
+    let children = |u: &CallRecord| -> Vec<&CallRecord> {
+        calls.iter().filter(|c| c.parent == Some(u.id)).collect()
+    };
+    // load_config: one open each, the first succeeds, the second fails.
+    let (ok, missing) = (user[0], user[1]);
+    for (u, file) in [(ok, "\"/dcg/lib.sh\""), (missing, "\"/dcg/missing.conf\"")] {
+        let k = children(u);
+        assert_eq!(k.len(), 1, "{name}: below {u:?}: {k:?}");
+        assert_eq!(
+            (k[0].func.as_str(), arg(k[0], "filename"), k[0].space),
+            ("do_sys_openat2", file, Some(Space::Kernel)),
+            "{name}"
+        );
+        assert_eq!(u.pid, Some(p.main_tid), "{name}");
+    }
+    assert_eq!(ok.ret.as_deref(), Some("0"), "{name}");
+    assert_eq!(missing.ret.as_deref(), Some("-1"), "{name}");
+    assert_eq!(
+        children(missing)[0].ret.as_deref(),
+        Some("-ENOENT"),
+        "{name}"
+    );
+    // The -1's errno is the kernel's -ENOENT, from the call below the open where it
+    // first appeared.
+    let origin = missing
+        .origin
+        .and_then(|o| by_id.get(&o))
+        .unwrap_or_else(|| panic!("{name}: no origin on {missing:?}"));
+    assert_eq!(origin.space, Some(Space::Kernel), "{name}");
+    assert_eq!(
+        origin.ret.as_deref().map(|r| r.contains("-ENOENT")),
+        Some(true)
+    );
+    assert!(missing.error, "{name}");
+    // read_all, in each thread: an open and reads whose bytes add up to what it said.
+    for (u, tid) in [(user[2], p.main_tid), (user[4], p.worker_tid)] {
+        assert_eq!(u.pid, Some(tid), "{name}: {u:?}");
+        let k = children(u);
+        assert_eq!(k[0].func, "do_sys_openat2", "{name}");
+        let read: i64 = k
+            .iter()
+            .filter(|c| c.func == "ksys_read")
+            .map(|c| c.ret.as_deref().unwrap_or("").parse::<i64>().unwrap())
+            .sum();
+        assert_eq!(read, p.bytes, "{name}: the reads below {u:?}");
+        assert!(k.iter().all(|c| c.pid == Some(tid)), "{name}");
+    }
+    assert_eq!(
+        user[4].parent,
+        Some(user[3].id),
+        "{name}: read_all under worker"
+    );
+
+    // The text: the boundary marked, the failed call's errno and origin said.
+    let t = section(text, "joint-text");
+    must(
+        t,
+        "joint-text",
+        &[
+            "rc=0",
+            "do_sys_openat2(dfd=-100, filename=\"/dcg/missing.conf\"",
+            "} /* load_config ret=-1 errno=ENOENT from ",
+        ],
+    );
+    assert!(
+        t.lines()
+            .filter(|l| l.contains("filename=\"/dcg/missing.conf\""))
+            .all(|l| l.ends_with("{ /* kernel */")),
+        "{name}:\n{t}"
+    );
+
+    // Nothing lost in the join: the program's own system calls, as a kernel-only
+    // session of the same program saw them (same calls, same values, same order).
+    let k = section(text, "kernel-only");
+    must(k, "kernel-only", &["rc=0"]);
+    let alone = dcg_tests::json_records(k);
+    let top_alone = alone.iter().filter(|c| c.parent.is_none());
+    let under_user = calls.iter().filter(|c| {
+        c.space == Some(Space::Kernel)
+            && c.parent
+                .and_then(|p| by_id.get(&p))
+                .is_some_and(|u| u.space == Some(Space::User))
+    });
+    let (a, j) = (own_syscalls(top_alone), own_syscalls(under_user));
+    assert_eq!(
+        a.len(),
+        4 + 2 * (p.bytes as usize).div_ceil(256) + 2,
+        "{name}: {a:?}"
+    );
+    assert_eq!(
+        j, a,
+        "{name}: the joint tree's system calls against the kernel-only session's"
+    );
+
+    let left = section(text, "left");
+    must(
+        left,
+        "left",
+        &["dcg programs: 0", "links: 0", "recorder files: 0"],
+    );
+    must(section(text, "after"), "after", &["kernel warnings: 0"]);
+}
+
+#[test]
+fn debian72_joint_tree() {
+    if !enabled() {
+        return;
+    }
+    let (kernel, _dir, db) = guest::debian_with_db("7.2-cloud");
+    check(&run(&kernel, &db, "joint-7.2"), "Debian 7.2");
+}
+
+#[test]
+fn testkernel_joint_tree() {
+    if !enabled() {
+        return;
+    }
+    let kernel = dcg_tests::testkernel_dir().join("vmlinuz");
+    let db = dcg_tests::testkernel_db();
+    check(&run(&kernel, &db, "joint-testkernel"), "the test kernel");
+}
