@@ -252,6 +252,43 @@ fn check(text: &str, name: &str) {
         "{name}: the joint tree's system calls against the kernel-only session's"
     );
 
+    // --kernel --kernel-depth 1: each system call a frame under the user call, alone.
+    let kf = section(text, "kernel-flag");
+    must(kf, "kernel-flag", &["rc=0"]);
+    let calls = dcg_tests::json_records(kf);
+    let loads: Vec<&CallRecord> = calls.iter().filter(|c| c.func == "load_config").collect();
+    assert_eq!(loads.len(), 2, "{name}: {kf}");
+    let opened: &[(&str, Option<&str>)] = &[
+        ("__x64_sys_openat", Some("3")),
+        ("__x64_sys_close", Some("0")),
+    ];
+    let failed: &[(&str, Option<&str>)] = &[("__x64_sys_openat", Some("-ENOENT"))];
+    for (u, want) in [(loads[0], opened), (loads[1], failed)] {
+        let k: Vec<&CallRecord> = calls.iter().filter(|c| c.parent == Some(u.id)).collect();
+        let k: Vec<(&str, Option<&str>)> = k
+            .iter()
+            .map(|c| (c.func.as_str(), c.ret.as_deref()))
+            .collect();
+        assert_eq!(k, want, "{name}: below {u:?}");
+    }
+    assert_eq!(
+        loads[1].origin,
+        calls
+            .iter()
+            .find(|c| c.parent == Some(loads[1].id))
+            .map(|c| c.id),
+        "{name}"
+    );
+    let ids: Vec<u64> = calls.iter().map(|c| c.id).collect();
+    for c in calls.iter().filter(|c| c.space == Some(Space::Kernel)) {
+        let parent = c.parent.and_then(|p| calls.iter().find(|u| u.id == p));
+        assert!(
+            parent.is_none_or(|u| u.space == Some(Space::User)),
+            "{name}: deeper than one level: {c:?} ({ids:?})"
+        );
+        assert!(c.func.starts_with("__x64_sys_"), "{name}: {c:?}");
+    }
+
     let left = section(text, "left");
     must(
         left,

@@ -756,6 +756,51 @@ fn recursion_orphans_and_missing_durations() {
     assert!(CallGraph::new(vec![call(1, None, "x", None), call(1, None, "y", None)]).is_err());
 }
 
+/// Calls of a session that traced both sides (issue 42): kernel functions are told apart
+/// from user ones of the same name, named `[kernel]` in the reports and annotated `_[k]`
+/// in folded stacks (the flame graph tools' kernel colour).
+#[test]
+fn kernel_frames_are_marked_where_both_sides_were_traced() {
+    use dcg_calls::saved_format::Space;
+    let side = |mut c: CallRecord, s: Space| {
+        c.space = Some(s);
+        c
+    };
+    let recs = vec![
+        side(call(1, None, "main", Some(100)), Space::User),
+        side(call(2, Some(1), "read", Some(50)), Space::User),
+        side(call(3, Some(2), "ksys_read", Some(40)), Space::Kernel),
+        side(call(4, Some(3), "vfs_read", Some(30)), Space::Kernel),
+        side(call(5, Some(1), "read", Some(20)), Space::Kernel),
+    ];
+    let g = CallGraph::new(recs).unwrap();
+    let st = folded::stacks(&g, FoldedWeight::Calls);
+    assert_eq!(
+        st,
+        vec![
+            ("main".to_string(), 1),
+            ("main;read".to_string(), 1),
+            ("main;read;ksys_read_[k]".to_string(), 1),
+            ("main;read;ksys_read_[k];vfs_read_[k]".to_string(), 1),
+            ("main;read_[k]".to_string(), 1),
+        ]
+    );
+    let input = ReportInput {
+        source: "hand-made".into(),
+        kind: InputKind::SavedCalls,
+        root: None,
+    };
+    let text = render(&g, &input, Format::Text);
+    assert!(text.contains("vfs_read [kernel]"), "{text}");
+    let names = g
+        .summarize()
+        .functions
+        .iter()
+        .filter(|f| f.name.starts_with("read"))
+        .count();
+    assert_eq!(names, 2, "the user read and the kernel read apart");
+}
+
 #[test]
 fn counts_only_without_durations() {
     let recs = vec![

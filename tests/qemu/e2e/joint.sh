@@ -48,6 +48,16 @@ echo "--- stderr"
 cat /tmp/k.err
 end kernel-only
 
+begin kernel-flag
+# Every system call under the user calls, one level deep.
+dcg trace --db $DB --kernel --kernel-depth 1 --show-retvals --args --json \
+	--func /dcg/joint:load_config -- /dcg/joint /dcg/lib.sh > /tmp/kf.out 2> /tmp/kf.err
+echo "rc=$?"
+cat /tmp/kf.out
+echo "--- stderr"
+cat /tmp/kf.err
+end kernel-flag
+
 begin left
 left
 end left

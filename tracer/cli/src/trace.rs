@@ -46,6 +46,10 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
     let member = opts.filters.iter().flat_map(|f| f.paths()).next();
     match (opts.is_user_space(), opts.engine) {
         _ if opts.is_joint() => {}
+        _ if opts.kernel.is_some() => anyhow::bail!(
+            "--kernel puts kernel calls under traced user functions: name them with --func \
+             PATH:PATTERN"
+        ),
         (true, Engine::Fgraph | Engine::Bpf) => anyhow::bail!(
             "--engine fgraph and bpf trace kernel functions; user space (PATH:PATTERN) takes \
              inproc or uprobe"

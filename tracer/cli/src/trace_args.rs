@@ -48,7 +48,9 @@ pub enum BpfModeArg {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct TraceArgs {
     /// Functions to trace: a glob over function names (`vfs_*`), or `PATH:PATTERN` for the
-    /// functions of a user-space executable or shared library (`./prog:parse_*`).
+    /// functions of a user-space executable or shared library (`./prog:parse_*`). Both
+    /// kinds together trace both sides in one tree: each thread's kernel calls under the
+    /// user call that made them.
     #[arg(long = "func", value_name = "[PATH:]PATTERN", required = true)]
     pub func: Vec<String>,
     /// Show return values, decoded by their types.
@@ -123,6 +125,22 @@ pub struct TraceArgs {
         value_parser = clap::value_parser!(u32).range(1..=3)
     )]
     pub deref: Option<u32>,
+    /// With user functions (`PATH:PATTERN`): under each traced user call, the kernel
+    /// calls its thread makes, every system call as a frame with the calls below it
+    /// (BPF engine); `=PATTERN`: only the subtrees of the kernel functions PATTERN
+    /// matches (`--kernel=do_sys_openat2`). Kernel patterns in --func do the same.
+    #[arg(
+        long,
+        value_name = "PATTERN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub kernel: Option<String>,
+    /// With --kernel: kernel calls shown this many levels deep below a user call (1: the
+    /// system calls alone; 0: all), as uftrace's -K.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "kernel")]
+    pub kernel_depth: u32,
     /// Bytes --deref reads per argument at most; `…` shows where it cut.
     #[arg(long, value_name = "BYTES", default_value_t = dcg_deref::DEFAULT_CAP,
           value_parser = clap::value_parser!(u32).range(8..=4096))]
@@ -295,6 +313,8 @@ impl TraceArgs {
                     cap: self.deref_bytes,
                 }))
                 .collect(),
+            kernel: self.kernel,
+            kernel_depth: self.kernel_depth,
         }
     }
 }

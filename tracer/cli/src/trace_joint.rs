@@ -102,7 +102,8 @@ fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
     }
     let kernel = TraceOptions {
         engine: Engine::Bpf,
-        func: opts.func.iter().filter(|f| !is_user(f)).cloned().collect(),
+        func: opts.kernel_patterns(),
+        depth: opts.kernel_depth,
         show_retvals: opts.show_retvals,
         args: opts.args,
         errno: opts.errno,

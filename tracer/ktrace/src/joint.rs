@@ -132,7 +132,12 @@ fn record(
         let mut none = std::io::sink();
         let summary = bpf_engine::run(&plan, session, outputs, &mut none, &mut notify)?;
         let _ = none.flush();
-        Ok(Some(summary.calls.unwrap_or_default()))
+        let mut calls = summary.calls.unwrap_or_default();
+        // `--kernel-depth`: the levels below a user call shown.
+        if opts.depth > 0 {
+            calls.retain(|c| c.depth < opts.depth);
+        }
+        Ok(Some(calls))
     })();
     let why = match result {
         Ok(Some(calls)) => return Ok((calls, notices)),

@@ -59,7 +59,17 @@ pub struct TraceOptions {
     pub stack: bool,
     /// Requests to follow pointers and show what they point to (`--fields`).
     pub derefs: Vec<DerefRequest>,
+    /// `--kernel[=PATTERN]`: under the user calls, the kernel calls their threads make
+    /// (`Some("")`: every system call; else the subtrees of PATTERN's functions).
+    pub kernel: Option<String>,
+    /// `--kernel-depth`: kernel calls shown this many levels deep below a user call (0:
+    /// all).
+    pub kernel_depth: u32,
 }
+
+/// The traceable entry of every x86-64 system call (`__x64_sys_openat`): what `--kernel`
+/// puts under the user calls.
+pub const SYSCALL_ENTRIES: &str = "__x64_sys_*";
 
 /// What a session traces.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -177,7 +187,24 @@ impl TraceOptions {
             .iter()
             .filter(|f| split_user_func(f).is_some())
             .count();
-        user > 0 && user < self.func.len()
+        user > 0 && (user < self.func.len() || self.kernel.is_some())
+    }
+
+    /// The kernel functions whose subtrees a session tracing both sides records: the
+    /// kernel patterns, and `--kernel`'s (every system call's entry when it names none).
+    pub fn kernel_patterns(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .func
+            .iter()
+            .filter(|f| split_user_func(f).is_none())
+            .cloned()
+            .collect();
+        match self.kernel.as_deref() {
+            Some("") => v.push(SYSCALL_ENTRIES.to_string()),
+            Some(p) => v.push(p.to_string()),
+            None => {}
+        }
+        v
     }
 }
 

@@ -1,6 +1,7 @@
 //! Folded stacks for flame graph tools (flamegraph.pl, inferno, speedscope):
 //! `top;caller;callee WEIGHT`, one line per distinct stack, sorted.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -73,9 +74,9 @@ pub fn stacks(graph: &CallGraph, weight: FoldedWeight) -> Vec<(String, u64)> {
         while cur != NONE {
             let (up, f) = nodes[cur as usize];
             parts.push(if f == DEEPER_FUNC {
-                DEEPER
+                Cow::Borrowed(DEEPER)
             } else {
-                graph.names[f as usize].as_str()
+                frame_name(graph, f as usize)
             });
             cur = up;
         }
@@ -99,4 +100,18 @@ fn self_weight(graph: &CallGraph, i: usize, weight: FoldedWeight) -> u64 {
             d.saturating_sub(kids)
         }
     }
+}
+
+/// A function's frame: its name, a kernel function's with the flame graph tools' kernel
+/// annotation (`do_sys_openat2_[k]`, which flamegraph.pl and inferno colour as kernel
+/// code) in calls that traced both sides.
+fn frame_name(graph: &CallGraph, f: usize) -> Cow<'_, str> {
+    let name = graph.names[f].as_str();
+    if !graph.kernel[f] {
+        return Cow::Borrowed(name);
+    }
+    let bare = name
+        .strip_suffix(super::model::KERNEL_MARK)
+        .map_or(name, str::trim_end);
+    Cow::Owned(format!("{bare}_[k]"))
 }

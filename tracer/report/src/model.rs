@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
 use dcg_calls::origin::{error_value, Origins};
-use dcg_calls::saved_format::{CallRecord, StackFrame};
+use dcg_calls::saved_format::{CallRecord, Space, StackFrame};
 
 /// Calls arranged as trees, with every call's function interned.
 #[derive(Debug, Default)]
@@ -14,8 +14,12 @@ pub struct CallGraph {
     pub calls: Vec<CallRecord>,
     /// Function index (into [`CallGraph::names`]) of each call.
     pub func: Vec<u32>,
-    /// Function display names: `func`, or `func [module]` for module functions.
+    /// Function display names: `func`, or `func [module]` for module functions (`func
+    /// [kernel]` for kernel image functions in calls that say their side).
     pub names: Vec<String>,
+    /// Whether each function of [`CallGraph::names`] is a kernel one, in calls that say
+    /// their side (a session that traced user and kernel functions together).
+    pub kernel: Vec<bool>,
     /// Index of each call's parent call, when it is in the input.
     pub parent: Vec<Option<usize>>,
     /// Indexes of each call's children, in entry order.
@@ -163,17 +167,24 @@ pub enum GraphError {
 /// (`int ns::get<int>(ns::Box<int>)`: overloads stay apart).
 pub fn display_name(r: &CallRecord) -> String {
     let func = dcg_render::names::display(&r.func);
-    match &r.module {
-        Some(m) => format!("{func} [{m}]"),
-        None => func.into_owned(),
+    match (&r.module, r.space) {
+        (Some(m), _) => format!("{func} [{m}]"),
+        (None, Some(Space::Kernel)) => format!("{func} {KERNEL_MARK}"),
+        (None, _) => func.into_owned(),
     }
 }
 
-/// What tells a record's function apart: `func` or `func [module]` as saved.
+/// What follows the name of a kernel image function in a session that traced both sides
+/// (a module function names its module).
+pub const KERNEL_MARK: &str = "[kernel]";
+
+/// What tells a record's function apart: `func` or `func [module]` as saved, `func
+/// [kernel]` for a kernel function where the calls say their side.
 fn function_key(r: &CallRecord) -> String {
-    match &r.module {
-        Some(m) => format!("{} [{m}]", r.func),
-        None => r.func.clone(),
+    match (&r.module, r.space) {
+        (Some(m), _) => format!("{} [{m}]", r.func),
+        (None, Some(Space::Kernel)) => format!("{} {KERNEL_MARK}", r.func),
+        (None, _) => r.func.clone(),
     }
 }
 
@@ -195,6 +206,7 @@ impl CallGraph {
             records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut names = Vec::new();
+        let mut kernel = Vec::new();
         let mut func = Vec::with_capacity(records.len());
         let mut parent = Vec::with_capacity(records.len());
         let mut children = vec![Vec::new(); records.len()];
@@ -208,6 +220,7 @@ impl CallGraph {
                     let f = names.len() as u32;
                     ids.insert(key, f);
                     names.push(display_name(r));
+                    kernel.push(r.space == Some(Space::Kernel));
                     f
                 }
             };
@@ -228,6 +241,7 @@ impl CallGraph {
             calls: records,
             func,
             names,
+            kernel,
             parent,
             children,
             roots,
