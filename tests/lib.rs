@@ -416,3 +416,14 @@ pub fn uprobe_skip_reason() -> Option<String> {
     }
     None
 }
+
+/// The host's `name` program (`bpftool`), found in `PATH` or the sbin directories.
+pub fn which(name: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
+}

@@ -7,20 +7,10 @@
 //! the kernel logs no warning. On Debian 7.2 and the test kernel.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dcg_calls::saved_format::{CallRecord, Space};
 use dcg_tests::guest::{self, enabled, initramfs, must, section};
-
-fn which(name: &str) -> PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain(["/usr/sbin".into(), "/sbin".into()])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
-}
 
 /// Boot `kernel` with `db` and the joint session's guest script; its console.
 fn run(kernel: &Path, db: &Path, log: &str) -> String {
@@ -32,7 +22,7 @@ fn run(kernel: &Path, db: &Path, log: &str) -> String {
         &["-O2", "-pthread"],
     );
     let recorder = dcg_tests::dcg_bin().with_file_name("libdcg_recorder.so");
-    let bpftool = which("bpftool");
+    let bpftool = dcg_tests::which("bpftool");
     let initrd = dir.path().join("guest.cpio.gz");
     initramfs(
         &initrd,

@@ -842,7 +842,7 @@ fn debian72_bpf_sessions_and_cleanup() {
     let (kernel, dir, db) = guest::debian_with_db("7.2-cloud");
     let initrd = dir.path().join("guest.cpio.gz");
     let lp = dcg_tests::syscall_loop();
-    let bpftool = which("bpftool");
+    let bpftool = dcg_tests::which("bpftool");
     initramfs(
         &initrd,
         &[
@@ -932,17 +932,6 @@ fn debian72_bpf_sessions_and_cleanup() {
         ],
     );
     must(section(&text, "dmesg"), "dmesg", &["warnings: 0"]);
-}
-
-/// A host program's path (`which`).
-fn which(name: &str) -> std::path::PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain(["/usr/sbin".into(), "/sbin".into()])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} not found (.ci/install-deps.sh installs it)"))
 }
 
 /// `--filter` in the BPF engine (bpf-debian.sh's "filter" sections): the failing opens'

@@ -6,6 +6,7 @@
 
 use std::io;
 
+use crate::funcs::FuncId;
 use crate::pipeline::Pipeline;
 use crate::saved_format::CallRecord;
 use crate::sink::{ArgList, Task};
@@ -29,19 +30,13 @@ impl Pipeline<'_> {
                 open.pop();
                 self.replay_exit(task, top, &mut outs)?;
             }
-            let func = self
-                .tree_mut()
-                .funcs
-                .intern_kernel(&r.func, r.module.as_deref());
+            let (func, task) = self.replayed(task, r);
             args.clear();
             for a in &r.args {
                 args.push(&a.name, &a.value);
             }
             let entry = Entry {
-                task: Task {
-                    cpu: r.cpu.or(task.cpu),
-                    ..task
-                },
+                task,
                 depth: 0,
                 func,
                 name: &r.func,
@@ -66,6 +61,16 @@ impl Pipeline<'_> {
         Ok(())
     }
 
+    /// The function of replayed call `r`, and its task as `task` on its CPU.
+    fn replayed<'t>(&mut self, task: Task<'t>, r: &CallRecord) -> (FuncId, Task<'t>) {
+        let func = self
+            .tree_mut()
+            .funcs
+            .intern_kernel(&r.func, r.module.as_deref());
+        let cpu = r.cpu.or(task.cpu);
+        (func, Task { cpu, ..task })
+    }
+
     /// The return of replayed call `r` (none for a call that never returned).
     fn replay_exit(
         &mut self,
@@ -79,19 +84,13 @@ impl Pipeline<'_> {
         if r.ended.is_some() {
             return Ok(());
         }
-        let func = self
-            .tree_mut()
-            .funcs
-            .intern_kernel(&r.func, r.module.as_deref());
+        let (func, task) = self.replayed(task, r);
         outs.clear();
         for o in &r.out {
             outs.push(&o.name, &o.value);
         }
         let exit = Exit {
-            task: Task {
-                cpu: r.cpu.or(task.cpu),
-                ..task
-            },
+            task,
             depth: 0,
             func: Some(func),
             ret: r.ret.as_deref().map(|text| RetIn::Rendered {
