@@ -79,7 +79,7 @@ enum Command {
     /// Trace functions live, every value decoded by its type (`--func PATH:PATTERN`:
     /// user-space functions with uprobes).
     #[command(after_help = examples::help("trace"))]
-    Trace(TraceArgs),
+    Trace(Box<TraceArgs>),
     /// Validate a db and install it in the store, matched by build-id; or validate the db
     /// a kernel module (`dwarfscan --emit-module`) carries and insert the module.
     #[command(after_help = examples::help("load"))]
@@ -181,7 +181,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Decode(args) => decode::run(&args, cli.offline, &mut out)?,
         Command::Trace(args) => {
-            let code = trace::run(args, cli.offline, &mut out)?;
+            let code = trace::run(*args, cli.offline, &mut out)?;
             out.flush()?;
             return Ok(code);
         }

@@ -44,6 +44,12 @@ fn trace(args: TraceArgs, offline: bool, out: &mut dyn Write) -> anyhow::Result<
     };
     use dcg_live::options::Engine;
     let member = opts.filters.iter().flat_map(|f| f.paths()).next();
+    if !opts.other_engines.is_empty() && !opts.is_joint() {
+        anyhow::bail!(
+            "--engine is given once per side, in a session tracing user and kernel functions \
+             together"
+        );
+    }
     match (opts.is_user_space(), opts.engine) {
         _ if opts.is_joint() => {}
         _ if opts.kernel.is_some() => anyhow::bail!(

@@ -192,9 +192,10 @@ pub struct TraceArgs {
     /// space: inproc (a recorder dcg preloads into the command it starts: compiler hooks
     /// of `-pg` and `-fpatchable-function-entry` builds, else patched entries; every
     /// value, floats included) or uprobe; auto: inproc for a command dcg starts, uprobe
-    /// for `-p PID` and static binaries.
+    /// for `-p PID` and static binaries. Tracing both sides: once per side
+    /// (`--engine inproc --engine bpf`), a side not named taking its default.
     #[arg(long, value_enum, default_value = "auto", value_name = "ENGINE")]
-    pub engine: EngineArg,
+    pub engine: Vec<EngineArg>,
     /// Do not show inlined code as frames of the inlined functions. By default, where the
     /// db has inline instances (dwarfscan writes them unless `--no-inline-instances`),
     /// calls made from a function's inlined code are shown under a frame for it (BPF
@@ -261,13 +262,8 @@ impl TraceArgs {
     pub fn options(self, offline: bool, filters: Vec<dcg_filter::Filter>) -> TraceOptions {
         let terminal = self.trace_output.is_none() && std::io::stdout().is_terminal();
         TraceOptions {
-            engine: match self.engine {
-                EngineArg::Auto => Engine::Auto,
-                EngineArg::Fgraph => Engine::Fgraph,
-                EngineArg::Bpf => Engine::Bpf,
-                EngineArg::Inproc => Engine::Inproc,
-                EngineArg::Uprobe => Engine::Uprobe,
-            },
+            engine: self.engine.first().map_or(Engine::Auto, |&e| engine(e)),
+            other_engines: self.engine.iter().skip(1).map(|&e| engine(e)).collect(),
             func: self.func,
             show_retvals: self.show_retvals,
             args: self.args || self.deref.is_some(),
@@ -332,4 +328,15 @@ fn recorder_path() -> Option<PathBuf> {
     [dir.join(name), dir.join("../lib/dcg").join(name)]
         .into_iter()
         .find(|p| p.is_file())
+}
+
+/// The engine `--engine` names.
+fn engine(e: EngineArg) -> Engine {
+    match e {
+        EngineArg::Auto => Engine::Auto,
+        EngineArg::Fgraph => Engine::Fgraph,
+        EngineArg::Bpf => Engine::Bpf,
+        EngineArg::Inproc => Engine::Inproc,
+        EngineArg::Uprobe => Engine::Uprobe,
+    }
 }

@@ -72,7 +72,16 @@ pub fn run(
 /// kernel patterns, the values asked and the kernel's dbs for the kernel side. A `--db`
 /// goes to the side its db describes.
 fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
-    if opts.engine == Engine::Fgraph {
+    let engines: Vec<Engine> = std::iter::once(opts.engine)
+        .chain(opts.other_engines.iter().copied())
+        .filter(|&e| e != Engine::Auto)
+        .collect();
+    let (user_engines, kernel_engines): (Vec<Engine>, Vec<Engine>) =
+        engines.iter().partition(|e| e.is_user());
+    if user_engines.len() > 1 || kernel_engines.len() > 1 {
+        anyhow::bail!("--engine is given once per side (a user and a kernel engine)");
+    }
+    if kernel_engines.contains(&Engine::Fgraph) {
         anyhow::bail!(
             "--engine fgraph: user and kernel functions are traced together with the BPF \
              engine on the kernel side"
@@ -97,9 +106,8 @@ fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
     let mut user = opts.clone();
     user.func = opts.func.iter().filter(is_user).cloned().collect();
     user.db = user_db;
-    if user.engine == Engine::Bpf {
-        user.engine = Engine::Auto;
-    }
+    user.engine = user_engines.first().copied().unwrap_or(Engine::Auto);
+    user.other_engines.clear();
     let kernel = TraceOptions {
         engine: Engine::Bpf,
         func: opts.kernel_patterns(),

@@ -65,6 +65,9 @@ pub struct TraceOptions {
     /// `--kernel-depth`: kernel calls shown this many levels deep below a user call (0:
     /// all).
     pub kernel_depth: u32,
+    /// The `--engine`s named after the first (`engine`): a session tracing both sides
+    /// takes one per side.
+    pub other_engines: Vec<Engine>,
 }
 
 /// The traceable entry of every x86-64 system call (`__x64_sys_openat`): what `--kernel`
@@ -170,6 +173,18 @@ pub enum Engine {
     Inproc,
     /// User space: uprobes.
     Uprobe,
+}
+
+impl Engine {
+    /// Whether it traces user-space functions (`inproc`, `uprobe`); `auto` serves both.
+    pub fn is_user(self) -> bool {
+        matches!(self, Engine::Inproc | Engine::Uprobe)
+    }
+
+    /// Whether it traces kernel functions (`fgraph`, `bpf`).
+    pub fn is_kernel(self) -> bool {
+        matches!(self, Engine::Fgraph | Engine::Bpf)
+    }
 }
 
 impl TraceOptions {
