@@ -30,7 +30,7 @@ results=bench/results
 mkdir -p "$results"
 
 # The measures, in the order BENCHMARKS.md shows them; for each: title, goal, command.
-names=(scan kernel sigdb members decode uprobe userengines engines72 engines612 enginestk filters72 deref72)
+names=(scan kernel sigdb members decode uprobe userengines engines72 engines612 enginestk filters72 deref72 joint72)
 title() {
 	case $1 in
 	scan) echo "dwarfscan vs pahole -J (Debian 6.12 cloud vmlinux)" ;;
@@ -45,6 +45,7 @@ title() {
 	enginestk) echo "Kernel engines under load vs raw function_graph: the test kernel (qemu, instruction clock)" ;;
 	filters72) echo "Kernel filters and stacks, and retsnoop on the same loop: Debian 7.2 cloud, one vCPU (qemu, instruction clock)" ;;
 	deref72) echo "Kernel structs behind pointers (--deref) against --args: Debian 7.2 cloud, one vCPU (qemu, instruction clock)" ;;
+	joint72) echo "User and kernel calls in one session against each side alone: Debian 7.2 cloud, one vCPU (qemu, instruction clock)" ;;
 	esac
 }
 goal() {
@@ -60,6 +61,7 @@ goal() {
 	engines612 | enginestk) echo "as for Debian 7.2" ;;
 	filters72) echo "a call rejected at entry by --filter <= 0.2x a recorded one, a filter keeping 1 % of 100,000 calls <= 0.2x the unfiltered session's overhead with exactly the matching calls kept, --stack's cost stated beside a call's own, dcg with --stack and a return filter <= retsnoop's stack mode recording every matching tree (issue 40)" ;;
 	deref72) echo "a call with --deref <= 1.5x the same call with --args, over the untraced loop (issue 41)" ;;
+	joint72) echo "a user call with --kernel costs no more than the same call traced user-only plus its system calls traced kernel-only (issue 42)" ;;
 	esac
 }
 command_of() {
@@ -76,6 +78,7 @@ command_of() {
 	enginestk) echo "DCG_BENCH_ICOUNT=1 bench/kernel-engines.sh testkernel" ;;
 	filters72) echo "DCG_BENCH_SMP=1 DCG_BENCH_ICOUNT=1 DCG_BENCH_ENGINES=bpf,bpf/filter,bpf/filter1,bpf/stack,bpf/stackret,retsnoop/stack,retsnoop/T bench/kernel-engines.sh 7.2-cloud" ;;
 	deref72) echo "DCG_BENCH_SMP=1 DCG_BENCH_ICOUNT=1 DCG_BENCH_ENGINES=bpf/args,bpf/deref,bpf/deref64 bench/kernel-engines.sh 7.2-cloud" ;;
+	joint72) echo "bench/joint-cost.sh" ;;
 	esac
 }
 

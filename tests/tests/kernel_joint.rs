@@ -102,9 +102,17 @@ fn own_syscalls<'c>(calls: impl Iterator<Item = &'c CallRecord>) -> Vec<(String,
         .collect()
 }
 
-fn check(text: &str, name: &str) {
-    let joint = section(text, "joint-json");
-    must(joint, "joint-json", &["rc=0"]);
+/// The program's own system calls, as (function, file or count, value).
+type Syscalls = Vec<(String, String, String)>;
+
+/// A joint session's saved calls (section `sec` of the console): the user calls, the
+/// kernel calls of the right thread under them, inside them in time (`slack_ns`: what the
+/// user side's timestamps may be short, uprobes' text giving microseconds), the failed
+/// open's errno and origin, the reads adding up. What the program printed, and its own
+/// system calls below its functions.
+fn check_joint(text: &str, sec: &str, name: &str, slack_ns: u64) -> (Printed, Syscalls) {
+    let joint = section(text, sec);
+    must(joint, sec, &["rc=0"]);
     let p = printed(joint);
     let calls = dcg_tests::json_records(joint);
     let by_id: HashMap<u64, &CallRecord> = calls.iter().map(|c| (c.id, c)).collect();
@@ -143,7 +151,7 @@ fn check(text: &str, name: &str) {
                 panic!("{name}: times of {c:?} under {parent:?}");
             };
             assert!(
-                pt <= t && t + d <= pt + pd,
+                pt <= t + slack_ns && t + d <= pt + pd + slack_ns,
                 "{name}: {c:?} outside {parent:?}"
             );
         }
@@ -200,6 +208,19 @@ fn check(text: &str, name: &str) {
         Some(user[3].id),
         "{name}: read_all under worker"
     );
+    let under_user = calls.iter().filter(|c| {
+        c.space == Some(Space::Kernel)
+            && c.parent
+                .and_then(|p| by_id.get(&p))
+                .is_some_and(|u| u.space == Some(Space::User))
+    });
+    let own = own_syscalls(under_user);
+    (p, own)
+}
+
+fn check(text: &str, name: &str) {
+    let (p, j) = check_joint(text, "joint-json", name, 0);
+    let (_, ju) = check_joint(text, "joint-uprobe", &format!("{name}, uprobes"), 1_000);
 
     // The text: the boundary marked, the failed call's errno and origin said.
     let t = section(text, "joint-text");
@@ -225,13 +246,7 @@ fn check(text: &str, name: &str) {
     must(k, "kernel-only", &["rc=0"]);
     let alone = dcg_tests::json_records(k);
     let top_alone = alone.iter().filter(|c| c.parent.is_none());
-    let under_user = calls.iter().filter(|c| {
-        c.space == Some(Space::Kernel)
-            && c.parent
-                .and_then(|p| by_id.get(&p))
-                .is_some_and(|u| u.space == Some(Space::User))
-    });
-    let (a, j) = (own_syscalls(top_alone), own_syscalls(under_user));
+    let a = own_syscalls(top_alone);
     assert_eq!(
         a.len(),
         4 + 2 * (p.bytes as usize).div_ceil(256) + 2,
@@ -240,6 +255,10 @@ fn check(text: &str, name: &str) {
     assert_eq!(
         j, a,
         "{name}: the joint tree's system calls against the kernel-only session's"
+    );
+    assert_eq!(
+        ju, a,
+        "{name}: with uprobes, the joint tree's system calls against the kernel-only session's"
     );
 
     // --kernel --kernel-depth 1: each system call a frame under the user call, alone.

@@ -30,6 +30,16 @@ echo "--- stderr"
 cat /tmp/jj.err
 end joint-json
 
+begin joint-uprobe
+# The same with uprobes on the user side.
+dcg trace --engine uprobe --engine bpf --db $DB --show-retvals --args --json $USER_FUNCS \
+	$KERNEL_FUNCS -- /dcg/joint /dcg/lib.sh > /tmp/ju.out 2> /tmp/ju.err
+echo "rc=$?"
+cat /tmp/ju.out
+echo "--- stderr"
+cat /tmp/ju.err
+end joint-uprobe
+
 begin joint-text
 dcg trace --db $DB --show-retvals --args $USER_FUNCS $KERNEL_FUNCS \
 	-- /dcg/joint /dcg/lib.sh > /tmp/jt.out 2> /tmp/jt.err

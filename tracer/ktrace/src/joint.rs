@@ -8,6 +8,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use dcg_calls::outputs::{OutputSpec, Outputs};
 use dcg_calls::saved_format::CallRecord;
@@ -88,6 +89,16 @@ impl KernelHalf {
         let Some(handle) = self.recording.take() else {
             return Ok(Vec::new());
         };
+        // A command that ended is seen gone within the recording loop's poll; a process
+        // that lives on (`-p`, a session stopped by --duration or --count) is not: the
+        // recording then stops as on a signal, with the user side.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !handle.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !handle.is_finished() {
+            tracefs::request_stop(nix::sys::signal::Signal::SIGTERM as i32);
+        }
         match handle.join() {
             Ok(Ok((calls, notices))) => {
                 self.notices.extend(notices);

@@ -3,12 +3,12 @@
 /// Errors of a user-space trace session.
 #[derive(Debug, thiserror::Error)]
 pub enum UtraceError {
-    /// A session tracing both sides whose user side would take uprobes.
+    /// `--stack` in a session tracing both sides whose user side takes uprobes.
     #[error(
-        "user and kernel functions are traced together with the user side in process; \
-         it takes uprobes here (--engine uprobe, or no recorder for the command)"
+        "--stack: user and kernel functions traced together with uprobes on the user side \
+         give no stacks (the in-process engine does)"
     )]
-    JointNeedsInProcess,
+    JointStackNeedsInProcess,
     /// A `--func` that is not `PATH:PATTERN`.
     #[error("--func {0}: not of the form PATH:PATTERN")]
     Spec(String),

@@ -127,7 +127,9 @@ pub fn run_joint(
     let outputs = Outputs::open(plan.outputs.clone())?.selecting(select, plan.session.stop.count);
     match (plan.engine.engine, joint) {
         (UserEngine::InProcess, joint) => inproc_engine::trace(&plan, outputs, out, note, joint),
-        (UserEngine::Uprobes, None) => uprobe_engine::run(&plan, outputs, out, note),
-        (UserEngine::Uprobes, Some(_)) => Err(UtraceError::JointNeedsInProcess),
+        (UserEngine::Uprobes, Some(_)) if plan.session.stack => {
+            Err(UtraceError::JointStackNeedsInProcess)
+        }
+        (UserEngine::Uprobes, joint) => uprobe_engine::run(&plan, outputs, out, note, joint),
     }
 }

@@ -27,6 +27,11 @@ enum Kind {
     /// A tree of kernel calls the thread made (a session tracing both sides): `probe`
     /// is its index in [`Merge::kernel`].
     Kernel,
+    /// An inlined copy's first instruction reached (uprobes), with the values read there
+    /// (`probe`: the site).
+    Inline,
+    /// The same, without values.
+    InlineBare,
 }
 
 /// A call event held until both sources have delivered what came before it.
@@ -205,6 +210,8 @@ impl Merge {
                     let tree = std::mem::take(&mut self.kernel[h.probe]);
                     calls.kernel_calls(&m, &tree, out)?;
                 }
+                Kind::Inline => calls.inline(&m, h.probe, Some(&h.values), out)?,
+                Kind::InlineBare => calls.inline(&m, h.probe, None, out)?,
                 Kind::CallSite => {
                     if let Some(Value::Num(ra)) = h.values.first() {
                         calls.call_site(h.tid, h.probe, *ra);
@@ -240,14 +247,18 @@ impl EventSink for Merge {
         self.hold(m, Kind::Return, probe, values);
         Ok(())
     }
-    // The uprobes of the functions the recorder cannot hook include no inline sites.
+    // The uprobe engine's inline sites (the in-process engine's uprobes have none).
     fn inline(
         &mut self,
-        _m: &Meta<'_>,
-        _site: usize,
-        _values: Option<&[Value]>,
+        m: &Meta<'_>,
+        site: usize,
+        values: Option<&[Value]>,
         _out: &mut dyn Write,
     ) -> std::io::Result<()> {
+        match values {
+            Some(v) => self.hold(m, Kind::Inline, site, v),
+            None => self.hold(m, Kind::InlineBare, site, &[]),
+        }
         Ok(())
     }
     fn call_site(&mut self, tid: u32, probe: usize, ra: u64) {

@@ -12,8 +12,9 @@ use dcg_live::process::{self, Child};
 use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
 use crate::error::{Result, UtraceError};
+use crate::merge::Merge;
 use crate::plan::UserPlan;
-use crate::probe_feed::Calls;
+use crate::probe_feed::EventSink;
 use crate::session::{calls_for, end_of, ignore_closed, Stop};
 use crate::uprobe_events::{drain, probe_session, uprobe_root, Event, Stream, EXEC_EVENT};
 use crate::{Finished, Notice};
@@ -25,6 +26,7 @@ pub(crate) fn run(
     outputs: Outputs,
     out: &mut dyn Write,
     note: &mut dyn FnMut(Notice),
+    joint: Option<crate::Joint<'_>>,
 ) -> Result<Finished> {
     if let Some(pid) = plan.session.target.pid() {
         if !process::is_alive(pid) {
@@ -38,8 +40,8 @@ pub(crate) fn run(
     for r in tracefs::remove_stale(&root) {
         note(Notice::RemovedStale(r));
     }
-    let mut tracer = Tracer::setup(&root, plan, note)?;
-    let result = tracer.trace(plan, outputs, out, note);
+    let mut tracer = Tracer::setup(&root, plan, joint.is_some(), note)?;
+    let result = tracer.trace(plan, outputs, out, note, joint);
     let failures = tracer.session.close();
     for f in &failures {
         note(Notice::Cleanup(f.clone()));
@@ -61,15 +63,21 @@ struct Tracer {
 impl Tracer {
     /// Create the instance and the probes, start the command (stopped) or find the
     /// threads of `-p`, filter the instance on them and enable the probes.
+    /// `mono`: the events on `CLOCK_MONOTONIC`, the kernel side's clock (a session
+    /// tracing both sides).
     fn setup(
         root: &std::path::Path,
         plan: &UserPlan<'_>,
+        mono: bool,
         note: &mut dyn FnMut(Notice),
     ) -> Result<Tracer> {
         let (targets, probes) = (plan.targets, plan.probes.as_slice());
         let target = &plan.session.target;
         let (mut session, mut events) =
             probe_session(root, targets, probes, 0..probes.len(), plan.session.stack)?;
+        if mono {
+            session.write("trace_clock", "mono")?;
+        }
         let group = session.group().to_string();
         for (i, s) in plan.inlines.iter().enumerate() {
             let (Some(event), Some(line)) = (&s.event, s.def(&group, &targets[s.target].path))
@@ -129,6 +137,7 @@ impl Tracer {
         outputs: Outputs,
         out: &mut dyn Write,
         note: &mut dyn FnMut(Notice),
+        joint: Option<crate::Joint<'_>>,
     ) -> Result<Finished> {
         let (probes, inlines) = (plan.probes.as_slice(), plan.inlines.as_slice());
         let session = &plan.session;
@@ -136,6 +145,20 @@ impl Tracer {
         let no_db = dcg_dbset::DbSet::new(Vec::new());
         let mut calls = calls_for(&no_db, plan, outputs)?;
         let mut pipe = self.session.open_pipe()?;
+        // The kernel half, attached while the command waits at its exec; the user
+        // events wait for its calls, which come when the command has ended.
+        let mut kernel = joint.map(|j| {
+            calls.set_kernel_set(j.dbs);
+            j.side
+        });
+        let pid = self.child.as_ref().map(Child::pid).or(session.target.pid());
+        if let (Some(k), Some(pid)) = (kernel.as_deref_mut(), pid) {
+            if let Err(why) = k.attach(pid) {
+                note(Notice::NoKernelSide(why));
+                kernel = None;
+            }
+        }
+        let mut held = kernel.as_ref().map(|_| Merge::default());
         if let Some(c) = self.child.as_mut() {
             c.resume()?;
         }
@@ -151,23 +174,31 @@ impl Tracer {
                 .or(session.target.pid());
             stream.only_process(pid);
         }
-        let stop = read_until_stop(
-            &mut self.child,
-            &mut pipe,
-            &mut stream,
-            &mut calls,
-            session,
-            out,
-        )?;
+        let sink: &mut dyn EventSink = match held.as_mut() {
+            Some(m) => m,
+            None => &mut calls,
+        };
+        let stop = read_until_stop(&mut self.child, &mut pipe, &mut stream, sink, session, out)?;
         // Stop recording, then drain what is already in the buffer.
         let _ = self.session.write("tracing_on", "0");
         if matches!(
             stop,
             Stop::Ended(_) | Stop::Gone | Stop::Duration | Stop::Signal(_)
         ) {
-            drain(&mut pipe, &mut stream, &mut calls, out, session.stop.count)?;
+            drain(&mut pipe, &mut stream, sink, out, session.stop.count)?;
         }
-        stream.flush_carry(&mut calls, out)?;
+        stream.flush_carry(sink, out)?;
+        if let (Some(m), Some(k)) = (held.as_mut(), kernel) {
+            match k.finish() {
+                Ok(records) => m.kernel_calls(records),
+                Err(why) => note(Notice::NoKernelSide(why)),
+            }
+            let count = session.stop.count;
+            match m.release(u64::MAX, &mut calls, out, count) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                _ => {}
+            }
+        }
         let (overrun, dropped) = self.session.buffer_stats();
         drop(pipe);
         ignore_closed(calls.finish(out))?;
@@ -193,7 +224,7 @@ fn read_until_stop(
     child: &mut Option<Child>,
     pipe: &mut TracePipe,
     stream: &mut Stream<'_, '_>,
-    calls: &mut Calls<'_>,
+    calls: &mut dyn EventSink,
     session: &SessionPlan,
     out: &mut dyn Write,
 ) -> Result<Stop> {

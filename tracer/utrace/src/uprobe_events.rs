@@ -12,7 +12,7 @@ use dcg_live::tracefs::{self, EventFile, Session, TracePipe};
 
 use crate::error::{Result, UtraceError};
 use crate::plan::{self, InlineSite, Probe, Target, Value};
-use crate::probe_feed::{self, Calls, EventSink, Meta};
+use crate::probe_feed::{self, EventSink, Meta};
 
 /// The tracefs directory whose `uprobe_events` this user may write: a typed error when
 /// tracefs is not this user's (not root) or the kernel has no uprobe events.
@@ -398,7 +398,7 @@ fn lost_line(line: &str) -> Option<(u32, u64)> {
 pub(crate) fn drain(
     pipe: &mut TracePipe,
     stream: &mut Stream<'_, '_>,
-    calls: &mut Calls<'_>,
+    calls: &mut dyn EventSink,
     out: &mut dyn Write,
     count: Option<u64>,
 ) -> Result<()> {

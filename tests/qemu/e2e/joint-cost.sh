@@ -1,0 +1,34 @@
+#!/bin/sh
+# The cost of a session tracing both sides (issue 42, bench/joint-cost.sh): the same loop
+# (/dcg/joint-loop: a user function making one failing access(2), dcg.calls=N times)
+# untraced, its user function traced alone (in process), its system calls traced alone
+# (every system call's subtree, BPF), and both in one session (--kernel).
+. /dcg/lib.sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export DCG_RECORDER=/dcg/libdcg_recorder.so
+N=$(sed -n 's/.*dcg\.calls=\([0-9]*\).*/\1/p' /proc/cmdline)
+N=${N:-3000}
+LOOP="/dcg/joint-loop $N"
+run() { # NAME CMD...: the loop's time per call, and what dcg said
+	name=$1; shift
+	begin "$name"
+	"$@" > /tmp/$name.out 2> /tmp/$name.err
+	echo "rc=$?"
+	grep per_call_ns /tmp/$name.out
+	grep -v '^dcg debug' /tmp/$name.err | tail -4
+	end "$name"
+}
+run untraced $LOOP
+run user dcg trace --show-retvals --json --trace-output /tmp/u.json \
+	--func /dcg/joint-loop:check -- $LOOP
+run kernel dcg trace --engine bpf --db $DB --show-retvals --json --trace-output /tmp/k.json \
+	--func '__x64_sys_*' -- $LOOP
+run joint dcg trace --db $DB --show-retvals --json --trace-output /tmp/j.json \
+	--func /dcg/joint-loop:check --kernel -- $LOOP
+begin counts
+echo "user calls: $(grep -c '"func":"check"' /tmp/u.json)"
+echo "kernel calls: $(grep -c '"id"' /tmp/k.json)"
+echo "joint calls: $(grep -c '"id"' /tmp/j.json)"
+echo "joint kernel calls: $(grep -c '"space":"kernel"' /tmp/j.json)"
+end counts
+section_after
