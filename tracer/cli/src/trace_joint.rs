@@ -120,6 +120,12 @@ fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
         offline: opts.offline,
         hide_irqs: opts.hide_irqs,
         notrace: opts.notrace.clone(),
+        // The kernel's calls are joined into the user trees when the command ends: its
+        // records are only copied while the command runs, and decoded then.
+        output: dcg_live::options::OutputRequest {
+            shown_at_end: true,
+            ..Default::default()
+        },
         ..TraceOptions::default()
     };
     Ok((user, kernel))

@@ -517,7 +517,8 @@ impl<'a, 'p> Pump<'a, 'p> {
         let upto = if last {
             u64::MAX
         } else if self.hold_all {
-            0
+            // Nothing to pass on before the kernel's calls come (nor to sort meanwhile).
+            return Ok(false);
         } else if self.only_recorder {
             u64::MAX
         } else {
