@@ -51,11 +51,7 @@ fn trace(json: bool) -> String {
 #[test]
 fn interrupt_subtrees_are_marked_in_text() {
     let text = trace(false);
-    let body: Vec<String> = text
-        .lines()
-        .map(|l| l.split('|').skip(1).collect::<Vec<_>>().join("|"))
-        .map(|l| l.trim_end().to_string())
-        .collect();
+    let body = common::body(&text);
     let want = [
         "  outer() {",
         "    inner() {",

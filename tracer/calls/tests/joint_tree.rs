@@ -135,11 +135,7 @@ fn trace(json: bool) -> String {
 #[test]
 fn kernel_calls_nest_below_the_user_call_that_made_them() {
     let text = trace(false);
-    let body: Vec<String> = text
-        .lines()
-        .map(|l| l.split('|').skip(1).collect::<Vec<_>>().join("|"))
-        .map(|l| l.trim_end().to_string())
-        .collect();
+    let body = common::body(&text);
     let want = [
         "  main() {",
         "    load_config() {",

@@ -4,7 +4,6 @@
 //! its calls are collected, not printed, and handed to the user side, which joins them
 //! into its trees.
 
-use std::io::Write;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -142,7 +141,6 @@ fn record(
         let outputs = Outputs::open(plan.outputs.clone())?;
         let mut none = std::io::sink();
         let summary = bpf_engine::run(&plan, session, outputs, &mut none, &mut notify)?;
-        let _ = none.flush();
         let mut calls = summary.calls.unwrap_or_default();
         // `--kernel-depth`: the levels below a user call shown.
         if opts.depth > 0 {

@@ -123,3 +123,12 @@ pub fn raw_decoder(set: &dcg_dbset::DbSet, json: bool) -> dcg_calls::decode::Dec
         },
     )
 }
+
+/// Each line of a text tree without its columns (the CPU, the duration): what follows
+/// the first `|`, trailing spaces cut.
+pub fn body(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('|').skip(1).collect::<Vec<_>>().join("|"))
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
