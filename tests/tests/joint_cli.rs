@@ -1,7 +1,6 @@
 //! `dcg trace` with user and kernel patterns together (issue 42), on the host: what is
 //! refused before anything runs (`--engine` twice outside such a session or twice for a
-//! side, the function_graph engine on the kernel side, `--kernel` without user
-//! functions), and a session whose kernel side cannot start — no db for the running
+//! side, `--kernel` without user functions), and a session whose kernel side cannot start — no db for the running
 //! kernel — that traces the user functions alone and says why in one line. The kernel
 //! side itself runs in qemu (`kernel_joint.rs`).
 
@@ -33,7 +32,7 @@ fn refused_before_anything_runs() {
         &["-O2", "-pthread"],
     );
     let user = format!("{}:load_config", prog.display());
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 4] = [
         (
             &[
                 "--engine", "inproc", "--engine", "bpf", "--func", "vfs_read",
@@ -45,10 +44,6 @@ fn refused_before_anything_runs() {
                 "--engine", "inproc", "--engine", "uprobe", "--func", &user, "--func", "vfs_read",
             ],
             "--engine is given once per side (a user and a kernel engine)",
-        ),
-        (
-            &["--engine", "fgraph", "--func", &user, "--func", "vfs_read"],
-            "--engine fgraph: user and kernel functions are traced together with the BPF",
         ),
         (
             &["--kernel", "--func", "vfs_read"],

@@ -1,6 +1,7 @@
 //! User and kernel functions in one session (issue 42), in qemu (`e2e/joint.sh`): a
 //! dynamically linked program, glibc and the recorder copied into the guest, its own
-//! functions traced in process and `do_sys_openat2`/`ksys_read` with the BPF engine. Every
+//! functions traced in process (and with uprobes) and `do_sys_openat2`/`ksys_read` with
+//! the BPF engine (and function_graph where the kernel reads the values itself). Every
 //! kernel call sits under the user call of the right thread that made it, the failed
 //! open's -1 carries `errno=ENOENT` with its kernel origin, the system calls equal a
 //! kernel-only session's of the same program, nothing is left attached or preloaded, and
@@ -80,12 +81,17 @@ fn arg<'c>(c: &'c CallRecord, name: &str) -> &'c str {
 }
 
 /// The program's own system calls: the opens of its files and the reads of its 256-byte
-/// buffer, as (function, file or count, return value), in order.
-fn own_syscalls<'c>(calls: impl Iterator<Item = &'c CallRecord>) -> Vec<(String, String, String)> {
+/// buffer, as (function, file or count, return value), in order. `strings`: the engine
+/// read the file names (function_graph shows the pointer: every open counts).
+fn own_syscalls<'c>(
+    calls: impl Iterator<Item = &'c CallRecord>,
+    strings: bool,
+) -> Vec<(String, String, String)> {
     calls
         .filter(|c| {
             (c.func == "do_sys_openat2"
-                && ["\"/dcg/lib.sh\"", "\"/dcg/missing.conf\""].contains(&arg(c, "filename")))
+                && (!strings
+                    || ["\"/dcg/lib.sh\"", "\"/dcg/missing.conf\""].contains(&arg(c, "filename"))))
                 || (c.func == "ksys_read" && arg(c, "count") == "256")
         })
         .map(|c| {
@@ -108,9 +114,15 @@ type Syscalls = Vec<(String, String, String)>;
 /// A joint session's saved calls (section `sec` of the console): the user calls, the
 /// kernel calls of the right thread under them, inside them in time (`slack_ns`: what the
 /// user side's timestamps may be short, uprobes' text giving microseconds), the failed
-/// open's errno and origin, the reads adding up. What the program printed, and its own
-/// system calls below its functions.
-fn check_joint(text: &str, sec: &str, name: &str, slack_ns: u64) -> (Printed, Syscalls) {
+/// open's errno and origin, the reads adding up (`strings`: the opens' file names were
+/// read). What the program printed, and its own system calls below its functions.
+fn check_joint(
+    text: &str,
+    sec: &str,
+    name: &str,
+    slack_ns: u64,
+    strings: bool,
+) -> (Printed, Syscalls) {
     let joint = section(text, sec);
     must(joint, sec, &["rc=0"]);
     let p = printed(joint);
@@ -164,9 +176,15 @@ fn check_joint(text: &str, sec: &str, name: &str, slack_ns: u64) -> (Printed, Sy
     for (u, file) in [(ok, "\"/dcg/lib.sh\""), (missing, "\"/dcg/missing.conf\"")] {
         let k = children(u);
         assert_eq!(k.len(), 1, "{name}: below {u:?}: {k:?}");
+        let named = if strings {
+            arg(k[0], "filename") == file
+        } else {
+            arg(k[0], "filename").starts_with("0x7ff")
+        };
+        assert!(named, "{name}: {file}: {:?}", k[0]);
         assert_eq!(
-            (k[0].func.as_str(), arg(k[0], "filename"), k[0].space),
-            ("do_sys_openat2", file, Some(Space::Kernel)),
+            (k[0].func.as_str(), k[0].space),
+            ("do_sys_openat2", Some(Space::Kernel)),
             "{name}"
         );
         assert_eq!(u.pid, Some(p.main_tid), "{name}");
@@ -214,13 +232,63 @@ fn check_joint(text: &str, sec: &str, name: &str, slack_ns: u64) -> (Printed, Sy
                 .and_then(|p| by_id.get(&p))
                 .is_some_and(|u| u.space == Some(Space::User))
     });
-    let own = own_syscalls(under_user);
+    let own = own_syscalls(under_user, strings);
     (p, own)
 }
 
-fn check(text: &str, name: &str) {
-    let (p, j) = check_joint(text, "joint-json", name, 0);
-    let (_, ju) = check_joint(text, "joint-uprobe", &format!("{name}, uprobes"), 1_000);
+/// The system calls without the files opened (what function_graph shows as pointers).
+fn without_files(calls: &Syscalls) -> Syscalls {
+    calls
+        .iter()
+        .map(|(f, what, ret)| {
+            let what = if f == "ksys_read" {
+                what.clone()
+            } else {
+                String::new()
+            };
+            (f.clone(), what, ret.clone())
+        })
+        .collect()
+}
+
+/// `fgraph`: the kernel reads its values itself (binary records), so the kernel side
+/// with function_graph joins too; else that session is refused in one line and the user
+/// side traced alone.
+fn check(text: &str, name: &str, fgraph: bool) {
+    let (p, j) = check_joint(text, "joint-json", name, 0, true);
+    let (_, ju) = check_joint(
+        text,
+        "joint-uprobe",
+        &format!("{name}, uprobes"),
+        1_000,
+        true,
+    );
+    // A running process (-p): uprobes and the BPF engine attached to it.
+    let (_, jp) = check_joint(text, "joint-pid", &format!("{name}, -p"), 1_000, true);
+    let f = section(text, "joint-fgraph");
+    must(f, "joint-fgraph", &["rc=0", "instances left: 0"]);
+    let jf = if fgraph {
+        let (_, jf) = check_joint(text, "joint-fgraph", &format!("{name}, fgraph"), 0, false);
+        Some(jf)
+    } else {
+        must(
+            f,
+            "joint-fgraph",
+            &[
+                "dcg: no kernel calls in this session: the function_graph engine joins \
+                 kernel calls to user calls by the times of its binary records, and the \
+                 values asked for need probe events here",
+                "use --engine bpf for the kernel side; the user functions are traced alone",
+            ],
+        );
+        let calls = dcg_tests::json_records(f);
+        assert_eq!(calls.len(), 5, "{name}: {f}");
+        assert!(
+            calls.iter().all(|c| c.space != Some(Space::Kernel)),
+            "{name}: {f}"
+        );
+        None
+    };
 
     // The text: the boundary marked, the failed call's errno and origin said.
     let t = section(text, "joint-text");
@@ -246,7 +314,7 @@ fn check(text: &str, name: &str) {
     must(k, "kernel-only", &["rc=0"]);
     let alone = dcg_tests::json_records(k);
     let top_alone = alone.iter().filter(|c| c.parent.is_none());
-    let a = own_syscalls(top_alone);
+    let a = own_syscalls(top_alone, true);
     assert_eq!(
         a.len(),
         4 + 2 * (p.bytes as usize).div_ceil(256) + 2,
@@ -260,6 +328,18 @@ fn check(text: &str, name: &str) {
         ju, a,
         "{name}: with uprobes, the joint tree's system calls against the kernel-only session's"
     );
+    assert_eq!(
+        jp, a,
+        "{name}: with -p, the joint tree's system calls against the kernel-only session's"
+    );
+    if let Some(jf) = jf {
+        assert_eq!(
+            without_files(&jf),
+            without_files(&a),
+            "{name}: with function_graph, the joint tree's system calls against the \
+             kernel-only session's"
+        );
+    }
 
     // --kernel --kernel-depth 1: each system call a frame under the user call, alone.
     let kf = section(text, "kernel-flag");
@@ -313,7 +393,7 @@ fn debian72_joint_tree() {
         return;
     }
     let (kernel, _dir, db) = guest::debian_with_db("7.2-cloud");
-    check(&run(&kernel, &db, "joint-7.2"), "Debian 7.2");
+    check(&run(&kernel, &db, "joint-7.2"), "Debian 7.2", false);
 }
 
 #[test]
@@ -323,5 +403,9 @@ fn testkernel_joint_tree() {
     }
     let kernel = dcg_tests::testkernel_dir().join("vmlinuz");
     let db = dcg_tests::testkernel_db();
-    check(&run(&kernel, &db, "joint-testkernel"), "the test kernel");
+    check(
+        &run(&kernel, &db, "joint-testkernel"),
+        "the test kernel",
+        true,
+    );
 }

@@ -1,9 +1,9 @@
 #!/bin/sh
 # User and kernel functions traced in one session (issue 42), on a dynamically linked
 # program (/dcg/joint, glibc and the recorder copied into the guest): its own functions in
-# process, do_sys_openat2 and ksys_read with the BPF engine, joined into one tree per
-# thread; then the same program traced kernel-only with the same engine, whose calls the
-# joint tree must hold.
+# process (or with uprobes), do_sys_openat2 and ksys_read with the BPF engine (or
+# function_graph), joined into one tree per thread; then the same program traced
+# kernel-only with the BPF engine, whose calls the joint trees must hold.
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_RECORDER=/dcg/libdcg_recorder.so
@@ -39,6 +39,44 @@ cat /tmp/ju.out
 echo "--- stderr"
 cat /tmp/ju.err
 end joint-uprobe
+
+begin joint-fgraph
+# The kernel side with function_graph: read in binary on the mono clock where the kernel
+# gives the values itself (the test kernel); refused in one line where they would need
+# probe events (Debian's), the user side traced alone.
+dcg trace --engine inproc --engine fgraph --db $DB --show-retvals --args --json \
+	$USER_FUNCS $KERNEL_FUNCS -- /dcg/joint /dcg/lib.sh > /tmp/jf.out 2> /tmp/jf.err
+echo "rc=$?"
+cat /tmp/jf.out
+echo "--- stderr"
+cat /tmp/jf.err
+echo "instances left: $(ls /sys/kernel/tracing/instances | grep -c dcg)"
+echo "trace_clock: $(cat /sys/kernel/tracing/trace_clock)"
+end joint-fgraph
+
+begin joint-pid
+# A running process (-p): uprobes on the user side, the BPF engine attached to it; the
+# program starts its work once dcg says it traces (the kernel side attaches last).
+rm -f /tmp/go
+/dcg/joint /dcg/lib.sh wait > /tmp/jp.prog &
+P=$!
+dcg trace --db $DB --show-retvals --args --json $USER_FUNCS $KERNEL_FUNCS -p $P \
+	> /tmp/jp.out 2> /tmp/jp.err &
+D=$!
+i=0
+while [ $i -lt 1200 ] && ! grep -q '^dcg: tracing' /tmp/jp.err; do
+	sleep 0.1
+	i=$((i + 1))
+done
+touch /tmp/go
+wait $P
+wait $D
+echo "rc=$?"
+cat /tmp/jp.prog
+cat /tmp/jp.out
+echo "--- stderr"
+cat /tmp/jp.err
+end joint-pid
 
 begin joint-text
 dcg trace --db $DB --show-retvals --args $USER_FUNCS $KERNEL_FUNCS \

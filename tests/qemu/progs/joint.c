@@ -1,7 +1,8 @@
 /* A dynamically linked program for sessions tracing user and kernel functions together
  * (issue 42): main opens an existing file and a missing one through load_config, reads a
  * file in a loop through read_all, and starts a thread that does its own reads. Prints
- * what each call returned, for the test to check the trees against. */
+ * what each call returned, for the test to check the trees against. With `FILE wait` it
+ * waits for /tmp/go first. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,11 @@ int main(int argc, char **argv)
 	char path[64];
 
 	self = argc > 1 ? argv[1] : argv[0];
+	/* `wait`: a process a session attaches to with -p, which starts once told (the file
+	 * /tmp/go exists). */
+	if (argc > 2 && !strcmp(argv[2], "wait"))
+		while (access("/tmp/go", F_OK))
+			usleep(20000);
 	snprintf(path, sizeof(path), "/dcg/%s.conf", "missing");
 	ok = load_config(self);
 	missing = load_config(path);

@@ -193,7 +193,8 @@ pub struct TraceArgs {
     /// of `-pg` and `-fpatchable-function-entry` builds, else patched entries; every
     /// value, floats included) or uprobe; auto: inproc for a command dcg starts, uprobe
     /// for `-p PID` and static binaries. Tracing both sides: once per side
-    /// (`--engine inproc --engine bpf`), a side not named taking its default.
+    /// (`--engine inproc --engine fgraph`), a side not named taking its default (the
+    /// kernel's: bpf, function_graph where BPF is unusable).
     #[arg(long, value_enum, default_value = "auto", value_name = "ENGINE")]
     pub engine: Vec<EngineArg>,
     /// Do not show inlined code as frames of the inlined functions. By default, where the

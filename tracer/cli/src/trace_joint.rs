@@ -1,7 +1,7 @@
 //! `dcg trace` with user and kernel patterns together (issue 42): the user side traces
-//! the command in process, the kernel side (the BPF engine, limited to the command's
-//! process) records beside it, and the kernel calls each thread made are joined into its
-//! user tree.
+//! the command in process (or with uprobes), the kernel side (the BPF engine or
+//! function_graph, limited to the command's process) records beside it, and the kernel
+//! calls each thread made are joined into its user tree.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +18,13 @@ struct Side<'h>(&'h mut KernelHalf);
 
 impl dcg_utrace::KernelSide for Side<'_> {
     fn attach(&mut self, pid: i32) -> Result<(), String> {
-        self.0.attach(pid)
+        self.0.attach(pid)?;
+        // What the kernel side traces, said when it starts (a process given with -p runs
+        // on: the user waits for this line).
+        for n in self.0.take_notices() {
+            eprintln!("dcg: {}", notices::kernel(&n));
+        }
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<Vec<CallRecord>, String> {
@@ -81,12 +87,6 @@ fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
     if user_engines.len() > 1 || kernel_engines.len() > 1 {
         anyhow::bail!("--engine is given once per side (a user and a kernel engine)");
     }
-    if kernel_engines.contains(&Engine::Fgraph) {
-        anyhow::bail!(
-            "--engine fgraph: user and kernel functions are traced together with the BPF \
-             engine on the kernel side"
-        );
-    }
     let (mut user_db, mut kernel_db): (Vec<PathBuf>, Vec<PathBuf>) = Default::default();
     for path in &opts.db {
         let db = sigdb::Db::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -109,7 +109,7 @@ fn split(opts: &TraceOptions) -> anyhow::Result<(TraceOptions, TraceOptions)> {
     user.engine = user_engines.first().copied().unwrap_or(Engine::Auto);
     user.other_engines.clear();
     let kernel = TraceOptions {
-        engine: Engine::Bpf,
+        engine: kernel_engines.first().copied().unwrap_or(Engine::Auto),
         func: opts.kernel_patterns(),
         depth: opts.kernel_depth,
         show_retvals: opts.show_retvals,

@@ -187,6 +187,11 @@ impl Rings {
         unsafe { AtomicU64::from_ptr(self.map.as_ptr().add(off) as *mut u64) }
     }
 
+    /// Bytes of each ring's records.
+    pub fn ring_size(&self) -> u32 {
+        self.ring_size
+    }
+
     /// Rings claimed so far (at most the number of rings).
     pub fn claimed(&self) -> u32 {
         self.u32_at(std::mem::offset_of!(ShmHeader, next_ring))

@@ -52,6 +52,14 @@ pub enum KtraceError {
          use --engine bpf"
     )]
     StackNeedsBinary(&'static str),
+    /// The function_graph engine as the kernel side of a session tracing both sides where
+    /// it reads text: its lines carry no times to place the kernel calls under the user
+    /// calls by.
+    #[error(
+        "the function_graph engine joins kernel calls to user calls by the times of its \
+         binary records, and {0}: use --engine bpf for the kernel side"
+    )]
+    JointNeedsBinary(&'static str),
     /// `--filter` on a member path (the first named) with the function_graph engine.
     #[error(
         "--filter: {0} is a member: filters on members are decided by the BPF engine only \

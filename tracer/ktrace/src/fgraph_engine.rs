@@ -100,9 +100,22 @@ pub(crate) fn run(
     out: &mut dyn Write,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<Summary> {
+    run_when_ready(plan, outputs, out, notify, &mut || {})
+}
+
+/// [`run`], calling `ready` once the kernel records (the kernel half of a session tracing
+/// both sides lets the command run then).
+pub(crate) fn run_when_ready(
+    plan: &KernelPlan<'_>,
+    outputs: Outputs,
+    out: &mut dyn Write,
+    notify: &mut dyn FnMut(Notice),
+    ready: &mut dyn FnMut(),
+) -> Result<Summary> {
     let mut s = Setup::new(plan)?;
     s.probe(notify)?;
     s.start(notify)?;
+    ready();
     let mut summary = s.trace(outputs, out, notify)?;
     s.close(&mut summary)?;
     Ok(summary)
@@ -152,6 +165,19 @@ impl<'s> Setup<'s> {
         let flags = plan.flag_tables();
         let mut sess = Session::create(root)?;
         let feat = Features::detect(&sess, plan.tuning.fgraph_probes);
+        let want_reads = !plan.derefs.by_func.is_empty() || !plan.derefs.outs.is_empty();
+        let probes_needed = (plan.session.values.retvals && !feat.retval)
+            || (plan.session.values.args && !feat.args)
+            || !plan.fields.is_empty()
+            || want_reads;
+        let raw = !probes_needed && !plan.tuning.fgraph_text;
+        if plan.session.joined && !raw {
+            return Err(KtraceError::JointNeedsBinary(if probes_needed {
+                "the values asked for need probe events here (their lines have no times)"
+            } else {
+                "--fgraph-text reads text"
+            }));
+        }
         if plan.session.values.retvals && !feat.retval && feat.fprobe_on_fgraph {
             return Err(KtraceError::ExitProbesWarn);
         }
@@ -175,15 +201,6 @@ impl<'s> Setup<'s> {
         )?;
         let kernel_args = plan.session.values.args && feat.args;
         opt(&mut sess, "funcgraph-args", kernel_args)?;
-        // Binary reading (no probe events: see `start`) copies pages out faster than the
-        // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
-        // traced loop under TCG: give it 16 MiB.
-        let want_reads = !plan.derefs.by_func.is_empty() || !plan.derefs.outs.is_empty();
-        let probes_needed = (plan.session.values.retvals && !feat.retval)
-            || (plan.session.values.args && !feat.args)
-            || !plan.fields.is_empty()
-            || want_reads;
-        let raw = !probes_needed && !plan.tuning.fgraph_text;
         if plan.session.stack && !raw {
             return Err(KtraceError::StackNeedsBinary(if probes_needed {
                 "the values asked for need probe events here (their text has no stacks)"
@@ -203,6 +220,13 @@ impl<'s> Setup<'s> {
             "funcgraph-irqs",
             raw && !plan.outputs.hide_interrupts,
         )?;
+        if plan.session.joined {
+            // The user side's clock.
+            sess.write("trace_clock", "mono")?;
+        }
+        // Binary reading (no probe events: see `start`) copies pages out faster than the
+        // text is formatted, but a 4 MiB buffer per CPU is still only ~140 ms of a busy
+        // traced loop under TCG: give it 16 MiB.
         let _ = sess.write("buffer_size_kb", if raw { "16384" } else { "4096" });
         if let Some(pid) = target {
             sess.write("set_ftrace_pid", &pid.to_string())?;
@@ -304,6 +328,10 @@ impl<'s> Setup<'s> {
                     }
                     self.raw = Some(raw);
                     return Ok(());
+                }
+                Err(e) if self.plan.session.joined => {
+                    debug(format_args!("trace_pipe_raw unusable: {e}"));
+                    return Err(KtraceError::JointNeedsBinary("they are unusable here"));
                 }
                 Err(e) if self.plan.session.stack => {
                     debug(format_args!("trace_pipe_raw unusable: {e}"));

@@ -1,6 +1,7 @@
 //! The kernel half of a session tracing user and kernel functions together (issue 42):
-//! the BPF engine, limited to the command's process, attached while the command waits at
-//! its `exec`, recording in a thread of its own while the user side runs the command;
+//! the BPF engine (or function_graph, on the `mono` trace clock), limited to the command's
+//! process, attached while the command waits at its `exec`, recording in a thread of its
+//! own while the user side runs the command;
 //! its calls are collected, not printed, and handed to the user side, which joins them
 //! into its trees.
 
@@ -16,10 +17,14 @@ use dcg_live::options::{Engine, Target, TraceOptions};
 use dcg_live::tracefs;
 
 use crate::plan::{KernelPlan, Tuning};
-use crate::{bpf_engine, Available, KtraceError, Notice, Result};
+use crate::{bpf_engine, fgraph_engine, Available, KtraceError, Notice, Result};
 
 /// What the recording thread hands back: the calls, and the notices of the session.
 type Recorded = std::result::Result<(Vec<CallRecord>, Vec<Notice>), String>;
+
+/// What the recording thread says once attached (the notices so far, the last saying what
+/// is traced), or why it cannot attach.
+type Attached = std::result::Result<Vec<Notice>, String>;
 
 /// The kernel half: its options and dbs, and once attached, the thread recording.
 pub struct KernelHalf {
@@ -33,9 +38,9 @@ pub struct KernelHalf {
 
 impl KernelHalf {
     /// The kernel half of a session whose kernel functions are `opts.func` (every one a
-    /// kernel pattern), with these dbs: traced by the BPF engine.
-    pub fn new(mut opts: TraceOptions, tuning: Tuning, dbs: DbSet) -> KernelHalf {
-        opts.engine = Engine::Bpf;
+    /// kernel pattern), with these dbs, traced by `opts.engine` (`auto`: the BPF engine,
+    /// function_graph where BPF is unusable).
+    pub fn new(opts: TraceOptions, tuning: Tuning, dbs: DbSet) -> KernelHalf {
         KernelHalf {
             opts,
             tuning,
@@ -50,8 +55,8 @@ impl KernelHalf {
         Arc::clone(&self.dbs)
     }
 
-    /// The notices of the session so far (what the recording thread reported once it
-    /// ended), taken.
+    /// The notices of the session so far (those of the planning once attached, the
+    /// rest once the recording ended), taken.
     pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
     }
@@ -62,13 +67,14 @@ impl KernelHalf {
         let mut opts = self.opts.clone();
         opts.target = Target::Pid(pid);
         let (tuning, dbs) = (self.tuning, Arc::clone(&self.dbs));
-        let (tx, rx) = mpsc::channel::<std::result::Result<(), String>>();
+        let (tx, rx) = mpsc::channel::<Attached>();
         let handle = std::thread::Builder::new()
             .name("dcg-kernel".into())
             .spawn(move || record(&opts, tuning, &dbs, &tx))
             .map_err(|e| format!("cannot start the kernel side: {e}"))?;
         match rx.recv() {
-            Ok(Ok(())) => {
+            Ok(Ok(notices)) => {
+                self.notices.extend(notices);
                 self.recording = Some(handle);
                 Ok(())
             }
@@ -115,32 +121,70 @@ fn record(
     opts: &TraceOptions,
     tuning: Tuning,
     dbs: &DbSet,
-    attached: &mpsc::Sender<std::result::Result<(), String>>,
+    attached: &mpsc::Sender<Attached>,
 ) -> Recorded {
-    let mut notices = Vec::new();
+    // What is traced is said once attached (the engines say it when they let a command
+    // run, which the user side does here).
+    let notices = std::cell::RefCell::new(Vec::new());
     let mut notify = |n: Notice| {
-        if !matches!(n, Notice::Progress(_)) {
-            notices.push(n);
+        if !matches!(n, Notice::Progress(_) | Notice::Tracing { .. }) {
+            notices.borrow_mut().push(n);
         }
     };
     let told = std::cell::Cell::new(false);
     let result = (|| -> Result<Option<Vec<CallRecord>>> {
         let root = tracefs::mount_point()?;
         let avail = Available::read(&root).map_err(KtraceError::Available)?;
-        let Some(mut plan) = KernelPlan::make(opts, tuning, dbs, root, avail, &mut notify)? else {
+        // Not named, the kernel side is the BPF engine (any kernel with BPF, every value,
+        // the calls' times always); function_graph where BPF is unusable.
+        let auto = opts.engine == Engine::Auto;
+        let mut opts = opts.clone();
+        if auto {
+            opts.engine = Engine::Bpf;
+        }
+        let Some(mut plan) = KernelPlan::make(&opts, tuning, dbs, root, avail, &mut notify)? else {
             return Ok(None);
         };
+        plan.session.joined = true;
         // Collected for the user side, which prints them in its trees.
         plan.outputs = OutputSpec {
             report: true,
             ..OutputSpec::default()
         };
-        let session = bpf_engine::attach(&plan, &mut notify)?;
-        let _ = attached.send(Ok(()));
-        told.set(true);
+        let tracing = Notice::Tracing {
+            functions: plan.roots.len(),
+            target: plan.session.traced(None),
+            probes: 0,
+        };
+        let mut ready = || {
+            let mut now = notices.take();
+            now.push(tracing.clone());
+            let _ = attached.send(Ok(now));
+            told.set(true);
+        };
         let outputs = Outputs::open(plan.outputs.clone())?;
         let mut none = std::io::sink();
-        let summary = bpf_engine::run(&plan, session, outputs, &mut none, &mut notify)?;
+        let summary = match plan.engine.engine {
+            Engine::Bpf => match bpf_engine::attach(&plan, &mut notify) {
+                Ok(session) => {
+                    ready();
+                    bpf_engine::run(&plan, session, outputs, &mut none, &mut notify)?
+                }
+                Err(KtraceError::BpfUnavailable(e)) if auto => {
+                    notify(Notice::BpfFallback(e.to_string()));
+                    plan.engine.engine = Engine::Fgraph;
+                    fgraph_engine::run_when_ready(
+                        &plan,
+                        outputs,
+                        &mut none,
+                        &mut notify,
+                        &mut ready,
+                    )?
+                }
+                Err(e) => return Err(e),
+            },
+            _ => fgraph_engine::run_when_ready(&plan, outputs, &mut none, &mut notify, &mut ready)?,
+        };
         let mut calls = summary.calls.unwrap_or_default();
         // `--kernel-depth`: the levels below a user call shown.
         if opts.depth > 0 {
@@ -148,6 +192,7 @@ fn record(
         }
         Ok(Some(calls))
     })();
+    let notices = notices.take();
     let why = match result {
         Ok(Some(calls)) => return Ok((calls, notices)),
         Ok(None) => format!("no kernel function matches {}", opts.func.join(", ")),

@@ -49,6 +49,10 @@ pub struct SessionPlan {
     /// printed at the end): a source keeps its raw records while the traced command runs
     /// and decodes them afterwards, leaving the CPU to it.
     pub shown_at_end: bool,
+    /// The kernel half of a session tracing both sides (set by its driver, not an
+    /// option): its times are CLOCK_MONOTONIC's, the user side's clock, and each call
+    /// needs its time.
+    pub joined: bool,
 }
 
 impl SessionPlan {
@@ -68,6 +72,7 @@ impl SessionPlan {
             stack: opts.stack,
             derefs: opts.derefs.clone(),
             shown_at_end: opts.output.shown_at_end,
+            joined: false,
         }
     }
 

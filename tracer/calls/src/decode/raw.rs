@@ -86,6 +86,7 @@ impl<'a> Decoder<'a> {
             }
             GraphRecord::Exit {
                 pid,
+                ts,
                 func,
                 depth,
                 retval,
@@ -105,7 +106,10 @@ impl<'a> Decoder<'a> {
                         raw: r,
                         value: *retval,
                     }),
-                    time_ns: Some(*rettime),
+                    // The record's time is the buffer's clock (the instance's
+                    // `trace_clock`, as the entries'); `calltime` and `rettime` are always
+                    // the kernel's local clock: a duration only.
+                    time_ns: Some(*ts),
                     duration_ns: Some(rettime.saturating_sub(*calltime)),
                     layout: None,
                 };
