@@ -2,12 +2,16 @@
 # The cost of a session tracing both sides (issue 42, bench/joint-cost.sh): the same loop
 # (/dcg/joint-loop: a user function making one failing access(2), dcg.calls=N times)
 # untraced, its user function traced alone (in process), its system calls traced alone
-# (every system call's subtree, BPF), and both in one session (--kernel).
+# (every system call's subtree, BPF), and both in one session (--kernel), dcg.rounds=R
+# times in turn (each round's costs over its own untraced run).
 . /dcg/lib.sh
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export DCG_RECORDER=/dcg/libdcg_recorder.so
 N=$(sed -n 's/.*dcg\.calls=\([0-9]*\).*/\1/p' /proc/cmdline)
 N=${N:-3000}
+# Rounds of the three sessions, interleaved: TCG's speed drifts within a boot.
+R=$(sed -n 's/.*dcg\.rounds=\([0-9]*\).*/\1/p' /proc/cmdline)
+R=${R:-3}
 LOOP="/dcg/joint-loop $N"
 run() { # NAME CMD...: the loop's time per call, and what dcg said
 	name=$1; shift
@@ -18,13 +22,18 @@ run() { # NAME CMD...: the loop's time per call, and what dcg said
 	grep -v '^dcg debug' /tmp/$name.err | tail -4
 	end "$name"
 }
-run untraced $LOOP
-run user dcg trace --show-retvals --json --trace-output /tmp/u.json \
-	--func /dcg/joint-loop:check -- $LOOP
-run kernel dcg trace --engine bpf --db $DB --show-retvals --json --trace-output /tmp/k.json \
-	--func '__x64_sys_*' -- $LOOP
-run joint dcg trace --db $DB --show-retvals --json --trace-output /tmp/j.json \
-	--func /dcg/joint-loop:check --kernel -- $LOOP
+r=1
+while [ $r -le $R ]; do
+	run untraced$r $LOOP
+	run user$r dcg trace --show-retvals --json --trace-output /tmp/u.json \
+		--func /dcg/joint-loop:check -- $LOOP
+	run kernel$r dcg trace --engine bpf --db $DB --show-retvals --json \
+		--trace-output /tmp/k.json --func '__x64_sys_*' -- $LOOP
+	run joint$r dcg trace --db $DB --show-retvals --json --trace-output /tmp/j.json \
+		--func /dcg/joint-loop:check --kernel -- $LOOP
+	r=$((r + 1))
+done
+# Of the last round.
 begin counts
 echo "user calls: $(grep -c '"func":"check"' /tmp/u.json)"
 echo "kernel calls: $(grep -c '"id"' /tmp/k.json)"

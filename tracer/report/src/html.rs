@@ -12,6 +12,7 @@ use std::io::Write;
 
 use super::model::CallGraph;
 use super::{FoldedWeight, ReportError, ReportInput, Summary};
+use dcg_calls::saved_format::Space;
 
 const CSS: &str = include_str!("html/report.css");
 const JS: &str = include_str!("html/report.js");
@@ -72,7 +73,8 @@ fn escape(s: &str) -> String {
 
 /// The calls as the page's script reads them: function names, and per call `[func,
 /// parent, args, ret, duration, error, origin, interrupt, inlined in, lost, irqs,
-/// stack]` (a top-level call's stack: its frames outermost first). What
+/// stack, outs, kernel]` (a top-level call's stack: its frames outermost first; kernel:
+/// 1 where a kernel call below a user call begins the kernel's part). What
 /// a call line shows is written here by the text printer's code (`dcg_calls::text`): the
 /// argument list, the duration as its column shows it (`+ 14.000 us`), where an interrupt
 /// subtree begins and the word for it, the calls lost, the interrupts' time; the values
@@ -148,6 +150,12 @@ fn data_json(input: &ReportInput, graph: &CallGraph) -> String {
                         .collect::<Vec<_>>()
                         .join(" ")
                 }),
+                // A kernel call a user call made (both sides traced): where the kernel
+                // begins, as the text's `/* kernel */`.
+                u8::from(
+                    c.space == Some(Space::Kernel)
+                        && parent.is_some_and(|p| graph.calls[p].space == Some(Space::User)),
+                ),
             ])
         })
         .collect();
@@ -189,6 +197,12 @@ fn flame_svg(graph: &CallGraph) -> Result<String, ReportError> {
     // Every frame is drawn, however narrow: the page shows the whole graph.
     opts.min_width = 0.0;
     opts.flame_chart = true;
+    // Both sides traced: the folded stacks annotate kernel frames `_[k]`, which the java
+    // palette (flamegraph.pl's for mixed stacks) draws orange, the others red.
+    if graph.kernel.iter().any(|&k| k) {
+        opts.colors =
+            inferno::flamegraph::Palette::Multi(inferno::flamegraph::color::MultiPalette::Java);
+    }
     let mut svg = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
         .map_err(ReportError::Io)?;

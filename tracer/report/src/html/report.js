@@ -57,6 +57,10 @@
       st.onclick = function () { stack(node, c[11]); };
       r.appendChild(st);
     }
+    if (c[13]) {
+      node.className += " kernel";
+      r.appendChild(el("span", "mark kernel", "kernel"));
+    }
     if (c[7]) {
       node.className += " irq";
       r.appendChild(el("span", "mark irq", "==> " + c[7] + " (interrupt)"));
