@@ -634,6 +634,11 @@ fn row_of(call: &El) -> Row {
     }
 }
 
+/// The rows that carry `mark`.
+fn with_mark<'r>(rows: &'r [Row], mark: &str) -> Vec<&'r Row> {
+    rows.iter().filter(|r| r.marks().contains(&mark)).collect()
+}
+
 /// Every call row the page built, in document order.
 fn rows(doc: &El) -> Vec<Row> {
     doc.find_all(&|e| e.tag == "div" && e.has_class("call"))
@@ -707,27 +712,30 @@ fn stack_prefixes(calls: &Path) -> BTreeSet<String> {
 
 /// The frames of the page's flame graph: (function, hidden) of each `<g>` in `frames`.
 fn frames(doc: &El) -> Vec<(String, bool)> {
+    frame_groups(doc)
+        .into_iter()
+        .map(|(name, g)| (name, g.has_class("hide")))
+        .collect()
+}
+
+/// The `<g>` of each frame of the page's flame graph, with its function.
+fn frame_groups(doc: &El) -> Vec<(String, &El)> {
     doc.by_id("frames")
         .expect("the flame graph's frames")
         .elements()
         .filter(|g| g.tag == "g")
         .map(|g| {
             let title = g.elements().find(|e| e.tag == "title").unwrap().text();
-            let name = title.rsplit_once(" (").unwrap().0.to_string();
-            (name, g.has_class("hide"))
+            (title.rsplit_once(" (").unwrap().0.to_string(), g)
         })
         .collect()
 }
 
 /// Each flame graph frame's function and fill colour.
 fn frame_fills(doc: &El) -> Vec<(String, (u8, u8, u8))> {
-    doc.by_id("frames")
-        .expect("the flame graph's frames")
-        .elements()
-        .filter(|g| g.tag == "g")
-        .map(|g| {
-            let title = g.elements().find(|e| e.tag == "title").unwrap().text();
-            let name = title.rsplit_once(" (").unwrap().0.to_string();
+    frame_groups(doc)
+        .into_iter()
+        .map(|(name, g)| {
             let fill = g
                 .elements()
                 .find(|e| e.tag == "rect")
@@ -1128,10 +1136,7 @@ fn interrupt_subtrees_are_marked() {
     report(&marked, &page);
     let d = dom(&page, "");
     let all = rows(&d);
-    let irq: Vec<&Row> = all
-        .iter()
-        .filter(|r| r.marks().contains(&"==> irq (interrupt)"))
-        .collect();
+    let irq = with_mark(&all, "==> irq (interrupt)");
     assert_eq!(irq.len(), 1, "one subtree, marked once");
     assert_eq!(irq[0].i, top);
     let lost: Vec<usize> = all
@@ -1160,10 +1165,7 @@ fn kernel_calls_under_user_calls_are_marked() {
     report(&calls, &page);
     let d = dom(&page, "");
     let all = rows(&d);
-    let kernel: Vec<&Row> = all
-        .iter()
-        .filter(|r| r.marks().contains(&"kernel"))
-        .collect();
+    let kernel = with_mark(&all, "kernel");
     let names: Vec<&str> = kernel.iter().map(|r| r.name()).collect();
     assert_eq!(
         names,
