@@ -378,6 +378,38 @@ fn check(text: &str, name: &str, fgraph: bool) {
         assert!(c.func.starts_with("__x64_sys_"), "{name}: {c:?}");
     }
 
+    // Killed with SIGKILL, then run again: the second session removes what the first
+    // left and leaves nothing.
+    let killed = section(text, "joint-killed");
+    must(
+        killed,
+        "joint-killed",
+        &["rc=0", "instances left: 0", "recorder files left: 0"],
+    );
+    let kernel_calls: usize = killed
+        .lines()
+        .find_map(|l| l.strip_prefix("kernel calls: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(kernel_calls > 40, "{name}: {killed}");
+    if fgraph {
+        must(
+            killed,
+            "joint-killed",
+            &["kernel engine: fgraph", "dcg: removed stale instance dcg-"],
+        );
+        let after: usize = killed
+            .lines()
+            .find_map(|l| l.strip_prefix("instances after the kill: "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(after >= 1, "{name}: function_graph's instance: {killed}");
+    }
+    assert!(
+        killed.contains("dcg: removed stale ") && killed.contains("dcg-inproc-"),
+        "{name}: the recorder's files of the killed session: {killed}"
+    );
+
     let left = section(text, "left");
     must(
         left,

@@ -78,6 +78,36 @@ echo "--- stderr"
 cat /tmp/jp.err
 end joint-pid
 
+begin joint-killed
+# A session killed with SIGKILL while it traces, then the same session again: the second
+# removes what the first left (function_graph's instance where the kernel reads the values
+# itself, else the BPF engine, whose programs go with the process; the recorder's files).
+K=bpf
+[ -e /sys/kernel/tracing/options/funcgraph-retval ] && K=fgraph
+echo "kernel engine: $K"
+rm -f /tmp/go
+dcg trace --engine inproc --engine $K --db $DB --show-retvals --json $USER_FUNCS \
+	$KERNEL_FUNCS -- /dcg/joint /dcg/lib.sh wait > /tmp/jk.out 2> /tmp/jk.err &
+D=$!
+i=0
+while [ $i -lt 1200 ] && ! grep -q '^dcg: tracing' /tmp/jk.err; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -9 $D
+wait $D 2>/dev/null
+echo "instances after the kill: $(ls /sys/kernel/tracing/instances | grep -c '^dcg-')"
+touch /tmp/go
+sleep 2
+dcg trace --engine inproc --engine $K --db $DB --show-retvals --json $USER_FUNCS \
+	$KERNEL_FUNCS -- /dcg/joint /dcg/lib.sh > /tmp/jk2.out 2> /tmp/jk2.err
+echo "rc=$?"
+grep '^dcg: removed stale' /tmp/jk2.err
+echo "kernel calls: $(grep -c '"space":"kernel"' /tmp/jk2.out)"
+echo "instances left: $(ls /sys/kernel/tracing/instances | grep -c '^dcg-')"
+echo "recorder files left: $(ls /dev/shm /tmp 2>/dev/null | grep -c '^dcg-inproc-')"
+end joint-killed
+
 begin joint-text
 dcg trace --db $DB --show-retvals --args $USER_FUNCS $KERNEL_FUNCS \
 	-- /dcg/joint /dcg/lib.sh > /tmp/jt.out 2> /tmp/jt.err

@@ -134,6 +134,11 @@ fn record(
     let told = std::cell::Cell::new(false);
     let result = (|| -> Result<Option<Vec<CallRecord>>> {
         let root = tracefs::mount_point()?;
+        // What a dcg killed with SIGKILL left (an instance, its graph functions), as a
+        // kernel session removes it (the user engine does only where it uses tracefs).
+        for r in tracefs::remove_stale(&root) {
+            notify(Notice::RemovedStale(r));
+        }
         let avail = Available::read(&root).map_err(KtraceError::Available)?;
         // Not named, the kernel side is the BPF engine (any kernel with BPF, every value,
         // the calls' times always); function_graph where BPF is unusable.
