@@ -19,6 +19,15 @@ left() {
 	echo "recorder files: $(ls /dev/shm /tmp 2>/dev/null | grep -c '^dcg-inproc-')"
 }
 
+# Wait (2 minutes at most) until dcg's stderr in FILE says it traces.
+wait_tracing() {
+	i=0
+	while [ $i -lt 1200 ] && ! grep -q '^dcg: tracing' "$1"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 section_before
 
 begin joint-json
@@ -63,11 +72,7 @@ P=$!
 dcg trace --db $DB --show-retvals --args --json $USER_FUNCS $KERNEL_FUNCS -p $P \
 	> /tmp/jp.out 2> /tmp/jp.err &
 D=$!
-i=0
-while [ $i -lt 1200 ] && ! grep -q '^dcg: tracing' /tmp/jp.err; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_tracing /tmp/jp.err
 touch /tmp/go
 wait $P
 wait $D
@@ -89,11 +94,7 @@ rm -f /tmp/go
 dcg trace --engine inproc --engine $K --db $DB --show-retvals --json $USER_FUNCS \
 	$KERNEL_FUNCS -- /dcg/joint /dcg/lib.sh wait > /tmp/jk.out 2> /tmp/jk.err &
 D=$!
-i=0
-while [ $i -lt 1200 ] && ! grep -q '^dcg: tracing' /tmp/jk.err; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_tracing /tmp/jk.err
 kill -9 $D
 wait $D 2>/dev/null
 echo "instances after the kill: $(ls /sys/kernel/tracing/instances | grep -c '^dcg-')"

@@ -25,7 +25,7 @@ const SPARE_BUFFERS: usize = 64;
 /// The copier's pause between two looks at the rings: short while they fill fast, longer
 /// while they stay nearly empty, since every wakeup costs the machine (most of all in a
 /// session tracing the kernel too, where its BPF program runs on each kernel function the
-/// wakeup calls: measured as a fifth of a traced loop's time at one look a millisecond).
+/// wakeup calls; `bench/joint-cost.sh` did not measure a difference there).
 /// The longest pause is short enough that the engine's 16 MiB rings do not fill during it
 /// when a thread starts a hot loop just after a look (about 1 GB/s of records natively:
 /// 8 MB).
