@@ -147,24 +147,34 @@ pub fn read_elf<'a>(path: &Path, data: &'a [u8]) -> Result<ElfInfo<'a>, ScanErro
     let section_base =
         |idx: Option<SectionIndex>| idx.and_then(|i| bases.get(&i).copied()).unwrap_or(0);
 
-    let mut skipped_relocations = 0;
-    let sections = dwarf_sections(path, &file, kind, &section_base, &mut skipped_relocations)?;
+    // The symbol table is read while the DWARF sections are prepared (relocated or
+    // decompressed where needed) and the mcount list is read: in a vmlinux each takes
+    // tens of milliseconds.
+    let (symbols, rest) = rayon::join(
+        || {
+            let mut syms = collect_symbols(file.symbols(), &section_base);
+            if syms.is_empty() {
+                syms = collect_symbols(file.dynamic_symbols(), &section_base);
+            }
+            Symbols::new(syms)
+        },
+        || {
+            let mut skipped_relocations = 0;
+            let sections =
+                dwarf_sections(path, &file, kind, &section_base, &mut skipped_relocations)?;
+            let mcount = if kind.is_kernel() {
+                read_mcount(&file, kind, &section_base, &mut skipped_relocations)
+            } else {
+                None
+            };
+            Ok::<_, ScanError>((sections, mcount, skipped_relocations))
+        },
+    );
+    let (sections, mcount, skipped_relocations) = rest?;
 
     let build_id = file.build_id().ok().flatten().unwrap_or(&[]).to_vec();
 
-    let mut syms = collect_symbols(file.symbols(), &section_base);
-    if syms.is_empty() {
-        syms = collect_symbols(file.dynamic_symbols(), &section_base);
-    }
-    let symbols = Symbols::new(syms);
-
     let base = load_base(&file, kind);
-
-    let mcount = if kind.is_kernel() {
-        read_mcount(&file, kind, &section_base, &mut skipped_relocations)
-    } else {
-        None
-    };
 
     let code = if kind.is_relocatable() {
         Vec::new()

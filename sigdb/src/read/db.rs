@@ -420,24 +420,43 @@ impl Db {
     }
 
     fn verify_frames(&self) -> Result<(), crate::FormatError> {
-        for (id, cache) in [
-            (SectionId::Strings, &self.string_frames),
-            (SectionId::InlineCallers, &self.inline_frames),
-            (SectionId::InstanceData, &self.instance_frames),
-        ] {
-            for f in 0..cache.len() {
-                self.decode_frame(id, f)?;
-            }
-        }
-        for b in 0..self.param_blocks.len() {
-            self.decode_block(SectionId::Params, b)?;
-        }
-        for b in 0..self.function_blocks.len() {
-            self.decode_block(SectionId::Functions, b)?;
-        }
-        // The type and member blocks, each decompressed and checked once, and the
-        // members against their structs.
-        super::members::check_layout(self)
+        use rayon::prelude::*;
+        // Every frame and block is decoded once, on all cores (nothing is kept); the error
+        // reported is the first in file order, as when they are decoded one by one.
+        let frames = [
+            (SectionId::Strings, self.string_frames.len()),
+            (SectionId::InlineCallers, self.inline_frames.len()),
+            (SectionId::InstanceData, self.instance_frames.len()),
+        ];
+        let blocks = [
+            (SectionId::Params, self.param_blocks.len()),
+            (SectionId::Functions, self.function_blocks.len()),
+        ];
+        let (decoded, layout) =
+            rayon::join(
+                || {
+                    frames
+                        .par_iter()
+                        .flat_map(|&(id, n)| (0..n).into_par_iter().map(move |f| (true, id, f)))
+                        .chain(blocks.par_iter().flat_map(|&(id, n)| {
+                            (0..n).into_par_iter().map(move |b| (false, id, b))
+                        }))
+                        .map(|(frame, id, i)| {
+                            if frame {
+                                self.decode_frame(id, i).map(drop)
+                            } else {
+                                self.decode_block(id, i).map(drop)
+                            }
+                        })
+                        .find_first(Result::is_err)
+                        .unwrap_or(Ok(()))
+                },
+                // The type and member blocks, each decompressed and checked once, and the
+                // members against their structs.
+                || super::members::check_layout(self),
+            );
+        decoded?;
+        layout
     }
 
     /// Decompress and check every compressed frame and block, and keep them, then check

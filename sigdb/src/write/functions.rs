@@ -90,14 +90,12 @@ impl Writer<'_, '_> {
             Vec<CodeRecord>,
             Vec<SymbolRecord>,
             Vec<(u32, u32)>,
-            Vec<u64>,
         ),
         Error,
     > {
         let b = self.b;
         let mut functions = Vec::with_capacity(unique.len());
         let mut code = Vec::with_capacity(unique.len());
-        let mut addrs = Vec::with_capacity(unique.len());
         let mut symbols: Vec<SymbolRecord> = Vec::new();
         let mut names: Vec<(u32, u32)> = Vec::new();
         // The functions' strings are looked up on all cores first; the records, whose
@@ -173,7 +171,6 @@ impl Writer<'_, '_> {
                 params: (params | u32::from(param_count) << 24).into(),
                 ret_flags: (ret | u32::from(f.flags.bits()) << 18).into(),
             });
-            addrs.push(f.addr);
             names.push((name, out as u32));
             if symbol != 0 {
                 names.push((symbol, out as u32));
@@ -183,7 +180,7 @@ impl Writer<'_, '_> {
                 });
             }
         }
-        Ok((functions, code, symbols, names, addrs))
+        Ok((functions, code, symbols, names))
     }
 
     /// `f`'s parameter list, whose names are at `names` in the string table: (index of its

@@ -83,11 +83,12 @@ impl<'b, 't> Writer<'b, 't> {
 
     /// The whole db: types from void on, functions in canonical order with their
     /// parameter lists, the name index, inline edges and instances, modules. Strings are
-    /// interned in this order, which makes the output deterministic. The string frames are
-    /// compressed while the records are written, and the parts that only read the
-    /// records written before them (name index, instances, modules, LZ4 blocks) are built
-    /// at the same time; the caller lists (`callers`) were encoded with the order. Each
-    /// part's bytes depend on its inputs alone.
+    /// looked up in the laid-out table, so the output is deterministic. The string frames
+    /// and the instances (which need the order alone) are encoded while the records are
+    /// written, and the parts that only read the records written before them (name index,
+    /// modules, LZ4 blocks) are built after them at the same time; the caller lists
+    /// (`callers`) were encoded with the order. Each part's bytes depend on its inputs
+    /// alone.
     pub(super) fn write(
         mut self,
         order: &(Vec<usize>, Vec<u32>),
@@ -201,59 +202,63 @@ impl<'b, 't> Writer<'b, 't> {
         self.check_modules()?;
         self.emit_void()?;
         let (unique, new_index) = order;
-        let (functions, code, symbols, names, addrs) = self.emit_functions(unique)?;
-        let functions_len = functions.len();
-        self.emit_members()?;
-        let this = &*self;
-        let strings = this.strings;
-        let (names, (instances, rest)) = rayon::join(
-            || name_index(&strings.bytes, names),
-            || {
-                rayon::join(
-                    || {
-                        let mut inst = instances::encode(&b.instances, new_index, &addrs, strings)?;
-                        let packed = compress_blocks(
-                            inst.index.iter_mut().map(|b| &mut b.offset),
-                            &inst.data,
-                            "inline instances (a frame past 16 MiB)",
-                        )?;
-                        Ok::<_, Error>((inst, packed))
-                    },
-                    || {
-                        let modules = this.module_records(unique)?;
-                        let params = blocks::pack(
-                            this.params.as_bytes(),
-                            core::mem::size_of::<ParamRecord>(),
-                            PARAM_BLOCK,
-                            true,
-                            "parameter records",
-                        )?;
-                        let functions = blocks::pack(
-                            functions.as_bytes(),
-                            core::mem::size_of::<FunctionRecord>(),
-                            FUNCTION_BLOCK,
-                            true,
-                            "function records",
-                        )?;
-                        let types = blocks::pack(
-                            this.types.as_bytes(),
-                            core::mem::size_of::<TypeRecord>(),
-                            TYPE_BLOCK,
-                            true,
-                            "type records",
-                        )?;
-                        let members = blocks::pack(
-                            this.members.as_bytes(),
-                            core::mem::size_of::<MemberRecord>(),
-                            MEMBER_BLOCK,
-                            true,
-                            "member records",
-                        )?;
-                        Ok::<_, Error>((modules, params, types, members, functions))
-                    },
-                )
-            },
-        );
+        let strings = self.strings;
+        // The instances need the functions' order and addresses alone: they are encoded
+        // while the function, type and parameter records are written.
+        let instances = || {
+            let addrs: Vec<u64> = unique.iter().map(|&i| b.functions[i].addr).collect();
+            let mut inst = instances::encode(&b.instances, new_index, &addrs, strings)?;
+            let packed = compress_blocks(
+                inst.index.iter_mut().map(|b| &mut b.offset),
+                &inst.data,
+                "inline instances (a frame past 16 MiB)",
+            )?;
+            Ok::<_, Error>((inst, packed))
+        };
+        let records = || {
+            let (functions, code, symbols, names) = self.emit_functions(unique)?;
+            let functions_len = functions.len();
+            self.emit_members()?;
+            let this = &*self;
+            let (names, rest) = rayon::join(
+                || name_index(&strings.bytes, names),
+                || {
+                    let modules = this.module_records(unique)?;
+                    let params = blocks::pack(
+                        this.params.as_bytes(),
+                        core::mem::size_of::<ParamRecord>(),
+                        PARAM_BLOCK,
+                        true,
+                        "parameter records",
+                    )?;
+                    let functions = blocks::pack(
+                        functions.as_bytes(),
+                        core::mem::size_of::<FunctionRecord>(),
+                        FUNCTION_BLOCK,
+                        true,
+                        "function records",
+                    )?;
+                    let types = blocks::pack(
+                        this.types.as_bytes(),
+                        core::mem::size_of::<TypeRecord>(),
+                        TYPE_BLOCK,
+                        true,
+                        "type records",
+                    )?;
+                    let members = blocks::pack(
+                        this.members.as_bytes(),
+                        core::mem::size_of::<MemberRecord>(),
+                        MEMBER_BLOCK,
+                        true,
+                        "member records",
+                    )?;
+                    Ok::<_, Error>((modules, params, types, members, functions))
+                },
+            );
+            Ok::<_, Error>((functions_len, code, symbols, names, rest))
+        };
+        let (instances, records) = rayon::join(instances, records);
+        let (functions_len, code, symbols, names, rest) = records?;
         let (names, buckets) = names?;
         let (inst, inst_data) = instances?;
         let (modules, params, types, members, functions) = rest?;
