@@ -2,6 +2,8 @@
 //! types, members) compressed in independent blocks of a fixed number of records, each
 //! byte-transposed first (`read/blocks.rs` decompresses and checks them).
 
+use zerocopy::IntoBytes;
+
 use crate::Error;
 
 /// A record section cut into LZ4 blocks.
@@ -9,6 +11,22 @@ pub(super) struct Blocks {
     /// Where each block starts in `bytes`.
     pub offsets: Vec<u32>,
     pub bytes: Vec<u8>,
+}
+
+/// [`pack`] of fixed-size records, transposed (each block's bytes grouped by position in
+/// the record before compression).
+pub(super) fn pack_records<T: IntoBytes + zerocopy::Immutable>(
+    records: &[T],
+    per_block: usize,
+    what: &'static str,
+) -> Result<Blocks, Error> {
+    pack(
+        records.as_bytes(),
+        core::mem::size_of::<T>(),
+        per_block,
+        true,
+        what,
+    )
 }
 
 /// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,

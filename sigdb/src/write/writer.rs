@@ -224,34 +224,13 @@ impl<'b, 't> Writer<'b, 't> {
                 || name_index(&strings.bytes, names),
                 || {
                     let modules = this.module_records(unique)?;
-                    let params = blocks::pack(
-                        this.params.as_bytes(),
-                        core::mem::size_of::<ParamRecord>(),
-                        PARAM_BLOCK,
-                        true,
-                        "parameter records",
-                    )?;
-                    let functions = blocks::pack(
-                        functions.as_bytes(),
-                        core::mem::size_of::<FunctionRecord>(),
-                        FUNCTION_BLOCK,
-                        true,
-                        "function records",
-                    )?;
-                    let types = blocks::pack(
-                        this.types.as_bytes(),
-                        core::mem::size_of::<TypeRecord>(),
-                        TYPE_BLOCK,
-                        true,
-                        "type records",
-                    )?;
-                    let members = blocks::pack(
-                        this.members.as_bytes(),
-                        core::mem::size_of::<MemberRecord>(),
-                        MEMBER_BLOCK,
-                        true,
-                        "member records",
-                    )?;
+                    let params =
+                        blocks::pack_records(&this.params, PARAM_BLOCK, "parameter records")?;
+                    let functions =
+                        blocks::pack_records(&functions, FUNCTION_BLOCK, "function records")?;
+                    let types = blocks::pack_records(&this.types, TYPE_BLOCK, "type records")?;
+                    let members =
+                        blocks::pack_records(&this.members, MEMBER_BLOCK, "member records")?;
                     Ok::<_, Error>((modules, params, types, members, functions))
                 },
             );
