@@ -284,6 +284,32 @@ fn bad_frames_read_empty_and_are_reported() {
     }
 }
 
+/// Two damaged sections: [`Db::verify`], which decodes the frames and blocks on all cores,
+/// reports the first in file order, every time.
+#[test]
+fn the_first_bad_frame_in_file_order_is_reported() {
+    let bytes = sample();
+    let mut b = bytes.clone();
+    for section in [10usize, 12] {
+        let (at, len) = {
+            let (h, _) = Header::ref_from_prefix(&bytes[..]).unwrap();
+            let s = &h.sections[section];
+            (s.offset.get() as usize, s.length.get() as usize)
+        };
+        for x in &mut b[at + 6..at + len] {
+            *x = 0;
+        }
+    }
+    fix_checksum(&mut b);
+    for _ in 0..8 {
+        let msg = open_verified(b.clone()).unwrap_err().to_string();
+        assert!(
+            msg.starts_with("<memory>: inline_callers record 0: frame"),
+            "{msg}"
+        );
+    }
+}
+
 /// Damaged strings, parameter, type, member and function blocks behind a valid checksum:
 /// [`Db::verify`] fails naming the section, and so does [`Db::check_frames`].
 #[test]
