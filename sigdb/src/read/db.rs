@@ -432,29 +432,27 @@ impl Db {
             (SectionId::Params, self.param_blocks.len()),
             (SectionId::Functions, self.function_blocks.len()),
         ];
-        let (decoded, layout) =
-            rayon::join(
-                || {
-                    frames
-                        .par_iter()
-                        .flat_map(|&(id, n)| (0..n).into_par_iter().map(move |f| (true, id, f)))
-                        .chain(blocks.par_iter().flat_map(|&(id, n)| {
-                            (0..n).into_par_iter().map(move |b| (false, id, b))
-                        }))
-                        .map(|(frame, id, i)| {
-                            if frame {
-                                self.decode_frame(id, i).map(drop)
-                            } else {
-                                self.decode_block(id, i).map(drop)
-                            }
-                        })
-                        .find_first(Result::is_err)
-                        .unwrap_or(Ok(()))
-                },
-                // The type and member blocks, each decompressed and checked once, and the
-                // members against their structs.
-                || super::members::check_layout(self),
-            );
+        let (decoded, layout) = rayon::join(
+            || {
+                let frames = frames.par_iter().flat_map(|&(id, n)| {
+                    (0..n)
+                        .into_par_iter()
+                        .map(move |f| self.decode_frame(id, f).map(drop))
+                });
+                let blocks = blocks.par_iter().flat_map(|&(id, n)| {
+                    (0..n)
+                        .into_par_iter()
+                        .map(move |b| self.decode_block(id, b).map(drop))
+                });
+                frames
+                    .chain(blocks)
+                    .find_first(Result::is_err)
+                    .unwrap_or(Ok(()))
+            },
+            // The type and member blocks, each decompressed and checked once, and the
+            // members against their structs.
+            || super::members::check_layout(self),
+        );
         decoded?;
         layout
     }

@@ -13,42 +13,19 @@ pub(super) struct Blocks {
     pub bytes: Vec<u8>,
 }
 
-/// [`pack`] of fixed-size records, transposed (each block's bytes grouped by position in
-/// the record before compression).
+/// Compress `records` in blocks of `per_block` records, each on its own, its bytes
+/// reordered by [`crate::read::blocks::transpose`] first.
 pub(super) fn pack_records<T: IntoBytes + zerocopy::Immutable>(
     records: &[T],
     per_block: usize,
     what: &'static str,
 ) -> Result<Blocks, Error> {
-    pack(
-        records.as_bytes(),
-        core::mem::size_of::<T>(),
-        per_block,
-        true,
-        what,
-    )
-}
-
-/// Compress `data` (records of `record_size` bytes) in blocks of `per_block` records,
-/// each on its own; `transposed`: each block's bytes reordered by
-/// [`crate::read::blocks::transpose`] first.
-pub(super) fn pack(
-    data: &[u8],
-    record_size: usize,
-    per_block: usize,
-    transposed: bool,
-    what: &'static str,
-) -> Result<Blocks, Error> {
     use rayon::prelude::*;
-    let compressed: Vec<Vec<u8>> = data
+    let record_size = core::mem::size_of::<T>();
+    let compressed: Vec<Vec<u8>> = records
+        .as_bytes()
         .par_chunks(record_size * per_block)
-        .map(|block| {
-            if transposed {
-                lz4_flex::block::compress(&crate::read::blocks::transpose(block, record_size))
-            } else {
-                lz4_flex::block::compress(block)
-            }
-        })
+        .map(|block| lz4_flex::block::compress(&crate::read::blocks::transpose(block, record_size)))
         .collect();
     let mut out = Blocks {
         offsets: Vec::with_capacity(compressed.len()),
