@@ -231,6 +231,12 @@ struct Frame {
     stack: Option<Box<[crate::saved_format::StackFrame]>>,
     /// A kernel call whose caller is not one (a session tracing both sides).
     space_entry: bool,
+    /// Shaped sources: the read event of its entry (`--fields`' members, `--deref`'s
+    /// structs) was delivered ([`CallTree::pending_members`]).
+    entry_read: bool,
+    /// Shaped sources: its arguments came from an entry probe event
+    /// ([`CallTree::pending_args`]).
+    args_event: bool,
     /// A user call (a session tracing both sides): the error value of the last system
     /// call below it that failed, and that error's origin.
     kernel_error: Option<Box<KernelError>>,
@@ -272,6 +278,8 @@ pub struct CallTree<'a> {
     hold: bool,
     /// The entry being handled took its arguments from an entry-probe event.
     args_from_event: bool,
+    /// The entry being handled took the members or structs a read event gave before it.
+    entry_read: bool,
     max_depth: u32,
     task_ids: FxHashMap<u64, usize>,
     tasks: Vec<TaskState>,
@@ -297,6 +305,7 @@ impl<'a> CallTree<'a> {
             shape,
             hold: false,
             args_from_event: false,
+            entry_read: false,
             max_depth,
             task_ids: FxHashMap::default(),
             tasks: Vec::new(),
@@ -500,6 +509,7 @@ impl<'a> CallTree<'a> {
             _ => None,
         };
         self.args_from_event = pending.is_some();
+        self.entry_read = members.is_some();
         self.render_args(e.func, e.args, pending);
         if let Some(m) = &members {
             self.args.merge(m);
@@ -559,19 +569,35 @@ impl<'a> CallTree<'a> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let ti = self.task(key);
-        match self.tasks[ti].held.as_mut() {
-            Some(h) if h.func == func && !h.args_event => {
-                h.args_event = true;
-                // What a read event gave it already (`--deref`'s structs, `--fields`'
-                // members, when theirs came first) stays over the plain values.
-                let mut args = args;
-                args.merge(&h.args);
-                h.args = args;
-                return Ok(());
+        let t = &mut self.tasks[ti];
+        if let Some(h) = t.held.as_mut().filter(|h| h.func == func && !h.args_event) {
+            h.args_event = true;
+            // What a read event gave it already (`--deref`'s structs, `--fields`'
+            // members, when theirs came first) stays over the plain values.
+            let mut args = args;
+            args.merge(&h.args);
+            h.args = args;
+            if let Some(f) = t.stack.last_mut() {
+                f.args_event = true;
             }
-            _ => self.release(ti, sink, out)?,
+            return Ok(());
         }
-        self.tasks[ti].pending_args = Some((func, args));
+        self.release(ti, sink, out)?;
+        // After the `{`, with an interrupt's calls between: as for the members
+        // ([`CallTree::pending_members`]).
+        let t = &mut self.tasks[ti];
+        if let Some(f) = t
+            .stack
+            .last_mut()
+            .filter(|f| f.func == func && f.inline.is_none() && !f.args_event)
+        {
+            f.args_event = true;
+            let mut args = args;
+            args.merge(&f.args);
+            f.args = args;
+            return Ok(());
+        }
+        t.pending_args = Some((func, args));
         Ok(())
     }
 
@@ -588,12 +614,30 @@ impl<'a> CallTree<'a> {
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
         let ti = self.task(key);
-        if let Some(h) = self.tasks[ti].held.as_mut().filter(|h| h.func == func) {
+        let t = &mut self.tasks[ti];
+        if let Some(h) = t.held.as_mut().filter(|h| h.func == func) {
             h.args.merge(members);
+            if let Some(f) = t.stack.last_mut() {
+                f.entry_read = true;
+            }
             return Ok(());
         }
+        // The event came after its call's `{`, but an interrupt's calls came between (they
+        // released the entry, printed without them): the open call takes them for the
+        // outputs that show arguments at its close. A call of `func` on top that had its
+        // read is the caller of the next one (recursion, events before their entry).
         self.release(ti, sink, out)?;
-        self.tasks[ti].pending_members = Some((func, members.clone()));
+        let t = &mut self.tasks[ti];
+        if let Some(f) = t
+            .stack
+            .last_mut()
+            .filter(|f| f.func == func && f.inline.is_none() && !f.entry_read)
+        {
+            f.args.merge(members);
+            f.entry_read = true;
+            return Ok(());
+        }
+        t.pending_members = Some((func, members.clone()));
         Ok(())
     }
 

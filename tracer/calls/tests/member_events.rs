@@ -46,6 +46,10 @@ fn db() -> Db {
 }
 
 fn decode(lines: &str) -> String {
+    decode_as(lines, false)
+}
+
+fn decode_as(lines: &str, json: bool) -> String {
     let set = DbSet::new(vec![db()]);
     let f = set.by_name("do_sys_openat2").next().unwrap();
     let ty = |i: usize| f.params().nth(i).unwrap().ty();
@@ -62,6 +66,7 @@ fn decode(lines: &str) -> String {
         Options {
             hide_probe_events: true,
             collapse_empty: true,
+            json,
             ..Options::default()
         },
     );
@@ -100,4 +105,40 @@ fn members_follow_the_arguments() {
     let null = event.replace("p1_0=0xff11000000001000 f1=0x1a0", "p1_0=0x0 f1=0x0");
     let text = decode(&format!("{call}{null}{rest}"));
     assert!(text.contains("how->flags=33345, how->mode=?) {"), "{text}");
+}
+
+/// An interrupt's calls between the call's `{` and its event (a softirq run on the way
+/// out of a timer interrupt that hit between function_graph's entry hook and the probe's):
+/// the line was printed without the members, the saved call has them; the next call
+/// still takes its own event's.
+#[test]
+fn members_after_an_interrupt_reach_the_open_call() {
+    let event = |flags: &str| {
+        format!(
+            " 0)               |  /* m_do_sys_openat2: (do_sys_openat2+0x4/0xe0) \
+             p0_0=0xff11000000001000 f0={flags} p1_0=0xff11000000001000 f1=0x1a0 */\n"
+        )
+    };
+    let call = " 0)               |  do_sys_openat2(dfd=-100, how=0xff11000000001000) {\n";
+    let irq = " 0)   0.500 us    |    run_timer_softirq();\n";
+    let rest = " 0)   1.000 us    |    putname();\n 0)  20.000 us    |  }\n";
+    let input = format!(
+        "{call}{irq}{}{rest}{call}{}{rest}",
+        event("0x8241"),
+        event("0x8000")
+    );
+    let json = decode_as(&input, true);
+    let opens: Vec<&str> = json
+        .lines()
+        .filter(|l| l.contains("\"do_sys_openat2\""))
+        .collect();
+    assert_eq!(opens.len(), 2, "{json}");
+    assert!(
+        opens[0].contains("33345") && opens[0].contains("how->mode"),
+        "{json}"
+    );
+    assert!(
+        opens[1].contains("32768") && !opens[1].contains("33345"),
+        "{json}"
+    );
 }

@@ -92,6 +92,8 @@ impl CallTree<'_> {
             comment: None,
             stack,
             space_entry,
+            entry_read: false,
+            args_event: false,
             kernel_error: None,
         });
         Ok(())

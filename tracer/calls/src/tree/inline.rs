@@ -477,6 +477,8 @@ impl CallTree<'_> {
                 comment: None,
                 stack: None,
                 space_entry: false,
+                entry_read: false,
+                args_event: false,
                 kernel_error: None,
             };
             let (depth, head) = self.shaped_place(ti, &f, trigger);

@@ -140,6 +140,8 @@ impl CallTree<'_> {
                     _ => None,
                 },
                 space_entry: false,
+                entry_read: self.entry_read,
+                args_event: self.args_from_event,
                 kernel_error: None,
             });
             if hold {

@@ -287,3 +287,87 @@ fn shaped_held_entry_returning_at_once_is_a_leaf_with_its_probe_value() {
          Close outer id=0 parent=None depth=0 ret=None\n"
     );
 }
+
+/// A sink that wants the arguments at close (as the saved-calls records do) and writes
+/// each call's kind, name and arguments.
+struct ArgsLog;
+
+impl Sink for ArgsLog {
+    fn call(&mut self, c: &CallView<'_>, out: &mut Vec<u8>) -> io::Result<()> {
+        use std::io::Write;
+        let args: Vec<String> = c.args.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        writeln!(out, "{:?} {}({})", c.kind, c.func.name, args.join(", "))
+    }
+
+    fn note(&mut self, _: &Note<'_>, _: &mut Vec<u8>) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn wants_args_at_close(&self) -> bool {
+        true
+    }
+}
+
+/// An entry probe's arguments that come after the call's `{` with an interrupt's calls
+/// between (they released the entry) are the open call's, not the next call's; an event
+/// before its entry inside a call of the same function that had its own is the next
+/// call's (recursion).
+#[test]
+fn shaped_entry_events_after_an_interrupt_stay_with_their_call() {
+    let set = DbSet::new(Vec::new());
+    let mut t = CallTree::new(FuncTable::new(&set), Shape::Shaped, 0);
+    t.hold_opens(true);
+    let mut out = Vec::new();
+    let args = |v: &str| {
+        let mut a = ArgList::default();
+        a.push("a", v);
+        a
+    };
+    let open = entry(&mut t, 1, "open", false);
+    let f = open.func;
+    let irq = Entry {
+        depth: 1,
+        ..entry(&mut t, 1, "run_timer_softirq", true)
+    };
+    let close = |depth| Exit {
+        outs: None,
+        depth,
+        func: None,
+        ret: None,
+        ..exit(0, 1, None)
+    };
+    // After the `{`, an interrupt between.
+    t.enter(&open, &mut ArgsLog, &mut out).unwrap();
+    t.enter(&irq, &mut ArgsLog, &mut out).unwrap();
+    t.pending_args(1, f, args("1"), &mut ArgsLog, &mut out)
+        .unwrap();
+    t.exit(&close(0), &mut ArgsLog, &mut out).unwrap();
+    // After the `{`, nothing between.
+    t.enter(&open, &mut ArgsLog, &mut out).unwrap();
+    t.pending_args(1, f, args("2"), &mut ArgsLog, &mut out)
+        .unwrap();
+    t.exit(&close(0), &mut ArgsLog, &mut out).unwrap();
+    // Before each entry, the second a recursive call.
+    t.pending_args(1, f, args("3"), &mut ArgsLog, &mut out)
+        .unwrap();
+    t.enter(&open, &mut ArgsLog, &mut out).unwrap();
+    t.enter(&irq, &mut ArgsLog, &mut out).unwrap();
+    t.pending_args(1, f, args("4"), &mut ArgsLog, &mut out)
+        .unwrap();
+    let inner = Entry { depth: 1, ..open };
+    t.enter(&inner, &mut ArgsLog, &mut out).unwrap();
+    t.exit(&close(1), &mut ArgsLog, &mut out).unwrap();
+    t.exit(&close(0), &mut ArgsLog, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(
+        text,
+        "Open open()\n\
+         Leaf run_timer_softirq()\n\
+         Close open(a=1)\n\
+         Leaf open(a=2)\n\
+         Open open(a=3)\n\
+         Leaf run_timer_softirq()\n\
+         Leaf open(a=4)\n\
+         Close open(a=3)\n"
+    );
+}
