@@ -536,131 +536,6 @@ impl<'a> CallTree<'a> {
         }
     }
 
-    /// The return value of the next return of `func` in task `key`, delivered apart from
-    /// it (an exit probe event). An exit event inside a held entry of `func` leaves it
-    /// held (its `}` comes next); anything else releases it first.
-    pub fn pending_ret(
-        &mut self,
-        key: u64,
-        func: FuncId,
-        raw: u64,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let ti = self.task(key);
-        match self.tasks[ti].held.as_mut() {
-            Some(h) if h.func == func && !h.ret_event => h.ret_event = true,
-            _ => self.release(ti, sink, out)?,
-        }
-        self.tasks[ti].pending_ret = Some((func, raw));
-        Ok(())
-    }
-
-    /// Arguments of the next entry of `func` in task `key`, delivered apart from it (an
-    /// entry probe event). An entry event right after a held entry of `func` (kernels that
-    /// print it after the `{`) gives that call its arguments, unless it has them already
-    /// (then it is the next call's, e.g. recursion).
-    pub fn pending_args(
-        &mut self,
-        key: u64,
-        func: FuncId,
-        args: ArgList,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let ti = self.task(key);
-        let t = &mut self.tasks[ti];
-        if let Some(h) = t.held.as_mut().filter(|h| h.func == func && !h.args_event) {
-            h.args_event = true;
-            // What a read event gave it already (`--deref`'s structs, `--fields`'
-            // members, when theirs came first) stays over the plain values.
-            let mut args = args;
-            args.merge(&h.args);
-            h.args = args;
-            if let Some(f) = t.stack.last_mut() {
-                f.args_event = true;
-            }
-            return Ok(());
-        }
-        self.release(ti, sink, out)?;
-        // After the `{`, with an interrupt's calls between: as for the members
-        // ([`CallTree::pending_members`]).
-        let t = &mut self.tasks[ti];
-        if let Some(f) = t
-            .stack
-            .last_mut()
-            .filter(|f| f.func == func && f.inline.is_none() && !f.args_event)
-        {
-            f.args_event = true;
-            let mut args = args;
-            args.merge(&f.args);
-            f.args = args;
-            return Ok(());
-        }
-        t.pending_args = Some((func, args));
-        Ok(())
-    }
-
-    /// Members or structs of a call of `func` in task `key` read by a probe event at its
-    /// entry (`--fields`, `--deref` with function_graph): merged into the arguments
-    /// ([`ArgList::merge`]) of the held entry of `func` (the event came after its line),
-    /// else kept for its next entry.
-    pub fn pending_members(
-        &mut self,
-        key: u64,
-        func: FuncId,
-        members: &ArgList,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let ti = self.task(key);
-        let t = &mut self.tasks[ti];
-        if let Some(h) = t.held.as_mut().filter(|h| h.func == func) {
-            h.args.merge(members);
-            if let Some(f) = t.stack.last_mut() {
-                f.entry_read = true;
-            }
-            return Ok(());
-        }
-        // The event came after its call's `{`, but an interrupt's calls came between (they
-        // released the entry, printed without them): the open call takes them for the
-        // outputs that show arguments at its close. A call of `func` on top that had its
-        // read is the caller of the next one (recursion, events before their entry).
-        self.release(ti, sink, out)?;
-        let t = &mut self.tasks[ti];
-        if let Some(f) = t
-            .stack
-            .last_mut()
-            .filter(|f| f.func == func && f.inline.is_none() && !f.entry_read)
-        {
-            f.args.merge(members);
-            f.entry_read = true;
-            return Ok(());
-        }
-        t.pending_members = Some((func, members.clone()));
-        Ok(())
-    }
-
-    /// Output parameters of the next return of `func` in task `key`, read by an exit probe
-    /// event (`--deref`, `--fields` with function_graph): shown in its return comment. An
-    /// exit event inside a held entry of `func` leaves it held (its return comes next);
-    /// anything else releases it first.
-    pub fn pending_outs(
-        &mut self,
-        key: u64,
-        func: FuncId,
-        outs: &ArgList,
-        sink: &mut dyn Sink,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
-        let ti = self.task(key);
-        if self.tasks[ti].held.as_ref().is_none_or(|h| h.func != func) {
-            self.release(ti, sink, out)?;
-        }
-        self.tasks[ti].pending_outs = Some((func, outs.clone()));
-        Ok(())
-    }
-
     /// The stack that led to task `key`'s next top-level call, innermost first, delivered
     /// before its entry (`--stack`): that call carries it.
     pub fn pending_stack(&mut self, key: u64, frames: Box<[crate::saved_format::StackFrame]>) {
@@ -744,5 +619,6 @@ impl<'a> CallTree<'a> {
     }
 }
 
+mod pending;
 #[cfg(test)]
 mod tests;
