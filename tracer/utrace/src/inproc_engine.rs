@@ -414,12 +414,23 @@ impl<'a, 'p> Pump<'a, 'p> {
         out: &mut dyn Write,
     ) -> Result<Stop> {
         let deadline = plan.session.stop.deadline(Instant::now());
+        // A session tracing both sides passes nothing on before the kernel's calls come:
+        // with the recorder alone feeding it, its bytes wait in the copier's memory while
+        // the command runs and are decoded in the last step, once the kernel side has
+        // detached. Decoding them now would cost the traced program far more than its
+        // records do: every page fault and system call dcg makes meanwhile runs through
+        // the kernel side's programs, on the CPUs the program runs on.
+        let defer = self.hold_all && sources.pipe.is_none();
         Ok(loop {
             if let Some(sig) = tracefs::stop_requested() {
                 break Stop::Signal(sig);
             }
             let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
-            match self.step(sources, merge, calls, out, false) {
+            match if defer {
+                Ok(false)
+            } else {
+                self.step(sources, merge, calls, out, false)
+            } {
                 Ok(true) => break Stop::Count,
                 Ok(false) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,
