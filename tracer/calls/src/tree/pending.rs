@@ -61,16 +61,16 @@ impl CallTree<'_> {
     ) -> io::Result<()> {
         let ti = self.task(key);
         let t = &mut self.tasks[ti];
-        if let Some(h) = t.held.as_mut().filter(|h| h.func == func && !h.args_event) {
-            h.args_event = true;
+        // The held entry's frame is the top of the stack: it says whether the entry has
+        // its arguments already.
+        let waiting = t.stack.last_mut().filter(|f| !f.args_event);
+        if let (Some(h), Some(f)) = (t.held.as_mut().filter(|h| h.func == func), waiting) {
+            f.got(EntryEvent::Args);
             // What a read event gave it already (`--deref`'s structs, `--fields`'
             // members, when theirs came first) stays over the plain values.
             let mut args = args;
             args.merge(&h.args);
             h.args = args;
-            if let Some(f) = t.stack.last_mut() {
-                f.got(EntryEvent::Args);
-            }
             return Ok(());
         }
         self.release(ti, sink, out)?;

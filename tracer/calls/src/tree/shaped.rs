@@ -25,8 +25,6 @@ pub(super) struct Held {
     comm: Option<String>,
     cpu: Option<u32>,
     pub(super) args: ArgList,
-    /// Its entry-probe event was joined.
-    pub(super) args_event: bool,
     /// Its exit-probe event was joined.
     pub(super) ret_event: bool,
 }
@@ -197,7 +195,6 @@ impl CallTree<'_> {
             comm: e.task.comm.map(str::to_string),
             cpu: e.task.cpu,
             args: std::mem::take(&mut self.args),
-            args_event: self.args_from_event,
             ret_event: false,
         }
     }
