@@ -161,9 +161,11 @@ pub struct Exit<'e> {
     /// Output parameters read at the return, rendered (flat sources; `--deref`,
     /// `--fields`).
     pub outs: Option<&'e ArgList>,
-    /// Return time in ns (flat sources derive durations from it).
+    /// Return time in ns (durations are derived from it and the entry's time where both
+    /// are known).
     pub time_ns: Option<u64>,
-    /// Duration in ns, as printed (shaped sources).
+    /// Duration in ns, as printed or recorded (shaped sources; used where the entry's or
+    /// the exit's time is missing).
     pub duration_ns: Option<u64>,
     /// The line's layout (text sources).
     pub layout: Option<Layout<'e>>,

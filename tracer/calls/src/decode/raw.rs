@@ -107,8 +107,10 @@ impl<'a> Decoder<'a> {
                         value: *retval,
                     }),
                     // The record's time is the buffer's clock (the instance's
-                    // `trace_clock`, as the entries'); `calltime` and `rettime` are always
-                    // the kernel's local clock: a duration only.
+                    // `trace_clock`, as the entries'), and the tree takes the call's
+                    // duration from it and its entry's; `calltime` and `rettime` are
+                    // always the kernel's local clock, the duration where the entry's
+                    // record was lost.
                     time_ns: Some(*ts),
                     duration_ns: Some(rettime.saturating_sub(*calltime)),
                     layout: None,
