@@ -1,22 +1,24 @@
 //! The records' clocks: `CLOCK_MONOTONIC` nanoseconds, and the time-stamp counter where
 //! the recorders may use it, converted to nanoseconds here.
 
-/// Samples of (ticks, ns) a [`TscClock`] keeps besides the first.
-const SAMPLES: usize = 64;
+/// Samples of (ticks, ns) a [`TscClock`] keeps at most, the first included. When they
+/// are full every other one is dropped: they still span the whole session, twice as far
+/// apart (at dcg's 10 ms, the first thinning comes after 40 s).
+const SAMPLES: usize = 4096;
 
 /// Converts time-stamp counter ticks into `CLOCK_MONOTONIC` nanoseconds, piecewise: the
 /// line through the two (ticks, ns) samples around the ticks, of those taken when the
-/// session started and at each [`TscClock::update`] (which dcg calls before it converts
-/// what it drained, a few milliseconds apart). `CLOCK_MONOTONIC` is the TSC scaled by
-/// the kernel, whose rate NTP may slew by at most 500 ppm: between two samples 10 ms
-/// apart a converted time is off by at most 5 µs from that, plus half the gap of the two
-/// clock reads around a sample (under a microsecond). The last samples are kept; ticks
-/// older than them take the line from the first sample to the oldest kept.
-#[derive(Debug, Clone, Copy)]
+/// session started and at each [`TscClock::update`] (which dcg calls about every 10 ms,
+/// whether or not it converts records then: a session may convert them all at its end).
+/// `CLOCK_MONOTONIC` is the TSC scaled by the kernel, whose rate NTP may slew: between two
+/// samples 10 ms apart at 500 ppm a converted time is off by at most 5 µs from it, plus
+/// half the gap of the two clock reads around a sample (under a microsecond; a sample
+/// whose reads were interrupted, more than 50 µs apart, is not kept). Ticks before
+/// the first sample or after the last take the line through the nearest two.
+#[derive(Debug, Clone)]
 pub struct TscClock {
-    start: (u64, u64),
-    samples: [(u64, u64); SAMPLES],
-    kept: usize,
+    /// Increasing in ticks; never empty.
+    samples: Vec<(u64, u64)>,
 }
 
 impl Default for TscClock {
@@ -26,48 +28,56 @@ impl Default for TscClock {
 }
 
 impl TscClock {
-    /// Sample the counter and the clock now.
+    /// Sample the counter and the clock now (retried until the sample is trustworthy,
+    /// the best of a hundred tries at worst).
     pub fn new() -> TscClock {
-        let s = tsc_sample();
-        TscClock {
-            start: s,
-            samples: [s; SAMPLES],
-            kept: 0,
+        let mut best = tsc_sample();
+        for _ in 0..100 {
+            if best.1 <= MAX_GAP_NS {
+                break;
+            }
+            let s = tsc_sample();
+            if s.1 < best.1 {
+                best = s;
+            }
         }
+        let mut samples = Vec::with_capacity(SAMPLES);
+        samples.push(best.0);
+        TscClock { samples }
     }
 
-    /// Sample them again.
+    /// Sample them again; an interrupted sample is left out.
     pub fn update(&mut self) {
-        self.add(tsc_sample());
+        let (s, gap) = tsc_sample();
+        if gap <= MAX_GAP_NS {
+            self.add(s);
+        }
     }
 
     fn add(&mut self, s: (u64, u64)) {
-        if self.kept > 0 && s.0 <= self.samples[self.kept - 1].0 {
+        if self.samples.last().is_some_and(|l| s.0 <= l.0) {
             return;
         }
-        if self.kept == SAMPLES {
-            self.samples.copy_within(SAMPLES / 2.., 0);
-            self.kept = SAMPLES / 2;
+        if self.samples.len() == SAMPLES {
+            let mut i = 0;
+            self.samples.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
         }
-        self.samples[self.kept] = s;
-        self.kept += 1;
+        self.samples.push(s);
     }
 
     /// `ticks` in ns.
     pub fn ns(&self, ticks: u64) -> u64 {
-        let kept = &self.samples[..self.kept];
+        let s = &self.samples;
+        let n = s.len();
+        if n < 2 {
+            return s[0].1;
+        }
         // The segment around `ticks` (the first or last one beyond the samples).
-        let at = kept.partition_point(|s| s.0 < ticks);
-        let (a, b) = match (at, kept.len()) {
-            (_, 0) => return self.start.1,
-            (0, _) => (self.start, kept[0]),
-            (i, n) if i == n && n >= 2 => (kept[n - 2], kept[n - 1]),
-            (i, n) if i == n => (self.start, kept[0]),
-            (i, _) => (kept[i - 1], kept[i]),
-        };
-        line(a, b, ticks).unwrap_or_else(|| {
-            line(self.start, kept[kept.len() - 1], ticks).unwrap_or(self.start.1)
-        })
+        let at = s.partition_point(|x| x.0 < ticks).clamp(1, n - 1);
+        line(s[at - 1], s[at], ticks).unwrap_or(s[0].1)
     }
 }
 
@@ -82,14 +92,27 @@ fn line((t0, n0): (u64, u64), (t1, n1): (u64, u64), ticks: u64) -> Option<u64> {
     Some(u64::try_from(ns).unwrap_or(0))
 }
 
+/// The clock reads around a sample further apart than this (ns) say it was interrupted
+/// (an interrupt, another CPU's `stop_machine`, the vCPU descheduled): its time is only
+/// known within half of that, which would shift every time converted through it.
+const MAX_GAP_NS: u64 = 50_000;
+
 /// The counter, and `CLOCK_MONOTONIC` ns at the moment it was read (the midpoint of two
-/// clock reads around it).
-fn tsc_sample() -> (u64, u64) {
-    let a = mono_ns();
-    // SAFETY: rdtsc has no preconditions (dcg's own process never disables it).
-    let t = unsafe { core::arch::x86_64::_rdtsc() };
-    let b = mono_ns();
-    (t, a / 2 + b / 2)
+/// clock reads around it), with the gap between those reads: of four tries, the one
+/// with the smallest gap.
+fn tsc_sample() -> ((u64, u64), u64) {
+    let mut best = ((0, 0), u64::MAX);
+    for _ in 0..4 {
+        let a = mono_ns();
+        // SAFETY: rdtsc has no preconditions (dcg's own process never disables it).
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        let b = mono_ns();
+        let gap = b.saturating_sub(a);
+        if gap < best.1 {
+            best = ((t, a / 2 + b / 2), gap);
+        }
+    }
+    best
 }
 
 /// `CLOCK_MONOTONIC` now, in ns: the clock of every record and event (dcg's, the
@@ -147,9 +170,7 @@ mod tests {
     /// A clock from made-up samples: ticks at 2 a ns for 1000 ticks, then at 4.
     fn made_up() -> TscClock {
         let mut c = TscClock {
-            start: (1000, 10_000),
-            samples: [(0, 0); SAMPLES],
-            kept: 0,
+            samples: vec![(1000, 10_000)],
         };
         c.add((2000, 10_500));
         c.add((3000, 10_750));
@@ -169,20 +190,40 @@ mod tests {
         let mut d = c;
         d.add((3000, 99_999));
         assert_eq!(d.ns(4000), 11_000);
+        // One sample gives no rate: every tick is its time.
+        let one = TscClock {
+            samples: vec![(1000, 10_000)],
+        };
+        assert_eq!(one.ns(5000), 10_000);
     }
 
+    /// Converted at the end, a long session's ticks still take the segments they fell in:
+    /// when the samples are full every other one goes, the first and the span stay.
     #[test]
-    fn the_last_samples_are_kept() {
+    fn a_whole_session_is_kept_when_thinned() {
         let mut c = made_up();
-        for i in 0..200u64 {
-            c.add((4000 + i * 1000, 11_000 + i * 250));
+        // From tick 4000 the rate changes every 1000 ticks between 4 and 2 a ns.
+        let mut ns = 11_000u64;
+        let mut at = Vec::new();
+        for i in 0..(3 * SAMPLES as u64) {
+            let t = 4000 + i * 1000;
+            c.add((t, ns));
+            at.push((t, ns));
+            ns += if i % 2 == 0 { 250 } else { 500 };
         }
-        assert!(c.kept <= SAMPLES);
-        // Older than the samples kept: the line from the first sample to the oldest.
-        let oldest = c.samples[0];
-        assert!(oldest.0 > 100_000);
-        assert_eq!(c.ns(oldest.0), oldest.1);
-        assert_eq!(c.ns(1000), 10_000);
-        assert_eq!(c.ns(203_000 - 500), 11_000 + 199 * 250 - 125);
+        assert!(c.samples.len() <= SAMPLES && c.samples.len() > SAMPLES / 4);
+        assert_eq!(c.samples[0], (1000, 10_000));
+        // A sample still kept converts exactly; the oldest ones too.
+        for &(t, n) in c.samples.iter() {
+            assert_eq!(c.ns(t), n);
+        }
+        // Between kept samples, at most the rates' difference over a thinned segment.
+        let spacing = at.len() / (c.samples.len() - 3);
+        for &(t, n) in at.iter().step_by(997) {
+            let err = c.ns(t).abs_diff(n);
+            assert!(err <= 250 * spacing as u64, "{t}: {} against {n}", c.ns(t));
+        }
+        let (t, n) = *at.last().unwrap();
+        assert_eq!(c.ns(t), n);
     }
 }

@@ -427,6 +427,8 @@ impl<'a, 'p> Pump<'a, 'p> {
             }
             let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
             match if defer {
+                // Their ticks are converted then, by the samples taken meanwhile.
+                self.clock.update();
                 Ok(false)
             } else {
                 self.step(sources, merge, calls, out, false)
