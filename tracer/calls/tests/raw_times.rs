@@ -9,36 +9,18 @@
 mod common;
 
 use dcg_calls::saved_format::CallRecord;
-use dcg_dbset::kallsyms::Kallsyms;
 use dcg_dbset::DbSet;
-use dcg_ringbuf::graph::GraphRecord;
 
 /// `open` entered at 1000 on the kernel's clock, its entry record stamped 1600 (written
 /// late), its exit record stamped 9100; `lookup` inside it recorded normally; then a
 /// second `open` whose entry record is missing. JSON lines or the text.
 fn trace(json: bool) -> String {
     let set = DbSet::new(Vec::new());
-    let base = 0xffff_ffff_8100_0000u64;
-    let syms = Kallsyms::parse(&format!("{base:x} T open\n{:x} T lookup\n", base + 0x1000));
+    let (base, syms) = (common::KBASE, common::open_and_lookup());
     let mut dec = common::raw_decoder(&set, json);
-    let entry = |func: u64, ts: u64, depth: u32| GraphRecord::Entry {
-        pid: 7,
-        ts,
-        func,
-        depth,
-        retaddr: None,
-        args: Vec::new(),
-        flags: 0,
-    };
-    let exit = |func: u64, ts: u64, calltime: u64, rettime: u64, depth: u32| GraphRecord::Exit {
-        pid: 7,
-        ts,
-        func,
-        depth,
-        retval: Some(3),
-        calltime,
-        rettime,
-        flags: 0,
+    let entry = |func: u64, ts: u64, depth: u32| common::graph_entry(7, func, ts, depth);
+    let exit = |func: u64, ts: u64, calltime: u64, rettime: u64, depth: u32| {
+        common::graph_exit(7, func, ts, (calltime, rettime), depth)
     };
     let mut out = Vec::new();
     for r in [

@@ -124,6 +124,57 @@ pub fn raw_decoder(set: &dcg_dbset::DbSet, json: bool) -> dcg_calls::decode::Dec
     )
 }
 
+/// Where the binary-record tests' kernel functions start: `open` here, `lookup` 0x1000
+/// further ([`open_and_lookup`]).
+pub const KBASE: u64 = 0xffff_ffff_8100_0000;
+
+/// A symbol table of two kernel functions, `open` and `lookup`.
+pub fn open_and_lookup() -> dcg_dbset::kallsyms::Kallsyms {
+    dcg_dbset::kallsyms::Kallsyms::parse(&format!(
+        "{KBASE:x} T open\n{:x} T lookup\n",
+        KBASE + 0x1000
+    ))
+}
+
+/// function_graph's binary entry record of task `pid` (no arguments, task context).
+pub fn graph_entry(
+    pid: u32,
+    func: u64,
+    ts: u64,
+    depth: u32,
+) -> dcg_ringbuf::graph::GraphRecord<'static> {
+    dcg_ringbuf::graph::GraphRecord::Entry {
+        pid,
+        ts,
+        func,
+        depth,
+        retaddr: None,
+        args: Vec::new(),
+        flags: 0,
+    }
+}
+
+/// Its exit record: stamped `ts` on the buffer's clock, `calltime` and `rettime` on the
+/// kernel's local one, returning 3.
+pub fn graph_exit(
+    pid: u32,
+    func: u64,
+    ts: u64,
+    (calltime, rettime): (u64, u64),
+    depth: u32,
+) -> dcg_ringbuf::graph::GraphRecord<'static> {
+    dcg_ringbuf::graph::GraphRecord::Exit {
+        pid,
+        ts,
+        func,
+        depth,
+        retval: Some(3),
+        calltime,
+        rettime,
+        flags: 0,
+    }
+}
+
 /// Each line of a text tree without its columns (the CPU, the duration): what follows
 /// the first `|`, trailing spaces cut.
 pub fn body(text: &str) -> Vec<String> {
