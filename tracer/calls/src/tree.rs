@@ -199,6 +199,19 @@ pub struct Counts {
     pub lost_outside: u64,
 }
 
+/// A call's duration: from its entry's time to its exit's where both are known (one
+/// clock: for function_graph's binary records the buffer's, which a joint session sets
+/// to `mono`, so the call lies within the user call around it), else the duration the
+/// source `given` printed or recorded. function_graph measures that one on the kernel's
+/// local clock around its own hooks: with an entry record written late (an interrupt, the
+/// vCPU descheduled in between), the entry's time plus it ends the call past its return.
+fn duration(exit_ns: Option<u64>, entry_ns: Option<u64>, given: Option<u64>) -> Option<u64> {
+    match (exit_ns, entry_ns) {
+        (Some(b), Some(a)) => Some(b.saturating_sub(a)),
+        _ => given,
+    }
+}
+
 /// An open call.
 #[derive(Debug)]
 struct Frame {

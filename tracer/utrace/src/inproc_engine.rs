@@ -426,13 +426,14 @@ impl<'a, 'p> Pump<'a, 'p> {
                 break Stop::Signal(sig);
             }
             let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
-            match if defer {
+            let stepped = if defer {
                 // Their ticks are converted then, by the samples taken meanwhile.
                 self.clock.update();
                 Ok(false)
             } else {
                 self.step(sources, merge, calls, out, false)
-            } {
+            };
+            match stepped {
                 Ok(true) => break Stop::Count,
                 Ok(false) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break Stop::OutputClosed,

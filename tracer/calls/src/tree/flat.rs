@@ -143,7 +143,7 @@ impl CallTree<'_> {
             }
         }
         let f = self.tasks[ti].stack.pop().expect("frame at pos");
-        let duration_ns = x.time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a));
+        let duration_ns = super::duration(x.time_ns, f.time_ns, x.duration_ns);
         self.count_irq_time(ti, &f, duration_ns);
         self.pass_lost(ti, &f);
         let (lost, lost_here) = Self::lost_view(&f);

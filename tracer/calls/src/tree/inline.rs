@@ -251,7 +251,7 @@ impl<'a> CallTree<'a> {
             depth,
             layout: laid_out(&head, None),
             named: true,
-            duration_ns: time_ns.zip(f.time_ns).map(|(b, a)| b.saturating_sub(a)),
+            duration_ns: super::duration(time_ns, f.time_ns, None),
             open_after: self.tasks[ti].stack.len(),
             visible: self.visible(f.depth),
             entry_cpu: f.cpu,

@@ -236,7 +236,11 @@ impl CallTree<'_> {
         let Some(func) = x.func.or(frame.as_ref().map(|f| f.func)) else {
             return Ok(false);
         };
-        let duration_ns = exit_duration(x, frame.as_ref());
+        let duration_ns = super::duration(
+            x.time_ns,
+            frame.as_ref().and_then(|f| f.time_ns),
+            x.duration_ns,
+        );
         if let Some(f) = &frame {
             self.count_irq_time(ti, f, duration_ns);
         }
@@ -375,7 +379,7 @@ impl CallTree<'_> {
     ) -> io::Result<()> {
         let h = self.tasks[ti].held.take().expect("held");
         let f = self.tasks[ti].stack.pop().expect("held frame");
-        let duration_ns = exit_duration(x, Some(&f));
+        let duration_ns = super::duration(x.time_ns, f.time_ns, x.duration_ns);
         self.count_irq_time(ti, &f, duration_ns);
         let probe = self.take_pending_ret(ti, h.func);
         let outs = self.take_pending_outs(ti, h.func);
@@ -404,19 +408,5 @@ impl CallTree<'_> {
             ..self.frame_view(Kind::Leaf, &f, x.task)
         };
         sink.call(&view, out)
-    }
-}
-
-/// A shaped call's duration: from its entry's and its exit's times where the source gives
-/// both (function_graph's binary records: the buffer's clock, which a joint session sets
-/// to `mono`, so the call lies within the user call around it), else the duration the
-/// source printed or recorded. The kernel measures that one on its local clock, around
-/// its own hooks: when the entry event is written late (an interrupt, the vCPU
-/// descheduled between the two), the entry's time and that duration together put the
-/// call's end past its real return.
-fn exit_duration(x: &Exit<'_>, entry: Option<&Frame>) -> Option<u64> {
-    match (x.time_ns, entry.and_then(|f| f.time_ns)) {
-        (Some(b), Some(a)) => Some(b.saturating_sub(a)),
-        _ => x.duration_ns,
     }
 }
