@@ -695,6 +695,7 @@ fn bpf_on_debian(kernel_name: &str) {
     guest::fields_are_what_the_program_passed(&text, kernel_name);
     guest::derefs_are_what_the_program_passed(&text, kernel_name);
     guest::outputs_are_what_the_kernel_wrote(&text, kernel_name);
+    guest::reads_lose_no_calls(&text, kernel_name);
     tasks_by_name_and_cgroup(&text, kernel_name);
     // The engine's own path comes from the loaded, JIT-compiled program: the helpers its
     // code calls and their callees in the kernel text are not attached.

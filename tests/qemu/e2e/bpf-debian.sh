@@ -269,6 +269,27 @@ begin filter-name
 cat /tmp/f-name.json
 end filter-name
 
+begin reads
+# Reads that cannot or do not succeed cost the task no calls: link_path_walk's second
+# call gets ERR_PTR(-ENOENT) as its string (not read); the unmapped path's reads by the
+# program fault, and the kernel's fault path runs inside the program (the kernel skips
+# those runs: the program's calls, not the task's, so no tree says it lost calls for
+# them). Interrupts arriving while the program runs still mark a few trees.
+dcg trace --db $DB --json --show-retvals --args --func do_faccessat \
+	-- /dcg/syscall-loop 20 > /tmp/rd.json 2> /tmp/rd.err
+echo "rc=$?"
+dcg trace --db $DB --json --show-retvals --args --func do_faccessat \
+	-- /dcg/syscall-loop 20 @unmapped > /tmp/rdu.json 2> /tmp/rdu.err
+echo "unmapped rc=$?"
+cat /tmp/rd.err /tmp/rdu.err
+end reads
+begin reads-json
+cat /tmp/rd.json
+end reads-json
+begin reads-unmapped
+cat /tmp/rdu.json
+end reads-unmapped
+
 # --stack (issue 40): each tree's kernel stack, with the kernel's own stacktrace trigger on
 # the same function at the same time (the host finds each of dcg's stacks among its);
 # then the function_graph engine's (a stacktrace probe in its instance, binary records).

@@ -173,7 +173,12 @@ for e in $ENGINES; do
 	grep '^{"id"' /tmp/$f.json |
 		awk -F'"func":"' '{ split($2, a, "\""); f = a[1]; n[f]++; if ($0 ~ /"ret":null/) z[f]++ }
 		END { for (f in n) print "novalue " f " " n[f] " " z[f] + 0 }' | sort
+	echo "saved calls: $(wc -c < /tmp/$f.json) bytes"
 	end "dcg-$e"
+	# The saved calls are counted: gone before the next session (they live in the
+	# guest's memory, and two --deref sessions' did not fit in it together, as the
+	# benchmark's ENGINE@base rows made them).
+	rm -f /tmp/$f.json
 	raw_fgraph "$e-after"
 done
 

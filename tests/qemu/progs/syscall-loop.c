@@ -14,7 +14,9 @@
  *   syscall-loop N [PATH [EVERY]]
  *                           call access(PATH, F_OK) N times (PATH defaults to a file that
  *                           does not exist, so every call fails with ENOENT; "-" names
- *                           that default) and print
+ *                           that default; "@unmapped" passes the address of a page
+ *                           it unmapped, so every call fails with EFAULT and a read of
+ *                           the path faults) and print
  *                           "loop start=NS end=NS calls=N failed=K per_call_ns=X";
  *                           with EVERY, every EVERY-th call asks R_OK instead (a filter
  *                           on the mode keeps 1 in EVERY)
@@ -76,6 +78,15 @@ int main(int argc, char **argv)
 	if (n <= 0) {
 		fprintf(stderr, "%s: bad count %s\n", argv[0], argv[1]);
 		return 2;
+	}
+	if (strcmp(path, "@unmapped") == 0) {
+		char *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED || munmap(p, 4096) != 0) {
+			perror("mmap");
+			return 2;
+		}
+		path = p;
 	}
 	start = now_ns();
 	for (i = 0; i < n; i++)

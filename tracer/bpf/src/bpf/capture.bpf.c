@@ -163,6 +163,7 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 	struct call_rec *r;
 	__u64 before, ip;
 	__u64 plan;
+	bool faulted = false;
 
 	if (!depth || !*depth)
 		return;
@@ -184,7 +185,7 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 	plan = plan_at(ip);
 	/* `entry`: a session, whose cookie kept the output parameter's pointer. */
 	if (entry && ((plan >> PLAN_OUT_SHIFT) & 7))
-		emit_out(b, tid, ctx, plan);
+		faulted = emit_out(b, tid, ctx, plan);
 	r = reserve(b, EXIT_SIZE, REC_EXIT | context() << CTX_SHIFT);
 	if (r) {
 		r->tid = tid;
@@ -195,7 +196,7 @@ static __always_inline void on_exit(struct pt_regs *ctx, bool entry)
 		r->a = ctx->ax;
 		r->b = ctx->dx;
 	}
-	check_skipped(ctx, b, entry, tid, before);
+	check_skipped(ctx, b, entry, tid, before, faulted);
 	if ((plan & PLAN_ROOT) && __sync_fetch_and_add(depth, -1) == 1) {
 		__u32 k = 0;
 		__u64 *n = bpf_map_lookup_elem(&trees, &k);
@@ -219,6 +220,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 	__u64 plan, ip;
 	struct call_rec *r;
 	__u64 before;
+	bool faulted = false;
 
 	if (!depth)
 		return 1;	/* a tid beyond pid_max: not recorded */
@@ -321,24 +323,24 @@ static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 		}
 	}
 	if (plan & 0x3f) {
-		if (plan & 1)
-			emit_string(b, tid, 0, ctx->di);
-		if (plan & 2)
-			emit_string(b, tid, 1, ctx->si);
-		if (plan & 4)
-			emit_string(b, tid, 2, ctx->dx);
-		if (plan & 8)
-			emit_string(b, tid, 3, ctx->cx);
-		if (plan & 16)
-			emit_string(b, tid, 4, ctx->r8);
-		if (plan & 32)
-			emit_string(b, tid, 5, ctx->r9);
+		if ((plan & 1) && emit_string(b, tid, 0, ctx->di))
+			faulted = true;
+		if ((plan & 2) && emit_string(b, tid, 1, ctx->si))
+			faulted = true;
+		if ((plan & 4) && emit_string(b, tid, 2, ctx->dx))
+			faulted = true;
+		if ((plan & 8) && emit_string(b, tid, 3, ctx->cx))
+			faulted = true;
+		if ((plan & 16) && emit_string(b, tid, 4, ctx->r8))
+			faulted = true;
+		if ((plan & 32) && emit_string(b, tid, 5, ctx->r9))
+			faulted = true;
 	}
-	if (plan & PLAN_FIELDS)
-		emit_fields(b, tid, ctx, plan >> 32);
-	if (plan & PLAN_DEREF)
-		emit_derefs(b, tid, ctx, plan >> 32);
-	check_skipped(ctx, b, true, tid, before);
+	if ((plan & PLAN_FIELDS) && emit_fields(b, tid, ctx, plan >> 32))
+		faulted = true;
+	if ((plan & PLAN_DEREF) && emit_derefs(b, tid, ctx, plan >> 32))
+		faulted = true;
+	check_skipped(ctx, b, true, tid, before, faulted);
 	ran(b, tid);
 	return 0;
 }

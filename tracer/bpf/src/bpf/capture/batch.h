@@ -114,13 +114,20 @@ static __always_inline __u64 skipped_here(bool entry)
 }
 
 /* A run that began with `before` skipped runs on this CPU ends: a record if there are
- * more now. */
+ * more now, unless one of its reads failed (`faulted`). A read that faults runs the
+ * kernel's fault path and the exception table's fixup inside the program (about ten
+ * traced functions for a kernel address on 7.2), each a run the kernel skips: the
+ * program's calls, not the task's. An interrupt's skipped calls during such a run go
+ * uncounted with them. */
 static __always_inline void check_skipped(void *ctx, struct batch *b, bool entry, __u32 tid,
-					  __u64 before)
+					  __u64 before, bool faulted)
 {
-	__u64 now = skipped_here(entry);
+	__u64 now;
 	struct loss_rec *r;
 
+	if (faulted)
+		return;
+	now = skipped_here(entry);
 	if (now <= before)
 		return;
 	r = reserve(b, sizeof(*r), REC_LOSS);

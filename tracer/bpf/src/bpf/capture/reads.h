@@ -5,18 +5,36 @@
 #ifndef DCG_CAPTURE_READS_H
 #define DCG_CAPTURE_READS_H
 
-static __always_inline void emit_string(struct batch *b, __u32 tid, __u32 arg, __u64 p)
+/* Whether `p` may point somewhere: not in the first page (NULL, or NULL plus a member's
+ * offset) and not an error value (-4095..-1). A read through any other pointer is made;
+ * one through these would fault every time, and the kernel's fault path, which is
+ * traced, would run inside the program (see check_skipped). */
+static __always_inline bool points(__u64 p)
 {
-	struct str_rec *s = reserve(b, sizeof(*s), REC_STRING);
+	return p >= 4096 && p < (__u64)-4095;
+}
 
+/* Every read below returns (or adds to the run's) `faulted`: the read failed, which a
+ * fault and its fixup usually caused. */
+
+/* The C string argument `arg` points to (`p`): its record, none where `p` points
+ * nowhere. */
+static __always_inline bool emit_string(struct batch *b, __u32 tid, __u32 arg, __u64 p)
+{
+	struct str_rec *s;
+
+	if (!points(p))
+		return false;
+	s = reserve(b, sizeof(*s), REC_STRING);
 	if (!s)
-		return;
+		return false;
 	s->tid = tid;
 	s->arg = arg;
 	if (p < USER_TOP)
 		s->len = bpf_probe_read_user_str(s->s, STR_MAX, (void *)p);
 	else
 		s->len = bpf_probe_read_kernel_str(s->s, STR_MAX, (void *)p);
+	return s->len < 0;
 }
 
 /* `size` (1-8) bytes at `addr`, kernel or user, into `*v` (zero-extended); 0 or an error. */
@@ -32,26 +50,28 @@ static __always_inline long read_at(__u64 *v, __u32 size, __u64 addr)
 
 /* The output parameter of the call returning at `ctx` (its plan's), through the pointer
  * its entry kept in the session's cookie. */
-static __always_inline void emit_out(struct batch *b, __u32 tid, void *ctx, __u64 plan)
+static __always_inline bool emit_out(struct batch *b, __u32 tid, void *ctx, __u64 plan)
 {
 	__u64 *c = cookie(ctx);
 	__u32 size = (plan >> PLAN_OUT_SIZE_SHIFT) & 15;
 	struct out_rec *r = reserve(b, sizeof(*r), REC_OUT);
 
 	if (!r)
-		return;
+		return false;
 	r->tid = tid;
 	r->ptr = c ? *c : 0;
 	r->value = 0;
 	r->len = 0;
 	r->pad = 0;
-	if (r->ptr && size) {
+	if (points(r->ptr) && size) {
 		if (size > 8)
 			size = 8;
 		r->len = read_at(&r->value, size, r->ptr);
-		if (!r->len)
-			r->len = size;
+		if (r->len)
+			return true;
+		r->len = size;
 	}
+	return false;
 }
 
 /* The argument registers, read at their fixed context offsets: choosing among loads by
@@ -136,18 +156,19 @@ static __always_inline bool test_holds(const struct args6 *a, const struct cond_
 }
 
 /* The fields record of the function at `ctx` (`--fields`), whose slot is `slot`. */
-static __always_inline void emit_fields(struct batch *b, __u32 tid, struct pt_regs *ctx,
+static __always_inline bool emit_fields(struct batch *b, __u32 tid, struct pt_regs *ctx,
 					__u32 slot)
 {
 	struct field_fetches *f = bpf_map_lookup_elem(&fields, &slot);
 	struct fields_rec *r;
 	struct args6 a;
+	bool faulted = false;
 
 	if (!f)
-		return;
+		return false;
 	r = reserve(b, sizeof(*r), REC_FIELDS);
 	if (!r)
-		return;
+		return false;
 	r->tid = tid;
 	r->ok = 0;
 	r->n = f->n;
@@ -164,34 +185,38 @@ static __always_inline void emit_fields(struct batch *b, __u32 tid, struct pt_re
 		for (int h = 0; h + 1 < FIELD_HOPS; h++) {
 			if (h + 1 >= x->hops)
 				break;
-			if (!v || read_at(&v, 8, v + x->off[h])) {
+			if (!points(v)) {
 				good = false;
+				break;
+			}
+			if (read_at(&v, 8, v + x->off[h])) {
+				good = false;
+				faulted = true;
 				break;
 			}
 		}
 		if (good && x->hops) {
 			__u64 w = 0;
 
-			good = v && !read_at(&w, x->size, v + x->off[(x->hops - 1) & (FIELD_HOPS - 1)]);
+			good = points(v);
+			if (good && read_at(&w, x->size, v + x->off[(x->hops - 1) & (FIELD_HOPS - 1)])) {
+				good = false;
+				faulted = true;
+			}
 			v = w;
 		}
 		r->v[i] = good ? v : 0;
 		if (good)
 			r->ok |= 1U << i;
 	}
-}
-
-/* Whether `p` points somewhere: not NULL, not an error value (-4095..-1). */
-static __always_inline bool points(__u64 p)
-{
-	return p && p < (__u64)-4095;
+	return faulted;
 }
 
 /* Item `i` (`x`) of a function's reads from its register's value `v`: its deref record,
- * or none where a pointer on its way is NULL or an error, or a read faults. A function of
+ * or none where a pointer on its way points nowhere, or a read faults. A function of
  * its own, verified once rather than in each turn of the items' loop (the branches of
- * the pointer walk and of the batch multiply there); 0, or -1 when the batch took no
- * record. */
+ * the pointer walk and of the batch multiply there); 0, 1 when a read failed, or -1 when
+ * the batch took no record. */
 __noinline int emit_deref(struct batch *b, __u32 tid, __u32 i, const struct deref_item *x,
 			  __u64 v)
 {
@@ -203,8 +228,10 @@ __noinline int emit_deref(struct batch *b, __u32 tid, __u32 i, const struct dere
 	for (int h = 0; h < DEREF_HOPS; h++) {
 		if (h >= x->hops)
 			break;
-		if (!points(v) || read_at(&v, 8, v + x->off[h]))
+		if (!points(v))
 			return 0;
+		if (read_at(&v, 8, v + x->off[h]))
+			return 1;
 	}
 	if (!points(v))
 		return 0;
@@ -222,27 +249,34 @@ __noinline int emit_deref(struct batch *b, __u32 tid, __u32 i, const struct dere
 		r->len = bpf_probe_read_user(r->data, len, (void *)v);
 	else
 		r->len = bpf_probe_read_kernel(r->data, len, (void *)v);
-	if (!r->len)
-		r->len = len;
+	if (r->len)
+		return 1;
+	r->len = len;
 	return 0;
 }
 
 /* The deref records of the function at `ctx` (`--deref`), whose slot is `slot`. */
-static __always_inline void emit_derefs(struct batch *b, __u32 tid, struct pt_regs *ctx,
+static __always_inline bool emit_derefs(struct batch *b, __u32 tid, struct pt_regs *ctx,
 					__u32 slot)
 {
 	struct deref_items *f = bpf_map_lookup_elem(&derefs, &slot);
 	struct args6 a;
+	bool faulted = false;
+	int rc;
 
 	if (!f)
-		return;
+		return false;
 	a = read_args(ctx);
 	for (int i = 0; i < DEREF_ITEMS; i++) {
 		if (i >= f->n)
 			break;
-		if (emit_deref(b, tid, i, &f->d[i], arg_reg(&a, f->d[i].reg)))
-			return;
+		rc = emit_deref(b, tid, i, &f->d[i], arg_reg(&a, f->d[i].reg));
+		if (rc < 0)
+			break;
+		if (rc)
+			faulted = true;
 	}
+	return faulted;
 }
 
 /* Whether the root call at `ctx`, entered at `ip`, meets its condition (a root without
