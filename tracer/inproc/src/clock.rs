@@ -3,13 +3,14 @@
 
 /// Samples of (ticks, ns) a [`TscClock`] keeps at most, the first included. When they
 /// are full every other one is dropped: they still span the whole session, twice as far
-/// apart (at dcg's 10 ms, the first thinning comes after 40 s).
+/// apart (at the copier's 8 ms, the first thinning comes after 32 s).
 const SAMPLES: usize = 4096;
 
 /// Converts time-stamp counter ticks into `CLOCK_MONOTONIC` nanoseconds, piecewise: the
 /// line through the two (ticks, ns) samples around the ticks, of those taken when the
-/// session started and at each [`TscClock::update`] (which dcg calls about every 10 ms,
-/// whether or not it converts records then: a session may convert them all at its end).
+/// session started, at each [`TscClock::update`], and by the copier at each look at the
+/// rings (1 to 8 ms apart, handed over by [`crate::copier::Copier::clock_samples_into`]),
+/// whether or not records are converted then: a session may convert them all at its end.
 /// `CLOCK_MONOTONIC` is the TSC scaled by the kernel, whose rate NTP may slew: between two
 /// samples 10 ms apart at 500 ppm a converted time is off by at most 5 µs from it, plus
 /// half the gap of the two clock reads around a sample (under a microsecond; a sample
@@ -48,13 +49,13 @@ impl TscClock {
 
     /// Sample them again; an interrupted sample is left out.
     pub fn update(&mut self) {
-        let (s, gap) = tsc_sample();
-        if gap <= MAX_GAP_NS {
+        if let Some(s) = sample() {
             self.add(s);
         }
     }
 
-    fn add(&mut self, s: (u64, u64)) {
+    /// A sample taken elsewhere ([`sample`]); one not after the last is left out.
+    pub(crate) fn add(&mut self, s: (u64, u64)) {
         if self.samples.last().is_some_and(|l| s.0 <= l.0) {
             return;
         }
@@ -96,6 +97,13 @@ fn line((t0, n0): (u64, u64), (t1, n1): (u64, u64), ticks: u64) -> Option<u64> {
 /// (an interrupt, another CPU's `stop_machine`, the vCPU descheduled): its time is only
 /// known within half of that, which would shift every time converted through it.
 const MAX_GAP_NS: u64 = 50_000;
+
+/// A trustworthy sample of (ticks, ns) now, or `None` where its clock reads were
+/// interrupted.
+pub(crate) fn sample() -> Option<(u64, u64)> {
+    let (s, gap) = tsc_sample();
+    (gap <= MAX_GAP_NS).then_some(s)
+}
 
 /// The counter, and `CLOCK_MONOTONIC` ns at the moment it was read (the midpoint of two
 /// clock reads around it), with the gap between those reads: of four tries, the one

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::clock::TscClock;
 use crate::rings::{Chunk, Rings};
 
 /// Run this thread ahead of the traced program and of other work when it wakes, where dcg
@@ -76,6 +77,10 @@ pub struct Copier {
     spare: std::sync::mpsc::SyncSender<Vec<u8>>,
     /// Bytes sent and not yet taken by dcg.
     queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// The clock samples it took, one a look at the rings: dcg's other threads need not
+    /// wake to sample the clock while the command runs (each wakeup costs the traced
+    /// program, most of all where the kernel side's programs run on what it calls).
+    samples: std::sync::mpsc::Receiver<(u64, u64)>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -85,6 +90,7 @@ impl Copier {
     pub fn start(rings: Arc<Rings>) -> std::io::Result<Copier> {
         let (to_dcg, chunks) = std::sync::mpsc::channel::<Vec<Chunk>>();
         let (spare, spares) = std::sync::mpsc::sync_channel::<Vec<u8>>(SPARE_BUFFERS);
+        let (to_clock, samples) = std::sync::mpsc::channel::<(u64, u64)>();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (r, q, st) = (rings.clone(), queued.clone(), stop.clone());
@@ -96,6 +102,9 @@ impl Copier {
                 let mut buffers: Vec<Vec<u8>> = Vec::new();
                 let mut pause = Pause::new();
                 while !st.load(Ordering::Acquire) {
+                    if let Some(s) = crate::clock::sample() {
+                        let _ = to_clock.send(s);
+                    }
                     buffers.extend(spares.try_iter());
                     let n = if q.load(Ordering::Relaxed) >= COPIER_MAX_BYTES {
                         0
@@ -120,9 +129,17 @@ impl Copier {
             chunks,
             spare,
             queued,
+            samples,
             stop,
             thread: Some(thread),
         })
+    }
+
+    /// The clock samples taken since the last call, into `clock`.
+    pub fn clock_samples_into(&self, clock: &mut TscClock) {
+        for s in self.samples.try_iter() {
+            clock.add(s);
+        }
     }
 
     /// The rings it copies from.

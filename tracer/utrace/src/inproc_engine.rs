@@ -75,6 +75,15 @@ pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<No
 /// ten: 9 MB at worst).
 const RINGS: u32 = 64;
 const RING_BYTES: u32 = 16 << 20;
+/// How often the engine looks at what came (records, the command's end, a signal, the
+/// duration).
+const LOOK: Duration = Duration::from_millis(10);
+/// The same while a session tracing both sides holds the records to the end: only the
+/// command's end, a signal and the duration are looked for, and every wakeup of dcg
+/// costs the traced program (on one CPU it is preempted, inside a traced system call,
+/// and the kernel side's programs run on each kernel function dcg's thread calls).
+/// The command's end is seen at most this late.
+const DEFERRED_LOOK: Duration = Duration::from_millis(50);
 
 /// Trace a plan in process: the call pipeline into `outputs`, then [`run`].
 pub(crate) fn trace(
@@ -427,7 +436,9 @@ impl<'a, 'p> Pump<'a, 'p> {
             }
             let ended = child.as_mut().and_then(Child::poll).map(Stop::Ended);
             let stepped = if defer {
-                // Their ticks are converted then, by the samples taken meanwhile.
+                // Their ticks are converted then, by the samples taken meanwhile (most
+                // by the copier, which looks at the rings every few milliseconds anyway).
+                sources.copier.clock_samples_into(&mut self.clock);
                 self.clock.update();
                 Ok(false)
             } else {
@@ -450,7 +461,7 @@ impl<'a, 'p> Pump<'a, 'p> {
                 r => r?,
             }
             if sources.pipe.is_none() {
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(if defer { DEFERRED_LOOK } else { LOOK });
             }
         })
     }
@@ -504,6 +515,7 @@ impl<'a, 'p> Pump<'a, 'p> {
         }
         self.batch.clear();
         copier.take(&mut self.chunks);
+        copier.clock_samples_into(&mut self.clock);
         self.clock.update();
         rings::records_of(&self.chunks, &self.clock, &mut self.batch);
         copier.give_back(&mut self.chunks);
