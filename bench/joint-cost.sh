@@ -13,6 +13,10 @@
 #
 #   bench/joint-cost.sh [N [R]]   (default 3000 calls, 3 rounds)
 #   DCG_BENCH_CONSOLE=FILE keeps the guest's output; DCG_BENCH_REPLAY=FILE reads it again
+#   DCG_BENCH_BASELINE=DIR: DIR/dcg, an older build that speaks this tree's recorder's
+#   plan (the recorder is this tree's), runs the joint session too, in each
+#   round next to this tree's (ABBA): a change's before and after in one boot, where
+#   boots differ by more than many changes (1.02x and 1.12x at one commit)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-3000}
@@ -29,7 +33,12 @@ else
 		--bin dwarfscan --manifest-path "$here/Cargo.toml"
 	"$CARGO_TARGET_DIR/release/dwarfscan" -q "$kdir/vmlinux" -o "$tmp/k.sigdb"
 	gcc -O2 -g -o "$tmp/joint-loop" "$here/tests/qemu/progs/joint-loop.c"
-	bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" \
+	base=()
+	if [ -n "${DCG_BENCH_BASELINE:-}" ]; then
+		[ -x "$DCG_BENCH_BASELINE/dcg" ] || { echo "joint-cost: no $DCG_BENCH_BASELINE/dcg" >&2; exit 1; }
+		base=(--add "$DCG_BENCH_BASELINE/dcg:/bin/dcg-base")
+	fi
+	bash "$here/tests/qemu/mkinitramfs.sh" "$tmp/g.cpio.gz" "${base[@]}" \
 		--add "$CARGO_TARGET_DIR/release/dcg:/bin/dcg" \
 		--add "$CARGO_TARGET_DIR/release/libdcg_recorder.so:/dcg/libdcg_recorder.so" \
 		--add "$here/tests/qemu/e2e/lib.sh:/dcg/lib.sh" \
@@ -86,4 +95,17 @@ sum=$(awk -v u="$(printf '%s\n' ${all[user]} | median)" -v k="$(printf '%s\n' ${
 verdict=$(awk -v r="$ratio" 'BEGIN {print (r <= 1.0) ? "met" : "NOT met"}')
 echo
 echo "issue 42 (median of $rounds rounds): a call traced on both sides costs $(us "$joint") us over the loop, ${ratio}x the sum of the user side alone and the kernel side alone (medians $(us "$sum") us; goal <= 1.00x): $verdict"
+# The baseline's joint sessions, each against this tree's in the same round.
+if [ -n "$(per_call joint-base1)" ]; then
+	echo
+	printf '%-6s %12s %12s %8s\n' round "joint@base" "joint" "change"
+	for r in $(seq 1 "$rounds"); do
+		b=$(per_call "joint-base$r")
+		j=$(per_call "joint$r")
+		[ -n "$b" ] && [ -n "$j" ] || continue
+		printf '%-6s %12s %12s %7s%%\n' "$r" "$(us "$b")" "$(us "$j")" \
+			"$(awk -v a="$j" -v b="$b" 'BEGIN {printf "%+.1f", (a - b) * 100 / b}')"
+	done
+	echo "(us a call, the loop's time under each; switches in the sections' lines)"
+fi
 echo "kernel warnings: $(sec after | sed -n 's/^kernel warnings: //p')"
