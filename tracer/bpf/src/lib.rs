@@ -449,6 +449,7 @@ impl Capture {
     /// `in_memory` bytes they are moved to an unnamed file in the temporary directory.
     /// Ok(false) when that file cannot take them (the caller decodes them now instead).
     pub fn keep(&mut self, in_memory: usize) -> Result<bool, BpfError> {
+        self.kept.borrow_mut().reserve(in_memory);
         self.drain()?;
         let mut kept = self.kept.borrow_mut();
         if kept.in_memory() <= in_memory {
@@ -560,27 +561,36 @@ impl Capture {
     /// ran on that CPU (an interrupt arriving during a record) is not run, and that call
     /// (entry or return) is missing from the records.
     pub fn missed(&self) -> u64 {
+        self.prog_infos().map(|i| i.recursion_misses).sum()
+    }
+
+    /// The programs' runs so far and the time spent in them (ns), as the kernel counts
+    /// them while `kernel.bpf_stats_enabled` is set (both 0 otherwise).
+    pub fn run_stats(&self) -> (u64, u64) {
+        self.prog_infos()
+            .fold((0, 0), |(n, t), i| (n + i.run_cnt, t + i.run_time_ns))
+    }
+
+    /// The kernel's information on each loaded program that records calls.
+    fn prog_infos(&self) -> impl Iterator<Item = libbpf_sys::bpf_prog_info> + '_ {
         let progs = [
             &self.skel.progs.dcg_call,
             &self.skel.progs.dcg_entry,
             &self.skel.progs.dcg_exit,
         ];
-        progs
-            .iter()
-            .filter_map(|p| {
-                // SAFETY: a program of the skeleton; negative when it was not loaded.
-                let fd = unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
-                if fd < 0 {
-                    return None;
-                }
-                let mut info = libbpf_sys::bpf_prog_info::default();
-                let mut len = std::mem::size_of_val(&info) as u32;
-                let ptr: *mut libbpf_sys::bpf_prog_info = &mut info;
-                // SAFETY: info is a plain struct of len bytes the kernel fills.
-                let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, ptr, &mut len) };
-                (rc == 0).then_some(info.recursion_misses)
-            })
-            .sum()
+        progs.into_iter().filter_map(|p| {
+            // SAFETY: a program of the skeleton; negative when it was not loaded.
+            let fd = unsafe { libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                return None;
+            }
+            let mut info = libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let ptr: *mut libbpf_sys::bpf_prog_info = &mut info;
+            // SAFETY: info is a plain struct of len bytes the kernel fills.
+            let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, ptr, &mut len) };
+            (rc == 0).then_some(info)
+        })
     }
 }
 

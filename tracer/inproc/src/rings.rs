@@ -343,7 +343,7 @@ impl Rings {
                 // A buffer whose pages are mapped already, when there is one.
                 let mut bytes = spare
                     .pop()
-                    .unwrap_or_else(|| fresh_buffer((head - tail) as usize));
+                    .unwrap_or_else(|| dcg_spool::huge_buffer((head - tail) as usize));
                 bytes.clear();
                 if head - tail > size {
                     // The target wrote over its ring's header: give the ring up.
@@ -385,20 +385,6 @@ impl Rings {
 
 /// `MADV_POPULATE_READ` (Linux 5.14), which the libc crate may not name.
 const MADV_POPULATE_READ: libc::c_int = 22;
-
-/// A buffer for at least `n` bytes, in huge pages where the kernel has them: filling 4 KiB
-/// pages one fault at a time is slower than a traced hot loop writes.
-fn fresh_buffer(n: usize) -> Vec<u8> {
-    const HUGE: usize = 2 << 20;
-    let mut v: Vec<u8> = Vec::with_capacity(n.max(2 * HUGE) + HUGE);
-    let p = v.as_mut_ptr() as usize;
-    let (start, end) = (p.next_multiple_of(HUGE), (p + v.capacity()) & !(HUGE - 1));
-    if end > start {
-        // SAFETY: advice on memory this vector owns and has not touched.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-    }
-    v
-}
 
 /// The bytes one ring held, with who wrote them.
 #[derive(Debug, Clone)]

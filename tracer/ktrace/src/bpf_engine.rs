@@ -150,9 +150,23 @@ fn cpu_time(what: &str) {
     if let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) {
         let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
         debug(format_args!(
-            "{what}; dcg's CPU time so far: user {} ms, system {} ms",
+            "{what}; dcg's CPU time so far: user {} ms, system {} ms, page faults {}",
             ms(u.user_time()),
-            ms(u.system_time())
+            ms(u.system_time()),
+            u.minor_page_faults() + u.major_page_faults()
+        ));
+    }
+}
+
+/// Debug: the programs' runs and time so far (counted while `kernel.bpf_stats_enabled` is
+/// set), and the records kept.
+fn program_time(capture: &Capture, what: &str) {
+    let (runs, ns) = capture.run_stats();
+    if runs > 0 {
+        debug(format_args!(
+            "{what}; the programs ran {runs} times, {} us so far; {} bytes of records kept",
+            ns / 1000,
+            capture.queued()
         ));
     }
 }
@@ -308,6 +322,7 @@ pub(crate) fn run(
         c.resume()?;
     }
     cpu_time("command resumed");
+    program_time(&capture, "command resumed");
     let stop_reason = record(plan, &mut capture, &mut feed, child.as_mut(), out, notify)?;
     cpu_time(&format!("loop ended: {stop_reason}"));
     let summary = finish(capture, feed, child.as_mut(), stop_reason, out)?;
@@ -498,6 +513,8 @@ fn record(
             || tracefs::stop_requested().is_some()
             || deadline.is_some_and(|d| Instant::now() >= d);
         if ending {
+            cpu_time("ending");
+            program_time(capture, "ending");
             debug(format_args!("detaching"));
             capture.detach();
             cpu_time("detached");
