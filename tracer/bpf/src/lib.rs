@@ -277,6 +277,7 @@ impl Loaded {
         let Loaded { skel, mode } = self;
         let slots = read_slots(targets);
         let mut planned: std::collections::BTreeMap<u32, u32> = Default::default();
+        let mut rooted: std::collections::BTreeMap<u32, u32> = Default::default();
         for t in targets.iter().filter(|t| t.plan() != 0) {
             let slot = slots.get(&t.addr).copied().unwrap_or(0);
             let value = u64::from(t.plan()) | u64::from(slot) << 32;
@@ -287,13 +288,16 @@ impl Loaded {
                     .map_err(libbpf("filling the plan map"))?;
                 let (word, bit) = plan_slot(addr);
                 *planned.entry(word).or_default() |= bit;
+                if t.root {
+                    *rooted.entry(word).or_default() |= bit;
+                }
             }
         }
-        for (word, bits) in planned {
-            skel.maps
-                .planned
-                .update(&word.to_ne_bytes(), &bits.to_ne_bytes(), MapFlags::ANY)
-                .map_err(libbpf("filling the plan bits"))?;
+        for (map, bits) in [(&skel.maps.planned, planned), (&skel.maps.rooted, rooted)] {
+            for (word, bits) in bits {
+                map.update(&word.to_ne_bytes(), &bits.to_ne_bytes(), MapFlags::ANY)
+                    .map_err(libbpf("filling the plan bits"))?;
+            }
         }
         skel.maps
             .config

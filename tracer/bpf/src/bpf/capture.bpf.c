@@ -131,14 +131,21 @@ static __always_inline __u32 context(void)
 	return CTX_TASK;
 }
 
+/* Whether `ip`'s bit is set in `bits_map` (`planned`, `rooted`). */
+static __always_inline bool bit_at(void *bits_map, __u64 ip)
+{
+	__u32 w = (ip >> 7) & (PLAN_WORDS - 1);
+	__u32 *bits = bpf_map_lookup_elem(bits_map, &w);
+
+	return bits && (*bits & (1U << ((ip >> 2) & 31)));
+}
+
 /* The plan of the function entered at `ip` (0: none): bits, and its slot above them. */
 static __always_inline __u64 plan_at(__u64 ip)
 {
-	__u32 w = (ip >> 7) & (PLAN_WORDS - 1);
-	__u32 *bits = bpf_map_lookup_elem(&planned, &w);
 	__u64 *v;
 
-	if (!bits || !(*bits & (1U << ((ip >> 2) & 31))))
+	if (!bit_at(&planned, ip))
 		return 0;
 	v = bpf_map_lookup_elem(&plans, &ip);
 	return v ? *v : 0;
@@ -238,6 +245,8 @@ static __always_inline int on_entry(struct pt_regs *ctx, bool session)
 	if (!*depth) {
 		/* Most hits: a task not recorded; only a root starts recording. */
 		ip = bpf_get_func_ip(ctx);
+		if (!bit_at(&rooted, ip))
+			return 1;
 		plan = plan_at(ip);
 		if (!(plan & PLAN_ROOT))
 			return 1;

@@ -74,6 +74,16 @@ struct {
 	__type(value, __u32);
 } planned SEC(".maps");
 
+/* The same bits for the roots alone. Most hits are of tasks outside any root, for which
+ * only a root's entry matters: with structs or members to read (`--deref`, `--fields`)
+ * thousands of functions have a plan, and this spares each such hit the hash lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PLAN_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} rooted SEC(".maps");
+
 /* The traced processes (tgid) when filter_procs is set; forks of them join. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
