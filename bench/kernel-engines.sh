@@ -89,8 +89,11 @@ sec() { # NAME: the section's text
 }
 val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" | head -1; } # KEY < text
 untraced=$(sec untraced | val per_call_ns)
+after=$(sec untraced-after | val per_call_ns)
+settled=$(sec untraced | sed -n 's/^settled after \([0-9]*\) s/\1/p')
 echo "Kernel: $kernel ($(cat "$kdir/release" 2>/dev/null || basename "$kdir")), qemu TCG, ${DCG_BENCH_SMP:-2} vCPUs${qextra[*]:+, clock: -icount shift=0};"
-echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call."
+echo "loop: $n failing access(2) calls, traced root do_faccessat; untraced $((untraced / 1000)) us/call" \
+	"(once the boot's work was done, after ${settled:-?} s; $((${after:-0} / 1000)) us after the sessions)."
 echo
 # PHASE < stderr: the time of dcg's debug line for PHASE (DCG_KTRACE_DEBUG).
 at() { sed -n "s/^dcg debug \[dcg_ktrace\] *\([0-9.]*\): $1.*/\1/p" | head -1; }
