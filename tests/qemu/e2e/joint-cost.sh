@@ -28,6 +28,9 @@ joint() { # NAME BIN OUT: a joint session by BIN, its calls saved in OUT
 	run $1 $2 trace --db $DB --show-retvals --json --trace-output $3 \
 		--func /dcg/joint-loop:check --kernel -- $LOOP
 }
+begin settle
+settle
+end settle
 r=1
 while [ $r -le $R ]; do
 	run untraced$r $LOOP

@@ -39,21 +39,8 @@ ms() { echo $(( ($2 - $1) / 1000000 )); }
 # The loop line's per_call_ns, start and end.
 field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" "$2" | head -1; }
 
-# The boot's own work (Debian's crypto self-tests above all) goes on for seconds after
-# init starts, on the same CPU: measured then, the untraced loop took 12-16 us a call on
-# Debian 7.2 with one vCPU, and 3.3-3.4 us from 12 s on. Wait until a second passes with
-# at most 2 ticks of work (30 s at most).
-busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-i=0
-while [ $i -lt 30 ]; do
-	a=$(busy)
-	sleep 1
-	[ $(($(busy) - a)) -le 2 ] && break
-	i=$((i + 1))
-done
-
 begin untraced
-echo "settled after ${i} s"
+settle
 $LOOP 200 > /dev/null
 $LOOP $N | tee /tmp/untraced.loop
 end untraced
