@@ -3,13 +3,15 @@
 
 /// Samples of (ticks, ns) a [`TscClock`] keeps at most, the first included. When they
 /// are full every other one is dropped: they still span the whole session, twice as far
-/// apart (at the copier's 8 ms, the first thinning comes after 32 s).
+/// apart (at the copier's longest pause, 8 ms or 32 ms, the first thinning comes after 32
+/// or 131 s).
 const SAMPLES: usize = 4096;
 
 /// Converts time-stamp counter ticks into `CLOCK_MONOTONIC` nanoseconds, piecewise: the
 /// line through the two (ticks, ns) samples around the ticks, of those taken when the
 /// session started, at each [`TscClock::update`], and by the copier at each look at the
-/// rings (1 to 8 ms apart, handed over by [`crate::copier::Copier::clock_samples_into`]),
+/// rings (1 to 8 ms apart, up to 32 ms with a joint session's larger rings; handed over by
+/// [`crate::copier::Copier::clock_samples_into`]),
 /// whether or not records are converted then: a session may convert them all at its end.
 /// `CLOCK_MONOTONIC` is the TSC scaled by the kernel, whose rate NTP may slew: between two
 /// samples 10 ms apart at 500 ppm a converted time is off by at most 5 µs from it, plus

@@ -25,25 +25,33 @@ const SPARE_BUFFERS: usize = 64;
 
 /// The copier's pause between two looks at the rings: short while they fill fast, longer
 /// while they stay nearly empty, since every wakeup costs the machine (most of all in a
-/// session tracing the kernel too, where its BPF program runs on each kernel function the
-/// wakeup calls; `bench/joint-cost.sh` did not measure a difference there).
-/// The longest pause is short enough that the engine's 16 MiB rings do not fill during it
-/// when a thread starts a hot loop just after a look (about 1 GB/s of records natively:
-/// 8 MB).
+/// session tracing the kernel too, where the kernel side's programs run on each kernel
+/// function the wakeup calls). The longest pause is the time a thread that starts a hot
+/// loop just after a look takes to fill half a ring (about 1 GB/s of records natively):
+/// 8 ms for 16 MiB rings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pause {
     now: Duration,
+    longest: Duration,
 }
 
 impl Pause {
     /// The shortest pause.
     pub const MIN: Duration = Duration::from_millis(1);
-    /// The longest.
-    pub const MAX: Duration = Duration::from_millis(8);
 
-    /// The first pause.
-    pub fn new() -> Pause {
-        Pause { now: Self::MIN }
+    /// The first pause, for rings of `ring_size` bytes each.
+    pub fn new(ring_size: u32) -> Pause {
+        Pause {
+            now: Self::MIN,
+            longest: Self::longest(ring_size),
+        }
+    }
+
+    /// The longest pause for rings of `ring_size` bytes: half a ring at a MiB a
+    /// millisecond, within 1 and 50 ms.
+    pub fn longest(ring_size: u32) -> Duration {
+        Duration::from_millis(u64::from(ring_size) >> 21)
+            .clamp(Self::MIN, Duration::from_millis(50))
     }
 
     /// The pause after a look that took `taken` bytes from rings of `ring_size` bytes
@@ -54,15 +62,9 @@ impl Pause {
         if taken >= ring / 16 {
             self.now = Self::MIN;
         } else if taken < ring / 256 {
-            self.now = (self.now * 2).min(Self::MAX);
+            self.now = (self.now * 2).min(self.longest);
         }
         self.now
-    }
-}
-
-impl Default for Pause {
-    fn default() -> Pause {
-        Pause::new()
     }
 }
 
@@ -100,7 +102,7 @@ impl Copier {
                 ahead_of_others();
                 let mut local = Vec::new();
                 let mut buffers: Vec<Vec<u8>> = Vec::new();
-                let mut pause = Pause::new();
+                let mut pause = Pause::new(r.ring_size());
                 while !st.load(Ordering::Acquire) {
                     if let Some(s) = crate::clock::sample() {
                         let _ = to_clock.send(s);
@@ -197,7 +199,7 @@ mod tests {
     fn pauses_grow_while_the_rings_stay_empty_and_reset_when_they_fill() {
         let ring = 16 << 20;
         let ms = Duration::from_millis;
-        let mut p = Pause::new();
+        let mut p = Pause::new(ring);
         let grown: Vec<Duration> = (0..5).map(|_| p.after(0, ring)).collect();
         assert_eq!(grown, [ms(2), ms(4), ms(8), ms(8), ms(8)]);
         // Between a 256th and a sixteenth of a ring: unchanged.
@@ -205,5 +207,16 @@ mod tests {
         assert_eq!(p.after(ring as usize / 16, ring), Pause::MIN);
         assert_eq!(p.after(ring as usize / 255, ring), Pause::MIN);
         assert_eq!(p.after(100, ring), ms(2));
+    }
+
+    #[test]
+    fn larger_rings_allow_longer_pauses() {
+        let ring = 64 << 20;
+        let ms = Duration::from_millis;
+        let mut p = Pause::new(ring);
+        let grown: Vec<Duration> = (0..6).map(|_| p.after(0, ring)).collect();
+        assert_eq!(grown, [ms(2), ms(4), ms(8), ms(16), ms(32), ms(32)]);
+        assert_eq!(Pause::longest(1 << 30), ms(50));
+        assert_eq!(Pause::longest(4096), Pause::MIN);
     }
 }

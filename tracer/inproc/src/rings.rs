@@ -343,7 +343,7 @@ impl Rings {
                 // A buffer whose pages are mapped already, when there is one.
                 let mut bytes = spare
                     .pop()
-                    .unwrap_or_else(|| dcg_spool::huge_buffer((head - tail) as usize));
+                    .unwrap_or_else(|| buffer_for((head - tail) as usize));
                 bytes.clear();
                 if head - tail > size {
                     // The target wrote over its ring's header: give the ring up.
@@ -385,6 +385,22 @@ impl Rings {
 
 /// `MADV_POPULATE_READ` (Linux 5.14), which the libc crate may not name.
 const MADV_POPULATE_READ: libc::c_int = 22;
+
+/// Takes under this many bytes get a buffer from the heap.
+const SMALL_TAKE: usize = 1 << 20;
+
+/// A buffer for a take of `n` bytes. A small one comes from the heap: a buffer of its
+/// own, mapped and faulted in for a few kilobytes, costs a system call and page faults,
+/// and in a session tracing the kernel too (where the copier's buffers are not given back
+/// until the end) each of those runs the kernel side's programs on every kernel function
+/// it reaches. A large one is in huge pages ([`dcg_spool::huge_buffer`]).
+fn buffer_for(n: usize) -> Vec<u8> {
+    if n < SMALL_TAKE {
+        Vec::with_capacity(n.max(64 << 10))
+    } else {
+        dcg_spool::huge_buffer(n)
+    }
+}
 
 /// The bytes one ring held, with who wrote them.
 #[derive(Debug, Clone)]

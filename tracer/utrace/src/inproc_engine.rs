@@ -75,6 +75,13 @@ pub fn unseen_constructors(args: &TraceOptions, targets: &[Target]) -> Option<No
 /// ten: 9 MB at worst).
 const RINGS: u32 = 64;
 const RING_BYTES: u32 = 16 << 20;
+/// Each ring in a session tracing the kernel too. There each wakeup of the copier runs
+/// the kernel side's programs on every kernel function it reaches, on the CPUs the
+/// program runs on: rings four times as large let it pause four times as long (32 ms at
+/// most; copier::Pause). Measured on Debian 7.2 in qemu (one vCPU), the copier's looks
+/// cost joint-loop about 8 us a call of 150 at 1-8 ms apart and 2-3 at 50 ms. The
+/// memory is a ring's only as its thread fills it.
+const JOINT_RING_BYTES: u32 = 64 << 20;
 /// How often the engine looks at what came (records, the command's end, a signal, the
 /// duration).
 const LOOK: Duration = Duration::from_millis(10);
@@ -136,7 +143,12 @@ pub(crate) fn run(
     }
     let dir = Path::new("/dev/shm");
     let dir = if dir.is_dir() { dir } else { Path::new("/tmp") };
-    let prepared = prepare(dir, plan, &funcs, note)?;
+    let ring_bytes = if kernel.is_some() {
+        JOINT_RING_BYTES
+    } else {
+        RING_BYTES
+    };
+    let prepared = prepare(dir, plan, &funcs, ring_bytes, note)?;
     tracefs::arm_stop_handlers();
     // The uprobes of what the recorder cannot hook, before the command runs.
     let (mut session, events) = match &root {
@@ -295,6 +307,7 @@ fn prepare(
     dir: &Path,
     plan: &UserPlan<'_>,
     funcs: &[PlanFunc],
+    ring_bytes: u32,
     note: &mut dyn FnMut(Notice),
 ) -> Result<Prepared> {
     let plan_targets: Vec<PlanTarget> = plan
@@ -324,7 +337,7 @@ fn prepare(
     let clock = rings::TscClock::new();
     dcg_inproc::plan::write_plan(&plan_path, &plan_targets, funcs, flags).map_err(io)?;
     let plan_file = RemoveOnDrop(plan_path.clone());
-    let rings = Rings::create(dir, RINGS, RING_BYTES).map_err(io)?;
+    let rings = Rings::create(dir, RINGS, ring_bytes).map_err(io)?;
     let recorder = plan
         .recorder
         .as_deref()
