@@ -161,6 +161,9 @@ fn cpu_time(what: &str) {
 /// Debug: the programs' runs and time so far (counted while `kernel.bpf_stats_enabled` is
 /// set), and the records kept.
 fn program_time(capture: &Capture, what: &str) {
+    if !log::log_enabled!(log::Level::Debug) {
+        return;
+    }
     let (runs, ns) = capture.run_stats();
     if runs > 0 {
         debug(format_args!(

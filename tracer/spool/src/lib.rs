@@ -118,11 +118,17 @@ impl Kept {
 
 /// An empty vector with room for at least `n` bytes, untouched, whose whole 2 MiB units
 /// the kernel is asked to back with huge pages (one page fault each instead of 512; only
-/// a hint: without transparent huge pages nothing changes).
+/// a hint: without transparent huge pages nothing changes). Where that much cannot be
+/// had, an empty vector that grows as it is filled.
 pub fn huge_buffer(n: usize) -> Vec<u8> {
     const HUGE: usize = 2 << 20;
+    let mut v: Vec<u8> = Vec::new();
     // At least one whole unit, wherever the allocation starts.
-    let mut v: Vec<u8> = Vec::with_capacity(n.max(2 * HUGE) + HUGE);
+    if v.try_reserve_exact(n.max(2 * HUGE).saturating_add(HUGE))
+        .is_err()
+    {
+        return v;
+    }
     let at = v.as_mut_ptr() as usize;
     let (start, end) = (at.next_multiple_of(HUGE), (at + v.capacity()) & !(HUGE - 1));
     if let Some(ptr) = NonNull::new(start as *mut c_void).filter(|_| end > start) {
@@ -218,6 +224,15 @@ mod tests {
             k.queue.len()
         );
         assert_eq!(n, 1000);
+    }
+
+    #[test]
+    fn room_that_cannot_be_had_is_not_reserved() {
+        let mut k = Kept::default();
+        k.reserve(usize::MAX / 2);
+        assert_eq!(k.queue.capacity(), 0);
+        k.push(b"still kept");
+        assert_eq!(k.in_memory(), 4 + 10);
     }
 
     #[test]
