@@ -229,6 +229,8 @@ fn load(mode: Mode, targets: &[Target], inlines: bool) -> Result<CaptureSkel<'st
 pub struct Loaded {
     skel: CaptureSkel<'static>,
     mode: Mode,
+    /// The records' queue, made ready before attaching ([`Loaded::prepare_keep`]).
+    kept: dcg_spool::Kept,
 }
 
 impl Loaded {
@@ -258,7 +260,20 @@ impl Loaded {
                 .update(&0u32.to_ne_bytes(), &addr.to_ne_bytes(), MapFlags::ANY)
                 .map_err(libbpf("setting the per-CPU offsets' address"))?;
         }
-        Ok(Loaded { skel, mode })
+        Ok(Loaded {
+            skel,
+            mode,
+            kept: Default::default(),
+        })
+    }
+
+    /// Make room for [`Capture::keep`]'s `in_memory` bytes, the first `touched` of them
+    /// backed by the kernel already ([`dcg_spool::Kept::prefault`]): before the programs
+    /// are attached, which then would run on every traced function of each page fault's
+    /// path, and before the traced command runs, whose CPU the clearing of those pages
+    /// would take.
+    pub fn prepare_keep(&mut self, in_memory: usize, touched: usize) {
+        self.kept.prefault(in_memory, touched);
     }
 
     /// Attach the loaded programs to `targets` and a probe to each address of `inlines`
@@ -274,7 +289,7 @@ impl Loaded {
         if targets.is_empty() {
             return Err(BpfError::NoTargets);
         }
-        let Loaded { skel, mode } = self;
+        let Loaded { skel, mode, kept } = self;
         let slots = read_slots(targets);
         let mut planned: std::collections::BTreeMap<u32, u32> = Default::default();
         let mut rooted: std::collections::BTreeMap<u32, u32> = Default::default();
@@ -370,7 +385,7 @@ impl Loaded {
         }
         // Records are copied into one growing buffer (each after its u32 length), taken
         // out in a batch by `consume`: no allocation per record.
-        let kept: Rc<RefCell<dcg_spool::Kept>> = Rc::default();
+        let kept = Rc::new(RefCell::new(kept));
         let q = Rc::clone(&kept);
         let mut rb = RingBufferBuilder::new();
         // SAFETY: the reference is used only until `build` below, before `skel` moves

@@ -256,6 +256,7 @@ pub(crate) fn attach<'p>(
         }
     };
     debug(format_args!("attached"));
+
     for (i, e) in capture.inline_failures() {
         let inst = probed[*i];
         notify(Notice::InlineProbeFailed {
@@ -281,6 +282,13 @@ pub(crate) fn attach<'p>(
 
 /// Run the attached session of `plan` into `outputs`: let the command run, record until
 /// a stop condition, detach.
+/// Bytes of records kept in memory while the command runs, the rest in a file.
+fn records_in_memory(plan: &KernelPlan<'_>) -> usize {
+    plan.tuning
+        .records_in_memory
+        .unwrap_or(dcg_spool::IN_MEMORY)
+}
+
 pub(crate) fn run(
     plan: &KernelPlan<'_>,
     attached: Attached<'_>,
@@ -430,7 +438,15 @@ fn load_and_attach<'i>(
                 }),
             }
         }
-        let attached = attached.and_then(|loaded| {
+        let attached = attached.and_then(|mut loaded| {
+            if plan.session.shown_at_end {
+                // Records are kept while the command runs: their memory is made ready
+                // before, while no program runs on its page faults (at most the default
+                // bound's; a larger one grows as it is used).
+                let in_memory = records_in_memory(plan);
+                loaded.prepare_keep(in_memory, in_memory.min(dcg_spool::IN_MEMORY));
+                debug(format_args!("room for the records made"));
+            }
             debug(format_args!(
                 "attaching to {} functions, {} inlined copies",
                 targets.len(),
@@ -491,10 +507,7 @@ fn record(
         // copied out of the ring (decoding them competes with the traced load for the
         // CPU), past a bound into a file; they are decoded once it ends or the count is
         // reached (or as they come where that file cannot take them).
-        let in_memory = plan
-            .tuning
-            .records_in_memory
-            .unwrap_or(dcg_spool::IN_MEMORY);
+        let in_memory = records_in_memory(plan);
         // Trees a filter selects under a count are counted as they are decoded.
         let count_by_decoding = selecting && session.stop.count.is_some();
         if session.shown_at_end

@@ -49,6 +49,29 @@ impl Kept {
         self.queue = queue;
     }
 
+    /// [`Kept::reserve`] `bytes`, and have the kernel back the first `touched` of them
+    /// now (`MADV_POPULATE_WRITE`; cleared pages, nothing written). For a caller that
+    /// will keep records while a traced command runs: the kernel clears each page a
+    /// queue touches first, and done then, that clearing competes with the command for
+    /// the CPU. On Debian 7.2 in qemu it was about 1 ns a byte, 24 us of each `--deref`
+    /// call's 200. Only a hint: where the kernel cannot, the pages come as they are
+    /// touched.
+    pub fn prefault(&mut self, bytes: usize, touched: usize) {
+        self.reserve(bytes);
+        let spare = self.queue.spare_capacity_mut();
+        let at = spare.as_mut_ptr() as usize;
+        let (start, end) = (
+            at.next_multiple_of(4096),
+            (at + touched.min(spare.len())) & !4095,
+        );
+        if let Some(ptr) = NonNull::new(start as *mut c_void).filter(|_| end > start) {
+            // SAFETY: the range lies within this vector's spare capacity (memory it owns,
+            // holding nothing) and is page-aligned; MADV_POPULATE_WRITE only faults its
+            // pages in, as zeroes, and never changes the mapping.
+            let _ = unsafe { madvise(ptr, end - start, MmapAdvise::MADV_POPULATE_WRITE) };
+        }
+    }
+
     /// Bytes kept, in memory and in the spool file.
     pub fn len(&self) -> u64 {
         self.queue.len() as u64 + self.spooled
@@ -224,6 +247,36 @@ mod tests {
             k.queue.len()
         );
         assert_eq!(n, 1000);
+    }
+
+    /// This thread's minor page faults so far.
+    fn faults() -> i64 {
+        use nix::sys::resource::{getrusage, UsageWho};
+        getrusage(UsageWho::RUSAGE_THREAD)
+            .unwrap()
+            .minor_page_faults()
+    }
+
+    #[test]
+    fn prefaulted_room_is_filled_without_a_fault() {
+        let data = vec![7u8; 4092];
+        let mut k = Kept::default();
+        k.prefault(16 << 20, 8 << 20);
+        let before = faults();
+        for _ in 0..2000 {
+            k.push(&data);
+        }
+        assert_eq!(faults() - before, 0, "8 MB into prefaulted room");
+        // The rest of the room was reserved, not touched: filling it faults, once a page
+        // or once a huge page (the last one prefaulted may reach 2 MiB into it).
+        for _ in 0..2000 {
+            k.push(&data);
+        }
+        let f = faults() - before;
+        assert!(f >= 3, "{f} faults filling 8 MB not prefaulted");
+        let mut n = 0;
+        entries(&k.queue, |e| n += usize::from(e == &data[..]));
+        assert_eq!(n, 4000);
     }
 
     #[test]
