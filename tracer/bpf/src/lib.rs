@@ -267,13 +267,12 @@ impl Loaded {
         })
     }
 
-    /// Make room for [`Capture::keep`]'s `in_memory` bytes, the first `touched` of them
-    /// backed by the kernel already ([`dcg_spool::Kept::prefault`]): before the programs
-    /// are attached, which then would run on every traced function of each page fault's
-    /// path, and before the traced command runs, whose CPU the clearing of those pages
-    /// would take.
-    pub fn prepare_keep(&mut self, in_memory: usize, touched: usize) {
-        self.kept.prefault(in_memory, touched);
+    /// Make room for [`Capture::keep`]'s `in_memory` bytes, backed by the kernel already
+    /// ([`dcg_spool::Kept::prefault`]): before the programs are attached, which then
+    /// would run on every traced function of each page fault's path, and before the
+    /// traced command runs, whose CPU the clearing of those pages would take.
+    pub fn prepare_keep(&mut self, in_memory: usize) {
+        self.kept.prefault(in_memory);
     }
 
     /// Attach the loaded programs to `targets` and a probe to each address of `inlines`

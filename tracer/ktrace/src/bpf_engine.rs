@@ -256,7 +256,6 @@ pub(crate) fn attach<'p>(
         }
     };
     debug(format_args!("attached"));
-
     for (i, e) in capture.inline_failures() {
         let inst = probed[*i];
         notify(Notice::InlineProbeFailed {
@@ -280,8 +279,6 @@ pub(crate) fn attach<'p>(
     })
 }
 
-/// Run the attached session of `plan` into `outputs`: let the command run, record until
-/// a stop condition, detach.
 /// Bytes of records kept in memory while the command runs, the rest in a file.
 fn records_in_memory(plan: &KernelPlan<'_>) -> usize {
     plan.tuning
@@ -289,6 +286,8 @@ fn records_in_memory(plan: &KernelPlan<'_>) -> usize {
         .unwrap_or(dcg_spool::IN_MEMORY)
 }
 
+/// Run the attached session of `plan` into `outputs`: let the command run, record until
+/// a stop condition, detach.
 pub(crate) fn run(
     plan: &KernelPlan<'_>,
     attached: Attached<'_>,
@@ -441,10 +440,8 @@ fn load_and_attach<'i>(
         let attached = attached.and_then(|mut loaded| {
             if plan.session.shown_at_end {
                 // Records are kept while the command runs: their memory is made ready
-                // before, while no program runs on its page faults (at most the default
-                // bound's; a larger one grows as it is used).
-                let in_memory = records_in_memory(plan);
-                loaded.prepare_keep(in_memory, in_memory.min(dcg_spool::IN_MEMORY));
+                // before, while no program runs on its page faults.
+                loaded.prepare_keep(records_in_memory(plan));
                 debug(format_args!("room for the records made"));
             }
             debug(format_args!(

@@ -49,21 +49,19 @@ impl Kept {
         self.queue = queue;
     }
 
-    /// [`Kept::reserve`] `bytes`, and have the kernel back the first `touched` of them
-    /// now (`MADV_POPULATE_WRITE`; cleared pages, nothing written). For a caller that
-    /// will keep records while a traced command runs: the kernel clears each page a
-    /// queue touches first, and done then, that clearing competes with the command for
-    /// the CPU. On Debian 7.2 in qemu it was about 1 ns a byte, 24 us of each `--deref`
-    /// call's 200. Only a hint: where the kernel cannot, the pages come as they are
-    /// touched.
-    pub fn prefault(&mut self, bytes: usize, touched: usize) {
+    /// [`Kept::reserve`] `bytes`, and have the kernel back them now, up to [`IN_MEMORY`]
+    /// (`MADV_POPULATE_WRITE`; cleared pages, nothing written; a larger bound grows into
+    /// the rest as it is used). For a caller that will keep records while a traced
+    /// command runs: the kernel clears each page a queue touches first, and done then,
+    /// that clearing competes with the command for the CPU. On Debian 7.2 in qemu it was
+    /// about 1 ns a byte, 24 us of each `--deref` call's 200. Only a hint: where the
+    /// kernel cannot, the pages come as they are touched.
+    pub fn prefault(&mut self, bytes: usize) {
         self.reserve(bytes);
         let spare = self.queue.spare_capacity_mut();
         let at = spare.as_mut_ptr() as usize;
-        let (start, end) = (
-            at.next_multiple_of(4096),
-            (at + touched.min(spare.len())) & !4095,
-        );
+        let touched = bytes.min(IN_MEMORY).min(spare.len());
+        let (start, end) = (at.next_multiple_of(4096), (at + touched) & !4095);
         if let Some(ptr) = NonNull::new(start as *mut c_void).filter(|_| end > start) {
             // SAFETY: the range lies within this vector's spare capacity (memory it owns,
             // holding nothing) and is page-aligned; MADV_POPULATE_WRITE only faults its
@@ -261,7 +259,8 @@ mod tests {
     fn prefaulted_room_is_filled_without_a_fault() {
         let data = vec![7u8; 4092];
         let mut k = Kept::default();
-        k.prefault(16 << 20, 8 << 20);
+        k.reserve(16 << 20);
+        k.prefault(8 << 20);
         let before = faults();
         for _ in 0..2000 {
             k.push(&data);
