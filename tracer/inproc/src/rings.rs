@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use memmap2::MmapMut;
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 pub use crate::clock::{mono_ns, tsc_usable, TscClock};
 pub use crate::copier::Copier;
@@ -298,6 +298,21 @@ impl Rings {
     /// Only copies: cheap enough to keep pace with a traced hot loop ([`Copier`]).
     /// Returns the bytes taken.
     pub fn take(&self, out: &mut Vec<Chunk>, spare: &mut Vec<Vec<u8>>) -> usize {
+        self.take_with(|writer, first, second| {
+            // A buffer whose pages are mapped already, when there is one.
+            let n = first.len() + second.len();
+            let mut bytes = spare.pop().unwrap_or_else(|| buffer_for(n));
+            bytes.clear();
+            bytes.reserve_exact(n);
+            bytes.extend_from_slice(first);
+            bytes.extend_from_slice(second);
+            out.push(Chunk::new(writer, bytes));
+        })
+    }
+
+    /// [`Rings::take`], handing each ring's new bytes to `f` where they lie (in two
+    /// parts where they wrap around the ring's end) instead of copying them to a chunk.
+    pub fn take_with(&self, mut f: impl FnMut(Writer, &[u8], &[u8])) -> usize {
         let mut taken = 0;
         let size = u64::from(self.ring_size);
         for i in 0..self.claimed() {
@@ -306,28 +321,7 @@ impl Rings {
             if field(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire) == 0 {
                 continue;
             }
-            let populated =
-                field(std::mem::offset_of!(RingHeader, populated)).load(Ordering::Acquire);
-            let mapped = self.mapped[i as usize].swap(populated, Ordering::Relaxed);
-            if populated > mapped {
-                // What the recorder made sure of since: into this mapping's page tables in
-                // one call instead of a fault per 4 KiB (slower than a hot loop writes).
-                let data = base + size_of::<RingHeader>();
-                let start = if mapped == 0 {
-                    base
-                } else {
-                    data + mapped as usize
-                } & !4095;
-                let end = (data + populated as usize).next_multiple_of(4096);
-                // SAFETY: advice on pages of this mapping.
-                unsafe {
-                    libc::madvise(
-                        self.map.as_ptr().add(start) as *mut libc::c_void,
-                        end - start,
-                        MADV_POPULATE_READ,
-                    )
-                };
-            }
+            self.map_populated(i, base);
             // Read before `head`: a retired ring's last record is in by then.
             let state_at = field(std::mem::offset_of!(RingHeader, state));
             let state = state_at.load(Ordering::Acquire);
@@ -340,11 +334,6 @@ impl Rings {
                 let r = RingHeader::ref_from_prefix(&self.map[base..])
                     .expect("in bounds")
                     .0;
-                // A buffer whose pages are mapped already, when there is one.
-                let mut bytes = spare
-                    .pop()
-                    .unwrap_or_else(|| buffer_for((head - tail) as usize));
-                bytes.clear();
                 if head - tail > size {
                     // The target wrote over its ring's header: give the ring up.
                     log::warn!("ring {i}: head {head} is more than a ring past tail {tail}");
@@ -352,18 +341,19 @@ impl Rings {
                     let data = base + size_of::<RingHeader>();
                     let (from, n) = ((tail % size) as usize, (head - tail) as usize);
                     let first = n.min(size as usize - from);
-                    bytes.reserve_exact(n);
-                    bytes.extend_from_slice(&self.map[data + from..data + from + first]);
-                    bytes.extend_from_slice(&self.map[data..data + (n - first)]);
+                    let writer = Writer {
+                        tid: r.tid,
+                        pid: r.pid,
+                        comm: r.comm,
+                        clock: r.clock,
+                    };
+                    f(
+                        writer,
+                        &self.map[data + from..data + from + first],
+                        &self.map[data..data + (n - first)],
+                    );
+                    taken += n;
                 }
-                taken += bytes.len();
-                out.push(Chunk {
-                    tid: r.tid,
-                    pid: r.pid,
-                    comm: r.comm,
-                    clock: r.clock,
-                    bytes,
-                });
                 tail_at.store(head, Ordering::Release);
             }
             if state == RING_RETIRED {
@@ -372,6 +362,54 @@ impl Rings {
             }
         }
         taken
+    }
+
+    /// What the recorder of ring `i` (at `base`) made sure of since the last look: into
+    /// this mapping's page tables in one call instead of a fault per 4 KiB (slower than
+    /// a hot loop writes).
+    fn map_populated(&self, i: u32, base: usize) {
+        let populated = self
+            .u32_at(base + std::mem::offset_of!(RingHeader, populated))
+            .load(Ordering::Acquire);
+        let mapped = self.mapped[i as usize].fetch_max(populated, Ordering::Relaxed);
+        if populated > mapped {
+            self.map_range(base, mapped, populated, MADV_POPULATE_READ);
+        }
+    }
+
+    /// Have the kernel back the header and first `bytes` of data of each of the first
+    /// `rings` rings and map them into this mapping now, before a recorder claims them
+    /// (it then finds the pages there): for a session where each page fault dcg takes
+    /// while the command runs costs the command, as where a kernel side's programs run
+    /// on the fault's path. The rest is mapped as recorders populate it.
+    pub fn map_ahead(&self, rings: u32, bytes: u32) {
+        let bytes = bytes.min(self.ring_size);
+        for i in 0..rings.min(self.nrings) {
+            let base = ring_offset(i, self.ring_size);
+            self.map_range(base, 0, bytes, MADV_POPULATE_WRITE);
+            self.mapped[i as usize].fetch_max(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// `advice` on the pages of ring `base`'s data from `from` to `to` (its header's
+    /// page too, from 0).
+    fn map_range(&self, base: usize, from: u32, to: u32, advice: libc::c_int) {
+        let data = base + size_of::<RingHeader>();
+        let start = if from == 0 {
+            base
+        } else {
+            data + from as usize
+        } & !4095;
+        let end = (data + to as usize).next_multiple_of(4096);
+        // SAFETY: advice on pages of this mapping (`to` is at most the ring's size), which
+        // changes none of their bytes.
+        unsafe {
+            libc::madvise(
+                self.map.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                advice,
+            )
+        };
     }
 
     /// Take every complete record from every ring, appending them to `out` in time order
@@ -383,23 +421,37 @@ impl Rings {
     }
 }
 
-/// `MADV_POPULATE_READ` (Linux 5.14), which the libc crate may not name.
+/// `MADV_POPULATE_READ` and `_WRITE` (Linux 5.14), which the libc crate may not name.
 const MADV_POPULATE_READ: libc::c_int = 22;
+const MADV_POPULATE_WRITE: libc::c_int = 23;
 
 /// Takes under this many bytes get a buffer from the heap.
 const SMALL_TAKE: usize = 1 << 20;
 
 /// A buffer for a take of `n` bytes. A small one comes from the heap: a buffer of its
-/// own, mapped and faulted in for a few kilobytes, costs a system call and page faults,
-/// and in a session tracing the kernel too (where the copier's buffers are not given back
-/// until the end) each of those runs the kernel side's programs on every kernel function
-/// it reaches. A large one is in huge pages ([`dcg_spool::huge_buffer`]).
+/// own, mapped and faulted in for a few kilobytes, costs a system call and page faults.
+/// A large one is in huge pages ([`dcg_spool::huge_buffer`]).
 fn buffer_for(n: usize) -> Vec<u8> {
     if n < SMALL_TAKE {
         Vec::with_capacity(n.max(64 << 10))
     } else {
         dcg_spool::huge_buffer(n)
     }
+}
+
+/// Who wrote a ring's bytes (as [`Rings::take_with`] hands them out, and as the
+/// [`Copier`] keeps them before the bytes, in its native order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct Writer {
+    /// Thread.
+    pub tid: u32,
+    /// Process.
+    pub pid: u32,
+    /// The thread's name when it claimed the ring.
+    pub comm: [u8; 16],
+    /// What its timestamps are ([`CLOCK_MONO`], [`CLOCK_TSC`]).
+    pub clock: u32,
 }
 
 /// The bytes one ring held, with who wrote them.
@@ -418,6 +470,17 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// `bytes`, written by `w`.
+    pub fn new(w: Writer, bytes: Vec<u8>) -> Chunk {
+        Chunk {
+            tid: w.tid,
+            pid: w.pid,
+            comm: w.comm,
+            clock: w.clock,
+            bytes,
+        }
+    }
+
     /// The thread's name.
     pub fn comm(&self) -> String {
         let end = self.comm.iter().position(|&c| c == 0).unwrap_or(16);
@@ -477,96 +540,4 @@ impl Drop for Rings {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use zerocopy::IntoBytes;
-
-    #[test]
-    fn unhooked_functions_named_once() {
-        let dir = std::env::temp_dir();
-        let rings = Rings::create(&dir, 1, 4096).unwrap();
-        // What two recorders write for plan functions 7, 3 and 7 again.
-        for (n, f) in [7u32, 3, 7].into_iter().enumerate() {
-            rings
-                .u32_at(unhooked_offset(n as u32))
-                .store(f, Ordering::Release);
-        }
-        rings
-            .u32_at(std::mem::offset_of!(ShmHeader, unhooked))
-            .store(3, Ordering::Release);
-        assert_eq!(rings.unhooked(), 3);
-        assert_eq!(rings.unhooked_funcs(), vec![3, 7]);
-    }
-
-    #[test]
-    fn taken_bytes_free_a_retired_ring() {
-        let dir = std::env::temp_dir();
-        let rings = Rings::create(&dir, 2, 4096).unwrap();
-        let base = ring_offset(0, 4096);
-        // A thread's one record, then its end.
-        let rec = RecHeader {
-            len: 32,
-            kind: REC_ENTRY,
-            cpu: 1,
-            func: 5,
-            reserved: 0,
-            ts: 42,
-        };
-        let data = base + size_of::<RingHeader>();
-        let mut bytes = rec.as_bytes().to_vec();
-        bytes.extend_from_slice(&9u64.to_ne_bytes());
-        // SAFETY: in bounds of the map this test owns.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                rings.map.as_ptr().add(data) as *mut u8,
-                bytes.len(),
-            )
-        };
-        let at = |f: usize| rings.u32_at(base + f);
-        rings
-            .u64_at(base + std::mem::offset_of!(RingHeader, head))
-            .store(32, Ordering::Release);
-        at(std::mem::offset_of!(RingHeader, state)).store(RING_RETIRED, Ordering::Release);
-        at(std::mem::offset_of!(RingHeader, ready)).store(1, Ordering::Release);
-        rings
-            .u32_at(std::mem::offset_of!(ShmHeader, next_ring))
-            .store(1, Ordering::Release);
-        let mut out = Vec::new();
-        assert_eq!(rings.drain(&TscClock::new(), &mut out), 1);
-        assert_eq!((out[0].func, out[0].ts, out[0].kind), (5, 42, REC_ENTRY));
-        assert_eq!(out[0].payload, 9u64.to_ne_bytes());
-        // Drained and its thread gone: free for the next thread.
-        assert_eq!(
-            at(std::mem::offset_of!(RingHeader, state)).load(Ordering::Acquire),
-            RING_FREE
-        );
-        assert_eq!(
-            at(std::mem::offset_of!(RingHeader, ready)).load(Ordering::Acquire),
-            0
-        );
-    }
-
-    #[test]
-    fn payload_values() {
-        let mut p = Vec::new();
-        p.extend_from_slice(&7u64.to_ne_bytes());
-        p.extend_from_slice(&3u64.to_ne_bytes());
-        p.extend_from_slice(b"abc\0\0\0\0\0");
-        p.extend_from_slice(&STRING_FAULT.to_ne_bytes());
-        p.extend_from_slice(&9u64.to_ne_bytes());
-        p.extend_from_slice(b"\0\x01\0\0\0\0\0\0\x02\0\0\0\0\0\0\0");
-        let kinds = [FETCH_WORD, FETCH_STRING, FETCH_STRING, FETCH_BLOCK];
-        let v = values(&p, kinds.into_iter()).unwrap();
-        assert_eq!(
-            v,
-            vec![
-                RawValue::Word(7),
-                RawValue::Str(b"abc".to_vec()),
-                RawValue::Fault,
-                RawValue::Bytes(b"\0\x01\0\0\0\0\0\0\x02".to_vec()),
-            ]
-        );
-        assert!(values(&p[..12], [FETCH_WORD, FETCH_STRING].into_iter()).is_none());
-    }
-}
+mod tests;

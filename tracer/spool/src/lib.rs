@@ -29,9 +29,17 @@ pub struct Kept {
 impl Kept {
     /// Add `entry` after the others, in memory.
     pub fn push(&mut self, entry: &[u8]) {
-        let len = u32::try_from(entry.len()).expect("an entry under 4 GiB");
+        self.push_parts(&[entry]);
+    }
+
+    /// Add the entry made of `parts`, one after the other, after the others, in memory.
+    pub fn push_parts(&mut self, parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let len = u32::try_from(len).expect("an entry under 4 GiB");
         self.queue.extend_from_slice(&len.to_ne_bytes());
-        self.queue.extend_from_slice(entry);
+        for p in parts {
+            self.queue.extend_from_slice(p);
+        }
     }
 
     /// Make room in memory for `bytes` in all, before they come: reserved, not touched,
@@ -223,6 +231,16 @@ mod tests {
         let mut again = Vec::new();
         k.take_spooled(4096, |e| again.push(e.to_vec())).unwrap();
         assert_eq!(again, vec![b"again".to_vec()]);
+    }
+
+    #[test]
+    fn an_entry_pushed_in_parts_comes_back_whole() {
+        let mut k = Kept::default();
+        k.push_parts(&[b"who", b"", b"what"]);
+        k.push(b"next");
+        let mut got = Vec::new();
+        entries(&k.queue, |e| got.push(e.to_vec()));
+        assert_eq!(got, [b"whowhat".to_vec(), b"next".to_vec()]);
     }
 
     #[test]

@@ -168,16 +168,26 @@ pub(crate) fn run(
         env,
         _plan_file,
     } = prepared;
-    let mut copier = Copier::start(std::sync::Arc::new(rings))?;
     let mut child = Some(Child::spawn_at_exec_with(
         plan.session.target.command(),
         &env,
     )?);
+    // A session tracing both sides decodes the recorder's bytes once the command has
+    // ended (without uprobes: see `Pump::until_stop`); the copier holds them meanwhile,
+    // in memory it backs now, after the fork (which leaves the pages dcg had then
+    // write-protected: a page fault at the first write of each).
+    let rings = std::sync::Arc::new(rings);
+    let mut copier = if kernel.is_some() && session.is_none() {
+        Copier::start_holding(rings)?
+    } else {
+        Copier::start(rings)?
+    };
     // The kernel half, attached while the command waits at its exec.
     if let (Some(k), Some(c)) = (kernel.as_deref_mut(), child.as_ref()) {
         if let Err(why) = k.attach(c.pid()) {
             note(Notice::NoKernelSide(why));
             kernel = None;
+            copier.hold_no_more();
         }
     }
     let mut pipe = match session.as_mut() {
