@@ -328,6 +328,31 @@ mod tests {
     }
 
     #[test]
+    fn held_bytes_come_back_oldest_first_from_the_spool_file_and_memory() {
+        let mut kept = Kept::default();
+        let writer = |tid| Writer {
+            tid,
+            pid: 1,
+            comm: *b"joint-loop\0\0\0\0\0\0",
+            clock: crate::layout::CLOCK_TSC,
+        };
+        for tid in 1..=3 {
+            let (first, second) = (bytes(tid as u8, 40), bytes(100, 8));
+            kept.push_parts(&[writer(tid).as_bytes(), &first, &second]);
+            if tid == 2 {
+                kept.spool().unwrap();
+            }
+        }
+        let mut out = Vec::new();
+        chunks_of(&mut kept, &mut out);
+        let tids: Vec<u32> = out.iter().map(|c| c.tid).collect();
+        assert_eq!(tids, [1, 2, 3]);
+        assert_eq!(out[2].bytes, [bytes(3, 40), bytes(100, 8)].concat());
+        assert_eq!(out[0].comm(), "joint-loop");
+        assert!(kept.is_empty());
+    }
+
+    #[test]
     fn a_copier_told_to_hold_no_more_sends_what_it_held_and_takes() {
         let rings = Arc::new(Rings::create(&std::env::temp_dir(), 1, 4096).unwrap());
         let copier = Copier::start_holding(rings.clone()).unwrap();
