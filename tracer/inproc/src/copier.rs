@@ -192,6 +192,12 @@ impl Copier {
         self.holding.store(false, Ordering::Release);
     }
 
+    /// Whether it holds what it takes ([`Copier::start_holding`]) and has not been told
+    /// [`Copier::hold_no_more`].
+    pub fn holding(&self) -> bool {
+        self.holding.load(Ordering::Acquire)
+    }
+
     /// The clock samples taken since the last call, into `clock`.
     pub fn clock_samples_into(&self, clock: &mut TscClock) {
         for s in self.samples.try_iter() {

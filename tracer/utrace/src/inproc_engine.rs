@@ -452,7 +452,8 @@ impl<'a, 'p> Pump<'a, 'p> {
         // detached. Decoding them now would cost the traced program far more than its
         // records do: every page fault and system call dcg makes meanwhile runs through
         // the kernel side's programs, on the CPUs the program runs on.
-        let defer = self.hold_all && sources.pipe.is_none();
+        // `run` starts a holding copier for exactly such a session.
+        let defer = sources.copier.holding();
         Ok(loop {
             if let Some(sig) = tracefs::stop_requested() {
                 break Stop::Signal(sig);
